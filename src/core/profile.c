@@ -1,0 +1,367 @@
+/* Settings, their resolution against the host chip, and answer().
+ * Owns: the option table, every parse and clamp rule, the reason for each decision.
+ * Never: lowers a stock answer; claims more than the chip has without the unsafe override. */
+#include "vzcaps_core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char *const key_names[VZCAPS_KEY_COUNT] = {
+    [VZCAPS_KEY_APPLE_FAMILY_MAX] = "apple_family_max",
+    [VZCAPS_KEY_MAX_THREADGROUP_MEMORY] = "max_threadgroup_memory",
+    [VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE] = "recommended_working_set_size",
+    [VZCAPS_KEY_EXTRA_FAMILIES] = "extra_families",
+    [VZCAPS_KEY_HOST_CHIP] = "host_chip",
+    [VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE] = "unsafe_beyond_hardware",
+    [VZCAPS_KEY_INHERIT] = "inherit",
+    [VZCAPS_KEY_LOG] = "log",
+};
+
+const char *vzcaps_key_name(enum vzcaps_key key)
+{
+    return (unsigned)key < VZCAPS_KEY_COUNT ? key_names[key] : NULL;
+}
+
+int vzcaps_key_from_name(const char *name)
+{
+    for (int k = 0; k < VZCAPS_KEY_COUNT; k++)
+        if (strcmp(name, key_names[k]) == 0)
+            return k;
+    return -1;
+}
+
+int vzcaps_key_from_env_name(const char *name, const char *prefix)
+{
+    size_t pl = strlen(prefix);
+    if (strncmp(name, prefix, pl) != 0)
+        return -1;
+    name += pl;
+    for (int k = 0; k < VZCAPS_KEY_COUNT; k++) {
+        const char *a = key_names[k], *b = name;
+        while (*a && *b && (*a >= 'a' && *a <= 'z' ? *a - 'a' + 'A' : *a) == *b)
+            a++, b++;
+        if (!*a && !*b)
+            return k;
+    }
+    return -1;
+}
+
+static int fail(char *err, size_t errlen, const char *fmt, const char *value)
+{
+    snprintf(err, errlen, fmt, value);
+    return -1;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+    static const char *const yes[] = {"1", "yes", "true"}, *const no[] = {"0", "no", "false"};
+    for (size_t i = 0; i < 3; i++) {
+        if (strcmp(v, yes[i]) == 0)
+            return *out = true, 0;
+        if (strcmp(v, no[i]) == 0)
+            return *out = false, 0;
+    }
+    return -1;
+}
+
+static int parse_bytes(const char *v, uint64_t max, uint64_t *out, char *err, size_t errlen)
+{
+    if (vzcaps_parse_u64(v, out) != 0)
+        return fail(err, errlen, "\"%s\" is not a plain decimal number of bytes", v);
+    if (*out == 0 || *out > max) {
+        snprintf(err, errlen, "%s is out of range (1..%llu bytes)", v, (unsigned long long)max);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_extra(struct vzcaps_settings *s, const char *v, char *err, size_t errlen)
+{
+    int64_t list[VZCAPS_MAX_EXTRA];
+    size_t n = 0;
+    const char *p = v;
+    for (;;) {
+        char item[32];
+        size_t len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof item)
+            return fail(err, errlen, "\"%s\" is not a comma list of family names or numbers", v);
+        memcpy(item, p, len);
+        item[len] = '\0';
+        int64_t f;
+        if (vzcaps_family_parse(item, &f) != 0)
+            return fail(err, errlen, "unknown family \"%s\" (e.g. metal3, metal4, mac2, common3)", item);
+        if (vzcaps_family_is_apple(f))
+            return fail(err, errlen, "\"%s\" is an Apple family: set Apple families with apple_family_max", item);
+        bool dup = false;
+        for (size_t i = 0; i < n; i++)
+            dup |= list[i] == f;
+        if (!dup)
+            list[n++] = f; /* at most the 9 non-Apple families, below VZCAPS_MAX_EXTRA */
+        p += len;
+        if (!*p)
+            break;
+        p++;
+    }
+    memcpy(s->extra, list, n * sizeof list[0]);
+    s->n_extra = n;
+    return 0;
+}
+
+int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const char *value,
+                        const char *origin, char *err, size_t errlen)
+{
+    bool b;
+    uint64_t n;
+    if ((unsigned)key >= VZCAPS_KEY_COUNT)
+        return fail(err, errlen, "%s", "unknown setting");
+    if (!*value)
+        return fail(err, errlen, "%s", "empty value");
+    switch (key) {
+    case VZCAPS_KEY_APPLE_FAMILY_MAX:
+        if (strcmp(value, "auto") == 0) {
+            s->family_mode = VZCAPS_FAMILY_AUTO;
+        } else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0) {
+            s->family_mode = VZCAPS_FAMILY_OFF;
+        } else {
+            int64_t f;
+            if (vzcaps_family_parse(value, &f) != 0 || !vzcaps_family_is_apple(f))
+                return fail(err, errlen, "\"%s\" is not auto, off, 0, or an Apple family 1001..1010 (apple1..apple10)", value);
+            s->family_mode = VZCAPS_FAMILY_NUMBER;
+            s->family_max = f;
+        }
+        break;
+    case VZCAPS_KEY_MAX_THREADGROUP_MEMORY:
+        if (parse_bytes(value, VZCAPS_MAX_THREADGROUP_LIMIT, &n, err, errlen) != 0)
+            return -1;
+        s->max_threadgroup_memory = n;
+        break;
+    case VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE:
+        if (parse_bytes(value, VZCAPS_MAX_WORKING_SET_LIMIT, &n, err, errlen) != 0)
+            return -1;
+        s->recommended_working_set_size = n;
+        break;
+    case VZCAPS_KEY_EXTRA_FAMILIES:
+        if (parse_extra(s, value, err, errlen) != 0)
+            return -1;
+        break;
+    case VZCAPS_KEY_HOST_CHIP:
+        if (strlen(value) >= sizeof s->host_chip)
+            return fail(err, errlen, "%s", "brand string longer than 127 bytes");
+        strcpy(s->host_chip, value);
+        break;
+    case VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE:
+    case VZCAPS_KEY_INHERIT:
+        if (parse_bool(value, &b) != 0)
+            return fail(err, errlen, "\"%s\" is not 1 or 0 (yes/no, true/false)", value);
+        if (key == VZCAPS_KEY_INHERIT)
+            s->inherit = b;
+        else
+            s->unsafe = b;
+        break;
+    case VZCAPS_KEY_LOG:
+        if (strcmp(value, "quiet") != 0 && strcmp(value, "normal") != 0)
+            return fail(err, errlen, "\"%s\" is not quiet or normal", value);
+        s->quiet = strcmp(value, "quiet") == 0;
+        break;
+    default:
+        break;
+    }
+    s->set |= 1u << key;
+    snprintf(s->origin[key], sizeof s->origin[key], "%s", origin);
+    return 0;
+}
+
+static void note(struct vzcaps_profile *p, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+static void note(struct vzcaps_profile *p, const char *fmt, ...)
+{
+    if (p->n_notes >= VZCAPS_MAX_NOTES)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->notes[p->n_notes++], VZCAPS_NOTE_LEN, fmt, ap);
+    va_end(ap);
+}
+
+void vzcaps_profile_refuse(struct vzcaps_profile *p, const char *reason)
+{
+    p->state = VZCAPS_STOCK_REFUSED;
+    p->apple_family_max = 0;
+    p->max_threadgroup_memory = p->recommended_working_set_size = 0;
+    p->n_extra = 0;
+    note(p, "%s", reason);
+}
+
+#define HAS(s, k) (((s)->set >> (k)) & 1u)
+
+void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps_host *host,
+                            struct vzcaps_profile *p)
+{
+    memset(p, 0, sizeof *p);
+    p->inherit = s->inherit;
+    p->quiet = s->quiet;
+    p->unsafe = s->unsafe;
+
+    const char *brand = host ? host->brand : NULL;
+    const char *origin = host && host->brand_origin ? host->brand_origin : "detection";
+    if (HAS(s, VZCAPS_KEY_HOST_CHIP)) {
+        brand = s->host_chip;
+        origin = s->origin[VZCAPS_KEY_HOST_CHIP];
+    }
+    vzcaps_chip_from_brand(brand, &p->chip);
+    snprintf(p->chip_origin, sizeof p->chip_origin, "%s", brand ? origin : "none");
+    const struct vzcaps_chip *chip = &p->chip;
+    const char *fam_origin = s->origin[VZCAPS_KEY_APPLE_FAMILY_MAX];
+
+    switch (s->family_mode) {
+    case VZCAPS_FAMILY_UNSET:
+        for (int k = 0; k < VZCAPS_KEY_COUNT; k++) {
+            if (HAS(s, k) && k != VZCAPS_KEY_INHERIT && k != VZCAPS_KEY_LOG) {
+                char why[VZCAPS_NOTE_LEN];
+                snprintf(why, sizeof why, "%s is set but apple_family_max is not, and only it enables vzcaps: set it to auto", s->origin[k]);
+                vzcaps_profile_refuse(p, why);
+                return;
+            }
+        }
+        p->state = VZCAPS_STOCK_UNCONFIGURED;
+        return;
+    case VZCAPS_FAMILY_OFF:
+        p->state = VZCAPS_STOCK_OFF;
+        note(p, "%s is off", fam_origin);
+        return;
+    case VZCAPS_FAMILY_AUTO:
+        if (!chip->known) {
+            char why[VZCAPS_NOTE_LEN];
+            if (brand)
+                snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%.60s\" (from %s) is not one: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand, origin);
+            else
+                snprintf(why, sizeof why, "%s=auto needs the host chip, which could not be detected: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin);
+            vzcaps_profile_refuse(p, why);
+            return;
+        }
+        p->apple_family_max = chip->apple_family;
+        note(p, "Apple families up to %lld (%s): auto, the real family of %s (from %s)",
+             (long long)p->apple_family_max, vzcaps_family_name(p->apple_family_max), chip->name, origin);
+        break;
+    case VZCAPS_FAMILY_NUMBER:
+        p->apple_family_max = s->family_max;
+        if (!chip->known)
+            note(p, "Apple families up to %lld (%s) as given, not validated: host chip unknown",
+                 (long long)s->family_max, vzcaps_family_name(s->family_max));
+        else if (s->family_max <= chip->apple_family)
+            note(p, "Apple families up to %lld (%s), within %s's %lld", (long long)s->family_max,
+                 vzcaps_family_name(s->family_max), chip->name, (long long)chip->apple_family);
+        else if (s->unsafe)
+            note(p, "Apple families up to %lld (%s), BEYOND %s's %lld: not clamped (unsafe_beyond_hardware)",
+                 (long long)s->family_max, vzcaps_family_name(s->family_max), chip->name, (long long)chip->apple_family);
+        else {
+            p->apple_family_max = chip->apple_family;
+            note(p, "Apple families up to %lld (%s): %lld clamped to the real family of %s (from %s)",
+                 (long long)chip->apple_family, vzcaps_family_name(chip->apple_family),
+                 (long long)s->family_max, chip->name, origin);
+        }
+        break;
+    }
+    p->state = VZCAPS_ENABLED;
+    if (s->unsafe)
+        note(p, "unsafe_beyond_hardware is set (%s): claims are not clamped to the host chip", s->origin[VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE]);
+
+    if (HAS(s, VZCAPS_KEY_MAX_THREADGROUP_MEMORY)) {
+        uint64_t v = s->max_threadgroup_memory, lim = chip->max_threadgroup_memory;
+        p->max_threadgroup_memory = v;
+        if (!chip->known)
+            note(p, "threadgroup memory floor %llu as given, not validated: host chip unknown", (unsigned long long)v);
+        else if (v <= lim)
+            note(p, "threadgroup memory floor %llu (documented limit %llu)", (unsigned long long)v, (unsigned long long)lim);
+        else if (s->unsafe)
+            note(p, "threadgroup memory floor %llu, BEYOND the documented %llu: not clamped", (unsigned long long)v, (unsigned long long)lim);
+        else {
+            p->max_threadgroup_memory = lim;
+            note(p, "threadgroup memory floor %llu clamped to %llu, the documented limit of %s",
+                 (unsigned long long)v, (unsigned long long)lim, chip->name);
+        }
+    }
+    if (HAS(s, VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE)) {
+        uint64_t v = s->recommended_working_set_size, mem = host ? host->physical_memory : 0;
+        p->recommended_working_set_size = v;
+        if (!mem)
+            note(p, "working-set floor %llu as given, not validated: physical memory unknown", (unsigned long long)v);
+        else if (v <= mem)
+            note(p, "working-set floor %llu (physical memory %llu)", (unsigned long long)v, (unsigned long long)mem);
+        else {
+            p->recommended_working_set_size = mem;
+            note(p, "working-set floor %llu clamped to physical memory %llu", (unsigned long long)v, (unsigned long long)mem);
+        }
+    }
+    for (size_t i = 0; i < s->n_extra; i++) {
+        int64_t f = s->extra[i];
+        const char *name = vzcaps_family_name(f);
+        if (chip->known && !s->unsafe && !vzcaps_chip_has_family(chip, f)) {
+            note(p, "extra family %s dropped: %s does not have it", name, chip->name);
+            continue;
+        }
+        p->extra[p->n_extra++] = f;
+        note(p, "extra family %lld (%s)%s%s", (long long)f, name, chip->known ? "" : " as given, not validated",
+             f == 5001 ? " (warning: known to break MLX's residency sets)" : "");
+    }
+}
+
+void vzcaps_profile_describe(const struct vzcaps_profile *p, const char *exe, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    switch (p->state) {
+    case VZCAPS_ENABLED:
+        vzcaps_appendf(buf, len, "enabled for %s: ", exe);
+        break;
+    case VZCAPS_STOCK_REFUSED:
+        vzcaps_appendf(buf, len, "left stock for %s: ", exe);
+        break;
+    default:
+        vzcaps_appendf(buf, len, "stock for %s%s", exe, p->n_notes ? ": " : "");
+        break;
+    }
+    for (size_t i = 0; i < p->n_notes; i++)
+        vzcaps_appendf(buf, len, "%s%s", i ? "; " : "", p->notes[i]);
+}
+
+bool vzcaps_query_needed(const struct vzcaps_profile *p, enum vzcaps_query q)
+{
+    if (p->state != VZCAPS_ENABLED)
+        return false;
+    switch (q) {
+    case VZCAPS_Q_SUPPORTS_FAMILY:
+        return true;
+    case VZCAPS_Q_MAX_THREADGROUP_MEMORY:
+        return p->max_threadgroup_memory != 0;
+    case VZCAPS_Q_RECOMMENDED_WORKING_SET:
+        return p->recommended_working_set_size != 0;
+    }
+    return false;
+}
+
+uint64_t vzcaps_answer(const struct vzcaps_profile *p, enum vzcaps_query q, int64_t arg, uint64_t stock)
+{
+    if (p->state != VZCAPS_ENABLED)
+        return stock;
+    switch (q) {
+    case VZCAPS_Q_SUPPORTS_FAMILY:
+        if (stock)
+            return stock; /* a supported answer is never turned into unsupported */
+        if (vzcaps_family_is_apple(arg))
+            return arg <= p->apple_family_max;
+        for (size_t i = 0; i < p->n_extra; i++)
+            if (p->extra[i] == arg)
+                return 1;
+        return stock;
+    case VZCAPS_Q_MAX_THREADGROUP_MEMORY:
+        return stock > p->max_threadgroup_memory ? stock : p->max_threadgroup_memory;
+    case VZCAPS_Q_RECOMMENDED_WORKING_SET:
+        return stock > p->recommended_working_set_size ? stock : p->recommended_working_set_size;
+    }
+    return stock;
+}

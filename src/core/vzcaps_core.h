@@ -1,0 +1,201 @@
+/* vzcaps core: every decision the library and the command make, as pure C11.
+ * Owns: GPU family names, the chip table, settings parsing, config files, resolution, answer().
+ * Never: touches the Objective-C runtime, the file system, the environment or the heap itself. */
+#ifndef VZCAPS_CORE_H
+#define VZCAPS_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VZCAPS_VERSION "0.1.0"
+
+/* ---- Metal GPU families (METAL-FACTS: "Metal GPU families") ---- */
+
+#define VZCAPS_APPLE_FIRST 1001
+#define VZCAPS_APPLE_LAST 1010
+
+/* Every known family value, ascending; *count receives the length. */
+const int64_t *vzcaps_family_all(size_t *count);
+/* Display name such as "Apple7" or "Metal3"; NULL for an unknown value. */
+const char *vzcaps_family_name(int64_t value);
+bool vzcaps_family_is_apple(int64_t value);
+/* Parses a family by name ("apple7", "Metal3", case-insensitive) or by plain decimal
+ * number. Returns 0 and sets *out, or -1 when the text is not a known family. */
+int vzcaps_family_parse(const char *text, int64_t *out);
+
+/* ---- chips (METAL-FACTS: "So the real family of a host is a function of its chip") ---- */
+
+struct vzcaps_chip {
+    bool known;                      /* false: no safe answer for this chip */
+    int generation;                  /* 1 for M1 ... 5 for M5; 0 when unknown */
+    int64_t apple_family;            /* real Apple family, 0 when unknown */
+    uint64_t max_threadgroup_memory; /* documented maximum, 0 when unknown */
+    bool guest;                      /* brand carried the " (Virtual)" suffix */
+    char name[48];                   /* canonical "Apple M2 Pro", or the brand as given */
+};
+
+/* Reads a CPU brand string ("Apple M4 Max (Virtual)"). Unrecognised brands give
+ * known = false (not an error). Never fails. */
+void vzcaps_chip_from_brand(const char *brand, struct vzcaps_chip *out);
+/* Whether the chip has a non-Apple family (Mac, Common, MacCatalyst, Metal3/4). */
+bool vzcaps_chip_has_family(const struct vzcaps_chip *chip, int64_t family);
+
+/* ---- settings: what was asked for, before any host fact is applied ---- */
+
+enum vzcaps_family_mode { VZCAPS_FAMILY_UNSET, VZCAPS_FAMILY_OFF, VZCAPS_FAMILY_AUTO, VZCAPS_FAMILY_NUMBER };
+
+enum vzcaps_key {
+    VZCAPS_KEY_APPLE_FAMILY_MAX,
+    VZCAPS_KEY_MAX_THREADGROUP_MEMORY,
+    VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE,
+    VZCAPS_KEY_EXTRA_FAMILIES,
+    VZCAPS_KEY_HOST_CHIP,
+    VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE,
+    VZCAPS_KEY_INHERIT,
+    VZCAPS_KEY_LOG,
+    VZCAPS_KEY_COUNT
+};
+
+#define VZCAPS_MAX_EXTRA 12
+#define VZCAPS_ORIGIN_LEN 160
+#define VZCAPS_MAX_THREADGROUP_LIMIT 1048576ull          /* accepted range of the value */
+#define VZCAPS_MAX_WORKING_SET_LIMIT (1ull << 50)         /* 1 PiB */
+
+struct vzcaps_settings {
+    unsigned set;                  /* bit (1 << vzcaps_key) per key given */
+    enum vzcaps_family_mode family_mode;
+    int64_t family_max;
+    uint64_t max_threadgroup_memory;
+    uint64_t recommended_working_set_size;
+    int64_t extra[VZCAPS_MAX_EXTRA];
+    size_t n_extra;
+    char host_chip[128];
+    bool unsafe, inherit, quiet;
+    /* where each key came from, e.g. "VZCAPS_APPLE_FAMILY_MAX" or "vzcaps.conf:4" */
+    char origin[VZCAPS_KEY_COUNT][VZCAPS_ORIGIN_LEN];
+};
+
+/* Config-file spelling of a key ("apple_family_max"); NULL when out of range. */
+const char *vzcaps_key_name(enum vzcaps_key key);
+/* Looks a config-file key up; -1 when unknown. */
+int vzcaps_key_from_name(const char *name);
+/* Looks an environment name up for a prefix ("VZCAPS_", "TART_METAL_"); -1 when unknown. */
+int vzcaps_key_from_env_name(const char *name, const char *prefix);
+
+/* Parses one value into s (a later value for the same key replaces an earlier one).
+ * Returns 0, or -1 with a reason ("not a number: ...") in err. origin is recorded. */
+int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const char *value,
+                        const char *origin, char *err, size_t errlen);
+
+/* ---- config files ---- */
+
+#define VZCAPS_CONFIG_MAX_LINE 1024
+#define VZCAPS_CONFIG_MAX_SIZE 65536
+
+/* Parses a whole config file and applies the chosen section to *s.
+ * Section: profile if non-NULL (must exist), else the first whose match fits exe,
+ * else [default], else none. Any error rejects the whole file: returns -1 and writes
+ * "file:line: reason" to err, *s untouched. On success the chosen section's name is
+ * copied to section (empty when none). */
+int vzcaps_config_apply(const char *text, size_t len, const char *file, const char *exe,
+                        const char *profile, struct vzcaps_settings *s, char *section,
+                        size_t section_len, char *err, size_t errlen);
+
+/* Glob with '*' and '?' over a whole string. */
+bool vzcaps_glob_match(const char *pattern, const char *text);
+
+/* ---- resolution against host facts ---- */
+
+#define VZCAPS_MAX_NOTES 10
+#define VZCAPS_NOTE_LEN 256
+
+enum vzcaps_state {
+    VZCAPS_STOCK_UNCONFIGURED, /* nothing asked: silent */
+    VZCAPS_STOCK_OFF,          /* explicitly off: silent */
+    VZCAPS_STOCK_REFUSED,      /* configuration rejected or unsafe to apply: one log line */
+    VZCAPS_ENABLED
+};
+
+struct vzcaps_profile {
+    enum vzcaps_state state;
+    int64_t apple_family_max;        /* 0 when Apple families are left stock */
+    uint64_t max_threadgroup_memory; /* floor, 0 = none */
+    uint64_t recommended_working_set_size; /* floor, 0 = none */
+    int64_t extra[VZCAPS_MAX_EXTRA];
+    size_t n_extra;
+    bool inherit, quiet, unsafe;
+    struct vzcaps_chip chip;
+    char chip_origin[64];            /* how the chip was found */
+    char notes[VZCAPS_MAX_NOTES][VZCAPS_NOTE_LEN];
+    size_t n_notes;
+};
+
+struct vzcaps_host {
+    const char *brand;        /* detected brand string, NULL when none */
+    const char *brand_origin; /* e.g. "machdep.cpu.brand_string" */
+    uint64_t physical_memory; /* bytes, 0 when unknown */
+};
+
+/* Applies the settings to the host facts. Never fails: refusals set state and notes. */
+void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps_host *host,
+                            struct vzcaps_profile *p);
+/* Marks p refused with one reason (used for parse and file errors). */
+void vzcaps_profile_refuse(struct vzcaps_profile *p, const char *reason);
+/* One-line human summary (without the "vzcaps: " prefix). */
+void vzcaps_profile_describe(const struct vzcaps_profile *p, const char *exe, char *buf, size_t len);
+
+/* ---- the answer ---- */
+
+enum vzcaps_query {
+    VZCAPS_Q_SUPPORTS_FAMILY,            /* arg = family, stock = 0/1 */
+    VZCAPS_Q_MAX_THREADGROUP_MEMORY,     /* stock = bytes */
+    VZCAPS_Q_RECOMMENDED_WORKING_SET     /* stock = bytes */
+};
+
+uint64_t vzcaps_answer(const struct vzcaps_profile *p, enum vzcaps_query q, int64_t arg, uint64_t stock);
+/* Whether the hook for q is needed at all under p. */
+bool vzcaps_query_needed(const struct vzcaps_profile *p, enum vzcaps_query q);
+
+/* ---- the whole configuration step shared by the library and the command ---- */
+
+struct vzcaps_inputs {
+    const char *const *envp;  /* NULL-terminated "NAME=value" array */
+    const char *exe;          /* executable base name */
+    /* reads a whole file; returns 0, or -1 with a reason in err. absent: set *missing. */
+    int (*read_file)(void *ctx, const char *path, char *buf, size_t cap, size_t *len,
+                     bool *missing, char *err, size_t errlen);
+    void *read_ctx;
+    struct vzcaps_host host;
+};
+
+struct vzcaps_config_result {
+    struct vzcaps_profile profile;
+    char config_path[512];   /* file read, empty when none */
+    char section[64];        /* chosen section, empty when none */
+    char env_prefix[16];     /* "VZCAPS_", "TART_METAL_", "LUME_METAL_" or "" */
+};
+
+/* Static scratch the caller provides for reading the file (VZCAPS_CONFIG_MAX_SIZE + 1). */
+void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
+                      struct vzcaps_config_result *out);
+/* Value of name in envp, or NULL. */
+const char *vzcaps_env_get(const char *const *envp, const char *name);
+
+/* ---- small helpers ---- */
+
+/* Plain decimal (no sign, blank, prefix or trailing text); 0 or -1. */
+int vzcaps_parse_u64(const char *text, uint64_t *out);
+/* Copies list without entries whose base name is libname; seps lists the separators.
+ * Returns the length written, or -1 if out is too small. */
+int vzcaps_strip_library(const char *list, const char *seps, const char *libname, char *out, size_t outlen);
+/* Base name of a path (pointer into path). */
+const char *vzcaps_basename(const char *path);
+/* snprintf-like appending that never overflows; returns buf. */
+char *vzcaps_appendf(char *buf, size_t len, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+#endif

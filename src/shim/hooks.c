@@ -1,0 +1,198 @@
+/* Hook installation on a device class and the replacement methods themselves.
+ * Owns: the per-class table of original implementations, install/rollback, the replacements.
+ * Never: allocates, locks, logs or reads the environment inside a replacement; changes a
+ * class partially (a failed install is rolled back and the class stays stock). */
+#include "shim.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+enum { SEL_FAMILY, SEL_THREADGROUP, SEL_WORKING_SET, N_SELS };
+
+static const char *const sel_names[N_SELS] = {
+    [SEL_FAMILY] = "supportsFamily:",
+    [SEL_THREADGROUP] = "maxThreadgroupMemoryLength",
+    [SEL_WORKING_SET] = "recommendedMaxWorkingSetSize",
+};
+static const enum vzcaps_query sel_queries[N_SELS] = {
+    [SEL_FAMILY] = VZCAPS_Q_SUPPORTS_FAMILY,
+    [SEL_THREADGROUP] = VZCAPS_Q_MAX_THREADGROUP_MEMORY,
+    [SEL_WORKING_SET] = VZCAPS_Q_RECOMMENDED_WORKING_SET,
+};
+
+/* The exact method types (MTLGPUFamily is NSInteger; the limits are NSUInteger/uint64_t). */
+typedef BOOL (*family_imp)(id, SEL, long);
+typedef unsigned long (*ulong_imp)(id, SEL);
+typedef void (*void_imp)(id, SEL);
+
+#define MAX_CLASSES 32
+struct hooked_class {
+    Class cls;
+    IMP original[N_SELS]; /* NULL: not replaced on this class (inherited or not needed) */
+    int failed;
+};
+static struct hooked_class table[MAX_CLASSES];
+static atomic_size_t n_table;
+static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Lock-free: entries are complete before n_table publishes them, and published before any
+ * replacement that reads them is installed. */
+static IMP original_for(id self, int which)
+{
+    size_t n = atomic_load_explicit(&n_table, memory_order_acquire);
+    for (Class c = object_getClass(self); c; c = class_getSuperclass(c))
+        for (size_t i = 0; i < n; i++)
+            if (table[i].cls == c && table[i].original[which])
+                return table[i].original[which];
+    return NULL;
+}
+
+static BOOL replaced_supports_family(id self, SEL cmd, long family)
+{
+    IMP orig = original_for(self, SEL_FAMILY);
+    BOOL stock = orig ? ((family_imp)(void (*)(void))orig)(self, cmd, family) : NO;
+    return vzcaps_answer(&vzcaps_effective, VZCAPS_Q_SUPPORTS_FAMILY, family, stock ? 1 : 0) ? YES : NO;
+}
+
+static unsigned long replaced_ulong(id self, SEL cmd, int which)
+{
+    IMP orig = original_for(self, which);
+    unsigned long stock = orig ? ((ulong_imp)(void (*)(void))orig)(self, cmd) : 0;
+    return (unsigned long)vzcaps_answer(&vzcaps_effective, sel_queries[which], 0, stock);
+}
+
+static unsigned long replaced_threadgroup(id self, SEL cmd) { return replaced_ulong(self, cmd, SEL_THREADGROUP); }
+static unsigned long replaced_working_set(id self, SEL cmd) { return replaced_ulong(self, cmd, SEL_WORKING_SET); }
+
+static IMP replacement(int which)
+{
+    switch (which) {
+    case SEL_FAMILY:
+        return (IMP)(void (*)(void))replaced_supports_family;
+    case SEL_THREADGROUP:
+        return (IMP)(void (*)(void))replaced_threadgroup;
+    default:
+        return (IMP)(void (*)(void))replaced_working_set;
+    }
+}
+
+static struct hooked_class *find_entry(Class cls)
+{
+    size_t n = atomic_load_explicit(&n_table, memory_order_acquire);
+    for (size_t i = 0; i < n; i++)
+        if (table[i].cls == cls)
+            return &table[i];
+    return NULL;
+}
+
+static void rollback(Class cls, struct hooked_class *e, int done)
+{
+    for (int w = 0; w < done; w++)
+        if (e->original[w]) {
+            Method m = class_getInstanceMethod(cls, sel_registerName(sel_names[w]));
+            if (m)
+                method_setImplementation(m, e->original[w]);
+        }
+    memset(e->original, 0, sizeof e->original);
+    e->failed = 1;
+}
+
+/* Installs the replacements the profile needs on cls: all of them, or none (rolled back).
+ * Returns 0 when the class is hooked (now or before), -1 with a reason otherwise. */
+int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
+{
+    int rc = 0;
+    pthread_mutex_lock(&install_lock);
+    struct hooked_class *e = find_entry(cls);
+    if (e) {
+        rc = e->failed ? -1 : 0;
+        if (rc)
+            snprintf(why, len, "class %s was left stock earlier", class_getName(cls));
+        goto out;
+    }
+    size_t n = atomic_load_explicit(&n_table, memory_order_relaxed);
+    if (n == MAX_CLASSES) {
+        snprintf(why, len, "more than %d device classes; %s left stock", MAX_CLASSES, class_getName(cls));
+        rc = -1;
+        goto out;
+    }
+    e = &table[n];
+    memset(e, 0, sizeof *e);
+    e->cls = cls;
+    Method methods[N_SELS] = {0};
+    for (int w = 0; w < N_SELS; w++) {
+        if (!vzcaps_query_needed(&vzcaps_effective, sel_queries[w]))
+            continue;
+        methods[w] = class_getInstanceMethod(cls, sel_registerName(sel_names[w]));
+        if (!methods[w]) {
+            snprintf(why, len, "device class %s has no -%s; left stock", class_getName(cls), sel_names[w]);
+            e->failed = 1;
+            atomic_store_explicit(&n_table, n + 1, memory_order_release);
+            rc = -1;
+            goto out;
+        }
+        IMP cur = method_getImplementation(methods[w]);
+        if (cur != replacement(w))
+            e->original[w] = cur; /* else: inherited from a hooked superclass, already covered */
+    }
+    /* publish the originals before any replacement can run */
+    atomic_store_explicit(&n_table, n + 1, memory_order_release);
+    for (int w = 0; w < N_SELS; w++) {
+        if (!e->original[w])
+            continue;
+        SEL sel = sel_registerName(sel_names[w]);
+        Class super = class_getSuperclass(cls);
+        int inherited = super && class_getInstanceMethod(super, sel) == methods[w];
+        int ok = inherited ? (int)class_addMethod(cls, sel, replacement(w), method_getTypeEncoding(methods[w]))
+                           : (method_setImplementation(methods[w], replacement(w)), 1);
+        if (!ok) {
+            rollback(cls, e, w);
+            snprintf(why, len, "could not replace -%s on %s; left stock", sel_names[w], class_getName(cls));
+            rc = -1;
+            goto out;
+        }
+    }
+out:
+    pthread_mutex_unlock(&install_lock);
+    return rc;
+}
+
+void vzcaps_hooks_on_device(id device)
+{
+    if (!device || vzcaps_effective.state != VZCAPS_ENABLED)
+        return;
+    Class cls = object_getClass(device);
+    struct hooked_class *e = find_entry(cls);
+    if (e)
+        return; /* fast path: this class was handled already */
+    char why[256];
+    if (vzcaps_hooks_install_on_class(cls, why, sizeof why) != 0) {
+        char line[300];
+        snprintf(line, sizeof line, "vzcaps: %s", why);
+        vzcaps_platform_log(line, !vzcaps_effective.quiet);
+    }
+}
+
+/* The private -[_MTLDevice initGPUFamilySupport] runs when any device is created. */
+static IMP original_init_family;
+
+static void replaced_init_family(id self, SEL cmd)
+{
+    if (original_init_family)
+        ((void_imp)(void (*)(void))original_init_family)(self, cmd);
+    vzcaps_hooks_on_device(self);
+}
+
+void vzcaps_hooks_watch_base_class(void)
+{
+    Class base = objc_getClass("_MTLDevice");
+    if (!base || original_init_family)
+        return; /* missing private pieces are not an error */
+    Method m = class_getInstanceMethod(base, sel_registerName("initGPUFamilySupport"));
+    if (!m)
+        return;
+    original_init_family = method_getImplementation(m); /* set before the swap: no window */
+    method_setImplementation(m, (IMP)(void (*)(void))replaced_init_family);
+}

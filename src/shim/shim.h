@@ -1,0 +1,34 @@
+/* Internal contract between the injected library's files (hooks, constructor, triggers).
+ * Owns: nothing but declarations. Each platform provides one trigger_*.c that implements
+ * the vzcaps_platform_* functions; the build picks the file, no #ifdef in shared code. */
+#ifndef VZCAPS_SHIM_H
+#define VZCAPS_SHIM_H
+
+#include "../core/vzcaps_core.h"
+
+#include <objc/runtime.h>
+
+#define VZCAPS_HIDDEN __attribute__((visibility("hidden")))
+
+/* The effective profile, written once by the constructor before any hook exists. */
+VZCAPS_HIDDEN extern struct vzcaps_profile vzcaps_effective;
+
+/* hooks.c */
+VZCAPS_HIDDEN void vzcaps_hooks_on_device(id device);
+VZCAPS_HIDDEN int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len);
+VZCAPS_HIDDEN void vzcaps_hooks_watch_base_class(void);
+
+/* trigger_<platform>.c */
+VZCAPS_HIDDEN void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len);
+VZCAPS_HIDDEN const char *vzcaps_platform_exe_name(void);
+VZCAPS_HIDDEN void vzcaps_platform_log(const char *line, int to_stderr);
+VZCAPS_HIDDEN void vzcaps_platform_trigger_install(void);
+VZCAPS_HIDDEN extern const char vzcaps_platform_preload_var[];
+VZCAPS_HIDDEN extern const char vzcaps_platform_preload_seps[];
+VZCAPS_HIDDEN extern const char vzcaps_platform_library_name[];
+
+/* common/readfile.c: also linked into the command */
+int vzcaps_read_file(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing,
+                     char *err, size_t errlen);
+
+#endif

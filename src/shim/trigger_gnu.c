@@ -1,0 +1,67 @@
+/* Linux (GNU Objective-C runtime) trigger and platform facts, for tests and `make demo`:
+ * preempts MTLCreateSystemDefaultDevice when preloaded with LD_PRELOAD.
+ * Never: detects a chip (there is none to detect; VZCAPS_HOST_CHIP names it). */
+#define _GNU_SOURCE
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+const char vzcaps_platform_preload_var[] = "LD_PRELOAD";
+const char vzcaps_platform_preload_seps[] = ": ";
+const char vzcaps_platform_library_name[] = "libvzcaps.so";
+
+void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len)
+{
+    (void)brand;
+    (void)brand_len;
+    host->brand = NULL;
+    host->brand_origin = "no chip detection on Linux";
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    host->physical_memory = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+}
+
+const char *vzcaps_platform_exe_name(void)
+{
+    return program_invocation_short_name;
+}
+
+void vzcaps_platform_log(const char *line, int to_stderr)
+{
+    if (!to_stderr)
+        return;
+    char buf[2100];
+    size_t n = strlen(line);
+    if (n > sizeof buf - 1)
+        n = sizeof buf - 1;
+    memcpy(buf, line, n);
+    buf[n++] = '\n';
+    ssize_t w;
+    do
+        w = write(2, buf, n);
+    while (w < 0 && errno == EINTR);
+}
+
+typedef id (*factory_fn)(void);
+static factory_fn real_create;
+
+void vzcaps_platform_trigger_install(void)
+{
+    real_create = (factory_fn)(void (*)(void))dlsym(RTLD_NEXT, "MTLCreateSystemDefaultDevice");
+}
+
+/* Preempts the stand-in Metal library's factory; forwards, then hooks the device's class. */
+__attribute__((visibility("default"))) id MTLCreateSystemDefaultDevice(void);
+id MTLCreateSystemDefaultDevice(void)
+{
+    factory_fn real = real_create;
+    if (!real) /* stock process, or Metal loaded after the constructor */
+        real = (factory_fn)(void (*)(void))dlsym(RTLD_NEXT, "MTLCreateSystemDefaultDevice");
+    if (!real)
+        return nil;
+    id device = real();
+    vzcaps_hooks_on_device(device);
+    return device;
+}

@@ -1,0 +1,111 @@
+/* Prints every capability answer of the stand-in default device, one per line, so tests
+ * can compare a stock run with a preloaded one. Test rig only.
+ * probe [--threads N] [--child]   --child: also runs itself once more as a child process */
+#include <objc/Object.h>
+#include <objc/runtime.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+id MTLCreateSystemDefaultDevice(void);
+
+static const long families[] = {1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010,
+                                2001, 2002, 3001, 3002, 3003, 4001, 4002, 5001, 5002};
+#define N_FAMILIES (sizeof families / sizeof families[0])
+
+typedef BOOL (*family_fn)(id, SEL, long);
+typedef unsigned long (*ulong_fn)(id, SEL);
+
+struct answers {
+    int family[N_FAMILIES];
+    unsigned long threadgroup, working_set;
+    int has_threadgroup;
+};
+
+static void ask(id dev, struct answers *a)
+{
+    memset(a, 0, sizeof *a);
+    SEL sf = sel_registerName("supportsFamily:");
+    for (size_t i = 0; i < N_FAMILIES; i++)
+        a->family[i] = ((family_fn)(void (*)(void))objc_msg_lookup(dev, sf))(dev, sf, families[i]) ? 1 : 0;
+    SEL tg = sel_registerName("maxThreadgroupMemoryLength");
+    SEL ws = sel_registerName("recommendedMaxWorkingSetSize");
+    a->has_threadgroup = class_getInstanceMethod(object_getClass(dev), tg) != NULL;
+    a->threadgroup = a->has_threadgroup ? ((ulong_fn)(void (*)(void))objc_msg_lookup(dev, tg))(dev, tg) : 0;
+    a->working_set = ((ulong_fn)(void (*)(void))objc_msg_lookup(dev, ws))(dev, ws);
+}
+
+static struct answers seen[64][200];
+static pthread_barrier_t start;
+
+static void *worker(void *arg)
+{
+    struct answers *mine = arg;
+    pthread_barrier_wait(&start); /* all threads race the first install */
+    for (int round = 0; round < 200; round++)
+        ask(MTLCreateSystemDefaultDevice(), &mine[round]);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 0, child = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--child") == 0)
+            child = 1;
+        else {
+            fprintf(stderr, "usage: probe [--threads N] [--child]\n");
+            return 2;
+        }
+    }
+    if (threads > 0) {
+        /* every thread creates devices and queries at once; all answers must agree */
+        pthread_t t[64];
+        if (threads > 64)
+            threads = 64;
+        memset(seen, 0, sizeof seen);
+        pthread_barrier_init(&start, NULL, (unsigned)threads);
+        for (int i = 0; i < threads; i++)
+            pthread_create(&t[i], NULL, worker, seen[i]);
+        for (int i = 0; i < threads; i++)
+            pthread_join(t[i], NULL);
+        struct answers final;
+        memset(&final, 0, sizeof final);
+        ask(MTLCreateSystemDefaultDevice(), &final);
+        int mismatches = 0;
+        for (int i = 0; i < threads; i++)
+            for (int r = 0; r < 200; r++)
+                mismatches += memcmp(&seen[i][r], &final, sizeof final) != 0;
+        printf("threads %d mismatches %d\n", threads, mismatches);
+    }
+    id dev = MTLCreateSystemDefaultDevice();
+    struct answers a;
+    ask(dev, &a);
+    printf("class %s\n", class_getName(object_getClass(dev)));
+    for (size_t i = 0; i < N_FAMILIES; i++)
+        printf("family %ld %d\n", families[i], a.family[i]);
+    if (a.has_threadgroup)
+        printf("maxThreadgroupMemoryLength %lu\n", a.threadgroup);
+    else
+        printf("maxThreadgroupMemoryLength absent\n");
+    printf("recommendedMaxWorkingSetSize %lu\n", a.working_set);
+    const char *pre = getenv("LD_PRELOAD");
+    printf("env LD_PRELOAD=%s\n", pre ? pre : "(unset)");
+    fflush(stdout);
+    if (child) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            execl("/proc/self/exe", argv[0], (char *)NULL);
+            _exit(127);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
+    return 0;
+}
