@@ -1,0 +1,110 @@
+# vzcaps build. `make` builds for this machine; `make check` runs every test; see README.
+# Linux builds the library for the GNU Objective-C runtime (tests and demo); `make dist`
+# cross-builds the macOS artifacts with zig.
+
+UNAME_S := $(shell uname -s)
+PREFIX ?= /usr/local
+DESTDIR ?=
+B := build
+
+WARN := -Wall -Wextra -Werror
+CSTD := -std=c11
+CORE_SRC := $(wildcard src/core/*.c)
+COMMON_SRC := src/common/readfile.c
+SHIM_SRC := src/shim/shim.c src/shim/hooks.c
+CLI_SRC := $(filter-out %_darwin.c %_linux.c,$(wildcard src/cli/*.c))
+HEADERS := $(wildcard src/*/*.h)
+
+ifeq ($(UNAME_S),Darwin)
+  CC := xcrun clang
+  LIB := $(B)/libvzcaps.dylib
+  CLI_PLAT := $(wildcard src/cli/*_darwin.c)
+  all: $(LIB) $(B)/vzcaps
+  $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_darwin.c $(HEADERS)
+	@mkdir -p $(B)
+	$(CC) $(CSTD) $(WARN) -O2 -dynamiclib -fvisibility=hidden -mmacosx-version-min=13.0 \
+	  -install_name @rpath/libvzcaps.dylib $(filter %.c,$^) -lobjc -weak_framework Metal -o $@
+  $(B)/vzcaps: $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
+	$(CC) $(CSTD) $(WARN) -O2 -I$(B) -mmacosx-version-min=13.0 $(filter %.c,$^) -lobjc -weak_framework Metal -o $@
+else
+  CC := gcc
+  WARN += -Wno-format-truncation
+  LIB := $(B)/libvzcaps.so
+  CLI_PLAT := $(wildcard src/cli/*_linux.c)
+  OBJC := -fgnu-runtime
+  all: $(LIB) $(B)/vzcaps rig
+  $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
+	@mkdir -p $(B)
+	$(CC) $(CSTD) $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
+  $(B)/vzcaps: $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
+	$(CC) $(CSTD) $(WARN) -O2 -g -I$(B) $(filter %.c,$^) -o $@ -lm
+endif
+
+# ---- the GNU-runtime stand-in rig (Linux) ----
+RIG := $(B)/libfakemetal.so $(B)/probe $(B)/bench_calls
+rig: $(RIG)
+$(B)/libfakemetal.so: tests/rig/fakemetal.m
+	@mkdir -p $(B)
+	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 -fPIC -shared $< -o $@ -lobjc
+$(B)/probe: tests/rig/probe.m $(B)/libfakemetal.so
+	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 $< -o $@ -L$(B) -lfakemetal -lobjc -lpthread -Wl,-rpath,'$$ORIGIN'
+$(B)/bench_calls: bench/bench_calls.c $(B)/libfakemetal.so
+	$(CC) $(CSTD) -D_POSIX_C_SOURCE=200809L $(WARN) -O2 $< -o $@ -L$(B) -lfakemetal -lobjc -Wl,-rpath,'$$ORIGIN'
+
+# Metal kernel sources embedded in the command (issue: probe/verify).
+$(B)/kernels.h: $(wildcard kernels/*.metal) scripts/embed-kernels
+	@mkdir -p $(B)
+	sh scripts/embed-kernels $@ $(sort $(wildcard kernels/*.metal))
+
+# ---- tests ----
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -g -O1
+$(B)/test_core: tests/unit/test_core.c $(CORE_SRC) $(HEADERS)
+	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ -lcmocka
+$(B)/test_cli_units: tests/unit/test_cli_units.c $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
+	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) -DVZCAPS_NO_MAIN $(filter %.c,$^) -o $@ -lcmocka -lm
+$(B)/san/libvzcaps.so: $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
+	@mkdir -p $(B)/san
+	$(CC) $(CSTD) $(WARN) $(SAN) -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
+
+FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_SECONDS ?= 8
+$(B)/fuzz/%: tests/fuzz/%.c $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
+	@mkdir -p $(B)/fuzz
+	clang $(CSTD) -Wall -Wextra -Werror -g -O1 -I$(B) -DVZCAPS_NO_MAIN -fsanitize=fuzzer,address,undefined \
+	  -fno-sanitize-recover=all $(filter %.c,$^) -o $@ -lm
+
+deps:
+	@sh scripts/install-deps
+
+check: deps
+	$(MAKE) all $(B)/test_core $(B)/san/libvzcaps.so $(FUZZERS)
+	$(B)/test_core
+	python3 -m pytest -q tests
+	sh scripts/fuzz-run $(FUZZ_SECONDS) $(FUZZERS)
+	@if sh scripts/have-cross; then $(MAKE) dist && $(MAKE) audit && sh scripts/repro-check; \
+	  else echo "check: cross toolchain absent: dist, audit and reproducibility skipped"; fi
+
+demo: deps
+	$(MAKE) all
+	sh scripts/demo
+
+bench: deps
+	$(MAKE) all
+	sh scripts/bench
+
+# ---- macOS artifacts (cross-built on Linux with zig; native on a Mac) ----
+dist:
+	sh scripts/dist
+
+audit:
+	sh scripts/audit dist
+
+install: all
+	sh scripts/install install "$(DESTDIR)" "$(PREFIX)" "$(B)"
+uninstall:
+	sh scripts/install uninstall "$(DESTDIR)" "$(PREFIX)" "$(B)"
+
+clean:
+	rm -rf $(B) dist fuzz-out
+
+.PHONY: all rig deps check demo bench dist audit install uninstall clean

@@ -1,0 +1,66 @@
+"""Shared fixtures for the end-to-end tests: paths to the built library, rig and command."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+FIXTURES = ROOT.parent / "shared" / "fixtures" / "llama-bench" / "tinyllama-m1-ultra"
+if not FIXTURES.exists():
+    FIXTURES = ROOT / "tests" / "fixtures" / "llama-bench" / "tinyllama-m1-ultra"
+
+STOCK_FAMILIES = {1001: 1, 1002: 1, 1003: 1, 1004: 1, 1005: 1, 1006: 0, 1007: 0, 1008: 0, 1009: 0, 1010: 0,
+                  2001: 0, 2002: 1, 3001: 1, 3002: 1, 3003: 1, 4001: 0, 4002: 0, 5001: 0, 5002: 0}
+STOCK_TG = 32768
+STOCK_WS = 5010800640
+
+
+def clean_env(**extra):
+    """The environment without any vzcaps or compatible variable, plus extra."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VZCAPS_", "TART_METAL_", "LUME_METAL_", "LD_PRELOAD", "FAKEMETAL_"))}
+    env["HOME"] = "/nonexistent-home"
+    env.update({k: str(v) for k, v in extra.items()})
+    return env
+
+
+def parse_probe(text):
+    """Reads the probe's output into {'class', 'families', 'tg', 'ws', 'preload', 'threads'} dicts,
+    one per process (a --child run prints two)."""
+    runs, cur = [], None
+    for line in text.splitlines():
+        key, _, rest = line.partition(" ")
+        if key == "class":
+            cur = {"class": rest, "families": {}}
+            runs.append(cur)
+        elif key == "threads":
+            runs.append({"threads": line})
+        elif key == "family":
+            f, v = rest.split()
+            cur["families"][int(f)] = int(v)
+        elif key == "maxThreadgroupMemoryLength":
+            cur["tg"] = None if rest == "absent" else int(rest)
+        elif key == "recommendedMaxWorkingSetSize":
+            cur["ws"] = int(rest)
+        elif key == "env":
+            cur["preload"] = rest.split("=", 1)[1]
+    return runs
+
+
+@pytest.fixture(scope="session")
+def build():
+    for name in ("libvzcaps.so", "probe", "libfakemetal.so"):
+        assert (BUILD / name).exists(), f"build/{name} missing: run make"
+    return BUILD
+
+
+def run_probe(env, *args, exe=None, lib=None, preload=True):
+    lib = lib or (BUILD / "libvzcaps.so")
+    env = dict(env)
+    if preload:
+        env["LD_PRELOAD"] = str(lib)
+    cmd = [str(exe or (BUILD / "probe")), *args]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    return p

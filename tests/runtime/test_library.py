@@ -1,0 +1,267 @@
+"""The injected library preloaded into the GNU-runtime stand-in: every rule of the
+configuration table, observed through the answers a real Objective-C program gets."""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import (BUILD, STOCK_FAMILIES, STOCK_TG, STOCK_WS, clean_env, parse_probe, run_probe)
+
+ALL = sorted(STOCK_FAMILIES)
+
+
+def expect_families(ceiling=0, extra=()):
+    return {f: 1 if STOCK_FAMILIES[f] or (1001 <= f <= ceiling) or f in extra else 0 for f in ALL}
+
+
+def probe(env, *args, **kw):
+    p = run_probe(env, *args, **kw)
+    assert p.returncode == 0, p.stderr
+    return parse_probe(p.stdout), p.stderr
+
+
+def log_lines(stderr):
+    return [l for l in stderr.splitlines() if l.startswith("vzcaps:")]
+
+
+def test_stock_without_library(build):
+    runs, err = probe(clean_env(), preload=False)
+    assert runs[0]["families"] == STOCK_FAMILIES
+    assert (runs[0]["tg"], runs[0]["ws"]) == (STOCK_TG, STOCK_WS)
+
+
+def test_unconfigured_is_silent_and_stock(build):
+    runs, err = probe(clean_env())
+    assert runs[0]["families"] == STOCK_FAMILIES
+    assert (runs[0]["tg"], runs[0]["ws"]) == (STOCK_TG, STOCK_WS)
+    assert err == ""
+
+
+@pytest.mark.parametrize("brand,family", [
+    ("Apple M1", 1007), ("Apple M1 Ultra (Virtual)", 1007), ("Apple M2", 1008), ("Apple M2 Pro (Virtual)", 1008),
+    ("Apple M3", 1009), ("Apple M3 Max (Virtual)", 1009), ("Apple M4", 1009), ("Apple M4 Max (Virtual)", 1009),
+    ("Apple M5", 1010), ("Apple M5 (Virtual)", 1010)])
+def test_auto_follows_host_chip(build, brand, family):
+    runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP=brand))
+    assert runs[0]["families"] == expect_families(family)
+    assert (runs[0]["tg"], runs[0]["ws"]) == (STOCK_TG, STOCK_WS)
+    lines = log_lines(err)
+    assert len(lines) == 1 and lines[0].startswith("vzcaps: enabled for probe: Apple families up to %d" % family)
+
+
+@pytest.mark.parametrize("brand", ["Apple M7 (Virtual)", "Intel Xeon", None])
+def test_auto_with_unknown_chip_stays_stock(build, brand):
+    env = clean_env(VZCAPS_APPLE_FAMILY_MAX="auto")
+    if brand:
+        env["VZCAPS_HOST_CHIP"] = brand
+    runs, err = probe(env)
+    assert runs[0]["families"] == STOCK_FAMILIES
+    lines = log_lines(err)
+    assert len(lines) == 1 and "left stock" in lines[0] and "VZCAPS_HOST_CHIP" in lines[0]
+
+
+def test_number_is_clamped_to_host_chip(build):
+    runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="1009", VZCAPS_HOST_CHIP="Apple M1 Ultra (Virtual)"))
+    assert runs[0]["families"] == expect_families(1007)
+    assert "clamped" in err
+
+
+def test_number_with_unknown_chip_is_used_unvalidated(build):
+    runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="1009"))
+    assert runs[0]["families"] == expect_families(1009)
+    assert "not validated" in err
+
+
+def test_unsafe_override_skips_clamping(build):
+    runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="1010", VZCAPS_HOST_CHIP="Apple M1",
+                                VZCAPS_UNSAFE_BEYOND_HARDWARE="1", VZCAPS_MAX_THREADGROUP_MEMORY="65536"))
+    assert runs[0]["families"] == expect_families(1010)
+    assert runs[0]["tg"] == 65536
+    assert "unsafe_beyond_hardware is set" in err and len(log_lines(err)) == 1
+
+
+def test_stock_supported_kept_under_low_ceiling(build):
+    runs, _ = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="1002", VZCAPS_HOST_CHIP="Apple M2"))
+    assert runs[0]["families"] == STOCK_FAMILIES  # 1003..1005 stay supported
+
+
+@pytest.mark.parametrize("var,value", [
+    ("VZCAPS_APPLE_FAMILY_MAX", "1009x"), ("VZCAPS_APPLE_FAMILY_MAX", "-1007"), ("VZCAPS_APPLE_FAMILY_MAX", "0x3f1"),
+    ("VZCAPS_APPLE_FAMILY_MAX", " 1007"), ("VZCAPS_APPLE_FAMILY_MAX", "1011"), ("VZCAPS_APPLE_FAMILY_MAX", "apple12"),
+    ("VZCAPS_APPLE_FAMILY_MAX", ""), ("VZCAPS_MAX_THREADGROUP_MEMORY", "32k"),
+    ("VZCAPS_MAX_THREADGROUP_MEMORY", "99999999999999999999999"), ("VZCAPS_RECOMMENDED_WORKING_SET_SIZE", "+5"),
+    ("VZCAPS_EXTRA_FAMILIES", "metal9"), ("VZCAPS_EXTRA_FAMILIES", "metal3, metal4"), ("VZCAPS_EXTRA_FAMILIES", "apple9"),
+    ("VZCAPS_UNSAFE_BEYOND_HARDWARE", "yes please"), ("VZCAPS_INHERIT", "2"), ("VZCAPS_LOG", "loud"),
+    ("VZCAPS_APPLE_FAMILY_MAXIMUM", "1007"),
+])
+def test_malformed_value_leaves_process_stock(build, var, value):
+    env = clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2")
+    env[var] = value
+    runs, err = probe(env)
+    assert runs[0]["families"] == STOCK_FAMILIES
+    assert (runs[0]["tg"], runs[0]["ws"]) == (STOCK_TG, STOCK_WS)
+    lines = log_lines(err)
+    assert len(lines) == 1 and "left stock" in lines[0] and var in lines[0], err
+
+
+@pytest.mark.parametrize("value", ["off", "0"])
+def test_off_is_silent(build, value):
+    runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX=value, VZCAPS_HOST_CHIP="Apple M2"))
+    assert runs[0]["families"] == STOCK_FAMILIES and err == ""
+
+
+@pytest.mark.parametrize("floor,chip,want", [
+    ("16384", "Apple M2", STOCK_TG), ("32768", "Apple M2", 32768), ("65536", "Apple M2", 32768),
+    ("65536", "Apple M9", 65536)])
+def test_threadgroup_floor(build, floor, chip, want):
+    runs, _ = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="1007", VZCAPS_HOST_CHIP=chip, VZCAPS_MAX_THREADGROUP_MEMORY=floor))
+    assert runs[0]["tg"] == want
+
+
+def test_working_set_floor(build):
+    mem = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGESIZE")
+    runs, _ = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2",
+                              VZCAPS_RECOMMENDED_WORKING_SET_SIZE="1000"))
+    assert runs[0]["ws"] == STOCK_WS  # below stock: never lowered
+    runs, _ = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2",
+                              VZCAPS_RECOMMENDED_WORKING_SET_SIZE=str(STOCK_WS + 4096)))
+    assert runs[0]["ws"] == max(STOCK_WS, min(STOCK_WS + 4096, mem))
+    runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2",
+                                VZCAPS_RECOMMENDED_WORKING_SET_SIZE=str(1 << 49)))
+    assert runs[0]["ws"] == max(STOCK_WS, mem)
+    assert "clamped to physical memory" in err
+
+
+def test_extra_families(build):
+    runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2",
+                                VZCAPS_EXTRA_FAMILIES="metal3,mac1"))
+    assert runs[0]["families"] == expect_families(1008, extra=(5001, 2001))
+    assert "MLX" in err
+
+
+def test_compatibility_variables(build):
+    env = clean_env(TART_METAL_APPLE_FAMILY_MAX="1009", TART_METAL_MAX_THREADGROUP_MEMORY="65536",
+                    LUME_METAL_APPLE_FAMILY_MAX="1006")
+    runs, err = probe(env)  # unknown chip: used as given, not validated
+    assert runs[0]["families"] == expect_families(1009)
+    assert runs[0]["tg"] == 65536
+    env["VZCAPS_HOST_CHIP"] = "Apple M1"  # any VZCAPS_* variable silences the compatible ones
+    runs, err = probe(env)
+    assert runs[0]["families"] == STOCK_FAMILIES
+    assert "apple_family_max is not" in err
+    runs, _ = probe(clean_env(LUME_METAL_APPLE_FAMILY_MAX="1006"))
+    assert runs[0]["families"] == expect_families(1006)
+
+
+def test_method_implemented_on_the_class_itself(build):
+    runs, _ = probe(clean_env(FAKEMETAL_CLASS="own", VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M3"))
+    assert runs[0]["class"] == "OwnParavirtDevice"
+    assert runs[0]["families"] == expect_families(1009)
+
+
+def test_methods_only_on_superclass(build):
+    runs, _ = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M3",
+                              VZCAPS_MAX_THREADGROUP_MEMORY="32768"))
+    assert runs[0]["class"] == "AppleParavirtDevice"
+    assert runs[0]["families"] == expect_families(1009)
+
+
+def test_class_lacking_a_needed_method_stays_stock(build):
+    runs, err = probe(clean_env(FAKEMETAL_CLASS="lacking", VZCAPS_APPLE_FAMILY_MAX="auto",
+                                VZCAPS_HOST_CHIP="Apple M3", VZCAPS_MAX_THREADGROUP_MEMORY="32768"))
+    assert runs[0]["class"] == "LackingDevice"
+    assert runs[0]["families"] == {f: 1 if 1001 <= f <= 1005 else 0 for f in ALL}  # the class's own stock
+    assert runs[0]["tg"] is None
+    assert "has no -maxThreadgroupMemoryLength; left stock" in err
+    # the same class is fine when the profile does not need that method
+    runs, err = probe(clean_env(FAKEMETAL_CLASS="lacking", VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M3"))
+    assert runs[0]["families"][1009] == 1
+
+
+def test_sixteen_threads(build):
+    runs, _ = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2"), "--threads", "16")
+    assert runs[0]["threads"] == "threads 16 mismatches 0"
+    assert runs[1]["families"] == expect_families(1008)
+
+
+def test_children_start_stock(build):
+    runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2"), "--child")
+    assert runs[0]["families"] == expect_families(1008)
+    assert runs[0]["preload"] == "(unset)"
+    assert runs[1]["families"] == STOCK_FAMILIES
+    assert len(log_lines(err)) == 1
+
+
+def test_children_keep_injection_with_inherit(build):
+    runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2", VZCAPS_INHERIT="1"), "--child")
+    assert runs[0]["families"] == expect_families(1008)
+    assert runs[1]["families"] == expect_families(1008)
+    assert len(log_lines(err)) == 2  # one line per process
+
+
+def test_other_preloads_survive_stripping(build):
+    env = clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2")
+    env["LD_PRELOAD"] = f"{BUILD / 'libvzcaps.so'}:{BUILD / 'libfakemetal.so'}"
+    p = subprocess.run([str(BUILD / "probe")], env=env, capture_output=True, text=True, timeout=60)
+    runs = parse_probe(p.stdout)
+    assert runs[0]["preload"] == str(BUILD / "libfakemetal.so")
+    assert runs[0]["families"] == expect_families(1008)
+
+
+def test_quiet_log(build):
+    runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2", VZCAPS_LOG="quiet"))
+    assert runs[0]["families"] == expect_families(1008) and err == ""
+
+
+def test_config_file_sections_by_executable_name(build, tmp_path):
+    conf = tmp_path / "vzcaps.conf"
+    conf.write_text("[llama]\nmatch = llama-* whisper-?li\napple_family_max = auto\n"
+                    "[mlx]\nmatch = python3*\napple_family_max = off\n"
+                    "[default]\napple_family_max = 1006\n")
+    for name in ("llama-bench", "whisper-cli", "python3.12", "other"):
+        os.symlink(BUILD / "probe", tmp_path / name)
+    env = clean_env(VZCAPS_CONFIG=str(conf), VZCAPS_HOST_CHIP="Apple M4 Max (Virtual)")
+    want = {"llama-bench": expect_families(1009), "whisper-cli": expect_families(1009),
+            "python3.12": STOCK_FAMILIES, "other": expect_families(1006)}
+    for name, fams in want.items():
+        runs, err = probe(env, exe=tmp_path / name)
+        assert runs[0]["families"] == fams, name
+    runs, err = probe(dict(env, VZCAPS_PROFILE="mlx"), exe=tmp_path / "llama-bench")
+    assert runs[0]["families"] == STOCK_FAMILIES
+
+
+def test_bad_config_file_rejected_whole(build, tmp_path):
+    conf = tmp_path / "bad.conf"
+    conf.write_text("[llama]\nmatch = probe\napple_family_max = auto\nmax_threadgroup_memory = lots\n")
+    runs, err = probe(clean_env(VZCAPS_CONFIG=str(conf), VZCAPS_HOST_CHIP="Apple M2"))
+    assert runs[0]["families"] == STOCK_FAMILIES
+    assert f"{conf}:4: max_threadgroup_memory:" in err
+    runs, err = probe(clean_env(VZCAPS_CONFIG=str(tmp_path / "missing.conf"), VZCAPS_HOST_CHIP="Apple M2"))
+    assert runs[0]["families"] == STOCK_FAMILIES and "missing.conf: cannot open" in err
+
+
+def test_home_config_is_found(build, tmp_path):
+    (tmp_path / ".config" / "vzcaps").mkdir(parents=True)
+    (tmp_path / ".config" / "vzcaps" / "vzcaps.conf").write_text("[default]\napple_family_max = auto\n")
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
+    env["HOME"] = str(tmp_path)
+    runs, err = probe(env)
+    assert runs[0]["families"] == expect_families(1008)
+
+
+def test_sanitized_library(build):
+    """The library built with ASan and UBSan, preloaded after the ASan runtime."""
+    san = BUILD / "san" / "libvzcaps.so"
+    if not san.exists():
+        pytest.skip("build/san/libvzcaps.so not built (make check builds it)")
+    asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    env = clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2", VZCAPS_MAX_THREADGROUP_MEMORY="65536",
+                    VZCAPS_EXTRA_FAMILIES="metal3", ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="halt_on_error=1")
+    env["LD_PRELOAD"] = f"{asan}:{san}"
+    p = subprocess.run([str(BUILD / "probe"), "--threads", "16"], env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    runs = parse_probe(p.stdout)
+    assert runs[0]["threads"] == "threads 16 mismatches 0"
+    assert runs[1]["families"] == expect_families(1008, extra=(5001,))
+    assert "runtime error" not in p.stderr and "AddressSanitizer" not in p.stderr

@@ -1,0 +1,621 @@
+/* Unit tests of the portable core: families, chips, every parse and clamp rule, config
+ * files, and the whole family x profile answer matrix. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../src/core/vzcaps_core.h"
+
+/* ---- helpers ---- */
+
+static struct vzcaps_config_result R;
+
+static void configure_env(const char *const *envp, const char *brand, uint64_t mem)
+{
+    static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    struct vzcaps_inputs in = {.envp = envp, .exe = "llama-bench", .host = {brand, "test", mem}};
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+}
+
+static bool any_note_contains(const struct vzcaps_profile *p, const char *needle)
+{
+    for (size_t i = 0; i < p->n_notes; i++)
+        if (strstr(p->notes[i], needle))
+            return true;
+    return false;
+}
+
+/* ---- families ---- */
+
+static void test_family_names_and_parse(void **st)
+{
+    (void)st;
+    size_t n;
+    const int64_t *all = vzcaps_family_all(&n);
+    assert_int_equal(n, 19);
+    for (size_t i = 0; i < n; i++) {
+        int64_t back = 0;
+        assert_non_null(vzcaps_family_name(all[i]));
+        assert_int_equal(vzcaps_family_parse(vzcaps_family_name(all[i]), &back), 0);
+        assert_int_equal(back, all[i]);
+        char num[16];
+        snprintf(num, sizeof num, "%lld", (long long)all[i]);
+        assert_int_equal(vzcaps_family_parse(num, &back), 0);
+        assert_int_equal(back, all[i]);
+    }
+    int64_t f;
+    assert_int_equal(vzcaps_family_parse("apple7", &f), 0);
+    assert_int_equal(f, 1007);
+    assert_int_equal(vzcaps_family_parse("METAL3", &f), 0);
+    assert_int_equal(f, 5001);
+    assert_int_equal(vzcaps_family_parse("metal4", &f), 0);
+    assert_int_equal(f, 5002);
+    const char *bad[] = {"", "apple", "apple11", "1011", "1000", "+1007", "1007 ", " 1007", "0x3e9", "-1", "metal3x", "99999999999999999999999"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(vzcaps_family_parse(bad[i], &f), -1);
+    assert_true(vzcaps_family_is_apple(1001));
+    assert_true(vzcaps_family_is_apple(1010));
+    assert_false(vzcaps_family_is_apple(1000));
+    assert_false(vzcaps_family_is_apple(1011));
+    assert_false(vzcaps_family_is_apple(5001));
+}
+
+/* ---- chips ---- */
+
+static void test_chip_table(void **st)
+{
+    (void)st;
+    struct {
+        const char *brand;
+        bool known, guest;
+        int gen;
+        int64_t family;
+        const char *name;
+    } cases[] = {
+        {"Apple M1", true, false, 1, 1007, "Apple M1"},
+        {"Apple M1 Ultra", true, false, 1, 1007, "Apple M1 Ultra"},
+        {"Apple M1 Ultra (Virtual)", true, true, 1, 1007, "Apple M1 Ultra"},
+        {"Apple M2 (Virtual)", true, true, 2, 1008, "Apple M2"},
+        {"Apple M2 Pro (Virtual)", true, true, 2, 1008, "Apple M2 Pro"},
+        {"Apple M3 Max", true, false, 3, 1009, "Apple M3 Max"},
+        {"Apple M4 Max (Virtual)", true, true, 4, 1009, "Apple M4 Max"},
+        {"Apple M4 Pro (Virtual)", true, true, 4, 1009, "Apple M4 Pro"},
+        {"Apple M5 (Virtual)", true, true, 5, 1010, "Apple M5"},
+        {"apple m2 pro", true, false, 2, 1008, "Apple M2 Pro"},
+        {"  Apple M3  ", true, false, 3, 1009, "Apple M3"},
+        {"Apple M6", false, false, 0, 0, NULL},
+        {"Apple M6 (Virtual)", false, true, 0, 0, NULL},
+        {"Apple M0", false, false, 0, 0, NULL},
+        {"Apple M", false, false, 0, 0, NULL},
+        {"Apple M2 Mega", false, false, 0, 0, NULL},
+        {"Apple M2Pro", false, false, 0, 0, NULL},
+        {"Intel(R) Core(TM) i9", false, false, 0, 0, NULL},
+        {"Apple A17 Pro", false, false, 0, 0, NULL},
+        {"", false, false, 0, 0, NULL},
+        {"Apple M12", false, false, 0, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct vzcaps_chip c;
+        vzcaps_chip_from_brand(cases[i].brand, &c);
+        assert_int_equal(c.known, cases[i].known);
+        assert_int_equal(c.guest, cases[i].guest);
+        assert_int_equal(c.generation, cases[i].gen);
+        assert_int_equal(c.apple_family, cases[i].family);
+        assert_int_equal(c.max_threadgroup_memory, cases[i].known ? 32768 : 0);
+        if (cases[i].name)
+            assert_string_equal(c.name, cases[i].name);
+    }
+    struct vzcaps_chip c;
+    vzcaps_chip_from_brand(NULL, &c);
+    assert_false(c.known);
+    vzcaps_chip_from_brand("Apple M2", &c);
+    assert_true(vzcaps_chip_has_family(&c, 5001));
+    assert_true(vzcaps_chip_has_family(&c, 1008));
+    assert_false(vzcaps_chip_has_family(&c, 1009));
+    vzcaps_chip_from_brand("Apple M9", &c);
+    assert_false(vzcaps_chip_has_family(&c, 5001));
+}
+
+/* ---- settings ---- */
+
+static void test_settings_values(void **st)
+{
+    (void)st;
+    struct { int key; const char *value; int ok; } cases[] = {
+        {VZCAPS_KEY_APPLE_FAMILY_MAX, "auto", 0}, {VZCAPS_KEY_APPLE_FAMILY_MAX, "off", 0},
+        {VZCAPS_KEY_APPLE_FAMILY_MAX, "0", 0}, {VZCAPS_KEY_APPLE_FAMILY_MAX, "1001", 0},
+        {VZCAPS_KEY_APPLE_FAMILY_MAX, "1010", 0}, {VZCAPS_KEY_APPLE_FAMILY_MAX, "apple9", 0},
+        {VZCAPS_KEY_APPLE_FAMILY_MAX, "1000", -1}, {VZCAPS_KEY_APPLE_FAMILY_MAX, "1011", -1},
+        {VZCAPS_KEY_APPLE_FAMILY_MAX, "5001", -1}, {VZCAPS_KEY_APPLE_FAMILY_MAX, "1009x", -1},
+        {VZCAPS_KEY_APPLE_FAMILY_MAX, " 1009", -1}, {VZCAPS_KEY_APPLE_FAMILY_MAX, "+1009", -1},
+        {VZCAPS_KEY_APPLE_FAMILY_MAX, "0x3f1", -1}, {VZCAPS_KEY_APPLE_FAMILY_MAX, "AUTO", -1},
+        {VZCAPS_KEY_APPLE_FAMILY_MAX, "", -1}, {VZCAPS_KEY_APPLE_FAMILY_MAX, "00", -1},
+        {VZCAPS_KEY_MAX_THREADGROUP_MEMORY, "32768", 0}, {VZCAPS_KEY_MAX_THREADGROUP_MEMORY, "1048576", 0},
+        {VZCAPS_KEY_MAX_THREADGROUP_MEMORY, "1048577", -1}, {VZCAPS_KEY_MAX_THREADGROUP_MEMORY, "0", -1},
+        {VZCAPS_KEY_MAX_THREADGROUP_MEMORY, "-1", -1}, {VZCAPS_KEY_MAX_THREADGROUP_MEMORY, "32k", -1},
+        {VZCAPS_KEY_MAX_THREADGROUP_MEMORY, "32768 ", -1}, {VZCAPS_KEY_MAX_THREADGROUP_MEMORY, "18446744073709551616", -1},
+        {VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE, "12000000000", 0},
+        {VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE, "1125899906842625", -1},
+        {VZCAPS_KEY_EXTRA_FAMILIES, "metal3", 0}, {VZCAPS_KEY_EXTRA_FAMILIES, "metal3,metal4,5001", 0},
+        {VZCAPS_KEY_EXTRA_FAMILIES, "metal3, metal4", -1}, {VZCAPS_KEY_EXTRA_FAMILIES, "metal3,", -1},
+        {VZCAPS_KEY_EXTRA_FAMILIES, ",metal3", -1}, {VZCAPS_KEY_EXTRA_FAMILIES, "apple7", -1},
+        {VZCAPS_KEY_EXTRA_FAMILIES, "metal9", -1}, {VZCAPS_KEY_EXTRA_FAMILIES, "1007", -1},
+        {VZCAPS_KEY_HOST_CHIP, "Apple M2 Pro", 0}, {VZCAPS_KEY_HOST_CHIP, "anything at all", 0},
+        {VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE, "1", 0}, {VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE, "2", -1},
+        {VZCAPS_KEY_INHERIT, "yes", 0}, {VZCAPS_KEY_INHERIT, "0", 0}, {VZCAPS_KEY_INHERIT, "Y", -1},
+        {VZCAPS_KEY_LOG, "quiet", 0}, {VZCAPS_KEY_LOG, "loud", -1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct vzcaps_settings s;
+        char err[256] = "";
+        memset(&s, 0, sizeof s);
+        int rc = vzcaps_settings_set(&s, (enum vzcaps_key)cases[i].key, cases[i].value, "X", err, sizeof err);
+        if (rc != cases[i].ok)
+            fail_msg("key %d value \"%s\": got %d (%s)", cases[i].key, cases[i].value, rc, err);
+        if (rc == 0)
+            assert_true(s.set & (1u << cases[i].key));
+        else
+            assert_true(strlen(err) > 5 && s.set == 0);
+    }
+    struct vzcaps_settings s;
+    char err[256];
+    memset(&s, 0, sizeof s);
+    assert_int_equal(vzcaps_settings_set(&s, VZCAPS_KEY_EXTRA_FAMILIES, "metal3,5001,metal4", "X", err, sizeof err), 0);
+    assert_int_equal(s.n_extra, 2); /* duplicates collapse */
+    assert_int_equal(vzcaps_key_from_env_name("VZCAPS_APPLE_FAMILY_MAX", "VZCAPS_"), VZCAPS_KEY_APPLE_FAMILY_MAX);
+    assert_int_equal(vzcaps_key_from_env_name("TART_METAL_MAX_THREADGROUP_MEMORY", "TART_METAL_"), VZCAPS_KEY_MAX_THREADGROUP_MEMORY);
+    assert_int_equal(vzcaps_key_from_env_name("VZCAPS_apple_family_max", "VZCAPS_"), -1);
+    assert_int_equal(vzcaps_key_from_env_name("VZCAPS_APPLE_FAMILY_MAXX", "VZCAPS_"), -1);
+    assert_int_equal(vzcaps_key_from_name("inherit"), VZCAPS_KEY_INHERIT);
+    assert_int_equal(vzcaps_key_from_name("match"), -1);
+}
+
+/* ---- resolution ---- */
+
+static void test_resolve_family_rules(void **st)
+{
+    (void)st;
+    struct {
+        const char *family, *chip;
+        int unsafe;
+        enum vzcaps_state state;
+        int64_t max;
+        const char *note;
+    } cases[] = {
+        {"auto", "Apple M1", 0, VZCAPS_ENABLED, 1007, "auto"},
+        {"auto", "Apple M1 Ultra (Virtual)", 0, VZCAPS_ENABLED, 1007, "Apple M1 Ultra"},
+        {"auto", "Apple M2", 0, VZCAPS_ENABLED, 1008, NULL},
+        {"auto", "Apple M2 Pro (Virtual)", 0, VZCAPS_ENABLED, 1008, NULL},
+        {"auto", "Apple M3", 0, VZCAPS_ENABLED, 1009, NULL},
+        {"auto", "Apple M3 Max (Virtual)", 0, VZCAPS_ENABLED, 1009, NULL},
+        {"auto", "Apple M4", 0, VZCAPS_ENABLED, 1009, NULL},
+        {"auto", "Apple M4 Max (Virtual)", 0, VZCAPS_ENABLED, 1009, NULL},
+        {"auto", "Apple M5", 0, VZCAPS_ENABLED, 1010, NULL},
+        {"auto", "Apple M5 (Virtual)", 0, VZCAPS_ENABLED, 1010, NULL},
+        {"auto", "Apple M7 (Virtual)", 0, VZCAPS_STOCK_REFUSED, 0, "VZCAPS_HOST_CHIP"},
+        {"auto", NULL, 0, VZCAPS_STOCK_REFUSED, 0, "VZCAPS_HOST_CHIP"},
+        {"auto", NULL, 1, VZCAPS_STOCK_REFUSED, 0, "VZCAPS_HOST_CHIP"},
+        {"1009", "Apple M1", 0, VZCAPS_ENABLED, 1007, "clamped"},
+        {"1009", "Apple M2 (Virtual)", 0, VZCAPS_ENABLED, 1008, "clamped"},
+        {"1006", "Apple M2", 0, VZCAPS_ENABLED, 1006, "within"},
+        {"1009", "Apple M1", 1, VZCAPS_ENABLED, 1009, "BEYOND"},
+        {"1010", NULL, 0, VZCAPS_ENABLED, 1010, "not validated"},
+        {"1010", "Apple M9", 0, VZCAPS_ENABLED, 1010, "not validated"},
+        {"off", "Apple M2", 0, VZCAPS_STOCK_OFF, 0, NULL},
+        {"0", "Apple M2", 0, VZCAPS_STOCK_OFF, 0, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char fam[64], unsafe[64];
+        snprintf(fam, sizeof fam, "VZCAPS_APPLE_FAMILY_MAX=%s", cases[i].family);
+        snprintf(unsafe, sizeof unsafe, "VZCAPS_UNSAFE_BEYOND_HARDWARE=%d", cases[i].unsafe);
+        const char *env[] = {fam, unsafe, NULL};
+        configure_env(env, cases[i].chip, 0);
+        if (R.profile.state != cases[i].state || R.profile.apple_family_max != cases[i].max)
+            fail_msg("case %zu: state %d max %lld", i, R.profile.state, (long long)R.profile.apple_family_max);
+        if (cases[i].note && !any_note_contains(&R.profile, cases[i].note))
+            fail_msg("case %zu: no note with \"%s\" (first: %s)", i, cases[i].note, R.profile.notes[0]);
+        if (cases[i].unsafe && cases[i].state == VZCAPS_ENABLED)
+            assert_true(any_note_contains(&R.profile, "unsafe_beyond_hardware is set"));
+    }
+}
+
+static void test_resolve_floors(void **st)
+{
+    (void)st;
+    const uint64_t mem = 17179869184ull; /* 16 GiB guest */
+    struct { const char *tg, *ws, *chip; int unsafe; uint64_t tg_out, ws_out; const char *note; } cases[] = {
+        {"16384", NULL, "Apple M1", 0, 16384, 0, "documented limit"},
+        {"32768", NULL, "Apple M1", 0, 32768, 0, NULL},
+        {"65536", NULL, "Apple M1", 0, 32768, 0, "clamped to 32768"},
+        {"65536", NULL, "Apple M1", 1, 65536, 0, "BEYOND"},
+        {"65536", NULL, NULL, 0, 65536, 0, "not validated"},
+        {NULL, "8000000000", "Apple M2", 0, 0, 8000000000ull, "physical memory"},
+        {NULL, "99000000000", "Apple M2", 0, 0, mem, "clamped to physical memory"},
+        {NULL, "99000000000", "Apple M2", 1, 0, mem, "clamped to physical memory"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char tg[64], ws[64], unsafe[64];
+        const char *env[6] = {"VZCAPS_APPLE_FAMILY_MAX=1007"};
+        size_t n = 1;
+        if (cases[i].tg)
+            snprintf(tg, sizeof tg, "VZCAPS_MAX_THREADGROUP_MEMORY=%s", cases[i].tg), env[n++] = tg;
+        if (cases[i].ws)
+            snprintf(ws, sizeof ws, "VZCAPS_RECOMMENDED_WORKING_SET_SIZE=%s", cases[i].ws), env[n++] = ws;
+        snprintf(unsafe, sizeof unsafe, "VZCAPS_UNSAFE_BEYOND_HARDWARE=%d", cases[i].unsafe);
+        env[n++] = unsafe;
+        configure_env(env, cases[i].chip, mem);
+        assert_int_equal(R.profile.state, VZCAPS_ENABLED);
+        assert_int_equal(R.profile.max_threadgroup_memory, cases[i].tg_out);
+        assert_int_equal(R.profile.recommended_working_set_size, cases[i].ws_out);
+        if (cases[i].note && !any_note_contains(&R.profile, cases[i].note))
+            fail_msg("case %zu: no note \"%s\"", i, cases[i].note);
+    }
+    /* unknown physical memory: the floor is used as given */
+    const char *env[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_RECOMMENDED_WORKING_SET_SIZE=99000000000", NULL};
+    configure_env(env, "Apple M2", 0);
+    assert_int_equal(R.profile.recommended_working_set_size, 99000000000ull);
+    assert_true(any_note_contains(&R.profile, "not validated"));
+}
+
+static void test_resolve_refusals(void **st)
+{
+    (void)st;
+    struct { const char *env[4]; const char *needle; } cases[] = {
+        {{"VZCAPS_APPLE_FAMILY_MAX=1009x"}, "VZCAPS_APPLE_FAMILY_MAX"},
+        {{"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_MAX_THREADGROUP_MEMORY=0x8000"}, "VZCAPS_MAX_THREADGROUP_MEMORY"},
+        {{"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_EXTRA_FAMILIES=metal5"}, "metal5"},
+        {{"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_INHERIT=maybe"}, "VZCAPS_INHERIT"},
+        {{"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_APPLE_FAMILY_MAXX=1"}, "unknown variable VZCAPS_APPLE_FAMILY_MAXX"},
+        {{"VZCAPS_MAX_THREADGROUP_MEMORY=32768"}, "apple_family_max is not"},
+        {{"VZCAPS_APPLE_FAMILY_MAX="}, "empty value"},
+        {{"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_PROFILE=llama"}, "no config file"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        configure_env(cases[i].env, "Apple M2", 0);
+        assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
+        assert_int_equal(R.profile.apple_family_max, 0);
+        if (!any_note_contains(&R.profile, cases[i].needle))
+            fail_msg("case %zu: \"%s\" not in \"%s\"", i, cases[i].needle, R.profile.notes[0]);
+    }
+    /* nothing set at all, or only inherit/log: silent stock */
+    const char *none[] = {"HOME=/nonexistent", "PATH=/bin", NULL};
+    configure_env(none, "Apple M2", 0);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_UNCONFIGURED);
+    assert_int_equal(R.profile.n_notes, 0);
+    const char *quiet[] = {"VZCAPS_LOG=quiet", NULL};
+    configure_env(quiet, "Apple M2", 0);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_UNCONFIGURED);
+}
+
+static void test_compat_variables(void **st)
+{
+    (void)st;
+    const char *tart[] = {"TART_METAL_APPLE_FAMILY_MAX=1009", "TART_METAL_MAX_THREADGROUP_MEMORY=65536", NULL};
+    configure_env(tart, "Apple M1 Ultra (Virtual)", 0);
+    assert_int_equal(R.profile.state, VZCAPS_ENABLED);
+    assert_int_equal(R.profile.apple_family_max, 1007); /* same safety rules: clamped */
+    assert_int_equal(R.profile.max_threadgroup_memory, 32768);
+    assert_string_equal(R.env_prefix, "TART_METAL_");
+    const char *lume[] = {"LUME_METAL_APPLE_FAMILY_MAX=1008", NULL};
+    configure_env(lume, "Apple M3", 0);
+    assert_int_equal(R.profile.apple_family_max, 1008);
+    assert_string_equal(R.env_prefix, "LUME_METAL_");
+    /* TART before LUME; VZCAPS before both, and then the others are ignored entirely */
+    const char *both[] = {"LUME_METAL_APPLE_FAMILY_MAX=1006", "TART_METAL_APPLE_FAMILY_MAX=1008", NULL};
+    configure_env(both, "Apple M3", 0);
+    assert_int_equal(R.profile.apple_family_max, 1008);
+    const char *ours[] = {"TART_METAL_APPLE_FAMILY_MAX=1009", "VZCAPS_APPLE_FAMILY_MAX=1006", NULL};
+    configure_env(ours, "Apple M3", 0);
+    assert_int_equal(R.profile.apple_family_max, 1006);
+    const char *ours_off[] = {"TART_METAL_APPLE_FAMILY_MAX=1009", "VZCAPS_LOG=quiet", NULL};
+    configure_env(ours_off, "Apple M3", 0);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_UNCONFIGURED);
+    /* malformed compatibility value: refused like ours */
+    const char *bad[] = {"TART_METAL_APPLE_FAMILY_MAX=nine", NULL};
+    configure_env(bad, "Apple M3", 0);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
+    assert_true(any_note_contains(&R.profile, "TART_METAL_APPLE_FAMILY_MAX"));
+    /* the compatible prefixes carry only the three shared keys */
+    const char *other[] = {"TART_METAL_INHERIT=1", NULL};
+    configure_env(other, "Apple M3", 0);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_UNCONFIGURED);
+}
+
+/* ---- the answer matrix ---- */
+
+static uint64_t expected_family(int64_t f, int stock, int64_t max, const int64_t *extra, size_t n_extra)
+{
+    if (stock)
+        return 1;
+    if (f >= 1001 && f <= 1010)
+        return f <= max;
+    for (size_t i = 0; i < n_extra; i++)
+        if (extra[i] == f)
+            return 1;
+    return 0;
+}
+
+static void test_answer_matrix(void **st)
+{
+    (void)st;
+    size_t n;
+    const int64_t *all = vzcaps_family_all(&n);
+    const char *ceilings[] = {"1001", "1003", "1005", "1006", "1007", "1008", "1009", "1010", "auto"};
+    const char *extras[] = {NULL, "metal3", "metal3,metal4,mac1,maccatalyst2"};
+    const char *chips[] = {"Apple M1", "Apple M2 (Virtual)", "Apple M4 Max (Virtual)", "Apple M5"};
+    for (size_t c = 0; c < 4; c++)
+        for (size_t k = 0; k < 9; k++)
+            for (size_t x = 0; x < 3; x++) {
+                char fam[64], ex[96];
+                snprintf(fam, sizeof fam, "VZCAPS_APPLE_FAMILY_MAX=%s", ceilings[k]);
+                const char *env[3] = {fam, NULL, NULL};
+                if (extras[x])
+                    snprintf(ex, sizeof ex, "VZCAPS_EXTRA_FAMILIES=%s", extras[x]), env[1] = ex;
+                configure_env(env, chips[c], 0);
+                assert_int_equal(R.profile.state, VZCAPS_ENABLED);
+                struct vzcaps_chip chip;
+                vzcaps_chip_from_brand(chips[c], &chip);
+                int64_t max = strcmp(ceilings[k], "auto") == 0 ? chip.apple_family : strtoll(ceilings[k], NULL, 10);
+                if (max > chip.apple_family)
+                    max = chip.apple_family;
+                assert_int_equal(R.profile.apple_family_max, max);
+                for (size_t i = 0; i < n; i++)
+                    for (int stock = 0; stock <= 1; stock++) {
+                        uint64_t got = vzcaps_answer(&R.profile, VZCAPS_Q_SUPPORTS_FAMILY, all[i], (uint64_t)stock);
+                        uint64_t want = expected_family(all[i], stock, max, R.profile.extra, R.profile.n_extra);
+                        if (got != want)
+                            fail_msg("chip %s ceiling %s extras %s family %lld stock %d: got %llu", chips[c], ceilings[k],
+                                     extras[x] ? extras[x] : "-", (long long)all[i], stock, (unsigned long long)got);
+                    }
+                /* values outside every table are left as they were */
+                assert_int_equal(vzcaps_answer(&R.profile, VZCAPS_Q_SUPPORTS_FAMILY, 6001, 0), 0);
+                assert_int_equal(vzcaps_answer(&R.profile, VZCAPS_Q_SUPPORTS_FAMILY, -1, 1), 1);
+            }
+    /* a stock process: every answer passes through */
+    const char *off[] = {"VZCAPS_APPLE_FAMILY_MAX=off", NULL};
+    configure_env(off, "Apple M4", 0);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(vzcaps_answer(&R.profile, VZCAPS_Q_SUPPORTS_FAMILY, all[i], 0), 0);
+    assert_int_equal(vzcaps_answer(&R.profile, VZCAPS_Q_MAX_THREADGROUP_MEMORY, 0, 32768), 32768);
+    assert_false(vzcaps_query_needed(&R.profile, VZCAPS_Q_SUPPORTS_FAMILY));
+}
+
+static void test_answer_limits(void **st)
+{
+    (void)st;
+    const char *env[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_MAX_THREADGROUP_MEMORY=32768",
+                         "VZCAPS_RECOMMENDED_WORKING_SET_SIZE=12000000000", NULL};
+    configure_env(env, "Apple M2", 17179869184ull);
+    assert_true(vzcaps_query_needed(&R.profile, VZCAPS_Q_MAX_THREADGROUP_MEMORY));
+    assert_true(vzcaps_query_needed(&R.profile, VZCAPS_Q_RECOMMENDED_WORKING_SET));
+    assert_int_equal(vzcaps_answer(&R.profile, VZCAPS_Q_MAX_THREADGROUP_MEMORY, 0, 16384), 32768);
+    assert_int_equal(vzcaps_answer(&R.profile, VZCAPS_Q_MAX_THREADGROUP_MEMORY, 0, 65536), 65536); /* never lowered */
+    assert_int_equal(vzcaps_answer(&R.profile, VZCAPS_Q_RECOMMENDED_WORKING_SET, 0, 5010800640ull), 12000000000ull);
+    assert_int_equal(vzcaps_answer(&R.profile, VZCAPS_Q_RECOMMENDED_WORKING_SET, 0, 13000000000ull), 13000000000ull);
+    const char *fam_only[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", NULL};
+    configure_env(fam_only, "Apple M2", 0);
+    assert_false(vzcaps_query_needed(&R.profile, VZCAPS_Q_MAX_THREADGROUP_MEMORY));
+    assert_false(vzcaps_query_needed(&R.profile, VZCAPS_Q_RECOMMENDED_WORKING_SET));
+    assert_int_equal(vzcaps_answer(&R.profile, VZCAPS_Q_MAX_THREADGROUP_MEMORY, 0, 32768), 32768);
+}
+
+/* ---- config files ---- */
+
+struct fake_files {
+    const char *path[3];
+    const char *text[3];
+};
+static struct fake_files FILES;
+
+static int fake_read(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing, char *err, size_t errlen)
+{
+    (void)ctx;
+    for (int i = 0; i < 3; i++)
+        if (FILES.path[i] && strcmp(FILES.path[i], path) == 0) {
+            size_t n = strlen(FILES.text[i]);
+            if (n >= cap)
+                return snprintf(err, errlen, "too large"), -1;
+            memcpy(buf, FILES.text[i], n + 1);
+            *len = n;
+            return 0;
+        }
+    *missing = true;
+    snprintf(err, errlen, "cannot open: No such file or directory");
+    return -1;
+}
+
+static const char SAMPLE[] =
+    "# comments start with '#'\n"
+    "[llama]\n"
+    "match = llama-server llama-cli llama-bench whisper-*\n"
+    "apple_family_max = auto\n"
+    "max_threadgroup_memory = 32768   # inline comment\n"
+    "[ollama]\n"
+    "match = ollama\n"
+    "apple_family_max = auto\n"
+    "inherit = yes\n"
+    "[mlx]\n"
+    "match = python3*\n"
+    "apple_family_max = off\n"
+    "[default]\n"
+    "apple_family_max = 1006\n";
+
+static void configure_file(const char *exe, const char *const *envp)
+{
+    static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    struct vzcaps_inputs in = {.envp = envp, .exe = exe, .read_file = fake_read, .host = {"Apple M2 (Virtual)", "test", 0}};
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+}
+
+static void test_config_sections(void **st)
+{
+    (void)st;
+    memset(&FILES, 0, sizeof FILES);
+    FILES.path[0] = "/home/u/.config/vzcaps/vzcaps.conf";
+    FILES.text[0] = SAMPLE;
+    const char *env[] = {"HOME=/home/u", NULL};
+    struct { const char *exe, *section; enum vzcaps_state state; int64_t max; int inherit; } cases[] = {
+        {"llama-bench", "llama", VZCAPS_ENABLED, 1008, 0},
+        {"whisper-cli", "llama", VZCAPS_ENABLED, 1008, 0},
+        {"ollama", "ollama", VZCAPS_ENABLED, 1008, 1},
+        {"python3.12", "mlx", VZCAPS_STOCK_OFF, 0, 0},
+        {"probe", "default", VZCAPS_ENABLED, 1006, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        configure_file(cases[i].exe, env);
+        assert_string_equal(R.section, cases[i].section);
+        assert_int_equal(R.profile.state, cases[i].state);
+        assert_int_equal(R.profile.apple_family_max, cases[i].max);
+        assert_int_equal(R.profile.inherit, cases[i].inherit);
+        assert_string_equal(R.config_path, "/home/u/.config/vzcaps/vzcaps.conf");
+    }
+    configure_file("llama-bench", env);
+    assert_int_equal(R.profile.max_threadgroup_memory, 32768);
+    assert_true(any_note_contains(&R.profile, "profile [llama]"));
+    /* VZCAPS_PROFILE picks the section; variables override the file */
+    const char *pick[] = {"HOME=/home/u", "VZCAPS_PROFILE=ollama", "VZCAPS_INHERIT=0", NULL};
+    configure_file("llama-bench", pick);
+    assert_string_equal(R.section, "ollama");
+    assert_int_equal(R.profile.inherit, 0);
+    const char *missing_profile[] = {"HOME=/home/u", "VZCAPS_PROFILE=nope", NULL};
+    configure_file("llama-bench", missing_profile);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
+    assert_true(any_note_contains(&R.profile, "no section [nope]"));
+    /* the system file is the fallback; VZCAPS_CONFIG replaces the search */
+    FILES.path[0] = "/usr/local/etc/vzcaps.conf";
+    configure_file("ollama", env);
+    assert_string_equal(R.config_path, "/usr/local/etc/vzcaps.conf");
+    const char *named_missing[] = {"HOME=/home/u", "VZCAPS_CONFIG=/nope.conf", NULL};
+    configure_file("ollama", named_missing);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
+    assert_true(any_note_contains(&R.profile, "/nope.conf: cannot open"));
+    FILES.path[0] = NULL;
+    configure_file("ollama", env);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_UNCONFIGURED);
+    /* no matching section and no [default]: nothing applies */
+    FILES.path[0] = "/usr/local/etc/vzcaps.conf";
+    FILES.text[0] = "[x]\nmatch = foo\napple_family_max = auto\n";
+    configure_file("bar", env);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_UNCONFIGURED);
+    assert_string_equal(R.section, "");
+}
+
+static void test_config_errors(void **st)
+{
+    (void)st;
+    char longline[1200];
+    memset(longline, 'a', sizeof longline);
+    memcpy(longline, "[s]\nhost_chip = ", 16);
+    longline[sizeof longline - 1] = '\0';
+    struct { const char *text, *err; } cases[] = {
+        {"[s]\nbogus = 1\n", "f.conf:2: unknown key bogus"},
+        {"apple_family_max = auto\n", "f.conf:1: apple_family_max outside a section: start one with [name]"},
+        {"[s]\napple_family_max = auto\napple_family_max = off\n", "f.conf:3: duplicate key apple_family_max in [s]"},
+        {"[s]\napple_family_max = 12\n", "f.conf:2: apple_family_max: \"12\" is not auto, off, 0, or an Apple family 1001..1010 (apple1..apple10)"},
+        {"[s\n", "f.conf:1: bad section header: expected [name]"},
+        {"[]\n", "f.conf:1: bad section header: expected [name]"},
+        {"[a b]\n", "f.conf:1: bad section name: use letters, digits, '_', '-' and '.'"},
+        {"[s]\n[s]\n", "f.conf:2: duplicate section [s]"},
+        {"[s]\njust words\n", "f.conf:2: expected key = value or [section]"},
+        {"[s]\nmatch =\n", "f.conf:2: empty match"},
+        {"[s]\nmatch = a\nmatch = b\n", "f.conf:3: duplicate key match in [s]"},
+        {"[s]\n = 3\n", "f.conf:2: missing or overlong key"},
+        {longline, "f.conf:2: line longer than 1024 bytes"},
+        {"[s]\napple_family_max = auto\n[t]\nmax_threadgroup_memory = lots\n", "f.conf:4: max_threadgroup_memory: \"lots\" is not a plain decimal number of bytes"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct vzcaps_settings s;
+        char section[64], err[300] = "";
+        memset(&s, 0, sizeof s);
+        int rc = vzcaps_config_apply(cases[i].text, strlen(cases[i].text), "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err);
+        assert_int_equal(rc, -1);
+        assert_string_equal(err, cases[i].err);
+        assert_int_equal(s.set, 0); /* nothing half-applied */
+    }
+    /* an error in a section that is not chosen still rejects the whole file */
+    struct vzcaps_settings s;
+    char section[64], err[300];
+    memset(&s, 0, sizeof s);
+    const char text[] = "[a]\nmatch = x\napple_family_max = auto\n[b]\nlog = loud\n";
+    assert_int_equal(vzcaps_config_apply(text, sizeof text - 1, "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err), -1);
+    assert_string_equal(err, "f.conf:5: log: \"loud\" is not quiet or normal");
+    const char nul[] = "[a]\nlog = quiet\0\n";
+    assert_int_equal(vzcaps_config_apply(nul, sizeof nul - 1, "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err), -1);
+    assert_string_equal(err, "f.conf:2: NUL byte: not a text file");
+    /* CRLF line ends and blank lines are fine */
+    const char crlf[] = "\r\n[a]\r\nmatch = x\r\napple_family_max = auto\r\n";
+    assert_int_equal(vzcaps_config_apply(crlf, sizeof crlf - 1, "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err), 0);
+    assert_string_equal(section, "a");
+    assert_int_equal(s.family_mode, VZCAPS_FAMILY_AUTO);
+    /* through configure: the refusal names file:line */
+    memset(&FILES, 0, sizeof FILES);
+    FILES.path[0] = "/c.conf";
+    FILES.text[0] = "[s]\nbogus = 1\n";
+    const char *env[] = {"VZCAPS_CONFIG=/c.conf", NULL};
+    configure_file("x", env);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
+    assert_string_equal(R.profile.notes[0], "/c.conf:2: unknown key bogus");
+}
+
+/* ---- helpers ---- */
+
+static void test_glob_and_strip(void **st)
+{
+    (void)st;
+    assert_true(vzcaps_glob_match("whisper-*", "whisper-cli"));
+    assert_true(vzcaps_glob_match("python3*", "python3"));
+    assert_true(vzcaps_glob_match("?lama", "llama"));
+    assert_true(vzcaps_glob_match("*", ""));
+    assert_true(vzcaps_glob_match("a*b*c", "axxbyyc"));
+    assert_false(vzcaps_glob_match("a*b*c", "axxbyy"));
+    assert_false(vzcaps_glob_match("llama", "llama-cli"));
+    assert_false(vzcaps_glob_match("?", ""));
+    char out[256];
+    assert_int_equal(vzcaps_strip_library("/a/libvzcaps.so", ": ", "libvzcaps.so", out, sizeof out), 0);
+    assert_string_equal(out, "");
+    vzcaps_strip_library("/x/liba.so:/a/libvzcaps.so /y/libb.so", ": ", "libvzcaps.so", out, sizeof out);
+    assert_string_equal(out, "/x/liba.so:/y/libb.so");
+    vzcaps_strip_library("libvzcaps.so.bak:libvzcaps.so::", ":", "libvzcaps.so", out, sizeof out);
+    assert_string_equal(out, "libvzcaps.so.bak");
+    assert_int_equal(vzcaps_strip_library("/long/liba.so", ":", "libvzcaps.so", out, 5), -1);
+    assert_string_equal(vzcaps_basename("/usr/bin/llama-cli"), "llama-cli");
+    assert_string_equal(vzcaps_basename("ollama"), "ollama");
+    uint64_t v;
+    assert_int_equal(vzcaps_parse_u64("18446744073709551615", &v), 0);
+    assert_true(v == UINT64_MAX);
+    assert_int_equal(vzcaps_parse_u64("18446744073709551616", &v), -1);
+}
+
+static void test_describe(void **st)
+{
+    (void)st;
+    const char *env[] = {"VZCAPS_APPLE_FAMILY_MAX=1009", NULL};
+    configure_env(env, "Apple M1 Ultra (Virtual)", 0);
+    char line[1024];
+    vzcaps_profile_describe(&R.profile, "llama-bench", line, sizeof line);
+    assert_string_equal(line, "enabled for llama-bench: Apple families up to 1007 (Apple7): 1009 clamped to the real family of Apple M1 Ultra (from test)");
+    assert_null(strchr(line, '\n'));
+    const char *bad[] = {"VZCAPS_APPLE_FAMILY_MAX=nine", NULL};
+    configure_env(bad, "Apple M1", 0);
+    vzcaps_profile_describe(&R.profile, "x", line, sizeof line);
+    assert_string_equal(line, "left stock for x: VZCAPS_APPLE_FAMILY_MAX: \"nine\" is not auto, off, 0, or an Apple family 1001..1010 (apple1..apple10); fix or unset it");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_family_names_and_parse), cmocka_unit_test(test_chip_table),
+        cmocka_unit_test(test_settings_values),        cmocka_unit_test(test_resolve_family_rules),
+        cmocka_unit_test(test_resolve_floors),         cmocka_unit_test(test_resolve_refusals),
+        cmocka_unit_test(test_compat_variables),       cmocka_unit_test(test_answer_matrix),
+        cmocka_unit_test(test_answer_limits),          cmocka_unit_test(test_config_sections),
+        cmocka_unit_test(test_config_errors),          cmocka_unit_test(test_glob_and_strip),
+        cmocka_unit_test(test_describe),
+    };
+    return cmocka_run_group_tests_name("core", tests, NULL, NULL);
+}
