@@ -1,7 +1,7 @@
 /* Reads a whole small file for the configuration step; shared by the library and the command
  * so both read config files the same way. Never: allocates or writes. */
 #define _POSIX_C_SOURCE 200809L
-#include "../core/vzcaps_core.h"
+#include "readfile.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,9 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-int vzcaps_read_file(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing,
-                     char *err, size_t errlen);
 
 int vzcaps_read_file(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing,
                      char *err, size_t errlen)

@@ -224,7 +224,6 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
     char err[VZCAPS_NOTE_LEN], name[128];
     memset(out, 0, sizeof *out);
     memset(&s, 0, sizeof s);
-    const char *exe = in->exe ? in->exe : "?";
 
     /* Which variable family speaks: VZCAPS_* if any is set, else the first compatible one. */
     const char *prefix = NULL;
@@ -273,7 +272,7 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         }
         snprintf(out->config_path, sizeof out->config_path, "%s", candidates[i]);
         char cerr[VZCAPS_NOTE_LEN];
-        if (vzcaps_config_apply(file_buf, len, candidates[i], exe, vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), &s,
+        if (vzcaps_config_apply(file_buf, len, candidates[i], in->exe, vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), &s,
                                 out->section, sizeof out->section, cerr, sizeof cerr) != 0) {
             vzcaps_profile_refuse(&out->profile, cerr);
             return;

@@ -191,6 +191,7 @@ static void note(struct vzcaps_profile *p, const char *fmt, ...)
 void vzcaps_profile_refuse(struct vzcaps_profile *p, const char *reason)
 {
     p->state = VZCAPS_STOCK_REFUSED;
+    p->invalid = true;
     p->apple_family_max = 0;
     p->max_threadgroup_memory = p->recommended_working_set_size = 0;
     p->n_extra = 0;
@@ -221,7 +222,7 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
     switch (s->family_mode) {
     case VZCAPS_FAMILY_UNSET:
         for (int k = 0; k < VZCAPS_KEY_COUNT; k++) {
-            if (HAS(s, k) && k != VZCAPS_KEY_INHERIT && k != VZCAPS_KEY_LOG) {
+            if (HAS(s, k) && k != VZCAPS_KEY_INHERIT && k != VZCAPS_KEY_LOG && k != VZCAPS_KEY_HOST_CHIP) {
                 char why[VZCAPS_NOTE_LEN];
                 snprintf(why, sizeof why, "%s is set but apple_family_max is not, and only it enables vzcaps: set it to auto", s->origin[k]);
                 vzcaps_profile_refuse(p, why);
@@ -242,6 +243,7 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
             else
                 snprintf(why, sizeof why, "%s=auto needs the host chip, which could not be detected: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin);
             vzcaps_profile_refuse(p, why);
+            p->invalid = false; /* a valid configuration this host cannot apply */
             return;
         }
         p->apple_family_max = chip->apple_family;

@@ -119,6 +119,7 @@ enum vzcaps_state {
 
 struct vzcaps_profile {
     enum vzcaps_state state;
+    bool invalid;                    /* refused because the configuration itself is wrong */
     int64_t apple_family_max;        /* 0 when Apple families are left stock */
     uint64_t max_threadgroup_memory; /* floor, 0 = none */
     uint64_t recommended_working_set_size; /* floor, 0 = none */

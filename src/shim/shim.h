@@ -4,6 +4,7 @@
 #ifndef VZCAPS_SHIM_H
 #define VZCAPS_SHIM_H
 
+#include "../common/readfile.h"
 #include "../core/vzcaps_core.h"
 
 #include <objc/runtime.h>
@@ -27,8 +28,5 @@ VZCAPS_HIDDEN extern const char vzcaps_platform_preload_var[];
 VZCAPS_HIDDEN extern const char vzcaps_platform_preload_seps[];
 VZCAPS_HIDDEN extern const char vzcaps_platform_library_name[];
 
-/* common/readfile.c: also linked into the command */
-int vzcaps_read_file(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing,
-                     char *err, size_t errlen);
 
 #endif

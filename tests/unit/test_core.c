@@ -219,6 +219,7 @@ static void test_resolve_family_rules(void **st)
             fail_msg("case %zu: state %d max %lld", i, R.profile.state, (long long)R.profile.apple_family_max);
         if (cases[i].note && !any_note_contains(&R.profile, cases[i].note))
             fail_msg("case %zu: no note with \"%s\" (first: %s)", i, cases[i].note, R.profile.notes[0]);
+        assert_false(R.profile.invalid); /* every case here is a valid configuration */
         if (cases[i].unsafe && cases[i].state == VZCAPS_ENABLED)
             assert_true(any_note_contains(&R.profile, "unsafe_beyond_hardware is set"));
     }
@@ -278,6 +279,7 @@ static void test_resolve_refusals(void **st)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         configure_env(cases[i].env, "Apple M2", 0);
         assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
+        assert_true(R.profile.invalid);
         assert_int_equal(R.profile.apple_family_max, 0);
         if (!any_note_contains(&R.profile, cases[i].needle))
             fail_msg("case %zu: \"%s\" not in \"%s\"", i, cases[i].needle, R.profile.notes[0]);

@@ -1,0 +1,108 @@
+/* vzcaps check: what the library would do for one executable on one chip, and why.
+ * Never: a different code path from the library's (both call vzcaps_configure). */
+#include "cli.h"
+
+#include <string.h>
+
+static void print_profile_json(const struct vzcaps_config_result *r)
+{
+    const struct vzcaps_profile *p = &r->profile;
+    bool en = p->state == VZCAPS_ENABLED;
+    struct json j;
+    json_begin(&j, stdout);
+    json_obj(&j, NULL);
+    json_bool(&j, "valid", !p->invalid);
+    json_bool(&j, "enabled", en);
+    const char *states[] = {"unconfigured", "off", "refused", "enabled"};
+    json_str(&j, "state", states[p->state]);
+    if (en && p->apple_family_max)
+        json_int(&j, "apple_family_max", p->apple_family_max);
+    else
+        json_null(&j, "apple_family_max");
+    if (en && p->max_threadgroup_memory)
+        json_int(&j, "max_threadgroup_memory", (long long)p->max_threadgroup_memory);
+    else
+        json_null(&j, "max_threadgroup_memory");
+    if (en && p->recommended_working_set_size)
+        json_int(&j, "recommended_working_set_size", (long long)p->recommended_working_set_size);
+    else
+        json_null(&j, "recommended_working_set_size");
+    json_arr(&j, "extra_families");
+    for (size_t i = 0; en && i < p->n_extra; i++)
+        json_int(&j, NULL, p->extra[i]);
+    json_end_arr(&j);
+    json_str(&j, "host_chip", strcmp(p->chip_origin, "none") ? p->chip.name : NULL);
+    json_bool(&j, "host_chip_known", p->chip.known);
+    json_str(&j, "host_chip_source", strcmp(p->chip_origin, "none") ? p->chip_origin : NULL);
+    json_str(&j, "profile", r->section[0] ? r->section : NULL);
+    json_str(&j, "config_file", r->config_path[0] ? r->config_path : NULL);
+    json_bool(&j, "inherit", p->inherit);
+    json_bool(&j, "unsafe_beyond_hardware", p->unsafe);
+    json_arr(&j, "notes");
+    for (size_t i = 0; i < p->n_notes; i++)
+        json_str(&j, NULL, p->notes[i]);
+    json_end_arr(&j);
+    json_end_obj(&j);
+    json_finish(&j);
+}
+
+void print_profile_text(const struct vzcaps_config_result *r, const char *exe)
+{
+    const struct vzcaps_profile *p = &r->profile;
+    const char *states[] = {"stock (nothing configured)", "stock (off)", "stock (refused)", "enabled"};
+    printf("configuration  %s\n", p->invalid ? "INVALID" : "valid");
+    printf("executable     %s\n", exe ? exe : "(any; no --exe given)");
+    printf("config file    %s", r->config_path[0] ? r->config_path : "(none found)");
+    if (r->section[0])
+        printf(" [%s]", r->section);
+    printf("\nhost chip      ");
+    if (strcmp(p->chip_origin, "none") == 0)
+        printf("(unknown: %s)\n", "not detected; give --chip");
+    else
+        printf("%s%s (from %s)\n", p->chip.name, p->chip.known ? "" : " (not recognised)", p->chip_origin);
+    printf("effect         %s\n", states[p->state]);
+    if (p->state == VZCAPS_ENABLED) {
+        printf("  apple_family_max              %lld (%s)\n", (long long)p->apple_family_max,
+               vzcaps_family_name(p->apple_family_max));
+        if (p->max_threadgroup_memory)
+            printf("  max_threadgroup_memory        %llu (floor)\n", (unsigned long long)p->max_threadgroup_memory);
+        if (p->recommended_working_set_size)
+            printf("  recommended_working_set_size  %llu (floor)\n", (unsigned long long)p->recommended_working_set_size);
+        for (size_t i = 0; i < p->n_extra; i++)
+            printf("  extra family                  %lld (%s)\n", (long long)p->extra[i], vzcaps_family_name(p->extra[i]));
+        printf("  inherit                       %s\n", p->inherit ? "yes (children keep the library)" : "no (children start stock)");
+    }
+    if (p->n_notes) {
+        printf("why\n");
+        for (size_t i = 0; i < p->n_notes; i++)
+            printf("  - %s\n", p->notes[i]);
+    }
+}
+
+int cmd_check(int argc, char **argv)
+{
+    struct cfg_opts o = {0};
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        int t;
+        if ((t = opt_take(argc, argv, &i, "--config", &o.config)) || (t = opt_take(argc, argv, &i, "--profile", &o.profile)) ||
+            (t = opt_take(argc, argv, &i, "--exe", &o.exe)) || (t = opt_take(argc, argv, &i, "--chip", &o.chip))) {
+            if (t < 0)
+                return usage_error("check", "%s needs a value", argv[i]);
+            continue;
+        }
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else
+            return usage_error("check", "unknown argument %s", argv[i]);
+    }
+    static struct vzcaps_config_result r;
+    cli_configure(&o, &r);
+    if (json)
+        print_profile_json(&r);
+    else
+        print_profile_text(&r, o.exe);
+    if (r.profile.invalid && !json)
+        fprintf(stderr, "vzcaps check: %s\n", r.profile.notes[0]);
+    return r.profile.invalid ? 1 : 0;
+}

@@ -1,0 +1,95 @@
+/* Shared declarations of the vzcaps command: subcommands, output helpers, platform facts.
+ * Owns: the contract between main.c, the subcommand files and cli_<platform>.c.
+ * Never: decides a capability itself (that is the core's job, shared with the library). */
+#ifndef VZCAPS_CLI_H
+#define VZCAPS_CLI_H
+
+#include "../common/readfile.h"
+#include "../core/vzcaps_core.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* exit codes */
+#define EXIT_USAGE 2
+#define EXIT_NEEDS_MACOS 3   /* probe/verify/host without what they need */
+#define EXIT_REFUSED 125     /* run: configuration refused before the workload started */
+
+int cmd_run(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_launchd(int argc, char **argv);
+int cmd_host(int argc, char **argv);
+int cmd_doctor(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_probe(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+
+/* main.c */
+int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void print_help(const char *cmd, FILE *out);
+/* Matches "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (and *i advanced),
+ * 0 when argv[*i] is another option, -1 when the value is missing. */
+int opt_take(int argc, char **argv, int *i, const char *name, const char **value);
+/* Shell-quotes s to out ('...' with embedded quotes escaped). */
+void shell_quote(FILE *out, const char *s);
+
+/* Options shared by commands that resolve a configuration. */
+struct cfg_opts {
+    const char *config, *profile, *exe, *chip, *family;
+    bool inherit;
+};
+/* Runs the same configuration step as the library, for exe, with opts as if they were
+ * VZCAPS_* variables. envp_out receives the environment a child would get (static). */
+void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r);
+/* Builds the child environment for run/launchd: settings + the library in the preload
+ * variable. Returns a static NULL-terminated array. */
+char **cli_child_env(const struct cfg_opts *o, const char *library, bool default_auto);
+
+/* json.c: a small writer */
+struct json {
+    FILE *out;
+    int depth;
+    bool first[32];
+};
+void json_begin(struct json *j, FILE *out);
+void json_obj(struct json *j, const char *key);   /* key NULL inside arrays / at top */
+void json_arr(struct json *j, const char *key);
+void json_end_obj(struct json *j);
+void json_end_arr(struct json *j);
+void json_str(struct json *j, const char *key, const char *v); /* v NULL: null */
+void json_num(struct json *j, const char *key, double v);
+void json_int(struct json *j, const char *key, long long v);
+void json_bool(struct json *j, const char *key, bool v);
+void json_null(struct json *j, const char *key);
+void json_finish(struct json *j);
+
+/* cli_<platform>.c: facts about this machine */
+struct machine {
+    char os[32];           /* "macOS" or "Linux" */
+    char os_version[64];   /* "15.1" */
+    char os_build[32];     /* "24B83" or "" */
+    char model[64];        /* hw.model, "" when unknown */
+    char brand[128];       /* CPU brand string, "" when none */
+    char brand_origin[64];
+    int guest;             /* 1 guest, 0 host, -1 unknown */
+    unsigned ncpu;
+    unsigned long long memory;
+};
+void machine_facts(struct machine *m);
+/* Path of the running command, or "" */
+void self_path(char *buf, size_t len);
+extern const char preload_var[];      /* LD_PRELOAD or DYLD_INSERT_LIBRARIES */
+extern const char library_file[];     /* libvzcaps.so or libvzcaps.dylib */
+extern const bool platform_is_macos;
+/* Finds the library next to the command or in ../lib; returns 0 or -1 (with the paths tried). */
+int find_library(char *buf, size_t len, char *tried, size_t tried_len);
+
+/* check.c */
+void print_profile_text(const struct vzcaps_config_result *r, const char *exe);
+
+/* macho.c: "arm64 arm64e x86_64" for a Mach-O file; 0, or -1 with a reason */
+int macho_arch_list(const char *path, char *out, size_t len, char *err, size_t errlen);
+
+#endif

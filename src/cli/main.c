@@ -1,0 +1,269 @@
+/* The vzcaps command: dispatch, help, and the configuration helpers every subcommand shares.
+ * Owns: the command table and its help text. Never: duplicates a core decision. */
+#define _POSIX_C_SOURCE 200809L
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern char **environ;
+
+struct command {
+    const char *name;
+    int (*fn)(int, char **);
+    const char *synopsis;
+    const char *help;
+};
+
+static const struct command commands[] = {
+    {"run", cmd_run, "run [--profile NAME] [--family auto|N|off] [--inherit] [--verify] [--dry-run] -- CMD [ARGS]",
+     "Runs CMD with the library injected (DYLD_INSERT_LIBRARIES on macOS, LD_PRELOAD on Linux,\n"
+     "appended to any existing value). The library is looked for next to this command, then in\n"
+     "../lib. The configuration is checked first, exactly as the library will read it for CMD;\n"
+     "a configuration the library would refuse stops here (exit 125) instead of running stock.\n"
+     "With neither --family, --profile, a VZCAPS_APPLE_FAMILY_MAX variable nor a config section\n"
+     "for CMD, --family auto is implied. The command replaces this process (exec), so the exit\n"
+     "status and signals are CMD's own.\n"
+     "  --profile NAME   use section [NAME] of the config file (VZCAPS_PROFILE)\n"
+     "  --family VALUE   auto, off, or an Apple family 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)\n"
+     "  --inherit        keep the injection in CMD's child processes (VZCAPS_INHERIT=1)\n"
+     "  --verify         run `vzcaps verify` first and refuse to start when an unlocked path fails\n"
+     "  --dry-run        print the environment changes and the command instead of running it\n"},
+    {"check", cmd_check, "check [--config F] [--profile P] [--exe NAME] [--chip BRAND] [--json]",
+     "Validates a configuration and explains what the library would do for executable NAME on\n"
+     "chip BRAND: each effective claim and the reason for it. Exit 0 when the configuration is\n"
+     "valid (even if this host cannot apply it), 1 when it is not.\n"
+     "  --config F     config file (VZCAPS_CONFIG); default: the library's search order\n"
+     "  --profile P    section to use (VZCAPS_PROFILE)\n"
+     "  --exe NAME     executable base name that picks a section by its match patterns\n"
+     "  --chip BRAND   host chip brand string, e.g. \"Apple M2 Pro\" (VZCAPS_HOST_CHIP)\n"
+     "  --json         one JSON object: enabled, apple_family_max, max_threadgroup_memory,\n"
+     "                 recommended_working_set_size, extra_families, host_chip, profile, notes\n"},
+    {"launchd", cmd_launchd, "launchd --label LABEL [--profile P] [--family V] [--install|--remove] -- CMD [ARGS]",
+     "Writes a LaunchAgent plist for one workload: ProgramArguments, EnvironmentVariables with the\n"
+     "library and the settings, RunAtLoad, logs under ~/Library/Logs/vzcaps/. To stdout by\n"
+     "default; --install writes ~/Library/LaunchAgents/LABEL.plist (atomically) and bootstraps it\n"
+     "on macOS, or prints the launchctl commands elsewhere; --remove reverses --install.\n"
+     "Never uses `launchctl setenv`, which would inject every process of the session.\n"},
+    {"host", cmd_host, "host status|enable|disable",
+     "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
+     "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some\n"
+     "guides set before starting VMs. Running VMs must be restarted to see a change.\n"},
+    {"doctor", cmd_doctor, "doctor [--exe NAME] [--json]",
+     "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
+     "version, the library and its slices, the config file, the effective profile for NAME, and\n"
+     "known pitfalls that apply.\n"},
+    {"inspect", cmd_inspect, "inspect FILE... [--profile P] [--json]",
+     "Reads Mach-O executables (thin or universal, or an .app bundle) and reports per slice the\n"
+     "architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"
+     "will be honoured, linked Metal-related libraries, the Metal capability selectors it uses,\n"
+     "the clients recognised and what the effective profile changes for them.\n"},
+    {"report", cmd_report, "report [--json] (BUNDLE_DIR... | --stock FILE --unlocked FILE [--host FILE])",
+     "Recomputes the benchmark table from `vzcaps bench` bundles or from llama-bench JSON files\n"
+     "(each flag may repeat; rows are merged by test): the median of samples_ts per test, the\n"
+     "sample range, unlocked/stock speed-up and unlocked/host percentage.\n"},
+    {"bench", cmd_bench, "bench -m MODEL [--llama-bench PATH] [-p N] [-n N] [-r N] [--out DIR] [--profile P] [--mode guest|host] [--no-check-output]",
+     "Runs llama-bench stock and through `vzcaps run` (guest mode) or once stock (host mode) and\n"
+     "writes an evidence bundle: raw output, environment.json, the Metal backend's own report,\n"
+     "results.csv, results.md, chart.svg and SHA256SUMS.\n"},
+    {"probe", cmd_probe, "probe [--json] [--profile P]",
+     "macOS only: creates the default Metal device stock and with the library, and shows every\n"
+     "answer side by side with the llama.cpp gates each column implies.\n"},
+    {"verify", cmd_verify, "verify [--json] [--profile P]",
+     "macOS only: compiles and runs small compute kernels for each path the profile unlocks and\n"
+     "compares every element with a CPU reference.\n"},
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const struct command *find_command(const char *name)
+{
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(commands[i].name, name) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+static void print_overview(FILE *out)
+{
+    fprintf(out, "vzcaps %s: Metal capability answers for macOS guests, from the host's real chip\n\n"
+                 "usage: vzcaps COMMAND [OPTIONS]\n\n", VZCAPS_VERSION);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(out, "  vzcaps %s\n", commands[i].synopsis);
+    fprintf(out, "\n  vzcaps help [COMMAND]   vzcaps --version\n\n"
+                 "Variables read by the library: VZCAPS_APPLE_FAMILY_MAX, VZCAPS_MAX_THREADGROUP_MEMORY,\n"
+                 "VZCAPS_RECOMMENDED_WORKING_SET_SIZE, VZCAPS_EXTRA_FAMILIES, VZCAPS_HOST_CHIP,\n"
+                 "VZCAPS_UNSAFE_BEYOND_HARDWARE, VZCAPS_INHERIT, VZCAPS_LOG, VZCAPS_CONFIG, VZCAPS_PROFILE.\n"
+                 "See man vzcaps.\n");
+}
+
+void print_help(const char *cmd, FILE *out)
+{
+    const struct command *c = find_command(cmd);
+    if (!c) {
+        print_overview(out);
+        return;
+    }
+    fprintf(out, "usage: vzcaps %s\n\n%s", c->synopsis, c->help);
+}
+
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "vzcaps %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    const struct command *c = find_command(cmd);
+    fprintf(stderr, "\nusage: vzcaps %s\n", c ? c->synopsis : "COMMAND [OPTIONS]");
+    return EXIT_USAGE;
+}
+
+int opt_take(int argc, char **argv, int *i, const char *name, const char **value)
+{
+    size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0)
+        return 0;
+    if (argv[*i][n] == '=') {
+        *value = argv[*i] + n + 1;
+        return 1;
+    }
+    if (argv[*i][n] != '\0')
+        return 0;
+    if (*i + 1 >= argc)
+        return -1;
+    *value = argv[++*i];
+    return 1;
+}
+
+void shell_quote(FILE *out, const char *s)
+{
+    if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == strlen(s)) {
+        fputs(s, out);
+        return;
+    }
+    fputc('\'', out);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs("'\\''", out);
+        else
+            fputc(*s, out);
+    }
+    fputc('\'', out);
+}
+
+/* ---- configuration shared with the library ---- */
+
+#define MAX_ENV 4096
+static char *env_store[MAX_ENV + 16];
+static char env_text[16][4200];
+static size_t env_text_used;
+
+static void env_set(char **env, size_t *n, const char *name, const char *value)
+{
+    size_t nl = strlen(name);
+    char *entry = env_text[env_text_used++];
+    snprintf(entry, sizeof env_text[0], "%s=%s", name, value);
+    for (size_t i = 0; i < *n; i++)
+        if (strncmp(env[i], name, nl) == 0 && env[i][nl] == '=') {
+            env[i] = entry;
+            return;
+        }
+    env[(*n)++] = entry;
+    env[*n] = NULL;
+}
+
+static size_t env_copy(char **env)
+{
+    size_t n = 0;
+    env_text_used = 0;
+    for (char **e = environ; e && *e && n < MAX_ENV; e++)
+        env[n++] = *e;
+    env[n] = NULL;
+    return n;
+}
+
+static void env_apply_opts(char **env, size_t *n, const struct cfg_opts *o)
+{
+    if (o->config)
+        env_set(env, n, "VZCAPS_CONFIG", o->config);
+    if (o->profile)
+        env_set(env, n, "VZCAPS_PROFILE", o->profile);
+    if (o->chip)
+        env_set(env, n, "VZCAPS_HOST_CHIP", o->chip);
+    if (o->family)
+        env_set(env, n, "VZCAPS_APPLE_FAMILY_MAX", o->family);
+    if (o->inherit)
+        env_set(env, n, "VZCAPS_INHERIT", "1");
+}
+
+void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r)
+{
+    static char file_buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    static char *env[MAX_ENV + 16];
+    size_t n = env_copy(env);
+    env_apply_opts(env, &n, o);
+    struct machine m;
+    machine_facts(&m);
+    struct vzcaps_inputs in = {0};
+    in.envp = (const char *const *)env;
+    in.exe = o->exe;
+    in.read_file = vzcaps_read_file;
+    in.host.brand = m.brand[0] ? m.brand : NULL;
+    in.host.brand_origin = m.brand_origin;
+    in.host.physical_memory = m.memory;
+    vzcaps_configure(&in, file_buf, sizeof file_buf, r);
+}
+
+char **cli_child_env(const struct cfg_opts *o, const char *library, bool default_auto)
+{
+    char **env = env_store;
+    size_t n = env_copy(env);
+    env_apply_opts(env, &n, o);
+    if (default_auto)
+        env_set(env, &n, "VZCAPS_APPLE_FAMILY_MAX", "auto");
+    const char *cur = NULL;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(env[i], preload_var, strlen(preload_var)) == 0 && env[i][strlen(preload_var)] == '=')
+            cur = env[i] + strlen(preload_var) + 1;
+    char joined[4096];
+    if (cur && *cur)
+        snprintf(joined, sizeof joined, "%s:%s", cur, library);
+    else
+        snprintf(joined, sizeof joined, "%s", library);
+    env_set(env, &n, preload_var, joined);
+    return env;
+}
+
+#ifndef VZCAPS_NO_MAIN
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        print_overview(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("vzcaps %s\n", VZCAPS_VERSION);
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+        if (argc > 2 && !find_command(argv[2]))
+            return usage_error("help", "unknown command \"%s\"", argv[2]);
+        print_help(argc > 2 ? argv[2] : "", stdout);
+        return 0;
+    }
+    const struct command *c = find_command(cmd);
+    if (!c) {
+        fprintf(stderr, "vzcaps: unknown command \"%s\"\n", cmd);
+        print_overview(stderr);
+        return EXIT_USAGE;
+    }
+    for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            print_help(cmd, stdout);
+            return 0;
+        }
+    return c->fn(argc - 1, argv + 1);
+}
+#endif
