@@ -35,7 +35,7 @@ else
   all: $(LIB) $(B)/vzcaps rig
   $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
 	@mkdir -p $(B)
-	$(CC) $(CSTD) $(WARN) -O2 -g -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
+	$(CC) $(CSTD) $(WARN) -O2 -g -flto -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
   $(B)/vzcaps: $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) -O2 -g -I$(B) $(filter %.c,$^) -o $@ -lm
 endif

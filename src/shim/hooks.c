@@ -39,10 +39,13 @@ static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Lock-free: entries are complete before n_table publishes them, and published before any
  * replacement that reads them is installed. */
-static IMP original_for(id self, int which)
+static inline __attribute__((always_inline)) IMP original_for(id self, int which)
 {
     size_t n = atomic_load_explicit(&n_table, memory_order_acquire);
-    for (Class c = object_getClass(self); c; c = class_getSuperclass(c))
+    Class c = object_getClass(self);
+    if (n > 0 && table[0].cls == c && table[0].original[which])
+        return table[0].original[which]; /* the common case: one device class */
+    for (; c; c = class_getSuperclass(c))
         for (size_t i = 0; i < n; i++)
             if (table[i].cls == c && table[i].original[which])
                 return table[i].original[which];
@@ -56,7 +59,7 @@ static BOOL replaced_supports_family(id self, SEL cmd, long family)
     return vzcaps_answer(&vzcaps_effective, VZCAPS_Q_SUPPORTS_FAMILY, family, stock ? 1 : 0) ? YES : NO;
 }
 
-static unsigned long replaced_ulong(id self, SEL cmd, int which)
+static inline __attribute__((always_inline)) unsigned long replaced_ulong(id self, SEL cmd, int which)
 {
     IMP orig = original_for(self, which);
     unsigned long stock = orig ? ((ulong_imp)(void (*)(void))orig)(self, cmd) : 0;
