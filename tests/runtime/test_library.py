@@ -148,6 +148,9 @@ def test_compatibility_variables(build):
     assert runs[0]["tg"] == 65536
     env["VZCAPS_HOST_CHIP"] = "Apple M1"  # any VZCAPS_* variable silences the compatible ones
     runs, err = probe(env)
+    assert runs[0]["families"] == STOCK_FAMILIES and err == ""
+    env["VZCAPS_MAX_THREADGROUP_MEMORY"] = "32768"  # a claim without the switch is an error
+    runs, err = probe(env)
     assert runs[0]["families"] == STOCK_FAMILIES
     assert "apple_family_max is not" in err
     runs, _ = probe(clean_env(LUME_METAL_APPLE_FAMILY_MAX="1006"))
