@@ -1,0 +1,201 @@
+"""End-to-end tests of the vzcaps command on Linux, driving the real binary."""
+import json
+import os
+import plistlib
+import subprocess
+
+import pytest
+
+from conftest import BUILD, STOCK_FAMILIES, clean_env, parse_probe
+
+VZ = str(BUILD / "vzcaps")
+
+
+def vz(*args, env=None, **kw):
+    return subprocess.run([VZ, *args], env=env or clean_env(), capture_output=True, text=True, timeout=60, **kw)
+
+
+def test_version_and_help():
+    p = vz("--version")
+    assert p.returncode == 0 and p.stdout.startswith("vzcaps ")
+    p = vz("help")
+    assert p.returncode == 0 and "vzcaps run" in p.stdout and "vzcaps check" in p.stdout
+    for cmd in ("run", "check", "launchd", "host", "doctor", "inspect", "report", "bench", "probe", "verify"):
+        p = vz("help", cmd)
+        assert p.returncode == 0 and p.stdout.startswith(f"usage: vzcaps {cmd}"), cmd
+        assert vz(cmd, "--help").stdout == p.stdout
+
+
+@pytest.mark.parametrize("args,needle", [
+    ([], "usage: vzcaps"), (["frobnicate"], 'unknown command "frobnicate"'), (["help", "nope"], 'unknown command "nope"'),
+    (["run"], "no command given"), (["run", "--bogus", "--", "x"], "unknown option --bogus"),
+    (["run", "--profile"], "--profile needs a value"), (["check", "--exe"], "--exe needs a value"),
+    (["check", "extra"], "unknown argument extra"), (["launchd", "--", "x"], "--label is required"),
+    (["launchd", "--label", "bad label", "--", "x"], "must be letters"),
+    (["launchd", "--label", "a", "--install", "--remove"], "exclude each other"),
+    (["host"], "expected one of"), (["host", "reboot"], 'unknown action "reboot"'),
+    (["doctor", "--nope"], "unknown argument --nope"),
+])
+def test_malformed_command_lines(args, needle):
+    p = vz(*args)
+    assert p.returncode == 2, p.stderr
+    assert needle in p.stderr
+    assert "usage: vzcaps" in p.stderr
+
+
+def test_run_dry_run_prints_exact_environment_and_command():
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2 Pro (Virtual)")
+    p = vz("run", "--dry-run", "--inherit", "--", "llama-bench", "-m", "my model.gguf", env=env)
+    assert p.returncode == 0, p.stderr
+    lib = os.path.realpath(BUILD / "libvzcaps.so")
+    assert p.stdout.splitlines() == [
+        "VZCAPS_INHERIT=1",
+        "VZCAPS_APPLE_FAMILY_MAX=auto",
+        f"LD_PRELOAD={lib}",
+        "exec llama-bench -m 'my model.gguf'",
+    ]
+
+
+def test_run_appends_to_existing_preload():
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2", LD_PRELOAD="/opt/other.so")
+    p = vz("run", "--dry-run", "--family", "1007", "--", "x", env=env)
+    lib = os.path.realpath(BUILD / "libvzcaps.so")
+    assert f"LD_PRELOAD=/opt/other.so:{lib}" in p.stdout.splitlines()
+    assert "VZCAPS_APPLE_FAMILY_MAX=1007" in p.stdout.splitlines()
+
+
+@pytest.mark.parametrize("extra", [
+    {"VZCAPS_APPLE_FAMILY_MAX": "auto"},
+    {"VZCAPS_APPLE_FAMILY_MAX": "1009", "VZCAPS_MAX_THREADGROUP_MEMORY": "65536", "VZCAPS_EXTRA_FAMILIES": "metal3"},
+    {"VZCAPS_APPLE_FAMILY_MAX": "1006", "VZCAPS_RECOMMENDED_WORKING_SET_SIZE": "9000000000"},
+])
+@pytest.mark.parametrize("chip", ["Apple M1 Ultra (Virtual)", "Apple M2", "Apple M5 (Virtual)"])
+def test_run_changes_answers_exactly_as_check_predicted(chip, extra):
+    env = clean_env(VZCAPS_HOST_CHIP=chip, **extra)
+    c = vz("check", "--exe", "probe", "--json", env=env)
+    assert c.returncode == 0
+    want = json.loads(c.stdout)
+    assert want["enabled"] is True
+    r = vz("run", "--", str(BUILD / "probe"), env=env)
+    assert r.returncode == 0, r.stderr
+    got = parse_probe(r.stdout)[0]
+    for f, stock in STOCK_FAMILIES.items():
+        expected = stock or (1001 <= f <= want["apple_family_max"]) or f in want["extra_families"]
+        assert got["families"][f] == int(bool(expected)), f
+    assert got["tg"] == max(32768, want["max_threadgroup_memory"] or 0)
+    assert got["ws"] == max(5010800640, want["recommended_working_set_size"] or 0)
+
+
+def test_run_exit_status_and_signal_are_the_childs():
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
+    assert vz("run", "--", "sh", "-c", "exit 7", env=env).returncode == 7
+    p = vz("run", "--", "sh", "-c", "kill -TERM $$", env=env)
+    assert p.returncode == -15
+    assert vz("run", "--", "/nonexistent/cmd", env=env).returncode == 127
+
+
+def test_run_refuses_bad_configuration(tmp_path):
+    conf = tmp_path / "c.conf"
+    conf.write_text("[a]\nmatch = *\napple_family_max = auto\nbogus = 1\n")
+    p = vz("run", "--", "sh", "-c", "echo ran", env=clean_env(VZCAPS_CONFIG=str(conf), VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 125
+    assert "ran" not in p.stdout
+    assert f"{conf}:4: unknown key bogus" in p.stderr
+    p = vz("run", "--", "sh", "-c", "echo ran")  # auto with no chip known on Linux
+    assert p.returncode == 125 and "VZCAPS_HOST_CHIP" in p.stderr
+    p = vz("run", "--family", "off", "--", "sh", "-c", "echo ran")
+    assert p.returncode == 0 and p.stdout == "ran\n"
+
+
+def test_check_valid_and_invalid_files(tmp_path):
+    good = tmp_path / "good.conf"
+    good.write_text("# demo\n[llama]\nmatch = llama-*\napple_family_max = auto\nmax_threadgroup_memory = 65536\n"
+                    "[ollama]\nmatch = ollama\napple_family_max = 1009\ninherit = yes\nextra_families = metal3\n")
+    p = vz("check", "--config", str(good), "--exe", "llama-server", "--chip", "Apple M2 Pro (Virtual)", "--json")
+    assert p.returncode == 0
+    j = json.loads(p.stdout)
+    assert j["enabled"] is True and j["apple_family_max"] == 1008 and j["max_threadgroup_memory"] == 32768
+    assert j["profile"] == "llama" and j["host_chip"] == "Apple M2 Pro" and j["extra_families"] == []
+    assert j["recommended_working_set_size"] is None
+    assert any("clamped to 32768" in n for n in j["notes"])
+    p = vz("check", "--config", str(good), "--exe", "ollama", "--chip", "Apple M1", "--json")
+    j = json.loads(p.stdout)
+    assert j["apple_family_max"] == 1007 and j["extra_families"] == [5001] and j["profile"] == "ollama"
+    p = vz("check", "--config", str(good), "--exe", "ollama", "--chip", "Apple M1")
+    assert p.returncode == 0 and "1007 (Apple7)" in p.stdout and "clamped" in p.stdout
+    p = vz("check", "--config", str(good), "--exe", "vim", "--json")
+    j = json.loads(p.stdout)
+    assert j["enabled"] is False and j["profile"] is None and j["apple_family_max"] is None
+
+    bad = tmp_path / "bad.conf"
+    bad.write_text("[llama]\napple_family_max = auto\napple_family_max = off\n")
+    p = vz("check", "--config", str(bad))
+    assert p.returncode == 1
+    assert p.stderr.strip() == f"vzcaps check: {bad}:3: duplicate key apple_family_max in [llama]"
+    p = vz("check", "--config", str(bad), "--json")
+    j = json.loads(p.stdout)
+    assert p.returncode == 1 and j["valid"] is False and j["enabled"] is False
+    assert j["notes"] == [f"{bad}:3: duplicate key apple_family_max in [llama]"]
+    p = vz("check", "--config", str(tmp_path / "none.conf"), "--json")
+    assert p.returncode == 1 and "none.conf: cannot open" in json.loads(p.stdout)["notes"][0]
+
+
+def test_check_unknown_chip_is_valid_but_not_enabled():
+    p = vz("check", "--json", env=clean_env(VZCAPS_APPLE_FAMILY_MAX="auto"))
+    j = json.loads(p.stdout)
+    assert p.returncode == 0 and j["valid"] is True and j["enabled"] is False
+    assert "VZCAPS_HOST_CHIP" in j["notes"][0]
+
+
+def test_launchd_plist(tmp_path):
+    env = clean_env(HOME=str(tmp_path))
+    p = vz("launchd", "--label", "com.example.llama", "--profile", "llama", "--", "/opt/bin/llama-server", "-m", "a&b <c>.gguf", env=env)
+    assert p.returncode == 1  # profile named but no config file
+    conf = tmp_path / ".config" / "vzcaps" / "vzcaps.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("[llama]\nmatch = llama-server\napple_family_max = auto\n")
+    p = vz("launchd", "--label", "com.example.llama", "--profile", "llama", "--", "/opt/bin/llama-server", "-m", "a&b <c>.gguf", env=env)
+    assert p.returncode == 0, p.stderr
+    pl = plistlib.loads(p.stdout.encode())
+    assert pl["Label"] == "com.example.llama"
+    assert pl["ProgramArguments"] == ["/opt/bin/llama-server", "-m", "a&b <c>.gguf"]
+    assert pl["RunAtLoad"] is True
+    assert pl["EnvironmentVariables"] == {"LD_PRELOAD": os.path.realpath(BUILD / "libvzcaps.so"),
+                                          "VZCAPS_CONFIG": str(conf), "VZCAPS_PROFILE": "llama"}
+    assert pl["StandardOutPath"] == f"{tmp_path}/Library/Logs/vzcaps/com.example.llama.out.log"
+    assert pl["StandardErrorPath"] == f"{tmp_path}/Library/Logs/vzcaps/com.example.llama.err.log"
+    assert "setenv" not in p.stdout
+
+
+def test_launchd_install_and_remove(tmp_path):
+    env = clean_env(HOME=str(tmp_path))
+    p = vz("launchd", "--label", "com.example.x", "--family", "1008", "--install", "--", "/usr/local/bin/ollama", "serve", env=env)
+    assert p.returncode == 0, p.stderr
+    plist = tmp_path / "Library" / "LaunchAgents" / "com.example.x.plist"
+    pl = plistlib.loads(plist.read_bytes())
+    assert pl["EnvironmentVariables"]["VZCAPS_APPLE_FAMILY_MAX"] == "1008"
+    assert f"launchctl bootstrap gui/{os.getuid()} {plist}" in p.stdout
+    assert (tmp_path / "Library" / "Logs" / "vzcaps").is_dir()
+    assert [f.name for f in plist.parent.iterdir()] == ["com.example.x.plist"]  # no temp file left
+    p = vz("launchd", "--label", "com.example.x", "--remove", env=env)
+    assert p.returncode == 0
+    assert f"launchctl bootout gui/{os.getuid()}/com.example.x" in p.stdout
+    assert not plist.exists()
+
+
+def test_host_refuses_on_linux():
+    for verb in ("status", "enable", "disable"):
+        p = vz("host", verb)
+        assert p.returncode == 3
+        assert "only on a macOS host" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+
+
+def test_doctor_on_linux():
+    p = vz("doctor", "--exe", "llama-bench", env=clean_env(VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                                                          VZCAPS_EXTRA_FAMILIES="metal3"))
+    assert p.returncode == 0
+    assert "not macOS" in p.stdout and "MLX" in p.stdout and "enabled" in p.stdout
+    p = vz("doctor", "--json")
+    j = json.loads(p.stdout)
+    assert j["os"] == "Linux" and j["library"] == os.path.realpath(BUILD / "libvzcaps.so") or j["library"].endswith("libvzcaps.so")
+    assert j["host_chip"] is None and any("host chip unknown" in x for x in j["pitfalls"])
