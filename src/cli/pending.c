@@ -3,9 +3,6 @@
 
 int cmd_report(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "vzcaps report: not implemented yet\n"); return 1; }
 int cmd_bench(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "vzcaps bench: not implemented yet\n"); return 1; }
-int cmd_inspect(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "vzcaps inspect: not implemented yet\n"); return 1; }
 int cmd_probe(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "vzcaps probe: not implemented yet\n"); return 1; }
 int cmd_verify(int argc, char **argv) { (void)argc; (void)argv; fprintf(stderr, "vzcaps verify: not implemented yet\n"); return 1; }
-int run_target_check(const char *cmd, const char *library) { (void)cmd; (void)library; return 0; }
 int verify_gate(const struct cfg_opts *o) { (void)o; return 0; }
-int macho_arch_list(const char *path, char *out, size_t len, char *err, size_t errlen) { (void)path; (void)out; (void)len; (void)err; (void)errlen; return -1; }

@@ -1,0 +1,274 @@
+/* vzcaps inspect, and run's check of its target: what a Metal client's binary tells in
+ * advance about injection and about what the profile changes for it.
+ * Never: runs the binary. */
+#include "cli.h"
+#include "macho.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static bool uses(const struct macho_slice *s, const char *sel)
+{
+    for (size_t i = 0; i < s->n_selectors; i++)
+        if (strcmp(s->selectors[i], sel) == 0)
+            return true;
+    return false;
+}
+
+/* What the profile changes for this slice's clients: up to 6 lines, warnings marked "!". */
+static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *p, char out[][240])
+{
+    size_t n = 0;
+    bool en = p->state == VZCAPS_ENABLED;
+    bool metal3 = false;
+    for (size_t i = 0; i < p->n_extra; i++)
+        metal3 |= p->extra[i] == 5001;
+    bool fam = uses(s, "supportsFamily:"), tg = uses(s, "maxThreadgroupMemoryLength"), ws = uses(s, "recommendedMaxWorkingSetSize");
+    bool changes = en && (fam || (tg && p->max_threadgroup_memory) || (ws && p->recommended_working_set_size));
+    if (!en)
+        snprintf(out[n++], 240, "profile leaves this process stock");
+    if (s->ggml && en && p->apple_family_max >= 1007)
+        snprintf(out[n++], 240, "ggml/llama.cpp: Apple%lld turns on SIMD-group reduction and matrix multiply%s",
+                 (long long)(p->apple_family_max - 1000), p->apple_family_max >= 1006 ? " and bfloat" : "");
+    if (s->mlx)
+        snprintf(out[n++], 240, "MLX: ignores Apple families, gains nothing from apple_family_max");
+    if (s->mlx && en && metal3)
+        snprintf(out[n++], 240, "! MLX with extra family metal3: fails with \"Unable to construct residency set\"; drop metal3");
+    if (s->torch_mps && en && p->chip.known && p->apple_family_max > p->chip.apple_family)
+        snprintf(out[n++], 240, "! PyTorch MPS: a family above the host's real one switches off correctness workarounds");
+    if (en && !changes && n < 6)
+        snprintf(out[n++], 240, "! uses none of the queries this profile changes: it gains nothing");
+    return n;
+}
+
+static void slice_json(struct json *j, const struct macho_slice *s, const struct vzcaps_profile *p)
+{
+    char eff[6][240];
+    size_t ne = effects(s, p, eff);
+    json_obj(j, NULL);
+    json_str(j, "arch", s->arch);
+    json_int(j, "cputype", s->cputype);
+    json_int(j, "cpusubtype", s->cpusubtype & 0x00ffffffu);
+    json_str(j, "minos", s->minos[0] ? s->minos : NULL);
+    json_str(j, "install_name", s->install_name[0] ? s->install_name : NULL);
+    json_arr(j, "libraries");
+    for (size_t i = 0; i < s->n_libs; i++)
+        json_str(j, NULL, s->libs[i]);
+    json_end_arr(j);
+    json_arr(j, "selectors");
+    for (size_t i = 0; i < s->n_selectors; i++)
+        json_str(j, NULL, s->selectors[i]);
+    json_end_arr(j);
+    json_bool(j, "signed", s->signed_);
+    if (s->signed_) {
+        json_bool(j, "signature_valid", s->signature_valid == 1);
+        json_str(j, "signature_problem", s->signature_problem[0] ? s->signature_problem : NULL);
+        json_str(j, "identifier", s->identifier);
+        json_int(j, "cs_flags", s->cs_flags);
+        json_bool(j, "adhoc", s->adhoc);
+    } else {
+        json_null(j, "signature_valid");
+    }
+    json_bool(j, "hardened_runtime", s->hardened_runtime);
+    json_bool(j, "library_validation", s->library_validation);
+    json_bool(j, "platform_binary", s->platform_binary);
+    json_obj(j, "entitlements");
+    json_bool(j, "present", s->entitlements_present);
+    json_bool(j, "com.apple.security.cs.allow-dyld-environment-variables", s->allow_dyld_env);
+    json_bool(j, "com.apple.security.cs.disable-library-validation", s->disable_library_validation);
+    json_end_obj(j);
+    json_str(j, "injection", macho_injection_name(s->injection));
+    json_str(j, "injection_reason", s->injection_reason);
+    json_arr(j, "clients");
+    if (s->ggml)
+        json_str(j, NULL, "ggml");
+    if (s->mlx)
+        json_str(j, NULL, "mlx");
+    if (s->torch_mps)
+        json_str(j, NULL, "pytorch-mps");
+    json_end_arr(j);
+    json_arr(j, "effects");
+    for (size_t i = 0; i < ne; i++)
+        json_str(j, NULL, eff[i]);
+    json_end_arr(j);
+    json_end_obj(j);
+}
+
+static void slice_text(const struct macho_slice *s, const struct vzcaps_profile *p)
+{
+    char eff[6][240];
+    size_t ne = effects(s, p, eff);
+    printf("  slice %s  (minimum macOS %s)\n", s->arch, s->minos[0] ? s->minos : "not stated");
+    if (!s->signed_)
+        printf("    signature   none\n");
+    else
+        printf("    signature   %s%s, %s%s%s\n", s->adhoc ? "ad hoc" : "signed", s->identifier[0] ? "" : "",
+               s->signature_valid == 1 ? "hashes verify" : s->signature_valid == 0 ? "INVALID: " : "not verified: ",
+               s->signature_valid == 1 ? "" : s->signature_problem, s->hardened_runtime ? ", hardened runtime" : "");
+    if (s->entitlements_present)
+        printf("    entitle.    allow-dyld-environment-variables %s, disable-library-validation %s\n",
+               s->allow_dyld_env ? "yes" : "no", s->disable_library_validation ? "yes" : "no");
+    printf("    injection   %s: %s\n", macho_injection_name(s->injection), s->injection_reason);
+    printf("    links      ");
+    size_t shown = 0;
+    for (size_t i = 0; i < s->n_libs; i++) {
+        const char *l = s->libs[i];
+        if (strstr(l, "Metal") || strstr(l, "ggml") || strstr(l, "mlx") || strstr(l, "torch"))
+            printf(" %s%s", vzcaps_basename(l), s->lib_weak[i] ? " (weak)" : ""), shown++;
+    }
+    printf("%s\n", shown ? "" : " (nothing Metal-related)");
+    printf("    selectors  ");
+    for (size_t i = 0; i < s->n_selectors; i++)
+        printf(" %s", s->selectors[i]);
+    printf("%s\n", s->n_selectors ? "" : " (no Metal capability selectors found)");
+    printf("    clients     %s%s%s%s\n", s->ggml ? "ggml " : "", s->mlx ? "mlx " : "", s->torch_mps ? "pytorch-mps " : "",
+           s->ggml || s->mlx || s->torch_mps ? "" : "(none recognised)");
+    for (size_t i = 0; i < ne; i++)
+        printf("    %s %s\n", eff[i][0] == '!' ? "warning " : "effect  ", eff[i][0] == '!' ? eff[i] + 2 : eff[i]);
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    struct cfg_opts o = {0};
+    bool json = false;
+    const char *files[256];
+    int nf = 0;
+    for (int i = 1; i < argc; i++) {
+        int t;
+        if ((t = opt_take(argc, argv, &i, "--profile", &o.profile))) {
+            if (t < 0)
+                return usage_error("inspect", "--profile needs a value");
+            continue;
+        }
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (argv[i][0] == '-' && argv[i][1])
+            return usage_error("inspect", "unknown option %s", argv[i]);
+        else if (nf < 256)
+            files[nf++] = argv[i];
+    }
+    if (nf == 0)
+        return usage_error("inspect", "no file given");
+    int rc = 0;
+    struct json j;
+    if (json) {
+        json_begin(&j, stdout);
+        json_obj(&j, NULL);
+        json_arr(&j, "files");
+    }
+    for (int f = 0; f < nf; f++) {
+        static struct macho_file mf;
+        static struct vzcaps_config_result r;
+        uint8_t *data;
+        size_t size;
+        char err[600];
+        if (macho_load(files[f], &data, &size, &mf, err, sizeof err) != 0) {
+            fprintf(stderr, "vzcaps inspect: %s\n", err);
+            rc = 1;
+            if (json) {
+                json_obj(&j, NULL);
+                json_str(&j, "path", files[f]);
+                json_str(&j, "error", err);
+                json_end_obj(&j);
+            }
+            continue;
+        }
+        free(data);
+        o.exe = vzcaps_basename(files[f]);
+        cli_configure(&o, &r);
+        if (json) {
+            json_obj(&j, NULL);
+            json_str(&j, "path", files[f]);
+            json_bool(&j, "universal", mf.fat);
+            json_str(&j, "profile", r.section[0] ? r.section : NULL);
+            json_arr(&j, "slices");
+            for (size_t i = 0; i < mf.n_slices; i++)
+                slice_json(&j, &mf.slices[i], &r.profile);
+            json_end_arr(&j);
+            json_end_obj(&j);
+        } else {
+            printf("%s: %s Mach-O, %zu slice%s\n", files[f], mf.fat ? "universal" : "thin", mf.n_slices, mf.n_slices == 1 ? "" : "s");
+            for (size_t i = 0; i < mf.n_slices; i++)
+                slice_text(&mf.slices[i], &r.profile);
+        }
+    }
+    if (json) {
+        json_end_arr(&j);
+        json_end_obj(&j);
+        json_finish(&j);
+    }
+    return rc;
+}
+
+/* Which slice runs: on Apple silicon arm64e, then arm64, then x86_64 (Rosetta). */
+static const struct macho_slice *running_slice(const struct macho_file *mf)
+{
+    const char *order[] = {"arm64e", "arm64", "x86_64", "x86_64h"};
+    for (size_t k = 0; k < 4; k++)
+        for (size_t i = 0; i < mf->n_slices; i++)
+            if (strcmp(mf->slices[i].arch, order[k]) == 0)
+                return &mf->slices[i];
+    return mf->n_slices ? &mf->slices[0] : NULL;
+}
+
+static bool find_in_path(const char *cmd, char *out, size_t len)
+{
+    if (strchr(cmd, '/')) {
+        snprintf(out, len, "%s", cmd);
+        return access(out, X_OK) == 0;
+    }
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        size_t n = strcspn(path, ":");
+        snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", cmd);
+        if (access(out, X_OK) == 0)
+            return true;
+        path += n + (path[n] == ':');
+    }
+    return false;
+}
+
+/* run's check before exec: refuse a target the library cannot be loaded into. Not Mach-O
+ * (e.g. a Linux ELF or a script): nothing to check. */
+int run_target_check(const char *cmd, const char *library)
+{
+    char target[1200], err[600];
+    if (!find_in_path(cmd, target, sizeof target))
+        return 0; /* exec reports it */
+    static struct macho_file tf, lf;
+    uint8_t *data;
+    size_t size;
+    if (macho_load(target, &data, &size, &tf, err, sizeof err) != 0)
+        return 0;
+    free(data);
+    const struct macho_slice *s = running_slice(&tf);
+    if (!s)
+        return 0;
+    char lib_archs[128] = "";
+    if (macho_load(library, &data, &size, &lf, err, sizeof err) == 0) {
+        free(data);
+        for (size_t i = 0; i < lf.n_slices; i++)
+            vzcaps_appendf(lib_archs, sizeof lib_archs, "%s%s", i ? " " : "", lf.slices[i].arch);
+        bool have = false;
+        for (size_t i = 0; i < lf.n_slices; i++)
+            have |= strcmp(lf.slices[i].arch, s->arch) == 0;
+        if (!have) {
+            fprintf(stderr, "vzcaps run: refusing %s: it runs as %s and the library has only %s, so dyld would abort it at launch.\n",
+                    target, s->arch, lib_archs);
+            if (strcmp(s->arch, "arm64e") == 0)
+                fprintf(stderr, "vzcaps run: arm64e builds of the library are made only on a Mac (make dist with Xcode); "
+                                "or run an arm64 build of the program (e.g. a Homebrew or python.org python instead of Apple's)\n");
+            return EXIT_REFUSED;
+        }
+    }
+    if (s->injection == MACHO_INJECTION_IGNORED)
+        fprintf(stderr, "vzcaps run: warning: %s will ignore the library: %s\n", target, s->injection_reason);
+    bool any = false;
+    const char *changed[] = {"supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize"};
+    for (size_t k = 0; k < 3; k++)
+        any |= uses(s, changed[k]);
+    if (!any && s->n_libs)
+        fprintf(stderr, "vzcaps run: note: %s references none of the queries the library changes (they may live in a library it loads)\n", target);
+    return 0;
+}

@@ -1,0 +1,20 @@
+/* SHA-256 for the command (never linked into the injected library). */
+#ifndef VZCAPS_SHA256_H
+#define VZCAPS_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    uint8_t buf[64];
+    size_t fill;
+};
+void sha256_init(struct sha256 *s);
+void sha256_update(struct sha256 *s, const void *data, size_t n);
+void sha256_final(struct sha256 *s, uint8_t out[32]);
+void sha256_hex(const void *data, size_t n, char hex[65]);
+int sha256_file_hex(const char *path, char hex[65]);
+
+#endif

@@ -1,0 +1,108 @@
+/* macOS trigger and platform facts: dyld interposing of Metal's exported device factories,
+ * sysctl for the host chip and memory, one line to stderr and the unified log (syslog).
+ * Built and audited, not run here. Never: decides anything (hooks.c and the core do). */
+#include "shim.h"
+
+#include <errno.h>
+#include <objc/message.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sysctl.h>
+#include <syslog.h>
+#include <unistd.h>
+
+const char vzcaps_platform_preload_var[] = "DYLD_INSERT_LIBRARIES";
+const char vzcaps_platform_preload_seps[] = ":";
+const char vzcaps_platform_library_name[] = "libvzcaps.dylib";
+
+extern const char *getprogname(void);
+
+void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len)
+{
+    size_t n = brand_len;
+    host->brand_origin = "machdep.cpu.brand_string";
+    host->brand = sysctlbyname("machdep.cpu.brand_string", brand, &n, NULL, 0) == 0 && n > 0 ? brand : NULL;
+    if (host->brand)
+        brand[n < brand_len ? n : brand_len - 1] = '\0';
+    uint64_t mem = 0;
+    n = sizeof mem;
+    host->physical_memory = sysctlbyname("hw.memsize", &mem, &n, NULL, 0) == 0 ? mem : 0;
+}
+
+const char *vzcaps_platform_exe_name(void)
+{
+    const char *name = getprogname();
+    return name ? name : "?";
+}
+
+void vzcaps_platform_log(const char *line, int to_stderr)
+{
+    syslog(LOG_NOTICE, "%s", line);
+    if (!to_stderr)
+        return;
+    char buf[2100];
+    size_t n = strlen(line);
+    if (n > sizeof buf - 1)
+        n = sizeof buf - 1;
+    memcpy(buf, line, n);
+    buf[n++] = '\n';
+    ssize_t w;
+    do
+        w = write(2, buf, n);
+    while (w < 0 && errno == EINTR);
+}
+
+/* Metal's exported factories, linked weakly: absent Metal means no interposing target. */
+extern id MTLCreateSystemDefaultDevice(void) __attribute__((weak_import));
+extern id MTLCopyAllDevices(void) __attribute__((weak_import));
+extern id MTLCopyAllDevicesWithObserver(id *observer, void *handler) __attribute__((weak_import));
+
+typedef unsigned long (*count_fn)(id, SEL);
+typedef id (*index_fn)(id, SEL, unsigned long);
+
+static void on_array(id devices)
+{
+    if (!devices)
+        return;
+    SEL count = sel_registerName("count"), at = sel_registerName("objectAtIndex:");
+    unsigned long n = ((count_fn)(void (*)(void))objc_msgSend)(devices, count);
+    for (unsigned long i = 0; i < n; i++)
+        vzcaps_hooks_on_device(((index_fn)(void (*)(void))objc_msgSend)(devices, at, i));
+}
+
+static id vz_create_default(void)
+{
+    id device = MTLCreateSystemDefaultDevice();
+    vzcaps_hooks_on_device(device);
+    return device;
+}
+
+static id vz_copy_all(void)
+{
+    id devices = MTLCopyAllDevices();
+    on_array(devices);
+    return devices;
+}
+
+static id vz_copy_all_observed(id *observer, void *handler)
+{
+    id devices = MTLCopyAllDevicesWithObserver(observer, handler);
+    on_array(devices);
+    return devices;
+}
+
+/* dyld applies these when the library is inserted; calls from this image are not rerouted. */
+struct interpose {
+    const void *replacement;
+    const void *original;
+};
+__attribute__((used, section("__DATA,__interpose"))) static const struct interpose interposers[] = {
+    {(const void *)vz_create_default, (const void *)MTLCreateSystemDefaultDevice},
+    {(const void *)vz_copy_all, (const void *)MTLCopyAllDevices},
+    {(const void *)vz_copy_all_observed, (const void *)MTLCopyAllDevicesWithObserver},
+};
+
+void vzcaps_platform_trigger_install(void)
+{
+    /* interposing is static (the section above); nothing to arm at run time */
+}
