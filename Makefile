@@ -78,11 +78,13 @@ deps:
 
 check: deps
 	$(MAKE) all $(B)/test_core $(B)/san/libvzcaps.so $(FUZZERS)
+	@if sh scripts/have-cross; then $(MAKE) dist; \
+	  else echo "check: cross toolchain absent: dist, audit and reproducibility skipped"; fi
 	$(B)/test_core
 	python3 -m pytest -q tests
+	sh scripts/fuzz-seeds
 	sh scripts/fuzz-run $(FUZZ_SECONDS) $(FUZZERS)
-	@if sh scripts/have-cross; then $(MAKE) dist && $(MAKE) audit && sh scripts/repro-check; \
-	  else echo "check: cross toolchain absent: dist, audit and reproducibility skipped"; fi
+	@if sh scripts/have-cross; then $(MAKE) audit && sh scripts/repro-check; fi
 
 demo: deps
 	$(MAKE) all
@@ -96,8 +98,8 @@ bench: deps
 dist:
 	sh scripts/dist
 
-audit:
-	sh scripts/audit dist
+audit: $(B)/vzcaps
+	python3 scripts/audit dist $(B)/vzcaps
 
 install: all
 	sh scripts/install install "$(DESTDIR)" "$(PREFIX)" "$(B)"

@@ -17,11 +17,13 @@ struct command {
 };
 
 static const struct command commands[] = {
-    {"run", cmd_run, "run [--profile NAME] [--family auto|N|off] [--inherit] [--verify] [--dry-run] -- CMD [ARGS]",
+    {"run", cmd_run, "run [--profile NAME] [--family auto|N|off] [--inherit] [--verify] [--library PATH] [--dry-run] -- CMD [ARGS]",
      "Runs CMD with the library injected (DYLD_INSERT_LIBRARIES on macOS, LD_PRELOAD on Linux,\n"
      "appended to any existing value). The library is looked for next to this command, then in\n"
      "../lib. The configuration is checked first, exactly as the library will read it for CMD;\n"
      "a configuration the library would refuse stops here (exit 125) instead of running stock.\n"
+     "A Mach-O CMD is read first: a CPU slice the library lacks (e.g. arm64e) is refused, since\n"
+     "dyld would abort it; a hardened CMD that will ignore the library gets a warning.\n"
      "With neither --family, --profile, a VZCAPS_APPLE_FAMILY_MAX variable nor a config section\n"
      "for CMD, --family auto is implied. The command replaces this process (exec), so the exit\n"
      "status and signals are CMD's own.\n"
@@ -29,6 +31,7 @@ static const struct command commands[] = {
      "  --family VALUE   auto, off, or an Apple family 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)\n"
      "  --inherit        keep the injection in CMD's child processes (VZCAPS_INHERIT=1)\n"
      "  --verify         run `vzcaps verify` first and refuse to start when an unlocked path fails\n"
+     "  --library PATH   inject this library instead of the one installed with the command\n"
      "  --dry-run        print the environment changes and the command instead of running it\n"},
     {"check", cmd_check, "check [--config F] [--profile P] [--exe NAME] [--chip BRAND] [--json]",
      "Validates a configuration and explains what the library would do for executable NAME on\n"

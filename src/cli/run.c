@@ -24,6 +24,7 @@ int cmd_run(int argc, char **argv)
 {
     struct cfg_opts o = {0};
     bool dry = false, verify = false;
+    const char *library_opt = NULL;
     int i = 1;
     for (; i < argc; i++) {
         int t;
@@ -32,7 +33,8 @@ int cmd_run(int argc, char **argv)
             break;
         }
         if ((t = opt_take(argc, argv, &i, "--profile", &o.profile)) ||
-            (t = opt_take(argc, argv, &i, "--family", &o.family))) {
+            (t = opt_take(argc, argv, &i, "--family", &o.family)) ||
+            (t = opt_take(argc, argv, &i, "--library", &library_opt))) {
             if (t < 0)
                 return usage_error("run", "%s needs a value", argv[i]);
             continue;
@@ -54,7 +56,11 @@ int cmd_run(int argc, char **argv)
     o.exe = vzcaps_basename(cmd[0]);
 
     char library[1100], tried[2400];
-    if (find_library(library, sizeof library, tried, sizeof tried) != 0) {
+    if (library_opt) {
+        snprintf(library, sizeof library, "%s", library_opt);
+        snprintf(tried, sizeof tried, "%s (--library)", library_opt);
+    }
+    if (library_opt ? access(library, R_OK) != 0 : find_library(library, sizeof library, tried, sizeof tried) != 0) {
         fprintf(stderr, "vzcaps run: %s not found (looked at %s); reinstall vzcaps or keep the library next to the command\n",
                 library_file, tried);
         return EXIT_REFUSED;

@@ -1,0 +1,136 @@
+"""make audit on the cross-built artifacts, and on deliberately broken copies: each defect
+must fail the audit with a message naming it."""
+import hashlib
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BUILD, ROOT
+
+DIST = ROOT / "dist"
+WORK = BUILD / "dist"
+pytestmark = pytest.mark.skipif(not (DIST / "libvzcaps.dylib").exists() or not (WORK / "arm64" / "lib").exists(),
+                                reason="dist/ not built (make dist needs the cross toolchain)")
+
+
+def tool(name):
+    return shutil.which(name) or shutil.which(f"{name}-14")
+
+
+def audit(d):
+    return subprocess.run(["python3", str(ROOT / "scripts" / "audit"), str(d), str(BUILD / "vzcaps")],
+                          capture_output=True, text=True, timeout=120)
+
+
+def sums(d):
+    with open(d / "SHA256SUMS", "w") as out:
+        for f in sorted(os.listdir(d)):
+            if f != "SHA256SUMS":
+                out.write(f"{hashlib.sha256((d / f).read_bytes()).hexdigest()}  {f}\n")
+
+
+def copy_dist(tmp_path):
+    d = tmp_path / "dist"
+    shutil.copytree(DIST, d)
+    return d
+
+
+def relink_library(tmp_path, extra_c=None, extra_inputs=()):
+    """The arm64 library linked as make dist links it, plus the given defect."""
+    import ziglang
+    zlib = os.path.join(os.path.dirname(ziglang.__file__), "lib")
+    objs = sorted(str(p) for p in (WORK / "arm64" / "lib").glob("*.o"))
+    if extra_c:
+        src = tmp_path / "extra.c"
+        src.write_text(extra_c)
+        subprocess.run(["python3", "-m", "ziglang", "cc", "-target", "aarch64-macos.13.0", "-O2", "-c", str(src),
+                        "-o", str(tmp_path / "extra.o")], check=True)
+        objs.append(str(tmp_path / "extra.o"))
+    out = tmp_path / "arm64.dylib"
+    subprocess.run([tool("ld64.lld"), "-dylib", "-install_name", "@rpath/libvzcaps.dylib", "-o", str(out), *objs,
+                    "-arch", "arm64", "-platform_version", "macos", "13.0", "15.1", "-adhoc_codesign",
+                    "-F", str(ROOT / "stubs"), "-weak_framework", "Metal", str(ROOT / "stubs" / "libobjc.tbd"),
+                    f"{zlib}/libc/darwin/libSystem.tbd", *extra_inputs], check=True)
+    d = copy_dist(tmp_path)
+    subprocess.run([tool("llvm-lipo"), "-create", str(out), str(WORK / "x86_64" / "libvzcaps.dylib"),
+                    "-output", str(d / "libvzcaps.dylib")], check=True)
+    sums(d)
+    return d
+
+
+def test_dist_passes():
+    p = audit(DIST)
+    assert p.returncode == 0, p.stdout
+    assert "passed" in p.stdout
+
+
+def test_relinked_library_unchanged_passes(tmp_path):
+    p = audit(relink_library(tmp_path))
+    assert p.returncode == 0, p.stdout  # the negative cases below differ only by their defect
+
+
+def test_extra_exported_symbol(tmp_path):
+    p = audit(relink_library(tmp_path, extra_c="int vzcaps_leak = 1;\n"))
+    assert p.returncode == 1
+    assert "libvzcaps.dylib [arm64]: unexpected exported symbols ['_vzcaps_leak']" in p.stdout
+
+
+def test_extra_linked_library(tmp_path):
+    tbd = tmp_path / "libz.tbd"
+    tbd.write_text("--- !tapi-tbd\ntbd-version: 4\ntargets: [ arm64-macos ]\ninstall-name: '/usr/lib/libz.1.dylib'\n"
+                   "exports:\n  - targets: [ arm64-macos ]\n    symbols: [ _zlibVersion ]\n...\n")
+    p = audit(relink_library(tmp_path, extra_c="const char *zlibVersion(void);\n"
+                                              "__attribute__((visibility(\"hidden\"))) const char *v(void) { return zlibVersion(); }\n",
+                             extra_inputs=[str(tbd)]))
+    assert p.returncode == 1
+    assert "libvzcaps.dylib [arm64]: links /usr/lib/libz.1.dylib, which is not allowed" in p.stdout
+
+
+@pytest.mark.parametrize("call,why", [("dlopen(\"x\", 0)", "loads other code"), ("fopen(\"x\", \"w\")", "writes files"),
+                                      ("system(\"x\")", "executes programs"), ("socket(1, 1, 0)", "opens sockets")])
+def test_forbidden_import(tmp_path, call, why):
+    code = ("#include <dlfcn.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <sys/socket.h>\n"
+            f"__attribute__((visibility(\"hidden\"))) long bad(void) {{ return (long){call}; }}\n")
+    p = audit(relink_library(tmp_path, extra_c=code))
+    assert p.returncode == 1
+    assert f", which {why}" in p.stdout, p.stdout
+
+
+def test_corrupted_signature_byte(tmp_path):
+    d = copy_dist(tmp_path)
+    data = bytearray((d / "libvzcaps.dylib").read_bytes())
+    arm = subprocess.run([tool("llvm-lipo"), "-info", str(d / "libvzcaps.dylib")], capture_output=True, text=True)
+    # flip one byte inside the arm64 slice's code (the second slice starts at its fat offset)
+    out = subprocess.run([tool("llvm-objdump"), "--macho", "--universal-headers", str(d / "libvzcaps.dylib")],
+                         capture_output=True, text=True).stdout
+    offsets = [int(l.split()[1]) for l in out.splitlines() if l.strip().startswith("offset ")]
+    cputypes = [l.split()[1] for l in out.splitlines() if l.strip().startswith("cputype ")]
+    arm_off = offsets[cputypes.index("CPU_TYPE_ARM64")]
+    data[arm_off + 0x1000 + 17] ^= 0x01
+    (d / "libvzcaps.dylib").write_bytes(bytes(data))
+    sums(d)
+    p = audit(d)
+    assert p.returncode == 1 and arm.returncode == 0
+    assert "libvzcaps.dylib [arm64]: code signature does not verify: page 1" in p.stdout
+
+
+def test_wrong_checksum(tmp_path):
+    d = copy_dist(tmp_path)
+    text = (d / "SHA256SUMS").read_text().splitlines()
+    text[0] = "0" * 64 + text[0][64:]
+    (d / "SHA256SUMS").write_text("\n".join(text) + "\n")
+    p = audit(d)
+    assert p.returncode == 1
+    assert "SHA256SUMS: checksum of LICENSE does not match" in p.stdout
+
+
+def test_missing_and_unlisted_files(tmp_path):
+    d = copy_dist(tmp_path)
+    (d / "extra.txt").write_text("x")
+    os.remove(d / "vzcaps")
+    p = audit(d)
+    assert p.returncode == 1
+    assert "vzcaps missing from" in p.stdout and "SHA256SUMS names vzcaps, which is missing" in p.stdout
+    assert "does not cover ['extra.txt']" in p.stdout

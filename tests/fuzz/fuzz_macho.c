@@ -1,0 +1,24 @@
+/* libFuzzer target: the Mach-O reader (headers, load commands, sections, code signatures,
+ * entitlements) on arbitrary bytes. Seeded with the build's own Mach-O files. */
+#include <stdint.h>
+#include <string.h>
+
+#include "../../src/cli/macho.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static struct macho_file mf;
+    char err[300];
+    if (macho_parse(data, size, &mf, err, sizeof err) != 0) {
+        if (!err[0] || strchr(err, '\n'))
+            __builtin_trap(); /* errors are exactly one line */
+        return 0;
+    }
+    if (mf.n_slices == 0 || mf.n_slices > MACHO_MAX_SLICES)
+        __builtin_trap();
+    for (size_t i = 0; i < mf.n_slices; i++)
+        if (mf.slices[i].offset > size || mf.slices[i].size > size - mf.slices[i].offset)
+            __builtin_trap();
+    return 0;
+}
