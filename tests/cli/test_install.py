@@ -1,0 +1,22 @@
+"""make install / make uninstall with DESTDIR and PREFIX."""
+import subprocess
+
+from conftest import ROOT
+
+FILES = ["bin/vzcaps", "lib/libvzcaps.so", "share/doc/vzcaps/LICENSE", "share/man/man1/vzcaps.1"]
+
+
+def test_install_and_uninstall(tmp_path):
+    dest = tmp_path / "stage"
+    p = subprocess.run(["make", "-s", "install", f"DESTDIR={dest}", "PREFIX=/opt/vz"], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    root = dest / "opt" / "vz"
+    got = sorted(str(f.relative_to(root)) for f in root.rglob("*") if f.is_file())
+    assert got == sorted(FILES)
+    assert (root / "bin" / "vzcaps").stat().st_mode & 0o111
+    # the installed command finds the installed library in ../lib
+    out = subprocess.run([str(root / "bin" / "vzcaps"), "doctor", "--json"], capture_output=True, text=True).stdout
+    assert f'"library":"{root}/bin/../lib/libvzcaps.so"' in out or f'"library":"{root}/lib/libvzcaps.so"' in out
+    p = subprocess.run(["make", "-s", "uninstall", f"DESTDIR={dest}", "PREFIX=/opt/vz"], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert [f for f in root.rglob("*") if f.is_file()] == []
