@@ -1,0 +1,527 @@
+/* llama-bench tables: reading runs, medians, merging by test, the checks between runs, and
+ * the text/CSV/Markdown/SVG/JSON renderings. Never: runs anything. */
+#define _XOPEN_SOURCE 700
+#include "benchdata.h"
+
+#include "cli.h"
+#include "jsonread.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const bench_role_names[N_ROLES] = {"stock", "unlocked", "host"};
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double bench_median(double *v, size_t n)
+{
+    if (n == 0)
+        return NAN;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static char *slurp(const char *path, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) {
+            fclose(f);
+            snprintf(err, errlen, "%s: out of memory", path);
+            return NULL;
+        }
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        if (cap >= (64u << 20)) {
+            fclose(f);
+            free(buf);
+            snprintf(err, errlen, "%s: larger than 64 MiB", path);
+            return NULL;
+        }
+        char *bigger = realloc(buf, cap *= 2);
+        if (!bigger)
+            free(buf);
+        buf = bigger;
+    }
+    fclose(f);
+    buf[n < cap ? n : cap - 1] = '\0';
+    *len = n;
+    return buf;
+}
+
+static long num_field(const struct jv *o, const char *key, bool *ok)
+{
+    const struct jv *v = jv_get(o, key);
+    if (!v || v->type != JV_NUMBER || v->number < 0 || v->number > 1e9 || v->number != floor(v->number)) {
+        *ok = false;
+        return 0;
+    }
+    return (long)v->number;
+}
+
+int bench_table_add_file(struct bench_table *t, enum bench_role role, const char *path, char *err, size_t errlen)
+{
+    size_t len;
+    char why[300];
+    char *text = slurp(path, &len, err, errlen);
+    if (!text)
+        return -1;
+    struct jv *doc = jv_parse(text, len, why, sizeof why);
+    free(text);
+    if (!doc) {
+        snprintf(err, errlen, "%s: not valid JSON: %s", path, why);
+        return -1;
+    }
+    int rc = -1;
+    if (doc->type != JV_ARRAY || doc->count == 0) {
+        snprintf(err, errlen, "%s: expected a non-empty array of llama-bench runs (llama-bench -o json)", path);
+        goto out;
+    }
+    t->role_given[role] = true;
+    size_t idx = 0;
+    for (const struct jv *run = doc->child; run; run = run->next, idx++) {
+        bool ok = true;
+        if (run->type != JV_OBJECT) {
+            snprintf(err, errlen, "%s: run %zu is not an object", path, idx);
+            goto out;
+        }
+        long np = num_field(run, "n_prompt", &ok), ng = num_field(run, "n_gen", &ok);
+        long nd = jv_get(run, "n_depth") ? num_field(run, "n_depth", &ok) : 0;
+        if (!ok) {
+            snprintf(err, errlen, "%s: run %zu: n_prompt, n_gen or n_depth missing or not a count", path, idx);
+            goto out;
+        }
+        const struct jv *samples = jv_get(run, "samples_ts");
+        if (!samples || samples->type != JV_ARRAY || samples->count == 0) {
+            snprintf(err, errlen, "%s: run %zu: no samples_ts (needs llama-bench -o json with repetitions)", path, idx);
+            goto out;
+        }
+        double *v = malloc(samples->count * sizeof *v);
+        size_t n = 0;
+        for (const struct jv *s = samples->child; s; s = s->next) {
+            if (s->type != JV_NUMBER || !(s->number > 0) || !isfinite(s->number)) {
+                snprintf(err, errlen, "%s: run %zu: samples_ts[%zu] is not a positive number", path, idx, n);
+                free(v);
+                goto out;
+            }
+            v[n++] = s->number;
+        }
+        char test[48];
+        if (np > 0 && ng > 0)
+            snprintf(test, sizeof test, "pp%ld+tg%ld", np, ng);
+        else if (np > 0)
+            snprintf(test, sizeof test, "pp%ld", np);
+        else if (ng > 0)
+            snprintf(test, sizeof test, "tg%ld", ng);
+        else {
+            snprintf(err, errlen, "%s: run %zu: neither n_prompt nor n_gen is positive", path, idx);
+            free(v);
+            goto out;
+        }
+        if (nd > 0)
+            vzcaps_appendf(test, sizeof test, " @ d%ld", nd);
+        struct bench_row *row = NULL;
+        for (size_t i = 0; i < t->n; i++)
+            if (strcmp(t->rows[i].test, test) == 0)
+                row = &t->rows[i];
+        if (!row) {
+            if (t->n == BENCH_MAX_ROWS) {
+                snprintf(err, errlen, "%s: more than %d tests", path, BENCH_MAX_ROWS);
+                free(v);
+                goto out;
+            }
+            row = &t->rows[t->n++];
+            memset(row, 0, sizeof *row);
+            snprintf(row->test, sizeof row->test, "%s", test);
+        }
+        struct bench_stat *st = &row->role[role];
+        if (st->present) {
+            snprintf(err, errlen, "%s: test %s appears twice for the %s role", path, test, bench_role_names[role]);
+            free(v);
+            goto out;
+        }
+        st->present = true;
+        st->n = n;
+        st->median = bench_median(v, n);
+        st->min = v[0];
+        st->max = v[n - 1];
+        free(v);
+        const struct jv *bc = jv_get(run, "build_commit"), *bn = jv_get(run, "build_number"), *mt = jv_get(run, "model_type");
+        if (bc && bc->type == JV_STRING && !t->build_commit[0])
+            snprintf(t->build_commit, sizeof t->build_commit, "%s", bc->string);
+        if (bn && bn->type == JV_NUMBER && !t->build_number)
+            t->build_number = (long)bn->number;
+        if (mt && mt->type == JV_STRING && !t->model_type[0])
+            snprintf(t->model_type, sizeof t->model_type, "%s", mt->string);
+    }
+    rc = 0;
+out:
+    jv_free(doc);
+    return rc;
+}
+
+int bench_table_check(const struct bench_table *t, char *err, size_t errlen)
+{
+    if (!t->role_given[ROLE_UNLOCKED] && !t->role_given[ROLE_STOCK] && !t->role_given[ROLE_HOST]) {
+        snprintf(err, errlen, "no runs given");
+        return -1;
+    }
+    for (size_t i = 0; i < t->n; i++)
+        for (int r = 0; r < N_ROLES; r++)
+            if (t->role_given[r] && !t->rows[i].role[r].present) {
+                snprintf(err, errlen, "test %s has no %s run: the runs do not match (same -p/-n for every run)",
+                         t->rows[i].test, bench_role_names[r]);
+                return -1;
+            }
+    return 0;
+}
+
+double bench_speedup(const struct bench_row *r)
+{
+    return r->role[ROLE_STOCK].present && r->role[ROLE_UNLOCKED].present ? r->role[ROLE_UNLOCKED].median / r->role[ROLE_STOCK].median : NAN;
+}
+
+double bench_percent_of_host(const struct bench_row *r)
+{
+    return r->role[ROLE_HOST].present && r->role[ROLE_UNLOCKED].present ? 100.0 * r->role[ROLE_UNLOCKED].median / r->role[ROLE_HOST].median : NAN;
+}
+
+/* ---- the Metal backend's own report ---- */
+
+static int yes_no(const char *line, const char *label)
+{
+    const char *p = strstr(line, label);
+    if (!p)
+        return -2;
+    p = strchr(p, '=');
+    if (!p)
+        return -1;
+    while (*++p == ' ')
+        ;
+    return strncmp(p, "true", 4) == 0 ? 1 : strncmp(p, "false", 5) == 0 ? 0 : -1;
+}
+
+void metal_caps_parse(const char *text, struct metal_caps *c)
+{
+    memset(c, 0, sizeof *c);
+    c->simdgroup_reduction = c->simdgroup_mm = c->bfloat = c->tensor = c->unified_memory = c->residency_sets = -1;
+    c->working_set_mb = NAN;
+    const char *line = text;
+    while (line && *line) {
+        const char *nl = strchr(line, '\n');
+        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+        char buf[512];
+        snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), line);
+        if (strstr(buf, "ggml_metal")) {
+            const char *p;
+            int v;
+            if ((p = strstr(buf, "GPU name:"))) {
+                c->found = true;
+                p += 9;
+                while (*p == ' ')
+                    p++;
+                const char *open = strchr(p, '('), *close = strrchr(p, ')');
+                if (open && close && close > open)
+                    snprintf(c->gpu_name, sizeof c->gpu_name, "%.*s", (int)(close - open - 1), open + 1);
+                else
+                    snprintf(c->gpu_name, sizeof c->gpu_name, "%s", p);
+            } else if ((p = strstr(buf, "GPU family:"))) {
+                const char *open = strrchr(p, '(');
+                if (open && c->n_families < 8)
+                    c->families[c->n_families++] = strtol(open + 1, NULL, 10);
+                c->found = true;
+            } else if ((v = yes_no(buf, "simdgroup reduction")) != -2) {
+                c->simdgroup_reduction = v;
+            } else if ((v = yes_no(buf, "simdgroup matrix mul.")) != -2) {
+                c->simdgroup_mm = v;
+            } else if ((v = yes_no(buf, "has bfloat")) != -2) {
+                c->bfloat = v;
+            } else if ((v = yes_no(buf, "has tensor")) != -2) {
+                c->tensor = v;
+            } else if ((v = yes_no(buf, "has unified memory")) != -2) {
+                c->unified_memory = v;
+            } else if ((v = yes_no(buf, "use residency sets")) != -2) {
+                c->residency_sets = v;
+            } else if ((p = strstr(buf, "recommendedMaxWorkingSetSize"))) {
+                p = strchr(p, '=');
+                if (p)
+                    c->working_set_mb = strtod(p + 1, NULL);
+            }
+        }
+        line = nl ? nl + 1 : NULL;
+    }
+}
+
+int metal_caps_read(const char *path, struct metal_caps *c)
+{
+    size_t len;
+    char err[300];
+    char *text = slurp(path, &len, err, sizeof err);
+    if (!text)
+        return -1;
+    metal_caps_parse(text, c);
+    free(text);
+    return 0;
+}
+
+/* ---- renderings ---- */
+
+static void num_or_dash(FILE *out, const struct bench_stat *s, const char *fmt)
+{
+    if (s->present)
+        fprintf(out, fmt, s->median);
+    else
+        fprintf(out, "%s", "—");
+}
+
+void bench_render_text(const struct bench_table *t, FILE *out)
+{
+    fprintf(out, "%-16s %12s %12s %12s %9s %9s\n", "test", "stock t/s", "unlocked t/s", "host t/s", "speed-up", "of host");
+    for (size_t i = 0; i < t->n; i++) {
+        const struct bench_row *r = &t->rows[i];
+        fprintf(out, "%-16s", r->test);
+        for (int k = 0; k < N_ROLES; k++) {
+            if (r->role[k].present)
+                fprintf(out, " %12.2f", r->role[k].median);
+            else
+                fprintf(out, " %12s", "-");
+        }
+        double s = bench_speedup(r), h = bench_percent_of_host(r);
+        if (isnan(s))
+            fprintf(out, " %9s", "-");
+        else
+            fprintf(out, " %8.2fx", s);
+        if (isnan(h))
+            fprintf(out, " %9s\n", "-");
+        else
+            fprintf(out, " %7.2f %%\n", h);
+    }
+    fprintf(out, "medians of samples_ts; ranges:");
+    for (size_t i = 0; i < t->n; i++)
+        for (int k = 0; k < N_ROLES; k++)
+            if (t->rows[i].role[k].present)
+                fprintf(out, "%s %s %s %.2f..%.2f (n=%zu)", i || k ? ";" : "", t->rows[i].test, bench_role_names[k],
+                        t->rows[i].role[k].min, t->rows[i].role[k].max, t->rows[i].role[k].n);
+    fprintf(out, "\n");
+}
+
+static void csv_num(FILE *out, double v, const char *fmt)
+{
+    if (isnan(v))
+        fputs(",", out);
+    else {
+        fputc(',', out);
+        fprintf(out, fmt, v);
+    }
+}
+
+void bench_render_csv(const struct bench_table *t, FILE *out)
+{
+    fprintf(out, "test,stock_tps,unlocked_tps,host_tps,speedup,percent_of_host,stock_min,stock_max,unlocked_min,unlocked_max,host_min,host_max\n");
+    for (size_t i = 0; i < t->n; i++) {
+        const struct bench_row *r = &t->rows[i];
+        fputs(r->test, out);
+        for (int k = 0; k < N_ROLES; k++)
+            csv_num(out, r->role[k].present ? r->role[k].median : NAN, "%.4f");
+        csv_num(out, bench_speedup(r), "%.4f");
+        csv_num(out, bench_percent_of_host(r), "%.4f");
+        for (int k = 0; k < N_ROLES; k++) {
+            csv_num(out, r->role[k].present ? r->role[k].min : NAN, "%.4f");
+            csv_num(out, r->role[k].present ? r->role[k].max : NAN, "%.4f");
+        }
+        fputc('\n', out);
+    }
+}
+
+void bench_render_md(const struct bench_table *t, FILE *out)
+{
+    fprintf(out, "| test | stock (t/s) | unlocked (t/s) | host (t/s) | unlocked / stock | unlocked / host |\n");
+    fprintf(out, "| --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for (size_t i = 0; i < t->n; i++) {
+        const struct bench_row *r = &t->rows[i];
+        fprintf(out, "| %s |", r->test);
+        for (int k = 0; k < N_ROLES; k++) {
+            fputc(' ', out);
+            num_or_dash(out, &r->role[k], "%.4f");
+            fputs(" |", out);
+        }
+        double s = bench_speedup(r), h = bench_percent_of_host(r);
+        if (isnan(s))
+            fprintf(out, " — |");
+        else
+            fprintf(out, " %.4fx |", s);
+        if (isnan(h))
+            fprintf(out, " — |\n");
+        else
+            fprintf(out, " %.4f %% |\n", h);
+    }
+    fprintf(out, "\nMedians of llama-bench `samples_ts` per test.\n");
+}
+
+static void xml_escape(FILE *out, const char *s)
+{
+    for (; *s; s++)
+        if (*s == '<')
+            fputs("&lt;", out);
+        else if (*s == '>')
+            fputs("&gt;", out);
+        else if (*s == '&')
+            fputs("&amp;", out);
+        else
+            fputc(*s, out);
+}
+
+void bench_render_svg(const struct bench_table *t, FILE *out)
+{
+    static const char *const colours[N_ROLES] = {"#9a9a9a", "#2b7bd6", "#2a9d5b"};
+    const double left = 80, top = 50, plot_h = 300, group_w = 150, bar_w = 36;
+    double width = left + 30 + group_w * (t->n ? (double)t->n : 1), height = top + plot_h + 80;
+    /* the scale: a round number above the largest median, on a log axis when the spread is wide */
+    double maxv = 1;
+    for (size_t i = 0; i < t->n; i++)
+        for (int k = 0; k < N_ROLES; k++)
+            if (t->rows[i].role[k].present && t->rows[i].role[k].median > maxv)
+                maxv = t->rows[i].role[k].median;
+    double scale_max = pow(10, ceil(log10(maxv)));
+    if (scale_max / 2 >= maxv)
+        scale_max /= 2;
+    fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
+            width, height, width, height);
+    fprintf(out, "<title>llama-bench tokens per second: stock, unlocked (vzcaps) and host</title>\n");
+    fprintf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
+    fprintf(out, "<text x=\"%.0f\" y=\"20\" font-size=\"14\" font-weight=\"bold\">Tokens per second by test (median of samples, higher is better)</text>\n", left);
+    for (int g = 0; g <= 4; g++) {
+        double v = scale_max * g / 4, y = top + plot_h - plot_h * g / 4;
+        fprintf(out, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n", left, y, width - 20, y);
+        fprintf(out, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", left - 6, y + 4, v);
+    }
+    fprintf(out, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", left, top, left, top + plot_h);
+    fprintf(out, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", left, top + plot_h, width - 20, top + plot_h);
+    fprintf(out, "<text transform=\"translate(18 %.0f) rotate(-90)\" text-anchor=\"middle\">tokens per second (t/s)</text>\n", top + plot_h / 2);
+    fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">llama-bench test</text>\n", left + (width - left) / 2, top + plot_h + 40);
+    for (size_t i = 0; i < t->n; i++) {
+        const struct bench_row *r = &t->rows[i];
+        double gx = left + 20 + group_w * (double)i;
+        int drawn = 0;
+        for (int k = 0; k < N_ROLES; k++) {
+            if (!r->role[k].present)
+                continue;
+            double h = plot_h * r->role[k].median / scale_max, x = gx + bar_w * drawn++;
+            fprintf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"%s\"><title>%s %s: %.2f t/s</title></rect>\n",
+                    bench_role_names[k], x, top + plot_h - h, bar_w - 4, h, colours[k], r->test, bench_role_names[k], r->role[k].median);
+            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"10\">%.1f</text>\n", x + (bar_w - 4) / 2,
+                    top + plot_h - h - 4, r->role[k].median);
+        }
+        fprintf(out, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">", gx + bar_w * drawn / 2.0, top + plot_h + 18);
+        xml_escape(out, r->test);
+        double s = bench_speedup(r);
+        if (!isnan(s))
+            fprintf(out, " (%.2fx)", s);
+        fprintf(out, "</text>\n");
+    }
+    double lx = left;
+    for (int k = 0; k < N_ROLES; k++) {
+        if (!t->role_given[k])
+            continue;
+        fprintf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">%s</text>\n", lx,
+                top + plot_h + 52, colours[k], lx + 16, top + plot_h + 62,
+                k == ROLE_STOCK ? "stock guest" : k == ROLE_UNLOCKED ? "unlocked guest (vzcaps)" : "host (bare metal)");
+        lx += 190;
+    }
+    fprintf(out, "</svg>\n");
+}
+
+static void stat_json(struct json *j, const char *key, const struct bench_stat *s, bool median)
+{
+    if (!s->present)
+        json_null(j, key);
+    else
+        json_num(j, key, median ? s->median : 0);
+}
+
+void bench_render_json_rows(const struct bench_table *t, struct json *j)
+{
+    json_arr(j, "rows");
+    for (size_t i = 0; i < t->n; i++) {
+        const struct bench_row *r = &t->rows[i];
+        json_obj(j, NULL);
+        json_str(j, "test", r->test);
+        for (int k = 0; k < N_ROLES; k++)
+            stat_json(j, bench_role_names[k], &r->role[k], true);
+        double s = bench_speedup(r), h = bench_percent_of_host(r);
+        if (isnan(s))
+            json_null(j, "speedup");
+        else
+            json_num(j, "speedup", s);
+        if (isnan(h))
+            json_null(j, "percent_of_host");
+        else
+            json_num(j, "percent_of_host", h);
+        json_obj(j, "range");
+        for (int k = 0; k < N_ROLES; k++) {
+            if (!r->role[k].present) {
+                json_null(j, bench_role_names[k]);
+                continue;
+            }
+            json_arr(j, bench_role_names[k]);
+            json_num(j, NULL, r->role[k].min);
+            json_num(j, NULL, r->role[k].max);
+            json_end_arr(j);
+        }
+        json_end_obj(j);
+        json_obj(j, "samples");
+        for (int k = 0; k < N_ROLES; k++) {
+            if (r->role[k].present)
+                json_int(j, bench_role_names[k], (long long)r->role[k].n);
+            else
+                json_null(j, bench_role_names[k]);
+        }
+        json_end_obj(j);
+        json_end_obj(j);
+    }
+    json_end_arr(j);
+}
+
+static void tri(struct json *j, const char *key, int v)
+{
+    if (v < 0)
+        json_null(j, key);
+    else
+        json_bool(j, key, v == 1);
+}
+
+void metal_caps_json(const struct metal_caps *c, struct json *j, const char *key)
+{
+    json_obj(j, key);
+    json_bool(j, "found", c->found);
+    json_str(j, "gpu_name", c->gpu_name[0] ? c->gpu_name : NULL);
+    json_arr(j, "families");
+    for (size_t i = 0; i < c->n_families; i++)
+        json_int(j, NULL, c->families[i]);
+    json_end_arr(j);
+    tri(j, "simdgroup_reduction", c->simdgroup_reduction);
+    tri(j, "simdgroup_matrix_mul", c->simdgroup_mm);
+    tri(j, "bfloat", c->bfloat);
+    tri(j, "tensor", c->tensor);
+    tri(j, "unified_memory", c->unified_memory);
+    tri(j, "residency_sets", c->residency_sets);
+    if (isnan(c->working_set_mb))
+        json_null(j, "recommended_working_set_mb");
+    else
+        json_num(j, "recommended_working_set_mb", c->working_set_mb);
+    json_end_obj(j);
+}

@@ -1,0 +1,64 @@
+/* llama-bench results, the Metal backend's start-up report, and their renderings; shared by
+ * vzcaps report and vzcaps bench. Portable: tested on the real fixtures. */
+#ifndef VZCAPS_BENCHDATA_H
+#define VZCAPS_BENCHDATA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#define BENCH_MAX_ROWS 64
+
+enum bench_role { ROLE_STOCK, ROLE_UNLOCKED, ROLE_HOST, N_ROLES };
+extern const char *const bench_role_names[N_ROLES];
+
+struct bench_stat {
+    bool present;
+    double median, min, max;
+    size_t n;
+};
+
+struct bench_row {
+    char test[48];
+    struct bench_stat role[N_ROLES];
+};
+
+struct bench_table {
+    struct bench_row rows[BENCH_MAX_ROWS];
+    size_t n;
+    bool role_given[N_ROLES];
+    char build_commit[32];
+    long build_number;
+    char model_type[96];
+};
+
+/* What the Metal backend printed at start-up (ggml_metal_device_init lines). */
+struct metal_caps {
+    bool found;
+    char gpu_name[96];
+    long families[8];
+    size_t n_families;
+    int simdgroup_reduction, simdgroup_mm, bfloat, tensor, unified_memory, residency_sets; /* -1 unknown */
+    double working_set_mb;
+};
+
+/* Adds every run of a llama-bench JSON file to role. 0, or -1 with "FILE: reason" in err. */
+int bench_table_add_file(struct bench_table *t, enum bench_role role, const char *path, char *err, size_t errlen);
+/* Checks that every role given has the same tests. 0, or -1 naming the mismatch. */
+int bench_table_check(const struct bench_table *t, char *err, size_t errlen);
+double bench_speedup(const struct bench_row *r);         /* unlocked / stock, NAN when absent */
+double bench_percent_of_host(const struct bench_row *r); /* unlocked / host * 100, NAN when absent */
+double bench_median(double *v, size_t n);                /* sorts v */
+
+void metal_caps_parse(const char *text, struct metal_caps *c);
+int metal_caps_read(const char *path, struct metal_caps *c); /* 0, -1 when unreadable */
+
+void bench_render_text(const struct bench_table *t, FILE *out);
+void bench_render_csv(const struct bench_table *t, FILE *out);
+void bench_render_md(const struct bench_table *t, FILE *out);
+void bench_render_svg(const struct bench_table *t, FILE *out);
+struct json;
+void bench_render_json_rows(const struct bench_table *t, struct json *j);
+void metal_caps_json(const struct metal_caps *c, struct json *j, const char *key);
+
+#endif

@@ -1,0 +1,349 @@
+/* JSON reader: recursive descent with a depth limit, full string escapes (UTF-8 output),
+ * strict numbers. Never: accepts trailing garbage, or reads past len. Fuzzed. */
+#include "jsonread.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DEPTH 64
+
+struct parser {
+    const char *s;
+    size_t len, pos;
+    char *err;
+    size_t errlen;
+    int failed;
+};
+
+static void fail(struct parser *p, const char *why)
+{
+    if (p->failed)
+        return;
+    p->failed = 1;
+    size_t line = 1, col = 1;
+    for (size_t i = 0; i < p->pos && i < p->len; i++) {
+        if (p->s[i] == '\n')
+            line++, col = 1;
+        else
+            col++;
+    }
+    snprintf(p->err, p->errlen, "line %zu, column %zu: %s", line, col, why);
+}
+
+static void ws(struct parser *p)
+{
+    while (p->pos < p->len && (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' || p->s[p->pos] == '\n' || p->s[p->pos] == '\r'))
+        p->pos++;
+}
+
+static struct jv *node(struct parser *p, enum jv_type t)
+{
+    struct jv *v = calloc(1, sizeof *v);
+    if (!v)
+        fail(p, "out of memory");
+    else
+        v->type = t;
+    return v;
+}
+
+static int hex4(struct parser *p, unsigned *out)
+{
+    if (p->len - p->pos < 4)
+        return fail(p, "truncated \\u escape"), -1;
+    unsigned v = 0;
+    for (int i = 0; i < 4; i++) {
+        char c = p->s[p->pos++];
+        v <<= 4;
+        if (c >= '0' && c <= '9')
+            v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (unsigned)(c - 'A' + 10);
+        else
+            return fail(p, "bad \\u escape"), -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static char *string(struct parser *p)
+{
+    p->pos++; /* opening quote */
+    size_t cap = 16, n = 0;
+    char *out = malloc(cap);
+    if (!out)
+        return fail(p, "out of memory"), NULL;
+    for (;;) {
+        if (p->pos >= p->len) {
+            fail(p, "unterminated string");
+            break;
+        }
+        unsigned char c = (unsigned char)p->s[p->pos++];
+        unsigned cp;
+        if (c == '"') {
+            out[n] = '\0';
+            return out;
+        }
+        if (c < 0x20) {
+            p->pos--;
+            fail(p, "control character in string");
+            break;
+        }
+        if (c != '\\') {
+            cp = c;
+        } else {
+            if (p->pos >= p->len) {
+                fail(p, "unterminated string");
+                break;
+            }
+            char e = p->s[p->pos++];
+            if (e == 'u') {
+                if (hex4(p, &cp) != 0)
+                    break;
+                if (cp >= 0xd800 && cp < 0xdc00) {
+                    unsigned lo;
+                    if (p->len - p->pos < 2 || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u') {
+                        fail(p, "unpaired surrogate");
+                        break;
+                    }
+                    p->pos += 2;
+                    if (hex4(p, &lo) != 0)
+                        break;
+                    if (lo < 0xdc00 || lo > 0xdfff) {
+                        fail(p, "unpaired surrogate");
+                        break;
+                    }
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                } else if (cp >= 0xdc00 && cp <= 0xdfff) {
+                    fail(p, "unpaired surrogate");
+                    break;
+                }
+            } else {
+                switch (e) {
+                case '"': cp = '"'; break;
+                case '\\': cp = '\\'; break;
+                case '/': cp = '/'; break;
+                case 'b': cp = '\b'; break;
+                case 'f': cp = '\f'; break;
+                case 'n': cp = '\n'; break;
+                case 'r': cp = '\r'; break;
+                case 't': cp = '\t'; break;
+                default: cp = 0x110000; break;
+                }
+                if (cp == 0x110000) {
+                    fail(p, "bad escape");
+                    break;
+                }
+            }
+        }
+        if (n + 5 >= cap) {
+            char *bigger = realloc(out, cap *= 2);
+            if (!bigger) {
+                fail(p, "out of memory");
+                break;
+            }
+            out = bigger;
+        }
+        if (cp < 0x80 || c != '\\') {
+            out[n++] = (char)cp;
+        } else if (cp < 0x800) {
+            out[n++] = (char)(0xc0 | cp >> 6), out[n++] = (char)(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+            out[n++] = (char)(0xe0 | cp >> 12), out[n++] = (char)(0x80 | ((cp >> 6) & 0x3f)), out[n++] = (char)(0x80 | (cp & 0x3f));
+        } else {
+            out[n++] = (char)(0xf0 | cp >> 18), out[n++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+            out[n++] = (char)(0x80 | ((cp >> 6) & 0x3f)), out[n++] = (char)(0x80 | (cp & 0x3f));
+        }
+    }
+    free(out);
+    return NULL;
+}
+
+static int digits(struct parser *p)
+{
+    size_t start = p->pos;
+    while (p->pos < p->len && p->s[p->pos] >= '0' && p->s[p->pos] <= '9')
+        p->pos++;
+    return p->pos > start;
+}
+
+static struct jv *value(struct parser *p, int depth);
+
+static struct jv *number(struct parser *p)
+{
+    size_t start = p->pos;
+    if (p->s[p->pos] == '-')
+        p->pos++;
+    if (p->pos < p->len && p->s[p->pos] == '0')
+        p->pos++;
+    else if (!digits(p))
+        return fail(p, "bad number"), NULL;
+    if (p->pos < p->len && p->s[p->pos] == '.') {
+        p->pos++;
+        if (!digits(p))
+            return fail(p, "bad number"), NULL;
+    }
+    if (p->pos < p->len && (p->s[p->pos] == 'e' || p->s[p->pos] == 'E')) {
+        p->pos++;
+        if (p->pos < p->len && (p->s[p->pos] == '+' || p->s[p->pos] == '-'))
+            p->pos++;
+        if (!digits(p))
+            return fail(p, "bad number"), NULL;
+    }
+    char buf[64];
+    size_t n = p->pos - start;
+    if (n >= sizeof buf)
+        return fail(p, "number too long"), NULL;
+    memcpy(buf, p->s + start, n);
+    buf[n] = '\0';
+    struct jv *v = node(p, JV_NUMBER);
+    if (v)
+        v->number = strtod(buf, NULL);
+    return v;
+}
+
+static struct jv *container(struct parser *p, int depth, int object)
+{
+    struct jv *v = node(p, object ? JV_OBJECT : JV_ARRAY), **tail;
+    if (!v)
+        return NULL;
+    tail = &v->child;
+    p->pos++;
+    ws(p);
+    char close = object ? '}' : ']';
+    if (p->pos < p->len && p->s[p->pos] == close) {
+        p->pos++;
+        return v;
+    }
+    for (;;) {
+        char *key = NULL;
+        if (object) {
+            ws(p);
+            if (p->pos >= p->len || p->s[p->pos] != '"') {
+                fail(p, p->pos >= p->len ? "unexpected end of input" : "expected a member name");
+                break;
+            }
+            if (!(key = string(p)))
+                break;
+            ws(p);
+            if (p->pos >= p->len || p->s[p->pos] != ':') {
+                free(key);
+                fail(p, "expected ':'");
+                break;
+            }
+            p->pos++;
+        }
+        struct jv *item = value(p, depth + 1);
+        if (!item) {
+            free(key);
+            break;
+        }
+        item->key = key;
+        *tail = item;
+        tail = &item->next;
+        v->count++;
+        ws(p);
+        if (p->pos < p->len && p->s[p->pos] == ',') {
+            p->pos++;
+            continue;
+        }
+        if (p->pos < p->len && p->s[p->pos] == close) {
+            p->pos++;
+            return v;
+        }
+        fail(p, p->pos >= p->len ? "unexpected end of input" : object ? "expected ',' or '}'" : "expected ',' or ']'");
+        break;
+    }
+    jv_free(v);
+    return NULL;
+}
+
+static struct jv *literal(struct parser *p, const char *word, enum jv_type t, double n)
+{
+    size_t wl = strlen(word);
+    if (p->len - p->pos < wl || memcmp(p->s + p->pos, word, wl) != 0)
+        return fail(p, "unexpected character"), NULL;
+    p->pos += wl;
+    struct jv *v = node(p, t);
+    if (v)
+        v->number = n;
+    return v;
+}
+
+static struct jv *value(struct parser *p, int depth)
+{
+    ws(p);
+    if (depth > MAX_DEPTH)
+        return fail(p, "nested too deeply"), NULL;
+    if (p->pos >= p->len)
+        return fail(p, "unexpected end of input"), NULL;
+    char c = p->s[p->pos];
+    switch (c) {
+    case '{':
+        return container(p, depth, 1);
+    case '[':
+        return container(p, depth, 0);
+    case '"': {
+        char *s = string(p);
+        if (!s)
+            return NULL;
+        struct jv *v = node(p, JV_STRING);
+        if (!v) {
+            free(s);
+            return NULL;
+        }
+        v->string = s;
+        return v;
+    }
+    case 't':
+        return literal(p, "true", JV_BOOL, 1);
+    case 'f':
+        return literal(p, "false", JV_BOOL, 0);
+    case 'n':
+        return literal(p, "null", JV_NULL, 0);
+    default:
+        if (c == '-' || (c >= '0' && c <= '9'))
+            return number(p);
+        return fail(p, "unexpected character"), NULL;
+    }
+}
+
+struct jv *jv_parse(const char *text, size_t len, char *err, size_t errlen)
+{
+    struct parser p = {text, len, 0, err, errlen, 0};
+    struct jv *v = value(&p, 0);
+    if (v) {
+        ws(&p);
+        if (p.pos != len) {
+            fail(&p, "trailing characters after the JSON value");
+            jv_free(v);
+            v = NULL;
+        }
+    }
+    return v;
+}
+
+void jv_free(struct jv *v)
+{
+    while (v) {
+        struct jv *next = v->next;
+        jv_free(v->child);
+        free(v->string);
+        free(v->key);
+        free(v);
+        v = next;
+    }
+}
+
+const struct jv *jv_get(const struct jv *obj, const char *key)
+{
+    if (!obj || obj->type != JV_OBJECT)
+        return NULL;
+    for (const struct jv *m = obj->child; m; m = m->next)
+        if (m->key && strcmp(m->key, key) == 0)
+            return m;
+    return NULL;
+}

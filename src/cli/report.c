@@ -1,0 +1,146 @@
+/* vzcaps report: the benchmark table recomputed from raw llama-bench JSON (files or bundles),
+ * with what the Metal backend itself reported in each run. */
+#define _XOPEN_SOURCE 700
+#include "benchdata.h"
+#include "cli.h"
+
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+struct report_input {
+    struct bench_table table;
+    struct metal_caps caps[N_ROLES];
+    bool have_caps[N_ROLES];
+};
+
+static void companion_stderr(struct report_input *in, enum bench_role role, const char *json_path)
+{
+    char path[1100];
+    size_t n = strlen(json_path);
+    if (n > 5 && strcmp(json_path + n - 5, ".json") == 0)
+        snprintf(path, sizeof path, "%.*s.stderr", (int)(n - 5), json_path);
+    else
+        snprintf(path, sizeof path, "%s.stderr", json_path);
+    if (!in->have_caps[role] && access(path, R_OK) == 0 && metal_caps_read(path, &in->caps[role]) == 0)
+        in->have_caps[role] = true;
+}
+
+int report_add(struct report_input *in, enum bench_role role, const char *path, char *err, size_t errlen)
+{
+    if (bench_table_add_file(&in->table, role, path, err, errlen) != 0)
+        return -1;
+    companion_stderr(in, role, path);
+    return 0;
+}
+
+static const char *tri(int v) { return v < 0 ? "?" : v ? "yes" : "no"; }
+
+void report_print(const struct report_input *in, bool json)
+{
+    if (json) {
+        struct json j;
+        json_begin(&j, stdout);
+        json_obj(&j, NULL);
+        bench_render_json_rows(&in->table, &j);
+        json_obj(&j, "capabilities");
+        for (int k = 0; k < N_ROLES; k++) {
+            if (in->have_caps[k])
+                metal_caps_json(&in->caps[k], &j, bench_role_names[k]);
+            else
+                json_null(&j, bench_role_names[k]);
+        }
+        json_end_obj(&j);
+        json_str(&j, "build_commit", in->table.build_commit[0] ? in->table.build_commit : NULL);
+        if (in->table.build_number)
+            json_int(&j, "build_number", in->table.build_number);
+        else
+            json_null(&j, "build_number");
+        json_str(&j, "model_type", in->table.model_type[0] ? in->table.model_type : NULL);
+        json_end_obj(&j);
+        json_finish(&j);
+        return;
+    }
+    if (in->table.model_type[0] || in->table.build_commit[0])
+        printf("%s, llama.cpp %s (build %ld)\n\n", in->table.model_type, in->table.build_commit, in->table.build_number);
+    bench_render_text(&in->table, stdout);
+    bool any = false;
+    for (int k = 0; k < N_ROLES; k++)
+        any |= in->have_caps[k];
+    if (!any)
+        return;
+    printf("\nwhat the Metal backend reported:\n%-10s %-28s %-14s %-9s %-9s %-7s %-7s\n", "run", "GPU", "families", "simd red.",
+           "simd mm", "bfloat", "tensor");
+    for (int k = 0; k < N_ROLES; k++) {
+        if (!in->have_caps[k])
+            continue;
+        const struct metal_caps *c = &in->caps[k];
+        char fams[64] = "";
+        for (size_t i = 0; i < c->n_families; i++)
+            vzcaps_appendf(fams, sizeof fams, "%s%ld", i ? "," : "", c->families[i]);
+        printf("%-10s %-28s %-14s %-9s %-9s %-7s %-7s\n", bench_role_names[k], c->found ? c->gpu_name : "(no Metal lines)", fams,
+               tri(c->simdgroup_reduction), tri(c->simdgroup_mm), tri(c->bfloat), tri(c->tensor));
+    }
+}
+
+int cmd_report(int argc, char **argv)
+{
+    static struct report_input in;
+    memset(&in, 0, sizeof in);
+    bool json = false;
+    char err[1400];
+    const char *dirs[64];
+    int nd = 0, nfiles = 0;
+    struct { enum bench_role role; const char *path; } files[64];
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int t = 0;
+        for (int k = 0; k < N_ROLES && !t; k++) {
+            char opt[16];
+            snprintf(opt, sizeof opt, "--%s", bench_role_names[k]);
+            if ((t = opt_take(argc, argv, &i, opt, &v)) > 0 && nfiles < 64)
+                files[nfiles].role = (enum bench_role)k, files[nfiles++].path = v;
+        }
+        if (t < 0)
+            return usage_error("report", "%s needs a file", argv[i]);
+        if (t)
+            continue;
+        if (strcmp(argv[i], "--json") == 0)
+            json = true;
+        else if (argv[i][0] == '-')
+            return usage_error("report", "unknown option %s", argv[i]);
+        else if (nd < 64)
+            dirs[nd++] = argv[i];
+    }
+    if (!nd && !nfiles)
+        return usage_error("report", "give bundle directories or --stock/--unlocked/--host files");
+    for (int i = 0; i < nfiles; i++)
+        if (report_add(&in, files[i].role, files[i].path, err, sizeof err) != 0) {
+            fprintf(stderr, "vzcaps report: %s\n", err);
+            return 1;
+        }
+    for (int d = 0; d < nd; d++) {
+        int found = 0;
+        for (int k = 0; k < N_ROLES; k++) {
+            char path[1100];
+            snprintf(path, sizeof path, "%s/%s.json", dirs[d], bench_role_names[k]);
+            if (access(path, R_OK) != 0)
+                continue;
+            found++;
+            if (report_add(&in, (enum bench_role)k, path, err, sizeof err) != 0) {
+                fprintf(stderr, "vzcaps report: %s\n", err);
+                return 1;
+            }
+        }
+        if (!found) {
+            fprintf(stderr, "vzcaps report: %s: not a bundle (no stock.json, unlocked.json or host.json)\n", dirs[d]);
+            return 1;
+        }
+    }
+    if (bench_table_check(&in.table, err, sizeof err) != 0) {
+        fprintf(stderr, "vzcaps report: %s\n", err);
+        return 1;
+    }
+    report_print(&in, json);
+    return 0;
+}

@@ -1,0 +1,124 @@
+"""vzcaps report on the real llama-bench fixtures and on malformed inputs."""
+import json
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import BUILD, FIXTURES
+
+VZ = str(BUILD / "vzcaps")
+S, U, H = (str(FIXTURES / f) for f in ("stock-guest.json", "unlocked-guest.json", "host.json"))
+
+
+def report(*args):
+    return subprocess.run([VZ, "report", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_reproduces_published_table():
+    p = report("--json", "--stock", S, "--unlocked", U, "--host", H)
+    assert p.returncode == 0, p.stderr
+    rows = {r["test"]: r for r in json.loads(p.stdout)["rows"]}
+    assert list(rows) == ["pp512", "tg128"]
+    pp, tg = rows["pp512"], rows["tg128"]
+    assert (round(pp["host"], 2), round(pp["stock"], 2), round(pp["unlocked"], 2)) == (4871.99, 431.86, 4786.70)
+    assert (round(tg["host"], 2), round(tg["stock"], 2), round(tg["unlocked"], 2)) == (286.71, 12.63, 206.60)
+    assert (round(pp["speedup"], 2), round(pp["percent_of_host"], 2)) == (11.08, 98.25)
+    assert (round(tg["speedup"], 2), round(tg["percent_of_host"], 2)) == (16.36, 72.06)
+    assert pp["range"]["unlocked"] == [4755.47, 4831.85] and pp["samples"]["stock"] == 10
+    # the published CSV, to its four decimals
+    published = {l.split(",")[1]: l.split(",") for l in (FIXTURES / "published-results.csv").read_text().splitlines()[1:3]}
+    for test, row in rows.items():
+        csv = published[test]
+        assert round(row["host"], 4) == float(csv[3]) and round(row["stock"], 4) == float(csv[4])
+        assert round(row["unlocked"], 4) == float(csv[5]) and round(row["speedup"], 4) == float(csv[6])
+        assert round(row["percent_of_host"], 4) == float(csv[7])
+
+
+def test_text_table():
+    p = report("--stock", S, "--unlocked", U, "--host", H)
+    assert p.returncode == 0
+    assert "11.08x" in p.stdout and "16.36x" in p.stdout and "98.25 %" in p.stdout and "72.06 %" in p.stdout
+
+
+def test_capabilities_from_stderr():
+    caps = json.loads(report("--json", "--stock", S, "--unlocked", U, "--host", H).stdout)["capabilities"]
+    assert caps["stock"]["families"] == [1005, 3003] and caps["stock"]["simdgroup_reduction"] is False
+    assert caps["stock"]["simdgroup_matrix_mul"] is False and caps["stock"]["bfloat"] is False
+    assert caps["unlocked"]["families"] == [1009, 3003] and caps["unlocked"]["simdgroup_matrix_mul"] is True
+    assert caps["unlocked"]["gpu_name"] == "Apple Paravirtual device"
+    assert caps["host"]["families"] == [1007, 3003, 5002] and caps["host"]["gpu_name"] == "Apple M1 Ultra"
+    assert caps["host"]["tensor"] is False and round(caps["host"]["recommended_working_set_mb"], 2) == 115448.73
+
+
+def test_no_host_gives_nulls():
+    rows = json.loads(report("--json", "--stock", S, "--unlocked", U).stdout)["rows"]
+    assert all(r["host"] is None and r["percent_of_host"] is None for r in rows)
+    assert round(rows[0]["speedup"], 2) == 11.08
+
+
+def split(tmp_path, src, name):
+    runs = json.loads(open(src).read())
+    out = []
+    for i, run in enumerate(runs):
+        f = tmp_path / f"{name}-{i}.json"
+        f.write_text(json.dumps([run]))
+        out.append(str(f))
+    return out
+
+
+def test_repeated_flags_merge_rows_by_test(tmp_path):
+    s, u = split(tmp_path, S, "s"), split(tmp_path, U, "u")
+    p = report("--json", "--stock", s[1], "--stock", s[0], "--unlocked", u[0], "--unlocked", u[1])
+    assert p.returncode == 0, p.stderr
+    rows = {r["test"]: r for r in json.loads(p.stdout)["rows"]}
+    assert round(rows["pp512"]["speedup"], 2) == 11.08 and round(rows["tg128"]["speedup"], 2) == 16.36
+
+
+def test_bundle_directory(tmp_path):
+    b = tmp_path / "bundle"
+    b.mkdir()
+    for role, f in (("stock", "stock-guest"), ("unlocked", "unlocked-guest"), ("host", "host")):
+        shutil.copy(FIXTURES / f"{f}.json", b / f"{role}.json")
+        shutil.copy(FIXTURES / f"{f}.stderr", b / f"{role}.stderr")
+    j = json.loads(report("--json", str(b)).stdout)
+    assert round(j["rows"][1]["percent_of_host"], 2) == 72.06 and j["capabilities"]["host"]["families"][0] == 1007
+    p = report(str(tmp_path))
+    assert p.returncode == 1 and "not a bundle" in p.stderr
+
+
+@pytest.mark.parametrize("mutate,needle", [
+    (lambda t: t[: len(t) // 2], "not valid JSON: line "),
+    (lambda t: t.replace('"samples_ts"', '"samples_xx"', 1), "run 0: no samples_ts"),
+    (lambda t: t.replace('"n_prompt": 512', '"n_prompt": "512"', 1), "n_prompt, n_gen or n_depth"),
+    (lambda t: "{}", "expected a non-empty array"),
+    (lambda t: t.replace("4786,", "-4786,", 1), "samples_ts[0] is not a positive number"),
+    (lambda t: t + "x", "trailing characters"),
+])
+def test_malformed_inputs(tmp_path, mutate, needle):
+    bad = tmp_path / "bad.json"
+    bad.write_text(mutate(open(U).read()))
+    p = report("--stock", S, "--unlocked", str(bad))
+    assert p.returncode == 1
+    assert p.stderr.startswith(f"vzcaps report: {bad}: ") and needle in p.stderr, p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_truncated_json_names_position(tmp_path):
+    bad = tmp_path / "t.json"
+    bad.write_text('[\n  {"n_prompt": 512,\n   "samples_ts": [1, 2')
+    p = report("--stock", str(bad))
+    assert p.stderr.strip() == f"vzcaps report: {bad}: not valid JSON: line 3, column 23: unexpected end of input"
+
+
+def test_mismatched_tests_between_runs(tmp_path):
+    u = split(tmp_path, U, "u")
+    p = report("--stock", S, "--unlocked", u[0])
+    assert p.returncode == 1 and "test tg128 has no unlocked run" in p.stderr
+    p = report("--stock", S, "--unlocked", U, "--unlocked", u[0])
+    assert p.returncode == 1 and "test pp512 appears twice for the unlocked role" in p.stderr
+
+
+def test_usage():
+    assert report().returncode == 2
+    assert report("--stock").returncode == 2
