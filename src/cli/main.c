@@ -62,14 +62,23 @@ static const struct command commands[] = {
      "architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"
      "will be honoured, linked Metal-related libraries, the Metal capability selectors it uses,\n"
      "the clients recognised and what the effective profile changes for them.\n"},
-    {"report", cmd_report, "report [--json] (BUNDLE_DIR... | --stock FILE --unlocked FILE [--host FILE])",
+    {"report", cmd_report, "report [--json] [--svg F] [--csv F] [--md F] (BUNDLE_DIR... | --stock FILE --unlocked FILE [--host FILE])",
      "Recomputes the benchmark table from `vzcaps bench` bundles or from llama-bench JSON files\n"
      "(each flag may repeat; rows are merged by test): the median of samples_ts per test, the\n"
-     "sample range, unlocked/stock speed-up and unlocked/host percentage.\n"},
-    {"bench", cmd_bench, "bench -m MODEL [--llama-bench PATH] [-p N] [-n N] [-r N] [--out DIR] [--profile P] [--mode guest|host] [--no-check-output]",
+     "sample range, unlocked/stock speed-up and unlocked/host percentage. A FILE.stderr next to\n"
+     "each FILE.json is read for what the Metal backend reported. A guest bundle and a host\n"
+     "bundle given together make one table with all three columns.\n"
+     "  --json     {\"rows\": [{\"test\", \"stock\", \"unlocked\", \"host\", \"speedup\", \"percent_of_host\", ...}]}\n"
+     "  --svg F    also write the grouped bar chart; --csv F, --md F the table\n"},
+    {"bench", cmd_bench, "bench -m MODEL [--llama-bench PATH] [-p N] [-n N] [-r N] [--out DIR] [--profile P] [--mode guest|host] [--[no-]check-output] [--llama-perplexity PATH]",
      "Runs llama-bench stock and through `vzcaps run` (guest mode) or once stock (host mode) and\n"
-     "writes an evidence bundle: raw output, environment.json, the Metal backend's own report,\n"
-     "results.csv, results.md, chart.svg and SHA256SUMS.\n"},
+     "writes an evidence bundle to DIR (default vzcaps-bench-<UTC time>): stock/unlocked/host .json\n"
+     "and .stderr, environment.json (system, llama.cpp build, SHA-256 of model, llama-bench and\n"
+     "library, effective profile), capabilities.json (what the Metal backend reported in each run),\n"
+     "check-output.json, results.csv, results.md, chart.svg and SHA256SUMS.\n"
+     "Output check (on when llama-perplexity is next to llama-bench or on PATH): perplexity of the\n"
+     "same model over a fixed text, CPU (-ngl 0) against the unlocked GPU; more than 2 % apart is a\n"
+     "failure (exit 1), so a fast but wrong run never looks like a success.\n"},
     {"probe", cmd_probe, "probe [--json] [--profile P]",
      "macOS only: creates the default Metal device stock and with the library, and shows every\n"
      "answer side by side with the llama.cpp gates each column implies.\n"},

@@ -88,6 +88,7 @@ int cmd_report(int argc, char **argv)
     static struct report_input in;
     memset(&in, 0, sizeof in);
     bool json = false;
+    const char *svg = NULL, *csv = NULL, *md = NULL;
     char err[1400];
     const char *dirs[64];
     int nd = 0, nfiles = 0;
@@ -105,6 +106,12 @@ int cmd_report(int argc, char **argv)
             return usage_error("report", "%s needs a file", argv[i]);
         if (t)
             continue;
+        if ((t = opt_take(argc, argv, &i, "--svg", &svg)) || (t = opt_take(argc, argv, &i, "--csv", &csv)) ||
+            (t = opt_take(argc, argv, &i, "--md", &md))) {
+            if (t < 0)
+                return usage_error("report", "%s needs a file", argv[i]);
+            continue;
+        }
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else if (argv[i][0] == '-')
@@ -142,5 +149,21 @@ int cmd_report(int argc, char **argv)
         return 1;
     }
     report_print(&in, json);
+    const char *outs[3] = {svg, csv, md};
+    void (*render[3])(const struct bench_table *, FILE *) = {bench_render_svg, bench_render_csv, bench_render_md};
+    for (int k = 0; k < 3; k++) {
+        if (!outs[k])
+            continue;
+        FILE *f = fopen(outs[k], "w");
+        if (!f) {
+            fprintf(stderr, "vzcaps report: cannot write %s\n", outs[k]);
+            return 1;
+        }
+        render[k](&in.table, f);
+        if (fclose(f) != 0) {
+            fprintf(stderr, "vzcaps report: cannot write %s\n", outs[k]);
+            return 1;
+        }
+    }
     return 0;
 }

@@ -1,0 +1,441 @@
+/* vzcaps bench: runs llama-bench stock and unlocked (or once on a host), checks that the
+ * faster output is still right, and writes an evidence bundle. Decisions (tables, verdicts,
+ * renderings) live in benchdata.c and are tested with a stand-in llama-bench. */
+#define _XOPEN_SOURCE 700
+#include "benchdata.h"
+#include "cli.h"
+#include "sha256.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+extern const char vzcaps_check_text[];
+
+/* Relative tolerance between the CPU reference and the unlocked GPU perplexity. */
+#define PPL_TOLERANCE 0.02
+
+struct bench_opts {
+    const char *model, *llama_bench, *llama_perplexity, *out, *profile, *mode, *p, *n, *r;
+    int check; /* -1 auto, 0 off, 1 on */
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static bool find_exe(const char *name, const char *near, char *out, size_t len)
+{
+    if (strchr(name, '/')) {
+        snprintf(out, len, "%s", name);
+        return access(out, X_OK) == 0;
+    }
+    if (near) {
+        const char *slash = strrchr(near, '/');
+        if (slash) {
+            snprintf(out, len, "%.*s/%s", (int)(slash - near), near, name);
+            if (access(out, X_OK) == 0)
+                return true;
+        }
+    }
+    const char *path = getenv("PATH");
+    while (path && *path) {
+        size_t n = strcspn(path, ":");
+        snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name);
+        if (access(out, X_OK) == 0)
+            return true;
+        path += n + (path[n] == ':');
+    }
+    return false;
+}
+
+/* Runs argv with stdout and stderr to files; returns the exit status (or 128+signal). */
+static int run_to_files(char **argv, const char *out_path, const char *err_path, const char *label, int step, int steps)
+{
+    char shown[600] = "";
+    for (char **a = argv; *a; a++)
+        vzcaps_appendf(shown, sizeof shown, "%s%s", a == argv ? "" : " ", *a);
+    fprintf(stderr, "vzcaps bench: [%d/%d] %s: %s\n", step, steps, label, shown);
+    double t0 = now_s();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
+            _exit(126);
+        execvp(argv[0], argv);
+        dprintf(2, "vzcaps bench: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        return 126;
+    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    fprintf(stderr, "vzcaps bench: [%d/%d] %s: %s in %.1f s\n", step, steps, label, rc ? "FAILED" : "done", now_s() - t0);
+    return rc;
+}
+
+static int write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs(text, f);
+    return fclose(f);
+}
+
+/* "Final estimate: PPL = 12.3456 +/- 0.12" in llama-perplexity's output. */
+double parse_perplexity(const char *text)
+{
+    const char *p = text ? strstr(text, "Final estimate: PPL =") : NULL;
+    if (!p)
+        return NAN;
+    char *end;
+    double v = strtod(p + 21, &end);
+    return end == p + 21 || !(v > 0) ? NAN : v;
+}
+
+static double ppl_of_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NAN;
+    static char buf[1 << 20];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return parse_perplexity(buf);
+}
+
+/* pass when the unlocked GPU perplexity is within PPL_TOLERANCE of the CPU reference */
+const char *ppl_verdict(double reference, double unlocked, double *rel)
+{
+    *rel = fabs(unlocked - reference) / reference;
+    if (isnan(reference) || isnan(unlocked))
+        return "error";
+    return *rel <= PPL_TOLERANCE ? "pass" : "fail";
+}
+
+static int sums_file(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    char names[64][256];
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < 64)
+        if (e->d_name[0] != '.' && strcmp(e->d_name, "SHA256SUMS") != 0)
+            snprintf(names[n++], sizeof names[0], "%s", e->d_name);
+    closedir(d);
+    qsort(names, n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    char path[1400];
+    snprintf(path, sizeof path, "%s/SHA256SUMS", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        char hex[65], file[1400];
+        snprintf(file, sizeof file, "%s/%s", dir, names[i]);
+        if (sha256_file_hex(file, hex) == 0)
+            fprintf(f, "%s  %s\n", hex, names[i]);
+    }
+    return fclose(f);
+}
+
+static void hash_or_null(struct json *j, const char *key, const char *path)
+{
+    char hex[65];
+    if (path && sha256_file_hex(path, hex) == 0)
+        json_str(j, key, hex);
+    else
+        json_null(j, key);
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    struct bench_opts o = {.p = "512", .n = "128", .r = "10", .mode = "guest", .check = -1};
+    for (int i = 1; i < argc; i++) {
+        int t;
+        if ((t = opt_take(argc, argv, &i, "-m", &o.model)) || (t = opt_take(argc, argv, &i, "--llama-bench", &o.llama_bench)) ||
+            (t = opt_take(argc, argv, &i, "--llama-perplexity", &o.llama_perplexity)) ||
+            (t = opt_take(argc, argv, &i, "-p", &o.p)) || (t = opt_take(argc, argv, &i, "-n", &o.n)) ||
+            (t = opt_take(argc, argv, &i, "-r", &o.r)) || (t = opt_take(argc, argv, &i, "--out", &o.out)) ||
+            (t = opt_take(argc, argv, &i, "--profile", &o.profile)) || (t = opt_take(argc, argv, &i, "--mode", &o.mode))) {
+            if (t < 0)
+                return usage_error("bench", "%s needs a value", argv[i]);
+            continue;
+        }
+        if (strcmp(argv[i], "--check-output") == 0)
+            o.check = 1;
+        else if (strcmp(argv[i], "--no-check-output") == 0)
+            o.check = 0;
+        else
+            return usage_error("bench", "unknown argument %s", argv[i]);
+    }
+    if (!o.model)
+        return usage_error("bench", "-m MODEL is required");
+    if (strcmp(o.mode, "guest") && strcmp(o.mode, "host"))
+        return usage_error("bench", "--mode is guest or host, not \"%s\"", o.mode);
+    uint64_t v;
+    if (vzcaps_parse_u64(o.p, &v) || vzcaps_parse_u64(o.n, &v) || vzcaps_parse_u64(o.r, &v) || v == 0)
+        return usage_error("bench", "-p, -n and -r take plain decimal counts (-r at least 1)");
+    bool guest = strcmp(o.mode, "guest") == 0;
+    if (access(o.model, R_OK) != 0) {
+        fprintf(stderr, "vzcaps bench: %s: cannot read the model: %s\n", o.model, strerror(errno));
+        return 1;
+    }
+    char lb[1100];
+    if (!find_exe(o.llama_bench ? o.llama_bench : "llama-bench", NULL, lb, sizeof lb)) {
+        fprintf(stderr, "vzcaps bench: %s not found or not executable; give --llama-bench PATH\n", o.llama_bench ? o.llama_bench : "llama-bench");
+        return 1;
+    }
+    char outdir[1100];
+    if (o.out)
+        snprintf(outdir, sizeof outdir, "%s", o.out);
+    else {
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        strftime(outdir, sizeof outdir, "vzcaps-bench-%Y%m%dT%H%M%SZ", &tm);
+    }
+    if (mkdir(outdir, 0755) != 0) {
+        DIR *d = errno == EEXIST ? opendir(outdir) : NULL;
+        struct dirent *e;
+        bool empty = d != NULL;
+        while (d && (e = readdir(d)))
+            empty &= e->d_name[0] == '.';
+        if (d)
+            closedir(d);
+        if (!empty) {
+            fprintf(stderr, "vzcaps bench: %s: %s\n", outdir, errno == EEXIST ? "exists and is not empty; give a new --out" : strerror(errno));
+            return 1;
+        }
+    }
+    char self[1024], library[1100] = "", tried[2400];
+    self_path(self, sizeof self);
+    bool have_lib = find_library(library, sizeof library, tried, sizeof tried) == 0;
+    static struct vzcaps_config_result cfg;
+    struct cfg_opts co = {.profile = o.profile, .exe = vzcaps_basename(lb)};
+    cli_configure(&co, &cfg);
+    if (guest && cfg.profile.state == VZCAPS_STOCK_UNCONFIGURED && !o.profile) {
+        co.family = "auto";
+        cli_configure(&co, &cfg);
+    }
+    if (guest && cfg.profile.state != VZCAPS_ENABLED) {
+        fprintf(stderr, "vzcaps bench: the unlocked run would be stock: %s\n", cfg.profile.n_notes ? cfg.profile.notes[0] : "nothing configured");
+        return 1;
+    }
+
+    char *bench_args[] = {lb, "-m", (char *)o.model, "-p", (char *)o.p, "-n", (char *)o.n, "-r", (char *)o.r, "-o", "json", NULL};
+    /* the unlocked runs go through `vzcaps run` with the same profile or family */
+    char *run_opt = o.profile ? "--profile" : co.family ? "--family" : NULL;
+    char *run_val = (char *)(o.profile ? o.profile : co.family);
+    char *unlocked_args[32] = {self, "run"};
+    int ua = 2;
+    if (run_opt)
+        unlocked_args[ua++] = run_opt, unlocked_args[ua++] = run_val;
+    unlocked_args[ua++] = "--";
+    for (char **a = bench_args; *a; a++)
+        unlocked_args[ua++] = *a;
+    unlocked_args[ua] = NULL;
+
+    char lp[1100];
+    bool have_ppl = find_exe(o.llama_perplexity ? o.llama_perplexity : "llama-perplexity", o.llama_perplexity ? NULL : lb, lp, sizeof lp);
+    bool do_check = guest && o.check != 0 && have_ppl;
+    if (guest && o.check == 1 && !have_ppl) {
+        fprintf(stderr, "vzcaps bench: --check-output needs llama-perplexity (next to llama-bench, on PATH, or --llama-perplexity)\n");
+        return 1;
+    }
+    int steps = guest ? 2 + (do_check ? 2 : 0) : 1, step = 0;
+    char a[1400], b[1400];
+    static struct bench_table table;
+    memset(&table, 0, sizeof table);
+    char err[1400];
+    const char *roles[2] = {guest ? "stock" : "host", "unlocked"};
+    for (int k = 0; k < (guest ? 2 : 1); k++) {
+        snprintf(a, sizeof a, "%s/%s.json", outdir, roles[k]);
+        snprintf(b, sizeof b, "%s/%s.stderr", outdir, roles[k]);
+        int rc = run_to_files(k ? unlocked_args : bench_args, a, b, roles[k], ++step, steps);
+        if (rc != 0) {
+            fprintf(stderr, "vzcaps bench: the %s run failed (exit %d); its output is in %s\n", roles[k], rc, b);
+            return 1;
+        }
+        if (bench_table_add_file(&table, k ? ROLE_UNLOCKED : guest ? ROLE_STOCK : ROLE_HOST, a, err, sizeof err) != 0) {
+            fprintf(stderr, "vzcaps bench: %s\n", err);
+            return 1;
+        }
+    }
+    if (bench_table_check(&table, err, sizeof err) != 0) {
+        fprintf(stderr, "vzcaps bench: %s\n", err);
+        return 1;
+    }
+
+    /* the output check: CPU reference against the unlocked GPU path, same model and text */
+    const char *verdict = "skipped";
+    char verdict_reason[300] = "";
+    double ref = NAN, unl = NAN, rel = NAN;
+    if (!guest)
+        snprintf(verdict_reason, sizeof verdict_reason, "host mode: nothing unlocked to check");
+    else if (o.check == 0)
+        snprintf(verdict_reason, sizeof verdict_reason, "--no-check-output");
+    else if (!have_ppl)
+        snprintf(verdict_reason, sizeof verdict_reason, "llama-perplexity not found next to llama-bench or on PATH");
+    if (do_check) {
+        char text_path[1400];
+        snprintf(text_path, sizeof text_path, "%s/check-text.txt", outdir);
+        write_text(text_path, vzcaps_check_text);
+        char *ref_args[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "0", NULL};
+        char *gpu_args[40] = {self, "run"};
+        int ga = 2;
+        if (run_opt)
+            gpu_args[ga++] = run_opt, gpu_args[ga++] = run_val;
+        gpu_args[ga++] = "--";
+        char *tail[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "99", NULL};
+        for (char **t = tail; *t; t++)
+            gpu_args[ga++] = *t;
+        gpu_args[ga] = NULL;
+        snprintf(a, sizeof a, "%s/check-reference.log", outdir);
+        snprintf(b, sizeof b, "%s/check-reference.stderr", outdir);
+        int rc1 = run_to_files(ref_args, a, b, "output check, CPU reference", ++step, steps);
+        ref = ppl_of_file(b);
+        if (isnan(ref))
+            ref = ppl_of_file(a);
+        snprintf(a, sizeof a, "%s/check-unlocked.log", outdir);
+        snprintf(b, sizeof b, "%s/check-unlocked.stderr", outdir);
+        int rc2 = run_to_files(gpu_args, a, b, "output check, unlocked GPU", ++step, steps);
+        unl = ppl_of_file(b);
+        if (isnan(unl))
+            unl = ppl_of_file(a);
+        verdict = rc1 || rc2 ? "error" : ppl_verdict(ref, unl, &rel);
+        if (strcmp(verdict, "pass") == 0)
+            snprintf(verdict_reason, sizeof verdict_reason, "perplexity %.4f (unlocked GPU) vs %.4f (CPU reference): %.2f %% apart, within %.0f %%",
+                     unl, ref, rel * 100, PPL_TOLERANCE * 100);
+        else if (strcmp(verdict, "fail") == 0)
+            snprintf(verdict_reason, sizeof verdict_reason, "perplexity %.4f (unlocked GPU) vs %.4f (CPU reference): %.2f %% apart, over %.0f %%: the unlocked output is WRONG",
+                     unl, ref, rel * 100, PPL_TOLERANCE * 100);
+        else
+            snprintf(verdict_reason, sizeof verdict_reason, "llama-perplexity failed or printed no final estimate (see check-*.stderr)");
+    }
+
+    /* what the Metal backend said in each run */
+    struct metal_caps caps[2];
+    bool unlocked_taken = true;
+    for (int k = 0; k < (guest ? 2 : 1); k++) {
+        snprintf(b, sizeof b, "%s/%s.stderr", outdir, roles[k]);
+        metal_caps_read(b, &caps[k]);
+    }
+    if (guest && caps[1].found && caps[1].simdgroup_mm != 1)
+        unlocked_taken = false;
+
+    FILE *f;
+    snprintf(a, sizeof a, "%s/capabilities.json", outdir);
+    if ((f = fopen(a, "w"))) {
+        struct json j;
+        json_begin(&j, f);
+        json_obj(&j, NULL);
+        for (int k = 0; k < (guest ? 2 : 1); k++)
+            metal_caps_json(&caps[k], &j, roles[k]);
+        json_end_obj(&j);
+        json_finish(&j);
+        fclose(f);
+    }
+    snprintf(a, sizeof a, "%s/check-output.json", outdir);
+    if ((f = fopen(a, "w"))) {
+        struct json j;
+        json_begin(&j, f);
+        json_obj(&j, NULL);
+        json_str(&j, "verdict", verdict);
+        json_str(&j, "reason", verdict_reason);
+        json_str(&j, "method", "llama-perplexity over check-text.txt, -c 128: CPU (-ngl 0) against the unlocked GPU (-ngl 99)");
+        json_num(&j, "tolerance_relative", PPL_TOLERANCE);
+        json_num(&j, "perplexity_reference", ref);
+        json_num(&j, "perplexity_unlocked", unl);
+        json_num(&j, "relative_difference", rel);
+        json_end_obj(&j);
+        json_finish(&j);
+        fclose(f);
+    }
+    struct machine m;
+    machine_facts(&m);
+    snprintf(a, sizeof a, "%s/environment.json", outdir);
+    if ((f = fopen(a, "w"))) {
+        struct json j;
+        json_begin(&j, f);
+        json_obj(&j, NULL);
+        json_str(&j, "vzcaps_version", VZCAPS_VERSION);
+        json_str(&j, "mode", o.mode);
+        json_str(&j, "os", m.os);
+        json_str(&j, "os_version", m.os_version);
+        json_str(&j, "os_build", m.os_build[0] ? m.os_build : NULL);
+        json_str(&j, "hw_model", m.model[0] ? m.model : NULL);
+        json_str(&j, "cpu_brand", m.brand[0] ? m.brand : NULL);
+        json_int(&j, "vcpus", m.ncpu);
+        json_int(&j, "memory_bytes", (long long)m.memory);
+        json_str(&j, "machine", m.guest == 1 ? "guest" : m.guest == 0 ? "host" : "unknown");
+        json_str(&j, "llama_build_commit", table.build_commit[0] ? table.build_commit : NULL);
+        if (table.build_number)
+            json_int(&j, "llama_build_number", table.build_number);
+        else
+            json_null(&j, "llama_build_number");
+        json_str(&j, "model", o.model);
+        hash_or_null(&j, "model_sha256", o.model);
+        json_str(&j, "llama_bench", lb);
+        hash_or_null(&j, "llama_bench_sha256", lb);
+        json_str(&j, "library", have_lib ? library : NULL);
+        hash_or_null(&j, "library_sha256", have_lib ? library : NULL);
+        json_obj(&j, "arguments");
+        json_str(&j, "p", o.p);
+        json_str(&j, "n", o.n);
+        json_str(&j, "r", o.r);
+        json_end_obj(&j);
+        json_obj(&j, "effective_profile");
+        json_bool(&j, "enabled", guest && cfg.profile.state == VZCAPS_ENABLED);
+        if (guest && cfg.profile.apple_family_max)
+            json_int(&j, "apple_family_max", cfg.profile.apple_family_max);
+        else
+            json_null(&j, "apple_family_max");
+        json_str(&j, "profile", cfg.section[0] ? cfg.section : NULL);
+        json_arr(&j, "notes");
+        for (size_t i = 0; guest && i < cfg.profile.n_notes; i++)
+            json_str(&j, NULL, cfg.profile.notes[i]);
+        json_end_arr(&j);
+        json_end_obj(&j);
+        json_end_obj(&j);
+        json_finish(&j);
+        fclose(f);
+    }
+    snprintf(a, sizeof a, "%s/results.csv", outdir);
+    if ((f = fopen(a, "w")))
+        bench_render_csv(&table, f), fclose(f);
+    snprintf(a, sizeof a, "%s/chart.svg", outdir);
+    if ((f = fopen(a, "w")))
+        bench_render_svg(&table, f), fclose(f);
+    snprintf(a, sizeof a, "%s/results.md", outdir);
+    if ((f = fopen(a, "w"))) {
+        fprintf(f, "# llama-bench: %s\n\n", guest ? "stock guest vs unlocked guest (vzcaps)" : "host (bare metal)");
+        bench_render_md(&table, f);
+        fprintf(f, "\nOutput check: **%s**: %s\n", verdict, verdict_reason);
+        if (!unlocked_taken)
+            fprintf(f, "\n**Warning:** the unlocked run's Metal backend did not report SIMD-group matrix multiply: the unlocked paths were not taken.\n");
+        fclose(f);
+    }
+    sums_file(outdir);
+
+    bench_render_text(&table, stdout);
+    printf("output check: %s: %s\nbundle: %s\n", verdict, verdict_reason, outdir);
+    if (!unlocked_taken)
+        fprintf(stderr, "vzcaps bench: warning: the unlocked run did not report SIMD-group matrix multiply; see %s/unlocked.stderr\n", outdir);
+    return strcmp(verdict, "fail") == 0 || strcmp(verdict, "error") == 0 ? 1 : 0;
+}

@@ -1,0 +1,33 @@
+/* The fixed text the output check measures perplexity on: plain prose written for this
+ * project, long enough for two 128-token windows. Shipped in the binary so a bundle can carry
+ * exactly the text it was checked on. */
+const char vzcaps_check_text[] =
+    "The lighthouse keeper climbed the spiral stairs every evening at the same hour, carrying a small tin of oil\n"
+    "and a cloth that had once been a shirt. The lamp at the top was older than the keeper, older than the village\n"
+    "below, and it had been built by people who believed that a light should be tended by hand. Ships no longer\n"
+    "needed it. They carried their own maps and their own stars, and they passed the headland without slowing.\n"
+    "Still, the keeper trimmed the wick, polished the glass, and watched the beam turn across the water.\n"
+    "\n"
+    "In the spring the fishing boats came back from the southern grounds, and the harbour filled with nets laid out\n"
+    "to dry. Children ran along the sea wall counting the boats, and their parents argued about the price of salt,\n"
+    "the weather in the north, and whether the new road would ever reach the coast. The road had been promised for\n"
+    "twenty years. Every summer a surveyor arrived with a tripod and a notebook, measured the same hill, ate at the\n"
+    "same inn, and left before the first storm. Nobody expected the road any more, but everyone liked the surveyor.\n"
+    "\n"
+    "A school stood at the top of the main street, a square building with tall windows and a bell that rang a little\n"
+    "late. The teacher taught arithmetic in the morning and history in the afternoon, and on Fridays she read aloud\n"
+    "from a book about explorers who crossed deserts and mountains to reach places that turned out to be smaller\n"
+    "than they had hoped. The children preferred the deserts. They liked the idea of walking for days with nothing\n"
+    "but sand in every direction, and they drew camels in the margins of their copy books.\n"
+    "\n"
+    "When the winter came, the wind arrived first. It rattled the shutters, lifted loose tiles from the roofs, and\n"
+    "pushed the waves high against the harbour wall. The boats stayed in, and the fishermen mended nets by the fire\n"
+    "at the inn, telling the same stories they had told the year before, each a little longer than last time. The\n"
+    "keeper still climbed the stairs every evening. On the worst nights the beam seemed to bend in the rain, and from\n"
+    "the village it looked like a slow hand sweeping the dark, as if someone up there were looking for something\n"
+    "they had dropped long ago and had not yet given up on finding.\n"
+    "\n"
+    "One morning after a storm, a small boat came round the headland with a torn sail and two tired sailors. They had\n"
+    "lost their instruments in the night and had steered by the lighthouse until dawn. The village gave them soup,\n"
+    "dry clothes and a bed at the inn. The sailors thanked the keeper, who said only that the lamp had been lit as\n"
+    "usual, and went back up the stairs to clean the glass.\n";
