@@ -25,6 +25,10 @@ int cmd_bench(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int child_probe(void);
+int child_verify(int argc, char **argv);
+struct cfg_opts;
+int verify_gate(const struct cfg_opts *o);
 
 /* main.c */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

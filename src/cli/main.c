@@ -79,12 +79,18 @@ static const struct command commands[] = {
      "Output check (on when llama-perplexity is next to llama-bench or on PATH): perplexity of the\n"
      "same model over a fixed text, CPU (-ngl 0) against the unlocked GPU; more than 2 % apart is a\n"
      "failure (exit 1), so a fast but wrong run never looks like a success.\n"},
-    {"probe", cmd_probe, "probe [--json] [--profile P]",
-     "macOS only: creates the default Metal device stock and with the library, and shows every\n"
-     "answer side by side with the llama.cpp gates each column implies.\n"},
-    {"verify", cmd_verify, "verify [--json] [--profile P]",
-     "macOS only: compiles and runs small compute kernels for each path the profile unlocks and\n"
-     "compares every element with a CPU reference.\n"},
+    {"probe", cmd_probe, "probe [--json] [--profile P] [--replay STOCK.json UNLOCKED.json]",
+     "macOS: creates the default Metal device in two child processes, stock and with the library,\n"
+     "and shows every answer side by side (changed values marked) with the llama.cpp gates each\n"
+     "column implies. A change the profile did not ask for is an error (exit 1). Elsewhere it says\n"
+     "it needs a macOS Metal device (exit 3). --replay renders two saved child outputs.\n"},
+    {"verify", cmd_verify, "verify [--json] [--profile P] [--replay RESULT.json]",
+     "macOS: in a child process with the library, compiles and runs compute kernels for each path\n"
+     "the profile unlocks (SIMD-group reductions and shuffles, SIMD-group float and half matrix\n"
+     "multiply, bfloat, threadgroup memory at the effective limit) and compares every element with\n"
+     "a CPU reference; also checks newBufferWithBytesNoCopy over an mmapped file, stock and unlocked.\n"
+     "Exit 1 when an unlocked path fails; the verdict is cached for `vzcaps run --verify`.\n"
+     "Elsewhere it says it needs a macOS Metal device (exit 3).\n"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -265,6 +271,10 @@ int main(int argc, char **argv)
         print_help(argc > 2 ? argv[2] : "", stdout);
         return 0;
     }
+    if (strcmp(cmd, "__probe-child") == 0) /* hidden: the children of probe and verify */
+        return child_probe();
+    if (strcmp(cmd, "__verify-child") == 0)
+        return child_verify(argc - 1, argv + 1);
     const struct command *c = find_command(cmd);
     if (!c) {
         fprintf(stderr, "vzcaps: unknown command \"%s\"\n", cmd);

@@ -12,7 +12,6 @@
 extern char **environ;
 
 int run_target_check(const char *cmd, const char *library); /* inspect.c */
-int verify_gate(const struct cfg_opts *o);                   /* verify.c */
 
 /* Whether anything configures the library for exe without run's own default. */
 static bool configured_without_default(const struct cfg_opts *o, const struct vzcaps_config_result *r)

@@ -1,0 +1,13 @@
+/* The GPU side of probe and verify: one implementation per platform (metal_darwin.c drives
+ * Metal through the Objective-C runtime; metal_linux.c says there is no Metal device). */
+#ifndef VZCAPS_METAL_H
+#define VZCAPS_METAL_H
+
+#include "verify_core.h"
+
+/* Reads every answer of the default device. 0, or -1 with the reason in a->error. */
+int metal_probe(struct probe_answers *a);
+/* Runs the checks the plan asks for, plus the NoCopy check; nocopy_only runs just that. */
+int metal_verify(const struct vplan *plan, bool nocopy_only, struct vresult *r);
+
+#endif

@@ -1,0 +1,372 @@
+/* vzcaps probe and vzcaps verify: run the device queries and the kernels in child processes,
+ * stock and with the library, and report side by side. The children are this command
+ * (hidden subcommands), so the library is injected exactly as `vzcaps run` injects it. */
+#define _XOPEN_SOURCE 700
+#include "cli.h"
+#include "metal.h"
+#include "sha256.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int needs_macos(const char *cmd)
+{
+    fprintf(stderr, "vzcaps %s: needs a macOS Metal device; this is %s (use --replay to render saved results)\n", cmd,
+            platform_is_macos ? "a Mac without a usable Metal device" : "Linux");
+    return EXIT_NEEDS_MACOS;
+}
+
+/* Runs argv and returns its stdout (static buffer) or NULL. stock: without the library. */
+static char *capture(char **argv, bool stock)
+{
+    static char out[1 << 16];
+    int fds[2];
+    if (pipe(fds) != 0)
+        return NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 1);
+        close(fds[0]);
+        close(fds[1]);
+        if (stock) {
+            unsetenv(preload_var);
+            for (char **e = environ; *e;)
+                if (strncmp(*e, "VZCAPS_", 7) == 0) {
+                    char name[128];
+                    snprintf(name, sizeof name, "%.*s", (int)(strchr(*e, '=') - *e), *e);
+                    unsetenv(name);
+                } else {
+                    e++;
+                }
+        }
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t n = 0;
+    ssize_t r;
+    while ((r = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
+        n += (size_t)r;
+    close(fds[0]);
+    out[n] = '\0';
+    int st;
+    waitpid(pid, &st, 0);
+    return n ? out : NULL;
+}
+
+static int read_whole(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    return 0;
+}
+
+struct common_opts {
+    bool json;
+    const char *profile, *replay[2];
+};
+
+static int parse_common(const char *cmd, int argc, char **argv, struct common_opts *o, int replay_files)
+{
+    memset(o, 0, sizeof *o);
+    for (int i = 1; i < argc; i++) {
+        int t;
+        if ((t = opt_take(argc, argv, &i, "--profile", &o->profile))) {
+            if (t < 0)
+                return usage_error(cmd, "--profile needs a value");
+            continue;
+        }
+        if (strcmp(argv[i], "--json") == 0) {
+            o->json = true;
+        } else if (strcmp(argv[i], "--replay") == 0) {
+            if (i + replay_files >= argc)
+                return usage_error(cmd, "--replay needs %d file%s", replay_files, replay_files > 1 ? "s" : "");
+            for (int k = 0; k < replay_files; k++)
+                o->replay[k] = argv[++i];
+        } else {
+            return usage_error(cmd, "unknown argument %s", argv[i]);
+        }
+    }
+    return 0;
+}
+
+/* The configuration the library will apply in the child (which is this very command). */
+static void child_profile(const struct common_opts *o, struct vzcaps_config_result *r, struct cfg_opts *co)
+{
+    static char self[1024];
+    self_path(self, sizeof self);
+    memset(co, 0, sizeof *co);
+    co->profile = o->profile;
+    co->exe = vzcaps_basename(self);
+    cli_configure(co, r);
+    if (!o->profile && r->profile.state == VZCAPS_STOCK_UNCONFIGURED) {
+        co->family = "auto"; /* as vzcaps run implies */
+        cli_configure(co, r);
+    }
+}
+
+static char *unlocked_child(const struct cfg_opts *co, char **child_args)
+{
+    char self[1024];
+    self_path(self, sizeof self);
+    char *argv[24] = {self, "run"};
+    int n = 2;
+    if (co->profile)
+        argv[n++] = "--profile", argv[n++] = (char *)co->profile;
+    else if (co->family)
+        argv[n++] = "--family", argv[n++] = (char *)co->family;
+    argv[n++] = "--";
+    argv[n++] = self;
+    for (char **a = child_args; *a && n < 23; a++)
+        argv[n++] = *a;
+    argv[n] = NULL;
+    return capture(argv, false);
+}
+
+int cmd_probe(int argc, char **argv)
+{
+    struct common_opts o;
+    int rc = parse_common("probe", argc, argv, &o, 2);
+    if (rc)
+        return rc;
+    static struct vzcaps_config_result r;
+    struct cfg_opts co;
+    child_profile(&o, &r, &co);
+    struct probe_answers s, u;
+    if (o.replay[0]) {
+        static char a[1 << 16], b[1 << 16];
+        if (read_whole(o.replay[0], a, sizeof a) || read_whole(o.replay[1], b, sizeof b)) {
+            fprintf(stderr, "vzcaps probe: cannot read %s or %s\n", o.replay[0], o.replay[1]);
+            return 1;
+        }
+        if (probe_answers_parse(a, &s) || probe_answers_parse(b, &u)) {
+            fprintf(stderr, "vzcaps probe: %s\n", s.ok ? u.error : s.error);
+            return 1;
+        }
+    } else {
+        if (!platform_is_macos)
+            return needs_macos("probe");
+        char self[1024];
+        self_path(self, sizeof self);
+        char *stock_argv[] = {self, "__probe-child", NULL}, *child_args[] = {"__probe-child", NULL};
+        char *text = capture(stock_argv, true);
+        if (!text || probe_answers_parse(text, &s) != 0)
+            return text ? (fprintf(stderr, "vzcaps probe: stock: %s\n", s.error), 1) : needs_macos("probe");
+        text = unlocked_child(&co, child_args);
+        if (!text || probe_answers_parse(text, &u) != 0) {
+            fprintf(stderr, "vzcaps probe: the child with the library failed: %s\n", text ? u.error : "no output");
+            return 1;
+        }
+    }
+    char unexpected[32][200];
+    size_t nu = probe_unexpected(&s, &u, &r.profile, unexpected, 32);
+    struct machine m;
+    machine_facts(&m);
+    if (o.json) {
+        struct json j;
+        json_begin(&j, stdout);
+        json_obj(&j, NULL);
+        json_str(&j, "machine", m.guest == 1 ? "guest" : m.guest == 0 ? "host" : "unknown");
+        json_str(&j, "host_chip", strcmp(r.profile.chip_origin, "none") ? r.profile.chip.name : NULL);
+        json_str(&j, "os_version", m.os_version);
+        json_str(&j, "os_build", m.os_build[0] ? m.os_build : NULL);
+        json_str(&j, "profile", r.section[0] ? r.section : NULL);
+        probe_render_json(&s, &u, &r.profile, &j);
+        json_end_obj(&j);
+        json_finish(&j);
+    } else {
+        printf("%s %s%s%s, %s, host chip %s\n", m.os, m.os_version, m.os_build[0] ? " build " : "", m.os_build,
+               m.guest == 1 ? "guest" : m.guest == 0 ? "host" : "guest/host unknown", r.profile.chip.name[0] ? r.profile.chip.name : "unknown");
+        probe_render_text(&s, &u, &r.profile, stdout);
+    }
+    return nu ? 1 : 0;
+}
+
+/* ---- verify ---- */
+
+static void cache_path(char *out, size_t len, const char *key)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (xdg && *xdg)
+        snprintf(out, len, "%s/vzcaps/verify-%s.json", xdg, key);
+    else
+        snprintf(out, len, "%s/%s/vzcaps/verify-%s.json", home ? home : "/tmp", platform_is_macos ? "Library/Caches" : ".cache", key);
+}
+
+static void mkdir_parent(const char *path)
+{
+    char buf[1200];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            mkdir(buf, 0755);
+            *p = '/';
+        }
+}
+
+static int run_verify(const struct common_opts *o, struct vresult *res, struct vzcaps_config_result *r, char key[65])
+{
+    struct cfg_opts co;
+    child_profile(o, r, &co);
+    char self[1024];
+    self_path(self, sizeof self);
+    if (!platform_is_macos)
+        return needs_macos("verify");
+    struct probe_answers s;
+    char *probe_argv[] = {self, "__probe-child", NULL};
+    char *text = capture(probe_argv, true);
+    if (!text || probe_answers_parse(text, &s) != 0)
+        return needs_macos("verify");
+    struct vplan plan;
+    verify_plan(&r->profile, s.family, (uint64_t)s.threadgroup, &plan);
+    char tg[32];
+    snprintf(tg, sizeof tg, "%llu", (unsigned long long)plan.threadgroup_bytes);
+    char *args[12] = {"__verify-child"};
+    int n = 1;
+    if (plan.simd_reduction)
+        args[n++] = "--simd";
+    if (plan.simdgroup_mm)
+        args[n++] = "--mm";
+    if (plan.bfloat)
+        args[n++] = "--bfloat";
+    if (plan.threadgroup)
+        args[n++] = "--threadgroup", args[n++] = tg;
+    args[n] = NULL;
+    text = unlocked_child(&co, args);
+    if (!text || vresult_parse(text, res) != 0) {
+        fprintf(stderr, "vzcaps verify: the child with the library failed (no results)\n");
+        return 1;
+    }
+    char *stock_argv[] = {self, "__verify-child", "--nocopy-only", NULL};
+    struct vresult stock;
+    text = capture(stock_argv, true);
+    if (text && vresult_parse(text, &stock) == 0)
+        verify_merge_stock_nocopy(res, &stock);
+    char lib[1100], tried[2400], lib_hash[65] = "";
+    if (find_library(lib, sizeof lib, tried, sizeof tried) == 0)
+        sha256_file_hex(lib, lib_hash);
+    struct machine m;
+    machine_facts(&m);
+    verify_cache_key(r->profile.chip.name, m.os_build, lib_hash, &r->profile, key);
+    return 0;
+}
+
+static void print_verify(const struct vresult *res, bool json, FILE *out)
+{
+    if (json) {
+        struct json j;
+        json_begin(&j, out);
+        verify_render_json(res, &j);
+        json_finish(&j);
+    } else {
+        verify_render_text(res, out);
+    }
+}
+
+int cmd_verify(int argc, char **argv)
+{
+    struct common_opts o;
+    int rc = parse_common("verify", argc, argv, &o, 1);
+    if (rc)
+        return rc;
+    static struct vresult res;
+    if (o.replay[0]) {
+        static char text[1 << 16];
+        if (read_whole(o.replay[0], text, sizeof text) != 0 || vresult_parse(text, &res) != 0) {
+            fprintf(stderr, "vzcaps verify: %s: not a saved verify result\n", o.replay[0]);
+            return 1;
+        }
+        print_verify(&res, o.json, stdout);
+        return verify_exit_status(&res);
+    }
+    static struct vzcaps_config_result r;
+    char key[65];
+    if ((rc = run_verify(&o, &res, &r, key)) != 0)
+        return rc;
+    char path[1200];
+    cache_path(path, sizeof path, key);
+    mkdir_parent(path);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        print_verify(&res, true, f);
+        fclose(f);
+    }
+    print_verify(&res, o.json, stdout);
+    return verify_exit_status(&res);
+}
+
+/* vzcaps run --verify: a cached verdict for this chip, build, library and profile, or a run. */
+int verify_gate(const struct cfg_opts *co)
+{
+    if (!platform_is_macos)
+        return needs_macos("run --verify");
+    struct common_opts o = {.profile = co->profile};
+    static struct vresult res;
+    static struct vzcaps_config_result r;
+    char key[65], path[1200];
+    int rc = run_verify(&o, &res, &r, key);
+    if (rc != 0)
+        return rc == EXIT_NEEDS_MACOS ? rc : EXIT_REFUSED;
+    cache_path(path, sizeof path, key);
+    if (verify_exit_status(&res) == 0)
+        return 0;
+    fprintf(stderr, "vzcaps run: not starting: vzcaps verify found unlocked paths that compute wrong results:\n");
+    for (size_t i = 0; i < res.n; i++)
+        if (res.checks[i].unlocked && res.checks[i].status == VCHECK_FAIL)
+            fprintf(stderr, "  %s (%s)%s%s\n", res.checks[i].name, res.checks[i].path, res.checks[i].reason[0] ? ": " : "", res.checks[i].reason);
+    fprintf(stderr, "vzcaps run: lower the claim (--family 1006 keeps SIMD-group paths off), drop the floor that failed, "
+                    "or run without --verify to accept the risk; `vzcaps verify` shows the details\n");
+    return EXIT_REFUSED;
+}
+
+/* Hidden children: print the answers or the results as one JSON object. */
+int child_probe(void)
+{
+    struct probe_answers a;
+    metal_probe(&a);
+    probe_answers_json(&a, stdout);
+    return a.ok ? 0 : 1;
+}
+
+int child_verify(int argc, char **argv)
+{
+    struct vplan plan = {0};
+    bool nocopy_only = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--simd") == 0)
+            plan.simd_reduction = true;
+        else if (strcmp(argv[i], "--mm") == 0)
+            plan.simdgroup_mm = true;
+        else if (strcmp(argv[i], "--bfloat") == 0)
+            plan.bfloat = true;
+        else if (strcmp(argv[i], "--nocopy-only") == 0)
+            nocopy_only = true;
+        else if (strcmp(argv[i], "--threadgroup") == 0 && i + 1 < argc) {
+            plan.threadgroup = true;
+            uint64_t v;
+            if (vzcaps_parse_u64(argv[++i], &v) != 0)
+                return EXIT_USAGE;
+            plan.threadgroup_bytes = v;
+        }
+    }
+    static struct vresult r;
+    if (metal_verify(&plan, nocopy_only, &r) != 0)
+        return needs_macos("verify");
+    struct json j;
+    json_begin(&j, stdout);
+    verify_render_json(&r, &j);
+    json_finish(&j);
+    return 0;
+}
