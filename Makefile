@@ -77,10 +77,11 @@ deps:
 	@sh scripts/install-deps
 
 check: deps
-	$(MAKE) all $(B)/test_core $(B)/san/libvzcaps.so $(FUZZERS)
+	$(MAKE) all $(B)/test_core $(B)/test_cli_units $(B)/san/libvzcaps.so $(FUZZERS)
 	@if sh scripts/have-cross; then $(MAKE) dist; \
 	  else echo "check: cross toolchain absent: dist, audit and reproducibility skipped"; fi
 	$(B)/test_core
+	$(B)/test_cli_units
 	python3 -m pytest -q tests
 	sh scripts/fuzz-seeds
 	sh scripts/fuzz-run $(FUZZ_SECONDS) $(FUZZERS)

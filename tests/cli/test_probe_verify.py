@@ -1,0 +1,81 @@
+"""vzcaps probe and verify on Linux: the one-line refusal, and their renderers through
+--replay of saved child outputs (the JSON checked by a real parser)."""
+import json
+import subprocess
+
+from conftest import BUILD, clean_env
+
+VZ = str(BUILD / "vzcaps")
+FAMS = [1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010, 2001, 2002, 3001, 3002, 3003, 4001, 4002, 5001, 5002]
+STOCK = {1001, 1002, 1003, 1004, 1005, 2002, 3001, 3002, 3003}
+
+
+def answers(extra=(), **kw):
+    a = {"device": "Apple Paravirtual device", "architecture": "air64_v26",
+         "families": {str(f): f in STOCK or f in extra for f in FAMS}, "max_threadgroup_memory": 32768,
+         "recommended_working_set_size": 5010800640, "max_buffer_length": 8589934592, "has_unified_memory": True}
+    a.update(kw)
+    return a
+
+
+def vz(*args, env=None):
+    return subprocess.run([VZ, *args], capture_output=True, text=True, env=env or clean_env(), timeout=60)
+
+
+def test_need_macos_on_linux():
+    for cmd in ("probe", "verify"):
+        for extra in ([], ["--json"]):
+            p = vz(cmd, *extra)
+            assert p.returncode == 3
+            assert p.stdout == ""
+            assert p.stderr.count("\n") == 1 and "needs a macOS Metal device" in p.stderr
+    p = vz("run", "--verify", "--", "true", env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 3 and "needs a macOS Metal device" in p.stderr
+
+
+def test_probe_replay(tmp_path):
+    s, u = tmp_path / "s.json", tmp_path / "u.json"
+    s.write_text(json.dumps(answers()))
+    u.write_text(json.dumps(answers(extra={1006, 1007})))
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M1 Ultra (Virtual)")
+    p = vz("probe", "--json", "--replay", str(s), str(u), env=env)
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert j["changed"] == [1006, 1007] and j["unexpected"] == []
+    assert j["llama_gates"]["stock"] == {"simdgroup_reduction": False, "simdgroup_matrix_mul": False, "bfloat": False, "tensor": False}
+    assert j["llama_gates"]["unlocked"] == {"simdgroup_reduction": True, "simdgroup_matrix_mul": True, "bfloat": True, "tensor": False}
+    assert j["unlocked"]["families"]["1007"] is True and j["host_chip"] == "Apple M1 Ultra"
+    p = vz("probe", "--replay", str(s), str(u), env=env)
+    assert "supportsFamily(Apple7 1007)" in p.stdout and "<- changed" in p.stdout and "simdgroup matrix mul." in p.stdout
+    # a change beyond what the profile asked for is an error
+    u.write_text(json.dumps(answers(extra={1006, 1007, 1008})))
+    p = vz("probe", "--json", "--replay", str(s), str(u), env=env)
+    assert p.returncode == 1
+    assert json.loads(p.stdout)["unexpected"] == ["supportsFamily(Apple8 1008): yes, but the profile implies no"]
+    p = vz("probe", "--replay", str(s), str(u), env=env)
+    assert "ERROR: unexpected change: supportsFamily(Apple8 1008)" in p.stdout
+
+
+def test_verify_replay(tmp_path):
+    res = {"device": "Apple Paravirtual device", "ok": True, "nocopy_guest_fault": False, "checks": [
+        {"name": "simd_reduce_96", "path": "SIMD-group reduction/shuffle", "result": "pass", "unlocked": True,
+         "max_abs_error": 0, "max_rel_error": 0, "tolerance_abs": 0, "tolerance_rel": 0, "compared": 380, "mismatched": 0, "reason": None},
+        {"name": "bfloat", "path": "bfloat storage, conversion, arithmetic", "result": "skipped", "unlocked": False,
+         "max_abs_error": None, "max_rel_error": None, "tolerance_abs": 0, "tolerance_rel": 0, "compared": 0, "mismatched": 0,
+         "reason": "not unlocked by this profile"}]}
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps(res))
+    p = vz("verify", "--json", "--replay", str(f))
+    assert p.returncode == 0
+    j = json.loads(p.stdout)
+    assert j["ok"] is True and [c["result"] for c in j["checks"]] == ["pass", "skipped"]
+    assert j["checks"][1]["reason"] == "not unlocked by this profile" and j["checks"][1]["max_abs_error"] is None
+    p = vz("verify", "--replay", str(f))
+    assert "simd_reduce_96" in p.stdout and "380/380 elements" in p.stdout and "verdict: no unlocked path failed" in p.stdout
+    res["checks"][0].update(result="fail", mismatched=3, max_abs_error=0.5, max_rel_error=0.25)
+    f.write_text(json.dumps(res))
+    p = vz("verify", "--replay", str(f))
+    assert p.returncode == 1
+    assert "377/380 elements" in p.stdout and "max abs err 0.5" in p.stdout and "verdict: FAIL" in p.stdout
+    f.write_text("{")
+    assert vz("verify", "--replay", str(f)).returncode == 1
