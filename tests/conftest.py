@@ -2,6 +2,7 @@
 import os
 import pathlib
 import subprocess
+import sys
 
 import pytest
 
@@ -9,6 +10,9 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 # real llama-bench output (MIT, see its LICENSE-DATA.md), copied from the project's shared notes
 FIXTURES = ROOT / "tests" / "fixtures" / "llama-bench" / "tinyllama-m1-ultra"
+
+# Tests that need the Linux test build (GNU Objective-C runtime rig, LD_PRELOAD, /proc).
+LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs the Linux test build")
 
 STOCK_FAMILIES = {1001: 1, 1002: 1, 1003: 1, 1004: 1, 1005: 1, 1006: 0, 1007: 0, 1008: 0, 1009: 0, 1010: 0,
                   2001: 0, 2002: 1, 3001: 1, 3002: 1, 3003: 1, 4001: 0, 4002: 0, 5001: 0, 5002: 0}

@@ -28,9 +28,12 @@ typedef unsigned long (*ulong_imp)(id, SEL);
 typedef void (*void_imp)(id, SEL);
 
 #define MAX_CLASSES 32
+enum { ENTRY_INSTALLING, ENTRY_DONE, ENTRY_FAILED };
+
 struct hooked_class {
     Class cls;
     IMP original[N_SELS]; /* NULL: not replaced on this class (inherited or not needed) */
+    atomic_int state;     /* ENTRY_*: set to DONE only after every replacement is in place */
     int failed;
 };
 static struct hooked_class table[MAX_CLASSES];
@@ -98,8 +101,7 @@ static void rollback(Class cls, struct hooked_class *e, int done)
             if (m)
                 method_setImplementation(m, e->original[w]);
         }
-    memset(e->original, 0, sizeof e->original);
-    e->failed = 1;
+    e->failed = 1; /* originals stay: a replacement already running may still need them */
 }
 
 /* Installs the replacements the profile needs on cls: all of them, or none (rolled back).
@@ -107,6 +109,7 @@ static void rollback(Class cls, struct hooked_class *e, int done)
 int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
 {
     int rc = 0;
+    struct hooked_class *mine = NULL; /* the entry this call creates */
     pthread_mutex_lock(&install_lock);
     struct hooked_class *e = find_entry(cls);
     if (e) {
@@ -121,29 +124,31 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
         rc = -1;
         goto out;
     }
-    e = &table[n];
-    memset(e, 0, sizeof *e);
-    e->cls = cls;
+    mine = &table[n];
+    memset(mine->original, 0, sizeof mine->original);
+    mine->failed = 0;
+    atomic_store_explicit(&mine->state, ENTRY_INSTALLING, memory_order_relaxed);
+    mine->cls = cls;
     Method methods[N_SELS] = {0};
-    for (int w = 0; w < N_SELS; w++) {
+    for (int w = 0; w < N_SELS && rc == 0; w++) {
         if (!vzcaps_query_needed(&vzcaps_effective, sel_queries[w]))
             continue;
         methods[w] = class_getInstanceMethod(cls, sel_registerName(sel_names[w]));
         if (!methods[w]) {
             snprintf(why, len, "device class %s has no -%s; left stock", class_getName(cls), sel_names[w]);
-            e->failed = 1;
-            atomic_store_explicit(&n_table, n + 1, memory_order_release);
             rc = -1;
-            goto out;
-        }
-        IMP cur = method_getImplementation(methods[w]);
-        if (cur != replacement(w))
-            e->original[w] = cur; /* else: inherited from a hooked superclass, already covered */
+        } else if (method_getImplementation(methods[w]) != replacement(w)) {
+            mine->original[w] = method_getImplementation(methods[w]);
+        } /* else: inherited from a hooked superclass, already covered */
+    }
+    if (rc) {
+        memset(mine->original, 0, sizeof mine->original);
+        mine->failed = 1;
     }
     /* publish the originals before any replacement can run */
     atomic_store_explicit(&n_table, n + 1, memory_order_release);
-    for (int w = 0; w < N_SELS; w++) {
-        if (!e->original[w])
+    for (int w = 0; w < N_SELS && rc == 0; w++) {
+        if (!mine->original[w])
             continue;
         SEL sel = sel_registerName(sel_names[w]);
         Class super = class_getSuperclass(cls);
@@ -151,13 +156,14 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
         int ok = inherited ? (int)class_addMethod(cls, sel, replacement(w), method_getTypeEncoding(methods[w]))
                            : (method_setImplementation(methods[w], replacement(w)), 1);
         if (!ok) {
-            rollback(cls, e, w);
+            rollback(cls, mine, w);
             snprintf(why, len, "could not replace -%s on %s; left stock", sel_names[w], class_getName(cls));
             rc = -1;
-            goto out;
         }
     }
 out:
+    if (mine) /* only now may other threads take the fast path for this class */
+        atomic_store_explicit(&mine->state, rc ? ENTRY_FAILED : ENTRY_DONE, memory_order_release);
     pthread_mutex_unlock(&install_lock);
     return rc;
 }
@@ -168,8 +174,11 @@ void vzcaps_hooks_on_device(id device)
         return;
     Class cls = object_getClass(device);
     struct hooked_class *e = find_entry(cls);
-    if (e)
-        return; /* fast path: this class was handled already */
+    /* Fast path only once the install is complete: an entry is published (for the
+     * replacements' lookups) before its methods are swapped, and a device must not be handed
+     * out before then. Otherwise wait on the lock, which the installing thread holds. */
+    if (e && atomic_load_explicit(&e->state, memory_order_acquire) != ENTRY_INSTALLING)
+        return;
     char why[256];
     if (vzcaps_hooks_install_on_class(cls, why, sizeof why) != 0) {
         char line[300];

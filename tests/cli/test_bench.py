@@ -11,6 +11,8 @@ import pytest
 
 from conftest import BUILD, ROOT, clean_env
 
+from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
+
 VZ = str(BUILD / "vzcaps")
 STANDINS = ROOT / "tests" / "cli" / "standins"
 SVG = "{http://www.w3.org/2000/svg}"

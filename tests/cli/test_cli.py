@@ -8,6 +8,8 @@ import pytest
 
 from conftest import BUILD, STOCK_FAMILIES, clean_env, parse_probe
 
+from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
+
 VZ = str(BUILD / "vzcaps")
 
 

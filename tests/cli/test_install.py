@@ -3,6 +3,8 @@ import subprocess
 
 from conftest import ROOT
 
+from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
+
 FILES = ["bin/vzcaps", "lib/libvzcaps.so", "share/doc/vzcaps/LICENSE", "share/man/man1/vzcaps.1"]
 
 

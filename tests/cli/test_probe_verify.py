@@ -3,7 +3,7 @@
 import json
 import subprocess
 
-from conftest import BUILD, clean_env
+from conftest import BUILD, LINUX_ONLY, clean_env
 
 VZ = str(BUILD / "vzcaps")
 FAMS = [1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010, 2001, 2002, 3001, 3002, 3003, 4001, 4002, 5001, 5002]
@@ -22,6 +22,7 @@ def vz(*args, env=None):
     return subprocess.run([VZ, *args], capture_output=True, text=True, env=env or clean_env(), timeout=60)
 
 
+@LINUX_ONLY
 def test_need_macos_on_linux():
     for cmd in ("probe", "verify"):
         for extra in ([], ["--json"]):

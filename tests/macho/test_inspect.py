@@ -167,6 +167,7 @@ def test_text_output(tmp_path):
 
 
 needs_dist = pytest.mark.skipif(not (DIST / "libvzcaps.dylib").exists(), reason="dist/ not built (make dist)")
+needs_no_arm64e = pytest.mark.skipif(sys.platform == "darwin", reason="a native macOS build has an arm64e slice")
 
 
 @needs_dist
@@ -174,7 +175,7 @@ def test_cross_built_artifacts_verify():
     for name in ("libvzcaps.dylib", "vzcaps"):
         _, info = inspect(DIST / name)
         assert info["universal"] is True
-        assert sorted(s["arch"] for s in info["slices"]) == ["arm64", "x86_64"]
+        assert {"arm64", "x86_64"} <= {s["arch"] for s in info["slices"]}
         for s in info["slices"]:
             assert s["signature_valid"] and s["adhoc"], s
             assert s["minos"] == "13.0"
@@ -183,6 +184,7 @@ def test_cross_built_artifacts_verify():
 
 
 @needs_dist
+@needs_no_arm64e
 def test_run_refuses_arm64e_target_and_warns_on_hardened(tmp_path):
     target = tmp_path / "llama-cli"
     target.write_bytes(mg.build(cpusubtype=0x80000002, methnames=["supportsFamily:"]))

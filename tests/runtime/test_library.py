@@ -8,6 +8,8 @@ import pytest
 
 from conftest import (BUILD, STOCK_FAMILIES, STOCK_TG, STOCK_WS, clean_env, parse_probe, run_probe)
 
+from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
+
 ALL = sorted(STOCK_FAMILIES)
 
 
