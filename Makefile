@@ -97,6 +97,11 @@ check: deps
 	$(CHECK_FUZZ)
 	@if sh scripts/have-cross; then $(MAKE) audit && sh scripts/repro-check; fi
 
+# Opt-in (minutes): vzcaps bench against a real llama-bench built from PyPI's llama-cpp-python sdist.
+check-llama: deps
+	$(MAKE) all
+	sh scripts/check-llama
+
 demo: deps
 	$(MAKE) all
 	sh scripts/demo
@@ -120,4 +125,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps check demo bench dist audit install uninstall clean
+.PHONY: all rig deps check check-llama demo bench dist audit install uninstall clean

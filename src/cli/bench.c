@@ -35,31 +35,6 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static bool find_exe(const char *name, const char *near, char *out, size_t len)
-{
-    if (strchr(name, '/')) {
-        snprintf(out, len, "%s", name);
-        return access(out, X_OK) == 0;
-    }
-    if (near) {
-        const char *slash = strrchr(near, '/');
-        if (slash) {
-            snprintf(out, len, "%.*s/%s", (int)(slash - near), near, name);
-            if (access(out, X_OK) == 0)
-                return true;
-        }
-    }
-    const char *path = getenv("PATH");
-    while (path && *path) {
-        size_t n = strcspn(path, ":");
-        snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name);
-        if (access(out, X_OK) == 0)
-            return true;
-        path += n + (path[n] == ':');
-    }
-    return false;
-}
-
 /* Runs argv with stdout and stderr to files; returns the exit status (or 128+signal). */
 static int run_to_files(char **argv, const char *out_path, const char *err_path, const char *label, int step, int steps)
 {
@@ -125,6 +100,19 @@ const char *ppl_verdict(double reference, double unlocked, double *rel)
     if (isnan(reference) || isnan(unlocked))
         return "error";
     return *rel <= PPL_TOLERANCE ? "pass" : "fail";
+}
+
+/* One llama-perplexity run into DIR/TAG.log and DIR/TAG.stderr; *ppl from either. */
+static int perplexity_run(char **argv, const char *dir, const char *tag, const char *label, int step, int steps, double *ppl)
+{
+    char out[1400], err[1400];
+    snprintf(out, sizeof out, "%s/%s.log", dir, tag);
+    snprintf(err, sizeof err, "%s/%s.stderr", dir, tag);
+    int rc = run_to_files(argv, out, err, label, step, steps);
+    *ppl = ppl_of_file(err);
+    if (isnan(*ppl))
+        *ppl = ppl_of_file(out);
+    return rc;
 }
 
 static int sums_file(const char *dir)
@@ -197,7 +185,7 @@ int cmd_bench(int argc, char **argv)
         return 1;
     }
     char lb[1100];
-    if (!find_exe(o.llama_bench ? o.llama_bench : "llama-bench", NULL, lb, sizeof lb)) {
+    if (!find_executable(o.llama_bench ? o.llama_bench : "llama-bench", NULL, lb, sizeof lb)) {
         fprintf(stderr, "vzcaps bench: %s not found or not executable; give --llama-bench PATH\n", o.llama_bench ? o.llama_bench : "llama-bench");
         return 1;
     }
@@ -228,11 +216,7 @@ int cmd_bench(int argc, char **argv)
     bool have_lib = find_library(library, sizeof library, tried, sizeof tried) == 0;
     static struct vzcaps_config_result cfg;
     struct cfg_opts co = {.profile = o.profile, .exe = vzcaps_basename(lb)};
-    cli_configure(&co, &cfg);
-    if (guest && cfg.profile.state == VZCAPS_STOCK_UNCONFIGURED && !o.profile) {
-        co.family = "auto";
-        cli_configure(&co, &cfg);
-    }
+    cli_configure_run(&co, &cfg);
     if (guest && cfg.profile.state != VZCAPS_ENABLED) {
         fprintf(stderr, "vzcaps bench: the unlocked run would be stock: %s\n", cfg.profile.n_notes ? cfg.profile.notes[0] : "nothing configured");
         return 1;
@@ -240,19 +224,11 @@ int cmd_bench(int argc, char **argv)
 
     char *bench_args[] = {lb, "-m", (char *)o.model, "-p", (char *)o.p, "-n", (char *)o.n, "-r", (char *)o.r, "-o", "json", NULL};
     /* the unlocked runs go through `vzcaps run` with the same profile or family */
-    char *run_opt = o.profile ? "--profile" : co.family ? "--family" : NULL;
-    char *run_val = (char *)(o.profile ? o.profile : co.family);
-    char *unlocked_args[32] = {self, "run"};
-    int ua = 2;
-    if (run_opt)
-        unlocked_args[ua++] = run_opt, unlocked_args[ua++] = run_val;
-    unlocked_args[ua++] = "--";
-    for (char **a = bench_args; *a; a++)
-        unlocked_args[ua++] = *a;
-    unlocked_args[ua] = NULL;
+    char *unlocked_args[32];
+    cli_run_argv(unlocked_args, 32, self, &co, bench_args);
 
     char lp[1100];
-    bool have_ppl = find_exe(o.llama_perplexity ? o.llama_perplexity : "llama-perplexity", o.llama_perplexity ? NULL : lb, lp, sizeof lp);
+    bool have_ppl = find_executable(o.llama_perplexity ? o.llama_perplexity : "llama-perplexity", o.llama_perplexity ? NULL : lb, lp, sizeof lp);
     bool do_check = guest && o.check != 0 && have_ppl;
     if (guest && o.check == 1 && !have_ppl) {
         fprintf(stderr, "vzcaps bench: --check-output needs llama-perplexity (next to llama-bench, on PATH, or --llama-perplexity)\n");
@@ -297,27 +273,11 @@ int cmd_bench(int argc, char **argv)
         snprintf(text_path, sizeof text_path, "%s/check-text.txt", outdir);
         write_text(text_path, vzcaps_check_text);
         char *ref_args[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "0", NULL};
-        char *gpu_args[40] = {self, "run"};
-        int ga = 2;
-        if (run_opt)
-            gpu_args[ga++] = run_opt, gpu_args[ga++] = run_val;
-        gpu_args[ga++] = "--";
-        char *tail[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "99", NULL};
-        for (char **t = tail; *t; t++)
-            gpu_args[ga++] = *t;
-        gpu_args[ga] = NULL;
-        snprintf(a, sizeof a, "%s/check-reference.log", outdir);
-        snprintf(b, sizeof b, "%s/check-reference.stderr", outdir);
-        int rc1 = run_to_files(ref_args, a, b, "output check, CPU reference", ++step, steps);
-        ref = ppl_of_file(b);
-        if (isnan(ref))
-            ref = ppl_of_file(a);
-        snprintf(a, sizeof a, "%s/check-unlocked.log", outdir);
-        snprintf(b, sizeof b, "%s/check-unlocked.stderr", outdir);
-        int rc2 = run_to_files(gpu_args, a, b, "output check, unlocked GPU", ++step, steps);
-        unl = ppl_of_file(b);
-        if (isnan(unl))
-            unl = ppl_of_file(a);
+        char *gpu_cmd[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "99", NULL};
+        char *gpu_args[40];
+        cli_run_argv(gpu_args, 40, self, &co, gpu_cmd);
+        int rc1 = perplexity_run(ref_args, outdir, "check-reference", "output check, CPU reference", ++step, steps, &ref);
+        int rc2 = perplexity_run(gpu_args, outdir, "check-unlocked", "output check, unlocked GPU", ++step, steps, &unl);
         verdict = rc1 || rc2 ? "error" : ppl_verdict(ref, unl, &rel);
         if (strcmp(verdict, "pass") == 0)
             snprintf(verdict_reason, sizeof verdict_reason, "perplexity %.4f (unlocked GPU) vs %.4f (CPU reference): %.2f %% apart, within %.0f %%",

@@ -47,9 +47,14 @@ struct cfg_opts {
 /* Runs the same configuration step as the library, for exe, with opts as if they were
  * VZCAPS_* variables. envp_out receives the environment a child would get (static). */
 void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r);
-/* Builds the child environment for run/launchd: settings + the library in the preload
- * variable. Returns a static NULL-terminated array. */
-char **cli_child_env(const struct cfg_opts *o, const char *library, bool default_auto);
+/* cli_configure as `vzcaps run` applies it: when nothing configures the library for o->exe
+ * (no --family, --profile, variable or config section), o->family becomes "auto". */
+void cli_configure_run(struct cfg_opts *o, struct vzcaps_config_result *r);
+/* Builds the child environment for run: settings + the library in the preload variable.
+ * Returns a static NULL-terminated array. */
+char **cli_child_env(const struct cfg_opts *o, const char *library);
+/* argv for `SELF run [--profile P | --family F] -- CMD...` into out (cap entries). */
+void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opts *o, char *const *cmd);
 
 /* json.c: a small writer */
 struct json {
@@ -87,8 +92,13 @@ void self_path(char *buf, size_t len);
 extern const char preload_var[];      /* LD_PRELOAD or DYLD_INSERT_LIBRARIES */
 extern const char library_file[];     /* libvzcaps.so or libvzcaps.dylib */
 extern const bool platform_is_macos;
-/* Finds the library next to the command or in ../lib; returns 0 or -1 (with the paths tried). */
+/* Finds the library next to the command or in ../lib, as an absolute path; returns 0 or -1
+ * (with the paths tried). */
 int find_library(char *buf, size_t len, char *tried, size_t tried_len);
+/* Runs path with argv and waits: its exit status, 127 when it could not run, 1 on a signal. */
+int spawn_wait(const char *path, char *const argv[]);
+/* An executable: name with a '/' as given, else next to the file near (if given), else on PATH. */
+bool find_executable(const char *name, const char *near, char *out, size_t len);
 
 /* check.c */
 void print_profile_text(const struct vzcaps_config_result *r, const char *exe);

@@ -12,14 +12,7 @@ static const char key[] = "ForceUnrestrictedDeviceFeatureLevel";
 
 static int defaults(char *const av[])
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execv("/usr/bin/defaults", av);
-        _exit(127);
-    }
-    int st;
-    return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    return spawn_wait("/usr/bin/defaults", av);
 }
 
 int cmd_host(int argc, char **argv)

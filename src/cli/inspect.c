@@ -212,29 +212,12 @@ static const struct macho_slice *running_slice(const struct macho_file *mf)
     return mf->n_slices ? &mf->slices[0] : NULL;
 }
 
-static bool find_in_path(const char *cmd, char *out, size_t len)
-{
-    if (strchr(cmd, '/')) {
-        snprintf(out, len, "%s", cmd);
-        return access(out, X_OK) == 0;
-    }
-    const char *path = getenv("PATH");
-    while (path && *path) {
-        size_t n = strcspn(path, ":");
-        snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", cmd);
-        if (access(out, X_OK) == 0)
-            return true;
-        path += n + (path[n] == ':');
-    }
-    return false;
-}
-
 /* run's check before exec: refuse a target the library cannot be loaded into. Not Mach-O
  * (e.g. a Linux ELF or a script): nothing to check. */
 int run_target_check(const char *cmd, const char *library)
 {
     char target[1200], err[600];
-    if (!find_in_path(cmd, target, sizeof target))
+    if (!find_executable(cmd, NULL, target, sizeof target))
         return 0; /* exec reports it */
     static struct macho_file tf, lf;
     uint8_t *data;

@@ -101,14 +101,7 @@ static int launchctl(const char *verb, const char *target)
     printf("launchctl %s %s%s%s\n", verb, av[2], av[3] ? " " : "", av[3] ? av[3] : "");
     if (!platform_is_macos)
         return 0;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execv("/bin/launchctl", av);
-        _exit(127);
-    }
-    int st;
-    return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+    return spawn_wait("/bin/launchctl", av);
 }
 
 int cmd_launchd(int argc, char **argv)
@@ -178,20 +171,9 @@ int cmd_launchd(int argc, char **argv)
         fprintf(stderr, "vzcaps launchd: %s not found (looked at %s)\n", library_file, tried);
         return 1;
     }
-    char *real = realpath(library, NULL);
-    if (real) {
-        snprintf(library, sizeof library, "%s", real);
-        free(real);
-    }
     o.exe = vzcaps_basename(cmd[0]);
     static struct vzcaps_config_result r;
-    cli_configure(&o, &r);
-    bool default_auto = !o.family && !o.profile && r.profile.state == VZCAPS_STOCK_UNCONFIGURED;
-    if (default_auto) {
-        o.family = "auto";
-        cli_configure(&o, &r);
-        o.family = NULL;
-    }
+    cli_configure_run(&o, &r);
     if (r.profile.invalid) {
         fprintf(stderr, "vzcaps launchd: configuration refused: %s\n", r.profile.notes[0]);
         return 1;
@@ -205,8 +187,8 @@ int cmd_launchd(int argc, char **argv)
         snprintf(text[n], sizeof text[n], "VZCAPS_CONFIG=%s", r.config_path), env[n] = text[n], n++;
     if (o.profile)
         snprintf(text[n], sizeof text[n], "VZCAPS_PROFILE=%s", o.profile), env[n] = text[n], n++;
-    if (o.family || default_auto)
-        snprintf(text[n], sizeof text[n], "VZCAPS_APPLE_FAMILY_MAX=%s", o.family ? o.family : "auto"), env[n] = text[n], n++;
+    if (o.family)
+        snprintf(text[n], sizeof text[n], "VZCAPS_APPLE_FAMILY_MAX=%s", o.family), env[n] = text[n], n++;
     env[n] = NULL;
 
     if (!install) {

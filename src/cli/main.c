@@ -233,13 +233,35 @@ void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r)
     vzcaps_configure(&in, file_buf, sizeof file_buf, r);
 }
 
-char **cli_child_env(const struct cfg_opts *o, const char *library, bool default_auto)
+void cli_configure_run(struct cfg_opts *o, struct vzcaps_config_result *r)
+{
+    cli_configure(o, r);
+    if (!o->family && !o->profile && r->profile.state == VZCAPS_STOCK_UNCONFIGURED) {
+        o->family = "auto";
+        cli_configure(o, r);
+    }
+}
+
+void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opts *o, char *const *cmd)
+{
+    size_t n = 0;
+    out[n++] = (char *)self;
+    out[n++] = "run";
+    if (o->profile)
+        out[n++] = "--profile", out[n++] = (char *)o->profile;
+    else if (o->family)
+        out[n++] = "--family", out[n++] = (char *)o->family;
+    out[n++] = "--";
+    for (char *const *a = cmd; *a && n + 1 < cap; a++)
+        out[n++] = *a;
+    out[n] = NULL;
+}
+
+char **cli_child_env(const struct cfg_opts *o, const char *library)
 {
     char **env = env_store;
     size_t n = env_copy(env);
     env_apply_opts(env, &n, o);
-    if (default_auto)
-        env_set(env, &n, "VZCAPS_APPLE_FAMILY_MAX", "auto");
     const char *cur = NULL;
     for (size_t i = 0; i < n; i++)
         if (strncmp(env[i], preload_var, strlen(preload_var)) == 0 && env[i][strlen(preload_var)] == '=')

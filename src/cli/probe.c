@@ -109,28 +109,17 @@ static void child_profile(const struct common_opts *o, struct vzcaps_config_resu
     memset(co, 0, sizeof *co);
     co->profile = o->profile;
     co->exe = vzcaps_basename(self);
-    cli_configure(co, r);
-    if (!o->profile && r->profile.state == VZCAPS_STOCK_UNCONFIGURED) {
-        co->family = "auto"; /* as vzcaps run implies */
-        cli_configure(co, r);
-    }
+    cli_configure_run(co, r);
 }
 
 static char *unlocked_child(const struct cfg_opts *co, char **child_args)
 {
     char self[1024];
     self_path(self, sizeof self);
-    char *argv[24] = {self, "run"};
-    int n = 2;
-    if (co->profile)
-        argv[n++] = "--profile", argv[n++] = (char *)co->profile;
-    else if (co->family)
-        argv[n++] = "--family", argv[n++] = (char *)co->family;
-    argv[n++] = "--";
-    argv[n++] = self;
-    for (char **a = child_args; *a && n < 23; a++)
-        argv[n++] = *a;
-    argv[n] = NULL;
+    char *cmd[16] = {self}, *argv[24];
+    for (size_t n = 1; *child_args && n < 15; n++)
+        cmd[n] = *child_args++;
+    cli_run_argv(argv, 24, self, co, cmd);
     return capture(argv, false);
 }
 

@@ -13,12 +13,6 @@ extern char **environ;
 
 int run_target_check(const char *cmd, const char *library); /* inspect.c */
 
-/* Whether anything configures the library for exe without run's own default. */
-static bool configured_without_default(const struct cfg_opts *o, const struct vzcaps_config_result *r)
-{
-    return o->family || o->profile || r->profile.state != VZCAPS_STOCK_UNCONFIGURED;
-}
-
 int cmd_run(int argc, char **argv)
 {
     struct cfg_opts o = {0};
@@ -64,20 +58,8 @@ int cmd_run(int argc, char **argv)
                 library_file, tried);
         return EXIT_REFUSED;
     }
-    char *real = realpath(library, NULL);
-    if (real) {
-        snprintf(library, sizeof library, "%s", real);
-        free(real);
-    }
-
     static struct vzcaps_config_result r;
-    cli_configure(&o, &r);
-    bool default_auto = !configured_without_default(&o, &r);
-    if (default_auto) {
-        o.family = "auto";
-        cli_configure(&o, &r);
-        o.family = NULL;
-    }
+    cli_configure_run(&o, &r);
     if (r.profile.state == VZCAPS_STOCK_REFUSED) {
         fprintf(stderr, "vzcaps run: not starting %s: %s\n", o.exe, r.profile.notes[0]);
         if (!r.profile.invalid)
@@ -90,7 +72,7 @@ int cmd_run(int argc, char **argv)
     if (verify && r.profile.state == VZCAPS_ENABLED && (rc = verify_gate(&o)) != 0)
         return rc;
 
-    char **env = cli_child_env(&o, library, default_auto);
+    char **env = cli_child_env(&o, library);
     if (dry) {
         for (char **e = env; *e; e++) {
             const char *eq = strchr(*e, '=');

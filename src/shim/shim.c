@@ -4,9 +4,11 @@
 #define _POSIX_C_SOURCE 200809L
 #include "shim.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -16,6 +18,20 @@ __attribute__((visibility("default"))) const char vzcaps_library_version[] = VZC
 
 static char file_buf[VZCAPS_CONFIG_MAX_SIZE + 1];
 static struct vzcaps_config_result result;
+
+void vzcaps_write_stderr_line(const char *line)
+{
+    char buf[2100];
+    size_t n = strlen(line);
+    if (n > sizeof buf - 1)
+        n = sizeof buf - 1;
+    memcpy(buf, line, n);
+    buf[n++] = '\n';
+    ssize_t w;
+    do
+        w = write(2, buf, n);
+    while (w < 0 && errno == EINTR);
+}
 
 /* Children start stock: drop our variables and our entry in the preload list. */
 static void strip_environment(const char *compat_prefix)

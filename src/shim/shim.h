@@ -19,6 +19,9 @@ VZCAPS_HIDDEN void vzcaps_hooks_on_device(id device);
 VZCAPS_HIDDEN int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len);
 VZCAPS_HIDDEN void vzcaps_hooks_watch_base_class(void);
 
+/* shim.c: the log line to standard error, in one write(2) (no stdio, no allocation) */
+VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line);
+
 /* trigger_<platform>.c */
 VZCAPS_HIDDEN void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len);
 VZCAPS_HIDDEN const char *vzcaps_platform_exe_name(void);

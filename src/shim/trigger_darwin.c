@@ -40,16 +40,7 @@ void vzcaps_platform_log(const char *line, int to_stderr)
     syslog(LOG_NOTICE, "%s", line);
     if (!to_stderr)
         return;
-    char buf[2100];
-    size_t n = strlen(line);
-    if (n > sizeof buf - 1)
-        n = sizeof buf - 1;
-    memcpy(buf, line, n);
-    buf[n++] = '\n';
-    ssize_t w;
-    do
-        w = write(2, buf, n);
-    while (w < 0 && errno == EINTR);
+    vzcaps_write_stderr_line(line);
 }
 
 /* Metal's exported factories, linked weakly: absent Metal means no interposing target. */

@@ -51,8 +51,8 @@ def test_run_dry_run_prints_exact_environment_and_command():
     assert p.returncode == 0, p.stderr
     lib = os.path.realpath(BUILD / "libvzcaps.so")
     assert p.stdout.splitlines() == [
-        "VZCAPS_INHERIT=1",
         "VZCAPS_APPLE_FAMILY_MAX=auto",
+        "VZCAPS_INHERIT=1",
         f"LD_PRELOAD={lib}",
         "exec llama-bench -m 'my model.gguf'",
     ]
