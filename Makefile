@@ -41,13 +41,17 @@ else
 endif
 
 # ---- the GNU-runtime stand-in rig (Linux) ----
-RIG := $(B)/libfakemetal.so $(B)/probe $(B)/bench_calls
+RIG := $(B)/libfakemetal.so $(B)/probe $(B)/probe_static $(B)/bench_calls
 rig: $(RIG)
 $(B)/libfakemetal.so: tests/rig/fakemetal.m
 	@mkdir -p $(B)
 	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 -fPIC -shared $< -o $@ -lobjc
 $(B)/probe: tests/rig/probe.m $(B)/libfakemetal.so
 	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 $< -o $@ -L$(B) -lfakemetal -lobjc -lpthread -Wl,-rpath,'$$ORIGIN'
+# the same stand-in compiled into the executable: its classes register after every constructor
+$(B)/probe_static: tests/rig/probe.m tests/rig/fakemetal.m
+	@mkdir -p $(B)
+	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 $^ -o $@ -lobjc -lpthread
 $(B)/bench_calls: bench/bench_calls.c $(B)/libfakemetal.so
 	$(CC) $(CSTD) -D_POSIX_C_SOURCE=200809L $(WARN) -O2 $< -o $@ -L$(B) -lfakemetal -lobjc -Wl,-rpath,'$$ORIGIN'
 

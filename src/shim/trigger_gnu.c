@@ -56,3 +56,21 @@ id MTLCreateSystemDefaultDevice(void)
     vzcaps_hooks_on_device(device);
     return device;
 }
+
+/* Classes compiled into the executable itself register after every library's constructor
+ * has run, through __objc_exec_class; preempting it lets the -[_MTLDevice
+ * initGPUFamilySupport] hook find _MTLDevice whenever it appears. (macOS has no equivalent
+ * need: Metal is loaded, and its classes registered, before the library's constructor.) */
+typedef void (*exec_class_fn)(void *module);
+
+__attribute__((visibility("default"))) void __objc_exec_class(void *module);
+void __objc_exec_class(void *module)
+{
+    static exec_class_fn real;
+    if (!real)
+        real = (exec_class_fn)(void (*)(void))dlsym(RTLD_NEXT, "__objc_exec_class");
+    if (real)
+        real(module);
+    if (vzcaps_effective.state == VZCAPS_ENABLED)
+        vzcaps_hooks_watch_base_class();
+}

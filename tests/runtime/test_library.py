@@ -172,6 +172,20 @@ def test_methods_only_on_superclass(build):
     assert runs[0]["families"] == expect_families(1009)
 
 
+@pytest.mark.parametrize("variant", ["", "own", "lacking"])
+def test_stand_in_compiled_into_the_executable(build, variant):
+    """No factory to preempt and classes registered after the library's constructor: the
+    -[_MTLDevice initGPUFamilySupport] hook must still find them (LackingDevice is not an
+    _MTLDevice, so it stays stock)."""
+    env = clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2", FAKEMETAL_CLASS=variant)
+    runs, err = probe(env, exe=BUILD / "probe_static")
+    if variant == "lacking":
+        assert runs[0]["families"] == {f: 1 if 1001 <= f <= 1005 else 0 for f in ALL}
+    else:
+        assert runs[0]["families"] == expect_families(1008)
+    assert len(log_lines(err)) == 1
+
+
 def test_class_lacking_a_needed_method_stays_stock(build):
     runs, err = probe(clean_env(FAKEMETAL_CLASS="lacking", VZCAPS_APPLE_FAMILY_MAX="auto",
                                 VZCAPS_HOST_CHIP="Apple M3", VZCAPS_MAX_THREADGROUP_MEMORY="32768"))
