@@ -134,3 +134,11 @@ def test_missing_and_unlisted_files(tmp_path):
     assert p.returncode == 1
     assert "vzcaps missing from" in p.stdout and "SHA256SUMS names vzcaps, which is missing" in p.stdout
     assert "does not cover ['extra.txt']" in p.stdout
+
+
+def test_kernel_sources_are_in_the_command():
+    data = (DIST / "vzcaps").read_bytes()
+    for k in sorted((ROOT / "kernels").glob("*.metal")):
+        text = k.read_text()
+        fn = text.split("kernel void ", 1)[1].split("(", 1)[0]
+        assert data.count(f"kernel void {fn}(".encode()) >= 2, (k.name, fn)  # in both slices
