@@ -2,8 +2,11 @@
  * (method lookup + call), on the stand-in device; and an immediate exit for start-up timing.
  * bench_calls time [N]       best-of-7 nanoseconds per call for each selector
  * bench_calls count SEL N    N calls of one selector inside measured_loop (for callgrind)
- * bench_calls exit           returns at once (process start-up) */
+ * bench_calls exit           returns at once (process start-up)
+ * bench_calls startup N      median microseconds to spawn and reap `bench_calls exit` */
 #include <objc/runtime.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <objc/message.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,10 +39,39 @@ static double now_ns(void)
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
+extern char **environ;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int startup(const char *self, long n)
+{
+    double *t = malloc((size_t)n * sizeof *t);
+    char *args[] = {(char *)self, "exit", NULL};
+    for (long i = 0; i < n; i++) {
+        pid_t pid;
+        double t0 = now_ns();
+        if (posix_spawn(&pid, self, NULL, NULL, args, environ) != 0)
+            return 1;
+        int st;
+        waitpid(pid, &st, 0);
+        t[i] = (now_ns() - t0) / 1000.0;
+    }
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    printf("%.1f\n", t[n / 2]);
+    free(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "exit") == 0)
         return 0;
+    if (argc >= 3 && strcmp(argv[1], "startup") == 0)
+        return startup("/proc/self/exe", atol(argv[2]));
     const char *sels[] = {"supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize"};
     id dev = MTLCreateSystemDefaultDevice();
     if (argc >= 4 && strcmp(argv[1], "count") == 0) {
