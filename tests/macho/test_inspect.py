@@ -202,3 +202,46 @@ def test_run_refuses_arm64e_target_and_warns_on_hardened(tmp_path):
                        capture_output=True, text=True, env=env)
     assert p.returncode == 0 and "will ignore the library" in p.stderr
     assert "allow-dyld-environment-variables" in p.stderr
+
+
+def slice_offsets(data):
+    """(cputype, offset) of each slice of a universal file."""
+    n, = struct.unpack_from(">I", data, 4)
+    return [struct.unpack_from(">II", data, 8 + 20 * i)[0:1] + struct.unpack_from(">I", data, 8 + 20 * i + 8)
+            for i in range(n)]
+
+
+@needs_dist
+def test_patched_cross_built_slices(tmp_path):
+    """The cross-built library with its arm64 slice patched: the header's CPU subtype set to
+    arm64e (in the universal header too), and the CodeDirectory's hardened-runtime bit set."""
+    data = bytearray((DIST / "libvzcaps.dylib").read_bytes())
+    arm = [off for cpu, off in slice_offsets(data) if cpu == mg.CPU_ARM64][0]
+    hard = bytearray(data)
+    at = mg.find_code_directory(hard, arm)
+    struct.pack_into(">I", hard, at, struct.unpack_from(">I", hard, at)[0] | mg.CS_RUNTIME)
+    _, info = inspect(write(tmp_path, "hard.dylib", bytes(hard)))
+    s = [x for x in info["slices"] if x["arch"] == "arm64"][0]
+    assert s["hardened_runtime"] and s["signature_valid"] and s["injection"] == "ignored"
+    e = bytearray(data)
+    struct.pack_into("<I", e, arm + 8, 0x80000002)
+    for i in range(struct.unpack_from(">I", e, 4)[0]):
+        if struct.unpack_from(">I", e, 8 + 20 * i)[0] == mg.CPU_ARM64:
+            struct.pack_into(">I", e, 8 + 20 * i + 4, 0x80000002)
+    _, info = inspect(write(tmp_path, "e.dylib", bytes(e)))
+    s = [x for x in info["slices"] if x["arch"] == "arm64e"][0]
+    assert s["signature_valid"] is False and "page 0" in s["signature_problem"]  # the header is hashed
+    # the universal header and the slice disagree: a one-line error, not a crash
+    mism = bytearray(data)
+    struct.pack_into("<I", mism, arm + 8, 0x80000002)
+    p, _ = inspect(write(tmp_path, "m.dylib", bytes(mism)))
+    assert p.returncode == 1 and "universal header says" in p.stderr
+
+
+@needs_dist
+def test_truncated_cross_built_artifact(tmp_path):
+    data = (DIST / "libvzcaps.dylib").read_bytes()
+    for n in (16, 4096, 4100, len(data) // 2, len(data) - 100):
+        p, _ = inspect(write(tmp_path, "t.dylib", data[:n]))
+        assert p.returncode == 1 and ("extends past the end" in p.stderr or "truncated" in p.stderr), (n, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1
