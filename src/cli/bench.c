@@ -336,14 +336,7 @@ int cmd_bench(int argc, char **argv)
         json_obj(&j, NULL);
         json_str(&j, "vzcaps_version", VZCAPS_VERSION);
         json_str(&j, "mode", o.mode);
-        json_str(&j, "os", m.os);
-        json_str(&j, "os_version", m.os_version);
-        json_str(&j, "os_build", m.os_build[0] ? m.os_build : NULL);
-        json_str(&j, "hw_model", m.model[0] ? m.model : NULL);
-        json_str(&j, "cpu_brand", m.brand[0] ? m.brand : NULL);
-        json_int(&j, "vcpus", m.ncpu);
-        json_int(&j, "memory_bytes", (long long)m.memory);
-        json_str(&j, "machine", m.guest == 1 ? "guest" : m.guest == 0 ? "host" : "unknown");
+        machine_json(&j, &m);
         json_str(&j, "llama_build_commit", table.build_commit[0] ? table.build_commit : NULL);
         if (table.build_number)
             json_int(&j, "llama_build_number", table.build_number);

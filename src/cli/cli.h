@@ -87,6 +87,12 @@ struct machine {
     unsigned long long memory;
 };
 void machine_facts(struct machine *m);
+/* "guest", "host" or "unknown" */
+const char *machine_kind(const struct machine *m);
+struct json;
+/* The facts as members of the object being written: os, os_version, os_build, hw_model,
+ * cpu_brand, vcpus, memory_bytes, machine. */
+void machine_json(struct json *j, const struct machine *m);
 /* Path of the running command, or "" */
 void self_path(char *buf, size_t len);
 extern const char preload_var[];      /* LD_PRELOAD or DYLD_INSERT_LIBRARIES */

@@ -54,18 +54,13 @@ int cmd_doctor(int argc, char **argv)
     if (pre && strstr(pre, library_file))
         PITFALL("%s in this shell already names the library: every program started here is injected; prefer vzcaps run", preload_var);
 
-    const char *guest = m.guest == 1 ? "guest" : m.guest == 0 ? "host" : "unknown";
+    const char *guest = machine_kind(&m);
     if (json) {
         struct json j;
         json_begin(&j, stdout);
         json_obj(&j, NULL);
         json_str(&j, "version", VZCAPS_VERSION);
-        json_str(&j, "os", m.os);
-        json_str(&j, "os_version", m.os_version);
-        json_str(&j, "os_build", m.os_build[0] ? m.os_build : NULL);
-        json_str(&j, "model", m.model[0] ? m.model : NULL);
-        json_str(&j, "machine", guest);
-        json_str(&j, "cpu_brand", m.brand[0] ? m.brand : NULL);
+        machine_json(&j, &m);
         json_str(&j, "host_chip", strcmp(r.profile.chip_origin, "none") ? r.profile.chip.name : NULL);
         json_bool(&j, "host_chip_known", r.profile.chip.known);
         json_str(&j, "host_chip_source", r.profile.chip_origin);

@@ -166,17 +166,15 @@ int cmd_probe(int argc, char **argv)
         struct json j;
         json_begin(&j, stdout);
         json_obj(&j, NULL);
-        json_str(&j, "machine", m.guest == 1 ? "guest" : m.guest == 0 ? "host" : "unknown");
+        machine_json(&j, &m);
         json_str(&j, "host_chip", strcmp(r.profile.chip_origin, "none") ? r.profile.chip.name : NULL);
-        json_str(&j, "os_version", m.os_version);
-        json_str(&j, "os_build", m.os_build[0] ? m.os_build : NULL);
         json_str(&j, "profile", r.section[0] ? r.section : NULL);
         probe_render_json(&s, &u, &r.profile, &j);
         json_end_obj(&j);
         json_finish(&j);
     } else {
         printf("%s %s%s%s, %s, host chip %s\n", m.os, m.os_version, m.os_build[0] ? " build " : "", m.os_build,
-               m.guest == 1 ? "guest" : m.guest == 0 ? "host" : "guest/host unknown", r.profile.chip.name[0] ? r.profile.chip.name : "unknown");
+               machine_kind(&m), r.profile.chip.name[0] ? r.profile.chip.name : "unknown");
         probe_render_text(&s, &u, &r.profile, stdout);
     }
     return nu ? 1 : 0;
