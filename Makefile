@@ -71,6 +71,11 @@ $(B)/san/libvzcaps.so: $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gn
 	@mkdir -p $(B)/san
 	$(CC) $(CSTD) $(WARN) $(SAN) -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
 
+# the command under ASan and UBSan, for the end-to-end tests that do not inject the library
+$(B)/san/vzcaps: $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
+	@mkdir -p $(B)/san
+	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) $(filter %.c,$^) -o $@ -lm
+
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 8
 $(B)/fuzz/%: tests/fuzz/%.c $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
@@ -87,7 +92,7 @@ ifeq ($(UNAME_S),Darwin)
 CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units
 CHECK_FUZZ := @echo "check: fuzzing skipped (Apple clang has no libFuzzer)"
 else
-CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units $(B)/san/libvzcaps.so $(FUZZERS)
+CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units $(B)/san/libvzcaps.so $(B)/san/vzcaps $(FUZZERS)
 CHECK_FUZZ := sh scripts/fuzz-seeds && sh scripts/fuzz-run $(FUZZ_SECONDS) $(FUZZERS)
 endif
 

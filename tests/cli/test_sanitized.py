@@ -1,0 +1,60 @@
+"""The command built with ASan and UBSan, over the inputs that exercise its parsers and
+renderers (report, inspect, check, launchd, doctor, help): no sanitizer report, same results."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, FIXTURES, ROOT, clean_env
+
+sys.path.insert(0, str(ROOT / "tests" / "macho"))
+import machogen as mg  # noqa: E402
+
+SAN = BUILD / "san" / "vzcaps"
+pytestmark = pytest.mark.skipif(not SAN.exists(), reason="build/san/vzcaps not built (make check builds it)")
+
+
+def run(*args, env=None):
+    e = env or clean_env()
+    e.update(ASAN_OPTIONS="detect_leaks=1:abort_on_error=0", UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1")
+    p = subprocess.run([str(SAN), *args], capture_output=True, text=True, env=e, timeout=120)
+    assert "AddressSanitizer" not in p.stderr and "runtime error" not in p.stderr and "LeakSanitizer" not in p.stderr, p.stderr
+    return p
+
+
+def test_report_and_malformed(tmp_path):
+    s, u, h = (str(FIXTURES / f) for f in ("stock-guest.json", "unlocked-guest.json", "host.json"))
+    p = run("report", "--json", "--stock", s, "--unlocked", u, "--host", h, "--svg", str(tmp_path / "c.svg"),
+            "--csv", str(tmp_path / "c.csv"), "--md", str(tmp_path / "c.md"))
+    assert p.returncode == 0 and '"speedup":11.08' in p.stdout
+    text = open(u).read()
+    for cut in (1, 50, len(text) // 3, len(text) - 2):
+        (tmp_path / "t.json").write_text(text[:cut])
+        assert run("report", "--stock", s, "--unlocked", str(tmp_path / "t.json")).returncode == 1
+
+
+def test_inspect_generated_truncated_and_dist(tmp_path):
+    whole = mg.fat(mg.build(cputype=mg.CPU_X86_64, cpusubtype=3, methnames=["supportsFamily:"]),
+                   mg.build(flags=mg.CS_ADHOC | mg.CS_RUNTIME, entitlements=mg.entitlements_xml(x=True)))
+    for n in list(range(0, 200, 7)) + list(range(200, len(whole), 211)) + [len(whole)]:
+        f = tmp_path / "m"
+        f.write_bytes(whole[:n])
+        assert run("inspect", "--json", str(f)).returncode in (0, 1)
+    for name in ("libvzcaps.dylib", "vzcaps"):
+        if (ROOT / "dist" / name).exists():
+            assert run("inspect", str(ROOT / "dist" / name)).returncode == 0
+
+
+def test_check_launchd_doctor_help(tmp_path):
+    conf = tmp_path / "c.conf"
+    conf.write_text("[a]\nmatch = x*\napple_family_max = auto\nextra_families = metal3\n[b]\nbogus = 1\n")
+    assert run("check", "--config", str(conf), "--exe", "xy", "--chip", "Apple M2", "--json").returncode == 1
+    conf.write_text("[a]\nmatch = x*\napple_family_max = auto\nextra_families = metal3\n")
+    assert run("check", "--config", str(conf), "--exe", "xy", "--chip", "Apple M2").returncode == 0
+    env = clean_env(HOME=str(tmp_path))
+    assert run("launchd", "--label", "a.b", "--install", "--", "/bin/true", env=env).returncode == 0
+    assert run("launchd", "--label", "a.b", "--remove", env=env).returncode == 0
+    assert run("doctor", "--json").returncode == 0
+    assert run("help", "bench").returncode == 0
+    assert run("run", "--bogus").returncode == 2
