@@ -53,7 +53,7 @@ void cli_configure_run(struct cfg_opts *o, struct vzcaps_config_result *r);
 /* Builds the child environment for run: settings + the library in the preload variable.
  * Returns a static NULL-terminated array. */
 char **cli_child_env(const struct cfg_opts *o, const char *library);
-/* argv for `SELF run [--profile P | --family F] -- CMD...` into out (cap entries). */
+/* argv for `SELF run [--profile P] [--family F] -- CMD...` into out (cap entries). */
 void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opts *o, char *const *cmd);
 
 /* json.c: a small writer */

@@ -249,7 +249,7 @@ void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opt
     out[n++] = "run";
     if (o->profile)
         out[n++] = "--profile", out[n++] = (char *)o->profile;
-    else if (o->family)
+    if (o->family)
         out[n++] = "--family", out[n++] = (char *)o->family;
     out[n++] = "--";
     for (char *const *a = cmd; *a && n + 1 < cap; a++)

@@ -74,7 +74,7 @@ static int read_whole(const char *path, char *buf, size_t cap)
 
 struct common_opts {
     bool json;
-    const char *profile, *replay[2];
+    const char *profile, *family, *replay[2]; /* family: from run --verify --family */
 };
 
 static int parse_common(const char *cmd, int argc, char **argv, struct common_opts *o, int replay_files)
@@ -108,6 +108,7 @@ static void child_profile(const struct common_opts *o, struct vzcaps_config_resu
     self_path(self, sizeof self);
     memset(co, 0, sizeof *co);
     co->profile = o->profile;
+    co->family = o->family;
     co->exe = vzcaps_basename(self);
     cli_configure_run(co, r);
 }
@@ -203,10 +204,22 @@ static void mkdir_parent(const char *path)
         }
 }
 
+/* The verdict's cache key: host chip, macOS build, library hash and the effective claims. */
+static void verify_key(const struct common_opts *o, struct vzcaps_config_result *r, struct cfg_opts *co, char key[65])
+{
+    child_profile(o, r, co);
+    char lib[1100], tried[2400], lib_hash[65] = "";
+    if (find_library(lib, sizeof lib, tried, sizeof tried) == 0)
+        sha256_file_hex(lib, lib_hash);
+    struct machine m;
+    machine_facts(&m);
+    verify_cache_key(r->profile.chip.name, m.os_build, lib_hash, &r->profile, key);
+}
+
 static int run_verify(const struct common_opts *o, struct vresult *res, struct vzcaps_config_result *r, char key[65])
 {
     struct cfg_opts co;
-    child_profile(o, r, &co);
+    verify_key(o, r, &co, key);
     char self[1024];
     self_path(self, sizeof self);
     if (!platform_is_macos)
@@ -241,14 +254,10 @@ static int run_verify(const struct common_opts *o, struct vresult *res, struct v
     text = capture(stock_argv, true);
     if (text && vresult_parse(text, &stock) == 0)
         verify_merge_stock_nocopy(res, &stock);
-    char lib[1100], tried[2400], lib_hash[65] = "";
-    if (find_library(lib, sizeof lib, tried, sizeof tried) == 0)
-        sha256_file_hex(lib, lib_hash);
-    struct machine m;
-    machine_facts(&m);
-    verify_cache_key(r->profile.chip.name, m.os_build, lib_hash, &r->profile, key);
     return 0;
 }
+
+static void write_cache(const char *key, const struct vresult *res);
 
 static void print_verify(const struct vresult *res, bool json, FILE *out)
 {
@@ -282,31 +291,54 @@ int cmd_verify(int argc, char **argv)
     char key[65];
     if ((rc = run_verify(&o, &res, &r, key)) != 0)
         return rc;
+    write_cache(key, &res);
+    print_verify(&res, o.json, stdout);
+    return verify_exit_status(&res);
+}
+
+static void write_cache(const char *key, const struct vresult *res)
+{
     char path[1200];
     cache_path(path, sizeof path, key);
     mkdir_parent(path);
     FILE *f = fopen(path, "w");
     if (f) {
-        print_verify(&res, true, f);
+        print_verify(res, true, f);
         fclose(f);
     }
-    print_verify(&res, o.json, stdout);
-    return verify_exit_status(&res);
 }
 
-/* vzcaps run --verify: a cached verdict for this chip, build, library and profile, or a run. */
+/* vzcaps run --verify: the cached verdict for this chip, build, library and profile when
+ * there is one, else a verify run (whose verdict is then cached). */
 int verify_gate(const struct cfg_opts *co)
 {
-    if (!platform_is_macos)
-        return needs_macos("run --verify");
-    struct common_opts o = {.profile = co->profile};
+    /* the children are this command, so name the section the workload gets explicitly */
+    static struct vzcaps_config_result workload;
+    cli_configure(co, &workload);
+    const char *section = co->profile ? co->profile : workload.section[0] ? workload.section : NULL;
+    struct common_opts o = {.profile = section, .family = co->family};
     static struct vresult res;
     static struct vzcaps_config_result r;
+    struct cfg_opts child;
     char key[65], path[1200];
-    int rc = run_verify(&o, &res, &r, key);
-    if (rc != 0)
-        return rc == EXIT_NEEDS_MACOS ? rc : EXIT_REFUSED;
+    static char text[1 << 16];
+    verify_key(&o, &r, &child, key);
     cache_path(path, sizeof path, key);
+    FILE *f = fopen(path, "rb");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    if (f)
+        fclose(f);
+    text[n] = '\0';
+    if (n && vresult_parse(text, &res) == 0) {
+        fprintf(stderr, "vzcaps run: using the cached verify verdict %s\n", path);
+    } else {
+        if (!platform_is_macos)
+            return needs_macos("run --verify");
+        int rc = run_verify(&o, &res, &r, key);
+        if (rc != 0)
+            return rc == EXIT_NEEDS_MACOS ? rc : EXIT_REFUSED;
+        write_cache(key, &res);
+    }
     if (verify_exit_status(&res) == 0)
         return 0;
     fprintf(stderr, "vzcaps run: not starting: vzcaps verify found unlocked paths that compute wrong results:\n");
@@ -314,7 +346,7 @@ int verify_gate(const struct cfg_opts *co)
         if (res.checks[i].unlocked && res.checks[i].status == VCHECK_FAIL)
             fprintf(stderr, "  %s (%s)%s%s\n", res.checks[i].name, res.checks[i].path, res.checks[i].reason[0] ? ": " : "", res.checks[i].reason);
     fprintf(stderr, "vzcaps run: lower the claim (--family 1006 keeps SIMD-group paths off), drop the floor that failed, "
-                    "or run without --verify to accept the risk; `vzcaps verify` shows the details\n");
+                    "or run without --verify to accept the risk; `vzcaps verify` shows the details (cached in %s)\n", path);
     return EXIT_REFUSED;
 }
 

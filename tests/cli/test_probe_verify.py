@@ -80,3 +80,33 @@ def test_verify_replay(tmp_path):
     assert "377/380 elements" in p.stdout and "max abs err 0.5" in p.stdout and "verdict: FAIL" in p.stdout
     f.write_text("{")
     assert vz("verify", "--replay", str(f)).returncode == 1
+
+
+def cache_key(chip, os_build, lib_sha, family, tg=0, ws=0, extras=()):
+    """The cache-key rule of verify_cache_key, written again from its definition."""
+    import hashlib
+    text = f"vzcaps-verify-1|{chip}|{os_build}|{lib_sha}|{family}|{tg}|{ws}|" + "".join(f"{e}," for e in sorted(extras))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@LINUX_ONLY
+def test_run_verify_uses_the_cached_verdict(tmp_path):
+    import hashlib
+    lib = hashlib.sha256((BUILD / "libvzcaps.so").read_bytes()).hexdigest()
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2", XDG_CACHE_HOME=str(tmp_path))
+    path = tmp_path / "vzcaps" / f"verify-{cache_key('Apple M2', '', lib, 1008)}.json"
+    path.parent.mkdir()
+    check = {"name": "simdgroup_mm_f16_13x7x11", "path": "SIMD-group matrix multiply (half)", "result": "fail",
+             "unlocked": True, "max_abs_error": 3.5, "max_rel_error": 1.0, "tolerance_abs": 0.001, "tolerance_rel": 0,
+             "compared": 143, "mismatched": 20, "reason": None}
+    path.write_text(json.dumps({"device": "d", "ok": False, "nocopy_guest_fault": False, "checks": [check]}))
+    p = vz("run", "--verify", "--", "sh", "-c", "echo ran", env=env)
+    assert p.returncode == 125 and "ran" not in p.stdout
+    assert "simdgroup_mm_f16_13x7x11 (SIMD-group matrix multiply (half))" in p.stderr and "--family 1006" in p.stderr
+    check.update(result="pass", mismatched=0)
+    path.write_text(json.dumps({"device": "d", "ok": True, "nocopy_guest_fault": False, "checks": [check]}))
+    p = vz("run", "--verify", "--", "sh", "-c", "echo ran", env=env)
+    assert p.returncode == 0 and p.stdout == "ran\n" and "cached verify verdict" in p.stderr
+    # another profile has another key: no verdict, and none can be made on Linux
+    p = vz("run", "--verify", "--family", "1007", "--", "sh", "-c", "echo ran", env=env)
+    assert p.returncode == 3
