@@ -324,12 +324,13 @@ static void check_threadgroup(struct gpu *g, struct vresult *r, uint64_t bytes)
         return;
     }
     unsigned long max_threads = MSG(fn_ulong)(pso, S("maxTotalThreadsPerThreadgroup"));
-    uint32_t threads = max_threads < 256 ? (uint32_t)max_threads : 256, words = (uint32_t)(bytes / 4);
+    uint64_t alloc = bytes & ~15ull; /* threadgroup allocations come in 16-byte units */
+    uint32_t threads = max_threads < 256 ? (uint32_t)max_threads : 256, words = (uint32_t)(alloc / 4);
     uint32_t *want = malloc(threads * 4);
     ref_threadgroup(words, threads, want);
     id out = buffer_of(g, threads * 4);
     mtl_size groups = {1, 1, 1}, per = {threads, 1, 1};
-    if (run(g, pso, &out, 1, &words, 4, 1, (unsigned long)(bytes & ~15ull), NULL, &groups, per, why, sizeof why) != 0)
+    if (run(g, pso, &out, 1, &words, 4, 1, (unsigned long)alloc, NULL, &groups, per, why, sizeof why) != 0)
         vcheck_fail(c, "%s", why);
     else
         vcheck_compare_u32(c, contents(out), want, threads);
