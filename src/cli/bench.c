@@ -71,7 +71,7 @@ static int write_text(const char *path, const char *text)
 }
 
 /* "Final estimate: PPL = 12.3456 +/- 0.12" in llama-perplexity's output. */
-double parse_perplexity(const char *text)
+static double parse_perplexity(const char *text)
 {
     const char *p = text ? strstr(text, "Final estimate: PPL =") : NULL;
     if (!p)
@@ -83,18 +83,16 @@ double parse_perplexity(const char *text)
 
 static double ppl_of_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NAN;
-    static char buf[1 << 20];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return parse_perplexity(buf);
+    char err[1300];
+    size_t len;
+    char *text = read_text_file(path, &len, err, sizeof err);
+    double v = parse_perplexity(text);
+    free(text);
+    return v;
 }
 
 /* pass when the unlocked GPU perplexity is within PPL_TOLERANCE of the CPU reference */
-const char *ppl_verdict(double reference, double unlocked, double *rel)
+static const char *ppl_verdict(double reference, double unlocked, double *rel)
 {
     *rel = fabs(unlocked - reference) / reference;
     if (isnan(reference) || isnan(unlocked))

@@ -27,41 +27,6 @@ double bench_median(double *v, size_t n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static char *slurp(const char *path, size_t *len, char *err, size_t errlen)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    for (;;) {
-        if (!buf) {
-            fclose(f);
-            snprintf(err, errlen, "%s: out of memory", path);
-            return NULL;
-        }
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        if (cap >= (64u << 20)) {
-            fclose(f);
-            free(buf);
-            snprintf(err, errlen, "%s: larger than 64 MiB", path);
-            return NULL;
-        }
-        char *bigger = realloc(buf, cap *= 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
-    }
-    fclose(f);
-    buf[n < cap ? n : cap - 1] = '\0';
-    *len = n;
-    return buf;
-}
-
 static long num_field(const struct jv *o, const char *key, bool *ok)
 {
     const struct jv *v = jv_get(o, key);
@@ -76,7 +41,7 @@ int bench_table_add_file(struct bench_table *t, enum bench_role role, const char
 {
     size_t len;
     char why[300];
-    char *text = slurp(path, &len, err, errlen);
+    char *text = read_text_file(path, &len, err, errlen);
     if (!text)
         return -1;
     struct jv *doc = jv_parse(text, len, why, sizeof why);
@@ -269,7 +234,7 @@ int metal_caps_read(const char *path, struct metal_caps *c)
 {
     size_t len;
     char err[300];
-    char *text = slurp(path, &len, err, sizeof err);
+    char *text = read_text_file(path, &len, err, sizeof err);
     if (!text)
         return -1;
     metal_caps_parse(text, c);

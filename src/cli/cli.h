@@ -101,6 +101,9 @@ extern const bool platform_is_macos;
 /* Finds the library next to the command or in ../lib, as an absolute path; returns 0 or -1
  * (with the paths tried). */
 int find_library(char *buf, size_t len, char *tried, size_t tried_len);
+/* A whole file, NUL-terminated, in a malloc'd buffer the caller frees; NULL with
+ * "PATH: reason" in err (unreadable, larger than 64 MiB). */
+char *read_text_file(const char *path, size_t *len, char *err, size_t errlen);
 /* Runs path with argv and waits: its exit status, 127 when it could not run, 1 on a signal. */
 int spawn_wait(const char *path, char *const argv[]);
 /* An executable: name with a '/' as given, else next to the file near (if given), else on PATH. */

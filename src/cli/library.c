@@ -4,6 +4,8 @@
 #define _XOPEN_SOURCE 700
 #include "cli.h"
 
+#include <errno.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -66,4 +68,39 @@ int spawn_wait(const char *path, char *const argv[])
     }
     int st;
     return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
+char *read_text_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 65536, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) {
+            fclose(f);
+            snprintf(err, errlen, "%s: out of memory", path);
+            return NULL;
+        }
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        if (cap >= (64u << 20)) {
+            fclose(f);
+            free(buf);
+            snprintf(err, errlen, "%s: larger than 64 MiB", path);
+            return NULL;
+        }
+        char *bigger = realloc(buf, cap *= 2);
+        if (!bigger)
+            free(buf);
+        buf = bigger;
+    }
+    fclose(f);
+    buf[n < cap ? n : cap - 1] = '\0';
+    *len = n;
+    return buf;
 }

@@ -61,17 +61,6 @@ static char *capture(char **argv, bool stock)
     return n ? out : NULL;
 }
 
-static int read_whole(const char *path, char *buf, size_t cap)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    size_t n = fread(buf, 1, cap - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return 0;
-}
-
 struct common_opts {
     bool json;
     const char *profile, *family, *replay[2]; /* family: from run --verify --family */
@@ -135,14 +124,17 @@ int cmd_probe(int argc, char **argv)
     child_profile(&o, &r, &co);
     struct probe_answers s, u;
     if (o.replay[0]) {
-        static char a[1 << 16], b[1 << 16];
-        if (read_whole(o.replay[0], a, sizeof a) || read_whole(o.replay[1], b, sizeof b)) {
-            fprintf(stderr, "vzcaps probe: cannot read %s or %s\n", o.replay[0], o.replay[1]);
-            return 1;
-        }
-        if (probe_answers_parse(a, &s) || probe_answers_parse(b, &u)) {
-            fprintf(stderr, "vzcaps probe: %s\n", s.ok ? u.error : s.error);
-            return 1;
+        struct probe_answers *into[2] = {&s, &u};
+        for (int k = 0; k < 2; k++) {
+            char err[1300];
+            size_t len;
+            char *text = read_text_file(o.replay[k], &len, err, sizeof err);
+            int bad = text ? probe_answers_parse(text, into[k]) : -1;
+            free(text);
+            if (bad) {
+                fprintf(stderr, "vzcaps probe: %s%s%s\n", text ? o.replay[k] : err, text ? ": " : "", text ? into[k]->error : "");
+                return 1;
+            }
         }
     } else {
         if (!platform_is_macos)
@@ -279,9 +271,16 @@ int cmd_verify(int argc, char **argv)
         return rc;
     static struct vresult res;
     if (o.replay[0]) {
-        static char text[1 << 16];
-        if (read_whole(o.replay[0], text, sizeof text) != 0 || vresult_parse(text, &res) != 0) {
-            fprintf(stderr, "vzcaps verify: %s: not a saved verify result\n", o.replay[0]);
+        char err[1300];
+        size_t len;
+        char *text = read_text_file(o.replay[0], &len, err, sizeof err);
+        int bad = text ? vresult_parse(text, &res) : -1;
+        free(text);
+        if (bad) {
+            if (text)
+                fprintf(stderr, "vzcaps verify: %s: not a saved verify result\n", o.replay[0]);
+            else
+                fprintf(stderr, "vzcaps verify: %s\n", err);
             return 1;
         }
         print_verify(&res, o.json, stdout);
@@ -321,15 +320,14 @@ int verify_gate(const struct cfg_opts *co)
     static struct vzcaps_config_result r;
     struct cfg_opts child;
     char key[65], path[1200];
-    static char text[1 << 16];
     verify_key(&o, &r, &child, key);
     cache_path(path, sizeof path, key);
-    FILE *f = fopen(path, "rb");
-    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
-    if (f)
-        fclose(f);
-    text[n] = '\0';
-    if (n && vresult_parse(text, &res) == 0) {
+    char err[1300];
+    size_t len;
+    char *text = read_text_file(path, &len, err, sizeof err);
+    int cached = text && vresult_parse(text, &res) == 0;
+    free(text);
+    if (cached) {
         fprintf(stderr, "vzcaps run: using the cached verify verdict %s\n", path);
     } else {
         if (!platform_is_macos)

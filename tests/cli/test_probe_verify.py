@@ -110,3 +110,30 @@ def test_run_verify_uses_the_cached_verdict(tmp_path):
     # another profile has another key: no verdict, and none can be made on Linux
     p = vz("run", "--verify", "--family", "1007", "--", "sh", "-c", "echo ran", env=env)
     assert p.returncode == 3
+
+
+def test_replay_errors_name_the_file(tmp_path):
+    missing = tmp_path / "none.json"
+    p = vz("verify", "--replay", str(missing))
+    assert p.returncode == 1 and p.stderr.startswith(f"vzcaps verify: {missing}: cannot open") and p.stderr.count("\n") == 1
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1]")
+    p = vz("verify", "--replay", str(bad))
+    assert p.stderr == f"vzcaps verify: {bad}: not a saved verify result\n"
+    good = tmp_path / "s.json"
+    good.write_text(json.dumps(answers()))
+    p = vz("probe", "--replay", str(good), str(bad))
+    assert p.returncode == 1 and p.stderr.startswith(f"vzcaps probe: {bad}: probe output is not a JSON object")
+    p = vz("probe", "--replay", str(good), str(missing))
+    assert p.returncode == 1 and p.stderr.startswith(f"vzcaps probe: {missing}: cannot open")
+
+
+def test_replay_reads_large_files_whole(tmp_path):
+    """A saved result larger than any fixed buffer is read whole, not cut short."""
+    res = {"device": "d", "ok": True, "nocopy_guest_fault": False, "reason_padding": "x" * 200000, "checks": [
+        {"name": "bfloat", "path": "p", "result": "pass", "unlocked": True, "max_abs_error": 0, "max_rel_error": 0,
+         "tolerance_abs": 0, "tolerance_rel": 0, "compared": 3, "mismatched": 0, "reason": None}]}
+    f = tmp_path / "big.json"
+    f.write_text(json.dumps(res))
+    p = vz("verify", "--replay", str(f))
+    assert p.returncode == 0 and "3/3 elements" in p.stdout
