@@ -29,8 +29,8 @@ static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *
     if (!en)
         snprintf(out[n++], 240, "profile leaves this process stock");
     if (s->ggml && en && p->apple_family_max >= 1007)
-        snprintf(out[n++], 240, "ggml/llama.cpp: Apple%lld turns on SIMD-group reduction and matrix multiply%s",
-                 (long long)(p->apple_family_max - 1000), p->apple_family_max >= 1006 ? " and bfloat" : "");
+        snprintf(out[n++], 240, "ggml/llama.cpp: Apple%lld turns on SIMD-group reduction, matrix multiply and bfloat",
+                 (long long)(p->apple_family_max - 1000));
     if (s->mlx)
         snprintf(out[n++], 240, "MLX: ignores Apple families, gains nothing from apple_family_max");
     if (s->mlx && en && metal3)

@@ -351,8 +351,8 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
             s->ggml = true;
         if (strstr(l, "libmlx") || strstr(l, "/mlx"))
             s->mlx = true;
-        if (strstr(l, "libtorch") || strstr(l, "MetalPerformanceShadersGraph"))
-            s->torch_mps = strstr(l, "libtorch") != NULL || s->torch_mps;
+        if (strstr(l, "libtorch"))
+            s->torch_mps = true;
     }
     injection_verdict(s);
     return 0;

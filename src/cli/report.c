@@ -26,7 +26,7 @@ static void companion_stderr(struct report_input *in, enum bench_role role, cons
         in->have_caps[role] = true;
 }
 
-int report_add(struct report_input *in, enum bench_role role, const char *path, char *err, size_t errlen)
+static int report_add(struct report_input *in, enum bench_role role, const char *path, char *err, size_t errlen)
 {
     if (bench_table_add_file(&in->table, role, path, err, errlen) != 0)
         return -1;
@@ -36,7 +36,7 @@ int report_add(struct report_input *in, enum bench_role role, const char *path, 
 
 static const char *tri(int v) { return v < 0 ? "?" : v ? "yes" : "no"; }
 
-void report_print(const struct report_input *in, bool json)
+static void report_print(const struct report_input *in, bool json)
 {
     if (json) {
         struct json j;

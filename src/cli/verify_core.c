@@ -177,22 +177,26 @@ void vcheck_compare_u32(struct vcheck *c, const uint32_t *got, const uint32_t *w
         c->status = c->bad ? VCHECK_FAIL : VCHECK_PASS;
 }
 
+static void vcheck_set(struct vcheck *c, enum vcheck_status status, const char *fmt, va_list ap)
+{
+    vsnprintf(c->reason, sizeof c->reason, fmt, ap);
+    c->status = status;
+}
+
 void vcheck_skip(struct vcheck *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->reason, sizeof c->reason, fmt, ap);
+    vcheck_set(c, VCHECK_SKIP, fmt, ap);
     va_end(ap);
-    c->status = VCHECK_SKIP;
 }
 
 void vcheck_fail(struct vcheck *c, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(c->reason, sizeof c->reason, fmt, ap);
+    vcheck_set(c, VCHECK_FAIL, fmt, ap);
     va_end(ap);
-    c->status = VCHECK_FAIL;
 }
 
 static int family_index(int64_t f)

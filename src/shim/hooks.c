@@ -33,8 +33,7 @@ enum { ENTRY_INSTALLING, ENTRY_DONE, ENTRY_FAILED };
 struct hooked_class {
     Class cls;
     IMP original[N_SELS]; /* NULL: not replaced on this class (inherited or not needed) */
-    atomic_int state;     /* ENTRY_*: set to DONE only after every replacement is in place */
-    int failed;
+    atomic_int state;     /* ENTRY_*: DONE or FAILED only once the install has finished */
 };
 static struct hooked_class table[MAX_CLASSES];
 static atomic_size_t n_table;
@@ -93,6 +92,8 @@ static struct hooked_class *find_entry(Class cls)
     return NULL;
 }
 
+/* Restores the replacements made so far; the originals stay in the table, since a
+ * replacement already running may still need them. */
 static void rollback(Class cls, struct hooked_class *e, int done)
 {
     for (int w = 0; w < done; w++)
@@ -101,7 +102,6 @@ static void rollback(Class cls, struct hooked_class *e, int done)
             if (m)
                 method_setImplementation(m, e->original[w]);
         }
-    e->failed = 1; /* originals stay: a replacement already running may still need them */
 }
 
 /* Installs the replacements the profile needs on cls: all of them, or none (rolled back).
@@ -113,7 +113,7 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
     pthread_mutex_lock(&install_lock);
     struct hooked_class *e = find_entry(cls);
     if (e) {
-        rc = e->failed ? -1 : 0;
+        rc = atomic_load_explicit(&e->state, memory_order_relaxed) == ENTRY_FAILED ? -1 : 0; /* final: we hold the lock */
         if (rc)
             snprintf(why, len, "class %s was left stock earlier", class_getName(cls));
         goto out;
@@ -126,7 +126,6 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
     }
     mine = &table[n];
     memset(mine->original, 0, sizeof mine->original);
-    mine->failed = 0;
     atomic_store_explicit(&mine->state, ENTRY_INSTALLING, memory_order_relaxed);
     mine->cls = cls;
     Method methods[N_SELS] = {0};
@@ -141,10 +140,8 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
             mine->original[w] = method_getImplementation(methods[w]);
         } /* else: inherited from a hooked superclass, already covered */
     }
-    if (rc) {
-        memset(mine->original, 0, sizeof mine->original);
-        mine->failed = 1;
-    }
+    if (rc)
+        memset(mine->original, 0, sizeof mine->original); /* nothing was replaced */
     /* publish the originals before any replacement can run */
     atomic_store_explicit(&n_table, n + 1, memory_order_release);
     for (int w = 0; w < N_SELS && rc == 0; w++) {
