@@ -174,9 +174,11 @@ int cmd_bench(int argc, char **argv)
         return usage_error("bench", "-m MODEL is required");
     if (strcmp(o.mode, "guest") && strcmp(o.mode, "host"))
         return usage_error("bench", "--mode is guest or host, not \"%s\"", o.mode);
-    uint64_t v;
-    if (vzcaps_parse_u64(o.p, &v) || vzcaps_parse_u64(o.n, &v) || vzcaps_parse_u64(o.r, &v) || v == 0)
-        return usage_error("bench", "-p, -n and -r take plain decimal counts (-r at least 1)");
+    uint64_t p, n, r;
+    if (vzcaps_parse_u64(o.p, &p) || vzcaps_parse_u64(o.n, &n) || vzcaps_parse_u64(o.r, &r))
+        return usage_error("bench", "-p, -n and -r take plain decimal counts");
+    if (r == 0 || p + n == 0)
+        return usage_error("bench", "-r must be at least 1, and -p or -n must be positive (nothing to measure)");
     bool guest = strcmp(o.mode, "guest") == 0;
     if (access(o.model, R_OK) != 0) {
         fprintf(stderr, "vzcaps bench: %s: cannot read the model: %s\n", o.model, strerror(errno));

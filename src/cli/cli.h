@@ -36,6 +36,8 @@ void print_help(const char *cmd, FILE *out);
 /* Matches "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (and *i advanced),
  * 0 when argv[*i] is another option, -1 when the value is missing. */
 int opt_take(int argc, char **argv, int *i, const char *name, const char **value);
+/* A --family value is a command-line error (2, with usage) when the library would reject it. */
+int check_family_opt(const char *cmd, const char *value);
 /* Shell-quotes s to out ('...' with embedded quotes escaped). */
 void shell_quote(FILE *out, const char *s);
 

@@ -137,6 +137,9 @@ int cmd_launchd(int argc, char **argv)
         return usage_error("launchd", "label \"%s\" must be letters, digits, '.', '_' and '-' (e.g. com.example.llama-server)", label);
     if (install && remove_)
         return usage_error("launchd", "--install and --remove exclude each other");
+    int bad = check_family_opt("launchd", o.family);
+    if (bad)
+        return bad;
     const char *home = getenv("HOME");
     if (!home || !*home) {
         fprintf(stderr, "vzcaps launchd: HOME is not set\n");

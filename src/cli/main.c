@@ -154,6 +154,16 @@ int opt_take(int argc, char **argv, int *i, const char *name, const char **value
     return 1;
 }
 
+int check_family_opt(const char *cmd, const char *value)
+{
+    struct vzcaps_settings s;
+    char why[VZCAPS_NOTE_LEN];
+    memset(&s, 0, sizeof s);
+    if (value && vzcaps_settings_set(&s, VZCAPS_KEY_APPLE_FAMILY_MAX, value, "--family", why, sizeof why) != 0)
+        return usage_error(cmd, "--family: %s", why);
+    return 0;
+}
+
 void shell_quote(FILE *out, const char *s)
 {
     if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == strlen(s)) {

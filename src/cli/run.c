@@ -45,6 +45,9 @@ int cmd_run(int argc, char **argv)
     }
     if (i >= argc)
         return usage_error("run", "no command given");
+    int bad = check_family_opt("run", o.family);
+    if (bad)
+        return bad;
     char **cmd = argv + i;
     o.exe = vzcaps_basename(cmd[0]);
 

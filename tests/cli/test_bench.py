@@ -150,5 +150,9 @@ def test_failures_and_bad_arguments(tmp_path):
     assert p.returncode == 2 and "-m MODEL is required" in p.stderr
     p = subprocess.run([VZ, "bench", "-m", "x", "--mode", "vm"], capture_output=True, text=True)
     assert p.returncode == 2
+    for args, needle in ((["-p", "0", "-n", "0"], "nothing to measure"), (["-r", "0"], "-r must be at least 1"),
+                         (["-p", "5k"], "plain decimal counts")):
+        p = subprocess.run([VZ, "bench", "-m", "x", *args], capture_output=True, text=True)
+        assert p.returncode == 2 and needle in p.stderr, args
     p = subprocess.run([VZ, "bench", "-m", str(tmp_path / "none.gguf")], capture_output=True, text=True)
     assert p.returncode == 1 and "cannot read the model" in p.stderr
