@@ -52,9 +52,14 @@ void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r);
 /* cli_configure as `vzcaps run` applies it: when nothing configures the library for o->exe
  * (no --family, --profile, variable or config section), o->family becomes "auto". */
 void cli_configure_run(struct cfg_opts *o, struct vzcaps_config_result *r);
-/* Builds the child environment for run: settings + the library in the preload variable.
- * Returns a static NULL-terminated array. */
+/* Builds the child environment for run: this environment with the settings, every other
+ * variable unchanged, and one preload entry that names the library exactly once (after the
+ * other libraries of the first preload entry). No size limit. Returns a NULL-terminated
+ * array valid until the next call of this or cli_configure. */
 char **cli_child_env(const struct cfg_opts *o, const char *library);
+/* How many further preload entries the last environment build dropped (the first wins, as
+ * getenv(3) sees it). */
+size_t cli_preload_duplicates(void);
 /* argv for `SELF run [--profile P] [--family F] -- CMD...` into out (cap entries). */
 void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opts *o, char *const *cmd);
 
@@ -108,6 +113,15 @@ int find_library(char *buf, size_t len, char *tried, size_t tried_len);
 char *read_text_file(const char *path, size_t *len, char *err, size_t errlen);
 /* Runs path with argv and waits: its exit status, 127 when it could not run, 1 on a signal. */
 int spawn_wait(const char *path, char *const argv[]);
+/* What exec would run for name (a '/' in it: as given; else the first regular executable
+ * file on PATH): 0 with the path in out, or 127 (not found) / 126 (not a regular file, not
+ * executable, too long) with the reason in why. */
+int resolve_target(const char *name, char *out, size_t len, char *why, size_t whylen);
+/* Whether library is a shared library the target can load: a regular file, ELF ET_DYN or a
+ * Mach-O dylib, named like ours (the library finds its own preload entry by that name), of
+ * the target's architecture (ELF) — Mach-O slices are checked by run_target_check. 0, or -1
+ * with a reason. */
+int library_check(const char *library, const char *target, char *why, size_t len);
 /* An executable: name with a '/' as given, else next to the file near (if given), else on PATH. */
 bool find_executable(const char *name, const char *near, char *out, size_t len);
 

@@ -132,9 +132,21 @@ int cmd_inspect(int argc, char **argv)
 {
     struct cfg_opts o = {0};
     bool json = false;
-    const char *files[256];
+    /* at most argc files: none is ever dropped */
+    const char **files = calloc((size_t)argc, sizeof *files);
     int nf = 0;
+    bool dashdash = false;
+    if (!files)
+        return 1;
     for (int i = 1; i < argc; i++) {
+        if (dashdash || (argv[i][0] != '-' || !argv[i][1])) {
+            files[nf++] = argv[i];
+            continue;
+        }
+        if (strcmp(argv[i], "--") == 0) {
+            dashdash = true;
+            continue;
+        }
         int t;
         if ((t = opt_take(argc, argv, &i, "--profile", &o.profile))) {
             if (t < 0)
@@ -143,10 +155,8 @@ int cmd_inspect(int argc, char **argv)
         }
         if (strcmp(argv[i], "--json") == 0)
             json = true;
-        else if (argv[i][0] == '-' && argv[i][1])
+        else
             return usage_error("inspect", "unknown option %s", argv[i]);
-        else if (nf < 256)
-            files[nf++] = argv[i];
     }
     if (nf == 0)
         return usage_error("inspect", "no file given");
@@ -160,10 +170,8 @@ int cmd_inspect(int argc, char **argv)
     for (int f = 0; f < nf; f++) {
         static struct macho_file mf;
         static struct vzcaps_config_result r;
-        uint8_t *data;
-        size_t size;
-        char err[600];
-        if (macho_load(files[f], &data, &size, &mf, err, sizeof err) != 0) {
+        char err[4600];
+        if (macho_load(files[f], &mf, err, sizeof err) != 0) {
             fprintf(stderr, "vzcaps inspect: %s\n", err);
             rc = 1;
             if (json) {
@@ -174,7 +182,6 @@ int cmd_inspect(int argc, char **argv)
             }
             continue;
         }
-        free(data);
         o.exe = vzcaps_basename(files[f]);
         cli_configure(&o, &r);
         if (json) {
@@ -214,23 +221,17 @@ static const struct macho_slice *running_slice(const struct macho_file *mf)
 
 /* run's check before exec: refuse a target the library cannot be loaded into. Not Mach-O
  * (e.g. a Linux ELF or a script): nothing to check. */
-int run_target_check(const char *cmd, const char *library)
+int run_target_check(const char *target, const char *library)
 {
-    char target[1200], err[600];
-    if (!find_executable(cmd, NULL, target, sizeof target))
-        return 0; /* exec reports it */
+    char err[4600];
     static struct macho_file tf, lf;
-    uint8_t *data;
-    size_t size;
-    if (macho_load(target, &data, &size, &tf, err, sizeof err) != 0)
+    if (macho_load(target, &tf, err, sizeof err) != 0)
         return 0;
-    free(data);
     const struct macho_slice *s = running_slice(&tf);
     if (!s)
         return 0;
     char lib_archs[128] = "";
-    if (macho_load(library, &data, &size, &lf, err, sizeof err) == 0) {
-        free(data);
+    if (macho_load(library, &lf, err, sizeof err) == 0) {
         for (size_t i = 0; i < lf.n_slices; i++)
             vzcaps_appendf(lib_archs, sizeof lib_archs, "%s%s", i ? " " : "", lf.slices[i].arch);
         bool have = false;

@@ -3,11 +3,13 @@
  * on PATH, and running a helper program to completion. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
+#include "macho.h"
 
 #include <errno.h>
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +36,46 @@ int find_library(char *buf, size_t len, char *tried, size_t tried_len)
         }
     }
     return -1;
+}
+
+/* A candidate for exec: 0 when it is a regular file we may execute, else an errno-like
+ * reason (ENOENT, EISDIR/EINVAL for anything not a regular file, EACCES). */
+static int exec_candidate(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno == ENOENT || errno == ENOTDIR ? ENOENT : errno;
+    if (!S_ISREG(st.st_mode))
+        return EINVAL;
+    return access(path, X_OK) == 0 ? 0 : EACCES;
+}
+
+int resolve_target(const char *name, char *out, size_t len, char *why, size_t whylen)
+{
+    int rc;
+    if (strchr(name, '/')) {
+        if (strlen(name) >= len) {
+            snprintf(why, whylen, "path longer than %zu bytes", len - 1);
+            return 126;
+        }
+        snprintf(out, len, "%s", name);
+        rc = exec_candidate(out);
+    } else {
+        rc = ENOENT;
+        for (const char *path = getenv("PATH"); path && *path && rc;) {
+            size_t n = strcspn(path, ":");
+            int w = snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name);
+            int c = w > 0 && (size_t)w < len ? exec_candidate(out) : ENOENT;
+            if (c == 0 || (c != ENOENT && rc == ENOENT))
+                rc = c; /* remember why a found file would not do; keep looking, as execvp does */
+            path += n + (path[n] == ':');
+        }
+    }
+    if (rc == 0)
+        return 0;
+    snprintf(why, whylen, "%s", rc == ENOENT ? "not found" : rc == EINVAL ? "not a regular file" :
+                                rc == EACCES ? "not executable" : strerror(rc));
+    return rc == ENOENT ? 127 : 126;
 }
 
 bool find_executable(const char *name, const char *near, char *out, size_t len)
@@ -103,4 +145,103 @@ char *read_text_file(const char *path, size_t *len, char *err, size_t errlen)
     buf[n < cap ? n : cap - 1] = '\0';
     *len = n;
     return buf;
+}
+
+/* ELF identity of a file: 0 with class, data, type and machine; -1 when not ELF. */
+struct elf_id {
+    unsigned char cls, data;
+    unsigned type, machine;
+    bool interp; /* has PT_INTERP: an executable, not a library */
+};
+
+static unsigned get16(const unsigned char *p, bool le) { return le ? p[0] | p[1] << 8 : p[0] << 8 | p[1]; }
+static unsigned long long getn(const unsigned char *p, int n, bool le)
+{
+    unsigned long long v = 0;
+    for (int i = 0; i < n; i++)
+        v |= (unsigned long long)p[le ? i : n - 1 - i] << (8 * i);
+    return v;
+}
+
+static int elf_identify(int fd, struct elf_id *id)
+{
+    unsigned char h[64];
+    if (pread(fd, h, sizeof h, 0) != (ssize_t)sizeof h || memcmp(h, "\177ELF", 4) != 0)
+        return -1;
+    id->cls = h[4], id->data = h[5];
+    bool le = h[5] == 1, is64 = h[4] == 2;
+    id->type = get16(h + 16, le);
+    id->machine = get16(h + 18, le);
+    id->interp = false;
+    unsigned long long phoff = getn(h + (is64 ? 32 : 28), is64 ? 8 : 4, le);
+    unsigned phentsize = get16(h + (is64 ? 54 : 42), le), phnum = get16(h + (is64 ? 56 : 44), le);
+    for (unsigned i = 0; i < phnum && i < 256 && phentsize >= 8 && phentsize <= 64; i++) {
+        unsigned char ph[64];
+        if (pread(fd, ph, phentsize, (off_t)(phoff + (unsigned long long)i * phentsize)) != (ssize_t)phentsize)
+            break;
+        if (getn(ph, 4, le) == 3 /* PT_INTERP */)
+            id->interp = true;
+    }
+    return 0;
+}
+
+int library_check(const char *library, const char *target, char *why, size_t len)
+{
+    struct stat st;
+    char err[200];
+    int fd = vzcaps_open_regular(library, &st, err, sizeof err);
+    if (fd < 0) {
+        snprintf(why, len, "%s", err);
+        return -1;
+    }
+    unsigned char magic[4] = {0};
+    ssize_t got = pread(fd, magic, 4, 0);
+    struct elf_id lib;
+    int rc = 0;
+    bool elf = got == 4 && elf_identify(fd, &lib) == 0;
+    const char *want_name = elf ? "libvzcaps.so" : "libvzcaps.dylib";
+    if ((elf || got == 4) && strcmp(vzcaps_basename(library), want_name) != 0) {
+        /* the library finds (and removes) its own entry in the preload list by this name */
+        snprintf(why, len, "its file name must be %s: the library finds its own entry in %s by that name", want_name,
+                 elf ? "LD_PRELOAD" : "DYLD_INSERT_LIBRARIES");
+        close(fd);
+        return -1;
+    }
+    if (elf) {
+        if (lib.type != 3 /* ET_DYN */ || lib.interp) {
+            snprintf(why, len, "an ELF %s, not a shared library", lib.interp ? "executable" : "file of another type");
+            rc = -1;
+        } else {
+            /* the target's architecture: its own ELF header, else (a script) this command's */
+            char self[1024];
+            self_path(self, sizeof self);
+            struct stat tst;
+            int tfd = vzcaps_open_regular(target, &tst, err, sizeof err);
+            struct elf_id want;
+            bool known = tfd >= 0 && elf_identify(tfd, &want) == 0;
+            if (tfd >= 0)
+                close(tfd);
+            if (!known && (tfd = vzcaps_open_regular(self, &tst, err, sizeof err)) >= 0) {
+                known = elf_identify(tfd, &want) == 0;
+                close(tfd);
+            }
+            if (known && (want.machine != lib.machine || want.cls != lib.cls || want.data != lib.data)) {
+                snprintf(why, len, "built for ELF machine %u (class %u), the target runs as machine %u (class %u)", lib.machine,
+                         lib.cls, want.machine, want.cls);
+                rc = -1;
+            }
+        }
+    } else if (got == 4 && (memcmp(magic, "\xca\xfe\xba\xbe", 4) == 0 || memcmp(magic, "\xca\xfe\xba\xbf", 4) == 0 ||
+                            memcmp(magic, "\xcf\xfa\xed\xfe", 4) == 0)) {
+        char archs[128];
+        if (macho_dylib_check(library, archs, sizeof archs, err, sizeof err) != 0) {
+            snprintf(why, len, "%s", err);
+            rc = -1;
+        }
+    } else {
+        snprintf(why, len, "not a shared library (neither ELF nor Mach-O)");
+        rc = -1;
+    }
+    close(fd);
+    return rc;
 }

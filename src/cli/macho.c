@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define MH_MAGIC_64 0xfeedfacfu
 #define MH_CIGAM_64 0xcffaedfeu
@@ -282,7 +284,7 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
     arch_name(s);
     uint32_t ncmds = le32(m + 16), sizeofcmds = le32(m + 20);
     if (!in_range(size, 32, sizeofcmds))
-        FAIL("load commands (%u bytes) extend past the end of the file", sizeofcmds);
+        FAIL("truncated: load commands (%u bytes) extend past the end of the file", sizeofcmds);
     uint64_t pos = 32, end = 32 + (uint64_t)sizeofcmds;
     for (uint32_t i = 0; i < ncmds; i++) {
         if (end - pos < 8)
@@ -317,11 +319,16 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
         case LC_CODE_SIGNATURE:
             if (cmdsize < 16)
                 FAIL("load command %u: short code signature command", i);
+            if (!in_range(size, le32(c + 8), le32(c + 12)))
+                FAIL("truncated: code signature (offset %u, %u bytes) extends past the end of the file", le32(c + 8), le32(c + 12));
             parse_signature(s, m, size, le32(c + 8), le32(c + 12));
             break;
         case LC_SEGMENT_64: {
             if (cmdsize < 72)
                 FAIL("load command %u: short segment command", i);
+            if (!in_range(size, le64(c + 40), le64(c + 48)))
+                FAIL("truncated: segment %.16s (offset %llu, %llu bytes) extends past the end of the file", (const char *)c + 8,
+                     (unsigned long long)le64(c + 40), (unsigned long long)le64(c + 48));
             uint32_t nsects = le32(c + 64);
             if (nsects > (cmdsize - 72) / 80)
                 FAIL("load command %u: %u sections do not fit in %u bytes", i, nsects, cmdsize);
@@ -382,7 +389,7 @@ int macho_parse(const uint8_t *data, size_t size, struct macho_file *out, char *
         uint64_t off = magic == FAT_MAGIC ? be32(e + 8) : be64(e + 8);
         uint64_t len = magic == FAT_MAGIC ? be32(e + 12) : be64(e + 16);
         if (!in_range(size, off, len))
-            FAIL("slice %u (offset %llu, %llu bytes) extends past the end of the file", i, (unsigned long long)off,
+            FAIL("truncated: slice %u (offset %llu, %llu bytes) extends past the end of the file", i, (unsigned long long)off,
                  (unsigned long long)len);
         s->offset = off;
         s->size = len;
@@ -397,23 +404,34 @@ int macho_parse(const uint8_t *data, size_t size, struct macho_file *out, char *
     return 0;
 }
 
-/* ".app" bundles: Contents/MacOS/<CFBundleExecutable>, else the bundle's base name. */
-static void resolve_bundle(const char *path, char *out, size_t len)
+/* ".app" bundles: Contents/MacOS/<CFBundleExecutable>, else the bundle's base name.
+ * -1 with a reason when the path would not fit or Info.plist is not a regular file. */
+static int resolve_bundle(const char *path, char *out, size_t len, char *err, size_t errlen)
 {
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/')
         n--;
     if (n < 4 || strncmp(path + n - 4, ".app", 4) != 0) {
+        if (strlen(path) >= len)
+            FAIL("%.64s...: path longer than %zu bytes", path, len - 1);
         snprintf(out, len, "%s", path);
-        return;
+        return 0;
     }
-    char plist[1200], exe[256] = "";
+    char plist[4200], exe[256] = "";
+    if (n + 20 >= sizeof plist)
+        FAIL("%.64s...: path longer than %zu bytes", path, sizeof plist - 21);
     snprintf(plist, sizeof plist, "%.*s/Contents/Info.plist", (int)n, path);
-    FILE *f = fopen(plist, "rb");
-    if (f) {
+    struct stat st;
+    char why[200];
+    int fd = vzcaps_open_regular(plist, &st, why, sizeof why);
+    if (fd < 0 && errno != ENOENT)
+        FAIL("%s: %s", plist, why);
+    if (fd >= 0) {
         static char buf[65536];
-        size_t got = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
+        ssize_t got = st.st_size < (off_t)sizeof buf ? read(fd, buf, sizeof buf - 1) : -1;
+        close(fd);
+        if (got < 0)
+            FAIL("%s: %s", plist, st.st_size >= (off_t)sizeof buf ? "larger than 64 KiB" : "cannot read");
         buf[got] = '\0';
         char *k = strstr(buf, "<key>CFBundleExecutable</key>");
         char *s = k ? strstr(k, "<string>") : NULL;
@@ -427,40 +445,50 @@ static void resolve_bundle(const char *path, char *out, size_t len)
             base--;
         snprintf(exe, sizeof exe, "%.*s", (int)(path + n - base - 4), base);
     }
+    if (n + 16 + strlen(exe) >= len)
+        FAIL("%.64s...: path longer than %zu bytes", path, len - 1);
     snprintf(out, len, "%.*s/Contents/MacOS/%s", (int)n, path, exe);
+    return 0;
 }
 
-int macho_load(const char *path, uint8_t **data, size_t *size, struct macho_file *out, char *err, size_t errlen)
+int macho_load(const char *path, struct macho_file *out, char *err, size_t errlen)
 {
-    char real[1500];
-    resolve_bundle(path, real, sizeof real);
-    *data = NULL;
-    FILE *f = fopen(real, "rb");
-    if (!f)
-        FAIL("%s: cannot open: %s", real, strerror(errno));
+    char real[4400], why[300];
+    memset(out, 0, sizeof *out);
+    if (resolve_bundle(path, real, sizeof real, err, errlen) != 0)
+        return -1;
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(f);
-        FAIL("%s: not a regular file", real);
-    }
-    if (st.st_size > (off_t)1 << 32) {
-        fclose(f);
-        FAIL("%s: larger than 4 GiB", real);
-    }
-    *size = (size_t)st.st_size;
-    *data = malloc(*size ? *size : 1);
-    if (!*data || fread(*data, 1, *size, f) != *size) {
-        fclose(f);
-        free(*data);
-        *data = NULL;
-        FAIL("%s: cannot read", real);
-    }
-    fclose(f);
-    char why[300];
-    if (macho_parse(*data, *size, out, why, sizeof why) != 0) {
-        free(*data);
-        *data = NULL;
+    int fd = vzcaps_open_regular(real, &st, why, sizeof why);
+    if (fd < 0)
         FAIL("%s: %s", real, why);
+    if (st.st_size > MACHO_MAX_SIZE) { /* from its size alone, before reading a byte */
+        close(fd);
+        FAIL("%s: larger than %d MiB (%lld bytes)", real, MACHO_MAX_SIZE >> 20, (long long)st.st_size);
+    }
+    size_t size = (size_t)st.st_size;
+    /* mapped, not read: a large file costs address space, not memory */
+    void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    close(fd);
+    if (size && map == MAP_FAILED)
+        FAIL("%s: cannot map: %s", real, strerror(errno));
+    int rc = macho_parse(map ? map : (const void *)"", size, out, why, sizeof why);
+    if (map)
+        munmap(map, size);
+    if (rc != 0)
+        FAIL("%s: %s", real, why);
+    return 0;
+}
+
+int macho_dylib_check(const char *path, char *archs, size_t len, char *err, size_t errlen)
+{
+    static struct macho_file mf;
+    if (macho_load(path, &mf, err, errlen) != 0)
+        return -1;
+    archs[0] = '\0';
+    for (size_t i = 0; i < mf.n_slices; i++) {
+        if (mf.slices[i].filetype != 6 /* MH_DYLIB */)
+            FAIL("slice %s is not a dynamic library (Mach-O file type %u)", mf.slices[i].arch, mf.slices[i].filetype);
+        vzcaps_appendf(archs, len, "%s%s", i ? " " : "", mf.slices[i].arch);
     }
     return 0;
 }
@@ -468,11 +496,8 @@ int macho_load(const char *path, uint8_t **data, size_t *size, struct macho_file
 int macho_arch_list(const char *path, char *out, size_t len, char *err, size_t errlen)
 {
     static struct macho_file mf;
-    uint8_t *data;
-    size_t size;
-    if (macho_load(path, &data, &size, &mf, err, errlen) != 0)
+    if (macho_load(path, &mf, err, errlen) != 0)
         return -1;
-    free(data);
     out[0] = '\0';
     for (size_t i = 0; i < mf.n_slices; i++)
         vzcaps_appendf(out, len, "%s%s", i ? " " : "", mf.slices[i].arch);

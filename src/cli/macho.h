@@ -45,8 +45,14 @@ struct macho_file {
 
 /* Parses data; 0, or -1 with a one-line reason in err ("truncated load command 3", ...). */
 int macho_parse(const uint8_t *data, size_t size, struct macho_file *out, char *err, size_t errlen);
-/* Reads path (a .app bundle: its main executable) and parses it. The caller frees *data. */
-int macho_load(const char *path, uint8_t **data, size_t *size, struct macho_file *out, char *err, size_t errlen);
+/* Files larger than this are refused from their size alone (libtorch_cpu.dylib, among the
+ * largest Metal clients, is a few hundred MB). */
+#define MACHO_MAX_SIZE (1 << 30)
+/* Maps path (a .app bundle: its main executable; opened without blocking, regular files
+ * only) and parses it: 0, or -1 with "PATH: reason" in err. */
+int macho_load(const char *path, struct macho_file *out, char *err, size_t errlen);
+/* Every slice of path is a dynamic library (MH_DYLIB); archs receives their names. */
+int macho_dylib_check(const char *path, char *archs, size_t len, char *err, size_t errlen);
 const char *macho_injection_name(enum macho_injection i);
 /* The capability selectors looked for, NULL-terminated. */
 extern const char *const macho_capability_selectors[];

@@ -182,60 +182,95 @@ void shell_quote(FILE *out, const char *s)
 
 /* ---- configuration shared with the library ---- */
 
-#define MAX_ENV 4096
-static char *env_store[MAX_ENV + 16];
-static char env_text[16][4200];
-static size_t env_text_used;
+/* The environment a child gets: this process's, with the options as VZCAPS_* variables and
+ * at most one preload entry. Grown on the heap: no limit on the number or length of entries
+ * (every other variable passes through unchanged). */
+struct envbuf {
+    char **v;
+    size_t n, cap;
+};
 
-static void env_set(char **env, size_t *n, const char *name, const char *value)
+static void *xrealloc(void *p, size_t n)
 {
-    size_t nl = strlen(name);
-    char *entry = env_text[env_text_used++];
-    snprintf(entry, sizeof env_text[0], "%s=%s", name, value);
-    for (size_t i = 0; i < *n; i++)
-        if (strncmp(env[i], name, nl) == 0 && env[i][nl] == '=') {
-            env[i] = entry;
-            return;
+    void *q = realloc(p, n);
+    if (!q) {
+        fprintf(stderr, "vzcaps: out of memory\n");
+        exit(EXIT_REFUSED);
+    }
+    return q;
+}
+
+static void env_push(struct envbuf *b, char *entry)
+{
+    if (b->n + 2 > b->cap)
+        b->v = xrealloc(b->v, (b->cap = b->cap * 2 + 64) * sizeof *b->v);
+    b->v[b->n++] = entry;
+    b->v[b->n] = NULL;
+}
+
+static bool env_is(const char *entry, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(entry, name, n) == 0 && entry[n] == '=';
+}
+
+/* Removes every entry named name, then appends name=value. */
+static void env_set(struct envbuf *b, const char *name, const char *value)
+{
+    size_t w = 0;
+    for (size_t r = 0; r < b->n; r++)
+        if (!env_is(b->v[r], name))
+            b->v[w++] = b->v[r];
+    b->n = w;
+    char *entry = xrealloc(NULL, strlen(name) + strlen(value) + 2);
+    sprintf(entry, "%s=%s", name, value);
+    env_push(b, entry);
+}
+
+static size_t preload_dropped; /* duplicate preload entries collapsed by env_build */
+
+static void env_build(struct envbuf *b, const struct cfg_opts *o)
+{
+    free(b->v);
+    memset(b, 0, sizeof *b);
+    const char *first_preload = NULL;
+    preload_dropped = 0;
+    for (char **e = environ; e && *e; e++) {
+        if (env_is(*e, preload_var)) {
+            if (first_preload) {
+                preload_dropped++;
+                continue;
+            }
+            first_preload = *e;
         }
-    env[(*n)++] = entry;
-    env[*n] = NULL;
-}
-
-static size_t env_copy(char **env)
-{
-    size_t n = 0;
-    env_text_used = 0;
-    for (char **e = environ; e && *e && n < MAX_ENV; e++)
-        env[n++] = *e;
-    env[n] = NULL;
-    return n;
-}
-
-static void env_apply_opts(char **env, size_t *n, const struct cfg_opts *o)
-{
+        env_push(b, *e);
+    }
+    if (!b->v)
+        env_push(b, NULL), b->n = 0;
     if (o->config)
-        env_set(env, n, "VZCAPS_CONFIG", o->config);
+        env_set(b, "VZCAPS_CONFIG", o->config);
     if (o->profile)
-        env_set(env, n, "VZCAPS_PROFILE", o->profile);
+        env_set(b, "VZCAPS_PROFILE", o->profile);
     if (o->chip)
-        env_set(env, n, "VZCAPS_HOST_CHIP", o->chip);
+        env_set(b, "VZCAPS_HOST_CHIP", o->chip);
     if (o->family)
-        env_set(env, n, "VZCAPS_APPLE_FAMILY_MAX", o->family);
+        env_set(b, "VZCAPS_APPLE_FAMILY_MAX", o->family);
     if (o->inherit)
-        env_set(env, n, "VZCAPS_INHERIT", "1");
+        env_set(b, "VZCAPS_INHERIT", "1");
 }
+
+static struct envbuf child_env;
 
 void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r)
 {
     static char file_buf[VZCAPS_CONFIG_MAX_SIZE + 1];
-    static char *env[MAX_ENV + 16];
-    size_t n = env_copy(env);
-    env_apply_opts(env, &n, o);
+    env_build(&child_env, o);
     struct machine m;
     machine_facts(&m);
     struct vzcaps_inputs in = {0};
-    in.envp = (const char *const *)env;
+    in.envp = (const char *const *)child_env.v;
     in.exe = o->exe;
+    in.preload_var = preload_var;
     in.read_file = vzcaps_read_file;
     in.host.brand = m.brand[0] ? m.brand : NULL;
     in.host.brand_origin = m.brand_origin;
@@ -269,20 +304,29 @@ void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opt
 
 char **cli_child_env(const struct cfg_opts *o, const char *library)
 {
-    char **env = env_store;
-    size_t n = env_copy(env);
-    env_apply_opts(env, &n, o);
+    env_build(&child_env, o);
     const char *cur = NULL;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(env[i], preload_var, strlen(preload_var)) == 0 && env[i][strlen(preload_var)] == '=')
-            cur = env[i] + strlen(preload_var) + 1;
-    char joined[4096];
-    if (cur && *cur)
-        snprintf(joined, sizeof joined, "%s:%s", cur, library);
-    else
-        snprintf(joined, sizeof joined, "%s", library);
-    env_set(env, &n, preload_var, joined);
-    return env;
+    for (size_t i = 0; i < child_env.n; i++)
+        if (env_is(child_env.v[i], preload_var))
+            cur = child_env.v[i] + strlen(preload_var) + 1;
+    /* other libraries stay, in their order; any copy of ours goes, then ours is appended:
+     * the child loads it exactly once */
+    size_t cl = cur ? strlen(cur) : 0;
+    char *others = xrealloc(NULL, cl + 1), *joined = xrealloc(NULL, cl + strlen(library) + 2);
+    others[0] = '\0';
+    int k = cur ? vzcaps_strip_library(cur, platform_is_macos ? ":" : ": ", library_file, others, cl + 1) : 0;
+    if (k < 0)
+        k = 0, others[0] = '\0';
+    sprintf(joined, "%s%s%s", others, k > 0 ? ":" : "", library);
+    free(others);
+    env_set(&child_env, preload_var, joined);
+    free(joined);
+    return child_env.v;
+}
+
+size_t cli_preload_duplicates(void)
+{
+    return preload_dropped;
 }
 
 #ifndef VZCAPS_NO_MAIN

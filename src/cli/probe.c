@@ -35,16 +35,12 @@ static char *capture(char **argv, bool stock)
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
-        if (stock) {
-            unsetenv(preload_var);
-            for (char **e = environ; *e;)
-                if (strncmp(*e, "VZCAPS_", 7) == 0) {
-                    char name[128];
-                    snprintf(name, sizeof name, "%.*s", (int)(strchr(*e, '=') - *e), *e);
-                    unsetenv(name);
-                } else {
-                    e++;
-                }
+        if (stock) { /* every entry of ours and every preload entry leaves, whatever its length */
+            size_t w = 0, pl = strlen(preload_var);
+            for (size_t r = 0; environ[r]; r++)
+                if (!vzcaps_env_is_ours(environ[r]) && !(strncmp(environ[r], preload_var, pl) == 0 && environ[r][pl] == '='))
+                    environ[w++] = environ[r];
+            environ[w] = NULL;
         }
         execv(argv[0], argv);
         _exit(127);

@@ -51,14 +51,34 @@ int cmd_run(int argc, char **argv)
     char **cmd = argv + i;
     o.exe = vzcaps_basename(cmd[0]);
 
-    char library[1100], tried[2400];
+    /* what exec would run: a FIFO, a directory or a missing file stops here, before anything
+     * reads it */
+    char target[4096], why[1400];
+    int trc = resolve_target(cmd[0], target, sizeof target, why, sizeof why);
+    if (trc != 0 && !dry) {
+        fprintf(stderr, "vzcaps run: cannot run %s: %s\n", cmd[0], why);
+        return trc;
+    }
+    if (trc != 0) { /* a dry run still shows the environment, for a program installed elsewhere */
+        fprintf(stderr, "vzcaps run: note: %s: %s here\n", cmd[0], why);
+        snprintf(target, sizeof target, "%s", cmd[0]);
+    }
+    char library[4096], tried[2400];
     if (library_opt) {
+        if (strlen(library_opt) >= sizeof library) {
+            fprintf(stderr, "vzcaps run: --library: path longer than %zu bytes\n", sizeof library - 1);
+            return EXIT_REFUSED;
+        }
         snprintf(library, sizeof library, "%s", library_opt);
-        snprintf(tried, sizeof tried, "%s (--library)", library_opt);
+        snprintf(tried, sizeof tried, "--library");
     }
     if (library_opt ? access(library, R_OK) != 0 : find_library(library, sizeof library, tried, sizeof tried) != 0) {
         fprintf(stderr, "vzcaps run: %s not found (looked at %s); reinstall vzcaps or keep the library next to the command\n",
-                library_file, tried);
+                library_opt ? library : library_file, tried);
+        return EXIT_REFUSED;
+    }
+    if (library_check(library, target, why, sizeof why) != 0) {
+        fprintf(stderr, "vzcaps run: not starting %s: library %s: %s\n", o.exe, library, why);
         return EXIT_REFUSED;
     }
     static struct vzcaps_config_result r;
@@ -69,23 +89,27 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr, "vzcaps run: pass --family off to run it stock on purpose\n");
         return EXIT_REFUSED;
     }
-    int rc = run_target_check(cmd[0], library);
+    int rc = run_target_check(target, library);
     if (rc != 0)
         return rc;
     if (verify && r.profile.state == VZCAPS_ENABLED && (rc = verify_gate(&o)) != 0)
         return rc;
 
     char **env = cli_child_env(&o, library);
+    if (cli_preload_duplicates())
+        fprintf(stderr, "vzcaps run: note: %s was set %zu more time(s); the child gets one entry (the first, as getenv sees it)\n",
+                preload_var, cli_preload_duplicates());
     if (dry) {
         for (char **e = env; *e; e++) {
             const char *eq = strchr(*e, '=');
-            size_t nl = (size_t)(eq - *e);
-            char name[256];
-            snprintf(name, sizeof name, "%.*s", (int)nl, *e);
-            const char *now = getenv(name);
-            if (now && strcmp(now, eq + 1) == 0)
+            if (!eq)
+                continue;
+            bool same = false;
+            for (char **c = environ; c && *c && !same; c++)
+                same = strcmp(*c, *e) == 0;
+            if (same)
                 continue; /* unchanged */
-            printf("%s=", name);
+            printf("%.*s=", (int)(eq - *e), *e);
             shell_quote(stdout, eq + 1);
             putchar('\n');
         }
@@ -98,9 +122,21 @@ int cmd_run(int argc, char **argv)
         return 0;
     }
     fflush(NULL);
-    environ = env;
-    execvp(cmd[0], cmd);
+    execve(target, cmd, env); /* exactly the file checked above */
     int err = errno;
-    fprintf(stderr, "vzcaps run: cannot run %s: %s\n", cmd[0], strerror(err));
+    if (err == ENOEXEC) { /* no #! line: a shell script, as execvp treats it */
+        size_t n = 0;
+        while (cmd[n])
+            n++;
+        char **sh = calloc(n + 2, sizeof *sh);
+        if (sh) {
+            sh[0] = "sh";
+            sh[1] = target;
+            memcpy(sh + 2, cmd + 1, n * sizeof *sh);
+            execve("/bin/sh", sh, env);
+        }
+        err = errno;
+    }
+    fprintf(stderr, "vzcaps run: cannot run %s: %s\n", target, strerror(err));
     return err == ENOENT ? 127 : 126;
 }

@@ -1,7 +1,11 @@
-/* Reads a whole small file for the configuration step; shared by the library and the command
- * so both read config files the same way. Never: allocates or writes. */
+/* Reads a whole small config file for the configuration step; shared by the library and the
+ * command so both open, trust and read config files the same way.
+ * Never: blocks on a FIFO or a device (opened O_NONBLOCK, regular files only), trusts a file
+ * others can write, reads past its size limit, allocates or writes. */
 #define _POSIX_C_SOURCE 200809L
 #include "readfile.h"
+
+#include "../core/vzcaps_core.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,21 +14,44 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#ifndef O_NOCTTY
+#define O_NOCTTY 0
+#endif
+
+int vzcaps_open_regular(const char *path, struct stat *st, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot open: %s", strerror(errno));
+        return -1;
+    }
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        close(fd);
+        snprintf(err, errlen, "not a regular file");
+        errno = EINVAL;
+        return -1;
+    }
+    return fd;
+}
+
 int vzcaps_read_file(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing,
                      char *err, size_t errlen)
 {
     (void)ctx;
     *missing = false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    int fd = vzcaps_open_regular(path, &st, err, errlen);
     if (fd < 0) {
         *missing = errno == ENOENT;
-        snprintf(err, errlen, "cannot open: %s", strerror(errno));
         return -1;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (vzcaps_file_trust((unsigned long)st.st_uid, (unsigned long)st.st_mode, (unsigned long)getuid(), err, errlen) != 0) {
         close(fd);
-        snprintf(err, errlen, "not a regular file");
+        return -1;
+    }
+    if (st.st_size < 0 || (unsigned long long)st.st_size > cap - 1) {
+        close(fd);
+        snprintf(err, errlen, "larger than %zu bytes", cap - 1);
         return -1;
     }
     size_t n = 0;

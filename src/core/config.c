@@ -64,7 +64,11 @@ struct parse_state {
 /* One pass over the file. Pass 1 (st->out == NULL) validates everything; pass 2 applies. */
 static int parse(const char *text, size_t len, struct parse_state *st, char *err, size_t errlen)
 {
-    struct vzcaps_settings scratch;
+    /* static: kept off the stack (the library's frames stay under 4 KiB) */
+    static struct vzcaps_settings scratch;
+    static char line[VZCAPS_CONFIG_MAX_LINE + 1], value[VZCAPS_CONFIG_MAX_LINE + 1];
+    static char origin[VZCAPS_ORIGIN_LEN], why[VZCAPS_NOTE_LEN];
+    memset(&scratch, 0, sizeof scratch);
     unsigned line_no = 0;
     int section = -1;
     size_t pos = 0;
@@ -80,7 +84,6 @@ static int parse(const char *text, size_t len, struct parse_state *st, char *err
             BAD("line longer than %d bytes", VZCAPS_CONFIG_MAX_LINE);
         if (memchr(start, '\0', n))
             BAD("NUL byte: not a text file");
-        char line[VZCAPS_CONFIG_MAX_LINE + 1];
         memcpy(line, start, n);
         line[n] = '\0';
         /* a '#' at the start or after a blank starts a comment */
@@ -119,7 +122,7 @@ static int parse(const char *text, size_t len, struct parse_state *st, char *err
             BAD("expected key = value or [section]");
         struct line_view k = trim(v.p, (size_t)(eq - v.p));
         struct line_view val = trim(eq + 1, v.n - (size_t)(eq + 1 - v.p));
-        char key[64], value[VZCAPS_CONFIG_MAX_LINE + 1];
+        char key[64];
         if (k.n == 0 || k.n >= sizeof key)
             BAD("missing or overlong key");
         memcpy(key, k.p, k.n);
@@ -143,7 +146,6 @@ static int parse(const char *text, size_t len, struct parse_state *st, char *err
             BAD("unknown key %s", key);
         if (scratch.set & (1u << kk))
             BAD("duplicate key %s in [%s]", key, st->names[section]);
-        char origin[VZCAPS_ORIGIN_LEN], why[VZCAPS_NOTE_LEN];
         snprintf(origin, sizeof origin, "%s:%u", st->file, line_no);
         if (vzcaps_settings_set(&scratch, (enum vzcaps_key)kk, value, origin, why, sizeof why) != 0)
             BAD("%s: %s", key, why);
@@ -172,7 +174,8 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
             if (strcmp(st.names[i], profile) == 0)
                 chosen = i;
         if (chosen < 0) {
-            snprintf(err, errlen, "%s: no section [%.64s] (asked for by the profile)", file, profile);
+            char clipped[96];
+            snprintf(err, errlen, "%s: no section [%s] (asked for by the profile)", file, vzcaps_clip(profile, 64, clipped, sizeof clipped));
             return -1;
         }
     } else if (st.chosen_by_match >= 0) {
@@ -195,19 +198,13 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
 /* ---- the configuration step ---- */
 
 static const char *const env_prefixes[] = {"VZCAPS_", "TART_METAL_", "LUME_METAL_"};
+#define N_PREFIXES (sizeof env_prefixes / sizeof env_prefixes[0])
 /* the compatibility variables of the existing shims */
 static const enum vzcaps_key compat_keys[] = {
     VZCAPS_KEY_APPLE_FAMILY_MAX, VZCAPS_KEY_MAX_THREADGROUP_MEMORY, VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE};
-
-static bool env_name(const char *entry, char *name, size_t len)
-{
-    const char *eq = strchr(entry, '=');
-    if (!eq || (size_t)(eq - entry) >= len)
-        return false;
-    memcpy(name, entry, (size_t)(eq - entry));
-    name[eq - entry] = '\0';
-    return true;
-}
+/* VZCAPS_ names that are not settings: slots after the keys */
+static const char *const other_names[] = {"CONFIG", "PROFILE"};
+#define N_SLOTS (VZCAPS_KEY_COUNT + sizeof other_names / sizeof other_names[0])
 
 static bool compat_key_allowed(int k)
 {
@@ -217,46 +214,136 @@ static bool compat_key_allowed(int k)
     return false;
 }
 
+/* The slot of the name rest[0..n) after a prefix: a key (upper case), or for VZCAPS_ one of
+ * other_names; -1 when unknown. Works on any length, copies nothing. */
+static int env_slot(const char *rest, size_t n, bool ours)
+{
+    for (int k = 0; k < VZCAPS_KEY_COUNT; k++) {
+        const char *key = vzcaps_key_name((enum vzcaps_key)k);
+        if (strlen(key) != n)
+            continue;
+        size_t i = 0;
+        while (i < n && (key[i] >= 'a' && key[i] <= 'z' ? key[i] - 'a' + 'A' : key[i]) == rest[i])
+            i++;
+        if (i == n)
+            return ours || compat_key_allowed(k) ? k : -1;
+    }
+    for (size_t i = 0; ours && i < sizeof other_names / sizeof other_names[0]; i++)
+        if (strlen(other_names[i]) == n && memcmp(other_names[i], rest, n) == 0)
+            return VZCAPS_KEY_COUNT + (int)i;
+    return -1;
+}
+
+/* An environment name for a message: at most 64 bytes of it, clipped visibly. */
+static const char *msg_name(const char *entry, size_t n, char *buf, size_t len)
+{
+    if (n <= 64)
+        snprintf(buf, len, "%.*s", (int)n, entry);
+    else
+        snprintf(buf, len, "%.64s...(%zu bytes)", entry, n);
+    return buf;
+}
+
+/* Reads which of our names the environment holds. Refuses (returns -1 with a reason) an
+ * unknown VZCAPS_ name, an entry of ours without '=', and any name of ours or the preload
+ * variable present twice: which entry a reader sees would then depend on the reader. */
+static int scan_env(const struct vzcaps_inputs *in, unsigned seen[N_PREFIXES], char *why, size_t len)
+{
+    static char name[128];
+    size_t pl = in->preload_var ? strlen(in->preload_var) : 0;
+    bool preload_seen = false;
+    memset(seen, 0, N_PREFIXES * sizeof seen[0]);
+    for (const char *const *e = in->envp; e && *e; e++) {
+        const char *eq = strchr(*e, '=');
+        size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
+        if (pl && n == pl && memcmp(*e, in->preload_var, pl) == 0) {
+            if (preload_seen) {
+                snprintf(why, len, "%s is set twice in the environment: which one applies is ambiguous; set it once", in->preload_var);
+                return -1;
+            }
+            preload_seen = true;
+            continue;
+        }
+        for (size_t i = 0; i < N_PREFIXES; i++) {
+            size_t xl = strlen(env_prefixes[i]);
+            if (strncmp(*e, env_prefixes[i], xl) != 0)
+                continue;
+            if (!eq) {
+                snprintf(why, len, "environment entry %s has no '=': malformed", msg_name(*e, n, name, sizeof name));
+                return -1;
+            }
+            int slot = env_slot(*e + xl, n - xl, i == 0);
+            if (slot < 0 && i == 0) {
+                snprintf(why, len, "unknown variable %s (known: VZCAPS_APPLE_FAMILY_MAX, VZCAPS_MAX_THREADGROUP_MEMORY, ... see vzcaps help)",
+                         msg_name(*e, n, name, sizeof name));
+                return -1;
+            }
+            if (slot < 0)
+                break; /* not a compatible variable vzcaps reads */
+            if (seen[i] & (1u << slot)) {
+                snprintf(why, len, "%s is set twice in the environment: which one applies is ambiguous; set it once",
+                         msg_name(*e, n, name, sizeof name));
+                return -1;
+            }
+            seen[i] |= 1u << slot;
+            break;
+        }
+    }
+    return 0;
+}
+
 void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
                       struct vzcaps_config_result *out)
 {
-    static struct vzcaps_settings s; /* large: kept off the stack */
-    char err[VZCAPS_NOTE_LEN], name[128];
+    /* large: kept off the stack (the library's frames stay under 4 KiB); configuration runs
+     * once in the library and one call at a time in the command */
+    static struct vzcaps_settings s;
+    static char err[VZCAPS_NOTE_LEN], why[VZCAPS_NOTE_LEN], name[128];
+    static char candidates[2][VZCAPS_PATH_MAX + 1];
+    static const char user_conf[] = "/.config/vzcaps/vzcaps.conf";
+    unsigned seen[N_PREFIXES];
     memset(out, 0, sizeof *out);
     memset(&s, 0, sizeof s);
 
-    /* Which variable family speaks: VZCAPS_* if any is set, else the first compatible one. */
-    const char *prefix = NULL;
-    for (size_t i = 0; i < sizeof env_prefixes / sizeof env_prefixes[0] && !prefix; i++)
-        for (const char *const *e = in->envp; e && *e && !prefix; e++)
-            if (env_name(*e, name, sizeof name) && strncmp(name, env_prefixes[i], strlen(env_prefixes[i])) == 0 &&
-                (i == 0 || compat_key_allowed(vzcaps_key_from_env_name(name, env_prefixes[i]))))
-                prefix = env_prefixes[i];
-    snprintf(out->env_prefix, sizeof out->env_prefix, "%s", prefix ? prefix : "");
-    bool ours = prefix && strcmp(prefix, "VZCAPS_") == 0;
-
-    /* Unknown VZCAPS_* names are typos: refuse rather than run stock silently. */
-    for (const char *const *e = in->envp; ours && e && *e; e++) {
-        if (!env_name(*e, name, sizeof name) || strncmp(name, "VZCAPS_", 7) != 0)
-            continue;
-        if (vzcaps_key_from_env_name(name, "VZCAPS_") < 0 && strcmp(name, "VZCAPS_CONFIG") != 0 &&
-            strcmp(name, "VZCAPS_PROFILE") != 0) {
-            snprintf(err, sizeof err, "unknown variable %.60s (known: VZCAPS_APPLE_FAMILY_MAX, VZCAPS_MAX_THREADGROUP_MEMORY, ... see vzcaps help)", name);
-            vzcaps_profile_refuse(&out->profile, err);
-            return;
-        }
+    if (scan_env(in, seen, why, sizeof why) != 0) {
+        vzcaps_profile_refuse(&out->profile, why);
+        return;
     }
+    /* Which variable family speaks: VZCAPS_* if any is set, else the first compatible one. */
+    size_t speaks = N_PREFIXES;
+    for (size_t i = 0; i < N_PREFIXES && speaks == N_PREFIXES; i++)
+        if (seen[i])
+            speaks = i;
+    const char *prefix = speaks < N_PREFIXES ? env_prefixes[speaks] : NULL;
+    snprintf(out->env_prefix, sizeof out->env_prefix, "%s", prefix ? prefix : "");
+    bool ours = speaks == 0;
 
     /* 1. the config file: VZCAPS_CONFIG, else ~/.config/vzcaps/vzcaps.conf, else /usr/local/etc/vzcaps.conf */
     const char *named = vzcaps_env_get(in->envp, "VZCAPS_CONFIG");
     const char *home = vzcaps_env_get(in->envp, "HOME");
-    char candidates[2][512];
     int n_cand = 0;
     if (named) {
+        if (!*named) {
+            vzcaps_profile_refuse(&out->profile, "VZCAPS_CONFIG is empty: name a config file or unset it");
+            return;
+        }
+        if (strlen(named) > VZCAPS_PATH_MAX) {
+            snprintf(why, sizeof why, "VZCAPS_CONFIG %s: too long (limit %d bytes)", vzcaps_clip(named, 64, name, sizeof name),
+                     VZCAPS_PATH_MAX);
+            vzcaps_profile_refuse(&out->profile, why);
+            return;
+        }
         snprintf(candidates[n_cand++], sizeof candidates[0], "%s", named);
     } else {
-        if (home && *home)
-            snprintf(candidates[n_cand++], sizeof candidates[0], "%s/.config/vzcaps/vzcaps.conf", home);
+        if (home && *home) {
+            if (strlen(home) + sizeof user_conf - 1 > VZCAPS_PATH_MAX) {
+                snprintf(why, sizeof why, "HOME %s: too long for the user config file path (limit %d bytes)",
+                         vzcaps_clip(home, 64, name, sizeof name), VZCAPS_PATH_MAX);
+                vzcaps_profile_refuse(&out->profile, why);
+                return;
+            }
+            snprintf(candidates[n_cand++], sizeof candidates[0], "%s%s", home, user_conf);
+        }
         snprintf(candidates[n_cand++], sizeof candidates[0], "%s", "/usr/local/etc/vzcaps.conf");
     }
     for (int i = 0; i < n_cand && in->read_file; i++) {
@@ -265,16 +352,14 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         if (in->read_file(in->read_ctx, candidates[i], file_buf, file_cap, &len, &missing, err, sizeof err) != 0) {
             if (missing && !named)
                 continue;
-            char why[VZCAPS_NOTE_LEN + 600];
             snprintf(why, sizeof why, "%s: %s%s", candidates[i], err, named ? " (named by VZCAPS_CONFIG)" : "");
             vzcaps_profile_refuse(&out->profile, why);
             return;
         }
         snprintf(out->config_path, sizeof out->config_path, "%s", candidates[i]);
-        char cerr[VZCAPS_NOTE_LEN];
         if (vzcaps_config_apply(file_buf, len, candidates[i], in->exe, vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), &s,
-                                out->section, sizeof out->section, cerr, sizeof cerr) != 0) {
-            vzcaps_profile_refuse(&out->profile, cerr);
+                                out->section, sizeof out->section, err, sizeof err) != 0) {
+            vzcaps_profile_refuse(&out->profile, err);
             return;
         }
         break;
@@ -286,15 +371,17 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
 
     /* 2. variables override the file */
     for (const char *const *e = in->envp; prefix && e && *e; e++) {
-        if (!env_name(*e, name, sizeof name))
+        size_t xl = strlen(prefix);
+        const char *eq = strchr(*e, '=');
+        if (!eq || strncmp(*e, prefix, xl) != 0)
             continue;
-        int k = vzcaps_key_from_env_name(name, prefix);
-        if (k < 0 || (!ours && !compat_key_allowed(k)))
+        int k = env_slot(*e + xl, (size_t)(eq - *e) - xl, ours);
+        if (k < 0 || k >= VZCAPS_KEY_COUNT)
             continue;
-        char why[VZCAPS_NOTE_LEN], msg[VZCAPS_NOTE_LEN + 160];
-        if (vzcaps_settings_set(&s, (enum vzcaps_key)k, strchr(*e, '=') + 1, name, why, sizeof why) != 0) {
-            snprintf(msg, sizeof msg, "%s: %s; fix or unset it", name, why);
-            vzcaps_profile_refuse(&out->profile, msg);
+        msg_name(*e, (size_t)(eq - *e), name, sizeof name); /* a known name: short */
+        if (vzcaps_settings_set(&s, (enum vzcaps_key)k, eq + 1, name, err, sizeof err) != 0) {
+            snprintf(why, sizeof why, "%s: %s; fix or unset it", name, err);
+            vzcaps_profile_refuse(&out->profile, why);
             return;
         }
     }
@@ -304,7 +391,7 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         /* name the section first: it explains every later note */
         struct vzcaps_profile *p = &out->profile;
         memmove(p->notes[1], p->notes[0], p->n_notes * sizeof p->notes[0]);
-        snprintf(p->notes[0], sizeof p->notes[0], "profile [%s] of %.120s", out->section, out->config_path);
+        snprintf(p->notes[0], sizeof p->notes[0], "profile [%s] of %s", out->section, out->config_path);
         p->n_notes++;
     }
 }

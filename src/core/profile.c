@@ -47,9 +47,11 @@ int vzcaps_key_from_env_name(const char *name, const char *prefix)
     return -1;
 }
 
+/* A one-line reason quoting value (clipped visibly when long). */
 static int fail(char *err, size_t errlen, const char *fmt, const char *value)
 {
-    snprintf(err, errlen, fmt, value);
+    char clipped[96];
+    snprintf(err, errlen, fmt, vzcaps_clip(value, 64, clipped, sizeof clipped));
     return -1;
 }
 
@@ -70,7 +72,9 @@ static int parse_bytes(const char *v, uint64_t max, uint64_t *out, char *err, si
     if (vzcaps_parse_u64(v, out) != 0)
         return fail(err, errlen, "\"%s\" is not a plain decimal number of bytes", v);
     if (*out == 0 || *out > max) {
-        snprintf(err, errlen, "%s is out of range (1..%llu bytes)", v, (unsigned long long)max);
+        char clipped[96];
+        snprintf(err, errlen, "%s is out of range (1..%llu bytes)", vzcaps_clip(v, 64, clipped, sizeof clipped),
+                 (unsigned long long)max);
         return -1;
     }
     return 0;
@@ -184,8 +188,12 @@ static void note(struct vzcaps_profile *p, const char *fmt, ...)
         return;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(p->notes[p->n_notes++], VZCAPS_NOTE_LEN, fmt, ap);
+    char *n = p->notes[p->n_notes++];
+    n[0] = '\0';
+    int len = vsnprintf(n, VZCAPS_NOTE_LEN, fmt, ap);
     va_end(ap);
+    if (len < 0 || len >= VZCAPS_NOTE_LEN)
+        memcpy(n + VZCAPS_NOTE_LEN - 4, "...", 4); /* never cut silently */
 }
 
 void vzcaps_profile_refuse(struct vzcaps_profile *p, const char *reason)
@@ -239,7 +247,7 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
         if (!chip->known) {
             char why[VZCAPS_NOTE_LEN];
             if (brand)
-                snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%.60s\" (from %s) is not one: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand, origin);
+                snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand, origin);
             else
                 snprintf(why, sizeof why, "%s=auto needs the host chip, which could not be detected: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin);
             vzcaps_profile_refuse(p, why);

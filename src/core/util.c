@@ -79,16 +79,140 @@ int vzcaps_strip_library(const char *list, const char *seps, const char *libname
     return (int)w;
 }
 
+/* Marks a buffer that something did not fit into: its last bytes become "...". */
+static void mark_cut(char *buf, size_t len)
+{
+    if (len >= 4)
+        memcpy(buf + len - 4, "...", 4);
+}
+
 char *vzcaps_appendf(char *buf, size_t len, const char *fmt, ...)
 {
     size_t used = strlen(buf);
-    if (used + 1 >= len)
+    if (used + 1 >= len) {
+        mark_cut(buf, len);
         return buf;
+    }
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf + used, len - used, fmt, ap);
+    int n = vsnprintf(buf + used, len - used, fmt, ap);
     va_end(ap);
+    if (n < 0 || (size_t)n >= len - used)
+        mark_cut(buf, len);
     return buf;
+}
+
+/* Length of the valid UTF-8 sequence at p (n bytes available) that is printable text, or 0
+ * when the byte at p must be escaped: an invalid, overlong or truncated sequence, a
+ * surrogate, a value above U+10FFFF, or a C1 control (U+0080..U+009F). */
+static size_t utf8_printable(const unsigned char *p, size_t n)
+{
+    unsigned c = p[0];
+    size_t len;
+    unsigned cp, min;
+    if (c < 0x80)
+        return c >= 0x20 && c != 0x7f && c != '\\' ? 1 : 0;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2, cp = c & 0x1f, min = 0x80;
+    else if (c >= 0xe0 && c <= 0xef)
+        len = 3, cp = c & 0x0f, min = 0x800;
+    else if (c >= 0xf0 && c <= 0xf4)
+        len = 4, cp = c & 0x07, min = 0x10000;
+    else
+        return 0;
+    if (n < len)
+        return 0;
+    for (size_t i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+        cp = cp << 6 | (p[i] & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+        return 0;
+    return len;
+}
+
+size_t vzcaps_escape(const char *in, size_t n, char *out, size_t outlen)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)in;
+    size_t need = 0, i = 0;
+    while (i < n) {
+        size_t k = utf8_printable(p + i, n - i);
+        char esc[4];
+        const char *src;
+        size_t m;
+        if (k) {
+            src = (const char *)p + i, m = k;
+        } else if (p[i] == '\\') {
+            src = "\\\\", m = 2;
+        } else {
+            esc[0] = '\\', esc[1] = 'x', esc[2] = hex[p[i] >> 4], esc[3] = hex[p[i] & 15];
+            src = esc, m = 4;
+        }
+        if (need + m < outlen)
+            memcpy(out + need, src, m);
+        else if (outlen)
+            outlen = need + 1; /* stop writing: a prefix only, never a broken escape */
+        need += m;
+        i += k ? k : 1;
+    }
+    if (outlen)
+        out[need < outlen ? need : outlen - 1] = '\0';
+    return need;
+}
+
+char *vzcaps_clip(const char *s, size_t max, char *out, size_t outlen)
+{
+    size_t n = strlen(s);
+    if (n <= max)
+        snprintf(out, outlen, "%s", s);
+    else
+        snprintf(out, outlen, "%.*s...(%zu bytes)", (int)max, s, n);
+    return out;
+}
+
+bool vzcaps_env_is_ours(const char *entry)
+{
+    return strncmp(entry, "VZCAPS_", 7) == 0 || strncmp(entry, "TART_METAL_", 11) == 0 ||
+           strncmp(entry, "LUME_METAL_", 11) == 0;
+}
+
+int vzcaps_file_trust(unsigned long owner, unsigned long mode, unsigned long uid, char *why, size_t len)
+{
+    if (owner != uid && owner != 0) {
+        snprintf(why, len, "not trusted: owned by uid %lu", owner);
+        return -1;
+    }
+    if (mode & 022) {
+        snprintf(why, len, "not trusted: writable by others (mode 0%03lo)", mode & 0777);
+        return -1;
+    }
+    return 0;
+}
+
+/* Known launchers, by the shape of their real path: "<X>/bin/<name>" re-executes
+ * "<X>/<target>". CPython's framework builds (Mac/Tools/pythonw.c) start bin/python3.N,
+ * which re-executes Resources/Python.app/Contents/MacOS/Python with the same environment. */
+static const struct {
+    const char *name_glob, *target;
+} launchers[] = {
+    {"python3*", "Resources/Python.app/Contents/MacOS/Python"},
+};
+
+bool vzcaps_launcher_target(const char *exe_path, char *target, size_t len)
+{
+    const char *base = vzcaps_basename(exe_path);
+    size_t dir = (size_t)(base - exe_path); /* "<X>/bin/" */
+    if (dir < 5 || memcmp(base - 5, "/bin/", 5) != 0)
+        return false;
+    for (size_t i = 0; i < sizeof launchers / sizeof launchers[0]; i++) {
+        if (!vzcaps_glob_match(launchers[i].name_glob, base))
+            continue;
+        int n = snprintf(target, len, "%.*s/%s", (int)(dir - 5), exe_path, launchers[i].target);
+        return n > 0 && (size_t)n < len; /* a target that does not fit is no launcher we can confirm */
+    }
+    return false;
 }
 
 const char *vzcaps_env_get(const char *const *envp, const char *name)

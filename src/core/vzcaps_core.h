@@ -58,7 +58,10 @@ enum vzcaps_key {
 };
 
 #define VZCAPS_MAX_EXTRA 12
-#define VZCAPS_ORIGIN_LEN 160
+/* Paths longer than this are refused ("too long"), never cut: macOS's PATH_MAX is 1024, so
+ * open(2) there fails on a longer path anyway. */
+#define VZCAPS_PATH_MAX 1024
+#define VZCAPS_ORIGIN_LEN (VZCAPS_PATH_MAX + 32) /* "file:line" or a variable name */
 #define VZCAPS_MAX_THREADGROUP_LIMIT 1048576ull          /* accepted range of the value */
 #define VZCAPS_MAX_WORKING_SET_LIMIT (1ull << 50)         /* 1 PiB */
 
@@ -108,7 +111,9 @@ bool vzcaps_glob_match(const char *pattern, const char *text);
 /* ---- resolution against host facts ---- */
 
 #define VZCAPS_MAX_NOTES 10
-#define VZCAPS_NOTE_LEN 256
+/* A note holds a path (VZCAPS_PATH_MAX) and its reason; values quoted in notes are clipped
+ * explicitly (vzcaps_clip), so a note never ends mid-value without saying so. */
+#define VZCAPS_NOTE_LEN (VZCAPS_PATH_MAX + 400)
 
 enum vzcaps_state {
     VZCAPS_STOCK_UNCONFIGURED, /* nothing asked: silent */
@@ -127,7 +132,7 @@ struct vzcaps_profile {
     size_t n_extra;
     bool inherit, quiet, unsafe;
     struct vzcaps_chip chip;
-    char chip_origin[64];            /* how the chip was found */
+    char chip_origin[VZCAPS_ORIGIN_LEN]; /* how the chip was found */
     char notes[VZCAPS_MAX_NOTES][VZCAPS_NOTE_LEN];
     size_t n_notes;
 };
@@ -163,6 +168,7 @@ bool vzcaps_query_needed(const struct vzcaps_profile *p, enum vzcaps_query q);
 struct vzcaps_inputs {
     const char *const *envp;  /* NULL-terminated "NAME=value" array */
     const char *exe;          /* executable base name */
+    const char *preload_var;  /* LD_PRELOAD / DYLD_INSERT_LIBRARIES: set twice is refused; NULL: not checked */
     /* reads a whole file; returns 0, or -1 with a reason in err. absent: set *missing. */
     int (*read_file)(void *ctx, const char *path, char *buf, size_t cap, size_t *len,
                      bool *missing, char *err, size_t errlen);
@@ -172,7 +178,7 @@ struct vzcaps_inputs {
 
 struct vzcaps_config_result {
     struct vzcaps_profile profile;
-    char config_path[512];   /* file read, empty when none */
+    char config_path[VZCAPS_PATH_MAX + 1]; /* file read, empty when none */
     char section[64];        /* chosen section, empty when none */
     char env_prefix[16];     /* "VZCAPS_", "TART_METAL_", "LUME_METAL_" or "" */
 };
@@ -183,6 +189,33 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
 /* Value of name in envp, or NULL. */
 const char *vzcaps_env_get(const char *const *envp, const char *name);
 
+/* Whether an environment entry belongs to vzcaps: any name starting with VZCAPS_,
+ * TART_METAL_ or LUME_METAL_ (whatever its length, with or without '='). Children that
+ * start stock see none of them. */
+bool vzcaps_env_is_ours(const char *entry);
+
+/* ---- trust in a file (sudo/ssh rules): the owner is the real user or root, and neither
+ * group nor others may write it. 0, or -1 with "not trusted: ..." in why. ---- */
+int vzcaps_file_trust(unsigned long owner, unsigned long mode, unsigned long uid, char *why, size_t len);
+
+/* ---- launchers: executables that only re-execute the real program with the same
+ * environment (python.org and Homebrew framework builds of Python). Given the real path of
+ * this executable, writes the path of the program it re-executes and returns true when the
+ * path has a launcher's shape; the caller confirms that file exists. Such a process passes
+ * the injection on unchanged: the profile applies in the program it starts. ---- */
+bool vzcaps_launcher_target(const char *exe_path, char *target, size_t len);
+
+/* ---- output: one documented escape form for every human-readable line ----
+ * Control characters (C0), DEL, C1 controls (U+0080..U+009F) and bytes that are not valid
+ * UTF-8 become \xNN per byte; a backslash becomes \\. Valid printable UTF-8 passes.
+ * Writes at most outlen bytes including the NUL; returns the length the whole escaped text
+ * needs (like snprintf): a result >= outlen means out holds only a prefix. 4 * n + 1 bytes
+ * always suffice. */
+size_t vzcaps_escape(const char *in, size_t n, char *out, size_t outlen);
+/* Copies s into out for quoting in a message: at most max bytes of it, then "...(N bytes)"
+ * when it was longer, so a clipped value says so. Returns out. */
+char *vzcaps_clip(const char *s, size_t max, char *out, size_t outlen);
+
 /* ---- small helpers ---- */
 
 /* Plain decimal (no sign, blank, prefix or trailing text); 0 or -1. */
@@ -192,7 +225,8 @@ int vzcaps_parse_u64(const char *text, uint64_t *out);
 int vzcaps_strip_library(const char *list, const char *seps, const char *libname, char *out, size_t outlen);
 /* Base name of a path (pointer into path). */
 const char *vzcaps_basename(const char *path);
-/* snprintf-like appending that never overflows; returns buf. */
+/* snprintf-like appending that never overflows; text that does not fit is cut and the end
+ * of buf marked "..." (never cut silently). Returns buf. */
 char *vzcaps_appendf(char *buf, size_t len, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))

@@ -180,7 +180,7 @@ void vzcaps_hooks_on_device(id device)
     if (vzcaps_hooks_install_on_class(cls, why, sizeof why) != 0) {
         char line[300];
         snprintf(line, sizeof line, "vzcaps: %s", why);
-        vzcaps_platform_log(line, !vzcaps_effective.quiet);
+        vzcaps_log(line, !vzcaps_effective.quiet);
     }
 }
 

@@ -1,16 +1,20 @@
 /* The injected library's constructor: reads the configuration once, decides, logs one line,
  * keeps children stock unless asked, and arms the platform trigger.
- * Never: exits, aborts or changes anything when the configuration is in doubt. */
+ * Never: exits, aborts or changes anything when the configuration is in doubt; blocks on a
+ * file or on standard error; raises SIGPIPE; prints a byte a terminal would interpret. */
 #define _POSIX_C_SOURCE 200809L
 #include "shim.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/select.h>
+#include <sys/time.h>
+#include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 VZCAPS_HIDDEN struct vzcaps_profile vzcaps_effective;
 
@@ -19,73 +23,165 @@ __attribute__((visibility("default"))) const char vzcaps_library_version[] = VZC
 static char file_buf[VZCAPS_CONFIG_MAX_SIZE + 1];
 static struct vzcaps_config_result result;
 
-void vzcaps_write_stderr_line(const char *line)
+static long long now_us(void)
 {
-    char buf[2100];
-    size_t n = strlen(line);
-    if (n > sizeof buf - 1)
-        n = sizeof buf - 1;
-    memcpy(buf, line, n);
-    buf[n++] = '\n';
-    ssize_t w;
-    do
-        w = write(2, buf, n);
-    while (w < 0 && errno == EINTR);
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
-/* Children start stock: drop our variables and our entry in the preload list. */
-static void strip_environment(const char *compat_prefix)
+/* Whether fd 2 takes more bytes before the deadline. */
+static bool stderr_writable(long long deadline)
 {
-    static char names[64][128];
-    size_t n = 0;
-    for (char **e = environ; e && *e && n < 64; e++) {
-        const char *eq = strchr(*e, '=');
-        size_t len = eq ? (size_t)(eq - *e) : 0;
-        if (!eq || len >= sizeof names[0])
+    for (;;) {
+        long long left = deadline - now_us();
+        if (left <= 0)
+            return false;
+        struct timeval tv = {(time_t)(left / 1000000), (suseconds_t)(left % 1000000)};
+        fd_set w;
+        FD_ZERO(&w);
+        FD_SET(2, &w);
+        int r = select(3, NULL, &w, NULL, &tv);
+        if (r >= 0 || errno != EINTR)
+            return r > 0;
+    }
+}
+
+/* One line to standard error. The state of fd 2 is left alone (no O_NONBLOCK, no
+ * F_SETNOSIGPIPE: they would change it for the host process too). Instead: SIGPIPE is blocked
+ * in this thread for the write and a SIGPIPE the write raised is taken back; each chunk waits
+ * until fd 2 is writable, within 200 ms for the whole line, and is no larger than PIPE_BUF on
+ * macOS (512), so a writable pipe takes it without blocking. A reader that never reads costs
+ * the host at most 200 ms, once. */
+VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n)
+{
+    sigset_t pipe_only, old, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    bool blocked = pthread_sigmask(SIG_BLOCK, &pipe_only, &old) == 0;
+    bool was_pending = blocked && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    long long deadline = now_us() + 200000;
+    for (size_t off = 0; off < n;) {
+        if (!stderr_writable(deadline))
+            break;
+        size_t chunk = n - off < 512 ? n - off : 512;
+        ssize_t w = write(2, line + off, chunk);
+        if (w < 0 && errno == EINTR)
             continue;
-        int ours = strncmp(*e, "VZCAPS_", 7) == 0 ||
-                   (*compat_prefix && strncmp(*e, compat_prefix, strlen(compat_prefix)) == 0);
-        if (ours) {
-            memcpy(names[n], *e, len);
-            names[n++][len] = '\0';
+        if (w <= 0)
+            break; /* closed, full or gone: the line is lost, the host is not */
+        off += (size_t)w;
+    }
+    if (blocked) {
+        if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+            int sig;
+            sigwait(&pipe_only, &sig); /* pending, so this returns at once */
         }
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
     }
-    for (size_t i = 0; i < n; i++)
-        unsetenv(names[i]);
-    const char *list = getenv(vzcaps_platform_preload_var);
-    if (list) {
-        static char stripped[8192];
-        if (vzcaps_strip_library(list, vzcaps_platform_preload_seps, vzcaps_platform_library_name, stripped,
-                                 sizeof stripped) < 0)
-            return;
-        if (stripped[0])
-            setenv(vzcaps_platform_preload_var, stripped, 1);
-        else
-            unsetenv(vzcaps_platform_preload_var);
+}
+
+VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr)
+{
+    /* raw lines are bounded (notes and names are); escaping needs at most 4x, plus '\n' */
+    static char line[4 * (16 + 300 + VZCAPS_MAX_NOTES * (VZCAPS_NOTE_LEN + 2)) + 2];
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* trigger paths may log from two threads */
+    pthread_mutex_lock(&lock);
+    size_t n = vzcaps_escape(raw, strlen(raw), line, sizeof line - 1);
+    if (n >= sizeof line - 1) {
+        n = sizeof line - 5;
+        memcpy(line + n, "...", 3), n += 3; /* never cut silently */
     }
+    line[n] = '\n'; /* written with the line: one chunk where it fits */
+    line[n + 1] = '\0';
+    vzcaps_platform_log(line, n, to_stderr);
+    pthread_mutex_unlock(&lock);
+}
+
+/* Children start stock: every entry of ours (VZCAPS_*, TART_METAL_*, LUME_METAL_*) leaves
+ * the environment array, and our library leaves every preload entry (an entry left empty
+ * goes too), whatever the number of entries, duplicates or lengths. The array is compacted
+ * in place; a changed preload entry is a new allocation. -1 when that allocation fails. */
+static int strip_environment(char **env)
+{
+    size_t pl = strlen(vzcaps_platform_preload_var), w = 0;
+    for (size_t r = 0; env && env[r]; r++) {
+        char *e = env[r];
+        if (vzcaps_env_is_ours(e))
+            continue;
+        if (strncmp(e, vzcaps_platform_preload_var, pl) == 0 && e[pl] == '=') {
+            size_t n = strlen(e);
+            char *copy = malloc(n + 1);
+            if (!copy)
+                return -1;
+            memcpy(copy, e, pl + 1);
+            int k = vzcaps_strip_library(e + pl + 1, vzcaps_platform_preload_seps, vzcaps_platform_library_name,
+                                         copy + pl + 1, n - pl);
+            if (k < 0) {
+                free(copy);
+                return -1;
+            }
+            if (k == 0) {
+                free(copy);
+                continue;
+            }
+            if ((size_t)k == n - pl - 1 && strcmp(copy, e) == 0)
+                free(copy); /* unchanged */
+            else
+                e = copy;  /* kept for the life of the process, as putenv's strings are */
+        }
+        env[w++] = e;
+    }
+    if (env)
+        env[w] = NULL;
+    return 0;
+}
+
+/* A launcher re-executes the real program with this same environment: it is not the
+ * process the configuration is for, so it passes everything on unchanged. */
+static bool is_launcher(void)
+{
+    static char self[VZCAPS_PATH_MAX + 1], target[VZCAPS_PATH_MAX + 1], why[64];
+    if (vzcaps_platform_exe_path(self, sizeof self) != 0 || !vzcaps_launcher_target(self, target, sizeof target))
+        return false;
+    struct stat st;
+    int fd = vzcaps_open_regular(target, &st, why, sizeof why);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
 }
 
 __attribute__((constructor)) static void vzcaps_init(void)
 {
-    static char brand[256];
+    static char brand[256], exe[300], raw[16 + sizeof exe + VZCAPS_MAX_NOTES * (VZCAPS_NOTE_LEN + 2)];
+    char **env = *vzcaps_platform_environ();
+    if (is_launcher())
+        return;
     struct vzcaps_inputs in = {0};
-    in.envp = (const char *const *)environ;
+    in.envp = (const char *const *)env;
+    vzcaps_clip(vzcaps_platform_exe_name(), 255, exe, sizeof exe);
     in.exe = vzcaps_platform_exe_name();
+    in.preload_var = vzcaps_platform_preload_var;
     in.read_file = vzcaps_read_file;
     vzcaps_platform_host(&in.host, brand, sizeof brand);
     vzcaps_configure(&in, file_buf, sizeof file_buf, &result);
-    vzcaps_effective = result.profile;
+    struct vzcaps_profile *p = &result.profile;
 
-    const struct vzcaps_profile *p = &vzcaps_effective;
-    if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED) {
-        static char line[2048];
-        snprintf(line, sizeof line, "vzcaps: ");
-        vzcaps_profile_describe(p, in.exe, line + 8, sizeof line - 8);
-        vzcaps_platform_log(line, !p->quiet);
+    /* Nothing here applies to this process (nothing set, or no config section fits it): pass
+     * the injection on unchanged, so the process it is meant for still gets it. */
+    if (p->state == VZCAPS_STOCK_UNCONFIGURED)
+        return;
+    if (!(p->state == VZCAPS_ENABLED && p->inherit) && strip_environment(env) != 0 && p->state == VZCAPS_ENABLED) {
+        vzcaps_profile_refuse(p, "cannot remove vzcaps from the environment of child processes (out of memory)");
+        p->invalid = false;
     }
-    const char *compat = strcmp(result.env_prefix, "VZCAPS_") == 0 ? "" : result.env_prefix;
-    if (!(p->state == VZCAPS_ENABLED && p->inherit))
-        strip_environment(compat);
+    if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED) {
+        snprintf(raw, sizeof raw, "vzcaps: ");
+        vzcaps_profile_describe(p, exe, raw + 8, sizeof raw - 8);
+        vzcaps_log(raw, !p->quiet);
+    }
+    vzcaps_effective = *p;
     if (p->state != VZCAPS_ENABLED)
         return;
     vzcaps_hooks_watch_base_class();

@@ -19,13 +19,22 @@ VZCAPS_HIDDEN void vzcaps_hooks_on_device(id device);
 VZCAPS_HIDDEN int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len);
 VZCAPS_HIDDEN void vzcaps_hooks_watch_base_class(void);
 
-/* shim.c: the log line to standard error, in one write(2) (no stdio, no allocation) */
-VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line);
+/* shim.c: logging. vzcaps_log escapes a raw line (vzcaps_escape) and hands it to the
+ * platform; vzcaps_write_stderr_line writes an escaped line (n bytes, ending in '\n') to fd 2
+ * without raising SIGPIPE, changing fd 2 or blocking for more than 200 ms. */
+VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr);
+VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n);
 
 /* trigger_<platform>.c */
 VZCAPS_HIDDEN void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len);
 VZCAPS_HIDDEN const char *vzcaps_platform_exe_name(void);
-VZCAPS_HIDDEN void vzcaps_platform_log(const char *line, int to_stderr);
+/* The real path of this process's executable (symbolic links resolved): 0, or -1. */
+VZCAPS_HIDDEN int vzcaps_platform_exe_path(char *buf, size_t len);
+/* Where this process's environment array lives (environ, or _NSGetEnviron on macOS). */
+VZCAPS_HIDDEN char ***vzcaps_platform_environ(void);
+/* Writes an escaped line of n bytes (line[n] is its '\n') to the platform's log and, if
+ * asked, to standard error. */
+VZCAPS_HIDDEN void vzcaps_platform_log(const char *line, size_t n, bool to_stderr);
 VZCAPS_HIDDEN void vzcaps_platform_trigger_install(void);
 VZCAPS_HIDDEN extern const char vzcaps_platform_preload_var[];
 VZCAPS_HIDDEN extern const char vzcaps_platform_preload_seps[];

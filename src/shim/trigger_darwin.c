@@ -35,12 +35,30 @@ const char *vzcaps_platform_exe_name(void)
     return name ? name : "?";
 }
 
-void vzcaps_platform_log(const char *line, int to_stderr)
+void vzcaps_platform_log(const char *line, size_t n, bool to_stderr)
 {
-    syslog(LOG_NOTICE, "%s", line);
-    if (!to_stderr)
-        return;
-    vzcaps_write_stderr_line(line);
+    syslog(LOG_NOTICE, "%.*s", (int)n, line);
+    if (to_stderr)
+        vzcaps_write_stderr_line(line, n + 1);
+}
+
+/* <mach-o/dyld.h> and <crt_externs.h>: the path dyld launched, and the environment array
+ * (a library has no `environ` of its own on macOS; environ(7)). */
+extern int _NSGetExecutablePath(char *buf, uint32_t *bufsize);
+extern char ***_NSGetEnviron(void);
+
+int vzcaps_platform_exe_path(char *buf, size_t len)
+{
+    static char launched[VZCAPS_PATH_MAX + 1];
+    uint32_t size = sizeof launched;
+    if (len < VZCAPS_PATH_MAX + 1 || _NSGetExecutablePath(launched, &size) != 0)
+        return -1; /* too long for the buffer: not a path we can use */
+    return realpath(launched, buf) ? 0 : -1; /* macOS's realpath writes at most PATH_MAX (1024) + 1 */
+}
+
+char ***vzcaps_platform_environ(void)
+{
+    return _NSGetEnviron();
 }
 
 /* Metal's exported factories, linked weakly: absent Metal means no interposing target. */

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+extern char **environ;
+
 const char vzcaps_platform_preload_var[] = "LD_PRELOAD";
 const char vzcaps_platform_preload_seps[] = ": ";
 const char vzcaps_platform_library_name[] = "libvzcaps.so";
@@ -28,11 +30,24 @@ const char *vzcaps_platform_exe_name(void)
     return program_invocation_short_name;
 }
 
-void vzcaps_platform_log(const char *line, int to_stderr)
+void vzcaps_platform_log(const char *line, size_t n, bool to_stderr)
 {
-    if (!to_stderr)
-        return;
-    vzcaps_write_stderr_line(line);
+    if (to_stderr)
+        vzcaps_write_stderr_line(line, n + 1);
+}
+
+int vzcaps_platform_exe_path(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len);
+    if (n <= 0 || (size_t)n >= len)
+        return -1; /* a path that does not fit is no path we can use */
+    buf[n] = '\0';
+    return 0;
+}
+
+char ***vzcaps_platform_environ(void)
+{
+    return &environ;
 }
 
 typedef id (*factory_fn)(void);
