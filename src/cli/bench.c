@@ -41,7 +41,7 @@ static int run_to_files(char **argv, const char *out_path, const char *err_path,
     char shown[600] = "";
     for (char **a = argv; *a; a++)
         vzcaps_appendf(shown, sizeof shown, "%s%s", a == argv ? "" : " ", *a);
-    fprintf(stderr, "vzcaps bench: [%d/%d] %s: %s\n", step, steps, label, shown);
+    eprintf("vzcaps bench: [%d/%d] %s: %s", step, steps, label, shown);
     double t0 = now_s();
     fflush(NULL);
     pid_t pid = fork();
@@ -57,7 +57,7 @@ static int run_to_files(char **argv, const char *out_path, const char *err_path,
     if (pid < 0 || waitpid(pid, &st, 0) != pid)
         return 126;
     int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    fprintf(stderr, "vzcaps bench: [%d/%d] %s: %s in %.1f s\n", step, steps, label, rc ? "FAILED" : "done", now_s() - t0);
+    eprintf("vzcaps bench: [%d/%d] %s: %s in %.1f s", step, steps, label, rc ? "FAILED" : "done", now_s() - t0);
     return rc;
 }
 
@@ -181,12 +181,12 @@ int cmd_bench(int argc, char **argv)
         return usage_error("bench", "-r must be at least 1, and -p or -n must be positive (nothing to measure)");
     bool guest = strcmp(o.mode, "guest") == 0;
     if (access(o.model, R_OK) != 0) {
-        fprintf(stderr, "vzcaps bench: %s: cannot read the model: %s\n", o.model, strerror(errno));
+        eprintf("vzcaps bench: %s: cannot read the model: %s", o.model, strerror(errno));
         return 1;
     }
     char lb[1100];
     if (!find_executable(o.llama_bench ? o.llama_bench : "llama-bench", NULL, lb, sizeof lb)) {
-        fprintf(stderr, "vzcaps bench: %s not found or not executable; give --llama-bench PATH\n", o.llama_bench ? o.llama_bench : "llama-bench");
+        eprintf("vzcaps bench: %s not found or not executable; give --llama-bench PATH", o.llama_bench ? o.llama_bench : "llama-bench");
         return 1;
     }
     char outdir[1100];
@@ -207,7 +207,7 @@ int cmd_bench(int argc, char **argv)
         if (d)
             closedir(d);
         if (!empty) {
-            fprintf(stderr, "vzcaps bench: %s: %s\n", outdir, errno == EEXIST ? "exists and is not empty; give a new --out" : strerror(errno));
+            eprintf("vzcaps bench: %s: %s", outdir, errno == EEXIST ? "exists and is not empty; give a new --out" : strerror(errno));
             return 1;
         }
     }
@@ -218,7 +218,7 @@ int cmd_bench(int argc, char **argv)
     struct cfg_opts co = {.profile = o.profile, .exe = vzcaps_basename(lb)};
     cli_configure_run(&co, &cfg);
     if (guest && cfg.profile.state != VZCAPS_ENABLED) {
-        fprintf(stderr, "vzcaps bench: the unlocked run would be stock: %s\n", cfg.profile.n_notes ? cfg.profile.notes[0] : "nothing configured");
+        eprintf("vzcaps bench: the unlocked run would be stock: %s", cfg.profile.n_notes ? cfg.profile.notes[0] : "nothing configured");
         return 1;
     }
 
@@ -231,7 +231,7 @@ int cmd_bench(int argc, char **argv)
     bool have_ppl = find_executable(o.llama_perplexity ? o.llama_perplexity : "llama-perplexity", o.llama_perplexity ? NULL : lb, lp, sizeof lp);
     bool do_check = guest && o.check != 0 && have_ppl;
     if (guest && o.check == 1 && !have_ppl) {
-        fprintf(stderr, "vzcaps bench: --check-output needs llama-perplexity (next to llama-bench, on PATH, or --llama-perplexity)\n");
+        eprintf("vzcaps bench: --check-output needs llama-perplexity (next to llama-bench, on PATH, or --llama-perplexity)");
         return 1;
     }
     int steps = guest ? 2 + (do_check ? 2 : 0) : 1, step = 0;
@@ -245,16 +245,16 @@ int cmd_bench(int argc, char **argv)
         snprintf(b, sizeof b, "%s/%s.stderr", outdir, roles[k]);
         int rc = run_to_files(k ? unlocked_args : bench_args, a, b, roles[k], ++step, steps);
         if (rc != 0) {
-            fprintf(stderr, "vzcaps bench: the %s run failed (exit %d); its output is in %s\n", roles[k], rc, b);
+            eprintf("vzcaps bench: the %s run failed (exit %d); its output is in %s", roles[k], rc, b);
             return 1;
         }
         if (bench_table_add_file(&table, k ? ROLE_UNLOCKED : guest ? ROLE_STOCK : ROLE_HOST, a, err, sizeof err) != 0) {
-            fprintf(stderr, "vzcaps bench: %s\n", err);
+            eprintf("vzcaps bench: %s", err);
             return 1;
         }
     }
     if (bench_table_check(&table, err, sizeof err) != 0) {
-        fprintf(stderr, "vzcaps bench: %s\n", err);
+        eprintf("vzcaps bench: %s", err);
         return 1;
     }
 
@@ -389,6 +389,6 @@ int cmd_bench(int argc, char **argv)
     bench_render_text(&table, stdout);
     printf("output check: %s: %s\nbundle: %s\n", verdict, verdict_reason, outdir);
     if (!unlocked_taken)
-        fprintf(stderr, "vzcaps bench: warning: the unlocked run did not report SIMD-group matrix multiply; see %s/unlocked.stderr\n", outdir);
+        eprintf("vzcaps bench: warning: the unlocked run did not report SIMD-group matrix multiply; see %s/unlocked.stderr", outdir);
     return strcmp(verdict, "fail") == 0 || strcmp(verdict, "error") == 0 ? 1 : 0;
 }

@@ -24,7 +24,7 @@ double bench_median(double *v, size_t n)
     if (n == 0)
         return NAN;
     qsort(v, n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return n % 2 ? v[n / 2] : v[n / 2 - 1] / 2 + v[n / 2] / 2; /* halves first: no overflow */
 }
 
 static long num_field(const struct jv *o, const char *key, bool *ok)
@@ -77,8 +77,10 @@ int bench_table_add_file(struct bench_table *t, enum bench_role role, const char
         double *v = malloc(samples->count * sizeof *v);
         size_t n = 0;
         for (const struct jv *s = samples->child; s; s = s->next) {
-            if (s->type != JV_NUMBER || !(s->number > 0) || !isfinite(s->number)) {
-                snprintf(err, errlen, "%s: run %zu: samples_ts[%zu] is not a positive number", path, idx, n);
+            /* bounded, so medians, ratios and chart scales stay finite */
+            if (s->type != JV_NUMBER || !(s->number >= BENCH_MIN_TS && s->number <= BENCH_MAX_TS)) {
+                snprintf(err, errlen, "%s: run %zu: samples_ts[%zu] is not a number of tokens per second in %g..%g", path, idx, n,
+                         BENCH_MIN_TS, BENCH_MAX_TS);
                 free(v);
                 goto out;
             }
@@ -125,12 +127,16 @@ int bench_table_add_file(struct bench_table *t, enum bench_role role, const char
         st->max = v[n - 1];
         free(v);
         const struct jv *bc = jv_get(run, "build_commit"), *bn = jv_get(run, "build_number"), *mt = jv_get(run, "model_type");
+        if (bn && (bn->type != JV_NUMBER || bn->number < 0 || bn->number > 9007199254740992.0 || bn->number != floor(bn->number))) {
+            snprintf(err, errlen, "%s: run %zu: build_number is not a whole number in 0..2^53", path, idx);
+            goto out;
+        }
         if (bc && bc->type == JV_STRING && !t->build_commit[0])
-            snprintf(t->build_commit, sizeof t->build_commit, "%s", bc->string);
-        if (bn && bn->type == JV_NUMBER && !t->build_number)
-            t->build_number = (long)bn->number;
+            vzcaps_clip(bc->string, sizeof t->build_commit - 16, t->build_commit, sizeof t->build_commit);
+        if (bn && !t->build_number)
+            t->build_number = (long long)bn->number;
         if (mt && mt->type == JV_STRING && !t->model_type[0])
-            snprintf(t->model_type, sizeof t->model_type, "%s", mt->string);
+            vzcaps_clip(mt->string, sizeof t->model_type - 16, t->model_type, sizeof t->model_type);
     }
     rc = 0;
 out:
@@ -151,6 +157,13 @@ int bench_table_check(const struct bench_table *t, char *err, size_t errlen)
                          t->rows[i].test, bench_role_names[r]);
                 return -1;
             }
+    for (size_t i = 0; i < t->n; i++) { /* results that overflow or vanish are errors, never inf or 0.00x */
+        double sp = bench_speedup(&t->rows[i]), ph = bench_percent_of_host(&t->rows[i]);
+        if ((!isnan(sp) && !(isfinite(sp) && sp > 0)) || (!isnan(ph) && !(isfinite(ph) && ph > 0))) {
+            snprintf(err, errlen, "test %s: the speed-up or percentage of host is out of range", t->rows[i].test);
+            return -1;
+        }
+    }
     return 0;
 }
 

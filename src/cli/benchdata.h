@@ -8,6 +8,10 @@
 #include <stdio.h>
 
 #define BENCH_MAX_ROWS 64
+/* Accepted tokens per second of one sample: far beyond any device, and narrow enough that
+ * medians, ratios and chart scales computed from them stay finite. */
+#define BENCH_MIN_TS 1e-6
+#define BENCH_MAX_TS 1e12
 
 enum bench_role { ROLE_STOCK, ROLE_UNLOCKED, ROLE_HOST, N_ROLES };
 extern const char *const bench_role_names[N_ROLES];
@@ -27,8 +31,8 @@ struct bench_table {
     struct bench_row rows[BENCH_MAX_ROWS];
     size_t n;
     bool role_given[N_ROLES];
-    char build_commit[32];
-    long build_number;
+    char build_commit[48]; /* clipped visibly ("...(N bytes)") when longer */
+    long long build_number;
     char model_type[96];
 };
 

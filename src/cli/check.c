@@ -51,15 +51,15 @@ void print_profile_text(const struct vzcaps_config_result *r, const char *exe)
     const struct vzcaps_profile *p = &r->profile;
     const char *states[] = {"stock (nothing configured)", "stock (off)", "stock (refused)", "enabled"};
     printf("configuration  %s\n", p->invalid ? "INVALID" : "valid");
-    printf("executable     %s\n", exe ? exe : "(any; no --exe given)");
-    printf("config file    %s", r->config_path[0] ? r->config_path : "(none found)");
+    printf("executable     %s\n", exe ? esc(exe) : "(any; no --exe given)");
+    printf("config file    %s", r->config_path[0] ? esc(r->config_path) : "(none found)");
     if (r->section[0])
         printf(" [%s]", r->section);
     printf("\nhost chip      ");
     if (strcmp(p->chip_origin, "none") == 0)
         printf("(unknown: %s)\n", "not detected; give --chip");
     else
-        printf("%s%s (from %s)\n", p->chip.name, p->chip.known ? "" : " (not recognised)", p->chip_origin);
+        printf("%s%s (from %s)\n", esc(p->chip.name), p->chip.known ? "" : " (not recognised)", esc(p->chip_origin));
     printf("effect         %s\n", states[p->state]);
     if (p->state == VZCAPS_ENABLED) {
         printf("  apple_family_max              %lld (%s)\n", (long long)p->apple_family_max,
@@ -75,7 +75,7 @@ void print_profile_text(const struct vzcaps_config_result *r, const char *exe)
     if (p->n_notes) {
         printf("why\n");
         for (size_t i = 0; i < p->n_notes; i++)
-            printf("  - %s\n", p->notes[i]);
+            printf("  - %s\n", esc(p->notes[i]));
     }
 }
 
@@ -103,6 +103,6 @@ int cmd_check(int argc, char **argv)
     else
         print_profile_text(&r, o.exe);
     if (r.profile.invalid && !json)
-        fprintf(stderr, "vzcaps check: %s\n", r.profile.notes[0]);
+        eprintf("vzcaps check: %s", r.profile.notes[0]);
     return r.profile.invalid ? 1 : 0;
 }

@@ -30,6 +30,14 @@ int child_verify(int argc, char **argv);
 struct cfg_opts;
 int verify_gate(const struct cfg_opts *o);
 
+/* main.c: output. Every human-readable line escapes what a terminal would interpret
+ * (vzcaps_escape: control characters, DEL, C1, invalid UTF-8 as \\xNN; a backslash as \\\\).
+ * eprintf formats one whole line (no '\n' in fmt), escapes it and writes it to stderr with its
+ * newline; esc returns an escaped copy of s for a value printed inside other output (valid
+ * until 16 more calls). */
+void eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *esc(const char *s);
+
 /* main.c */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void print_help(const char *cmd, FILE *out);
@@ -109,7 +117,9 @@ extern const bool platform_is_macos;
  * (with the paths tried). */
 int find_library(char *buf, size_t len, char *tried, size_t tried_len);
 /* A whole file, NUL-terminated, in a malloc'd buffer the caller frees; NULL with
- * "PATH: reason" in err (unreadable, larger than 64 MiB). */
+ * "PATH: reason" in err (not a regular file, unreadable, larger than TEXT_FILE_MAX, refused
+ * from its size before reading). Opened without blocking: a FIFO never hangs. */
+#define TEXT_FILE_MAX (64 << 20)
 char *read_text_file(const char *path, size_t *len, char *err, size_t errlen);
 /* Runs path with argv and waits: its exit status, 127 when it could not run, 1 on a signal. */
 int spawn_wait(const char *path, char *const argv[]);

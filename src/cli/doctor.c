@@ -85,11 +85,11 @@ int cmd_doctor(int argc, char **argv)
     printf("vzcaps %s doctor\n", VZCAPS_VERSION);
     printf("system         %s %s%s%s\n", m.os, m.os_version, m.os_build[0] ? " build " : "", m.os_build);
     printf("machine        %s%s%s\n", guest, m.model[0] ? ", " : "", m.model);
-    printf("cpu            %s (%u cpus, %.1f GiB)\n", m.brand[0] ? m.brand : "(no brand string)", m.ncpu, (double)m.memory / 1073741824.0);
-    printf("library        %s%s%s%s\n", have_lib ? library : "NOT FOUND", have_lib ? " (" : "", have_lib ? archs : "", have_lib ? ")" : "");
+    printf("cpu            %s (%u cpus, %.1f GiB)\n", m.brand[0] ? esc(m.brand) : "(no brand string)", m.ncpu, (double)m.memory / 1073741824.0);
+    printf("library        %s%s%s%s\n", have_lib ? esc(library) : "NOT FOUND", have_lib ? " (" : "", have_lib ? archs : "", have_lib ? ")" : "");
     print_profile_text(&r, o.exe);
     printf("pitfalls       %s\n", np ? "" : "none found");
     for (size_t i = 0; i < np; i++)
-        printf("  ! %s\n", pitfalls[i]);
+        printf("  ! %s\n", esc(pitfalls[i]));
     return 0;
 }

@@ -25,11 +25,11 @@ int cmd_host(int argc, char **argv)
     struct machine m;
     machine_facts(&m);
     if (!platform_is_macos) {
-        fprintf(stderr, "vzcaps host: this is %s; the %s preference exists only on a macOS host that runs the VMs\n", m.os, key);
+        eprintf("vzcaps host: this is %s; the %s preference exists only on a macOS host that runs the VMs", m.os, key);
         return EXIT_NEEDS_MACOS;
     }
     if (m.guest == 1) {
-        fprintf(stderr, "vzcaps host: this is a guest (kern.hv_vmm_present=1); run it on the host that runs the VMs, where the preference takes effect\n");
+        eprintf("vzcaps host: this is a guest (kern.hv_vmm_present=1); run it on the host that runs the VMs, where the preference takes effect");
         return EXIT_NEEDS_MACOS;
     }
     int rc;
@@ -52,7 +52,7 @@ int cmd_host(int argc, char **argv)
             rc = 0; /* already absent */
     }
     if (rc != 0) {
-        fprintf(stderr, "vzcaps host: defaults failed (exit %d)\n", rc);
+        eprintf("vzcaps host: defaults failed (exit %d)", rc);
         return 1;
     }
     printf("%s %s %s. Restart running VMs for it to take effect.\n", domain, key, strcmp(verb, "enable") == 0 ? "set to true" : "deleted");

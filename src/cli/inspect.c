@@ -105,17 +105,17 @@ static void slice_text(const struct macho_slice *s, const struct vzcaps_profile 
     else
         printf("    signature   %s%s, %s%s%s\n", s->adhoc ? "ad hoc" : "signed", s->identifier[0] ? "" : "",
                s->signature_valid == 1 ? "hashes verify" : s->signature_valid == 0 ? "INVALID: " : "not verified: ",
-               s->signature_valid == 1 ? "" : s->signature_problem, s->hardened_runtime ? ", hardened runtime" : "");
+               s->signature_valid == 1 ? "" : esc(s->signature_problem), s->hardened_runtime ? ", hardened runtime" : "");
     if (s->entitlements_present)
         printf("    entitle.    allow-dyld-environment-variables %s, disable-library-validation %s\n",
                s->allow_dyld_env ? "yes" : "no", s->disable_library_validation ? "yes" : "no");
-    printf("    injection   %s: %s\n", macho_injection_name(s->injection), s->injection_reason);
+    printf("    injection   %s: %s\n", macho_injection_name(s->injection), esc(s->injection_reason));
     printf("    links      ");
     size_t shown = 0;
     for (size_t i = 0; i < s->n_libs; i++) {
         const char *l = s->libs[i];
         if (strstr(l, "Metal") || strstr(l, "ggml") || strstr(l, "mlx") || strstr(l, "torch"))
-            printf(" %s%s", vzcaps_basename(l), s->lib_weak[i] ? " (weak)" : ""), shown++;
+            printf(" %s%s", esc(vzcaps_basename(l)), s->lib_weak[i] ? " (weak)" : ""), shown++;
     }
     printf("%s\n", shown ? "" : " (nothing Metal-related)");
     printf("    selectors  ");
@@ -172,7 +172,7 @@ int cmd_inspect(int argc, char **argv)
         static struct vzcaps_config_result r;
         char err[4600];
         if (macho_load(files[f], &mf, err, sizeof err) != 0) {
-            fprintf(stderr, "vzcaps inspect: %s\n", err);
+            eprintf("vzcaps inspect: %s", err);
             rc = 1;
             if (json) {
                 json_obj(&j, NULL);
@@ -195,7 +195,7 @@ int cmd_inspect(int argc, char **argv)
             json_end_arr(&j);
             json_end_obj(&j);
         } else {
-            printf("%s: %s Mach-O, %zu slice%s\n", files[f], mf.fat ? "universal" : "thin", mf.n_slices, mf.n_slices == 1 ? "" : "s");
+            printf("%s: %s Mach-O, %zu slice%s\n", esc(files[f]), mf.fat ? "universal" : "thin", mf.n_slices, mf.n_slices == 1 ? "" : "s");
             for (size_t i = 0; i < mf.n_slices; i++)
                 slice_text(&mf.slices[i], &r.profile);
         }
@@ -238,21 +238,21 @@ int run_target_check(const char *target, const char *library)
         for (size_t i = 0; i < lf.n_slices; i++)
             have |= strcmp(lf.slices[i].arch, s->arch) == 0;
         if (!have) {
-            fprintf(stderr, "vzcaps run: refusing %s: it runs as %s and the library has only %s, so dyld would abort it at launch.\n",
+            eprintf("vzcaps run: refusing %s: it runs as %s and the library has only %s, so dyld would abort it at launch.",
                     target, s->arch, lib_archs);
             if (strcmp(s->arch, "arm64e") == 0)
-                fprintf(stderr, "vzcaps run: arm64e builds of the library are made only on a Mac (make dist with Xcode); "
-                                "or run an arm64 build of the program (e.g. a Homebrew or python.org python instead of Apple's)\n");
+                eprintf("vzcaps run: arm64e builds of the library are made only on a Mac (make dist with Xcode); "
+                        "or run an arm64 build of the program (e.g. a Homebrew or python.org python instead of Apple's)");
             return EXIT_REFUSED;
         }
     }
     if (s->injection == MACHO_INJECTION_IGNORED)
-        fprintf(stderr, "vzcaps run: warning: %s will ignore the library: %s\n", target, s->injection_reason);
+        eprintf("vzcaps run: warning: %s will ignore the library: %s", target, s->injection_reason);
     bool any = false;
     const char *changed[] = {"supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize"};
     for (size_t k = 0; k < 3; k++)
         any |= uses(s, changed[k]);
     if (!any && s->n_libs)
-        fprintf(stderr, "vzcaps run: note: %s references none of the queries the library changes (they may live in a library it loads)\n", target);
+        eprintf("vzcaps run: note: %s references none of the queries the library changes (they may live in a library it loads)", target);
     return 0;
 }

@@ -3,6 +3,34 @@
 #include "cli.h"
 
 #include <math.h>
+#include <string.h>
+
+/* A JSON string that is valid UTF-8 whatever the bytes: quotes, backslashes and control
+ * characters escaped as JSON requires; a byte that is not valid UTF-8 is written as the text
+ * \xNN (JSON "\\xNN"), the same escape form as the human-readable output. */
+static void string_out(FILE *out, const char *v)
+{
+    fputc('"', out);
+    size_t n = strlen(v);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)v[i];
+        size_t k = vzcaps_utf8_valid(v + i, n - i);
+        if (!k)
+            fprintf(out, "\\\\x%02x", c), k = 1;
+        else if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", out);
+        else if (c == '\t')
+            fputs("\\t", out);
+        else if (c < 0x20 || c == 0x7f)
+            fprintf(out, "\\u%04x", c);
+        else
+            fwrite(v + i, 1, k, out);
+        i += k;
+    }
+    fputc('"', out);
+}
 
 static void sep(struct json *j, const char *key)
 {
@@ -12,10 +40,8 @@ static void sep(struct json *j, const char *key)
         j->first[j->depth] = false;
     }
     if (key) {
-        fputc('"', j->out);
-        for (const unsigned char *p = (const unsigned char *)key; *p; p++)
-            fputc(*p, j->out);
-        fputs("\":", j->out);
+        string_out(j->out, key);
+        fputc(':', j->out);
     }
 }
 
@@ -49,20 +75,7 @@ void json_str(struct json *j, const char *key, const char *v)
         fputs("null", j->out);
         return;
     }
-    fputc('"', j->out);
-    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(j->out, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", j->out);
-        else if (*p == '\t')
-            fputs("\\t", j->out);
-        else if (*p < 0x20)
-            fprintf(j->out, "\\u%04x", *p);
-        else
-            fputc(*p, j->out);
-    }
-    fputc('"', j->out);
+    string_out(j->out, v);
 }
 
 void json_num(struct json *j, const char *key, double v)

@@ -2,12 +2,14 @@
  * strict numbers. Never: accepts trailing garbage, or reads past len. Fuzzed. */
 #include "jsonread.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_DEPTH 64
+#include "../core/vzcaps_core.h"
 
 struct parser {
     const char *s;
@@ -15,6 +17,7 @@ struct parser {
     char *err;
     size_t errlen;
     int failed;
+    size_t nodes; /* values so far: memory is bounded by JV_MAX_VALUES, whatever the input */
 };
 
 static void fail(struct parser *p, const char *why)
@@ -40,6 +43,12 @@ static void ws(struct parser *p)
 
 static struct jv *node(struct parser *p, enum jv_type t)
 {
+    if (++p->nodes > JV_MAX_VALUES) {
+        char why[64];
+        snprintf(why, sizeof why, "more than %d values", JV_MAX_VALUES);
+        fail(p, why);
+        return NULL;
+    }
     struct jv *v = calloc(1, sizeof *v);
     if (!v)
         fail(p, "out of memory");
@@ -91,6 +100,26 @@ static char *string(struct parser *p)
             p->pos--;
             fail(p, "control character in string");
             break;
+        }
+        if (c >= 0x80) { /* raw UTF-8: copied as it is, once known valid (RFC 8259 section 8.1) */
+            size_t k = vzcaps_utf8_valid(p->s + p->pos - 1, p->len - p->pos + 1);
+            if (!k) {
+                p->pos--;
+                fail(p, "invalid UTF-8 in string");
+                break;
+            }
+            if (n + k + 5 >= cap) {
+                char *bigger = realloc(out, cap = cap * 2 + k);
+                if (!bigger) {
+                    fail(p, "out of memory");
+                    break;
+                }
+                out = bigger;
+            }
+            memcpy(out + n, p->s + p->pos - 1, k);
+            n += k;
+            p->pos += k - 1;
+            continue;
         }
         if (c != '\\') {
             cp = c;
@@ -199,9 +228,14 @@ static struct jv *number(struct parser *p)
         return fail(p, "number too long"), NULL;
     memcpy(buf, p->s + start, n);
     buf[n] = '\0';
+    double d = strtod(buf, NULL);
+    if (!isfinite(d)) {
+        p->pos = start;
+        return fail(p, "number out of range"), NULL;
+    }
     struct jv *v = node(p, JV_NUMBER);
     if (v)
-        v->number = strtod(buf, NULL);
+        v->number = d;
     return v;
 }
 
@@ -235,6 +269,25 @@ static struct jv *container(struct parser *p, int depth, int object)
                 break;
             }
             p->pos++;
+        }
+        if (key && v->count >= JV_MAX_MEMBERS) {
+            char why[64];
+            snprintf(why, sizeof why, "an object with more than %d members", JV_MAX_MEMBERS);
+            free(key);
+            fail(p, why);
+            break;
+        }
+        if (key) { /* a repeated name: readers disagree on which one counts, so refuse it */
+            bool dup = false;
+            for (const struct jv *m = v->child; m && !dup; m = m->next)
+                dup = strcmp(m->key, key) == 0;
+            if (dup) {
+                char why[120];
+                snprintf(why, sizeof why, "duplicate key \"%.60s\"%s", key, strlen(key) > 60 ? "..." : "");
+                free(key);
+                fail(p, why);
+                break;
+            }
         }
         struct jv *item = value(p, depth + 1);
         if (!item) {
@@ -313,7 +366,7 @@ static struct jv *value(struct parser *p, int depth)
 
 struct jv *jv_parse(const char *text, size_t len, char *err, size_t errlen)
 {
-    struct parser p = {text, len, 0, err, errlen, 0};
+    struct parser p = {text, len, 0, err, errlen, 0, 0};
     struct jv *v = value(&p, 0);
     if (v) {
         ws(&p);

@@ -16,7 +16,14 @@ struct jv {
     size_t count;        /* elements / members */
 };
 
-/* Parses text[0..len); NULL on error with "line L, column C: reason" in err. */
+/* At most this many values per document: memory stays within about 100 bytes a value. */
+#define JV_MAX_VALUES 1000000
+/* Members per object (names are checked for repeats against each other). */
+#define JV_MAX_MEMBERS 4096
+
+/* Parses text[0..len); NULL on error with "line L, column C: reason" in err. Refused: a
+ * member name repeated within an object, a number that overflows a double, invalid UTF-8 in
+ * a string, more than JV_MAX_VALUES values or JV_MAX_MEMBERS members in one object. */
 struct jv *jv_parse(const char *text, size_t len, char *err, size_t errlen);
 void jv_free(struct jv *v);
 const struct jv *jv_get(const struct jv *obj, const char *key); /* NULL when absent */

@@ -142,7 +142,7 @@ int cmd_launchd(int argc, char **argv)
         return bad;
     const char *home = getenv("HOME");
     if (!home || !*home) {
-        fprintf(stderr, "vzcaps launchd: HOME is not set\n");
+        eprintf("vzcaps launchd: HOME is not set");
         return 1;
     }
     char agents[1100], plist[1400], tmp[1500], logs[1100];
@@ -154,7 +154,7 @@ int cmd_launchd(int argc, char **argv)
             return usage_error("launchd", "--remove takes no command");
         launchctl("bootout", label);
         if (unlink(plist) != 0 && errno != ENOENT) {
-            fprintf(stderr, "vzcaps launchd: cannot remove %s: %s\n", plist, strerror(errno));
+            eprintf("vzcaps launchd: cannot remove %s: %s", plist, strerror(errno));
             return 1;
         }
         printf("removed %s\n", plist);
@@ -167,18 +167,18 @@ int cmd_launchd(int argc, char **argv)
         if (!valid_xml_text(*a))
             return usage_error("launchd", "argument contains a control character");
     if (cmd[0][0] != '/')
-        fprintf(stderr, "vzcaps launchd: note: launchd does not search PATH the way a shell does; give %s as an absolute path\n", cmd[0]);
+        eprintf("vzcaps launchd: note: launchd does not search PATH the way a shell does; give %s as an absolute path", cmd[0]);
 
     char library[1100], tried[2400];
     if (find_library(library, sizeof library, tried, sizeof tried) != 0) {
-        fprintf(stderr, "vzcaps launchd: %s not found (looked at %s)\n", library_file, tried);
+        eprintf("vzcaps launchd: %s not found (looked at %s)", library_file, tried);
         return 1;
     }
     o.exe = vzcaps_basename(cmd[0]);
     static struct vzcaps_config_result r;
     cli_configure_run(&o, &r);
     if (r.profile.invalid) {
-        fprintf(stderr, "vzcaps launchd: configuration refused: %s\n", r.profile.notes[0]);
+        eprintf("vzcaps launchd: configuration refused: %s", r.profile.notes[0]);
         return 1;
     }
     /* Only what this workload needs: the settings and the library, nothing of this shell. */
@@ -199,18 +199,18 @@ int cmd_launchd(int argc, char **argv)
         return 0;
     }
     if (mkdirs(agents) != 0 || mkdirs(logs) != 0) {
-        fprintf(stderr, "vzcaps launchd: cannot create %s or %s: %s\n", agents, logs, strerror(errno));
+        eprintf("vzcaps launchd: cannot create %s or %s: %s", agents, logs, strerror(errno));
         return 1;
     }
     snprintf(tmp, sizeof tmp, "%s.tmp.%ld", plist, (long)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) {
-        fprintf(stderr, "vzcaps launchd: cannot write %s: %s\n", tmp, strerror(errno));
+        eprintf("vzcaps launchd: cannot write %s: %s", tmp, strerror(errno));
         return 1;
     }
     write_plist(f, label, cmd, env, home);
     if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, plist) != 0) {
-        fprintf(stderr, "vzcaps launchd: cannot write %s: %s\n", plist, strerror(errno));
+        eprintf("vzcaps launchd: cannot write %s: %s", plist, strerror(errno));
         unlink(tmp);
         return 1;
     }

@@ -114,35 +114,54 @@ int spawn_wait(const char *path, char *const argv[])
 
 char *read_text_file(const char *path, size_t *len, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    char why[200];
+    int fd = vzcaps_open_regular(path, &st, why, sizeof why);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, why);
         return NULL;
     }
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
+    if (st.st_size > TEXT_FILE_MAX) { /* from its size alone, before reading */
+        close(fd);
+        snprintf(err, errlen, "%s: larger than %d MiB", path, TEXT_FILE_MAX >> 20);
+        return NULL;
+    }
+    /* the size may change while reading: read at most the limit, and say so if it grew past */
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = malloc(cap + 1);
     for (;;) {
         if (!buf) {
-            fclose(f);
+            close(fd);
             snprintf(err, errlen, "%s: out of memory", path);
             return NULL;
         }
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        if (cap >= (64u << 20)) {
-            fclose(f);
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            close(fd);
             free(buf);
-            snprintf(err, errlen, "%s: larger than 64 MiB", path);
+            snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
             return NULL;
         }
-        char *bigger = realloc(buf, cap *= 2);
-        if (!bigger)
-            free(buf);
-        buf = bigger;
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n == cap) {
+            if (cap > TEXT_FILE_MAX) {
+                close(fd);
+                free(buf);
+                snprintf(err, errlen, "%s: larger than %d MiB", path, TEXT_FILE_MAX >> 20);
+                return NULL;
+            }
+            char *bigger = realloc(buf, (cap *= 2) + 1);
+            if (!bigger)
+                free(buf);
+            buf = bigger;
+        }
     }
-    fclose(f);
-    buf[n < cap ? n : cap - 1] = '\0';
+    close(fd);
+    buf[n] = '\0';
     *len = n;
     return buf;
 }

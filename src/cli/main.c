@@ -125,15 +125,61 @@ void print_help(const char *cmd, FILE *out)
     fprintf(out, "usage: vzcaps %s\n\n%s", c->synopsis, c->help);
 }
 
+/* A formatted message on the heap (never cut). */
+static char *vformat(const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *buf = malloc(n > 0 ? (size_t)n + 1 : 1);
+    if (buf)
+        vsnprintf(buf, n > 0 ? (size_t)n + 1 : 1, fmt, again);
+    va_end(again);
+    return buf;
+}
+
+const char *esc(const char *s)
+{
+    static char *ring[16];
+    static unsigned next;
+    if (!s)
+        return "(null)";
+    size_t n = strlen(s), need = vzcaps_escape(s, n, NULL, 0);
+    char **slot = &ring[next++ % 16];
+    char *b = realloc(*slot, need + 1);
+    if (!b)
+        return "(out of memory)";
+    vzcaps_escape(s, n, b, need + 1);
+    return *slot = b;
+}
+
+static void vline(FILE *out, const char *fmt, va_list ap)
+{
+    char *msg = vformat(fmt, ap);
+    if (msg) {
+        fprintf(out, "%s\n", esc(msg));
+        free(msg);
+    }
+}
+
+void eprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vline(stderr, fmt, ap);
+    va_end(ap);
+}
+
 int usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "vzcaps %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    char *msg = vformat(fmt, ap);
     va_end(ap);
+    eprintf("vzcaps %s: %s", cmd, msg ? msg : "out of memory");
+    free(msg);
     const struct command *c = find_command(cmd);
-    fprintf(stderr, "\nusage: vzcaps %s\n", c ? c->synopsis : "COMMAND [OPTIONS]");
+    eprintf("usage: vzcaps %s", c ? c->synopsis : "COMMAND [OPTIONS]");
     return EXIT_USAGE;
 }
 
@@ -170,12 +216,35 @@ void shell_quote(FILE *out, const char *s)
         fputs(s, out);
         return;
     }
-    fputc('\'', out);
-    for (; *s; s++) {
-        if (*s == '\'')
-            fputs("'\\''", out);
+    /* bytes a terminal would interpret never appear raw: such a value is written as $'...'
+     * with \xNN escapes (bash, zsh and ksh read it byte for byte; macOS's /bin/sh is bash) */
+    size_t n = strlen(s);
+    bool plain = true;
+    for (size_t i = 0; i < n && plain;) {
+        size_t k = vzcaps_utf8_valid(s + i, n - i);
+        unsigned char c = (unsigned char)s[i];
+        plain = k && c >= 0x20 && c != 0x7f && !(c == 0xc2 && (unsigned char)s[i + 1] < 0xa0);
+        i += k ? k : 1;
+    }
+    if (plain) {
+        fputc('\'', out);
+        for (; *s; s++) {
+            if (*s == '\'')
+                fputs("'\\''", out);
+            else
+                fputc(*s, out);
+        }
+        fputc('\'', out);
+        return;
+    }
+    fputs("$'", out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '\\' || *p == '\'')
+            fprintf(out, "\\%c", *p);
+        else if (*p < 0x20 || *p >= 0x7f)
+            fprintf(out, "\\x%02x", *p);
         else
-            fputc(*s, out);
+            fputc(*p, out);
     }
     fputc('\'', out);
 }
@@ -194,7 +263,7 @@ static void *xrealloc(void *p, size_t n)
 {
     void *q = realloc(p, n);
     if (!q) {
-        fprintf(stderr, "vzcaps: out of memory\n");
+        eprintf("vzcaps: out of memory");
         exit(EXIT_REFUSED);
     }
     return q;
@@ -353,7 +422,7 @@ int main(int argc, char **argv)
         return child_verify(argc - 1, argv + 1);
     const struct command *c = find_command(cmd);
     if (!c) {
-        fprintf(stderr, "vzcaps: unknown command \"%s\"\n", cmd);
+        eprintf("vzcaps: unknown command \"%s\"", cmd);
         print_overview(stderr);
         return EXIT_USAGE;
     }

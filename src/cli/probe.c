@@ -17,7 +17,7 @@ extern char **environ;
 
 static int needs_macos(const char *cmd)
 {
-    fprintf(stderr, "vzcaps %s: needs a macOS Metal device; this is %s (use --replay to render saved results)\n", cmd,
+    eprintf("vzcaps %s: needs a macOS Metal device; this is %s (use --replay to render saved results)", cmd,
             platform_is_macos ? "a Mac without a usable Metal device" : "Linux");
     return EXIT_NEEDS_MACOS;
 }
@@ -128,7 +128,7 @@ int cmd_probe(int argc, char **argv)
             int bad = text ? probe_answers_parse(text, into[k]) : -1;
             free(text);
             if (bad) {
-                fprintf(stderr, "vzcaps probe: %s%s%s\n", text ? o.replay[k] : err, text ? ": " : "", text ? into[k]->error : "");
+                eprintf("vzcaps probe: %s%s%s", text ? o.replay[k] : err, text ? ": " : "", text ? into[k]->error : "");
                 return 1;
             }
         }
@@ -140,10 +140,10 @@ int cmd_probe(int argc, char **argv)
         char *stock_argv[] = {self, "__probe-child", NULL}, *child_args[] = {"__probe-child", NULL};
         char *text = capture(stock_argv, true);
         if (!text || probe_answers_parse(text, &s) != 0)
-            return text ? (fprintf(stderr, "vzcaps probe: stock: %s\n", s.error), 1) : needs_macos("probe");
+            return text ? (eprintf("vzcaps probe: stock: %s", s.error), 1) : needs_macos("probe");
         text = unlocked_child(&co, child_args);
         if (!text || probe_answers_parse(text, &u) != 0) {
-            fprintf(stderr, "vzcaps probe: the child with the library failed: %s\n", text ? u.error : "no output");
+            eprintf("vzcaps probe: the child with the library failed: %s", text ? u.error : "no output");
             return 1;
         }
     }
@@ -234,7 +234,7 @@ static int run_verify(const struct common_opts *o, struct vresult *res, struct v
     args[n] = NULL;
     text = unlocked_child(&co, args);
     if (!text || vresult_parse(text, res) != 0) {
-        fprintf(stderr, "vzcaps verify: the child with the library failed (no results)\n");
+        eprintf("vzcaps verify: the child with the library failed (no results)");
         return 1;
     }
     char *stock_argv[] = {self, "__verify-child", "--nocopy-only", NULL};
@@ -274,9 +274,9 @@ int cmd_verify(int argc, char **argv)
         free(text);
         if (bad) {
             if (text)
-                fprintf(stderr, "vzcaps verify: %s: not a saved verify result\n", o.replay[0]);
+                eprintf("vzcaps verify: %s: not a saved verify result", o.replay[0]);
             else
-                fprintf(stderr, "vzcaps verify: %s\n", err);
+                eprintf("vzcaps verify: %s", err);
             return 1;
         }
         print_verify(&res, o.json, stdout);
@@ -324,7 +324,7 @@ int verify_gate(const struct cfg_opts *co)
     int cached = text && vresult_parse(text, &res) == 0;
     free(text);
     if (cached) {
-        fprintf(stderr, "vzcaps run: using the cached verify verdict %s\n", path);
+        eprintf("vzcaps run: using the cached verify verdict %s", path);
     } else {
         if (!platform_is_macos)
             return needs_macos("run --verify");
@@ -335,12 +335,12 @@ int verify_gate(const struct cfg_opts *co)
     }
     if (verify_exit_status(&res) == 0)
         return 0;
-    fprintf(stderr, "vzcaps run: not starting: vzcaps verify found unlocked paths that compute wrong results:\n");
+    eprintf("vzcaps run: not starting: vzcaps verify found unlocked paths that compute wrong results:");
     for (size_t i = 0; i < res.n; i++)
         if (res.checks[i].unlocked && res.checks[i].status == VCHECK_FAIL)
-            fprintf(stderr, "  %s (%s)%s%s\n", res.checks[i].name, res.checks[i].path, res.checks[i].reason[0] ? ": " : "", res.checks[i].reason);
-    fprintf(stderr, "vzcaps run: lower the claim (--family 1006 keeps SIMD-group paths off), drop the floor that failed, "
-                    "or run without --verify to accept the risk; `vzcaps verify` shows the details (cached in %s)\n", path);
+            eprintf("  %s (%s)%s%s", res.checks[i].name, res.checks[i].path, res.checks[i].reason[0] ? ": " : "", res.checks[i].reason);
+    eprintf("vzcaps run: lower the claim (--family 1006 keeps SIMD-group paths off), drop the floor that failed, "
+            "or run without --verify to accept the risk; `vzcaps verify` shows the details (cached in %s)", path);
     return EXIT_REFUSED;
 }
 

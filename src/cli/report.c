@@ -4,7 +4,9 @@
 #include "benchdata.h"
 #include "cli.h"
 
+#include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -62,7 +64,7 @@ static void report_print(const struct report_input *in, bool json)
         return;
     }
     if (in->table.model_type[0] || in->table.build_commit[0])
-        printf("%s, llama.cpp %s (build %ld)\n\n", in->table.model_type, in->table.build_commit, in->table.build_number);
+        printf("%s, llama.cpp %s (build %lld)\n\n", esc(in->table.model_type), esc(in->table.build_commit), in->table.build_number);
     bench_render_text(&in->table, stdout);
     bool any = false;
     for (int k = 0; k < N_ROLES; k++)
@@ -78,7 +80,7 @@ static void report_print(const struct report_input *in, bool json)
         char fams[64] = "";
         for (size_t i = 0; i < c->n_families; i++)
             vzcaps_appendf(fams, sizeof fams, "%s%ld", i ? "," : "", c->families[i]);
-        printf("%-10s %-28s %-14s %-9s %-9s %-7s %-7s\n", bench_role_names[k], c->found ? c->gpu_name : "(no Metal lines)", fams,
+        printf("%-10s %-28s %-14s %-9s %-9s %-7s %-7s\n", bench_role_names[k], c->found ? esc(c->gpu_name) : "(no Metal lines)", fams,
                tri(c->simdgroup_reduction), tri(c->simdgroup_mm), tri(c->bfloat), tri(c->tensor));
     }
 }
@@ -90,16 +92,19 @@ int cmd_report(int argc, char **argv)
     bool json = false;
     const char *svg = NULL, *csv = NULL, *md = NULL;
     char err[1400];
-    const char *dirs[64];
+    /* at most argc of each: no argument is ever dropped */
+    const char **dirs = calloc((size_t)argc, sizeof *dirs);
     int nd = 0, nfiles = 0;
-    struct { enum bench_role role; const char *path; } files[64];
+    struct rfile { enum bench_role role; const char *path; } *files = calloc((size_t)argc, sizeof *files);
+    if (!dirs || !files)
+        return 1;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int t = 0;
         for (int k = 0; k < N_ROLES && !t; k++) {
             char opt[16];
             snprintf(opt, sizeof opt, "--%s", bench_role_names[k]);
-            if ((t = opt_take(argc, argv, &i, opt, &v)) > 0 && nfiles < 64)
+            if ((t = opt_take(argc, argv, &i, opt, &v)) > 0)
                 files[nfiles].role = (enum bench_role)k, files[nfiles++].path = v;
         }
         if (t < 0)
@@ -116,14 +121,14 @@ int cmd_report(int argc, char **argv)
             json = true;
         else if (argv[i][0] == '-')
             return usage_error("report", "unknown option %s", argv[i]);
-        else if (nd < 64)
+        else
             dirs[nd++] = argv[i];
     }
     if (!nd && !nfiles)
         return usage_error("report", "give bundle directories or --stock/--unlocked/--host files");
     for (int i = 0; i < nfiles; i++)
         if (report_add(&in, files[i].role, files[i].path, err, sizeof err) != 0) {
-            fprintf(stderr, "vzcaps report: %s\n", err);
+            eprintf("vzcaps report: %s", err);
             return 1;
         }
     for (int d = 0; d < nd; d++) {
@@ -135,17 +140,17 @@ int cmd_report(int argc, char **argv)
                 continue;
             found++;
             if (report_add(&in, (enum bench_role)k, path, err, sizeof err) != 0) {
-                fprintf(stderr, "vzcaps report: %s\n", err);
+                eprintf("vzcaps report: %s", err);
                 return 1;
             }
         }
         if (!found) {
-            fprintf(stderr, "vzcaps report: %s: not a bundle (no stock.json, unlocked.json or host.json)\n", dirs[d]);
+            eprintf("vzcaps report: %s: not a bundle (no stock.json, unlocked.json or host.json)", dirs[d]);
             return 1;
         }
     }
     if (bench_table_check(&in.table, err, sizeof err) != 0) {
-        fprintf(stderr, "vzcaps report: %s\n", err);
+        eprintf("vzcaps report: %s", err);
         return 1;
     }
     report_print(&in, json);
@@ -156,12 +161,12 @@ int cmd_report(int argc, char **argv)
             continue;
         FILE *f = fopen(outs[k], "w");
         if (!f) {
-            fprintf(stderr, "vzcaps report: cannot write %s\n", outs[k]);
+            eprintf("vzcaps report: cannot write %s: %s", outs[k], strerror(errno));
             return 1;
         }
         render[k](&in.table, f);
         if (fclose(f) != 0) {
-            fprintf(stderr, "vzcaps report: cannot write %s\n", outs[k]);
+            eprintf("vzcaps report: cannot write %s: %s", outs[k], strerror(errno));
             return 1;
         }
     }

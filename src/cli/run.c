@@ -56,37 +56,37 @@ int cmd_run(int argc, char **argv)
     char target[4096], why[1400];
     int trc = resolve_target(cmd[0], target, sizeof target, why, sizeof why);
     if (trc != 0 && !dry) {
-        fprintf(stderr, "vzcaps run: cannot run %s: %s\n", cmd[0], why);
+        eprintf("vzcaps run: cannot run %s: %s", cmd[0], why);
         return trc;
     }
     if (trc != 0) { /* a dry run still shows the environment, for a program installed elsewhere */
-        fprintf(stderr, "vzcaps run: note: %s: %s here\n", cmd[0], why);
+        eprintf("vzcaps run: note: %s: %s here", cmd[0], why);
         snprintf(target, sizeof target, "%s", cmd[0]);
     }
     char library[4096], tried[2400];
     if (library_opt) {
         if (strlen(library_opt) >= sizeof library) {
-            fprintf(stderr, "vzcaps run: --library: path longer than %zu bytes\n", sizeof library - 1);
+            eprintf("vzcaps run: --library: path longer than %zu bytes", sizeof library - 1);
             return EXIT_REFUSED;
         }
         snprintf(library, sizeof library, "%s", library_opt);
         snprintf(tried, sizeof tried, "--library");
     }
     if (library_opt ? access(library, R_OK) != 0 : find_library(library, sizeof library, tried, sizeof tried) != 0) {
-        fprintf(stderr, "vzcaps run: %s not found (looked at %s); reinstall vzcaps or keep the library next to the command\n",
+        eprintf("vzcaps run: %s not found (looked at %s); reinstall vzcaps or keep the library next to the command",
                 library_opt ? library : library_file, tried);
         return EXIT_REFUSED;
     }
     if (library_check(library, target, why, sizeof why) != 0) {
-        fprintf(stderr, "vzcaps run: not starting %s: library %s: %s\n", o.exe, library, why);
+        eprintf("vzcaps run: not starting %s: library %s: %s", o.exe, library, why);
         return EXIT_REFUSED;
     }
     static struct vzcaps_config_result r;
     cli_configure_run(&o, &r);
     if (r.profile.state == VZCAPS_STOCK_REFUSED) {
-        fprintf(stderr, "vzcaps run: not starting %s: %s\n", o.exe, r.profile.notes[0]);
+        eprintf("vzcaps run: not starting %s: %s", o.exe, r.profile.notes[0]);
         if (!r.profile.invalid)
-            fprintf(stderr, "vzcaps run: pass --family off to run it stock on purpose\n");
+            eprintf("vzcaps run: pass --family off to run it stock on purpose");
         return EXIT_REFUSED;
     }
     int rc = run_target_check(target, library);
@@ -97,7 +97,7 @@ int cmd_run(int argc, char **argv)
 
     char **env = cli_child_env(&o, library);
     if (cli_preload_duplicates())
-        fprintf(stderr, "vzcaps run: note: %s was set %zu more time(s); the child gets one entry (the first, as getenv sees it)\n",
+        eprintf("vzcaps run: note: %s was set %zu more time(s); the child gets one entry (the first, as getenv sees it)",
                 preload_var, cli_preload_duplicates());
     if (dry) {
         for (char **e = env; *e; e++) {
@@ -137,6 +137,6 @@ int cmd_run(int argc, char **argv)
         }
         err = errno;
     }
-    fprintf(stderr, "vzcaps run: cannot run %s: %s\n", target, strerror(err));
+    eprintf("vzcaps run: cannot run %s: %s", target, strerror(err));
     return err == ENOENT ? 127 : 126;
 }

@@ -102,16 +102,17 @@ char *vzcaps_appendf(char *buf, size_t len, const char *fmt, ...)
     return buf;
 }
 
-/* Length of the valid UTF-8 sequence at p (n bytes available) that is printable text, or 0
- * when the byte at p must be escaped: an invalid, overlong or truncated sequence, a
- * surrogate, a value above U+10FFFF, or a C1 control (U+0080..U+009F). */
-static size_t utf8_printable(const unsigned char *p, size_t n)
+/* The code point of the valid UTF-8 sequence at p (n bytes available) in *cp and its length,
+ * or 0 for an invalid, overlong or truncated sequence, a surrogate or a value above U+10FFFF. */
+static size_t utf8_decode(const unsigned char *p, size_t n, unsigned *cpo)
 {
     unsigned c = p[0];
     size_t len;
     unsigned cp, min;
-    if (c < 0x80)
-        return c >= 0x20 && c != 0x7f && c != '\\' ? 1 : 0;
+    if (c < 0x80) {
+        *cpo = c;
+        return 1;
+    }
     if (c >= 0xc2 && c <= 0xdf)
         len = 2, cp = c & 0x1f, min = 0x80;
     else if (c >= 0xe0 && c <= 0xef)
@@ -127,7 +128,25 @@ static size_t utf8_printable(const unsigned char *p, size_t n)
             return 0;
         cp = cp << 6 | (p[i] & 0x3f);
     }
-    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return 0;
+    *cpo = cp;
+    return len;
+}
+
+size_t vzcaps_utf8_valid(const char *p, size_t n)
+{
+    unsigned cp;
+    return n ? utf8_decode((const unsigned char *)p, n, &cp) : 0;
+}
+
+/* Length of printable text at p, or 0 when the byte at p must be escaped: not valid UTF-8,
+ * a C0 or C1 control, DEL, or the backslash of the escape form itself. */
+static size_t utf8_printable(const unsigned char *p, size_t n)
+{
+    unsigned cp;
+    size_t len = utf8_decode(p, n, &cp);
+    if (!len || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == '\\')
         return 0;
     return len;
 }

@@ -212,6 +212,8 @@ bool vzcaps_launcher_target(const char *exe_path, char *target, size_t len);
  * needs (like snprintf): a result >= outlen means out holds only a prefix. 4 * n + 1 bytes
  * always suffice. */
 size_t vzcaps_escape(const char *in, size_t n, char *out, size_t outlen);
+/* Length of the valid UTF-8 sequence at p (n bytes available), 0 when invalid. */
+size_t vzcaps_utf8_valid(const char *p, size_t n);
 /* Copies s into out for quoting in a message: at most max bytes of it, then "...(N bytes)"
  * when it was longer, so a clipped value says so. Returns out. */
 char *vzcaps_clip(const char *s, size_t max, char *out, size_t outlen);

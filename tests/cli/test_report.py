@@ -92,7 +92,7 @@ def test_bundle_directory(tmp_path):
     (lambda t: t.replace('"samples_ts"', '"samples_xx"', 1), "run 0: no samples_ts"),
     (lambda t: t.replace('"n_prompt": 512', '"n_prompt": "512"', 1), "n_prompt, n_gen or n_depth"),
     (lambda t: "{}", "expected a non-empty array"),
-    (lambda t: t.replace("4786,", "-4786,", 1), "samples_ts[0] is not a positive number"),
+    (lambda t: t.replace("4786,", "-4786,", 1), "samples_ts[0] is not a number of tokens per second"),
     (lambda t: t + "x", "trailing characters"),
 ])
 def test_malformed_inputs(tmp_path, mutate, needle):
