@@ -9,6 +9,9 @@ B := build
 
 WARN := -Wall -Wextra -Werror
 CSTD := -std=c11
+# The injected library keeps every frame under 4 KiB: Apple's clang calls ___chkstk_darwin
+# for larger ones (an import the library must not have).
+LIB_FRAME := -Wframe-larger-than=4000
 CORE_SRC := $(wildcard src/core/*.c)
 COMMON_SRC := src/common/readfile.c
 SHIM_SRC := src/shim/shim.c src/shim/hooks.c
@@ -35,13 +38,13 @@ else
   all: $(LIB) $(B)/vzcaps rig
   $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
 	@mkdir -p $(B)
-	$(CC) $(CSTD) $(WARN) -O2 -g -flto -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
+	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -g -flto -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
   $(B)/vzcaps: $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) -O2 -g -I$(B) $(filter %.c,$^) -o $@ -lm
 endif
 
 # ---- the GNU-runtime stand-in rig (Linux) ----
-RIG := $(B)/libfakemetal.so $(B)/probe $(B)/probe_static $(B)/bench_calls
+RIG := $(B)/libfakemetal.so $(B)/probe $(B)/probe_static $(B)/bench_calls $(B)/pylauncher
 rig: $(RIG)
 $(B)/libfakemetal.so: tests/rig/fakemetal.m
 	@mkdir -p $(B)
@@ -52,6 +55,9 @@ $(B)/probe: tests/rig/probe.m $(B)/libfakemetal.so
 $(B)/probe_static: tests/rig/probe.m tests/rig/fakemetal.m
 	@mkdir -p $(B)
 	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 $^ -o $@ -lobjc -lpthread
+$(B)/pylauncher: tests/rig/pylauncher.c
+	@mkdir -p $(B)
+	$(CC) -std=c11 $(WARN) -O2 $< -o $@
 $(B)/bench_calls: bench/bench_calls.c $(B)/libfakemetal.so
 	$(CC) $(CSTD) -D_POSIX_C_SOURCE=200809L $(WARN) -O2 $< -o $@ -L$(B) -lfakemetal -lobjc -Wl,-rpath,'$$ORIGIN'
 

@@ -37,6 +37,8 @@ int verify_gate(const struct cfg_opts *o);
  * until 16 more calls). */
 void eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *esc(const char *s);
+/* A formatted string on the heap, never cut (the caller frees it). */
+char *xformat(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* main.c */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -4,12 +4,15 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Text as plist XML: markup characters as entities, and CR as &#13; (an XML reader turns a
+ * raw CR into LF), so every byte reads back as written. */
 static void xml_text(FILE *out, const char *s)
 {
     for (; *s; s++) {
@@ -18,6 +21,7 @@ static void xml_text(FILE *out, const char *s)
         case '<': fputs("&lt;", out); break;
         case '>': fputs("&gt;", out); break;
         case '"': fputs("&quot;", out); break;
+        case '\r': fputs("&#13;", out); break;
         default: fputc(*s, out);
         }
     }
@@ -37,12 +41,23 @@ static bool valid_label(const char *l)
     return *l && strlen(l) < 200 && strspn(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(l) && l[0] != '.';
 }
 
-static bool valid_xml_text(const char *s)
+/* Whether XML 1.0 can carry s: valid UTF-8 of characters in its Char production (no C0
+ * control but tab, LF and CR; no U+FFFE or U+FFFF). NULL, or what is wrong. */
+static const char *xml_unfit(const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
-            return false;
-    return true;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        size_t k = vzcaps_utf8_valid(s + i, n - i);
+        const unsigned char *p = (const unsigned char *)s + i;
+        if (!k)
+            return "invalid UTF-8";
+        if (k == 1 && *p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
+            return "a control character";
+        if (k == 3 && p[0] == 0xef && p[1] == 0xbf && (p[2] == 0xbe || p[2] == 0xbf))
+            return "U+FFFE or U+FFFF";
+        i += k;
+    }
+    return NULL;
 }
 
 static void write_plist(FILE *out, const char *label, char **cmd, char **env, const char *home)
@@ -65,50 +80,65 @@ static void write_plist(FILE *out, const char *label, char **cmd, char **env, co
         kv_string(out, "    ", name, eq + 1);
     }
     fputs("  </dict>\n  <key>RunAtLoad</key>\n  <true/>\n", out);
-    char path[1200];
-    snprintf(path, sizeof path, "%s/Library/Logs/vzcaps/%s.out.log", home, label);
+    char *path = xformat("%s/Library/Logs/vzcaps/%s.out.log", home, label);
     kv_string(out, "  ", "StandardOutPath", path);
-    snprintf(path, sizeof path, "%s/Library/Logs/vzcaps/%s.err.log", home, label);
+    free(path);
+    path = xformat("%s/Library/Logs/vzcaps/%s.err.log", home, label);
     kv_string(out, "  ", "StandardErrorPath", path);
+    free(path);
     fputs("</dict>\n</plist>\n", out);
 }
 
 static int mkdirs(const char *path)
 {
-    char buf[1200];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
+    char *buf = xformat("%s", path);
+    int rc = 0;
+    for (char *p = buf + 1; *p && !rc; p++)
         if (*p == '/') {
             *p = '\0';
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-                return -1;
+            rc = mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
             *p = '/';
         }
-    return mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+    if (!rc)
+        rc = mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+    free(buf);
+    return rc;
+}
+
+/* The whole plist as bytes, to compare with what is installed. */
+static char *plist_bytes(const char *label, char **cmd, char **env, const char *home, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f)
+        return NULL;
+    write_plist(f, label, cmd, env, home);
+    if (fclose(f) != 0)
+        return NULL;
+    *len = n;
+    return buf;
 }
 
 /* Prints the launchctl command; runs it on macOS only. */
 static int launchctl(const char *verb, const char *target)
 {
-    char domain[64], arg[1400];
+    char domain[64];
     snprintf(domain, sizeof domain, "gui/%u", (unsigned)getuid());
     bool bootout = strcmp(verb, "bootout") == 0;
-    if (bootout)
-        snprintf(arg, sizeof arg, "%s/%s", domain, target);
-    else
-        snprintf(arg, sizeof arg, "%s", target);
+    char *arg = bootout ? xformat("%s/%s", domain, target) : xformat("%s", target);
     char *av[] = {"launchctl", (char *)verb, bootout ? arg : domain, bootout ? NULL : arg, NULL};
-    printf("launchctl %s %s%s%s\n", verb, av[2], av[3] ? " " : "", av[3] ? av[3] : "");
-    if (!platform_is_macos)
-        return 0;
-    return spawn_wait("/bin/launchctl", av);
+    printf("launchctl %s %s%s%s\n", verb, esc(av[2]), av[3] ? " " : "", av[3] ? esc(av[3]) : "");
+    int rc = platform_is_macos ? spawn_wait("/bin/launchctl", av) : 0;
+    free(arg);
+    return rc;
 }
 
 int cmd_launchd(int argc, char **argv)
 {
     struct cfg_opts o = {0};
     const char *label = NULL;
-    bool install = false, remove_ = false;
+    bool install = false, remove_ = false, force = false;
     int i = 1;
     for (; i < argc; i++) {
         int t;
@@ -126,6 +156,8 @@ int cmd_launchd(int argc, char **argv)
             install = true;
         else if (strcmp(argv[i], "--remove") == 0)
             remove_ = true;
+        else if (strcmp(argv[i], "--force") == 0)
+            force = true;
         else if (argv[i][0] == '-')
             return usage_error("launchd", "unknown option %s", argv[i]);
         else
@@ -145,31 +177,37 @@ int cmd_launchd(int argc, char **argv)
         eprintf("vzcaps launchd: HOME is not set");
         return 1;
     }
-    char agents[1100], plist[1400], tmp[1500], logs[1100];
-    snprintf(agents, sizeof agents, "%s/Library/LaunchAgents", home);
-    snprintf(plist, sizeof plist, "%s/%s.plist", agents, label);
-    snprintf(logs, sizeof logs, "%s/Library/Logs/vzcaps", home);
+    const char *why;
+    if ((why = xml_unfit(home)))
+        return usage_error("launchd", "HOME %s has %s, which a plist cannot carry", esc(home), why);
+    char *agents = xformat("%s/Library/LaunchAgents", home), *plist = xformat("%s/%s.plist", agents, label);
+    char *logs = xformat("%s/Library/Logs/vzcaps", home);
     if (remove_) {
         if (i < argc)
             return usage_error("launchd", "--remove takes no command");
+        struct stat st;
+        if (lstat(plist, &st) != 0) {
+            eprintf("vzcaps launchd: %s is not installed (no %s)", label, plist);
+            return 1;
+        }
         launchctl("bootout", label);
-        if (unlink(plist) != 0 && errno != ENOENT) {
+        if (unlink(plist) != 0) {
             eprintf("vzcaps launchd: cannot remove %s: %s", plist, strerror(errno));
             return 1;
         }
-        printf("removed %s\n", plist);
+        printf("removed %s\n", esc(plist));
         return 0;
     }
     if (i >= argc)
         return usage_error("launchd", "no command given");
     char **cmd = argv + i;
     for (char **a = cmd; *a; a++)
-        if (!valid_xml_text(*a))
-            return usage_error("launchd", "argument contains a control character");
+        if ((why = xml_unfit(*a)))
+            return usage_error("launchd", "argument %d (%s) has %s, which a plist cannot carry", (int)(a - cmd) + 1, esc(*a), why);
     if (cmd[0][0] != '/')
         eprintf("vzcaps launchd: note: launchd does not search PATH the way a shell does; give %s as an absolute path", cmd[0]);
 
-    char library[1100], tried[2400];
+    char library[4096], tried[2400];
     if (find_library(library, sizeof library, tried, sizeof tried) != 0) {
         eprintf("vzcaps launchd: %s not found (looked at %s)", library_file, tried);
         return 1;
@@ -182,39 +220,64 @@ int cmd_launchd(int argc, char **argv)
         return 1;
     }
     /* Only what this workload needs: the settings and the library, nothing of this shell. */
-    static char *env[16];
-    static char text[16][1400];
+    char *env[8];
     size_t n = 0;
-    snprintf(text[n], sizeof text[n], "%s=%s", preload_var, library), env[n] = text[n], n++;
+    env[n++] = xformat("%s=%s", preload_var, library);
     if (r.config_path[0])
-        snprintf(text[n], sizeof text[n], "VZCAPS_CONFIG=%s", r.config_path), env[n] = text[n], n++;
+        env[n++] = xformat("VZCAPS_CONFIG=%s", r.config_path);
     if (o.profile)
-        snprintf(text[n], sizeof text[n], "VZCAPS_PROFILE=%s", o.profile), env[n] = text[n], n++;
+        env[n++] = xformat("VZCAPS_PROFILE=%s", o.profile);
     if (o.family)
-        snprintf(text[n], sizeof text[n], "VZCAPS_APPLE_FAMILY_MAX=%s", o.family), env[n] = text[n], n++;
+        env[n++] = xformat("VZCAPS_APPLE_FAMILY_MAX=%s", o.family);
     env[n] = NULL;
+    for (char **e = env; *e; e++)
+        if ((why = xml_unfit(*e)))
+            return usage_error("launchd", "%s has %s, which a plist cannot carry", esc(*e), why);
 
     if (!install) {
         write_plist(stdout, label, cmd, env, home);
         return 0;
     }
+    size_t len;
+    char *bytes = plist_bytes(label, cmd, env, home, &len);
+    if (!bytes) {
+        eprintf("vzcaps launchd: out of memory");
+        return 1;
+    }
+    /* an existing plist that differs is somebody's work: replaced only when asked */
+    size_t old_len;
+    char err[1400];
+    char *old = access(plist, F_OK) == 0 ? read_text_file(plist, &old_len, err, sizeof err) : NULL;
+    if (access(plist, F_OK) == 0 && !force && !(old && old_len == len && memcmp(old, bytes, len) == 0)) {
+        eprintf("vzcaps launchd: %s exists and differs from this job; pass --force to replace it", plist);
+        return 1;
+    }
+    free(old);
     if (mkdirs(agents) != 0 || mkdirs(logs) != 0) {
         eprintf("vzcaps launchd: cannot create %s or %s: %s", agents, logs, strerror(errno));
         return 1;
     }
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", plist, (long)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        eprintf("vzcaps launchd: cannot write %s: %s", tmp, strerror(errno));
-        return 1;
+    char *tmp = xformat("%s.tmp.%ld", plist, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    bool ok = fd >= 0 && fchmod(fd, 0644) == 0; /* 0644 whatever the umask */
+    for (size_t off = 0; ok && off < len;) {
+        ssize_t w = write(fd, bytes + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        ok = w > 0;
+        off += ok ? (size_t)w : 0;
     }
-    write_plist(f, label, cmd, env, home);
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, plist) != 0) {
+    ok = ok && fsync(fd) == 0;
+    if (fd >= 0 && close(fd) != 0)
+        ok = false;
+    if (!ok || rename(tmp, plist) != 0) {
         eprintf("vzcaps launchd: cannot write %s: %s", plist, strerror(errno));
         unlink(tmp);
         return 1;
     }
-    printf("wrote %s\n", plist);
+    free(tmp);
+    free(bytes);
+    printf("wrote %s\n", esc(plist));
     if (!platform_is_macos)
         printf("not macOS: run these on the Mac instead:\n");
     return launchctl("bootstrap", plist) == 0 ? 0 : 1;

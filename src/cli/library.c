@@ -218,8 +218,10 @@ int library_check(const char *library, const char *target, char *why, size_t len
     struct elf_id lib;
     int rc = 0;
     bool elf = got == 4 && elf_identify(fd, &lib) == 0;
+    bool macho = got == 4 && (memcmp(magic, "\xca\xfe\xba\xbe", 4) == 0 || memcmp(magic, "\xca\xfe\xba\xbf", 4) == 0 ||
+                              memcmp(magic, "\xcf\xfa\xed\xfe", 4) == 0);
     const char *want_name = elf ? "libvzcaps.so" : "libvzcaps.dylib";
-    if ((elf || got == 4) && strcmp(vzcaps_basename(library), want_name) != 0) {
+    if ((elf || macho) && strcmp(vzcaps_basename(library), want_name) != 0) {
         /* the library finds (and removes) its own entry in the preload list by this name */
         snprintf(why, len, "its file name must be %s: the library finds its own entry in %s by that name", want_name,
                  elf ? "LD_PRELOAD" : "DYLD_INSERT_LIBRARIES");
@@ -250,8 +252,7 @@ int library_check(const char *library, const char *target, char *why, size_t len
                 rc = -1;
             }
         }
-    } else if (got == 4 && (memcmp(magic, "\xca\xfe\xba\xbe", 4) == 0 || memcmp(magic, "\xca\xfe\xba\xbf", 4) == 0 ||
-                            memcmp(magic, "\xcf\xfa\xed\xfe", 4) == 0)) {
+    } else if (macho) {
         char archs[128];
         if (macho_dylib_check(library, archs, sizeof archs, err, sizeof err) != 0) {
             snprintf(why, len, "%s", err);

@@ -342,7 +342,7 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
                 uint64_t ssize = le64(sec + 40);
                 uint32_t soff = le32(sec + 48);
                 if (!in_range(size, soff, ssize))
-                    FAIL("section %s (offset %u, %llu bytes) extends past the end of the file", sect, soff, (unsigned long long)ssize);
+                    FAIL("truncated: section %s (offset %u, %llu bytes) extends past the end of the file", sect, soff, (unsigned long long)ssize);
                 scan_strings(s, m + soff, ssize, meth);
             }
             break;

@@ -138,6 +138,19 @@ static char *vformat(const char *fmt, va_list ap)
     return buf;
 }
 
+char *xformat(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vformat(fmt, ap);
+    va_end(ap);
+    if (!s) {
+        fprintf(stderr, "vzcaps: out of memory\n");
+        exit(1);
+    }
+    return s;
+}
+
 const char *esc(const char *s)
 {
     static char *ring[16];

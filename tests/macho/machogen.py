@@ -32,7 +32,7 @@ def build(cputype=CPU_ARM64, cpusubtype=0, flags=CS_ADHOC, entitlements=None, li
     cmds.append(seg)
     cmds.append(bytearray(struct.pack("<IIIIII", LC_BUILD_VERSION, 24, 1, minos[0] << 16 | minos[1] << 8, 0, 0)))
     for lib in libs:
-        name = _pad8(lib.encode() + b"\0")
+        name = _pad8((lib if isinstance(lib, bytes) else lib.encode()) + b"\0")
         cmds.append(bytearray(struct.pack("<IIIIII", LC_LOAD_DYLIB, 24 + len(name), 24, 2, 0x10000, 0x10000) + name))
     if signed:
         cmds.append(bytearray(struct.pack("<IIII", LC_CODE_SIGNATURE, 16, 0, 0)))

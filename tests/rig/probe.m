@@ -1,6 +1,9 @@
 /* Prints every capability answer of the stand-in default device, one per line, so tests
  * can compare a stock run with a preloaded one. Test rig only.
- * probe [--threads N] [--child]   --child: also runs itself once more as a child process */
+ * probe [--threads N] [--child] [--spawn PROGRAM [ARGS]]
+ *   --child: also runs itself once more as a child process
+ *   --spawn: at the end, runs PROGRAM as a child with this process's environment (e.g.
+ *            /usr/bin/env, to see what children inherit) */
 #include <objc/Object.h>
 #include <objc/runtime.h>
 #include <pthread.h>
@@ -53,11 +56,16 @@ static void *worker(void *arg)
 int main(int argc, char **argv)
 {
     int threads = 0, child = 0;
+    char **spawn = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--child") == 0)
             child = 1;
+        else if (strcmp(argv[i], "--spawn") == 0 && i + 1 < argc) {
+            spawn = argv + i + 1;
+            break;
+        }
         else {
             fprintf(stderr, "usage: probe [--threads N] [--child]\n");
             return 2;
@@ -97,6 +105,16 @@ int main(int argc, char **argv)
     const char *pre = getenv("LD_PRELOAD");
     printf("env LD_PRELOAD=%s\n", pre ? pre : "(unset)");
     fflush(stdout);
+    if (spawn) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            execv(spawn[0], spawn);
+            _exit(127);
+        }
+        int status;
+        waitpid(pid, &status, 0);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+    }
     if (child) {
         pid_t pid = fork();
         if (pid == 0) {
