@@ -197,6 +197,39 @@ bool vzcaps_env_is_ours(const char *entry)
            strncmp(entry, "LUME_METAL_", 11) == 0;
 }
 
+int vzcaps_env_strip(char **env, const char *preload_var, const char *seps, const char *libname,
+                     void *(*alloc)(void *ctx, size_t bytes), void *ctx)
+{
+    size_t pl = strlen(preload_var), w = 0, r = 0;
+    int rc = 0;
+    for (; env && env[r]; r++) {
+        char *e = env[r];
+        if (vzcaps_env_is_ours(e))
+            continue;
+        if (strncmp(e, preload_var, pl) == 0 && e[pl] == '=') {
+            size_t n = strlen(e + pl + 1);
+            char *copy = alloc(ctx, pl + 1 + n + 1);
+            if (!copy) {
+                rc = -1;
+                break;
+            }
+            memcpy(copy, e, pl + 1);
+            int k = vzcaps_strip_library(e + pl + 1, seps, libname, copy + pl + 1, n + 1);
+            if (k == 0)
+                continue; /* only our library was in it */
+            if (k > 0 && (size_t)k != n)
+                e = copy; /* kept for the life of the process, as putenv's strings are */
+        }
+        env[w++] = e;
+    }
+    if (rc != 0) /* keep what was not looked at yet */
+        while (env[r])
+            env[w++] = env[r++];
+    if (env)
+        env[w] = NULL;
+    return rc;
+}
+
 int vzcaps_file_trust(unsigned long owner, unsigned long mode, unsigned long uid, char *why, size_t len)
 {
     if (owner != uid && owner != 0) {

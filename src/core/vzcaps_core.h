@@ -194,6 +194,15 @@ const char *vzcaps_env_get(const char *const *envp, const char *name);
  * start stock see none of them. */
 bool vzcaps_env_is_ours(const char *entry);
 
+/* Keeps children stock: removes every entry of ours (vzcaps_env_is_ours) from the
+ * NULL-terminated array env, compacting it in place, and our library (base name libname)
+ * from every entry of preload_var (list separators seps); an entry left empty goes too. A
+ * changed preload entry is written into memory from alloc(ctx, bytes) (the core itself never
+ * allocates). Any number, length or duplication of entries. 0, or -1 when alloc failed
+ * (env is then unchanged past the entry being rewritten, and still NULL-terminated). */
+int vzcaps_env_strip(char **env, const char *preload_var, const char *seps, const char *libname,
+                     void *(*alloc)(void *ctx, size_t bytes), void *ctx);
+
 /* ---- trust in a file (sudo/ssh rules): the owner is the real user or root, and neither
  * group nor others may write it. 0, or -1 with "not trusted: ..." in why. ---- */
 int vzcaps_file_trust(unsigned long owner, unsigned long mode, unsigned long uid, char *why, size_t len);

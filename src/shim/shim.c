@@ -98,43 +98,10 @@ VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr)
     pthread_mutex_unlock(&lock);
 }
 
-/* Children start stock: every entry of ours (VZCAPS_*, TART_METAL_*, LUME_METAL_*) leaves
- * the environment array, and our library leaves every preload entry (an entry left empty
- * goes too), whatever the number of entries, duplicates or lengths. The array is compacted
- * in place; a changed preload entry is a new allocation. -1 when that allocation fails. */
-static int strip_environment(char **env)
+static void *heap(void *ctx, size_t n)
 {
-    size_t pl = strlen(vzcaps_platform_preload_var), w = 0;
-    for (size_t r = 0; env && env[r]; r++) {
-        char *e = env[r];
-        if (vzcaps_env_is_ours(e))
-            continue;
-        if (strncmp(e, vzcaps_platform_preload_var, pl) == 0 && e[pl] == '=') {
-            size_t n = strlen(e);
-            char *copy = malloc(n + 1);
-            if (!copy)
-                return -1;
-            memcpy(copy, e, pl + 1);
-            int k = vzcaps_strip_library(e + pl + 1, vzcaps_platform_preload_seps, vzcaps_platform_library_name,
-                                         copy + pl + 1, n - pl);
-            if (k < 0) {
-                free(copy);
-                return -1;
-            }
-            if (k == 0) {
-                free(copy);
-                continue;
-            }
-            if ((size_t)k == n - pl - 1 && strcmp(copy, e) == 0)
-                free(copy); /* unchanged */
-            else
-                e = copy;  /* kept for the life of the process, as putenv's strings are */
-        }
-        env[w++] = e;
-    }
-    if (env)
-        env[w] = NULL;
-    return 0;
+    (void)ctx;
+    return malloc(n);
 }
 
 /* A launcher re-executes the real program with this same environment: it is not the
@@ -172,7 +139,11 @@ __attribute__((constructor)) static void vzcaps_init(void)
      * the injection on unchanged, so the process it is meant for still gets it. */
     if (p->state == VZCAPS_STOCK_UNCONFIGURED)
         return;
-    if (!(p->state == VZCAPS_ENABLED && p->inherit) && strip_environment(env) != 0 && p->state == VZCAPS_ENABLED) {
+    /* Children start stock (the rule and its cases: vzcaps_env_strip) */
+    if (!(p->state == VZCAPS_ENABLED && p->inherit) &&
+        vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
+                         NULL) != 0 &&
+        p->state == VZCAPS_ENABLED) {
         vzcaps_profile_refuse(p, "cannot remove vzcaps from the environment of child processes (out of memory)");
         p->invalid = false;
     }
