@@ -43,12 +43,16 @@ static const struct command commands[] = {
      "  --chip BRAND   host chip brand string, e.g. \"Apple M2 Pro\" (VZCAPS_HOST_CHIP)\n"
      "  --json         one JSON object: enabled, apple_family_max, max_threadgroup_memory,\n"
      "                 recommended_working_set_size, extra_families, host_chip, profile, notes\n"},
-    {"launchd", cmd_launchd, "launchd --label LABEL [--profile P] [--family V] [--install|--remove] -- CMD [ARGS]",
+    {"launchd", cmd_launchd, "launchd --label LABEL [--profile P] [--family V] [--install [--force]|--remove] -- CMD [ARGS]",
      "Writes a LaunchAgent plist for one workload: ProgramArguments, EnvironmentVariables with the\n"
      "library and the settings, RunAtLoad, logs under ~/Library/Logs/vzcaps/. To stdout by\n"
-     "default; --install writes ~/Library/LaunchAgents/LABEL.plist (atomically) and bootstraps it\n"
-     "on macOS, or prints the launchctl commands elsewhere; --remove reverses --install.\n"
-     "Never uses `launchctl setenv`, which would inject every process of the session.\n"},
+     "default; --install writes ~/Library/LaunchAgents/LABEL.plist (atomically, mode 0644) and\n"
+     "bootstraps it on macOS, or prints the launchctl commands elsewhere; --remove reverses\n"
+     "--install (exit 1 when the job is not installed).\n"
+     "Never uses `launchctl setenv`, which would inject every process of the session.\n"
+     "  --force   replace an existing LABEL.plist that differs (otherwise exit 1)\n"
+     "Every argument reads back from the plist byte for byte; one that XML cannot carry (invalid\n"
+     "UTF-8, control characters other than tab, LF and CR, U+FFFE/U+FFFF) is refused (exit 2).\n"},
     {"host", cmd_host, "host status|enable|disable",
      "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
      "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some\n"
@@ -57,11 +61,13 @@ static const struct command commands[] = {
      "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
      "version, the library and its slices, the config file, the effective profile for NAME, and\n"
      "known pitfalls that apply.\n"},
-    {"inspect", cmd_inspect, "inspect FILE... [--profile P] [--json]",
+    {"inspect", cmd_inspect, "inspect [--profile P] [--json] [--] FILE...",
      "Reads Mach-O executables (thin or universal, or an .app bundle) and reports per slice the\n"
      "architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"
      "will be honoured, linked Metal-related libraries, the Metal capability selectors it uses,\n"
-     "the clients recognised and what the effective profile changes for them.\n"},
+     "the clients recognised and what the effective profile changes for them. Exit 0 when every\n"
+     "file was read, 1 when any was unreadable, malformed or truncated (files over 1 GiB are\n"
+     "refused from their size).\n"},
     {"report", cmd_report, "report [--json] [--svg F] [--csv F] [--md F] (BUNDLE_DIR... | --stock FILE --unlocked FILE [--host FILE])",
      "Recomputes the benchmark table from `vzcaps bench` bundles or from llama-bench JSON files\n"
      "(each flag may repeat; rows are merged by test): the median of samples_ts per test, the\n"
