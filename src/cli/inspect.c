@@ -128,16 +128,12 @@ static void slice_text(const struct macho_slice *s, const struct vzcaps_profile 
         printf("    %s %s\n", eff[i][0] == '!' ? "warning " : "effect  ", eff[i][0] == '!' ? eff[i] + 2 : eff[i]);
 }
 
-int cmd_inspect(int argc, char **argv)
+static int inspect_main(int argc, char **argv, const char **files)
 {
     struct cfg_opts o = {0};
     bool json = false;
-    /* at most argc files: none is ever dropped */
-    const char **files = calloc((size_t)argc, sizeof *files);
     int nf = 0;
     bool dashdash = false;
-    if (!files)
-        return 1;
     for (int i = 1; i < argc; i++) {
         if (dashdash || (argv[i][0] != '-' || !argv[i][1])) {
             files[nf++] = argv[i];
@@ -205,6 +201,15 @@ int cmd_inspect(int argc, char **argv)
         json_end_obj(&j);
         json_finish(&j);
     }
+    return rc;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    /* at most argc files: none is ever dropped */
+    const char **files = calloc((size_t)argc, sizeof *files);
+    int rc = files ? inspect_main(argc, argv, files) : 1;
+    free(files);
     return rc;
 }
 

@@ -134,7 +134,18 @@ static int launchctl(const char *verb, const char *target)
     return rc;
 }
 
-int cmd_launchd(int argc, char **argv)
+/* Strings this command allocates live until it returns (cmd_launchd frees them). */
+static char *owned[16];
+static size_t n_owned;
+
+static char *keep(char *s)
+{
+    if (n_owned < sizeof owned / sizeof owned[0])
+        owned[n_owned++] = s;
+    return s;
+}
+
+static int launchd_main(int argc, char **argv)
 {
     struct cfg_opts o = {0};
     const char *label = NULL;
@@ -180,8 +191,8 @@ int cmd_launchd(int argc, char **argv)
     const char *why;
     if ((why = xml_unfit(home)))
         return usage_error("launchd", "HOME %s has %s, which a plist cannot carry", esc(home), why);
-    char *agents = xformat("%s/Library/LaunchAgents", home), *plist = xformat("%s/%s.plist", agents, label);
-    char *logs = xformat("%s/Library/Logs/vzcaps", home);
+    char *agents = keep(xformat("%s/Library/LaunchAgents", home)), *plist = keep(xformat("%s/%s.plist", agents, label));
+    char *logs = keep(xformat("%s/Library/Logs/vzcaps", home));
     if (remove_) {
         if (i < argc)
             return usage_error("launchd", "--remove takes no command");
@@ -222,13 +233,13 @@ int cmd_launchd(int argc, char **argv)
     /* Only what this workload needs: the settings and the library, nothing of this shell. */
     char *env[8];
     size_t n = 0;
-    env[n++] = xformat("%s=%s", preload_var, library);
+    env[n++] = keep(xformat("%s=%s", preload_var, library));
     if (r.config_path[0])
-        env[n++] = xformat("VZCAPS_CONFIG=%s", r.config_path);
+        env[n++] = keep(xformat("VZCAPS_CONFIG=%s", r.config_path));
     if (o.profile)
-        env[n++] = xformat("VZCAPS_PROFILE=%s", o.profile);
+        env[n++] = keep(xformat("VZCAPS_PROFILE=%s", o.profile));
     if (o.family)
-        env[n++] = xformat("VZCAPS_APPLE_FAMILY_MAX=%s", o.family);
+        env[n++] = keep(xformat("VZCAPS_APPLE_FAMILY_MAX=%s", o.family));
     env[n] = NULL;
     for (char **e = env; *e; e++)
         if ((why = xml_unfit(*e)))
@@ -239,7 +250,7 @@ int cmd_launchd(int argc, char **argv)
         return 0;
     }
     size_t len;
-    char *bytes = plist_bytes(label, cmd, env, home, &len);
+    char *bytes = keep(plist_bytes(label, cmd, env, home, &len));
     if (!bytes) {
         eprintf("vzcaps launchd: out of memory");
         return 1;
@@ -248,16 +259,17 @@ int cmd_launchd(int argc, char **argv)
     size_t old_len;
     char err[1400];
     char *old = access(plist, F_OK) == 0 ? read_text_file(plist, &old_len, err, sizeof err) : NULL;
-    if (access(plist, F_OK) == 0 && !force && !(old && old_len == len && memcmp(old, bytes, len) == 0)) {
+    bool same = old && old_len == len && memcmp(old, bytes, len) == 0;
+    free(old);
+    if (access(plist, F_OK) == 0 && !force && !same) {
         eprintf("vzcaps launchd: %s exists and differs from this job; pass --force to replace it", plist);
         return 1;
     }
-    free(old);
     if (mkdirs(agents) != 0 || mkdirs(logs) != 0) {
         eprintf("vzcaps launchd: cannot create %s or %s: %s", agents, logs, strerror(errno));
         return 1;
     }
-    char *tmp = xformat("%s.tmp.%ld", plist, (long)getpid());
+    char *tmp = keep(xformat("%s.tmp.%ld", plist, (long)getpid()));
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     bool ok = fd >= 0 && fchmod(fd, 0644) == 0; /* 0644 whatever the umask */
     for (size_t off = 0; ok && off < len;) {
@@ -275,10 +287,16 @@ int cmd_launchd(int argc, char **argv)
         unlink(tmp);
         return 1;
     }
-    free(tmp);
-    free(bytes);
     printf("wrote %s\n", esc(plist));
     if (!platform_is_macos)
         printf("not macOS: run these on the Mac instead:\n");
     return launchctl("bootstrap", plist) == 0 ? 0 : 1;
+}
+
+int cmd_launchd(int argc, char **argv)
+{
+    int rc = launchd_main(argc, argv);
+    while (n_owned)
+        free(owned[--n_owned]);
+    return rc;
 }

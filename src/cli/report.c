@@ -85,19 +85,19 @@ static void report_print(const struct report_input *in, bool json)
     }
 }
 
-int cmd_report(int argc, char **argv)
+struct rfile {
+    enum bench_role role;
+    const char *path;
+};
+
+static int report_main(int argc, char **argv, const char **dirs, struct rfile *files)
 {
     static struct report_input in;
     memset(&in, 0, sizeof in);
     bool json = false;
     const char *svg = NULL, *csv = NULL, *md = NULL;
     char err[1400];
-    /* at most argc of each: no argument is ever dropped */
-    const char **dirs = calloc((size_t)argc, sizeof *dirs);
     int nd = 0, nfiles = 0;
-    struct rfile { enum bench_role role; const char *path; } *files = calloc((size_t)argc, sizeof *files);
-    if (!dirs || !files)
-        return 1;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int t = 0;
@@ -171,4 +171,15 @@ int cmd_report(int argc, char **argv)
         }
     }
     return 0;
+}
+
+int cmd_report(int argc, char **argv)
+{
+    /* at most argc of each: no argument is ever dropped */
+    const char **dirs = calloc((size_t)argc, sizeof *dirs);
+    struct rfile *files = calloc((size_t)argc, sizeof *files);
+    int rc = dirs && files ? report_main(argc, argv, dirs, files) : 1;
+    free(dirs);
+    free(files);
+    return rc;
 }
