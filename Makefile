@@ -44,7 +44,8 @@ else
 endif
 
 # ---- the GNU-runtime stand-in rig (Linux) ----
-RIG := $(B)/libfakemetal.so $(B)/probe $(B)/probe_static $(B)/bench_calls $(B)/pylauncher
+CLIENTS := $(B)/clients/libggml-metal.so $(B)/clients/libtorch_cpu.so $(B)/clients/libother-client.so
+RIG := $(B)/libfakemetal.so $(B)/probe $(B)/probe_static $(B)/bench_calls $(B)/pylauncher $(CLIENTS) $(B)/callers
 rig: $(RIG)
 $(B)/libfakemetal.so: tests/rig/fakemetal.m
 	@mkdir -p $(B)
@@ -55,6 +56,16 @@ $(B)/probe: tests/rig/probe.m $(B)/libfakemetal.so
 $(B)/probe_static: tests/rig/probe.m tests/rig/fakemetal.m
 	@mkdir -p $(B)
 	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 $^ -o $@ -lobjc -lpthread
+# three Metal clients for the caller-scope tests, each asking from its own image
+$(B)/clients/libggml-metal.so: ASK := ask_ggml
+$(B)/clients/libtorch_cpu.so: ASK := ask_torch
+$(B)/clients/libother-client.so: ASK := ask_other
+$(B)/clients/%.so: tests/rig/client.m
+	@mkdir -p $(B)/clients
+	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 -fPIC -shared -DASK=$(ASK) -Wl,-soname,$(notdir $@) $< -o $@ -lobjc
+$(B)/callers: tests/rig/callers.m $(CLIENTS) $(B)/libfakemetal.so
+	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 $< -o $@ $(CLIENTS) -L$(B) -lfakemetal -lobjc -lpthread \
+	  -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/clients'
 $(B)/pylauncher: tests/rig/pylauncher.c
 	@mkdir -p $(B)
 	$(CC) -std=c11 $(WARN) -O2 $< -o $@

@@ -16,6 +16,8 @@ static const char *const key_names[VZCAPS_KEY_COUNT] = {
     [VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE] = "unsafe_beyond_hardware",
     [VZCAPS_KEY_INHERIT] = "inherit",
     [VZCAPS_KEY_LOG] = "log",
+    [VZCAPS_KEY_CALLERS] = "callers",
+    [VZCAPS_KEY_STOCK_CALLERS] = "stock_callers",
 };
 
 const char *vzcaps_key_name(enum vzcaps_key key)
@@ -112,6 +114,38 @@ static int parse_extra(struct vzcaps_settings *s, const char *v, char *err, size
     return 0;
 }
 
+/* A list of image-name globs: blank-separated tokens of letters, digits and . _ + - * ?
+ * ("none" alone: the empty list), normalised to single blanks into out. */
+static int parse_globs(const char *v, char *out, char *err, size_t errlen)
+{
+    if (strlen(v) >= VZCAPS_GLOBS_LEN) {
+        char clipped[96];
+        snprintf(err, errlen, "%s: too long (limit %d bytes)", vzcaps_clip(v, 40, clipped, sizeof clipped), VZCAPS_GLOBS_LEN - 1);
+        return -1;
+    }
+    size_t w = 0;
+    for (const char *p = v; *p;) {
+        while (*p == ' ' || *p == '\t')
+            p++;
+        size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-*?");
+        if (p[n] && p[n] != ' ' && p[n] != '\t')
+            return fail(err, errlen, "\"%s\" is not a blank-separated list of image names (letters, digits, . _ + - and the globs * ?)", v);
+        if (n) {
+            if (w)
+                out[w++] = ' ';
+            memcpy(out + w, p, n);
+            w += n;
+        }
+        p += n;
+    }
+    out[w] = '\0';
+    if (!w)
+        return fail(err, errlen, "%s", "empty list: use none for no image");
+    if (strcmp(out, "none") == 0)
+        out[0] = '\0';
+    return 0;
+}
+
 int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const char *value,
                         const char *origin, char *err, size_t errlen)
 {
@@ -168,6 +202,14 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
             return fail(err, errlen, "\"%s\" is not quiet or normal", value);
         s->quiet = strcmp(value, "quiet") == 0;
         break;
+    case VZCAPS_KEY_CALLERS:
+        if (parse_globs(value, s->callers, err, errlen) != 0)
+            return -1;
+        break;
+    case VZCAPS_KEY_STOCK_CALLERS:
+        if (parse_globs(value, s->stock_callers, err, errlen) != 0)
+            return -1;
+        break;
     default:
         break;
     }
@@ -215,6 +257,11 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
     p->inherit = s->inherit;
     p->quiet = s->quiet;
     p->unsafe = s->unsafe;
+    snprintf(p->callers, sizeof p->callers, "%s", HAS(s, VZCAPS_KEY_CALLERS) ? s->callers : "*");
+    snprintf(p->stock_callers, sizeof p->stock_callers, "%s",
+             HAS(s, VZCAPS_KEY_STOCK_CALLERS) ? s->stock_callers : VZCAPS_DEFAULT_STOCK_CALLERS);
+    p->scoped = strcmp(p->callers, "*") != 0 || p->stock_callers[0];
+    p->scope_default = strcmp(p->callers, "*") == 0 && strcmp(p->stock_callers, VZCAPS_DEFAULT_STOCK_CALLERS) == 0;
 
     const char *brand = host ? host->brand : NULL;
     const char *origin = host && host->brand_origin ? host->brand_origin : "detection";
@@ -230,7 +277,8 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
     switch (s->family_mode) {
     case VZCAPS_FAMILY_UNSET:
         for (int k = 0; k < VZCAPS_KEY_COUNT; k++) {
-            if (HAS(s, k) && k != VZCAPS_KEY_INHERIT && k != VZCAPS_KEY_LOG && k != VZCAPS_KEY_HOST_CHIP) {
+            if (HAS(s, k) && k != VZCAPS_KEY_INHERIT && k != VZCAPS_KEY_LOG && k != VZCAPS_KEY_HOST_CHIP &&
+                k != VZCAPS_KEY_CALLERS && k != VZCAPS_KEY_STOCK_CALLERS) {
                 char why[VZCAPS_NOTE_LEN];
                 snprintf(why, sizeof why, "%s is set but apple_family_max is not, and only it enables vzcaps: set it to auto", s->origin[k]);
                 vzcaps_profile_refuse(p, why);
@@ -278,6 +326,9 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
         break;
     }
     p->state = VZCAPS_ENABLED;
+    if (!p->scope_default)
+        note(p, "for calls from images %s, except %s (stock answers)", p->callers[0] ? p->callers : "none",
+             p->stock_callers[0] ? p->stock_callers : "none");
     if (s->unsafe)
         note(p, "unsafe_beyond_hardware is set (%s): claims are not clamped to the host chip", s->origin[VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE]);
 
@@ -319,6 +370,32 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
         note(p, "extra family %lld (%s)%s%s", (long long)f, name, chip->known ? "" : " as given, not validated",
              f == 5001 ? " (warning: known to break MLX's residency sets)" : "");
     }
+}
+
+static bool globs_fit(const char *list, const char *image)
+{
+    char pat[VZCAPS_GLOBS_LEN];
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, " ");
+        memcpy(pat, p, n);
+        pat[n] = '\0';
+        if (vzcaps_glob_match(pat, image))
+            return true;
+        p += n + (p[n] == ' ');
+    }
+    return false;
+}
+
+const char *vzcaps_caller_rule(const struct vzcaps_profile *p, const char *image)
+{
+    if (globs_fit(p->stock_callers, image ? image : ""))
+        return "stock_callers";
+    return globs_fit(p->callers, image ? image : "") ? "callers" : "not in callers";
+}
+
+bool vzcaps_caller_in_scope(const struct vzcaps_profile *p, const char *image)
+{
+    return !p->scoped || strcmp(vzcaps_caller_rule(p, image), "callers") == 0;
 }
 
 void vzcaps_profile_describe(const struct vzcaps_profile *p, const char *exe, char *buf, size_t len)

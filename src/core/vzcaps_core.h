@@ -54,6 +54,8 @@ enum vzcaps_key {
     VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE,
     VZCAPS_KEY_INHERIT,
     VZCAPS_KEY_LOG,
+    VZCAPS_KEY_CALLERS,
+    VZCAPS_KEY_STOCK_CALLERS,
     VZCAPS_KEY_COUNT
 };
 
@@ -62,6 +64,12 @@ enum vzcaps_key {
  * open(2) there fails on a longer path anyway. */
 #define VZCAPS_PATH_MAX 1024
 #define VZCAPS_ORIGIN_LEN (VZCAPS_PATH_MAX + 32) /* "file:line" or a variable name */
+/* callers / stock_callers: blank-separated globs of image base names, at most this long */
+#define VZCAPS_GLOBS_LEN 256
+/* PyTorch's MPS backend (libtorch_cpu) switches correctness workarounds and Metal Performance
+ * Primitives kernels on Apple7..10 answers (METAL-FACTS, "More client facts"): by default its
+ * calls get the stock answers. */
+#define VZCAPS_DEFAULT_STOCK_CALLERS "libtorch_cpu.dylib libtorch_cpu.so"
 #define VZCAPS_MAX_THREADGROUP_LIMIT 1048576ull          /* accepted range of the value */
 #define VZCAPS_MAX_WORKING_SET_LIMIT (1ull << 50)         /* 1 PiB */
 
@@ -75,6 +83,7 @@ struct vzcaps_settings {
     size_t n_extra;
     char host_chip[128];
     bool unsafe, inherit, quiet;
+    char callers[VZCAPS_GLOBS_LEN], stock_callers[VZCAPS_GLOBS_LEN]; /* normalised: single blanks; "" = none */
     /* where each key came from, e.g. "VZCAPS_APPLE_FAMILY_MAX" or "vzcaps.conf:4" */
     char origin[VZCAPS_KEY_COUNT][VZCAPS_ORIGIN_LEN];
 };
@@ -131,6 +140,10 @@ struct vzcaps_profile {
     int64_t extra[VZCAPS_MAX_EXTRA];
     size_t n_extra;
     bool inherit, quiet, unsafe;
+    /* caller scope: whose calls get the answers above (see vzcaps_caller_in_scope) */
+    char callers[VZCAPS_GLOBS_LEN], stock_callers[VZCAPS_GLOBS_LEN];
+    bool scoped;                     /* false: every caller is in scope, no need to ask who calls */
+    bool scope_default;              /* callers "*" and the built-in stock callers */
     struct vzcaps_chip chip;
     char chip_origin[VZCAPS_ORIGIN_LEN]; /* how the chip was found */
     char notes[VZCAPS_MAX_NOTES][VZCAPS_NOTE_LEN];
@@ -160,6 +173,12 @@ enum vzcaps_query {
 };
 
 uint64_t vzcaps_answer(const struct vzcaps_profile *p, enum vzcaps_query q, int64_t arg, uint64_t stock);
+/* Whether a call made from the image with base name image ("" when it cannot be told) gets
+ * the profile's answers: never when a stock_callers glob fits it (checked first), else when a
+ * callers glob does. The library asks once per call site and caches the answer. */
+bool vzcaps_caller_in_scope(const struct vzcaps_profile *p, const char *image);
+/* Which rule decides for image: "stock_callers", "callers" or "not in callers". */
+const char *vzcaps_caller_rule(const struct vzcaps_profile *p, const char *image);
 /* Whether the hook for q is needed at all under p. */
 bool vzcaps_query_needed(const struct vzcaps_profile *p, enum vzcaps_query q);
 

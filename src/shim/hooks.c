@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,22 +55,79 @@ static inline __attribute__((always_inline)) IMP original_for(id self, int which
     return NULL;
 }
 
+/* ---- caller scope: which image sent the message ----
+ * A message send reaches the method by a tail jump (objc_msgSend) or a call of the looked-up
+ * IMP (GNU runtime), so the replacement's return address lies in the code that asked
+ * (METAL-FACTS, "Who asked"). Its image is resolved with dladdr once per call site and the
+ * core's decision cached in a fixed table of words, each "address | stock bit"; 0 is free.
+ * Lookups are lock-free loads; a new site is claimed with one compare-and-swap; when its
+ * probe window is full the site is resolved each time, uncached. */
+#define SITE_SLOTS 1024
+#define SITE_PROBES 8
+#define SITE_STOCK (1ull << 63)
+static _Atomic uint64_t sites[SITE_SLOTS];
+
+static inline size_t site_hash(uint64_t a) { return (size_t)((a * 0x9e3779b97f4a7c15ull) >> 54); }
+
+static __attribute__((noinline, cold)) bool resolve_site(uint64_t a)
+{
+    char image[256];
+    vzcaps_platform_image_of((const void *)(uintptr_t)a, image, sizeof image);
+    bool stock = !vzcaps_caller_in_scope(&vzcaps_effective, image);
+    uint64_t want = a | (stock ? SITE_STOCK : 0);
+    for (size_t i = 0, h = site_hash(a); i < SITE_PROBES; i++) {
+        uint64_t expected = 0;
+        _Atomic uint64_t *slot = &sites[(h + i) & (SITE_SLOTS - 1)];
+        if (atomic_compare_exchange_strong_explicit(slot, &expected, want, memory_order_relaxed, memory_order_relaxed) ||
+            (expected & ~SITE_STOCK) == a)
+            break;
+    }
+    return !stock;
+}
+
+/* Whether the call that returns to ret gets the profile's answers. */
+static inline __attribute__((always_inline)) bool caller_in_scope(const void *ret)
+{
+    if (!vzcaps_effective.scoped)
+        return true;
+    uint64_t a = (uint64_t)(uintptr_t)vzcaps_platform_strip_return_address(ret);
+    for (size_t i = 0, h = site_hash(a); i < SITE_PROBES; i++) {
+        uint64_t e = atomic_load_explicit(&sites[(h + i) & (SITE_SLOTS - 1)], memory_order_relaxed);
+        if ((e & ~SITE_STOCK) == a)
+            return !(e & SITE_STOCK);
+        if (!e)
+            break;
+    }
+    return resolve_site(a);
+}
+
 static BOOL replaced_supports_family(id self, SEL cmd, long family)
 {
     IMP orig = original_for(self, SEL_FAMILY);
     BOOL stock = orig ? ((family_imp)(void (*)(void))orig)(self, cmd, family) : NO;
-    return vzcaps_answer(&vzcaps_effective, VZCAPS_Q_SUPPORTS_FAMILY, family, stock ? 1 : 0) ? YES : NO;
+    if (stock || !caller_in_scope(__builtin_return_address(0)))
+        return stock; /* a supported answer stays supported (vzcaps_answer's first rule) */
+    return vzcaps_answer(&vzcaps_effective, VZCAPS_Q_SUPPORTS_FAMILY, family, 0) ? YES : NO;
 }
 
-static inline __attribute__((always_inline)) unsigned long replaced_ulong(id self, SEL cmd, int which)
+/* ret: the replacement's own return address, taken there (an inlined helper has none) */
+static inline __attribute__((always_inline)) unsigned long replaced_ulong(id self, SEL cmd, int which, const void *ret)
 {
     IMP orig = original_for(self, which);
     unsigned long stock = orig ? ((ulong_imp)(void (*)(void))orig)(self, cmd) : 0;
+    if (!caller_in_scope(ret))
+        return stock;
     return (unsigned long)vzcaps_answer(&vzcaps_effective, sel_queries[which], 0, stock);
 }
 
-static unsigned long replaced_threadgroup(id self, SEL cmd) { return replaced_ulong(self, cmd, SEL_THREADGROUP); }
-static unsigned long replaced_working_set(id self, SEL cmd) { return replaced_ulong(self, cmd, SEL_WORKING_SET); }
+static unsigned long replaced_threadgroup(id self, SEL cmd)
+{
+    return replaced_ulong(self, cmd, SEL_THREADGROUP, __builtin_return_address(0));
+}
+static unsigned long replaced_working_set(id self, SEL cmd)
+{
+    return replaced_ulong(self, cmd, SEL_WORKING_SET, __builtin_return_address(0));
+}
 
 static IMP replacement(int which)
 {
