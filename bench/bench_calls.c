@@ -2,6 +2,8 @@
  * (method lookup + call), on the stand-in device; and an immediate exit for start-up timing.
  * bench_calls time [N]       best-of-7 nanoseconds per call for each selector
  * bench_calls count SEL N    N calls of one selector inside measured_loop (for callgrind)
+ * bench_calls first SEL      one call of SEL inside first_call, a call site not seen before
+ *                            (for callgrind: what resolving a new caller costs once)
  * bench_calls exit           returns at once (process start-up)
  * bench_calls startup N      median microseconds to spawn and reap `bench_calls exit` */
 #include <objc/runtime.h>
@@ -30,6 +32,16 @@ __attribute__((noinline)) void measured_loop(id dev, SEL sel, long n, int family
         else
             sink += ((ulong_fn)(void (*)(void))imp)(dev, sel);
     }
+}
+
+__attribute__((noinline)) void first_call(id dev, SEL sel, int family);
+__attribute__((noinline)) void first_call(id dev, SEL sel, int family)
+{
+    IMP imp = objc_msg_lookup(dev, sel);
+    if (family)
+        sink += ((family_fn)(void (*)(void))imp)(dev, sel, 1007);
+    else
+        sink += ((ulong_fn)(void (*)(void))imp)(dev, sel);
 }
 
 static double now_ns(void)
@@ -77,6 +89,14 @@ int main(int argc, char **argv)
     if (argc >= 4 && strcmp(argv[1], "count") == 0) {
         SEL sel = sel_registerName(argv[2]);
         measured_loop(dev, sel, atol(argv[3]), strcmp(argv[2], "supportsFamily:") == 0);
+        return 0;
+    }
+    if (argc >= 3 && strcmp(argv[1], "first") == 0) {
+        SEL sel = sel_registerName(argv[2]);
+        int family = strcmp(argv[2], "supportsFamily:") == 0;
+        IMP warm = objc_msg_lookup(dev, sel); /* the runtime's own method cache is filled here, not measured */
+        (void)warm;
+        first_call(dev, sel, family);
         return 0;
     }
     if (argc >= 2 && strcmp(argv[1], "time") == 0) {

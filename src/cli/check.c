@@ -37,6 +37,19 @@ static void print_profile_json(const struct vzcaps_config_result *r)
     json_str(&j, "profile", r->section[0] ? r->section : NULL);
     json_str(&j, "config_file", r->config_path[0] ? r->config_path : NULL);
     json_bool(&j, "inherit", p->inherit);
+    /* the scope as the library will apply it (defaults included) */
+    const char *lists[2] = {p->callers, p->stock_callers}, *keys[2] = {"callers", "stock_callers"};
+    for (int k = 0; k < 2; k++) {
+        json_arr(&j, keys[k]);
+        char glob[VZCAPS_GLOBS_LEN];
+        for (const char *g = lists[k]; *g;) {
+            size_t n = strcspn(g, " ");
+            snprintf(glob, sizeof glob, "%.*s", (int)n, g);
+            json_str(&j, NULL, glob);
+            g += n + (g[n] == ' ');
+        }
+        json_end_arr(&j);
+    }
     json_bool(&j, "unsafe_beyond_hardware", p->unsafe);
     json_arr(&j, "notes");
     for (size_t i = 0; i < p->n_notes; i++)
@@ -71,6 +84,9 @@ void print_profile_text(const struct vzcaps_config_result *r, const char *exe)
         for (size_t i = 0; i < p->n_extra; i++)
             printf("  extra family                  %lld (%s)\n", (long long)p->extra[i], vzcaps_family_name(p->extra[i]));
         printf("  inherit                       %s\n", p->inherit ? "yes (children keep the library)" : "no (children start stock)");
+        printf("  callers                       %s\n", p->callers[0] ? p->callers : "none");
+        printf("  stock_callers                 %s%s\n", p->stock_callers[0] ? p->stock_callers : "none",
+               p->scope_default ? " (default: PyTorch MPS keeps stock answers)" : "");
     }
     if (p->n_notes) {
         printf("why\n");

@@ -42,7 +42,51 @@ static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *
     return n;
 }
 
-static void slice_json(struct json *j, const struct macho_slice *s, const struct vzcaps_profile *p)
+/* Why an image's calls get stock answers, or NULL when they get the profile's. */
+static const char *scope_stock_reason(const struct vzcaps_profile *p, const char *image, char *buf, size_t len)
+{
+    const char *rule = vzcaps_caller_rule(p, image);
+    if (strcmp(rule, "callers") == 0)
+        return NULL;
+    bool torch = strncmp(image, "libtorch", 8) == 0;
+    snprintf(buf, len, "%s%s", torch ? "PyTorch MPS, " : "", rule);
+    return buf;
+}
+
+/* Each image of the slice whose calls the scope answers stock: the file itself and every
+ * library it links (the images that can call Metal on its behalf). */
+static void scope_lines(const struct macho_slice *s, const char *self, const struct vzcaps_profile *p,
+                        void (*emit)(void *ctx, const char *image, const char *why), void *ctx)
+{
+    char why[128];
+    if (p->state != VZCAPS_ENABLED)
+        return;
+    if (scope_stock_reason(p, self, why, sizeof why))
+        emit(ctx, self, why);
+    for (size_t i = 0; i < s->n_libs; i++) {
+        const char *base = vzcaps_basename(s->libs[i]);
+        if (scope_stock_reason(p, base, why, sizeof why))
+            emit(ctx, base, why);
+    }
+}
+
+static void scope_json_one(void *ctx, const char *image, const char *why)
+{
+    struct json *j = ctx;
+    json_obj(j, NULL);
+    json_str(j, "image", image);
+    json_str(j, "answers", "stock");
+    json_str(j, "why", why);
+    json_end_obj(j);
+}
+
+static void scope_text_one(void *ctx, const char *image, const char *why)
+{
+    (void)ctx;
+    printf("    scope       %s: stock (%s)\n", esc(image), why);
+}
+
+static void slice_json(struct json *j, const struct macho_slice *s, const struct vzcaps_profile *p, const char *self)
 {
     char eff[6][240];
     size_t ne = effects(s, p, eff);
@@ -92,10 +136,13 @@ static void slice_json(struct json *j, const struct macho_slice *s, const struct
     for (size_t i = 0; i < ne; i++)
         json_str(j, NULL, eff[i]);
     json_end_arr(j);
+    json_arr(j, "stock_images"); /* images whose calls the caller scope answers stock */
+    scope_lines(s, self, p, scope_json_one, j);
+    json_end_arr(j);
     json_end_obj(j);
 }
 
-static void slice_text(const struct macho_slice *s, const struct vzcaps_profile *p)
+static void slice_text(const struct macho_slice *s, const struct vzcaps_profile *p, const char *self)
 {
     char eff[6][240];
     size_t ne = effects(s, p, eff);
@@ -126,6 +173,7 @@ static void slice_text(const struct macho_slice *s, const struct vzcaps_profile 
            s->ggml || s->mlx || s->torch_mps ? "" : "(none recognised)");
     for (size_t i = 0; i < ne; i++)
         printf("    %s %s\n", eff[i][0] == '!' ? "warning " : "effect  ", eff[i][0] == '!' ? eff[i] + 2 : eff[i]);
+    scope_lines(s, self, p, scope_text_one, NULL);
 }
 
 static int inspect_main(int argc, char **argv, const char **files)
@@ -187,13 +235,13 @@ static int inspect_main(int argc, char **argv, const char **files)
             json_str(&j, "profile", r.section[0] ? r.section : NULL);
             json_arr(&j, "slices");
             for (size_t i = 0; i < mf.n_slices; i++)
-                slice_json(&j, &mf.slices[i], &r.profile);
+                slice_json(&j, &mf.slices[i], &r.profile, o.exe);
             json_end_arr(&j);
             json_end_obj(&j);
         } else {
             printf("%s: %s Mach-O, %zu slice%s\n", esc(files[f]), mf.fat ? "universal" : "thin", mf.n_slices, mf.n_slices == 1 ? "" : "s");
             for (size_t i = 0; i < mf.n_slices; i++)
-                slice_text(&mf.slices[i], &r.profile);
+                slice_text(&mf.slices[i], &r.profile, o.exe);
         }
     }
     if (json) {
@@ -226,7 +274,7 @@ static const struct macho_slice *running_slice(const struct macho_file *mf)
 
 /* run's check before exec: refuse a target the library cannot be loaded into. Not Mach-O
  * (e.g. a Linux ELF or a script): nothing to check. */
-int run_target_check(const char *target, const char *library)
+int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile)
 {
     char err[4600];
     static struct macho_file tf, lf;
@@ -253,6 +301,15 @@ int run_target_check(const char *target, const char *library)
     }
     if (s->injection == MACHO_INJECTION_IGNORED)
         eprintf("vzcaps run: warning: %s will ignore the library: %s", target, s->injection_reason);
+    if (profile && profile->state == VZCAPS_ENABLED) {
+        char stock[512] = "";
+        for (size_t i = 0; i < s->n_libs; i++)
+            if (!vzcaps_caller_in_scope(profile, vzcaps_basename(s->libs[i])))
+                vzcaps_appendf(stock, sizeof stock, "%s%s", stock[0] ? ", " : "", vzcaps_basename(s->libs[i]));
+        if (stock[0])
+            eprintf("vzcaps run: note: %s loads %s, whose calls get stock answers (caller scope: stock_callers %s)", target, stock,
+                    profile->stock_callers[0] ? profile->stock_callers : "none");
+    }
     bool any = false;
     const char *changed[] = {"supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize"};
     for (size_t k = 0; k < 3; k++)

@@ -11,7 +11,7 @@
 
 extern char **environ;
 
-int run_target_check(const char *cmd, const char *library); /* inspect.c */
+int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile); /* inspect.c */
 
 int cmd_run(int argc, char **argv)
 {
@@ -89,7 +89,7 @@ int cmd_run(int argc, char **argv)
             eprintf("vzcaps run: pass --family off to run it stock on purpose");
         return EXIT_REFUSED;
     }
-    int rc = run_target_check(target, library);
+    int rc = run_target_check(target, library, &r.profile);
     if (rc != 0)
         return rc;
     if (verify && r.profile.state == VZCAPS_ENABLED && (rc = verify_gate(&o)) != 0)

@@ -42,13 +42,17 @@ static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Lock-free: entries are complete before n_table publishes them, and published before any
  * replacement that reads them is installed. */
-static inline __attribute__((always_inline)) IMP original_for(id self, int which)
+/* The common case: one device class, the first entry. NULL: ask original_for. */
+static inline __attribute__((always_inline)) IMP original_fast(id self, int which)
 {
     size_t n = atomic_load_explicit(&n_table, memory_order_acquire);
-    Class c = object_getClass(self);
-    if (n > 0 && table[0].cls == c && table[0].original[which])
-        return table[0].original[which]; /* the common case: one device class */
-    for (; c; c = class_getSuperclass(c))
+    return n > 0 && table[0].cls == object_getClass(self) ? table[0].original[which] : NULL;
+}
+
+static __attribute__((noinline)) IMP original_for(id self, int which)
+{
+    size_t n = atomic_load_explicit(&n_table, memory_order_acquire);
+    for (Class c = object_getClass(self); c; c = class_getSuperclass(c))
         for (size_t i = 0; i < n; i++)
             if (table[i].cls == c && table[i].original[which])
                 return table[i].original[which];
@@ -64,59 +68,89 @@ static inline __attribute__((always_inline)) IMP original_for(id self, int which
  * probe window is full the site is resolved each time, uncached. */
 #define SITE_SLOTS 1024
 #define SITE_PROBES 8
-#define SITE_STOCK (1ull << 63)
-static _Atomic uint64_t sites[SITE_SLOTS];
+static _Atomic uint64_t sites[SITE_SLOTS]; /* (address << 1) | stock; 0 is free */
 
 static inline size_t site_hash(uint64_t a) { return (size_t)((a * 0x9e3779b97f4a7c15ull) >> 54); }
 
-static __attribute__((noinline, cold)) bool resolve_site(uint64_t a)
+/* The cached decision for a call site: 1 in scope, 0 stock, -1 not in the first slot probed. */
+static inline __attribute__((always_inline)) int site_cached(uint64_t a)
 {
-    char image[256];
-    vzcaps_platform_image_of((const void *)(uintptr_t)a, image, sizeof image);
-    bool stock = !vzcaps_caller_in_scope(&vzcaps_effective, image);
-    uint64_t want = a | (stock ? SITE_STOCK : 0);
-    for (size_t i = 0, h = site_hash(a); i < SITE_PROBES; i++) {
-        uint64_t expected = 0;
-        _Atomic uint64_t *slot = &sites[(h + i) & (SITE_SLOTS - 1)];
-        if (atomic_compare_exchange_strong_explicit(slot, &expected, want, memory_order_relaxed, memory_order_relaxed) ||
-            (expected & ~SITE_STOCK) == a)
-            break;
-    }
-    return !stock;
+    if (!vzcaps_effective.scoped)
+        return 1;
+    uint64_t e = atomic_load_explicit(&sites[site_hash(a)], memory_order_relaxed);
+    return e >> 1 == a ? !(e & 1) : -1;
 }
 
-/* Whether the call that returns to ret gets the profile's answers. */
-static inline __attribute__((always_inline)) bool caller_in_scope(const void *ret)
+static __attribute__((noinline)) bool caller_in_scope(uint64_t a)
 {
     if (!vzcaps_effective.scoped)
         return true;
-    uint64_t a = (uint64_t)(uintptr_t)vzcaps_platform_strip_return_address(ret);
-    for (size_t i = 0, h = site_hash(a); i < SITE_PROBES; i++) {
+    size_t h = site_hash(a);
+    for (size_t i = 0; i < SITE_PROBES; i++) {
         uint64_t e = atomic_load_explicit(&sites[(h + i) & (SITE_SLOTS - 1)], memory_order_relaxed);
-        if ((e & ~SITE_STOCK) == a)
-            return !(e & SITE_STOCK);
+        if (e >> 1 == a)
+            return !(e & 1);
         if (!e)
             break;
     }
-    return resolve_site(a);
+    /* a new site: resolve its image once, then claim a free slot (or stay uncached) */
+    char image[256];
+    vzcaps_platform_image_of((const void *)(uintptr_t)a, image, sizeof image);
+    bool in = vzcaps_caller_in_scope(&vzcaps_effective, image);
+    uint64_t want = a << 1 | (in ? 0 : 1);
+    for (size_t i = 0; i < SITE_PROBES; i++) {
+        uint64_t expected = 0;
+        _Atomic uint64_t *slot = &sites[(h + i) & (SITE_SLOTS - 1)];
+        if (atomic_compare_exchange_strong_explicit(slot, &expected, want, memory_order_relaxed, memory_order_relaxed) ||
+            expected >> 1 == a)
+            break;
+    }
+    return in;
+}
+
+static inline uint64_t site_of(const void *ret)
+{
+    return (uint64_t)(uintptr_t)vzcaps_platform_strip_return_address(ret);
 }
 
 static BOOL replaced_supports_family(id self, SEL cmd, long family)
 {
-    IMP orig = original_for(self, SEL_FAMILY);
-    BOOL stock = orig ? ((family_imp)(void (*)(void))orig)(self, cmd, family) : NO;
-    if (stock || !caller_in_scope(__builtin_return_address(0)))
+    uint64_t a = site_of(__builtin_return_address(0));
+    IMP orig = original_fast(self, SEL_FAMILY);
+    if (!orig && !(orig = original_for(self, SEL_FAMILY)))
+        return NO;
+    BOOL stock = ((family_imp)(void (*)(void))orig)(self, cmd, family);
+    if (stock)
         return stock; /* a supported answer stays supported (vzcaps_answer's first rule) */
-    return vzcaps_answer(&vzcaps_effective, VZCAPS_Q_SUPPORTS_FAMILY, family, 0) ? YES : NO;
+    int in = site_cached(a);
+    if (in < 0)
+        in = caller_in_scope(a);
+    return in && vzcaps_answer(&vzcaps_effective, VZCAPS_Q_SUPPORTS_FAMILY, family, 0) ? YES : NO;
+}
+
+/* Everything but the common case, kept out of line so that the hot path below holds nothing
+ * across the call to the original. */
+static __attribute__((noinline)) unsigned long ulong_slow(id self, SEL cmd, int which, uint64_t a)
+{
+    IMP orig = original_for(self, which);
+    if (!orig)
+        return 0;
+    bool in = caller_in_scope(a);
+    unsigned long stock = ((ulong_imp)(void (*)(void))orig)(self, cmd);
+    return in ? (unsigned long)vzcaps_answer(&vzcaps_effective, sel_queries[which], 0, stock) : stock;
 }
 
 /* ret: the replacement's own return address, taken there (an inlined helper has none) */
 static inline __attribute__((always_inline)) unsigned long replaced_ulong(id self, SEL cmd, int which, const void *ret)
 {
-    IMP orig = original_for(self, which);
-    unsigned long stock = orig ? ((ulong_imp)(void (*)(void))orig)(self, cmd) : 0;
-    if (!caller_in_scope(ret))
-        return stock;
+    uint64_t a = site_of(ret);
+    IMP orig = original_fast(self, which);
+    int in = orig ? site_cached(a) : -1;
+    if (in < 0)
+        return ulong_slow(self, cmd, which, a);
+    if (!in)
+        return ((ulong_imp)(void (*)(void))orig)(self, cmd); /* out of scope: the stock answer, as a tail call */
+    unsigned long stock = ((ulong_imp)(void (*)(void))orig)(self, cmd);
     return (unsigned long)vzcaps_answer(&vzcaps_effective, sel_queries[which], 0, stock);
 }
 

@@ -245,3 +245,32 @@ def test_truncated_cross_built_artifact(tmp_path):
         p, _ = inspect(write(tmp_path, "t.dylib", data[:n]))
         assert p.returncode == 1 and ("extends past the end" in p.stderr or "truncated" in p.stderr), (n, p.stderr)
         assert len(p.stderr.strip().splitlines()) == 1
+
+
+def test_inspect_names_the_images_the_caller_scope_answers_stock(tmp_path):
+    f = write(tmp_path, "python3.12", mg.build(libs=["@rpath/libtorch_cpu.dylib", "@rpath/libggml-metal.dylib",
+                                                     "/usr/lib/libSystem.B.dylib"]))
+    env = clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M1")
+    p, info = inspect(f, env=env)
+    assert p.returncode == 0
+    assert info["slices"][0]["stock_images"] == [{"image": "libtorch_cpu.dylib", "answers": "stock",
+                                                  "why": "PyTorch MPS, stock_callers"}]
+    p = subprocess.run([VZ, "inspect", str(f)], capture_output=True, text=True, env=env)
+    assert "scope       libtorch_cpu.dylib: stock (PyTorch MPS, stock_callers)" in p.stdout
+    _, info = inspect(f, env=clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M1", VZCAPS_CALLERS="libggml*"))
+    assert [i["image"] for i in info["slices"][0]["stock_images"]] == ["python3.12", "libtorch_cpu.dylib", "libSystem.B.dylib"]
+    _, info = inspect(f, env=clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M1", VZCAPS_STOCK_CALLERS="none"))
+    assert info["slices"][0]["stock_images"] == []
+
+
+@needs_dist
+def test_run_notes_a_target_that_loads_a_stock_caller(tmp_path):
+    target = tmp_path / "python3.12"
+    target.write_bytes(mg.build(libs=["@rpath/libtorch_cpu.dylib"]))
+    target.chmod(0o755)
+    p = subprocess.run([VZ, "run", "--library", str(DIST / "libvzcaps.dylib"), "--dry-run", "--", str(target)],
+                       capture_output=True, text=True, env=clean_env(VZCAPS_HOST_CHIP="Apple M1"))
+    assert p.returncode == 0
+    notes = [l for l in p.stderr.splitlines() if "whose calls get stock answers" in l]
+    assert notes == [f"vzcaps run: note: {target} loads libtorch_cpu.dylib, whose calls get stock answers "
+                     "(caller scope: stock_callers libtorch_cpu.dylib libtorch_cpu.so)"]
