@@ -117,7 +117,8 @@ static void print_overview(FILE *out)
     fprintf(out, "\n  vzcaps help [COMMAND]   vzcaps --version\n\n"
                  "Variables read by the library: VZCAPS_APPLE_FAMILY_MAX, VZCAPS_MAX_THREADGROUP_MEMORY,\n"
                  "VZCAPS_RECOMMENDED_WORKING_SET_SIZE, VZCAPS_EXTRA_FAMILIES, VZCAPS_HOST_CHIP,\n"
-                 "VZCAPS_UNSAFE_BEYOND_HARDWARE, VZCAPS_INHERIT, VZCAPS_LOG, VZCAPS_CONFIG, VZCAPS_PROFILE.\n"
+                 "VZCAPS_UNSAFE_BEYOND_HARDWARE, VZCAPS_INHERIT, VZCAPS_LOG, VZCAPS_CALLERS, VZCAPS_STOCK_CALLERS,\n"
+                 "VZCAPS_CONFIG, VZCAPS_PROFILE.\n"
                  "See man vzcaps.\n");
 }
 
