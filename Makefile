@@ -17,6 +17,7 @@ COMMON_SRC := src/common/readfile.c
 SHIM_SRC := src/shim/shim.c src/shim/hooks.c
 CLI_SRC := $(filter-out %_darwin.c %_linux.c,$(wildcard src/cli/*.c))
 HEADERS := $(wildcard src/*/*.h)
+include mk/darwin.mk
 
 ifeq ($(UNAME_S),Darwin)
   CC := xcrun clang
@@ -25,16 +26,20 @@ ifeq ($(UNAME_S),Darwin)
   all: $(LIB) $(B)/vzcaps
   $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_darwin.c $(HEADERS)
 	@mkdir -p $(B)
-	$(CC) $(CSTD) $(WARN) -O2 -dynamiclib -fvisibility=hidden -mmacosx-version-min=13.0 \
-	  -install_name @rpath/libvzcaps.dylib $(filter %.c,$^) -lobjc -weak_framework Metal -o $@
+	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -dynamiclib -fvisibility=hidden -mmacosx-version-min=13.0 \
+	  -install_name @rpath/libvzcaps.dylib $(filter %.c,$^) $(DARWIN_LIB_LINK) -o $@
   $(B)/vzcaps: $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
-	$(CC) $(CSTD) $(WARN) -O2 -I$(B) -mmacosx-version-min=13.0 $(filter %.c,$^) -lobjc -weak_framework Metal -o $@
+	$(CC) $(CSTD) $(WARN) -O2 -I$(B) -mmacosx-version-min=13.0 $(filter %.c,$^) $(DARWIN_CLI_LINK) -o $@
+  TEST_CORE_LINK := $(DARWIN_TEST_CORE_LINK)
+  TEST_CLI_LINK := $(DARWIN_TEST_CLI_LINK)
 else
   CC := gcc
   WARN += -Wno-format-truncation
   LIB := $(B)/libvzcaps.so
   CLI_PLAT := $(wildcard src/cli/*_linux.c)
   OBJC := -fgnu-runtime
+  TEST_CORE_LINK :=
+  TEST_CLI_LINK := -lm
   all: $(LIB) $(B)/vzcaps rig
   $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
 	@mkdir -p $(B)
@@ -81,9 +86,9 @@ $(B)/kernels.h: $(wildcard kernels/*.metal) scripts/embed-kernels
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -g -O1
 CMOCKA := $(shell pkg-config --cflags --libs cmocka 2>/dev/null || echo -lcmocka)
 $(B)/test_core: tests/unit/test_core.c $(CORE_SRC) $(HEADERS)
-	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA)
+	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CORE_LINK)
 $(B)/test_cli_units: tests/unit/test_cli_units.c $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
-	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) -DVZCAPS_NO_MAIN $(filter %.c,$^) -o $@ $(CMOCKA) -lm
+	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) -DVZCAPS_NO_MAIN $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CLI_LINK)
 $(B)/san/libvzcaps.so: $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
 	@mkdir -p $(B)/san
 	$(CC) $(CSTD) $(WARN) $(SAN) -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
@@ -117,6 +122,7 @@ check: deps
 	$(MAKE) $(CHECK_BUILD)
 	@if sh scripts/have-cross; then $(MAKE) dist; \
 	  else echo "check: cross toolchain absent: dist, audit and reproducibility skipped"; fi
+	@if [ "$(UNAME_S)" != Darwin ] && sh scripts/have-cross; then $(MAKE) cross-link; fi
 	$(B)/test_core
 	$(B)/test_cli_units
 	python3 -m pytest -q tests
@@ -138,8 +144,17 @@ bench: deps
 	sh scripts/bench
 
 # ---- macOS artifacts (cross-built on Linux with zig; native on a Mac) ----
-dist:
+dist: deps-cross
 	sh scripts/dist
+
+# Every Darwin target of this Makefile (library, command, both test programs), compiled and
+# linked for arm64 and x86_64 with the link lines of mk/darwin.mk (Linux only).
+cross-link: deps-cross
+	sh scripts/cross-link
+
+deps-cross:
+	@sh scripts/have-cross || { sh scripts/install-deps && sh scripts/have-cross; } || \
+	  { echo "make: the cross toolchain is missing: run sh scripts/install-deps (Debian, as root)" >&2; exit 1; }
 
 audit: $(B)/vzcaps
 	python3 scripts/audit dist $(B)/vzcaps
@@ -152,4 +167,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps check check-llama demo bench dist audit install uninstall clean
+.PHONY: all rig deps deps-cross check check-llama demo bench dist cross-link audit install uninstall clean

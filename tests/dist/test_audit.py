@@ -11,7 +11,7 @@ from conftest import BUILD, ROOT
 
 DIST = ROOT / "dist"
 WORK = BUILD / "dist"
-pytestmark = pytest.mark.skipif(not (DIST / "libvzcaps.dylib").exists() or not (WORK / "arm64" / "lib").exists(),
+pytestmark = pytest.mark.skipif(not (DIST / "libvzcaps.dylib").exists() or not (WORK / "arm64" / "obj-lib").exists(),
                                 reason="dist/ not built (make dist needs the cross toolchain)")
 
 
@@ -41,7 +41,7 @@ def relink_library(tmp_path, extra_c=None, extra_inputs=()):
     """The arm64 library linked as make dist links it, plus the given defect."""
     import ziglang
     zlib = os.path.join(os.path.dirname(ziglang.__file__), "lib")
-    objs = sorted(str(p) for p in (WORK / "arm64" / "lib").glob("*.o"))
+    objs = sorted(str(p) for p in (WORK / "arm64" / "obj-lib").glob("*.o"))
     if extra_c:
         src = tmp_path / "extra.c"
         src.write_text(extra_c)
@@ -142,3 +142,17 @@ def test_kernel_sources_are_in_the_command():
         text = k.read_text()
         fn = text.split("kernel void ", 1)[1].split("(", 1)[0]
         assert data.count(f"kernel void {fn}(".encode()) >= 2, (k.name, fn)  # in both slices
+
+
+def test_stack_probe_import_is_refused(tmp_path):
+    """What a native build of a library frame over 4 KiB imports (Apple clang's default)."""
+    code = "void __chkstk_darwin(void);\n__attribute__((visibility(\"hidden\"))) void probe(void) { __chkstk_darwin(); }\n"
+    p = audit(relink_library(tmp_path, extra_c=code))
+    assert p.returncode == 1
+    assert "imports ___chkstk_darwin, which is Apple clang's stack probe: a frame over 4 KiB" in p.stdout, p.stdout
+
+
+def test_cross_built_library_has_apple_clangs_stack_protector():
+    out = subprocess.run([tool("llvm-nm"), "-u", "--arch=arm64", str(DIST / "libvzcaps.dylib")], capture_output=True,
+                         text=True).stdout.split()
+    assert "___stack_chk_guard" in out and "___stack_chk_fail" in out
