@@ -196,6 +196,24 @@ static void rollback(Class cls, struct hooked_class *e, int done)
         }
 }
 
+/* Whether cls hands messages it lacks to another object (-forwardingTargetForSelector: or
+ * -forwardInvocation: implemented below its root class, whose own versions only fail): a
+ * wrapper such as a debug or capture layer, whose answers come from the device it wraps. */
+static bool forwards(Class cls)
+{
+    Class root = cls;
+    while (class_getSuperclass(root))
+        root = class_getSuperclass(root);
+    static const char *const sels[] = {"forwardingTargetForSelector:", "forwardInvocation:"};
+    for (size_t i = 0; i < sizeof sels / sizeof sels[0]; i++) {
+        SEL sel = sel_registerName(sels[i]);
+        Method mine = class_getInstanceMethod(cls, sel), base = class_getInstanceMethod(root, sel);
+        if (mine && (!base || method_getImplementation(mine) != method_getImplementation(base)))
+            return true;
+    }
+    return false;
+}
+
 /* Installs the replacements the profile needs on cls: all of them, or none (rolled back).
  * Returns 0 when the class is hooked (now or before), -1 with a reason otherwise. */
 int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
@@ -225,7 +243,11 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
         if (!vzcaps_query_needed(&vzcaps_effective, sel_queries[w]))
             continue;
         methods[w] = class_getInstanceMethod(cls, sel_registerName(sel_names[w]));
-        if (!methods[w]) {
+        if (!methods[w] && forwards(cls)) {
+            /* a wrapper forwards this query: the device it wraps answers, and is hooked when
+             * it is created; nothing to replace here, and nothing to say (it is not stock) */
+            continue;
+        } else if (!methods[w]) {
             snprintf(why, len, "device class %s has no -%s; left stock", class_getName(cls), sel_names[w]);
             rc = -1;
         } else if (method_getImplementation(methods[w]) != replacement(w)) {
@@ -276,24 +298,35 @@ void vzcaps_hooks_on_device(id device)
     }
 }
 
-/* The private -[_MTLDevice initGPUFamilySupport] runs when any device is created. */
-static IMP original_init_family;
+/* The private -[_MTLDevice initGPUFamilySupport] runs when any device is created. The hooks
+ * go on the device's class before the original runs, so whatever the original builds from
+ * its own supportsFamily: answers already sees the profile's (the order of the shim measured
+ * working in guests). */
+static _Atomic(IMP) original_init_family;
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void replaced_init_family(id self, SEL cmd)
 {
-    if (original_init_family)
-        ((void_imp)(void (*)(void))original_init_family)(self, cmd);
     vzcaps_hooks_on_device(self);
+    IMP orig = atomic_load_explicit(&original_init_family, memory_order_acquire);
+    if (orig)
+        ((void_imp)(void (*)(void))orig)(self, cmd);
 }
 
 void vzcaps_hooks_watch_base_class(void)
 {
     Class base = objc_getClass("_MTLDevice");
-    if (!base || original_init_family)
-        return; /* missing private pieces are not an error */
-    Method m = class_getInstanceMethod(base, sel_registerName("initGPUFamilySupport"));
+    Method m = base ? class_getInstanceMethod(base, sel_registerName("initGPUFamilySupport")) : NULL;
     if (!m)
-        return;
-    original_init_family = method_getImplementation(m); /* set before the swap: no window */
-    method_setImplementation(m, (IMP)(void (*)(void))replaced_init_family);
+        return; /* missing private pieces are not an error */
+    pthread_mutex_lock(&watch_lock);
+    if (!atomic_load_explicit(&original_init_family, memory_order_acquire)) {
+        /* provisional, so a device created during the swap still reaches the original; then the
+         * implementation the one atomic swap actually replaced */
+        atomic_store_explicit(&original_init_family, method_getImplementation(m), memory_order_release);
+        IMP prev = method_setImplementation(m, (IMP)(void (*)(void))replaced_init_family);
+        if (prev)
+            atomic_store_explicit(&original_init_family, prev, memory_order_release);
+    }
+    pthread_mutex_unlock(&watch_lock);
 }

@@ -3,17 +3,24 @@
  * answers a guest gives. Test rig only. FAKEMETAL_CLASS picks a variant class:
  *   (unset)  AppleParavirtDevice: every method inherited from _MTLDevice
  *   own      OwnParavirtDevice: implements supportsFamily: itself
- *   lacking  LackingDevice: has no maxThreadgroupMemoryLength */
+ *   lacking  LackingDevice: has no maxThreadgroupMemoryLength
+ *   wrapper  WrapperDevice: not an _MTLDevice; implements the queries by asking the
+ *            AppleParavirtDevice it wraps (as debug and capture layers do)
+ *   forwarding ForwardingDevice: not an _MTLDevice; hands every message it lacks to the device
+ *            it wraps through -forwardingTargetForSelector: */
 #include <objc/Object.h>
+#include <objc/message.h>
 #include <objc/runtime.h>
 #include <stdlib.h>
 #include <string.h>
 
 @interface _MTLDevice : Object {
     int familyReady;
+    BOOL apple7AtInit;
 }
 - (id)init;
 - (void)initGPUFamilySupport;
+- (BOOL)apple7AtInit;
 - (BOOL)supportsFamily:(long)family;
 - (unsigned long)maxThreadgroupMemoryLength;
 - (unsigned long long)recommendedMaxWorkingSetSize;
@@ -26,7 +33,14 @@
     [self initGPUFamilySupport]; /* as the real one does when a device is created */
     return self;
 }
-- (void)initGPUFamilySupport { familyReady = 1; }
+/* Builds internal state from its own answer, as the real one may: what a hook installed only
+ * after this method would miss. */
+- (void)initGPUFamilySupport
+{
+    familyReady = 1;
+    apple7AtInit = [self supportsFamily:1007];
+}
+- (BOOL)apple7AtInit { return apple7AtInit; }
 - (BOOL)supportsFamily:(long)family
 {
     if (!familyReady)
@@ -62,6 +76,81 @@
 @implementation LackingDevice
 @end
 
+@interface WrapperDevice : Object {
+    id inner;
+}
+- (id)initWithDevice:(id)device;
+- (BOOL)supportsFamily:(long)family;
+- (unsigned long)maxThreadgroupMemoryLength;
+- (unsigned long long)recommendedMaxWorkingSetSize;
+@end
+@implementation WrapperDevice
+- (id)initWithDevice:(id)device
+{
+    inner = device;
+    return self;
+}
+- (BOOL)supportsFamily:(long)family { return [inner supportsFamily:family]; }
+- (unsigned long)maxThreadgroupMemoryLength { return [inner maxThreadgroupMemoryLength]; }
+- (unsigned long long)recommendedMaxWorkingSetSize { return [inner recommendedMaxWorkingSetSize]; }
+@end
+
+@interface ForwardingDevice : Object {
+    id inner;
+}
+- (id)initWithDevice:(id)device;
+- (id)forwardingTargetForSelector:(SEL)sel;
+@end
+@implementation ForwardingDevice
+- (id)initWithDevice:(id)device
+{
+    inner = device;
+    return self;
+}
+- (id)forwardingTargetForSelector:(SEL)sel
+{
+    (void)sel;
+    return inner;
+}
+@end
+
+/* The GNU runtime has no -forwardingTargetForSelector: of its own; like GNUstep, the rig adds
+ * it through the runtime's forwarding hook, with one trampoline per query type that sends the
+ * message on to the target (as objc_msgSend does on Apple's runtime). */
+typedef BOOL (*family_fn)(id, SEL, long);
+typedef unsigned long (*ulong_fn)(id, SEL);
+
+static id forward_target(id self, SEL sel)
+{
+    SEL fwd = sel_registerName("forwardingTargetForSelector:");
+    return ((id(*)(id, SEL, SEL))(void (*)(void))objc_msg_lookup(self, fwd))(self, fwd, sel);
+}
+static BOOL forward_family(id self, SEL sel, long family)
+{
+    id t = forward_target(self, sel);
+    return ((family_fn)(void (*)(void))objc_msg_lookup(t, sel))(t, sel, family);
+}
+static unsigned long forward_ulong(id self, SEL sel)
+{
+    id t = forward_target(self, sel);
+    return ((ulong_fn)(void (*)(void))objc_msg_lookup(t, sel))(t, sel);
+}
+static IMP forward_hook(id rcv, SEL sel)
+{
+    if (!class_getInstanceMethod(object_getClass(rcv), sel_registerName("forwardingTargetForSelector:")))
+        return NULL;
+    const char *name = sel_getName(sel);
+    if (strcmp(name, "supportsFamily:") == 0)
+        return (IMP)(void (*)(void))forward_family;
+    if (strcmp(name, "maxThreadgroupMemoryLength") == 0 || strcmp(name, "recommendedMaxWorkingSetSize") == 0)
+        return (IMP)(void (*)(void))forward_ulong;
+    return NULL;
+}
+__attribute__((constructor)) static void install_forwarding(void)
+{
+    __objc_msg_forward2 = forward_hook;
+}
+
 id MTLCreateSystemDefaultDevice(void);
 id MTLCreateSystemDefaultDevice(void)
 {
@@ -71,5 +160,10 @@ id MTLCreateSystemDefaultDevice(void)
         cls = objc_getClass("OwnParavirtDevice");
     else if (variant && strcmp(variant, "lacking") == 0)
         return class_createInstance(objc_getClass("LackingDevice"), 0);
+    else if (variant && (strcmp(variant, "wrapper") == 0 || strcmp(variant, "forwarding") == 0)) {
+        id inner = [class_createInstance(cls, 0) init];
+        Class w = objc_getClass(strcmp(variant, "wrapper") == 0 ? "WrapperDevice" : "ForwardingDevice");
+        return [class_createInstance(w, 0) initWithDevice:inner];
+    }
     return [class_createInstance(cls, 0) init];
 }

@@ -102,6 +102,9 @@ int main(int argc, char **argv)
     else
         printf("maxThreadgroupMemoryLength absent\n");
     printf("recommendedMaxWorkingSetSize %lu\n", a.working_set);
+    SEL at_init = sel_registerName("apple7AtInit");
+    if (class_getInstanceMethod(object_getClass(dev), at_init))
+        printf("apple7AtInit %d\n", ((BOOL (*)(id, SEL))(void (*)(void))objc_msg_lookup(dev, at_init))(dev, at_init) ? 1 : 0);
     const char *pre = getenv("LD_PRELOAD");
     printf("env LD_PRELOAD=%s\n", pre ? pre : "(unset)");
     fflush(stdout);
