@@ -137,6 +137,11 @@ int library_check(const char *library, const char *target, char *why, size_t len
 /* An executable: name with a '/' as given, else next to the file near (if given), else on PATH. */
 bool find_executable(const char *name, const char *near, char *out, size_t len);
 
+/* The chip run passes to its target as VZCAPS_HOST_CHIP: the one this command read natively,
+ * when the target runs as x86_64 (under Rosetta on Apple silicon), the chip is known and
+ * none was given; else NULL. */
+const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *native, bool chip_given);
+
 /* check.c */
 void print_profile_text(const struct vzcaps_config_result *r, const char *exe);
 

@@ -274,8 +274,9 @@ static const struct macho_slice *running_slice(const struct macho_file *mf)
 
 /* run's check before exec: refuse a target the library cannot be loaded into. Not Mach-O
  * (e.g. a Linux ELF or a script): nothing to check. */
-int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile)
+int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile, char *arch, size_t arch_len)
 {
+    arch[0] = '\0';
     char err[4600];
     static struct macho_file tf, lf;
     if (macho_load(target, &tf, err, sizeof err) != 0)
@@ -283,6 +284,7 @@ int run_target_check(const char *target, const char *library, const struct vzcap
     const struct macho_slice *s = running_slice(&tf);
     if (!s)
         return 0;
+    snprintf(arch, arch_len, "%s", s->arch);
     char lib_archs[128] = "";
     if (macho_load(library, &lf, err, sizeof err) == 0) {
         for (size_t i = 0; i < lf.n_slices; i++)

@@ -265,3 +265,12 @@ int library_check(const char *library, const char *target, char *why, size_t len
     close(fd);
     return rc;
 }
+
+const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *native, bool chip_given)
+{
+    /* Under Rosetta an x86_64 process reads a brand string that does not name the chip; the
+     * command, running natively, does know it (when it recognises it) */
+    if (chip_given || !native->known || strcmp(target_arch, "x86_64") != 0)
+        return NULL;
+    return native->name;
+}

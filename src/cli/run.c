@@ -11,7 +11,8 @@
 
 extern char **environ;
 
-int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile); /* inspect.c */
+int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile, char *arch,
+                     size_t arch_len); /* inspect.c */
 
 int cmd_run(int argc, char **argv)
 {
@@ -89,9 +90,18 @@ int cmd_run(int argc, char **argv)
             eprintf("vzcaps run: pass --family off to run it stock on purpose");
         return EXIT_REFUSED;
     }
-    int rc = run_target_check(target, library, &r.profile);
+    char arch[32];
+    int rc = run_target_check(target, library, &r.profile, arch, sizeof arch);
     if (rc != 0)
         return rc;
+    const char *pass = run_chip_to_pass(arch, &r.profile.chip, o.chip || getenv("VZCAPS_HOST_CHIP"));
+    if (pass) {
+        static char chip[sizeof r.profile.chip.name];
+        snprintf(chip, sizeof chip, "%s", pass);
+        o.chip = chip;
+        eprintf("vzcaps run: note: %s runs as x86_64 (under Rosetta on Apple silicon), where the CPU brand does not name the chip; "
+                "passing VZCAPS_HOST_CHIP=\"%s\"", target, chip);
+    }
     if (verify && r.profile.state == VZCAPS_ENABLED && (rc = verify_gate(&o)) != 0)
         return rc;
 

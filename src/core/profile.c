@@ -294,7 +294,9 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
     case VZCAPS_FAMILY_AUTO:
         if (!chip->known) {
             char why[VZCAPS_NOTE_LEN];
-            if (brand)
+            if (host && host->translated == 1)
+                snprintf(why, sizeof why, "%s=auto needs the host chip, and this process runs under Rosetta, where the CPU brand (\"%s\") does not name it: start it with vzcaps run, which passes the chip it reads natively, or set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand ? brand : "none");
+            else if (brand)
                 snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand, origin);
             else
                 snprintf(why, sizeof why, "%s=auto needs the host chip, which could not be detected: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin);

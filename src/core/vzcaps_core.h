@@ -154,6 +154,8 @@ struct vzcaps_host {
     const char *brand;        /* detected brand string, NULL when none */
     const char *brand_origin; /* e.g. "machdep.cpu.brand_string" */
     uint64_t physical_memory; /* bytes, 0 when unknown */
+    int translated;           /* 1: an x86_64 process under Rosetta (sysctl.proc_translated), whose
+                                 brand string does not name the chip; 0 native or unknown */
 };
 
 /* Applies the settings to the host facts. Never fails: refusals set state and notes. */

@@ -31,6 +31,11 @@ void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_le
     uint64_t mem = 0;
     n = sizeof mem;
     host->physical_memory = sysctlbyname("hw.memsize", &mem, &n, NULL, 0) == 0 ? mem : 0;
+    /* Apple, "About the Rosetta translation environment": 1 when translated; absent (ENOENT)
+     * where Rosetta does not exist */
+    int translated = 0;
+    n = sizeof translated;
+    host->translated = sysctlbyname("sysctl.proc_translated", &translated, &n, NULL, 0) == 0 && translated == 1;
 }
 
 const char *vzcaps_platform_exe_name(void)

@@ -340,6 +340,20 @@ static void test_json_reader(void **st)
     assert_true(strstr(err, "nested too deeply") != NULL);
 }
 
+static void test_run_passes_the_native_chip_to_x86_64_targets(void **st)
+{
+    (void)st;
+    struct vzcaps_chip m2, unknown;
+    vzcaps_chip_from_brand("Apple M2 Pro", &m2);
+    vzcaps_chip_from_brand("VirtualApple @ 2.50GHz processor", &unknown);
+    assert_string_equal(run_chip_to_pass("x86_64", &m2, false), "Apple M2 Pro");
+    assert_null(run_chip_to_pass("arm64", &m2, false));     /* native: it reads the chip itself */
+    assert_null(run_chip_to_pass("arm64e", &m2, false));
+    assert_null(run_chip_to_pass("x86_64", &m2, true));     /* a chip given wins */
+    assert_null(run_chip_to_pass("x86_64", &unknown, false)); /* this command is translated too */
+    assert_null(run_chip_to_pass("", &m2, false));          /* not Mach-O: nothing known */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +363,7 @@ int main(void)
         cmocka_unit_test(test_verify_plan),            cmocka_unit_test(test_verdicts_cache_and_roundtrip),
         cmocka_unit_test(test_probe_gates_and_unexpected), cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_json_reader),
+        cmocka_unit_test(test_run_passes_the_native_chip_to_x86_64_targets),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }

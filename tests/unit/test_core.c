@@ -728,6 +728,29 @@ static void test_launcher_target(void **st)
     assert_false(vzcaps_launcher_target("/x/bin/python3", tiny, sizeof tiny)); /* never a cut path */
 }
 
+static void test_rosetta_names_the_way_out(void **st)
+{
+    (void)st;
+    static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    const char *env[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", NULL};
+    struct vzcaps_inputs in = {.envp = env, .exe = "x",
+                               .host = {"VirtualApple @ 2.50GHz processor", "machdep.cpu.brand_string", 0, 1}};
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
+    assert_false(R.profile.invalid); /* valid, but this process cannot apply it */
+    assert_true(any_note_contains(&R.profile, "runs under Rosetta"));
+    assert_true(any_note_contains(&R.profile, "start it with vzcaps run"));
+    assert_true(any_note_contains(&R.profile, "VZCAPS_HOST_CHIP"));
+    in.host.translated = 0; /* the same brand natively: the ordinary message */
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_false(any_note_contains(&R.profile, "Rosetta"));
+    const char *given[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_HOST_CHIP=Apple M1", NULL};
+    in.envp = given, in.host.translated = 1; /* what vzcaps run passes: enabled under Rosetta */
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_int_equal(R.profile.state, VZCAPS_ENABLED);
+    assert_int_equal(R.profile.apple_family_max, 1007);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -740,6 +763,7 @@ int main(void)
         cmocka_unit_test(test_describe),               cmocka_unit_test(test_escape),
         cmocka_unit_test(test_clip_and_append_say_when_they_cut), cmocka_unit_test(test_environment_scan),
         cmocka_unit_test(test_file_trust),             cmocka_unit_test(test_launcher_target),
+        cmocka_unit_test(test_rosetta_names_the_way_out),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
