@@ -7,7 +7,8 @@
 
 /* Reads every answer of the default device. 0, or -1 with the reason in a->error. */
 int metal_probe(struct probe_answers *a);
-/* Runs the checks the plan asks for, plus the NoCopy check; nocopy_only runs just that. */
-int metal_verify(const struct vplan *plan, bool nocopy_only, struct vresult *r);
+/* Runs one group of checks (a verify_groups name; the threadgroup check uses the plan's
+ * bytes). 0, or -1 when there is no Metal device. */
+int metal_verify(const struct vplan *plan, const char *group, struct vresult *r);
 
 #endif

@@ -337,6 +337,36 @@ static void check_threadgroup(struct gpu *g, struct vresult *r, uint64_t bytes)
     free(want);
 }
 
+static void release(id obj)
+{
+    if (obj)
+        MSG(fn_void)(obj, S("release"));
+}
+
+/* One no-copy pass: wraps map in a buffer, runs the kernel, compares with want; every buffer
+ * it made is released before it returns (and so before the caller unmaps). 0, or -1 with why. */
+static int nocopy_pass(struct gpu *g, id pso, void *map, size_t len, const uint32_t *want, struct vcheck *c, char *why,
+                       size_t why_len)
+{
+    size_t n = len / 4;
+    id in = MSG(fn_buffer_nocopy)(g->dev, S("newBufferWithBytesNoCopy:length:options:deallocator:"), map, (unsigned long)len, 0ul, nil);
+    id out = buffer_of(g, len);
+    int rc = -1;
+    if (!in || !out) {
+        snprintf(why, why_len, "%s returned nil", in ? "newBufferWithLength" : "newBufferWithBytesNoCopy");
+    } else {
+        id bufs[2] = {in, out};
+        mtl_size threads = {n, 1, 1}, per = {256, 1, 1};
+        if (run(g, pso, bufs, 2, NULL, 0, 0, 0, &threads, NULL, per, why, why_len) == 0) {
+            vcheck_compare_u32(c, contents(out), want, n);
+            rc = 0;
+        }
+    }
+    release(in);
+    release(out);
+    return rc;
+}
+
 static void check_nocopy(struct gpu *g, struct vresult *r)
 {
     struct vcheck *c = add(r, "nocopy_mmap", "newBufferWithBytesNoCopy over mmap", false);
@@ -344,7 +374,7 @@ static void check_nocopy(struct gpu *g, struct vresult *r)
     id pso = pipeline(g, "nocopy", "vz_nocopy", LANGUAGE_3_0, why, sizeof why);
     int fd = mkstemp(path);
     size_t len = (size_t)getpagesize() * 4, n = len / 4;
-    if (!pso || fd < 0 || ftruncate(fd, (off_t)len) != 0) {
+    if (!pso || fd < 0) {
         vcheck_fail(c, "%s", pso ? "cannot create the temporary file" : why);
         if (fd >= 0)
             close(fd), unlink(path);
@@ -352,41 +382,36 @@ static void check_nocopy(struct gpu *g, struct vresult *r)
     }
     unlink(path);
     uint32_t *pattern = malloc(len), *want = malloc(len);
-    void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    for (int round = 0; round < 2 && map != MAP_FAILED; round++) {
-        /* round 0: contents written before mapping; round 1: rewritten through the file */
+    void *map = MAP_FAILED;
+    /* round 0: the file written, then mapped; round 1: rewritten through the file while mapped */
+    for (int round = 0; round < 2 && pattern && want; round++) {
         for (size_t i = 0; i < n; i++)
             pattern[i] = (uint32_t)(i * 2654435761u) ^ (uint32_t)(round ? 0xa5a5a5a5u : 0);
         if (pwrite(fd, pattern, len, 0) != (ssize_t)len) {
             vcheck_fail(c, "cannot write the temporary file");
             break;
         }
-        ref_nocopy(pattern, n, want);
-        id in = MSG(fn_buffer_nocopy)(g->dev, S("newBufferWithBytesNoCopy:length:options:deallocator:"), map, (unsigned long)len, 0ul, nil);
-        id out = buffer_of(g, len);
-        if (!in) {
-            vcheck_fail(c, "newBufferWithBytesNoCopy returned nil");
+        if (round == 0 && (map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+            vcheck_fail(c, "mmap failed");
             break;
         }
-        id bufs[2] = {in, out};
-        mtl_size threads = {n, 1, 1}, per = {256, 1, 1};
-        if (run(g, pso, bufs, 2, NULL, 0, 0, 0, &threads, NULL, per, why, sizeof why) != 0) {
+        ref_nocopy(pattern, n, want);
+        if (nocopy_pass(g, pso, map, len, want, c, why, sizeof why) != 0) {
             vcheck_fail(c, "%s", why);
             break;
         }
-        vcheck_compare_u32(c, contents(out), want, n);
-        if (c->bad && !c->reason[0])
-            snprintf(c->reason, sizeof c->reason, "stale data after %s", round ? "rewriting the file" : "mapping");
+        if (c->bad && !c->reason[0]) {
+            snprintf(c->reason, sizeof c->reason, "stale data after %s", round ? "rewriting the mapped file" : "writing, then mapping");
+            break;
+        }
     }
-    if (map == MAP_FAILED)
-        vcheck_fail(c, "mmap failed");
-    else
-        munmap(map, len);
+    if (map != MAP_FAILED)
+        munmap(map, len); /* after every buffer over it was released */
     close(fd);
     free(pattern), free(want);
 }
 
-int metal_verify(const struct vplan *plan, bool nocopy_only, struct vresult *r)
+int metal_verify(const struct vplan *plan, const char *group, struct vresult *r)
 {
     memset(r, 0, sizeof *r);
     void *pool = objc_autoreleasePoolPush();
@@ -397,25 +422,16 @@ int metal_verify(const struct vplan *plan, bool nocopy_only, struct vresult *r)
     }
     snprintf(r->device, sizeof r->device, "%s", cstr(MSG(fn_id)(g.dev, S("name"))));
     g.queue = MSG(fn_id)(g.dev, S("newCommandQueue"));
-    if (!nocopy_only) {
-        if (plan->simd_reduction)
-            check_simd(&g, r);
-        else
-            vcheck_skip(add(r, "simd_reduce", "SIMD-group reduction/shuffle", false), "not unlocked by this profile");
-        if (plan->simdgroup_mm)
-            check_mm(&g, r);
-        else
-            vcheck_skip(add(r, "simdgroup_mm", "SIMD-group matrix multiply", false), "not unlocked by this profile");
-        if (plan->bfloat)
-            check_bfloat(&g, r);
-        else
-            vcheck_skip(add(r, "bfloat", "bfloat storage, conversion, arithmetic", false), "not unlocked by this profile");
-        if (plan->threadgroup)
-            check_threadgroup(&g, r, plan->threadgroup_bytes);
-        else
-            vcheck_skip(add(r, "threadgroup_memory", "threadgroup memory at the effective limit", false), "no threadgroup-memory floor above stock");
-    }
-    check_nocopy(&g, r);
+    if (strcmp(group, "simd") == 0)
+        check_simd(&g, r);
+    else if (strcmp(group, "mm") == 0)
+        check_mm(&g, r);
+    else if (strcmp(group, "bfloat") == 0)
+        check_bfloat(&g, r);
+    else if (strcmp(group, "threadgroup") == 0)
+        check_threadgroup(&g, r, plan->threadgroup_bytes);
+    else
+        check_nocopy(&g, r);
     objc_autoreleasePoolPop(pool);
     return 0;
 }

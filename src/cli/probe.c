@@ -22,8 +22,9 @@ static int needs_macos(const char *cmd)
     return EXIT_NEEDS_MACOS;
 }
 
-/* Runs argv and returns its stdout (static buffer) or NULL. stock: without the library. */
-static char *capture(char **argv, bool stock)
+/* Runs argv and returns its stdout (static buffer) or NULL; *status receives its wait
+ * status when not NULL. stock: without the library. */
+static char *capture_status(char **argv, bool stock, int *status)
 {
     static char out[1 << 16];
     int fds[2];
@@ -52,9 +53,17 @@ static char *capture(char **argv, bool stock)
         n += (size_t)r;
     close(fds[0]);
     out[n] = '\0';
-    int st;
-    waitpid(pid, &st, 0);
+    int st = 0;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        st = -1;
+    if (status)
+        *status = st;
     return n ? out : NULL;
+}
+
+static char *capture(char **argv, bool stock)
+{
+    return capture_status(argv, stock, NULL);
 }
 
 struct common_opts {
@@ -98,7 +107,7 @@ static void child_profile(const struct common_opts *o, struct vzcaps_config_resu
     cli_configure_run(co, r);
 }
 
-static char *unlocked_child(const struct cfg_opts *co, char **child_args)
+static char *unlocked_child_status(const struct cfg_opts *co, char **child_args, int *status)
 {
     char self[1024];
     self_path(self, sizeof self);
@@ -106,7 +115,12 @@ static char *unlocked_child(const struct cfg_opts *co, char **child_args)
     for (size_t n = 1; *child_args && n < 15; n++)
         cmd[n] = *child_args++;
     cli_run_argv(argv, 24, self, co, cmd);
-    return capture(argv, false);
+    return capture_status(argv, false, status);
+}
+
+static char *unlocked_child(const struct cfg_opts *co, char **child_args)
+{
+    return unlocked_child_status(co, child_args, NULL);
 }
 
 int cmd_probe(int argc, char **argv)
@@ -221,24 +235,31 @@ static int run_verify(const struct common_opts *o, struct vresult *res, struct v
     verify_plan(&r->profile, s.family, (uint64_t)s.threadgroup, &plan);
     char tg[32];
     snprintf(tg, sizeof tg, "%llu", (unsigned long long)plan.threadgroup_bytes);
-    char *args[12] = {"__verify-child"};
-    int n = 1;
-    if (plan.simd_reduction)
-        args[n++] = "--simd";
-    if (plan.simdgroup_mm)
-        args[n++] = "--mm";
-    if (plan.bfloat)
-        args[n++] = "--bfloat";
-    if (plan.threadgroup)
-        args[n++] = "--threadgroup", args[n++] = tg;
-    args[n] = NULL;
-    text = unlocked_child(&co, args);
-    if (!text || vresult_parse(text, res) != 0) {
-        eprintf("vzcaps verify: the child with the library failed (no results)");
-        return 1;
+    struct machine m;
+    machine_facts(&m);
+    memset(res, 0, sizeof *res);
+    /* one child per check: a GPU fault or a compiler crash in one loses only that one */
+    static struct vresult part, stock;
+    for (const struct vgroup *g = verify_groups; g->name; g++) {
+        char why[200];
+        if (!verify_group_planned(&plan, g)) {
+            verify_group_skipped(res, g, strcmp(g->name, "threadgroup") == 0 ? "no threadgroup-memory floor above stock"
+                                                                             : "not unlocked by this profile");
+            continue;
+        }
+        if (strcmp(g->name, "bfloat") == 0 && !verify_bfloat_supported(m.os_version, why, sizeof why)) {
+            verify_group_skipped(res, g, why);
+            continue;
+        }
+        char *args[] = {"__verify-child", "--only", (char *)g->name, "--threadgroup", tg, NULL};
+        int status = 0;
+        text = unlocked_child_status(&co, args, &status);
+        if (text && vresult_parse(text, &part) == 0)
+            verify_append(res, &part);
+        else
+            verify_child_failed(res, g, strcmp(g->name, "nocopy") != 0, status);
     }
-    char *stock_argv[] = {self, "__verify-child", "--nocopy-only", NULL};
-    struct vresult stock;
+    char *stock_argv[] = {self, "__verify-child", "--only", "nocopy", NULL};
     text = capture(stock_argv, true);
     if (text && vresult_parse(text, &stock) == 0)
         verify_merge_stock_nocopy(res, &stock);
@@ -356,26 +377,20 @@ int child_probe(void)
 int child_verify(int argc, char **argv)
 {
     struct vplan plan = {0};
-    bool nocopy_only = false;
+    const char *group = "nocopy";
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--simd") == 0)
-            plan.simd_reduction = true;
-        else if (strcmp(argv[i], "--mm") == 0)
-            plan.simdgroup_mm = true;
-        else if (strcmp(argv[i], "--bfloat") == 0)
-            plan.bfloat = true;
-        else if (strcmp(argv[i], "--nocopy-only") == 0)
-            nocopy_only = true;
+        if (strcmp(argv[i], "--only") == 0 && i + 1 < argc && verify_group_find(argv[i + 1]))
+            group = argv[++i];
         else if (strcmp(argv[i], "--threadgroup") == 0 && i + 1 < argc) {
-            plan.threadgroup = true;
             uint64_t v;
             if (vzcaps_parse_u64(argv[++i], &v) != 0)
                 return EXIT_USAGE;
             plan.threadgroup_bytes = v;
-        }
+        } else
+            return EXIT_USAGE;
     }
     static struct vresult r;
-    if (metal_verify(&plan, nocopy_only, &r) != 0)
+    if (metal_verify(&plan, group, &r) != 0)
         return needs_macos("verify");
     struct json j;
     json_begin(&j, stdout);

@@ -1,6 +1,10 @@
 /* CPU references, tolerances, verdicts, plans, cache keys and renderers for probe/verify.
  * Portable and tested on Linux against hand-checked values. Never: touches Metal. */
+#define _POSIX_C_SOURCE 200809L /* strsignal */
 #include "verify_core.h"
+
+#include <signal.h>
+#include <sys/wait.h>
 
 #include "cli.h"
 #include "jsonread.h"
@@ -573,4 +577,92 @@ void verify_merge_stock_nocopy(struct vresult *unlocked, const struct vresult *s
             u->unlocked = true; /* fails only with the library: count it */
         }
     }
+}
+
+/* ---- one child per check ---- */
+
+const struct vgroup verify_groups[] = {
+    {"simd", "simd_reduce", "SIMD-group reduction/shuffle"},
+    {"mm", "simdgroup_mm", "SIMD-group matrix multiply"},
+    {"bfloat", "bfloat", "bfloat storage, conversion, arithmetic"},
+    {"threadgroup", "threadgroup_memory", "threadgroup memory at the effective limit"},
+    {"nocopy", "nocopy_mmap", "newBufferWithBytesNoCopy over mmap"},
+    {0, 0, 0},
+};
+
+const struct vgroup *verify_group_find(const char *name)
+{
+    for (const struct vgroup *g = verify_groups; g->name; g++)
+        if (strcmp(g->name, name) == 0)
+            return g;
+    return NULL;
+}
+
+bool verify_group_planned(const struct vplan *plan, const struct vgroup *g)
+{
+    if (strcmp(g->name, "simd") == 0)
+        return plan->simd_reduction;
+    if (strcmp(g->name, "mm") == 0)
+        return plan->simdgroup_mm;
+    if (strcmp(g->name, "bfloat") == 0)
+        return plan->bfloat;
+    if (strcmp(g->name, "threadgroup") == 0)
+        return plan->threadgroup;
+    return true;
+}
+
+static struct vcheck *record(struct vresult *r, const struct vgroup *g, bool unlocked)
+{
+    if (r->n >= sizeof r->checks / sizeof r->checks[0])
+        return NULL;
+    struct vcheck *c = &r->checks[r->n++];
+    memset(c, 0, sizeof *c);
+    snprintf(c->name, sizeof c->name, "%s", g->check);
+    snprintf(c->path, sizeof c->path, "%s", g->path);
+    c->unlocked = unlocked;
+    return c;
+}
+
+void verify_child_failed(struct vresult *r, const struct vgroup *g, bool unlocked, int wait_status)
+{
+    struct vcheck *c = record(r, g, unlocked);
+    if (!c)
+        return;
+    if (WIFSIGNALED(wait_status))
+        vcheck_fail(c, "its child process was killed by signal %d (%s) before reporting", WTERMSIG(wait_status),
+                    strsignal(WTERMSIG(wait_status)));
+    else if (WIFEXITED(wait_status))
+        vcheck_fail(c, "its child process exited with status %d without results", WEXITSTATUS(wait_status));
+    else
+        vcheck_fail(c, "its child process could not be run");
+}
+
+void verify_group_skipped(struct vresult *r, const struct vgroup *g, const char *reason)
+{
+    struct vcheck *c = record(r, g, false);
+    if (c)
+        vcheck_skip(c, "%s", reason);
+}
+
+void verify_append(struct vresult *into, const struct vresult *from)
+{
+    if (!into->device[0])
+        snprintf(into->device, sizeof into->device, "%s", from->device);
+    for (size_t i = 0; i < from->n && into->n < sizeof into->checks / sizeof into->checks[0]; i++)
+        into->checks[into->n++] = from->checks[i];
+}
+
+bool verify_bfloat_supported(const char *os_version, char *why, size_t len)
+{
+    uint64_t major;
+    char head[16];
+    size_t n = strcspn(os_version ? os_version : "", ".");
+    if (!os_version || n == 0 || n >= sizeof head)
+        return true;
+    memcpy(head, os_version, n);
+    head[n] = '\0';
+    if (vzcaps_parse_u64(head, &major) != 0 || major >= 14)
+        return true;
+    snprintf(why, len, "the bfloat kernel needs Metal Shading Language 3.1 (macOS 14); this is macOS %s", os_version);
+    return false;
 }

@@ -64,6 +64,26 @@ struct vresult {
     char device[96];
     bool nocopy_stock_failed;  /* the guest fault, independent of vzcaps */
 };
+/* The checks, one child process each, so that a GPU fault or a compiler crash in one loses
+ * only that one: name (the child's --only argument), the check record's name and path. */
+struct vgroup {
+    const char *name, *check, *path;
+};
+extern const struct vgroup verify_groups[]; /* simd, mm, bfloat, threadgroup, nocopy; then {0} */
+/* Whether the plan unlocks the group (nocopy always runs). */
+bool verify_group_planned(const struct vplan *plan, const struct vgroup *g);
+const struct vgroup *verify_group_find(const char *name);
+/* A child that produced no results: one failed record for its group, saying how it ended
+ * (wait_status as from waitpid: the signal, or the exit status). */
+void verify_child_failed(struct vresult *r, const struct vgroup *g, bool unlocked, int wait_status);
+/* A record that the group was skipped, with the reason. */
+void verify_group_skipped(struct vresult *r, const struct vgroup *g, const char *reason);
+/* Appends from's checks to into (and its device name when into has none). */
+void verify_append(struct vresult *into, const struct vresult *from);
+/* The bfloat kernel needs Metal Shading Language 3.1, i.e. macOS 14: false with the reason
+ * for an older os_version ("13.6.1"); true when it is 14 or later, or unknown. */
+bool verify_bfloat_supported(const char *os_version, char *why, size_t len);
+
 /* 0 when no unlocked path failed. */
 int verify_exit_status(const struct vresult *r);
 /* Reads verify_render_json's output back (the child reports to the parent this way). */

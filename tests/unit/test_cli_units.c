@@ -2,6 +2,7 @@
 /* Unit tests of the command's portable decisions: verify's CPU references, tolerance rule,
  * verdicts, plans and cache keys; probe's comparison and llama.cpp gates; SHA-256; JSON. */
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -354,6 +355,45 @@ static void test_run_passes_the_native_chip_to_x86_64_targets(void **st)
     assert_null(run_chip_to_pass("", &m2, false));          /* not Mach-O: nothing known */
 }
 
+static void test_verify_one_child_per_check(void **st)
+{
+    (void)st;
+    static struct vresult r;
+    memset(&r, 0, sizeof r);
+    const struct vgroup *mm = verify_group_find("mm"), *nocopy = verify_group_find("nocopy");
+    assert_non_null(mm);
+    assert_non_null(nocopy);
+    assert_null(verify_group_find("bogus"));
+    /* a child killed by SIGSEGV (wait status: the signal number) fails only its own check */
+    verify_child_failed(&r, mm, true, SIGSEGV);
+    assert_int_equal(r.n, 1);
+    assert_string_equal(r.checks[0].name, "simdgroup_mm");
+    assert_int_equal(r.checks[0].status, VCHECK_FAIL);
+    assert_true(r.checks[0].unlocked);
+    assert_non_null(strstr(r.checks[0].reason, "killed by signal 11"));
+    assert_int_equal(verify_exit_status(&r), 1);
+    verify_child_failed(&r, nocopy, false, 3 << 8); /* exited with status 3 */
+    assert_non_null(strstr(r.checks[1].reason, "exited with status 3 without results"));
+    struct vplan plan = {.simd_reduction = true};
+    assert_true(verify_group_planned(&plan, verify_group_find("simd")));
+    assert_false(verify_group_planned(&plan, mm));
+    assert_true(verify_group_planned(&plan, nocopy)); /* always */
+    char why[200];
+    assert_false(verify_bfloat_supported("13.6.1", why, sizeof why));
+    assert_non_null(strstr(why, "macOS 14"));
+    assert_true(verify_bfloat_supported("14.0", why, sizeof why));
+    assert_true(verify_bfloat_supported("26.1", why, sizeof why));
+    assert_true(verify_bfloat_supported("", why, sizeof why)); /* unknown: try it */
+    static struct vresult more;
+    memset(&more, 0, sizeof more);
+    snprintf(more.device, sizeof more.device, "Apple Paravirtual device");
+    verify_group_skipped(&more, verify_group_find("bfloat"), "the bfloat kernel needs Metal Shading Language 3.1");
+    verify_append(&r, &more);
+    assert_int_equal(r.n, 3);
+    assert_int_equal(r.checks[2].status, VCHECK_SKIP);
+    assert_string_equal(r.device, "Apple Paravirtual device");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +404,7 @@ int main(void)
         cmocka_unit_test(test_probe_gates_and_unexpected), cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_run_passes_the_native_chip_to_x86_64_targets),
+        cmocka_unit_test(test_verify_one_child_per_check),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }
