@@ -142,6 +142,11 @@ bool find_executable(const char *name, const char *near, char *out, size_t len);
  * none was given; else NULL. */
 const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *native, bool chip_given);
 
+/* bundle.c: the first-run bundle (doctor --bundle DIR) and its verdict: "WORKS", "PARTIAL",
+ * "DOES NOT WORK", "CANNOT TELL" or "NOT ON MACOS", with a one-sentence reason. */
+int doctor_bundle(const char *dir, const char *exe);
+const char *bundle_verdict(bool macos, const char *probe_json, const char *verify_json, char *reason, size_t len);
+
 /* check.c */
 void print_profile_text(const struct vzcaps_config_result *r, const char *exe);
 

@@ -11,11 +11,12 @@ int cmd_doctor(int argc, char **argv)
 {
     bool json = false;
     struct cfg_opts o = {0};
+    const char *bundle = NULL;
     for (int i = 1; i < argc; i++) {
         int t;
-        if ((t = opt_take(argc, argv, &i, "--exe", &o.exe))) {
+        if ((t = opt_take(argc, argv, &i, "--exe", &o.exe)) || (t = opt_take(argc, argv, &i, "--bundle", &bundle))) {
             if (t < 0)
-                return usage_error("doctor", "--exe needs a value");
+                return usage_error("doctor", "%s needs a value", argv[i]);
             continue;
         }
         if (strcmp(argv[i], "--json") == 0)
@@ -23,6 +24,8 @@ int cmd_doctor(int argc, char **argv)
         else
             return usage_error("doctor", "unknown argument %s", argv[i]);
     }
+    if (bundle)
+        return doctor_bundle(bundle, o.exe);
     struct machine m;
     machine_facts(&m);
     char library[1100], tried[2400], archs[128] = "", arch_err[256] = "";

@@ -57,10 +57,16 @@ static const struct command commands[] = {
      "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
      "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some\n"
      "guides set before starting VMs. Running VMs must be restarted to see a change.\n"},
-    {"doctor", cmd_doctor, "doctor [--exe NAME] [--json]",
+    {"doctor", cmd_doctor, "doctor [--exe NAME] [--json] [--bundle DIR]",
      "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
      "version, the library and its slices, the config file, the effective profile for NAME, and\n"
-     "known pitfalls that apply.\n"},
+     "known pitfalls that apply.\n"
+     "  --bundle DIR   write the first-run bundle to DIR instead: sw_vers, doctor and check JSON,\n"
+     "                 versions and SHA-256 of the command and library, inspect of both, probe and\n"
+     "                 verify JSON, a dyld trace of one injected child, the library's unified-log\n"
+     "                 lines, summary.md (first line: WORKS, PARTIAL, DOES NOT WORK, CANNOT TELL or\n"
+     "                 NOT ON MACOS, and why) and SHA256SUMS. No environment, user or host names;\n"
+     "                 the home directory is written as ~. Attach it to an issue.\n"},
     {"inspect", cmd_inspect, "inspect [--profile P] [--json] [--] FILE...",
      "Reads Mach-O executables (thin or universal, or an .app bundle) and reports per slice the\n"
      "architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"

@@ -56,5 +56,6 @@ def test_check_launchd_doctor_help(tmp_path):
     assert run("launchd", "--label", "a.b", "--install", "--", "/bin/true", env=env).returncode == 0
     assert run("launchd", "--label", "a.b", "--remove", env=env).returncode == 0
     assert run("doctor", "--json").returncode == 0
+    assert run("doctor", "--bundle", str(tmp_path / "bundle")).returncode == 0
     assert run("help", "bench").returncode == 0
     assert run("run", "--bogus").returncode == 2

@@ -394,6 +394,34 @@ static void test_verify_one_child_per_check(void **st)
     assert_string_equal(r.device, "Apple Paravirtual device");
 }
 
+static void test_bundle_verdicts(void **st)
+{
+    (void)st;
+    char why[600];
+    const char *unlocked7 = "{\"stock\":{},\"unlocked\":{\"families\":{\"1005\":true,\"1006\":true,\"1007\":true,\"1008\":false}},"
+                            "\"changed\":[1006,1007],\"unexpected\":[]}";
+    const char *pass = "{\"ok\":true,\"checks\":[{\"name\":\"simd_reduce_32\",\"result\":\"pass\",\"unlocked\":true},"
+                       "{\"name\":\"nocopy_mmap\",\"result\":\"fail\",\"unlocked\":false}]}";
+    const char *fail = "{\"ok\":false,\"checks\":[{\"name\":\"simd_reduce_32\",\"result\":\"pass\",\"unlocked\":true},"
+                       "{\"name\":\"simdgroup_mm\",\"result\":\"fail\",\"unlocked\":true}]}";
+    assert_string_equal(bundle_verdict(false, unlocked7, pass, why, sizeof why), "NOT ON MACOS");
+    assert_string_equal(bundle_verdict(true, unlocked7, pass, why, sizeof why), "WORKS");
+    assert_string_equal(why, "the unlocked probe reported Apple7, and every unlocked check computed correct results");
+    assert_string_equal(bundle_verdict(true, unlocked7, fail, why, sizeof why), "PARTIAL");
+    assert_non_null(strstr(why, "first: simdgroup_mm"));
+    assert_string_equal(bundle_verdict(true, unlocked7, "null", why, sizeof why), "PARTIAL");
+    assert_string_equal(bundle_verdict(true, unlocked7, NULL, why, sizeof why), "PARTIAL");
+    const char *nothing = "{\"unlocked\":{\"families\":{\"1005\":true}},\"changed\":[],\"unexpected\":[]}";
+    assert_string_equal(bundle_verdict(true, nothing, pass, why, sizeof why), "DOES NOT WORK");
+    assert_non_null(strstr(why, "did not take effect"));
+    const char *odd = "{\"unlocked\":{\"families\":{\"1007\":true}},\"changed\":[1007],\"unexpected\":[\"maxBufferLength changed\"]}";
+    assert_string_equal(bundle_verdict(true, odd, pass, why, sizeof why), "DOES NOT WORK");
+    assert_non_null(strstr(why, "maxBufferLength changed"));
+    assert_string_equal(bundle_verdict(true, "null", pass, why, sizeof why), "CANNOT TELL");
+    assert_string_equal(bundle_verdict(true, "not json", pass, why, sizeof why), "CANNOT TELL");
+    assert_string_equal(bundle_verdict(true, NULL, NULL, why, sizeof why), "CANNOT TELL");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,7 +432,7 @@ int main(void)
         cmocka_unit_test(test_probe_gates_and_unexpected), cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_run_passes_the_native_chip_to_x86_64_targets),
-        cmocka_unit_test(test_verify_one_child_per_check),
+        cmocka_unit_test(test_verify_one_child_per_check), cmocka_unit_test(test_bundle_verdicts),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }
