@@ -143,7 +143,7 @@ static struct vzcaps_config_result R;
 static void configure(const char *const *env)
 {
     static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
-    struct vzcaps_inputs in = {.envp = env, .exe = "vzcaps", .host = {"Apple M1 (Virtual)", "test", 1ull << 34}};
+    struct vzcaps_inputs in = {.envp = env, .exe = "vzcaps", .host = {.brand = "Apple M1 (Virtual)", .brand_origin = "test", .physical_memory = 1ull << 34}};
     vzcaps_configure(&in, buf, sizeof buf, &R);
 }
 

@@ -18,7 +18,7 @@ static struct vzcaps_config_result R;
 static void configure_env(const char *const *envp, const char *brand, uint64_t mem)
 {
     static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
-    struct vzcaps_inputs in = {.envp = envp, .exe = "llama-bench", .host = {brand, "test", mem}};
+    struct vzcaps_inputs in = {.envp = envp, .exe = "llama-bench", .host = {brand, "test", mem, 0}};
     vzcaps_configure(&in, buf, sizeof buf, &R);
 }
 
@@ -450,7 +450,7 @@ static const char SAMPLE[] =
 static void configure_file(const char *exe, const char *const *envp)
 {
     static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
-    struct vzcaps_inputs in = {.envp = envp, .exe = exe, .read_file = fake_read, .host = {"Apple M2 (Virtual)", "test", 0}};
+    struct vzcaps_inputs in = {.envp = envp, .exe = exe, .read_file = fake_read, .host = {"Apple M2 (Virtual)", "test", 0, 0}};
     vzcaps_configure(&in, buf, sizeof buf, &R);
 }
 
@@ -683,7 +683,7 @@ static void test_environment_scan(void **st)
     /* the preload variable twice is ambiguous too */
     static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
     const char *pre[] = {"VZCAPS_APPLE_FAMILY_MAX=1007", "LD_PRELOAD=/a.so", "LD_PRELOAD=/b.so", NULL};
-    struct vzcaps_inputs in = {.envp = pre, .exe = "x", .preload_var = "LD_PRELOAD", .host = {"Apple M2", "test", 0}};
+    struct vzcaps_inputs in = {.envp = pre, .exe = "x", .preload_var = "LD_PRELOAD", .host = {"Apple M2", "test", 0, 0}};
     vzcaps_configure(&in, buf, sizeof buf, &R);
     assert_true(any_note_contains(&R.profile, "LD_PRELOAD is set twice"));
     /* a path too long is refused, never cut */
