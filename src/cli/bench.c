@@ -387,7 +387,7 @@ int cmd_bench(int argc, char **argv)
     sums_file(outdir);
 
     bench_render_text(&table, stdout);
-    printf("output check: %s: %s\nbundle: %s\n", verdict, verdict_reason, outdir);
+    printf("output check: %s: %s\nbundle: %s\n", verdict, esc(verdict_reason), esc(outdir));
     if (!unlocked_taken)
         eprintf("vzcaps bench: warning: the unlocked run did not report SIMD-group matrix multiply; see %s/unlocked.stderr", outdir);
     return strcmp(verdict, "fail") == 0 || strcmp(verdict, "error") == 0 ? 1 : 0;

@@ -248,7 +248,7 @@ static const char *status_name(enum vcheck_status s)
 
 void verify_render_text(const struct vresult *r, FILE *out)
 {
-    fprintf(out, "device: %s\n%-26s %-8s %-34s %s\n", r->device[0] ? r->device : "?", "check", "result", "path", "detail");
+    fprintf(out, "device: %s\n%-26s %-8s %-34s %s\n", r->device[0] ? esc(r->device) : "?", "check", "result", "path", "detail");
     for (size_t i = 0; i < r->n; i++) {
         const struct vcheck *c = &r->checks[i];
         char detail[400];
@@ -258,7 +258,7 @@ void verify_render_text(const struct vresult *r, FILE *out)
             snprintf(detail, sizeof detail, "%zu/%zu elements within |err| <= %g + %g*|ref|; max abs err %g, max rel err %g%s%s",
                      c->compared - c->bad, c->compared, c->tol_abs, c->tol_rel, c->max_abs, c->max_rel, c->reason[0] ? "; " : "",
                      c->reason);
-        fprintf(out, "%-26s %-8s %-34s %s\n", c->name, status_name(c->status), c->path, detail);
+        fprintf(out, "%-26s %-8s %-34s %s\n", esc(c->name), status_name(c->status), esc(c->path), esc(detail));
     }
     if (r->nocopy_stock_failed)
         fprintf(out, "note: newBufferWithBytesNoCopy over an mmapped file also fails stock: a fault of this guest, independent of vzcaps\n");
@@ -437,7 +437,7 @@ void probe_render_text(const struct probe_answers *s, const struct probe_answers
 {
     char unexpected[32][200];
     size_t nu = probe_unexpected(s, u, p, unexpected, 32);
-    fprintf(out, "device: %s (architecture %s)\n", s->device, s->architecture[0] ? s->architecture : "not reported");
+    fprintf(out, "device: %s (architecture %s)\n", esc(s->device), s->architecture[0] ? esc(s->architecture) : "not reported");
     fprintf(out, "%-36s %-14s %-14s\n", "query", "stock", "vzcaps");
     size_t n;
     const int64_t *all = vzcaps_family_all(&n);
@@ -460,7 +460,7 @@ void probe_render_text(const struct probe_answers *s, const struct probe_answers
     for (int i = 0; i < 4; i++)
         fprintf(out, "  %-34s %-14s %-14s\n", gn[i], a[i] ? "yes" : "no", b[i] ? "yes" : "no");
     for (size_t i = 0; i < nu; i++)
-        fprintf(out, "ERROR: unexpected change: %s\n", unexpected[i]);
+        fprintf(out, "ERROR: unexpected change: %s\n", esc(unexpected[i]));
 }
 
 static void gates_json(struct json *j, const char *key, const struct probe_answers *a)
