@@ -25,6 +25,7 @@ int cmd_bench(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
+int cmd_prepare(int argc, char **argv);
 int child_probe(void);
 int child_verify(int argc, char **argv);
 struct cfg_opts;

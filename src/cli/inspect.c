@@ -42,6 +42,13 @@ static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *
     return n;
 }
 
+/* Whether vzcaps prepare would make a copy that honours injection: ignored because of the
+ * hardened runtime, library validation or a restricted signature, not because it is Apple's. */
+static bool prepare_helps(const struct macho_slice *s)
+{
+    return s->injection == MACHO_INJECTION_IGNORED && !s->platform_binary;
+}
+
 /* Why an image's calls get stock answers, or NULL when they get the profile's. */
 static const char *scope_stock_reason(const struct vzcaps_profile *p, const char *image, char *buf, size_t len)
 {
@@ -124,6 +131,7 @@ static void slice_json(struct json *j, const struct macho_slice *s, const struct
     json_end_obj(j);
     json_str(j, "injection", macho_injection_name(s->injection));
     json_str(j, "injection_reason", s->injection_reason);
+    json_bool(j, "prepare_helps", prepare_helps(s)); /* vzcaps prepare makes a copy that accepts the library */
     json_arr(j, "clients");
     if (s->ggml)
         json_str(j, NULL, "ggml");
@@ -157,6 +165,8 @@ static void slice_text(const struct macho_slice *s, const struct vzcaps_profile 
         printf("    entitle.    allow-dyld-environment-variables %s, disable-library-validation %s\n",
                s->allow_dyld_env ? "yes" : "no", s->disable_library_validation ? "yes" : "no");
     printf("    injection   %s: %s\n", macho_injection_name(s->injection), esc(s->injection_reason));
+    if (prepare_helps(s))
+        printf("    remedy      vzcaps prepare makes a private, ad-hoc-signed copy without the hardened runtime, which accepts the library\n");
     printf("    links      ");
     size_t shown = 0;
     for (size_t i = 0; i < s->n_libs; i++) {
@@ -302,7 +312,8 @@ int run_target_check(const char *target, const char *library, const struct vzcap
         }
     }
     if (s->injection == MACHO_INJECTION_IGNORED)
-        eprintf("vzcaps run: warning: %s will ignore the library: %s", target, s->injection_reason);
+        eprintf("vzcaps run: warning: %s will ignore the library: %s%s", target, s->injection_reason,
+                prepare_helps(s) ? "; vzcaps prepare makes a private copy that accepts it" : "");
     if (profile && profile->state == VZCAPS_ENABLED) {
         char stock[512] = "";
         for (size_t i = 0; i < s->n_libs; i++)

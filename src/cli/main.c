@@ -103,6 +103,18 @@ static const struct command commands[] = {
      "a CPU reference; also checks newBufferWithBytesNoCopy over an mmapped file, stock and unlocked.\n"
      "Exit 1 when an unlocked path fails; the verdict is cached for `vzcaps run --verify`.\n"
      "Elsewhere it says it needs a macOS Metal device (exit 3).\n"},
+    {"prepare", cmd_prepare, "prepare [--into DIR] [--yes] [--] PATH...",
+     "Makes a private copy of a program that ignores the library because it is signed with the\n"
+     "hardened runtime (every notarized app, e.g. the official Ollama app): PATH is a Mach-O file\n"
+     "(thin or universal) or an .app bundle; the copy goes to DIR/<name> (default\n"
+     "~/Library/Application Support/vzcaps/prepared), and every Mach-O file in it is re-signed ad\n"
+     "hoc by vzcaps's own signer, nested code first, without the hardened runtime, library\n"
+     "validation or entitlements, then checked with vzcaps's verifier (and codesign on a Mac).\n"
+     "The original is never modified; an existing copy is replaced whole, after the new one is\n"
+     "complete. Without --yes it prints what it would do and what the copy gives up, writes\n"
+     "nothing and exits 1. It ends with the command to run the copy through vzcaps.\n"
+     "  --into DIR   where the copy goes\n"
+     "  --yes        do it\n"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

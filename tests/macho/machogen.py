@@ -118,3 +118,85 @@ def find_code_directory(data, slice_off=0):
                     return sb + boff + 12
         pos += size
     raise ValueError("no code directory")
+
+
+def _thin_signature(data, off, size):
+    """Independent reading of one thin slice's embedded signature."""
+    out = {"signed": False, "ok": False, "problems": []}
+    ncmds, sizeofcmds = struct.unpack_from("<II", data, off + 16)
+    pos, end = off + 32, off + 32 + sizeofcmds
+    sig = None
+    for _ in range(ncmds):
+        cmd, csize = struct.unpack_from("<II", data, pos)
+        if cmd == LC_CODE_SIGNATURE:
+            sig = struct.unpack_from("<II", data, pos + 8)
+        pos += csize
+    assert pos <= end
+    if not sig:
+        return out
+    out["signed"] = True
+    dataoff, datasize = sig
+    if dataoff + datasize > size:
+        out["problems"].append("signature past the end")
+        return out
+    sb = off + dataoff
+    magic, length, count = struct.unpack_from(">III", data, sb)
+    if magic != 0xFADE0CC0:
+        out["problems"].append("bad superblob magic")
+        return out
+    blobs = {}
+    for i in range(count):
+        typ, boff = struct.unpack_from(">II", data, sb + 12 + 8 * i)
+        blen, = struct.unpack_from(">I", data, sb + boff + 4)
+        blobs[typ] = data[sb + boff: sb + boff + blen]
+    cd = blobs[0]
+    (cmagic, clen, version, flags, hash_off, ident_off, n_special, n_code, code_limit, hash_size, hash_type, platform,
+     page_log) = struct.unpack_from(">IIIIIIIIIBBBB", cd, 0)
+    assert cmagic == 0xFADE0C02
+    if version >= 0x20300 and clen >= 64:
+        limit64, = struct.unpack_from(">Q", cd, 56)
+        code_limit = limit64 or code_limit
+    out.update(flags=flags, version=version, identifier=cd[ident_off:cd.index(b"\0", ident_off)].decode(),
+               code_limit=code_limit, sig_off=dataoff, n_special=n_special)
+    if version >= 0x20400:
+        out["exec_seg"] = struct.unpack_from(">QQQ", cd, 64)
+    if hash_type != 2 or hash_size != 32:
+        out["problems"].append("not SHA-256")
+        return out
+    page = 1 << page_log
+    if n_code != (code_limit + page - 1) // page:
+        out["problems"].append("code slot count")
+    for i in range(n_code):
+        chunk = data[off + i * page: off + min((i + 1) * page, code_limit)]
+        if hashlib.sha256(chunk).digest() != cd[hash_off + 32 * i: hash_off + 32 * (i + 1)]:
+            out["problems"].append(f"page {i}")
+            break
+    for slot in range(1, n_special + 1):
+        want = cd[hash_off - 32 * slot: hash_off - 32 * (slot - 1)]
+        blob = blobs.get(slot)
+        got = hashlib.sha256(blob).digest() if blob is not None else b"\0" * 32
+        if want != got:
+            out["problems"].append(f"special slot {slot}")
+    out["ok"] = not out["problems"]
+    return out
+
+
+def verify(data):
+    """Every slice's signature, checked by this independent implementation: a list of dicts
+    with signed, ok, flags, identifier, code_limit, sig_off, problems (and the slice offset)."""
+    magic, = struct.unpack_from(">I", data, 0)
+    if magic in (0xCAFEBABE, 0xCAFEBABF):
+        n, = struct.unpack_from(">I", data, 4)
+        res = []
+        for i in range(n):
+            if magic == 0xCAFEBABE:
+                _, _, off, size, _ = struct.unpack_from(">IIIII", data, 8 + 20 * i)
+            else:
+                _, _, off, size, _, _ = struct.unpack_from(">IIQQII", data, 8 + 32 * i)
+            r = _thin_signature(data, off, size)
+            r["slice_off"] = off
+            res.append(r)
+        return res
+    r = _thin_signature(data, 0, len(data))
+    r["slice_off"] = 0
+    return [r]
