@@ -7,6 +7,7 @@
 #include "codesign.h"
 
 #include "cli.h"
+#include "macho.h"
 #include "sha256.h"
 
 #include <stdio.h>
@@ -68,16 +69,18 @@ static int old_signature(const uint8_t *m, uint64_t off, uint64_t len, struct sl
     uint32_t sblen = be32(sb + 4), count = be32(sb + 8);
     if (sblen < 12 || sblen > len || count > (sblen - 12) / 8)
         FAIL("its code signature cannot be parsed (superblob length or count out of range)");
+    /* every blob inside the superblob and after its index, before any is read */
+    const uint8_t *cd = NULL;
     for (uint32_t i = 0; i < count; i++) {
         uint32_t type = be32(sb + 12 + 8 * i), boff = be32(sb + 16 + 8 * i);
         if (boff > sblen - 8 || be32(sb + boff + 4) < 8 || be32(sb + boff + 4) > sblen - boff)
             FAIL("its code signature cannot be parsed (blob %u outside the superblob)", i);
-        /* blobs must not overlap the index */
         if (boff < 12 + 8 * count)
             FAIL("its code signature cannot be parsed (blob %u overlaps the index)", i);
-        if (type != 0)
-            continue;
-        const uint8_t *cd = sb + boff;
+        if (type == 0 && !cd)
+            cd = sb + boff;
+    }
+    if (cd) {
         uint32_t cdlen = be32(cd + 4);
         if (cdlen < 44 || be32(cd) != CSMAGIC_CODEDIRECTORY)
             FAIL("its code signature cannot be parsed (bad CodeDirectory)");
@@ -242,6 +245,11 @@ static uint64_t align_up(uint64_t v, uint32_t log2)
 int codesign_adhoc(const uint8_t *in, size_t len, const char *fallback_ident, uint8_t **out, size_t *out_len,
                    struct codesign_report *rep, char *err, size_t errlen)
 {
+    /* one notion of a well-formed file: what the project's reader refuses is not signed */
+    static struct macho_file mf;
+    char why[300];
+    if (macho_parse(in, len, &mf, why, sizeof why) != 0)
+        FAIL("%s", why);
     if (len >= 4 && le32(in) == MH_MAGIC_64) {
         if (rep)
             rep->n_slices = 1;

@@ -467,7 +467,8 @@ static int prepare_one(const char *path, const char *into, bool yes)
         if (rc == 0) {
             printf("prepared %s: %zu Mach-O file%s re-signed ad hoc, no hardened runtime\nrun it through vzcaps with:\n", esc(dest),
                    t.n, t.n == 1 ? "" : "s");
-            for (size_t i = 0; i < t.n; i++) {
+            for (size_t k = t.n; k-- > 0;) { /* the main executable first */
+                size_t i = k;
                 char *file = t.bundle ? xformat("%s/%s", dest, t.rel[i]) : xformat("%s", dest);
                 static struct macho_file mf;
                 if (macho_load(file, &mf, err, sizeof err) == 0 && mf.slices[0].filetype == 2 /* MH_EXECUTE */) {
