@@ -50,6 +50,17 @@ static void digest(const void *data, size_t n, uint8_t out[32])
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
+/* A 16-byte segment or section name for a message: up to its NUL, escaped (raw file bytes). */
+static const char *name16(const uint8_t *p, char out[68])
+{
+    size_t n = 0;
+    while (n < 16 && p[n])
+        n++;
+    vzcaps_escape((const char *)p, n, out, 68);
+    return out;
+}
+
+
 /* What signing a slice needs to know about it. */
 struct slice_layout {
     uint32_t filetype, cputype;
@@ -109,6 +120,7 @@ static int scan_slice(const uint8_t *m, uint64_t size, struct slice_layout *l, c
     if (!in_range(size, 32, sizeofcmds))
         FAIL("truncated: load commands extend past the end of the file");
     uint64_t pos = 32, end = 32 + (uint64_t)sizeofcmds, linkedit_end = 0;
+    char nm[68];
     for (uint32_t i = 0; i < ncmds; i++) {
         if (end - pos < 8)
             FAIL("truncated load command %u", i);
@@ -124,7 +136,7 @@ static int scan_slice(const uint8_t *m, uint64_t size, struct slice_layout *l, c
             l->sig_size = le32(c + 12);
         } else if (cmd == LC_SEGMENT_64 && cmdsize >= 72) {
             if (!in_range(size, le64(c + 40), le64(c + 48)))
-                FAIL("truncated: segment %.16s extends past the end of the file", (const char *)c + 8);
+                FAIL("truncated: segment %s extends past the end of the file", name16(c + 8, nm));
             if (memcmp(c + 8, "__LINKEDIT\0", 11) == 0)
                 l->lc_linkedit = (size_t)pos, linkedit_end = le64(c + 40) + le64(c + 48);
             else if (memcmp(c + 8, "__TEXT\0", 7) == 0)

@@ -62,6 +62,17 @@ static uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
+/* A 16-byte segment or section name for a message: up to its NUL, escaped (raw file bytes). */
+static const char *name16(const uint8_t *p, char out[68])
+{
+    size_t n = 0;
+    while (n < 16 && p[n])
+        n++;
+    vzcaps_escape((const char *)p, n, out, 68);
+    return out;
+}
+
+
 static void arch_name(struct macho_slice *s)
 {
     uint32_t sub = s->cpusubtype & 0x00ffffffu;
@@ -286,6 +297,7 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
     if (!in_range(size, 32, sizeofcmds))
         FAIL("truncated: load commands (%u bytes) extend past the end of the file", sizeofcmds);
     uint64_t pos = 32, end = 32 + (uint64_t)sizeofcmds;
+    char nm[68];
     for (uint32_t i = 0; i < ncmds; i++) {
         if (end - pos < 8)
             FAIL("truncated load command %u", i);
@@ -327,7 +339,7 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
             if (cmdsize < 72)
                 FAIL("load command %u: short segment command", i);
             if (!in_range(size, le64(c + 40), le64(c + 48)))
-                FAIL("truncated: segment %.16s (offset %llu, %llu bytes) extends past the end of the file", (const char *)c + 8,
+                FAIL("truncated: segment %s (offset %llu, %llu bytes) extends past the end of the file", name16(c + 8, nm),
                      (unsigned long long)le64(c + 40), (unsigned long long)le64(c + 48));
             uint32_t nsects = le32(c + 64);
             if (nsects > (cmdsize - 72) / 80)

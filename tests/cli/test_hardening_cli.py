@@ -359,3 +359,14 @@ def test_every_cut_of_a_thin_mach_o_is_truncated(tmp_path):
         assert b"truncated" in p.stderr or b"too short" in p.stderr, (n, p.stderr)
     f.write_bytes(whole)
     assert vz("inspect", str(f)).returncode == 0
+
+
+def test_truncation_message_escapes_a_segment_name(tmp_path):
+    """Found by fuzz_macho: a segment name with a newline, quoted raw in the reader's error."""
+    data = bytearray(mg.build())
+    struct.pack_into("<16s", data, 32 + 8, b"_\nINFO\x1b")  # the first load command: the __TEXT segment
+    struct.pack_into("<QQ", data, 32 + 40, 1 << 40, 1 << 20)  # fileoff, filesize: past the end
+    f = tmp_path / "weird"
+    f.write_bytes(bytes(data))
+    p = vz("inspect", str(f))
+    assert p.returncode == 1 and p.stderr.count(b"\n") == 1 and b"truncated: segment _\\x0aINFO\\x1b" in p.stderr, p.stderr
