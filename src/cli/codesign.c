@@ -50,13 +50,15 @@ static void digest(const void *data, size_t n, uint8_t out[32])
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
-/* A 16-byte segment or section name for a message: up to its NUL, escaped (raw file bytes). */
+/* A 16-byte segment or section name for a message, up to its NUL: raw file bytes, escaped
+ * where the message is printed (eprintf, esc, the JSON writer), like every other value. */
 static const char *name16(const uint8_t *p, char out[68])
 {
     size_t n = 0;
     while (n < 16 && p[n])
         n++;
-    vzcaps_escape((const char *)p, n, out, 68);
+    memcpy(out, p, n);
+    out[n] = '\0';
     return out;
 }
 

@@ -62,13 +62,15 @@ static uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
-/* A 16-byte segment or section name for a message: up to its NUL, escaped (raw file bytes). */
+/* A 16-byte segment or section name for a message, up to its NUL: raw file bytes, escaped
+ * where the message is printed (eprintf, esc, the JSON writer), like every other value. */
 static const char *name16(const uint8_t *p, char out[68])
 {
     size_t n = 0;
     while (n < 16 && p[n])
         n++;
-    vzcaps_escape((const char *)p, n, out, 68);
+    memcpy(out, p, n);
+    out[n] = '\0';
     return out;
 }
 

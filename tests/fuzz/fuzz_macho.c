@@ -11,8 +11,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct macho_file mf;
     char err[300];
     if (macho_parse(data, size, &mf, err, sizeof err) != 0) {
-        if (!err[0] || strchr(err, '\n'))
-            __builtin_trap(); /* errors are exactly one line */
+        if (!err[0])
+            __builtin_trap(); /* every refusal has a reason (raw file bytes in it are escaped where
+                                 it is printed, which the end-to-end tests check) */
         return 0;
     }
     if (mf.n_slices == 0 || mf.n_slices > MACHO_MAX_SLICES)
