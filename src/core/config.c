@@ -309,14 +309,36 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         vzcaps_profile_refuse(&out->profile, why);
         return;
     }
-    /* Which variable family speaks: VZCAPS_* if any is set, else the first compatible one. */
-    size_t speaks = N_PREFIXES;
-    for (size_t i = 0; i < N_PREFIXES && speaks == N_PREFIXES; i++)
+    /* Which variables speak for the claims: VZCAPS_* ones that configure claims (directly, or a
+     * config file through VZCAPS_CONFIG/VZCAPS_PROFILE) silence the compatible families;
+     * otherwise the first compatible family set does. VZCAPS_HOST_CHIP, _LOG, _INHERIT,
+     * _CALLERS and _STOCK_CALLERS combine with either. */
+    const unsigned claims = 1u << VZCAPS_KEY_APPLE_FAMILY_MAX | 1u << VZCAPS_KEY_MAX_THREADGROUP_MEMORY |
+                            1u << VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE | 1u << VZCAPS_KEY_EXTRA_FAMILIES |
+                            1u << VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE | 1u << VZCAPS_KEY_COUNT | 1u << (VZCAPS_KEY_COUNT + 1);
+    bool ours = seen[0] & claims;
+    size_t compat = 0;
+    for (size_t i = 1; i < N_PREFIXES && !ours && !compat; i++)
         if (seen[i])
-            speaks = i;
-    const char *prefix = speaks < N_PREFIXES ? env_prefixes[speaks] : NULL;
-    snprintf(out->env_prefix, sizeof out->env_prefix, "%s", prefix ? prefix : "");
-    bool ours = speaks == 0;
+            compat = i;
+    const char *prefix = compat ? env_prefixes[compat] : NULL;
+    snprintf(out->env_prefix, sizeof out->env_prefix, "%s", prefix ? prefix : seen[0] ? "VZCAPS_" : "");
+    static char ignored[VZCAPS_NOTE_LEN];
+    ignored[0] = '\0';
+    if (ours && (seen[1] || seen[2])) {
+        const char *which = "";
+        size_t wn = 0;
+        for (const char *const *e = in->envp; e && *e && !wn; e++) {
+            const char *eq = strchr(*e, '=');
+            int k = eq && strncmp(*e, "VZCAPS_", 7) == 0 ? env_slot(*e + 7, (size_t)(eq - *e) - 7, true) : -1;
+            if (k >= 0 && (claims & (1u << k)))
+                which = *e, wn = (size_t)(eq - *e);
+        }
+        snprintf(ignored, sizeof ignored, "%s%s%s ignored: %.*s is set, and VZCAPS_ variables configure vzcaps",
+                 seen[1] ? "TART_METAL_*" : "", seen[1] && seen[2] ? " and " : "", seen[2] ? "LUME_METAL_*" : "", (int)wn, which);
+    } else if (compat == 1 && seen[2]) {
+        snprintf(ignored, sizeof ignored, "LUME_METAL_* ignored: TART_METAL_* is set and comes first");
+    }
 
     /* 1. the config file: VZCAPS_CONFIG, else ~/.config/vzcaps/vzcaps.conf, else /usr/local/etc/vzcaps.conf */
     const char *named = vzcaps_env_get(in->envp, "VZCAPS_CONFIG");
@@ -369,13 +391,14 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         return;
     }
 
-    /* 2. variables override the file */
-    for (const char *const *e = in->envp; prefix && e && *e; e++) {
-        size_t xl = strlen(prefix);
+    /* 2. variables override the file: every VZCAPS_ setting, and the claims of the compatible
+     * family that speaks (if any) */
+    for (const char *const *e = in->envp; e && *e; e++) {
         const char *eq = strchr(*e, '=');
-        if (!eq || strncmp(*e, prefix, xl) != 0)
+        size_t xl = strncmp(*e, "VZCAPS_", 7) == 0 ? 7 : prefix && strncmp(*e, prefix, strlen(prefix)) == 0 ? strlen(prefix) : 0;
+        if (!eq || !xl)
             continue;
-        int k = env_slot(*e + xl, (size_t)(eq - *e) - xl, ours);
+        int k = env_slot(*e + xl, (size_t)(eq - *e) - xl, xl == 7);
         if (k < 0 || k >= VZCAPS_KEY_COUNT)
             continue;
         msg_name(*e, (size_t)(eq - *e), name, sizeof name); /* a known name: short */
@@ -387,6 +410,8 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
     }
 
     vzcaps_profile_resolve(&s, &in->host, &out->profile);
+    if (ignored[0] && out->profile.n_notes < VZCAPS_MAX_NOTES) /* never silently */
+        snprintf(out->profile.notes[out->profile.n_notes++], VZCAPS_NOTE_LEN, "%s", ignored);
     if (out->section[0] && out->profile.n_notes < VZCAPS_MAX_NOTES && out->profile.state != VZCAPS_STOCK_UNCONFIGURED) {
         /* name the section first: it explains every later note */
         struct vzcaps_profile *p = &out->profile;

@@ -148,13 +148,17 @@ def test_compatibility_variables(build):
     runs, err = probe(env)  # unknown chip: used as given, not validated
     assert runs[0]["families"] == expect_families(1009)
     assert runs[0]["tg"] == 65536
-    env["VZCAPS_HOST_CHIP"] = "Apple M1"  # any VZCAPS_* variable silences the compatible ones
+    assert "LUME_METAL_* ignored: TART_METAL_* is set and comes first" in err
+    env["VZCAPS_HOST_CHIP"] = "Apple M1"  # combines: the chip the compatible claims are checked against
     runs, err = probe(env)
-    assert runs[0]["families"] == STOCK_FAMILIES and err == ""
-    env["VZCAPS_MAX_THREADGROUP_MEMORY"] = "32768"  # a claim without the switch is an error
+    assert runs[0]["families"] == expect_families(1007) and runs[0]["tg"] == 32768  # clamped to the M1
+    env["VZCAPS_MAX_THREADGROUP_MEMORY"] = "32768"  # a VZCAPS_ claim silences them, and says so...
     runs, err = probe(env)
     assert runs[0]["families"] == STOCK_FAMILIES
-    assert "apple_family_max is not" in err
+    assert "apple_family_max is not" in err  # ...and a claim without the switch is an error
+    runs, err = probe(clean_env(TART_METAL_APPLE_FAMILY_MAX="1009", VZCAPS_APPLE_FAMILY_MAX="1006", VZCAPS_HOST_CHIP="Apple M3"))
+    assert runs[0]["families"] == expect_families(1006)
+    assert "TART_METAL_* ignored: VZCAPS_APPLE_FAMILY_MAX is set" in err
     runs, _ = probe(clean_env(LUME_METAL_APPLE_FAMILY_MAX="1006"))
     assert runs[0]["families"] == expect_families(1006)
 

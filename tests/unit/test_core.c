@@ -307,16 +307,23 @@ static void test_compat_variables(void **st)
     configure_env(lume, "Apple M3", 0);
     assert_int_equal(R.profile.apple_family_max, 1008);
     assert_string_equal(R.env_prefix, "LUME_METAL_");
-    /* TART before LUME; VZCAPS before both, and then the others are ignored entirely */
+    /* TART before LUME, and the line says LUME was ignored */
     const char *both[] = {"LUME_METAL_APPLE_FAMILY_MAX=1006", "TART_METAL_APPLE_FAMILY_MAX=1008", NULL};
     configure_env(both, "Apple M3", 0);
     assert_int_equal(R.profile.apple_family_max, 1008);
+    assert_true(any_note_contains(&R.profile, "LUME_METAL_* ignored: TART_METAL_* is set and comes first"));
+    /* VZCAPS_ variables that configure claims silence both, and the line says so */
     const char *ours[] = {"TART_METAL_APPLE_FAMILY_MAX=1009", "VZCAPS_APPLE_FAMILY_MAX=1006", NULL};
     configure_env(ours, "Apple M3", 0);
     assert_int_equal(R.profile.apple_family_max, 1006);
-    const char *ours_off[] = {"TART_METAL_APPLE_FAMILY_MAX=1009", "VZCAPS_LOG=quiet", NULL};
-    configure_env(ours_off, "Apple M3", 0);
-    assert_int_equal(R.profile.state, VZCAPS_STOCK_UNCONFIGURED);
+    assert_true(any_note_contains(&R.profile, "TART_METAL_* ignored: VZCAPS_APPLE_FAMILY_MAX is set"));
+    /* VZCAPS_HOST_CHIP, _LOG, _INHERIT and the scope combine with them (the advice the line gives) */
+    const char *chip[] = {"LUME_METAL_APPLE_FAMILY_MAX=auto", "VZCAPS_HOST_CHIP=Apple M2", "VZCAPS_LOG=quiet", "VZCAPS_INHERIT=1", NULL};
+    configure_env(chip, NULL, 0);
+    assert_int_equal(R.profile.state, VZCAPS_ENABLED);
+    assert_int_equal(R.profile.apple_family_max, 1008);
+    assert_true(R.profile.quiet && R.profile.inherit);
+    assert_string_equal(R.env_prefix, "LUME_METAL_");
     /* malformed compatibility value: refused like ours */
     const char *bad[] = {"TART_METAL_APPLE_FAMILY_MAX=nine", NULL};
     configure_env(bad, "Apple M3", 0);
