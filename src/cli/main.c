@@ -32,7 +32,8 @@ static const struct command commands[] = {
      "  --inherit        keep the injection in CMD's child processes (VZCAPS_INHERIT=1)\n"
      "  --verify         run `vzcaps verify` first and refuse to start when an unlocked path fails\n"
      "  --library PATH   inject this library instead of the one installed with the command\n"
-     "  --dry-run        print the environment changes and the command instead of running it\n"},
+     "  --dry-run        print, instead of running it, one line a shell runs as it is:\n"
+     "                   env VAR=value... CMD ARGS (every word quoted; control bytes as $'\\xNN')\n"},
     {"check", cmd_check, "check [--config F] [--profile P] [--exe NAME] [--chip BRAND] [--json]",
      "Validates a configuration and explains what the library would do for executable NAME on\n"
      "chip BRAND: each effective claim and the reason for it. Exit 0 when the configuration is\n"

@@ -110,20 +110,18 @@ int cmd_run(int argc, char **argv)
         eprintf("vzcaps run: note: %s was set %zu more time(s); the child gets one entry (the first, as getenv sees it)",
                 preload_var, cli_preload_duplicates());
     if (dry) {
+        /* one line a shell runs as it is: env, every variable this run sets or changes, the
+         * command; each word quoted (byte-exact; see shell_quote) */
+        printf("env");
         for (char **e = env; *e; e++) {
-            const char *eq = strchr(*e, '=');
-            if (!eq)
-                continue;
             bool same = false;
             for (char **c = environ; c && *c && !same; c++)
                 same = strcmp(*c, *e) == 0;
-            if (same)
+            if (same || !strchr(*e, '='))
                 continue; /* unchanged */
-            printf("%.*s=", (int)(eq - *e), *e);
-            shell_quote(stdout, eq + 1);
-            putchar('\n');
+            putchar(' ');
+            shell_quote(stdout, *e);
         }
-        printf("exec");
         for (char **a = cmd; *a; a++) {
             putchar(' ');
             shell_quote(stdout, *a);

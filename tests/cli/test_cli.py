@@ -53,19 +53,37 @@ def test_run_dry_run_prints_exact_environment_and_command():
     assert p.returncode == 0, p.stderr
     lib = os.path.realpath(BUILD / "libvzcaps.so")
     assert p.stdout.splitlines() == [
-        "VZCAPS_APPLE_FAMILY_MAX=auto",
-        "VZCAPS_INHERIT=1",
-        f"LD_PRELOAD={lib}",
-        "exec llama-bench -m 'my model.gguf'",
-    ]
+        f"env VZCAPS_APPLE_FAMILY_MAX=auto VZCAPS_INHERIT=1 LD_PRELOAD={lib} llama-bench -m 'my model.gguf'"]
 
 
 def test_run_appends_to_existing_preload():
     env = clean_env(VZCAPS_HOST_CHIP="Apple M2", LD_PRELOAD="/opt/other.so")
     p = vz("run", "--dry-run", "--family", "1007", "--", "x", env=env)
     lib = os.path.realpath(BUILD / "libvzcaps.so")
-    assert f"LD_PRELOAD=/opt/other.so:{lib}" in p.stdout.splitlines()
-    assert "VZCAPS_APPLE_FAMILY_MAX=1007" in p.stdout.splitlines()
+    words = p.stdout.split()
+    assert f"LD_PRELOAD=/opt/other.so:{lib}" in words and "VZCAPS_APPLE_FAMILY_MAX=1007" in words
+
+
+@pytest.mark.parametrize("arg", ["plain", "with space", "it's", "$HOME and `cmd`", "tab\there", "new\nline", "esc\x1b[0m",
+                                 "ünï", "back\\slash"])
+def test_dry_run_line_executed_reproduces_the_run(tmp_path, arg):
+    """The printed line, run by a shell, gives the program the same arguments and the same
+    vzcaps variables as vzcaps run itself (bash reads the $'...' form used for control bytes;
+    macOS's /bin/sh is bash)."""
+    conf = tmp_path / "my config.conf"
+    conf.write_text("[default]\napple_family_max = 1007\n")
+    env = clean_env(VZCAPS_CONFIG=str(conf), VZCAPS_HOST_CHIP="Apple M2")
+    prog = ["python3", "-c", "import os, sys, json; print(json.dumps([sys.argv[1:], "
+            "{k: v for k, v in os.environ.items() if k.startswith(('VZCAPS_', 'LD_PRELOAD'))}]))", arg]
+    dry = vz("run", "--dry-run", "--inherit", "--", *prog, env=env)
+    assert dry.returncode == 0 and dry.stdout.count("\n") == 1 and dry.stdout.startswith("env ")
+    assert not (set(dry.stdout.encode()[:-1]) & set(range(0x20)) - {0x20}), dry.stdout  # nothing raw
+    shell = "bash" if "$'" in dry.stdout else "sh"  # plain values: POSIX sh (dash) runs the line too
+    replay = subprocess.run([shell, "-c", dry.stdout], env=env, capture_output=True, text=True, timeout=60)
+    real = vz("run", "--inherit", "--", *prog, env=env)
+    assert replay.returncode == 0 and real.returncode == 0, (replay.stderr, real.stderr)
+    assert json.loads(replay.stdout) == json.loads(real.stdout)
+    assert json.loads(real.stdout)[0] == [arg]
 
 
 @pytest.mark.parametrize("extra", [
