@@ -60,6 +60,8 @@ static const char *xml_unfit(const char *s)
     return NULL;
 }
 
+static bool keep_alive;
+
 static void write_plist(FILE *out, const char *label, char **cmd, char **env, const char *home)
 {
     fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -80,6 +82,8 @@ static void write_plist(FILE *out, const char *label, char **cmd, char **env, co
         kv_string(out, "    ", name, eq + 1);
     }
     fputs("  </dict>\n  <key>RunAtLoad</key>\n  <true/>\n", out);
+    if (keep_alive) /* launchd starts it again whenever it exits */
+        fputs("  <key>KeepAlive</key>\n  <true/>\n", out);
     char *path = xformat("%s/Library/Logs/vzcaps/%s.out.log", home, label);
     kv_string(out, "  ", "StandardOutPath", path);
     free(path);
@@ -163,7 +167,11 @@ static int launchd_main(int argc, char **argv)
                 return usage_error("launchd", "%s needs a value", argv[i]);
             continue;
         }
-        if (strcmp(argv[i], "--install") == 0)
+        if (strcmp(argv[i], "--inherit") == 0)
+            o.inherit = true;
+        else if (strcmp(argv[i], "--keep-alive") == 0)
+            keep_alive = true;
+        else if (strcmp(argv[i], "--install") == 0)
             install = true;
         else if (strcmp(argv[i], "--remove") == 0)
             remove_ = true;
@@ -215,8 +223,16 @@ static int launchd_main(int argc, char **argv)
     for (char **a = cmd; *a; a++)
         if ((why = xml_unfit(*a)))
             return usage_error("launchd", "argument %d (%s) has %s, which a plist cannot carry", (int)(a - cmd) + 1, esc(*a), why);
-    if (cmd[0][0] != '/')
-        eprintf("vzcaps launchd: note: launchd does not search PATH the way a shell does; give %s as an absolute path", cmd[0]);
+    /* launchd searches no PATH and has no working directory of ours: the program, the config
+     * file and the library go into the plist as absolute paths, resolved and checked now */
+    char program[4096], why_prog[600];
+    int trc = resolve_target(cmd[0], program, sizeof program, why_prog, sizeof why_prog);
+    char *real = trc == 0 ? realpath(program, NULL) : NULL;
+    if (!real) {
+        eprintf("vzcaps launchd: %s: %s", cmd[0], trc ? why_prog : strerror(errno));
+        return 1;
+    }
+    cmd[0] = keep(real);
 
     char library[4096], tried[2400];
     if (find_library(library, sizeof library, tried, sizeof tried) != 0) {
@@ -231,11 +247,20 @@ static int launchd_main(int argc, char **argv)
         return 1;
     }
     /* Only what this workload needs: the settings and the library, nothing of this shell. */
-    char *env[8];
+    char *env[10];
     size_t n = 0;
     env[n++] = keep(xformat("%s=%s", preload_var, library));
-    if (r.config_path[0])
-        env[n++] = keep(xformat("VZCAPS_CONFIG=%s", r.config_path));
+    if (r.config_path[0]) {
+        char *conf = realpath(r.config_path, NULL);
+        if (!conf) {
+            eprintf("vzcaps launchd: config file %s: %s", r.config_path, strerror(errno));
+            return 1;
+        }
+        env[n++] = keep(xformat("VZCAPS_CONFIG=%s", conf));
+        free(conf);
+    }
+    if (o.inherit)
+        env[n++] = keep(xformat("VZCAPS_INHERIT=1"));
     if (o.profile)
         env[n++] = keep(xformat("VZCAPS_PROFILE=%s", o.profile));
     if (o.family)

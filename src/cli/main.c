@@ -44,14 +44,19 @@ static const struct command commands[] = {
      "  --chip BRAND   host chip brand string, e.g. \"Apple M2 Pro\" (VZCAPS_HOST_CHIP)\n"
      "  --json         one JSON object: enabled, apple_family_max, max_threadgroup_memory,\n"
      "                 recommended_working_set_size, extra_families, host_chip, profile, notes\n"},
-    {"launchd", cmd_launchd, "launchd --label LABEL [--profile P] [--family V] [--install [--force]|--remove] -- CMD [ARGS]",
+    {"launchd", cmd_launchd, "launchd --label LABEL [--profile P] [--family V] [--inherit] [--keep-alive] [--install [--force]|--remove] -- CMD [ARGS]",
      "Writes a LaunchAgent plist for one workload: ProgramArguments, EnvironmentVariables with the\n"
      "library and the settings, RunAtLoad, logs under ~/Library/Logs/vzcaps/. To stdout by\n"
      "default; --install writes ~/Library/LaunchAgents/LABEL.plist (atomically, mode 0644) and\n"
      "bootstraps it on macOS, or prints the launchctl commands elsewhere; --remove reverses\n"
      "--install (exit 1 when the job is not installed).\n"
      "Never uses `launchctl setenv`, which would inject every process of the session.\n"
-     "  --force   replace an existing LABEL.plist that differs (otherwise exit 1)\n"
+     "  --inherit      keep the injection in the program's children (VZCAPS_INHERIT=1), e.g. an\n"
+     "                 Ollama server whose runners do the GPU work\n"
+     "  --keep-alive   launchd starts the program again whenever it exits (KeepAlive)\n"
+     "  --force        replace an existing LABEL.plist that differs (otherwise exit 1)\n"
+     "The program (found on PATH now if not given with a '/'), the config file and the library\n"
+     "are written as absolute paths, checked when the plist is made.\n"
      "Every argument reads back from the plist byte for byte; one that XML cannot carry (invalid\n"
      "UTF-8, control characters other than tab, LF and CR, U+FFFE/U+FFFF) is refused (exit 2).\n"},
     {"host", cmd_host, "host status|enable|disable",

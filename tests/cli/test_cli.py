@@ -169,18 +169,27 @@ def test_check_unknown_chip_is_valid_but_not_enabled():
     assert "VZCAPS_HOST_CHIP" in j["notes"][0]
 
 
+def fake_program(tmp_path, name):
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    prog = tmp_path / "bin" / name
+    prog.write_text("#!/bin/sh\nexit 0\n")
+    prog.chmod(0o755)
+    return prog
+
+
 def test_launchd_plist(tmp_path):
-    env = clean_env(HOME=str(tmp_path))
-    p = vz("launchd", "--label", "com.example.llama", "--profile", "llama", "--", "/opt/bin/llama-server", "-m", "a&b <c>.gguf", env=env)
+    server = fake_program(tmp_path, "llama-server")
+    env = clean_env(HOME=str(tmp_path), PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    p = vz("launchd", "--label", "com.example.llama", "--profile", "llama", "--", "llama-server", "-m", "a&b <c>.gguf", env=env)
     assert p.returncode == 1  # profile named but no config file
     conf = tmp_path / ".config" / "vzcaps" / "vzcaps.conf"
     conf.parent.mkdir(parents=True)
     conf.write_text("[llama]\nmatch = llama-server\napple_family_max = auto\n")
-    p = vz("launchd", "--label", "com.example.llama", "--profile", "llama", "--", "/opt/bin/llama-server", "-m", "a&b <c>.gguf", env=env)
+    p = vz("launchd", "--label", "com.example.llama", "--profile", "llama", "--", "llama-server", "-m", "a&b <c>.gguf", env=env)
     assert p.returncode == 0, p.stderr
     pl = plistlib.loads(p.stdout.encode())
     assert pl["Label"] == "com.example.llama"
-    assert pl["ProgramArguments"] == ["/opt/bin/llama-server", "-m", "a&b <c>.gguf"]
+    assert pl["ProgramArguments"] == [str(server), "-m", "a&b <c>.gguf"]  # found on PATH now: launchd searches none
     assert pl["RunAtLoad"] is True
     assert pl["EnvironmentVariables"] == {"LD_PRELOAD": os.path.realpath(BUILD / "libvzcaps.so"),
                                           "VZCAPS_CONFIG": str(conf), "VZCAPS_PROFILE": "llama"}
@@ -191,7 +200,8 @@ def test_launchd_plist(tmp_path):
 
 def test_launchd_install_and_remove(tmp_path):
     env = clean_env(HOME=str(tmp_path))
-    p = vz("launchd", "--label", "com.example.x", "--family", "1008", "--install", "--", "/usr/local/bin/ollama", "serve", env=env)
+    ollama = fake_program(tmp_path, "ollama")
+    p = vz("launchd", "--label", "com.example.x", "--family", "1008", "--install", "--", str(ollama), "serve", env=env)
     assert p.returncode == 0, p.stderr
     plist = tmp_path / "Library" / "LaunchAgents" / "com.example.x.plist"
     pl = plistlib.loads(plist.read_bytes())
@@ -199,10 +209,29 @@ def test_launchd_install_and_remove(tmp_path):
     assert f"launchctl bootstrap gui/{os.getuid()} {plist}" in p.stdout
     assert (tmp_path / "Library" / "Logs" / "vzcaps").is_dir()
     assert [f.name for f in plist.parent.iterdir()] == ["com.example.x.plist"]  # no temp file left
+    assert "KeepAlive" not in pl and "VZCAPS_INHERIT" not in pl["EnvironmentVariables"]
     p = vz("launchd", "--label", "com.example.x", "--remove", env=env)
     assert p.returncode == 0
     assert f"launchctl bootout gui/{os.getuid()}/com.example.x" in p.stdout
     assert not plist.exists()
+
+
+def test_launchd_inherit_keep_alive_and_absolute_paths(tmp_path):
+    ollama = fake_program(tmp_path, "ollama")
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "rel.conf").write_text("[ollama]\nmatch = ollama\napple_family_max = 1007\n")
+    env = clean_env(HOME=str(tmp_path), VZCAPS_CONFIG="rel.conf", PATH=f"{tmp_path / 'bin'}:{os.environ['PATH']}")
+    p = subprocess.run([VZ, "launchd", "--label", "com.example.o", "--inherit", "--keep-alive", "--", "ollama", "serve"],
+                       env=env, capture_output=True, text=True, cwd=tmp_path / "work")
+    assert p.returncode == 0, p.stderr
+    pl = plistlib.loads(p.stdout.encode())
+    assert pl["KeepAlive"] is True and pl["RunAtLoad"] is True
+    assert pl["ProgramArguments"] == [str(ollama), "serve"]
+    assert pl["EnvironmentVariables"]["VZCAPS_CONFIG"] == str(tmp_path / "work" / "rel.conf")  # absolute
+    assert pl["EnvironmentVariables"]["VZCAPS_INHERIT"] == "1"
+    assert all(os.path.isabs(pl["EnvironmentVariables"][k]) for k in ("LD_PRELOAD", "VZCAPS_CONFIG"))
+    p = vz("launchd", "--label", "com.example.o", "--", "no-such-program-anywhere", env=env)
+    assert p.returncode == 1 and "no-such-program-anywhere: not found" in p.stderr
 
 
 def test_host_refuses_on_linux():

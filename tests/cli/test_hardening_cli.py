@@ -21,6 +21,7 @@ from conftest import BUILD, FIXTURES, clean_env  # noqa: E402
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
 VZ = str(BUILD / "vzcaps")
+TRUE = os.path.realpath("/bin/true")  # launchd writes the program's real, absolute path
 CONTROL = set(range(0x20)) - {0x0A} | {0x7F}
 
 
@@ -216,7 +217,7 @@ def launchd(tmp_path, *args, home=None, umask=None):
 
 
 def test_plist_round_trips_every_argument(tmp_path):
-    args = ["/opt/bin/llama-server", "a\rb", "c\r\nd", "tab\there", "<&>\"'", "ünïcødé", "\U0001f600"]
+    args = [TRUE, "a\rb", "c\r\nd", "tab\there", "<&>\"'", "ünïcødé", "\U0001f600"]
     p = launchd(tmp_path, "--label", "com.example.x", "--family", "1007", "--", *args)
     assert p.returncode == 0, p.stderr
     assert plistlib.loads(p.stdout)["ProgramArguments"] == args
@@ -241,12 +242,12 @@ def test_install_does_not_overwrite_a_different_plist_and_writes_0644(tmp_path):
     agents.mkdir(parents=True)
     mine = agents / "com.example.x.plist"
     mine.write_text("hand-written")
-    p = launchd(tmp_path, "--label", "com.example.x", "--install", "--family", "1007", "--", "/bin/x")
+    p = launchd(tmp_path, "--label", "com.example.x", "--install", "--family", "1007", "--", TRUE)
     assert p.returncode == 1 and b"exists and differs" in p.stderr and mine.read_text() == "hand-written"
-    p = launchd(tmp_path, "--label", "com.example.x", "--install", "--force", "--family", "1007", "--", "/bin/x", umask=0)
+    p = launchd(tmp_path, "--label", "com.example.x", "--install", "--force", "--family", "1007", "--", TRUE, umask=0)
     assert p.returncode == 0, p.stderr
-    assert stat_mode(mine) == 0o644 and plistlib.loads(mine.read_bytes())["ProgramArguments"] == ["/bin/x"]
-    p = launchd(tmp_path, "--label", "com.example.x", "--install", "--family", "1007", "--", "/bin/x")
+    assert stat_mode(mine) == 0o644 and plistlib.loads(mine.read_bytes())["ProgramArguments"] == [TRUE]
+    p = launchd(tmp_path, "--label", "com.example.x", "--install", "--family", "1007", "--", TRUE)
     assert p.returncode == 0  # the same job again: nothing to protect
 
 
@@ -263,7 +264,7 @@ def test_long_home_is_used_whole(tmp_path):
     conf.write_text("[default]\napple_family_max = 1007\n")
     env = clean_env(VZCAPS_CONFIG=str(conf))
     env["HOME"] = str(home)
-    p = subprocess.run([VZ, "launchd", "--label", "com.example.x", "--install", "--", "/bin/x"], env=env,
+    p = subprocess.run([VZ, "launchd", "--label", "com.example.x", "--install", "--", TRUE], env=env,
                        capture_output=True, timeout=10)
     assert p.returncode == 0, p.stderr
     plist = home / "Library" / "LaunchAgents" / "com.example.x.plist"
@@ -333,7 +334,7 @@ def test_report_64_bundles_and_a_missing_one(tmp_path):
 
 def test_long_home_without_a_config_file_is_refused_not_cut(tmp_path):
     home = "/h" + "o" * 1500
-    p = launchd(tmp_path, "--label", "com.example.x", "--install", "--", "/bin/x", home=home)
+    p = launchd(tmp_path, "--label", "com.example.x", "--install", "--", TRUE, home=home)
     assert p.returncode == 1 and b"too long" in p.stderr
 
 
