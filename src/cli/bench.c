@@ -25,7 +25,9 @@ extern const char vzcaps_check_text[];
 
 struct bench_opts {
     const char *model, *llama_bench, *llama_perplexity, *out, *profile, *mode, *p, *n, *r;
-    int check; /* -1 auto, 0 off, 1 on */
+    int check;   /* -1 auto, 0 off, 1 on */
+    char **extra; /* after --: passed to every llama-bench run */
+    int n_extra;
 };
 
 static double now_s(void)
@@ -163,6 +165,11 @@ int cmd_bench(int argc, char **argv)
                 return usage_error("bench", "%s needs a value", argv[i]);
             continue;
         }
+        if (strcmp(argv[i], "--") == 0) {
+            o.extra = argv + i + 1;
+            o.n_extra = argc - i - 1;
+            break;
+        }
         if (strcmp(argv[i], "--check-output") == 0)
             o.check = 1;
         else if (strcmp(argv[i], "--no-check-output") == 0)
@@ -222,10 +229,23 @@ int cmd_bench(int argc, char **argv)
         return 1;
     }
 
-    char *bench_args[] = {lb, "-m", (char *)o.model, "-p", (char *)o.p, "-n", (char *)o.n, "-r", (char *)o.r, "-o", "json", NULL};
+    /* the extra arguments first, so that the measured counts and the JSON output below win */
+    static char **bench_args, **unlocked_args; /* static: live until the command ends */
+    bench_args = calloc((size_t)o.n_extra + 16, sizeof *bench_args);
+    unlocked_args = calloc((size_t)o.n_extra + 32, sizeof *unlocked_args);
+    if (!bench_args || !unlocked_args) {
+        eprintf("vzcaps bench: out of memory");
+        return 1;
+    }
+    size_t na = 0;
+    bench_args[na++] = lb;
+    for (int i = 0; i < o.n_extra; i++)
+        bench_args[na++] = o.extra[i];
+    const char *fixed[] = {"-m", o.model, "-p", o.p, "-n", o.n, "-r", o.r, "-o", "json"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
+        bench_args[na++] = (char *)fixed[i];
     /* the unlocked runs go through `vzcaps run` with the same profile or family */
-    char *unlocked_args[32];
-    cli_run_argv(unlocked_args, 32, self, &co, bench_args);
+    cli_run_argv(unlocked_args, (size_t)o.n_extra + 32, self, &co, bench_args);
 
     char lp[1100];
     bool have_ppl = find_executable(o.llama_perplexity ? o.llama_perplexity : "llama-perplexity", o.llama_perplexity ? NULL : lb, lp, sizeof lp);
@@ -345,6 +365,10 @@ int cmd_bench(int argc, char **argv)
         json_str(&j, "model", o.model);
         hash_or_null(&j, "model_sha256", o.model);
         json_str(&j, "llama_bench", lb);
+        json_arr(&j, "llama_bench_extra_args");
+        for (int i = 0; i < o.n_extra; i++)
+            json_str(&j, NULL, o.extra[i]);
+        json_end_arr(&j);
         hash_or_null(&j, "llama_bench_sha256", lb);
         json_str(&j, "library", have_lib ? library : NULL);
         hash_or_null(&j, "library_sha256", have_lib ? library : NULL);
@@ -378,6 +402,12 @@ int cmd_bench(int argc, char **argv)
     snprintf(a, sizeof a, "%s/results.md", outdir);
     if ((f = fopen(a, "w"))) {
         fprintf(f, "# llama-bench: %s\n\n", guest ? "stock guest vs unlocked guest (vzcaps)" : "host (bare metal)");
+        if (o.n_extra) {
+            fprintf(f, "Extra llama-bench arguments, the same in every run:");
+            for (int i = 0; i < o.n_extra; i++)
+                fprintf(f, " `%s`", o.extra[i]);
+            fprintf(f, "\n\n");
+        }
         bench_render_md(&table, f);
         fprintf(f, "\nOutput check: **%s**: %s\n", verdict, verdict_reason);
         if (!unlocked_taken)

@@ -88,7 +88,7 @@ static const struct command commands[] = {
      "bundle given together make one table with all three columns.\n"
      "  --json     {\"rows\": [{\"test\", \"stock\", \"unlocked\", \"host\", \"speedup\", \"percent_of_host\", ...}]}\n"
      "  --svg F    also write the grouped bar chart; --csv F, --md F the table\n"},
-    {"bench", cmd_bench, "bench -m MODEL [--llama-bench PATH] [-p N] [-n N] [-r N] [--out DIR] [--profile P] [--mode guest|host] [--[no-]check-output] [--llama-perplexity PATH]",
+    {"bench", cmd_bench, "bench -m MODEL [--llama-bench PATH] [-p N] [-n N] [-r N] [--out DIR] [--profile P] [--mode guest|host] [--[no-]check-output] [--llama-perplexity PATH] [-- LLAMA_BENCH_ARGS]",
      "Runs llama-bench stock and through `vzcaps run` (guest mode) or once stock (host mode) and\n"
      "writes an evidence bundle to DIR (default vzcaps-bench-<UTC time>): stock/unlocked/host .json\n"
      "and .stderr, environment.json (system, llama.cpp build, SHA-256 of model, llama-bench and\n"
@@ -96,7 +96,10 @@ static const struct command commands[] = {
      "check-output.json, results.csv, results.md, chart.svg and SHA256SUMS.\n"
      "Output check (on when llama-perplexity is next to llama-bench or on PATH): perplexity of the\n"
      "same model over a fixed text, CPU (-ngl 0) against the unlocked GPU; more than 2 % apart is a\n"
-     "failure (exit 1), so a fast but wrong run never looks like a success.\n"},
+     "failure (exit 1), so a fast but wrong run never looks like a success.\n"
+     "Arguments after -- (e.g. -- -t 8 -fa 1) go to every llama-bench run, stock, unlocked and\n"
+     "host, before the measured ones, and are recorded in environment.json and results.md.\n"
+     "Defaults: -p 512 -n 128 -r 10, --mode guest, output check on when llama-perplexity is found.\n"},
     {"probe", cmd_probe, "probe [--json] [--profile P] [--replay STOCK.json UNLOCKED.json]",
      "macOS: creates the default Metal device in two child processes, stock and with the library,\n"
      "and shows every answer side by side (changed values marked) with the llama.cpp gates each\n"

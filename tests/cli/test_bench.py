@@ -31,9 +31,10 @@ def bench(tmp_path, *extra, env_extra=None, perplexity=True):
     log = tmp_path / "calls.log"
     env = clean_env(VZCAPS_HOST_CHIP="Apple M1 Ultra (Virtual)", FAKE_LOG=str(log), **(env_extra or {}))
     env["PATH"] = "/usr/bin:/bin"  # no llama-perplexity unless asked for
-    args = [VZ, "bench", "-m", str(model), "--llama-bench", str(lb), "-r", "10", *extra]
+    args = [VZ, "bench", "-m", str(model), "--llama-bench", str(lb), "-r", "10"]
     if perplexity:
         args += ["--llama-perplexity", str(STANDINS / "llama-perplexity")]
+    args += extra  # last: everything after a "--" in it goes to llama-bench
     p = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
     return p, model, log
 
@@ -156,3 +157,18 @@ def test_failures_and_bad_arguments(tmp_path):
         assert p.returncode == 2 and needle in p.stderr, args
     p = subprocess.run([VZ, "bench", "-m", str(tmp_path / "none.gguf")], capture_output=True, text=True)
     assert p.returncode == 1 and "cannot read the model" in p.stderr
+
+
+def test_extra_arguments_reach_every_run_and_are_recorded(tmp_path):
+    out = tmp_path / "evidence"
+    p, model, log = bench(tmp_path, "--out", str(out), "--", "-t", "8", "-fa", "1", "-ngl", "99")
+    assert p.returncode == 0, p.stderr
+    bench_calls = [c for c in log.read_text().splitlines() if " -o json" in c]
+    assert [c.split()[0] for c in bench_calls] == ["stock", "unlocked"]
+    for c in bench_calls:  # the extras first; the measured counts and the JSON output after them win
+        assert c.split(" ", 1)[1] == f"-t 8 -fa 1 -ngl 99 -m {model} -p 512 -n 128 -r 10 -o json"
+    env = json.loads((out / "environment.json").read_text())
+    assert env["llama_bench_extra_args"] == ["-t", "8", "-fa", "1", "-ngl", "99"]
+    assert "Extra llama-bench arguments, the same in every run: `-t` `8` `-fa` `1` `-ngl` `99`" in (out / "results.md").read_text()
+    p, _, _ = bench(tmp_path, "--out", str(tmp_path / "e2"))
+    assert json.loads((tmp_path / "e2" / "environment.json").read_text())["llama_bench_extra_args"] == []
