@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-static void print_profile_json(const struct vzcaps_config_result *r)
+static void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_opts *o)
 {
     const struct vzcaps_profile *p = &r->profile;
     bool en = p->state == VZCAPS_ENABLED;
@@ -12,6 +12,8 @@ static void print_profile_json(const struct vzcaps_config_result *r)
     json_begin(&j, stdout);
     json_obj(&j, NULL);
     json_bool(&j, "valid", !p->invalid);
+    json_str(&j, "view", o->bare ? "library" : "run");
+    json_bool(&j, "family_implied", o->family_implied);
     json_bool(&j, "enabled", en);
     const char *states[] = {"unconfigured", "off", "refused", "enabled"};
     json_str(&j, "state", states[p->state]);
@@ -59,17 +61,21 @@ static void print_profile_json(const struct vzcaps_config_result *r)
     json_finish(&j);
 }
 
-void print_profile_text(const struct vzcaps_config_result *r, const char *exe)
+void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o)
 {
     const struct vzcaps_profile *p = &r->profile;
+    const char *exe = o->exe;
     const char *states[] = {"stock (nothing configured)", "stock (off)", "stock (refused)", "enabled"};
     printf("configuration  %s\n", p->invalid ? "INVALID" : "valid");
+    printf("view           %s\n", cfg_view_text(o));
     printf("executable     %s\n", exe ? esc(exe) : "(any; no --exe given)");
     printf("config file    %s", r->config_path[0] ? esc(r->config_path) : "(none found)");
     if (r->section[0])
         printf(" [%s]", r->section);
     printf("\nhost chip      ");
-    if (strcmp(p->chip_origin, "none") == 0)
+    if (!p->chip_origin[0])
+        printf("(not evaluated: the configuration was refused first)\n");
+    else if (strcmp(p->chip_origin, "none") == 0)
         printf("(unknown: %s)\n", "not detected; give --chip");
     else
         printf("%s%s (from %s)\n", esc(p->chip.name), p->chip.known ? "" : " (not recognised)", esc(p->chip_origin));
@@ -100,24 +106,25 @@ int cmd_check(int argc, char **argv)
     struct cfg_opts o = {0};
     bool json = false;
     for (int i = 1; i < argc; i++) {
-        int t;
-        if ((t = opt_take(argc, argv, &i, "--config", &o.config)) || (t = opt_take(argc, argv, &i, "--profile", &o.profile)) ||
-            (t = opt_take(argc, argv, &i, "--exe", &o.exe)) || (t = opt_take(argc, argv, &i, "--chip", &o.chip))) {
-            if (t < 0)
-                return usage_error("check", "%s needs a value", argv[i]);
+        int t = cfg_opt_take("check", argc, argv, &i, &o, true);
+        if (t == EXIT_USAGE)
+            return t;
+        if (t)
             continue;
-        }
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else
             return usage_error("check", "unknown argument %s", argv[i]);
     }
+    int bad = check_family_opt("check", o.family);
+    if (bad)
+        return bad;
     static struct vzcaps_config_result r;
-    cli_configure(&o, &r);
+    cli_configure_view(&o, &r);
     if (json)
-        print_profile_json(&r);
+        print_profile_json(&r, &o);
     else
-        print_profile_text(&r, o.exe);
+        print_profile_text(&r, &o);
     if (r.profile.invalid && !json)
         eprintf("vzcaps check: %s", r.profile.notes[0]);
     return r.profile.invalid ? 1 : 0;

@@ -56,7 +56,19 @@ void shell_quote(FILE *out, const char *s);
 struct cfg_opts {
     const char *config, *profile, *exe, *chip, *family;
     bool inherit;
+    bool family_implied; /* set by cli_configure_run: --family auto was implied */
+    bool bare;           /* check/doctor/inspect --bare: the library with this environment alone */
 };
+/* The configuration as a command shows it: what `vzcaps run` would do (cli_configure_run), or
+ * with o->bare what the library would do with this environment alone (cli_configure). */
+void cli_configure_view(struct cfg_opts *o, struct vzcaps_config_result *r);
+/* Parses the options that choose a view shared by check, doctor and inspect: --config,
+ * --profile, --exe (with_exe), --chip, --family, --bare. 1 taken (i advanced), 0 not one of
+ * them, EXIT_USAGE after printing a usage error. Callers check --family with
+ * check_family_opt once all options are read. */
+int cfg_opt_take(const char *cmd, int argc, char **argv, int *i, struct cfg_opts *o, bool with_exe);
+/* "view" line and JSON members for the view. */
+const char *cfg_view_text(const struct cfg_opts *o);
 /* Runs the same configuration step as the library, for exe, with opts as if they were
  * VZCAPS_* variables. envp_out receives the environment a child would get (static). */
 void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r);
@@ -149,7 +161,7 @@ int doctor_bundle(const char *dir, const char *exe);
 const char *bundle_verdict(bool macos, const char *probe_json, const char *verify_json, char *reason, size_t len);
 
 /* check.c */
-void print_profile_text(const struct vzcaps_config_result *r, const char *exe);
+void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o);
 
 /* macho.c: "arm64 arm64e x86_64" for a Mach-O file; 0, or -1 with a reason */
 int macho_arch_list(const char *path, char *out, size_t len, char *err, size_t errlen);

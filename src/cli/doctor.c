@@ -13,8 +13,12 @@ int cmd_doctor(int argc, char **argv)
     struct cfg_opts o = {0};
     const char *bundle = NULL;
     for (int i = 1; i < argc; i++) {
-        int t;
-        if ((t = opt_take(argc, argv, &i, "--exe", &o.exe)) || (t = opt_take(argc, argv, &i, "--bundle", &bundle))) {
+        int t = cfg_opt_take("doctor", argc, argv, &i, &o, true);
+        if (t == EXIT_USAGE)
+            return t;
+        if (t)
+            continue;
+        if ((t = opt_take(argc, argv, &i, "--bundle", &bundle))) {
             if (t < 0)
                 return usage_error("doctor", "%s needs a value", argv[i]);
             continue;
@@ -24,6 +28,9 @@ int cmd_doctor(int argc, char **argv)
         else
             return usage_error("doctor", "unknown argument %s", argv[i]);
     }
+    int bad = check_family_opt("doctor", o.family);
+    if (bad)
+        return bad;
     if (bundle)
         return doctor_bundle(bundle, o.exe);
     struct machine m;
@@ -33,7 +40,7 @@ int cmd_doctor(int argc, char **argv)
     if (have_lib && macho_arch_list(library, archs, sizeof archs, arch_err, sizeof arch_err) != 0)
         snprintf(archs, sizeof archs, "%s", platform_is_macos ? "unreadable" : "ELF (Linux test build)");
     static struct vzcaps_config_result r;
-    cli_configure(&o, &r);
+    cli_configure_view(&o, &r);
 
     char pitfalls[MAX_PITFALLS][300];
     size_t np = 0;
@@ -73,6 +80,12 @@ int cmd_doctor(int argc, char **argv)
         json_bool(&j, "config_valid", !r.profile.invalid);
         json_str(&j, "profile", r.section[0] ? r.section : NULL);
         json_bool(&j, "enabled", r.profile.state == VZCAPS_ENABLED);
+        json_str(&j, "view", o.bare ? "library" : "run");
+        json_bool(&j, "family_implied", o.family_implied);
+        if (r.profile.state == VZCAPS_ENABLED)
+            json_int(&j, "apple_family_max", r.profile.apple_family_max);
+        else
+            json_null(&j, "apple_family_max");
         json_arr(&j, "notes");
         for (size_t i = 0; i < r.profile.n_notes; i++)
             json_str(&j, NULL, r.profile.notes[i]);
@@ -90,7 +103,7 @@ int cmd_doctor(int argc, char **argv)
     printf("machine        %s%s%s\n", guest, m.model[0] ? ", " : "", m.model);
     printf("cpu            %s (%u cpus, %.1f GiB)\n", m.brand[0] ? esc(m.brand) : "(no brand string)", m.ncpu, (double)m.memory / 1073741824.0);
     printf("library        %s%s%s%s\n", have_lib ? esc(library) : "NOT FOUND", have_lib ? " (" : "", have_lib ? archs : "", have_lib ? ")" : "");
-    print_profile_text(&r, o.exe);
+    print_profile_text(&r, &o);
     printf("pitfalls       %s\n", np ? "" : "none found");
     for (size_t i = 0; i < np; i++)
         printf("  ! %s\n", esc(pitfalls[i]));

@@ -201,12 +201,11 @@ static int inspect_main(int argc, char **argv, const char **files)
             dashdash = true;
             continue;
         }
-        int t;
-        if ((t = opt_take(argc, argv, &i, "--profile", &o.profile))) {
-            if (t < 0)
-                return usage_error("inspect", "--profile needs a value");
+        int t = cfg_opt_take("inspect", argc, argv, &i, &o, false);
+        if (t == EXIT_USAGE)
+            return t;
+        if (t)
             continue;
-        }
         if (strcmp(argv[i], "--json") == 0)
             json = true;
         else
@@ -214,6 +213,19 @@ static int inspect_main(int argc, char **argv, const char **files)
     }
     if (nf == 0)
         return usage_error("inspect", "no file given");
+    int bad = check_family_opt("inspect", o.family);
+    if (bad)
+        return bad;
+    /* the options are validated as check validates them: a configuration that cannot be
+     * read (an unknown --profile, a bad file) stops here, for any file */
+    static struct vzcaps_config_result first;
+    struct cfg_opts probe_o = o;
+    probe_o.exe = vzcaps_basename(files[0]);
+    cli_configure_view(&probe_o, &first);
+    if (first.profile.invalid) {
+        eprintf("vzcaps inspect: configuration invalid: %s", first.profile.notes[0]);
+        return 1;
+    }
     int rc = 0;
     struct json j;
     if (json) {
@@ -237,12 +249,20 @@ static int inspect_main(int argc, char **argv, const char **files)
             continue;
         }
         o.exe = vzcaps_basename(files[f]);
-        cli_configure(&o, &r);
+        struct cfg_opts fo = o; /* per file: run's implied --family depends on the file's name */
+        fo.exe = o.exe;
+        cli_configure_view(&fo, &r);
         if (json) {
             json_obj(&j, NULL);
             json_str(&j, "path", files[f]);
             json_bool(&j, "universal", mf.fat);
             json_str(&j, "profile", r.section[0] ? r.section : NULL);
+            json_str(&j, "view", fo.bare ? "library" : "run");
+            json_bool(&j, "enabled", r.profile.state == VZCAPS_ENABLED);
+            if (r.profile.state == VZCAPS_ENABLED)
+                json_int(&j, "apple_family_max", r.profile.apple_family_max);
+            else
+                json_null(&j, "apple_family_max");
             json_arr(&j, "slices");
             for (size_t i = 0; i < mf.n_slices; i++)
                 slice_json(&j, &mf.slices[i], &r.profile, o.exe);

@@ -34,10 +34,14 @@ static const struct command commands[] = {
      "  --library PATH   inject this library instead of the one installed with the command\n"
      "  --dry-run        print, instead of running it, one line a shell runs as it is:\n"
      "                   env VAR=value... CMD ARGS (every word quoted; control bytes as $'\\xNN')\n"},
-    {"check", cmd_check, "check [--config F] [--profile P] [--exe NAME] [--chip BRAND] [--json]",
-     "Validates a configuration and explains what the library would do for executable NAME on\n"
-     "chip BRAND: each effective claim and the reason for it. Exit 0 when the configuration is\n"
-     "valid (even if this host cannot apply it), 1 when it is not.\n"
+    {"check", cmd_check, "check [--config F] [--profile P] [--exe NAME] [--chip BRAND] [--family V] [--bare] [--json]",
+     "Validates a configuration and explains what `vzcaps run` would do for executable NAME on\n"
+     "chip BRAND (including its implied --family auto when nothing else configures vzcaps), or\n"
+     "with --bare what the library alone would do with this environment: each effective claim\n"
+     "and where it came from. Exit 0 when the configuration is valid (even if this host cannot\n"
+     "apply it), 1 when it is not.\n"
+     "  --family V     as vzcaps run --family (auto, off, or 1001..1010)\n"
+     "  --bare         the library's view: no implied --family\n"
      "  --config F     config file (VZCAPS_CONFIG); default: the library's search order\n"
      "  --profile P    section to use (VZCAPS_PROFILE)\n"
      "  --exe NAME     executable base name that picks a section by its match patterns\n"
@@ -63,17 +67,18 @@ static const struct command commands[] = {
      "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
      "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some\n"
      "guides set before starting VMs. Running VMs must be restarted to see a change.\n"},
-    {"doctor", cmd_doctor, "doctor [--exe NAME] [--json] [--bundle DIR]",
+    {"doctor", cmd_doctor, "doctor [--exe NAME] [--chip BRAND] [--family V] [--config F] [--profile P] [--bare] [--json] [--bundle DIR]",
      "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
      "version, the library and its slices, the config file, the effective profile for NAME, and\n"
-     "known pitfalls that apply.\n"
+     "known pitfalls that apply. The profile is what `vzcaps run` would apply (--bare: the library\n"
+     "alone); --chip, --family, --config and --profile as in check.\n"
      "  --bundle DIR   write the first-run bundle to DIR instead: sw_vers, doctor and check JSON,\n"
      "                 versions and SHA-256 of the command and library, inspect of both, probe and\n"
      "                 verify JSON, a dyld trace of one injected child, the library's unified-log\n"
      "                 lines, summary.md (first line: WORKS, PARTIAL, DOES NOT WORK, CANNOT TELL or\n"
      "                 NOT ON MACOS, and why) and SHA256SUMS. No environment, user or host names;\n"
      "                 the home directory is written as ~. Attach it to an issue.\n"},
-    {"inspect", cmd_inspect, "inspect [--profile P] [--json] [--] FILE...",
+    {"inspect", cmd_inspect, "inspect [--profile P] [--family V] [--chip BRAND] [--config F] [--bare] [--json] [--] FILE...",
      "Reads Mach-O executables (thin or universal, or an .app bundle) and reports per slice the\n"
      "architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"
      "will be honoured, linked Metal-related libraries, the Metal capability selectors it uses,\n"
@@ -383,10 +388,22 @@ void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r)
     env_build(&child_env, o);
     struct machine m;
     machine_facts(&m);
+    /* settings that came from options are reported as the options, not as the variables the
+     * options travel in */
+    static const char *labels[16];
+    size_t nl = 0;
+    if (o->chip)
+        labels[nl++] = "VZCAPS_HOST_CHIP", labels[nl++] = "--chip";
+    if (o->family)
+        labels[nl++] = "VZCAPS_APPLE_FAMILY_MAX", labels[nl++] = o->family_implied ? "vzcaps run's implied --family" : "--family";
+    if (o->inherit)
+        labels[nl++] = "VZCAPS_INHERIT", labels[nl++] = "--inherit";
+    labels[nl] = labels[nl + 1] = NULL;
     struct vzcaps_inputs in = {0};
     in.envp = (const char *const *)child_env.v;
     in.exe = o->exe;
     in.preload_var = preload_var;
+    in.labels = labels;
     in.read_file = vzcaps_read_file;
     in.host.brand = m.brand[0] ? m.brand : NULL;
     in.host.brand_origin = m.brand_origin;
@@ -399,8 +416,43 @@ void cli_configure_run(struct cfg_opts *o, struct vzcaps_config_result *r)
     cli_configure(o, r);
     if (!o->family && !o->profile && r->profile.state == VZCAPS_STOCK_UNCONFIGURED) {
         o->family = "auto";
+        o->family_implied = true;
         cli_configure(o, r);
     }
+}
+
+void cli_configure_view(struct cfg_opts *o, struct vzcaps_config_result *r)
+{
+    if (o->bare)
+        cli_configure(o, r);
+    else
+        cli_configure_run(o, r);
+}
+
+int cfg_opt_take(const char *cmd, int argc, char **argv, int *i, struct cfg_opts *o, bool with_exe)
+{
+    int t;
+    if ((t = opt_take(argc, argv, i, "--config", &o->config)) || (t = opt_take(argc, argv, i, "--profile", &o->profile)) ||
+        (with_exe && (t = opt_take(argc, argv, i, "--exe", &o->exe))) || (t = opt_take(argc, argv, i, "--chip", &o->chip)) ||
+        (t = opt_take(argc, argv, i, "--family", &o->family))) {
+        if (t < 0)
+            return usage_error(cmd, "%s needs a value", argv[*i]);
+        return 1;
+    }
+    if (strcmp(argv[*i], "--bare") == 0) {
+        o->bare = true;
+        return 1;
+    }
+    return 0;
+}
+
+const char *cfg_view_text(const struct cfg_opts *o)
+{
+    if (o->bare)
+        return "what the library does with this environment alone (--bare)";
+    if (o->family_implied)
+        return "what vzcaps run would do: --family auto implied, since nothing else configures vzcaps here";
+    return "what vzcaps run would do (the same as the library with these settings)";
 }
 
 void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opts *o, char *const *cmd)

@@ -402,6 +402,11 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         if (k < 0 || k >= VZCAPS_KEY_COUNT)
             continue;
         msg_name(*e, (size_t)(eq - *e), name, sizeof name); /* a known name: short */
+        for (const char *const *l = in->labels; l && l[0]; l += 2)
+            if (strcmp(l[0], name) == 0) {
+                snprintf(name, sizeof name, "%s", l[1]);
+                break;
+            }
         if (vzcaps_settings_set(&s, (enum vzcaps_key)k, eq + 1, name, err, sizeof err) != 0) {
             snprintf(why, sizeof why, "%s: %s; fix or unset it", name, err);
             vzcaps_profile_refuse(&out->profile, why);

@@ -190,6 +190,10 @@ struct vzcaps_inputs {
     const char *const *envp;  /* NULL-terminated "NAME=value" array */
     const char *exe;          /* executable base name */
     const char *preload_var;  /* LD_PRELOAD / DYLD_INSERT_LIBRARIES: set twice is refused; NULL: not checked */
+    /* NULL-terminated pairs {variable, label}: a setting read from that variable is reported
+     * as coming from the label (the command passes its options as variables, and says
+     * "--chip" rather than "VZCAPS_HOST_CHIP"); NULL: none */
+    const char *const *labels;
     /* reads a whole file; returns 0, or -1 with a reason in err. absent: set *missing. */
     int (*read_file)(void *ctx, const char *path, char *buf, size_t cap, size_t *len,
                      bool *missing, char *err, size_t errlen);

@@ -250,3 +250,77 @@ def test_doctor_on_linux():
     j = json.loads(p.stdout)
     assert j["os"] == "Linux" and j["library"] == os.path.realpath(BUILD / "libvzcaps.so")
     assert j["host_chip"] is None and any("host chip unknown" in x for x in j["pitfalls"])
+
+
+AGREE = [  # (environment, options, executable name)
+    ({"VZCAPS_HOST_CHIP": "Apple M2"}, [], "llama-bench"),                     # nothing configured: auto implied
+    ({}, ["--chip", "Apple M3 Max"], "whisper-cli"),
+    ({"VZCAPS_HOST_CHIP": "Apple M2"}, ["--family", "1007"], "llama-bench"),
+    ({"VZCAPS_HOST_CHIP": "Apple M2", "VZCAPS_APPLE_FAMILY_MAX": "off"}, [], "llama-bench"),
+    ({"VZCAPS_HOST_CHIP": "Apple M4"}, ["--config", "CONF"], "llama-server"),  # the [llama] section
+    ({"VZCAPS_HOST_CHIP": "Apple M4"}, ["--config", "CONF"], "python3.12"),    # [mlx]: off
+    ({"VZCAPS_HOST_CHIP": "Apple M4"}, ["--config", "CONF", "--profile", "llama"], "other"),
+]
+
+
+@pytest.mark.parametrize("env_extra,opts,name", AGREE)
+def test_check_doctor_inspect_agree_with_run(tmp_path, env_extra, opts, name):
+    """What check, doctor and inspect say vzcaps run would do is what the run --dry-run line
+    does when a shell executes it (the probe, named like the workload, reports its answers)."""
+    import sys
+    sys.path.insert(0, str(BUILD.parent / "tests" / "macho"))
+    import machogen as mg
+    conf = tmp_path / "c.conf"
+    conf.write_text("[llama]\nmatch = llama-*\napple_family_max = 1007\n[mlx]\nmatch = python3*\napple_family_max = off\n")
+    opts = [str(conf) if o == "CONF" else o for o in opts]
+    env = clean_env(**env_extra)
+    (tmp_path / "bin").mkdir()
+    os.symlink(BUILD / "probe", tmp_path / "bin" / name)
+    (tmp_path / "mach").mkdir()
+    (tmp_path / "mach" / name).write_bytes(mg.build(methnames=["supportsFamily:"]))
+
+    def said(args):
+        p = vz(*args, env=env)
+        d = json.loads(p.stdout)
+        return d["enabled"], d["apple_family_max"]
+
+    check = said(["check", "--json", "--exe", name, *opts])
+    doctor = said(["doctor", "--json", "--exe", name, *opts])
+    ins = json.loads(vz("inspect", "--json", *opts, str(tmp_path / "mach" / name), env=env).stdout)["files"][0]
+    run_opts = [o for o in opts]  # run takes --profile and --family; --config and --chip travel as variables
+    run_env = dict(env)
+    if "--config" in run_opts:
+        i = run_opts.index("--config")
+        run_env["VZCAPS_CONFIG"] = run_opts[i + 1]
+        del run_opts[i:i + 2]
+    if "--chip" in run_opts:
+        i = run_opts.index("--chip")
+        run_env["VZCAPS_HOST_CHIP"] = run_opts[i + 1]
+        del run_opts[i:i + 2]
+    dry = vz("run", "--dry-run", *run_opts, "--", str(tmp_path / "bin" / name), env=run_env)
+    if dry.returncode == 125:  # run refuses: nothing would be enabled
+        got = (False, None)
+    else:
+        assert dry.returncode == 0, dry.stderr
+        p = subprocess.run(["sh", "-c", dry.stdout], env=run_env, capture_output=True, text=True, timeout=30)
+        fams = parse_probe(p.stdout)[0]["families"]
+        top = max(f for f in range(1001, 1011) if fams[f])
+        got = (top > 1005, top if top > 1005 else None)
+    assert check == doctor == (ins["enabled"], ins["apple_family_max"]) == got, (check, doctor, ins, got)
+
+
+def test_views_say_which_they_are_and_label_the_options():
+    env = clean_env()
+    run_view = json.loads(vz("check", "--json", "--chip", "Apple M2", env=env).stdout)
+    assert run_view["view"] == "run" and run_view["family_implied"] is True and run_view["apple_family_max"] == 1008
+    assert run_view["host_chip_source"] == "--chip"
+    bare = json.loads(vz("check", "--json", "--bare", "--chip", "Apple M2", env=env).stdout)
+    assert bare["view"] == "library" and bare["enabled"] is False and bare["family_implied"] is False
+    text = vz("check", "--family", "auto", "--chip", "Apple M2", env=env).stdout
+    assert "Apple M2 (from --chip)" in text and "what vzcaps run would do" in text
+    p = vz("check", "--family", "99", env=env)
+    assert p.returncode == 2 and "--family" in p.stderr
+    p = vz("inspect", "--profile", "nope", "/bin/true", env=env)
+    assert p.returncode == 1 and "configuration invalid" in p.stderr
+    refused = vz("check", "--config", "/nonexistent.conf", env=env).stdout
+    assert "not evaluated: the configuration was refused first" in refused and "(from )" not in refused
