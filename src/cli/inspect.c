@@ -16,7 +16,8 @@ static bool uses(const struct macho_slice *s, const char *sel)
     return false;
 }
 
-/* What the profile changes for this slice's clients: up to 6 lines, warnings marked "!". */
+/* What the profile changes for this slice: one verdict per recognised client, each decided
+ * once, so no two lines can disagree; warnings marked "!". At most 6 lines. */
 static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *p, char out[][240])
 {
     size_t n = 0;
@@ -24,21 +25,41 @@ static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *
     bool metal3 = false;
     for (size_t i = 0; i < p->n_extra; i++)
         metal3 |= p->extra[i] == 5001;
-    bool fam = uses(s, "supportsFamily:"), tg = uses(s, "maxThreadgroupMemoryLength"), ws = uses(s, "recommendedMaxWorkingSetSize");
-    bool changes = en && (fam || (tg && p->max_threadgroup_memory) || (ws && p->recommended_working_set_size));
-    if (!en)
+    if (s->own) {
+        snprintf(out[n++], 240, "vzcaps's own binary: not a Metal client");
+        return n;
+    }
+    if (!en) {
         snprintf(out[n++], 240, "profile leaves this process stock");
-    if (s->ggml && en && p->apple_family_max >= 1007)
-        snprintf(out[n++], 240, "ggml/llama.cpp: Apple%lld turns on SIMD-group reduction, matrix multiply and bfloat",
-                 (long long)(p->apple_family_max - 1000));
+        return n;
+    }
+    if (s->ggml) {
+        if (p->apple_family_max >= 1007)
+            snprintf(out[n++], 240, "ggml/llama.cpp: gains: Apple%lld turns on SIMD-group reduction, matrix multiply and bfloat",
+                     (long long)(p->apple_family_max - 1000));
+        else
+            snprintf(out[n++], 240, "ggml/llama.cpp: gains nothing: Apple%lld is below Apple7, which its fast paths need",
+                     (long long)(p->apple_family_max - 1000));
+    }
     if (s->mlx)
-        snprintf(out[n++], 240, "MLX: ignores Apple families, gains nothing from apple_family_max");
-    if (s->mlx && en && metal3)
-        snprintf(out[n++], 240, "! MLX with extra family metal3: fails with \"Unable to construct residency set\"; drop metal3");
-    if (s->torch_mps && en && p->chip.known && p->apple_family_max > p->chip.apple_family)
-        snprintf(out[n++], 240, "! PyTorch MPS: a family above the host's real one switches off correctness workarounds");
-    if (en && !changes && n < 6)
-        snprintf(out[n++], 240, "! uses none of the queries this profile changes: it gains nothing");
+        snprintf(out[n++], 240, "%sMLX: %s", metal3 ? "! " : "",
+                 metal3 ? "extra family metal3 makes it fail with \"Unable to construct residency set\"; drop metal3"
+                        : "gains nothing: it ignores Apple families");
+    if (s->torch_mps) {
+        if (!vzcaps_caller_in_scope(p, "libtorch_cpu.dylib"))
+            snprintf(out[n++], 240, "PyTorch MPS: keeps the stock answers (caller scope: stock_callers)");
+        else if (p->chip.known && p->apple_family_max > p->chip.apple_family)
+            snprintf(out[n++], 240, "! PyTorch MPS: a family above the host's real one switches off correctness workarounds");
+        else
+            snprintf(out[n++], 240, "PyTorch MPS: gets the profile's answers (stock_callers does not cover it)");
+    }
+    if (!s->ggml && !s->mlx && !s->torch_mps) { /* no client recognised: what its own references say */
+        bool fam = uses(s, "supportsFamily:"), tg = uses(s, "maxThreadgroupMemoryLength"), ws = uses(s, "recommendedMaxWorkingSetSize");
+        if (fam || (tg && p->max_threadgroup_memory) || (ws && p->recommended_working_set_size))
+            snprintf(out[n++], 240, "no client recognised; it asks queries this profile changes");
+        else
+            snprintf(out[n++], 240, "no client recognised, and it references none of the queries this profile changes (a library it loads may)");
+    }
     return n;
 }
 

@@ -119,6 +119,8 @@ static void scan_strings(struct macho_slice *s, const uint8_t *p, uint64_t n, bo
         const char *str = (const char *)p + start;
         if (len >= 10 && memcmp(str, "ggml_metal", 10) == 0)
             s->ggml = true;
+        if (len >= sizeof VZCAPS_SELF_MARKER - 1 && memcmp(str, VZCAPS_SELF_MARKER, sizeof VZCAPS_SELF_MARKER - 1) == 0)
+            s->own = true;
         for (const char *const *sel = macho_capability_selectors; *sel; sel++) {
             /* C strings name a selector only when distinctive (sel_registerName callers) */
             if (strlen(*sel) != len || memcmp(*sel, str, len) != 0 || (!methnames && len < 9))
@@ -250,6 +252,12 @@ static void parse_signature(struct macho_slice *s, const uint8_t *m, uint64_t ms
 
 static void injection_verdict(struct macho_slice *s)
 {
+    if (s->plugin) {
+        s->injection = MACHO_INJECTION_UNKNOWN;
+        snprintf(s->injection_reason, sizeof s->injection_reason,
+                 "a plugin: whether the library is honoured depends on the executable that loads it (inspect that one)");
+        return;
+    }
     if (!s->signed_) {
         s->injection = s->cputype == CPU_ARM64 ? MACHO_INJECTION_UNKNOWN : MACHO_INJECTION_HONOURED;
         snprintf(s->injection_reason, sizeof s->injection_reason, "%s",
@@ -375,6 +383,9 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
         if (strstr(l, "libtorch"))
             s->torch_mps = true;
     }
+    if (s->own) /* vzcaps quotes its clients' names; it is none of them */
+        s->ggml = s->mlx = s->torch_mps = false;
+    s->plugin = s->filetype == 8 /* MH_BUNDLE */;
     injection_verdict(s);
     return 0;
 }
@@ -490,6 +501,12 @@ int macho_load(const char *path, struct macho_file *out, char *err, size_t errle
         munmap(map, size);
     if (rc != 0)
         FAIL("%s: %s", real, why);
+    size_t rl = strlen(real);
+    if (rl > 5 && strcmp(real + rl - 5, ".node") == 0) /* a Node.js native addon: a plugin */
+        for (size_t i = 0; i < out->n_slices; i++) {
+            out->slices[i].plugin = true;
+            injection_verdict(&out->slices[i]);
+        }
     return 0;
 }
 

@@ -25,6 +25,8 @@ struct macho_slice {
     const char *selectors[MACHO_MAX_SELECTORS]; /* capability selectors referenced */
     size_t n_selectors;
     bool ggml, mlx, torch_mps;     /* recognised clients */
+    bool own;                      /* one of vzcaps's own binaries (VZCAPS_SELF_MARKER): no client */
+    bool plugin;                   /* loaded by another program (MH_BUNDLE, or a .node file) */
     /* code signature */
     bool signed_;
     uint32_t cs_flags;

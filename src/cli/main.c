@@ -9,6 +9,8 @@
 
 extern char **environ;
 
+__attribute__((used)) static const char *const self_marker = VZCAPS_SELF_MARKER " command " VZCAPS_VERSION;
+
 struct command {
     const char *name;
     int (*fn)(int, char **);

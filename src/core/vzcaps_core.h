@@ -9,6 +9,9 @@
 #include <stdint.h>
 
 #define VZCAPS_VERSION "0.1.0"
+/* A string both of vzcaps's own binaries carry, so that inspect does not mistake them for the
+ * Metal clients whose strings they quote. */
+#define VZCAPS_SELF_MARKER "@(#)vzcaps-self"
 
 /* ---- Metal GPU families (METAL-FACTS: "Metal GPU families") ---- */
 

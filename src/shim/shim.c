@@ -19,6 +19,7 @@
 VZCAPS_HIDDEN struct vzcaps_profile vzcaps_effective;
 
 __attribute__((visibility("default"))) const char vzcaps_library_version[] = VZCAPS_VERSION;
+__attribute__((used)) static const char *const self_marker = VZCAPS_SELF_MARKER " library " VZCAPS_VERSION;
 
 static char file_buf[VZCAPS_CONFIG_MAX_SIZE + 1];
 static struct vzcaps_config_result result;

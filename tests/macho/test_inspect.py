@@ -154,9 +154,39 @@ def test_mlx_warning_with_metal3(tmp_path):
     f = write(tmp_path, "python3", mg.build(libs=["@rpath/libmlx.dylib"]))
     _, info = inspect(f, env=clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2", VZCAPS_EXTRA_FAMILIES="metal3"))
     eff = info["slices"][0]["effects"]
-    assert any("MLX: ignores Apple families" in e for e in eff)
-    assert any("residency set" in e for e in eff)
-    assert any("gains nothing" in e for e in eff)
+    assert [e for e in eff if "MLX" in e] == ['! MLX: extra family metal3 makes it fail with "Unable to construct residency set"; drop metal3']
+    _, info = inspect(f, env=clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2"))
+    assert info["slices"][0]["effects"] == ["MLX: gains nothing: it ignores Apple families"]
+
+
+def test_one_verdict_per_client_never_contradicting(tmp_path):
+    """A llama-server whose Metal code lives in libggml-metal: ggml gains, and nothing says it
+    gains nothing (the contradiction the first review found)."""
+    f = write(tmp_path, "llama-server", mg.build(libs=["@rpath/libggml-metal.dylib", "@rpath/libllama.dylib"]))
+    _, info = inspect(f, env=clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2"))
+    eff = info["slices"][0]["effects"]
+    assert eff == ["ggml/llama.cpp: gains: Apple8 turns on SIMD-group reduction, matrix multiply and bfloat"]
+    _, info = inspect(f, env=clean_env(VZCAPS_APPLE_FAMILY_MAX="1006", VZCAPS_HOST_CHIP="Apple M2"))
+    assert info["slices"][0]["effects"] == ["ggml/llama.cpp: gains nothing: Apple6 is below Apple7, which its fast paths need"]
+    both = write(tmp_path, "python3.12", mg.build(libs=["@rpath/libggml-metal.dylib", "@rpath/libtorch_cpu.dylib"]))
+    _, info = inspect(both, env=clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2"))
+    assert info["slices"][0]["effects"] == ["ggml/llama.cpp: gains: Apple8 turns on SIMD-group reduction, matrix multiply and bfloat",
+                                            "PyTorch MPS: keeps the stock answers (caller scope: stock_callers)"]
+    plain = write(tmp_path, "tool", mg.build())
+    _, info = inspect(plain, env=clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2"))
+    assert info["slices"][0]["effects"] == [
+        "no client recognised, and it references none of the queries this profile changes (a library it loads may)"]
+
+
+def test_plugins_depend_on_the_executable_that_loads_them(tmp_path):
+    addon = write(tmp_path, "binding.node", mg.build(libs=["@rpath/libggml-metal.dylib"]))
+    _, info = inspect(addon)
+    s = info["slices"][0]
+    assert s["injection"] == "unknown" and "depends on the executable that loads it" in s["injection_reason"]
+    bundle = bytearray(mg.build())
+    struct.pack_into("<I", bundle, 12, 8)  # MH_BUNDLE
+    _, info = inspect(write(tmp_path, "plugin.bundle", bytes(bundle)))
+    assert "depends on the executable that loads it" in info["slices"][0]["injection_reason"]
 
 
 def test_text_output(tmp_path):
@@ -274,3 +304,11 @@ def test_run_notes_a_target_that_loads_a_stock_caller(tmp_path):
     notes = [l for l in p.stderr.splitlines() if "whose calls get stock answers" in l]
     assert notes == [f"vzcaps run: note: {target} loads libtorch_cpu.dylib, whose calls get stock answers "
                      "(caller scope: stock_callers libtorch_cpu.dylib libtorch_cpu.so)"]
+
+
+@needs_dist
+def test_vzcaps_own_binaries_are_not_clients():
+    for name in ("vzcaps", "libvzcaps.dylib"):
+        _, info = inspect(DIST / name, env=clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2"))
+        for s in info["slices"]:
+            assert s["clients"] == [] and s["effects"] == ["vzcaps's own binary: not a Metal client"], (name, s["effects"])
