@@ -362,63 +362,172 @@ static void xml_escape(FILE *out, const char *s)
             fputc(*s, out);
 }
 
+/* Text width for the layout: measured from its length with a generous per-character width
+ * (sans-serif digits and letters average about 0.55 em; 0.62 em leaves a margin), so the
+ * layout is computed, not guessed, and cannot overflow its own canvas. */
+static double text_w(const char *text, double font)
+{
+    return (double)strlen(text) * font * 0.62 + 4;
+}
+
+static double nice_max(double v)
+{
+    double m = pow(10, ceil(log10(v > 0 ? v : 1)));
+    if (m / 5 >= v)
+        return m / 5;
+    if (m / 2 >= v)
+        return m / 2;
+    return m;
+}
+
+static void fmt_tick(char *buf, size_t len, double v)
+{
+    if (v >= 100 || v == floor(v))
+        snprintf(buf, len, "%.0f", v);
+    else
+        snprintf(buf, len, "%.2g", v);
+}
+
 void bench_render_svg(const struct bench_table *t, FILE *out)
 {
     static const char *const colours[N_ROLES] = {"#9a9a9a", "#2b7bd6", "#2a9d5b"};
-    const double left = 80, top = 50, plot_h = 300, group_w = 150, bar_w = 36;
-    double width = left + 30 + group_w * (t->n ? (double)t->n : 1), height = top + plot_h + 80;
-    /* the scale: a round number above the largest median, on a log axis when the spread is wide */
-    double maxv = 1;
-    for (size_t i = 0; i < t->n; i++)
-        for (int k = 0; k < N_ROLES; k++)
+    static const char *const legend[N_ROLES] = {"stock guest", "unlocked guest (vzcaps)", "host (bare metal)"};
+    const char *title = "Tokens per second by test (median of samples, higher is better; each test on its own axis)";
+    const double font = 12, margin = 20, plot_h = 220, bar_w = 34, gap = 6;
+    size_t nrows = t->n ? t->n : 1;
+    int nroles = 0;
+    for (int k = 0; k < N_ROLES; k++)
+        nroles += t->role_given[k];
+    nroles = nroles ? nroles : 1;
+
+    /* panel i: its own scale; width from its bars, its axis labels and its test name */
+    double panel_w[BENCH_MAX_ROWS], scale[BENCH_MAX_ROWS], axis_w[BENCH_MAX_ROWS];
+    double total_w = margin;
+    for (size_t i = 0; i < nrows; i++) {
+        double maxv = 0;
+        for (int k = 0; k < N_ROLES && i < t->n; k++)
             if (t->rows[i].role[k].present && t->rows[i].role[k].median > maxv)
                 maxv = t->rows[i].role[k].median;
-    double scale_max = pow(10, ceil(log10(maxv)));
-    if (scale_max / 2 >= maxv)
-        scale_max /= 2;
-    fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"12\">\n",
-            width, height, width, height);
-    fprintf(out, "<title>llama-bench tokens per second: stock, unlocked (vzcaps) and host</title>\n");
-    fprintf(out, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n");
-    fprintf(out, "<text x=\"%.0f\" y=\"20\" font-size=\"14\" font-weight=\"bold\">Tokens per second by test (median of samples, higher is better)</text>\n", left);
-    for (int g = 0; g <= 4; g++) {
-        double v = scale_max * g / 4, y = top + plot_h - plot_h * g / 4;
-        fprintf(out, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n", left, y, width - 20, y);
-        fprintf(out, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n", left - 6, y + 4, v);
+        scale[i] = nice_max(maxv);
+        char tick[32];
+        fmt_tick(tick, sizeof tick, scale[i]);
+        axis_w[i] = text_w(tick, font) + 8;
+        double bars = nroles * (bar_w + gap) + gap;
+        double label = i < t->n ? text_w(t->rows[i].test, font) : 0;
+        double value_labels = 0;
+        for (int k = 0; k < N_ROLES && i < t->n; k++)
+            if (t->rows[i].role[k].present) {
+                char v[32];
+                snprintf(v, sizeof v, "%.1f", t->rows[i].role[k].median);
+                value_labels = fmax(value_labels, text_w(v, font - 2));
+            }
+        bars = fmax(bars, nroles * (value_labels + gap) + gap);
+        panel_w[i] = axis_w[i] + fmax(bars, label) + margin;
+        total_w += panel_w[i];
     }
-    fprintf(out, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", left, top, left, top + plot_h);
-    fprintf(out, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", left, top + plot_h, width - 20, top + plot_h);
-    fprintf(out, "<text transform=\"translate(18 %.0f) rotate(-90)\" text-anchor=\"middle\">tokens per second (t/s)</text>\n", top + plot_h / 2);
-    fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">llama-bench test</text>\n", left + (width - left) / 2, top + plot_h + 40);
+    /* the legend: one entry a line, under the panels */
+    double legend_w = 0;
+    for (int k = 0; k < N_ROLES; k++)
+        if (t->role_given[k])
+            legend_w = fmax(legend_w, 16 + text_w(legend[k], font));
+    /* the second chart: speed-up and percent of host, one row per test */
+    bool any_speed = false, any_host = false;
+    double max_speed = 1;
+    for (size_t i = 0; i < t->n; i++) {
+        double sp = bench_speedup(&t->rows[i]), ph = bench_percent_of_host(&t->rows[i]);
+        any_speed |= !isnan(sp), any_host |= !isnan(ph);
+        if (!isnan(sp))
+            max_speed = fmax(max_speed, sp);
+    }
+    const char *title2 = "Unlocked guest vs stock guest (speed-up) and vs the host (percent of host)";
+    double name_w = 0;
+    for (size_t i = 0; i < t->n; i++)
+        name_w = fmax(name_w, text_w(t->rows[i].test, font));
+    const double row_h = 22, bar2_w = 240;
+    double chart2_w = margin + name_w + 8 + bar2_w + 8 + text_w("100.00 % of host", font) + margin;
+    double width = fmax(fmax(total_w, margin * 2 + text_w(title, 14)), fmax(margin * 2 + legend_w, chart2_w));
+    if (any_speed || any_host)
+        width = fmax(width, margin * 2 + text_w(title2, 14));
+    double top = 44, legend_top = top + plot_h + 44, chart2_top = legend_top + nroles * 18 + 30;
+    int rows2 = (any_speed ? 1 : 0) + (any_host ? 1 : 0);
+    double height = (any_speed || any_host) ? chart2_top + 30 + (double)t->n * rows2 * row_h + margin : legend_top + nroles * 18 + margin;
+
+    fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"%.0f\">\n",
+            ceil(width), ceil(height), ceil(width), ceil(height), font);
+    fprintf(out, "<title>llama-bench tokens per second: stock, unlocked (vzcaps) and host</title>\n");
+    fprintf(out, "<rect width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", ceil(width), ceil(height));
+    fprintf(out, "<text x=\"%.0f\" y=\"22\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", margin, title);
+    double px = margin;
     for (size_t i = 0; i < t->n; i++) {
         const struct bench_row *r = &t->rows[i];
-        double gx = left + 20 + group_w * (double)i;
+        double ax = px + axis_w[i], base = top + plot_h;
+        for (int g = 0; g <= 4; g++) {
+            double v = scale[i] * g / 4, y = base - plot_h * g / 4;
+            char tick[32];
+            fmt_tick(tick, sizeof tick, v);
+            fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n", ax, y,
+                    px + panel_w[i] - margin, y);
+            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", ax - 4, y + 4, tick);
+        }
+        fprintf(out, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\"/>\n", ax, top, ax, base);
+        double slot = (panel_w[i] - margin - axis_w[i]) / nroles;
         int drawn = 0;
         for (int k = 0; k < N_ROLES; k++) {
+            if (!t->role_given[k])
+                continue;
+            double cx = ax + slot * (drawn++ + 0.5);
             if (!r->role[k].present)
                 continue;
-            double h = plot_h * r->role[k].median / scale_max, x = gx + bar_w * drawn++;
-            fprintf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"%s\"><title>%s %s: %.2f t/s</title></rect>\n",
-                    bench_role_names[k], x, top + plot_h - h, bar_w - 4, h, colours[k], r->test, bench_role_names[k], r->role[k].median);
-            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"10\">%.1f</text>\n", x + (bar_w - 4) / 2,
-                    top + plot_h - h - 4, r->role[k].median);
+            double h = plot_h * r->role[k].median / scale[i];
+            fprintf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"%s\"><title>",
+                    bench_role_names[k], cx - bar_w / 2, base - h, bar_w, h, colours[k]);
+            xml_escape(out, r->test);
+            fprintf(out, " %s: %.2f t/s</title></rect>\n", bench_role_names[k], r->role[k].median);
+            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"%.0f\">%.1f</text>\n", cx, base - h - 4,
+                    font - 2, r->role[k].median);
         }
-        fprintf(out, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">", gx + bar_w * drawn / 2.0, top + plot_h + 18);
+        fprintf(out, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">", ax + (panel_w[i] - margin - axis_w[i]) / 2, base + 18);
         xml_escape(out, r->test);
-        double s = bench_speedup(r);
-        if (!isnan(s))
-            fprintf(out, " (%.2fx)", s);
         fprintf(out, "</text>\n");
+        px += panel_w[i];
     }
-    double lx = left;
+    fprintf(out, "<text x=\"%.0f\" y=\"%.0f\">tokens per second (t/s); llama-bench test under each panel</text>\n", margin,
+            top + plot_h + 36);
+    double ly = legend_top;
     for (int k = 0; k < N_ROLES; k++) {
         if (!t->role_given[k])
             continue;
-        fprintf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">%s</text>\n", lx,
-                top + plot_h + 52, colours[k], lx + 16, top + plot_h + 62,
-                k == ROLE_STOCK ? "stock guest" : k == ROLE_UNLOCKED ? "unlocked guest (vzcaps)" : "host (bare metal)");
-        lx += 190;
+        fprintf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
+                margin, ly, colours[k], margin + 16, ly + 10, legend[k]);
+        ly += 18;
+    }
+    if (any_speed || any_host) {
+        fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", margin, chart2_top, title2);
+        double y = chart2_top + 16, bx = margin + name_w + 8;
+        for (size_t i = 0; i < t->n; i++) {
+            double sp = bench_speedup(&t->rows[i]), ph = bench_percent_of_host(&t->rows[i]);
+            for (int which = 0; which < 2; which++) {
+                double v = which ? ph : sp;
+                if ((which ? !any_host : !any_speed))
+                    continue;
+                fprintf(out, "<text x=\"%.0f\" y=\"%.1f\">", margin, y + 14);
+                xml_escape(out, t->rows[i].test);
+                fprintf(out, "</text>\n");
+                if (!isnan(v)) {
+                    double w = which ? bar2_w * fmin(v, 100) / 100 : bar2_w * v / max_speed;
+                    fprintf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"14\" fill=\"%s\"/>\n",
+                            which ? "percent_of_host" : "speedup", bx, y + 3, w, which ? colours[ROLE_HOST] : colours[ROLE_UNLOCKED]);
+                    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">", bx + bar2_w + 8, y + 14);
+                    if (which)
+                        fprintf(out, "%.2f %% of host", v);
+                    else
+                        fprintf(out, "%.2fx speed-up", v);
+                    fprintf(out, "</text>\n");
+                }
+                y += row_h;
+            }
+        }
     }
     fprintf(out, "</svg>\n");
 }

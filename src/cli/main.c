@@ -94,7 +94,9 @@ static const struct command commands[] = {
      "each FILE.json is read for what the Metal backend reported. A guest bundle and a host\n"
      "bundle given together make one table with all three columns.\n"
      "  --json     {\"rows\": [{\"test\", \"stock\", \"unlocked\", \"host\", \"speedup\", \"percent_of_host\", ...}]}\n"
-     "  --svg F    also write the grouped bar chart; --csv F, --md F the table\n"},
+     "  --svg F    also write the chart (a panel per test, and speed-up and percent of host);\n"
+     "             --csv F, --md F the table; F = - writes it to standard output instead\n"
+     "Exit 0, or 1 on any input or output error (named, before anything is printed).\n"},
     {"bench", cmd_bench, "bench -m MODEL [--llama-bench PATH] [-p N] [-n N] [-r N] [--out DIR] [--profile P] [--mode guest|host] [--[no-]check-output] [--llama-perplexity PATH] [-- LLAMA_BENCH_ARGS]",
      "Runs llama-bench stock and through `vzcaps run` (guest mode) or once stock (host mode) and\n"
      "writes an evidence bundle to DIR (default vzcaps-bench-<UTC time>): stock/unlocked/host .json\n"

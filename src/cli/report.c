@@ -3,18 +3,51 @@
 #define _XOPEN_SOURCE 700
 #include "benchdata.h"
 #include "cli.h"
+#include "jsonread.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct report_input {
     struct bench_table table;
     struct metal_caps caps[N_ROLES];
     bool have_caps[N_ROLES];
+    char brand[128]; /* cpu_brand of a bundle's environment.json, "" when none */
 };
+
+/* The host chip's real Apple family: what the host run's Metal backend reported, else the
+ * chip a bundle's environment.json names; 0 when unknown. */
+static long host_family(const struct report_input *in, const char **from)
+{
+    long best = 0;
+    if (in->have_caps[ROLE_HOST])
+        for (size_t i = 0; i < in->caps[ROLE_HOST].n_families; i++)
+            if (in->caps[ROLE_HOST].families[i] >= 1001 && in->caps[ROLE_HOST].families[i] <= 1010 &&
+                in->caps[ROLE_HOST].families[i] > best)
+                best = in->caps[ROLE_HOST].families[i];
+    if (best) {
+        *from = "the host run";
+        return best;
+    }
+    struct vzcaps_chip chip;
+    vzcaps_chip_from_brand(in->brand[0] ? in->brand : NULL, &chip);
+    *from = "environment.json's cpu_brand";
+    return chip.known ? (long)chip.apple_family : 0;
+}
+
+/* The highest Apple family a run reported above the host's, 0 when none. */
+static long above_host(const struct metal_caps *c, long host)
+{
+    long worst = 0;
+    for (size_t i = 0; host && i < c->n_families; i++)
+        if (c->families[i] >= 1001 && c->families[i] <= 1010 && c->families[i] > host && c->families[i] > worst)
+            worst = c->families[i];
+    return worst;
+}
 
 static void companion_stderr(struct report_input *in, enum bench_role role, const char *json_path)
 {
@@ -53,6 +86,17 @@ static void report_print(const struct report_input *in, bool json)
                 json_null(&j, bench_role_names[k]);
         }
         json_end_obj(&j);
+        const char *from;
+        long host = host_family(in, &from);
+        if (host)
+            json_int(&j, "host_apple_family", host);
+        else
+            json_null(&j, "host_apple_family");
+        json_arr(&j, "above_host_family"); /* runs that reported an Apple family above the host's */
+        for (int k = 0; k < N_ROLES; k++)
+            if (in->have_caps[k] && above_host(&in->caps[k], host))
+                json_str(&j, NULL, bench_role_names[k]);
+        json_end_arr(&j);
         json_str(&j, "build_commit", in->table.build_commit[0] ? in->table.build_commit : NULL);
         if (in->table.build_number)
             json_int(&j, "build_number", in->table.build_number);
@@ -82,6 +126,15 @@ static void report_print(const struct report_input *in, bool json)
             vzcaps_appendf(fams, sizeof fams, "%s%ld", i ? "," : "", c->families[i]);
         printf("%-10s %-28s %-14s %-9s %-9s %-7s %-7s\n", bench_role_names[k], c->found ? esc(c->gpu_name) : "(no Metal lines)", fams,
                tri(c->simdgroup_reduction), tri(c->simdgroup_mm), tri(c->bfloat), tri(c->tensor));
+    }
+    const char *from;
+    long host = host_family(in, &from);
+    for (int k = 0; k < N_ROLES; k++) {
+        long over = in->have_caps[k] ? above_host(&in->caps[k], host) : 0;
+        if (over)
+            printf("! the %s run reported Apple%ld (%ld), above the host chip's real Apple%ld (%ld, from %s): more than the "
+                   "hardware has; vzcaps claims at most the host's family\n",
+                   bench_role_names[k], over - 1000, over, host - 1000, host, from);
     }
 }
 
@@ -133,6 +186,16 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
         }
     for (int d = 0; d < nd; d++) {
         int found = 0;
+        char envp[1100], err2[1400];
+        size_t elen;
+        snprintf(envp, sizeof envp, "%s/environment.json", dirs[d]);
+        char *etext = access(envp, F_OK) == 0 ? read_text_file(envp, &elen, err2, sizeof err2) : NULL;
+        struct jv *edoc = etext ? jv_parse(etext, elen, err2, sizeof err2) : NULL;
+        const struct jv *brand = jv_get(edoc, "cpu_brand");
+        if (brand && brand->type == JV_STRING && !in.brand[0])
+            snprintf(in.brand, sizeof in.brand, "%.127s", brand->string);
+        jv_free(edoc);
+        free(etext);
         for (int k = 0; k < N_ROLES; k++) {
             char path[1100];
             snprintf(path, sizeof path, "%s/%s.json", dirs[d], bench_role_names[k]);
@@ -148,17 +211,55 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
             eprintf("vzcaps report: %s: not a bundle (no stock.json, unlocked.json or host.json)", dirs[d]);
             return 1;
         }
+        /* a guest bundle has both runs; one without the other is incomplete, not a smaller report */
+        char s_path[1100], u_path[1100];
+        snprintf(s_path, sizeof s_path, "%s/stock.json", dirs[d]);
+        snprintf(u_path, sizeof u_path, "%s/unlocked.json", dirs[d]);
+        bool has_s = access(s_path, F_OK) == 0, has_u = access(u_path, F_OK) == 0;
+        if (has_s != has_u) {
+            eprintf("vzcaps report: %s: incomplete bundle: %s is missing", dirs[d], has_s ? "unlocked.json" : "stock.json");
+            return 1;
+        }
     }
     if (bench_table_check(&in.table, err, sizeof err) != 0) {
         eprintf("vzcaps report: %s", err);
         return 1;
     }
-    report_print(&in, json);
     const char *outs[3] = {svg, csv, md};
+    /* every output's directory exists, checked before anything is printed; "-" is stdout
+     * (instead of the table) */
+    bool to_stdout = false;
+    for (int k = 0; k < 3; k++) {
+        if (!outs[k])
+            continue;
+        if (strcmp(outs[k], "-") == 0) {
+            if (to_stdout)
+                return usage_error("report", "only one of --svg, --csv and --md can be - (standard output)");
+            to_stdout = true;
+            continue;
+        }
+        char *dir = xformat("%s", outs[k]), *slash = strrchr(dir, '/');
+        struct stat st;
+        if (slash)
+            *slash = '\0';
+        bool ok = !slash || (stat(slash == dir ? "/" : dir, &st) == 0 && S_ISDIR(st.st_mode));
+        if (!ok)
+            eprintf("vzcaps report: cannot write %s: %s", outs[k],
+                    stat(dir, &st) != 0 ? "its directory does not exist" : "its directory is not a directory");
+        free(dir);
+        if (!ok)
+            return 1;
+    }
+    if (!to_stdout)
+        report_print(&in, json);
     void (*render[3])(const struct bench_table *, FILE *) = {bench_render_svg, bench_render_csv, bench_render_md};
     for (int k = 0; k < 3; k++) {
         if (!outs[k])
             continue;
+        if (strcmp(outs[k], "-") == 0) {
+            render[k](&in.table, stdout);
+            continue;
+        }
         FILE *f = fopen(outs[k], "w");
         if (!f) {
             eprintf("vzcaps report: cannot write %s: %s", outs[k], strerror(errno));

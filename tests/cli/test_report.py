@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, FIXTURES
+from conftest import BUILD, FIXTURES, ROOT
 
 VZ = str(BUILD / "vzcaps")
 S, U, H = (str(FIXTURES / f) for f in ("stock-guest.json", "unlocked-guest.json", "host.json"))
@@ -122,3 +122,37 @@ def test_mismatched_tests_between_runs(tmp_path):
 def test_usage():
     assert report().returncode == 2
     assert report("--stock").returncode == 2
+
+
+def test_dash_is_standard_output_and_a_missing_directory_is_refused_first(tmp_path):
+    args = ["--stock", str(FIXTURES / "stock-guest.json"), "--unlocked", str(FIXTURES / "unlocked-guest.json")]
+    p = subprocess.run([VZ, "report", "--md", "-", *args], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.startswith("|") and "11.08" in p.stdout
+    assert not (ROOT / "-").exists()
+    p = subprocess.run([VZ, "report", "--csv", "-", *args], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.splitlines()[0].startswith("test,")
+    p = subprocess.run([VZ, "report", "--svg", "-", *args], capture_output=True, text=True)
+    assert p.returncode == 0 and p.stdout.startswith("<?xml")
+    p = subprocess.run([VZ, "report", "--svg", str(tmp_path / "out" / "chart.svg"), *args], capture_output=True, text=True)
+    assert p.returncode == 1 and p.stdout == ""  # nothing printed before the error
+    assert p.stderr == f"vzcaps report: cannot write {tmp_path / 'out' / 'chart.svg'}: its directory does not exist\n"
+    p = subprocess.run([VZ, "report", "--md", "-", "--csv", "-", *args], capture_output=True, text=True)
+    assert p.returncode == 2
+
+
+def test_incomplete_bundle_names_what_is_missing(tmp_path):
+    b = tmp_path / "b"
+    b.mkdir()
+    (b / "stock.json").write_text((FIXTURES / "stock-guest.json").read_text())
+    p = subprocess.run([VZ, "report", str(b)], capture_output=True, text=True)
+    assert p.returncode == 1 and p.stderr == f"vzcaps report: {b}: incomplete bundle: unlocked.json is missing\n"
+
+
+def test_families_above_the_host_chip_are_noted():
+    p = subprocess.run([VZ, "report", "--stock", str(FIXTURES / "stock-guest.json"), "--unlocked",
+                        str(FIXTURES / "unlocked-guest.json"), "--host", str(FIXTURES / "host.json")], capture_output=True, text=True)
+    assert "! the unlocked run reported Apple9 (1009), above the host chip's real Apple7 (1007, from the host run)" in p.stdout
+    j = json.loads(subprocess.run([VZ, "report", "--json", "--stock", str(FIXTURES / "stock-guest.json"), "--unlocked",
+                                   str(FIXTURES / "unlocked-guest.json"), "--host", str(FIXTURES / "host.json")],
+                                  capture_output=True, text=True).stdout)
+    assert j["host_apple_family"] == 1007 and j["above_host_family"] == ["unlocked"]
