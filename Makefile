@@ -18,12 +18,14 @@ SHIM_SRC := src/shim/shim.c src/shim/hooks.c
 CLI_SRC := $(filter-out %_darwin.c %_linux.c,$(wildcard src/cli/*.c))
 HEADERS := $(wildcard src/*/*.h)
 include mk/darwin.mk
+# generated at build time from the command table (src/cli/commands.c) by the command itself
+GENERATED := $(B)/vzcaps.1 $(B)/completions/vzcaps.bash $(B)/completions/_vzcaps $(B)/completions/vzcaps.fish
 
 ifeq ($(UNAME_S),Darwin)
   CC := xcrun clang
   LIB := $(B)/libvzcaps.dylib
   CLI_PLAT := $(wildcard src/cli/*_darwin.c)
-  all: $(LIB) $(B)/vzcaps
+  all: $(LIB) $(B)/vzcaps $(GENERATED)
   $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_darwin.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -dynamiclib -fvisibility=hidden -mmacosx-version-min=13.0 \
@@ -40,7 +42,7 @@ else
   OBJC := -fgnu-runtime
   TEST_CORE_LINK :=
   TEST_CLI_LINK := -lm
-  all: $(LIB) $(B)/vzcaps rig
+  all: $(LIB) $(B)/vzcaps $(GENERATED) rig
   $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -g -flto -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
@@ -76,6 +78,18 @@ $(B)/pylauncher: tests/rig/pylauncher.c
 	$(CC) -std=c11 $(WARN) -O2 $< -o $@
 $(B)/bench_calls: bench/bench_calls.c $(B)/libfakemetal.so
 	$(CC) $(CSTD) -D_POSIX_C_SOURCE=200809L $(WARN) -O2 $< -o $@ -L$(B) -lfakemetal -lobjc -Wl,-rpath,'$$ORIGIN'
+
+$(B)/vzcaps.1: $(B)/vzcaps
+	$(B)/vzcaps __man >$@.tmp && mv $@.tmp $@
+$(B)/completions/vzcaps.bash: $(B)/vzcaps
+	@mkdir -p $(B)/completions
+	$(B)/vzcaps __completions bash >$@
+$(B)/completions/_vzcaps: $(B)/vzcaps
+	@mkdir -p $(B)/completions
+	$(B)/vzcaps __completions zsh >$@
+$(B)/completions/vzcaps.fish: $(B)/vzcaps
+	@mkdir -p $(B)/completions
+	$(B)/vzcaps __completions fish >$@
 
 # Metal kernel sources embedded in the command (issue: probe/verify).
 $(B)/kernels.h: $(wildcard kernels/*.metal) scripts/embed-kernels

@@ -106,6 +106,8 @@ int cmd_check(int argc, char **argv)
     struct cfg_opts o = {0};
     bool json = false;
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break; /* ends the options (nothing follows for this command) */
         int t = cfg_opt_take("check", argc, argv, &i, &o, true);
         if (t == EXIT_USAGE)
             return t;

@@ -13,6 +13,8 @@ int cmd_doctor(int argc, char **argv)
     struct cfg_opts o = {0};
     const char *bundle = NULL;
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            break; /* ends the options (nothing follows for this command) */
         int t = cfg_opt_take("doctor", argc, argv, &i, &o, true);
         if (t == EXIT_USAGE)
             return t;

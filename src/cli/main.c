@@ -2,6 +2,7 @@
  * Owns: the command table and its help text. Never: duplicates a core decision. */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
+#include "commands.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -11,161 +12,28 @@ extern char **environ;
 
 __attribute__((used)) static const char *const self_marker = VZCAPS_SELF_MARKER " command " VZCAPS_VERSION;
 
-struct command {
-    const char *name;
-    int (*fn)(int, char **);
-    const char *synopsis;
-    const char *help;
-};
-
-static const struct command commands[] = {
-    {"run", cmd_run, "run [--profile NAME] [--family auto|N|off] [--inherit] [--verify] [--library PATH] [--dry-run] -- CMD [ARGS]",
-     "Runs CMD with the library injected (DYLD_INSERT_LIBRARIES on macOS, LD_PRELOAD on Linux,\n"
-     "appended to any existing value). The library is looked for next to this command, then in\n"
-     "../lib. The configuration is checked first, exactly as the library will read it for CMD;\n"
-     "a configuration the library would refuse stops here (exit 125) instead of running stock.\n"
-     "A Mach-O CMD is read first: a CPU slice the library lacks (e.g. arm64e) is refused, since\n"
-     "dyld would abort it; a hardened CMD that will ignore the library gets a warning.\n"
-     "With neither --family, --profile, a VZCAPS_APPLE_FAMILY_MAX variable nor a config section\n"
-     "for CMD, --family auto is implied. The command replaces this process (exec), so the exit\n"
-     "status and signals are CMD's own.\n"
-     "  --profile NAME   use section [NAME] of the config file (VZCAPS_PROFILE)\n"
-     "  --family VALUE   auto, off, or an Apple family 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)\n"
-     "  --inherit        keep the injection in CMD's child processes (VZCAPS_INHERIT=1)\n"
-     "  --verify         run `vzcaps verify` first and refuse to start when an unlocked path fails\n"
-     "  --library PATH   inject this library instead of the one installed with the command\n"
-     "  --dry-run        print, instead of running it, one line a shell runs as it is:\n"
-     "                   env VAR=value... CMD ARGS (every word quoted; control bytes as $'\\xNN')\n"},
-    {"check", cmd_check, "check [--config F] [--profile P] [--exe NAME] [--chip BRAND] [--family V] [--bare] [--json]",
-     "Validates a configuration and explains what `vzcaps run` would do for executable NAME on\n"
-     "chip BRAND (including its implied --family auto when nothing else configures vzcaps), or\n"
-     "with --bare what the library alone would do with this environment: each effective claim\n"
-     "and where it came from. Exit 0 when the configuration is valid (even if this host cannot\n"
-     "apply it), 1 when it is not.\n"
-     "  --family V     as vzcaps run --family (auto, off, or 1001..1010)\n"
-     "  --bare         the library's view: no implied --family\n"
-     "  --config F     config file (VZCAPS_CONFIG); default: the library's search order\n"
-     "  --profile P    section to use (VZCAPS_PROFILE)\n"
-     "  --exe NAME     executable base name that picks a section by its match patterns\n"
-     "  --chip BRAND   host chip brand string, e.g. \"Apple M2 Pro\" (VZCAPS_HOST_CHIP)\n"
-     "  --json         one JSON object: enabled, apple_family_max, max_threadgroup_memory,\n"
-     "                 recommended_working_set_size, extra_families, host_chip, profile, notes\n"},
-    {"launchd", cmd_launchd, "launchd --label LABEL [--profile P] [--family V] [--inherit] [--keep-alive] [--install [--force]|--remove] -- CMD [ARGS]",
-     "Writes a LaunchAgent plist for one workload: ProgramArguments, EnvironmentVariables with the\n"
-     "library and the settings, RunAtLoad, logs under ~/Library/Logs/vzcaps/. To stdout by\n"
-     "default; --install writes ~/Library/LaunchAgents/LABEL.plist (atomically, mode 0644) and\n"
-     "bootstraps it on macOS, or prints the launchctl commands elsewhere; --remove reverses\n"
-     "--install (exit 1 when the job is not installed).\n"
-     "Never uses `launchctl setenv`, which would inject every process of the session.\n"
-     "  --inherit      keep the injection in the program's children (VZCAPS_INHERIT=1), e.g. an\n"
-     "                 Ollama server whose runners do the GPU work\n"
-     "  --keep-alive   launchd starts the program again whenever it exits (KeepAlive)\n"
-     "  --force        replace an existing LABEL.plist that differs (otherwise exit 1)\n"
-     "The program (found on PATH now if not given with a '/'), the config file and the library\n"
-     "are written as absolute paths, checked when the plist is made.\n"
-     "Every argument reads back from the plist byte for byte; one that XML cannot carry (invalid\n"
-     "UTF-8, control characters other than tab, LF and CR, U+FFFE/U+FFFF) is refused (exit 2).\n"},
-    {"host", cmd_host, "host status|enable|disable",
-     "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
-     "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some\n"
-     "guides set before starting VMs. Running VMs must be restarted to see a change.\n"},
-    {"doctor", cmd_doctor, "doctor [--exe NAME] [--chip BRAND] [--family V] [--config F] [--profile P] [--bare] [--json] [--bundle DIR]",
-     "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
-     "version, the library and its slices, the config file, the effective profile for NAME, and\n"
-     "known pitfalls that apply. The profile is what `vzcaps run` would apply (--bare: the library\n"
-     "alone); --chip, --family, --config and --profile as in check.\n"
-     "  --bundle DIR   write the first-run bundle to DIR instead: sw_vers, doctor and check JSON,\n"
-     "                 versions and SHA-256 of the command and library, inspect of both, probe and\n"
-     "                 verify JSON, a dyld trace of one injected child, the library's unified-log\n"
-     "                 lines, summary.md (first line: WORKS, PARTIAL, DOES NOT WORK, CANNOT TELL or\n"
-     "                 NOT ON MACOS, and why) and SHA256SUMS. No environment, user or host names;\n"
-     "                 the home directory is written as ~. Attach it to an issue.\n"},
-    {"inspect", cmd_inspect, "inspect [--profile P] [--family V] [--chip BRAND] [--config F] [--bare] [--json] [--] FILE...",
-     "Reads Mach-O executables (thin or universal, or an .app bundle) and reports per slice the\n"
-     "architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"
-     "will be honoured, linked Metal-related libraries, the Metal capability selectors it uses,\n"
-     "the clients recognised and what the effective profile changes for them. Exit 0 when every\n"
-     "file was read, 1 when any was unreadable, malformed or truncated (files over 1 GiB are\n"
-     "refused from their size).\n"},
-    {"report", cmd_report, "report [--json] [--svg F] [--csv F] [--md F] (BUNDLE_DIR... | --stock FILE --unlocked FILE [--host FILE])",
-     "Recomputes the benchmark table from `vzcaps bench` bundles or from llama-bench JSON files\n"
-     "(each flag may repeat; rows are merged by test): the median of samples_ts per test, the\n"
-     "sample range, unlocked/stock speed-up and unlocked/host percentage. A FILE.stderr next to\n"
-     "each FILE.json is read for what the Metal backend reported. A guest bundle and a host\n"
-     "bundle given together make one table with all three columns.\n"
-     "  --json     {\"rows\": [{\"test\", \"stock\", \"unlocked\", \"host\", \"speedup\", \"percent_of_host\", ...}]}\n"
-     "  --svg F    also write the chart (a panel per test, and speed-up and percent of host);\n"
-     "             --csv F, --md F the table; F = - writes it to standard output instead\n"
-     "Exit 0, or 1 on any input or output error (named, before anything is printed).\n"},
-    {"bench", cmd_bench, "bench -m MODEL [--llama-bench PATH] [-p N] [-n N] [-r N] [--out DIR] [--profile P] [--mode guest|host] [--[no-]check-output] [--llama-perplexity PATH] [-- LLAMA_BENCH_ARGS]",
-     "Runs llama-bench stock and through `vzcaps run` (guest mode) or once stock (host mode) and\n"
-     "writes an evidence bundle to DIR (default vzcaps-bench-<UTC time>): stock/unlocked/host .json\n"
-     "and .stderr, environment.json (system, llama.cpp build, SHA-256 of model, llama-bench and\n"
-     "library, effective profile), capabilities.json (what the Metal backend reported in each run),\n"
-     "check-output.json, results.csv, results.md, chart.svg and SHA256SUMS.\n"
-     "Output check (on when llama-perplexity is next to llama-bench or on PATH): perplexity of the\n"
-     "same model over a fixed text, CPU (-ngl 0) against the unlocked GPU; more than 2 % apart is a\n"
-     "failure (exit 1), so a fast but wrong run never looks like a success.\n"
-     "Arguments after -- (e.g. -- -t 8 -fa 1) go to every llama-bench run, stock, unlocked and\n"
-     "host, before the measured ones, and are recorded in environment.json and results.md.\n"
-     "Defaults: -p 512 -n 128 -r 10, --mode guest, output check on when llama-perplexity is found.\n"},
-    {"probe", cmd_probe, "probe [--json] [--profile P] [--replay STOCK.json UNLOCKED.json]",
-     "macOS: creates the default Metal device in two child processes, stock and with the library,\n"
-     "and shows every answer side by side (changed values marked) with the llama.cpp gates each\n"
-     "column implies. A change the profile did not ask for is an error (exit 1). Elsewhere it says\n"
-     "it needs a macOS Metal device (exit 3). --replay renders two saved child outputs.\n"},
-    {"verify", cmd_verify, "verify [--json] [--profile P] [--replay RESULT.json]",
-     "macOS: in a child process with the library, compiles and runs compute kernels for each path\n"
-     "the profile unlocks (SIMD-group reductions and shuffles, SIMD-group float and half matrix\n"
-     "multiply, bfloat, threadgroup memory at the effective limit) and compares every element with\n"
-     "a CPU reference; also checks newBufferWithBytesNoCopy over an mmapped file, stock and unlocked.\n"
-     "Exit 1 when an unlocked path fails; the verdict is cached for `vzcaps run --verify`.\n"
-     "Elsewhere it says it needs a macOS Metal device (exit 3).\n"},
-    {"prepare", cmd_prepare, "prepare [--into DIR] [--yes] [--] PATH...",
-     "Makes a private copy of a program that ignores the library because it is signed with the\n"
-     "hardened runtime (every notarized app, e.g. the official Ollama app): PATH is a Mach-O file\n"
-     "(thin or universal) or an .app bundle; the copy goes to DIR/<name> (default\n"
-     "~/Library/Application Support/vzcaps/prepared), and every Mach-O file in it is re-signed ad\n"
-     "hoc by vzcaps's own signer, nested code first, without the hardened runtime, library\n"
-     "validation or entitlements, then checked with vzcaps's verifier (and codesign on a Mac).\n"
-     "The original is never modified; an existing copy is replaced whole, after the new one is\n"
-     "complete. Without --yes it prints what it would do and what the copy gives up, writes\n"
-     "nothing and exits 1. It ends with the command to run the copy through vzcaps.\n"
-     "  --into DIR   where the copy goes\n"
-     "  --yes        do it\n"},
-};
-#define N_COMMANDS (sizeof commands / sizeof commands[0])
-
-static const struct command *find_command(const char *name)
-{
-    for (size_t i = 0; i < N_COMMANDS; i++)
-        if (strcmp(commands[i].name, name) == 0)
-            return &commands[i];
-    return NULL;
-}
-
 static void print_overview(FILE *out)
 {
     fprintf(out, "vzcaps %s: Metal capability answers for macOS guests, from the host's real chip\n\n"
                  "usage: vzcaps COMMAND [OPTIONS]\n\n", VZCAPS_VERSION);
-    for (size_t i = 0; i < N_COMMANDS; i++)
-        fprintf(out, "  vzcaps %s\n", commands[i].synopsis);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        fputs("  ", out);
+        cli_print_synopsis(out, c);
+    }
     fprintf(out, "\n  vzcaps help [COMMAND]   vzcaps --version\n\n"
-                 "Variables read by the library: VZCAPS_APPLE_FAMILY_MAX, VZCAPS_MAX_THREADGROUP_MEMORY,\n"
-                 "VZCAPS_RECOMMENDED_WORKING_SET_SIZE, VZCAPS_EXTRA_FAMILIES, VZCAPS_HOST_CHIP,\n"
-                 "VZCAPS_UNSAFE_BEYOND_HARDWARE, VZCAPS_INHERIT, VZCAPS_LOG, VZCAPS_CALLERS, VZCAPS_STOCK_CALLERS,\n"
-                 "VZCAPS_CONFIG, VZCAPS_PROFILE.\n"
-                 "See man vzcaps.\n");
+                 "Variables read by the library:");
+    for (const struct env_spec *e = cli_environment; e->name; e++)
+        fprintf(out, "%s %s", e == cli_environment ? "" : ",", e->name);
+    fprintf(out, ".\nSee man vzcaps.\n");
 }
 
 void print_help(const char *cmd, FILE *out)
 {
-    const struct command *c = find_command(cmd);
-    if (!c) {
+    const struct cmd_spec *c = cli_find_command(cmd);
+    if (!c)
         print_overview(out);
-        return;
-    }
-    fprintf(out, "usage: vzcaps %s\n\n%s", c->synopsis, c->help);
+    else
+        cli_print_help(out, c);
 }
 
 /* A formatted message on the heap (never cut). */
@@ -234,8 +102,12 @@ int usage_error(const char *cmd, const char *fmt, ...)
     va_end(ap);
     eprintf("vzcaps %s: %s", cmd, msg ? msg : "out of memory");
     free(msg);
-    const struct command *c = find_command(cmd);
-    eprintf("usage: vzcaps %s", c ? c->synopsis : "COMMAND [OPTIONS]");
+    const struct cmd_spec *c = cli_find_command(cmd);
+    fputs("usage: ", stderr);
+    if (c)
+        cli_print_synopsis(stderr, c);
+    else
+        fputs("vzcaps COMMAND [OPTIONS]\n", stderr);
     return EXIT_USAGE;
 }
 
@@ -514,19 +386,30 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        if (argc > 2 && !find_command(argv[2]))
-            return usage_error("help", "unknown command \"%s\"", argv[2]);
+        if (argc > 2 && !cli_find_command(argv[2])) {
+            const char *hint = cli_command_suggestion(argv[2]);
+            return hint ? usage_error("help", "unknown command \"%s\" (did you mean %s?)", argv[2], hint)
+                        : usage_error("help", "unknown command \"%s\"", argv[2]);
+        }
         print_help(argc > 2 ? argv[2] : "", stdout);
         return 0;
     }
+    if (strcmp(cmd, "__man") == 0) /* hidden: the man page, generated from the command table */
+        return cli_print_man(stdout), 0;
+    if (strcmp(cmd, "__completions") == 0)
+        return argc > 2 && cli_print_completions(stdout, argv[2]) == 0 ? 0 : usage_error("help", "__completions bash|zsh|fish");
     if (strcmp(cmd, "__probe-child") == 0) /* hidden: the children of probe and verify */
         return child_probe();
     if (strcmp(cmd, "__verify-child") == 0)
         return child_verify(argc - 1, argv + 1);
-    const struct command *c = find_command(cmd);
+    const struct cmd_spec *c = cli_find_command(cmd);
     if (!c) {
-        eprintf("vzcaps: unknown command \"%s\"", cmd);
-        print_overview(stderr);
+        const char *hint = cli_command_suggestion(cmd);
+        if (hint)
+            eprintf("vzcaps: unknown command \"%s\" (did you mean %s?)", cmd, hint);
+        else
+            eprintf("vzcaps: unknown command \"%s\"", cmd);
+        fprintf(stderr, "run vzcaps help for the list of commands\n");
         return EXIT_USAGE;
     }
     for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
@@ -534,6 +417,9 @@ int main(int argc, char **argv)
             print_help(cmd, stdout);
             return 0;
         }
+    int bad = cli_validate_args(c, argc - 1, argv + 1); /* the table decides what is an option */
+    if (bad)
+        return bad;
     return c->fn(argc - 1, argv + 1);
 }
 #endif

@@ -76,6 +76,8 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common_op
     memset(o, 0, sizeof *o);
     for (int i = 1; i < argc; i++) {
         int t;
+        if (strcmp(argv[i], "--") == 0)
+            break;
         if ((t = opt_take(argc, argv, &i, "--profile", &o->profile))) {
             if (t < 0)
                 return usage_error(cmd, "--profile needs a value");

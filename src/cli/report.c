@@ -151,9 +151,18 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
     const char *svg = NULL, *csv = NULL, *md = NULL;
     char err[1400];
     int nd = 0, nfiles = 0;
+    bool dashdash = false;
     for (int i = 1; i < argc; i++) {
         const char *v;
         int t = 0;
+        if (!dashdash && strcmp(argv[i], "--") == 0) {
+            dashdash = true; /* ends the options: what follows are bundle directories */
+            continue;
+        }
+        if (dashdash) {
+            dirs[nd++] = argv[i];
+            continue;
+        }
         for (int k = 0; k < N_ROLES && !t; k++) {
             char opt[16];
             snprintf(opt, sizeof opt, "--%s", bench_role_names[k]);

@@ -31,20 +31,37 @@ def test_version_and_help():
 @pytest.mark.parametrize("args,needle", [
     ([], "usage: vzcaps"), (["frobnicate"], 'unknown command "frobnicate"'), (["help", "nope"], 'unknown command "nope"'),
     (["run"], "no command given"), (["run", "--bogus", "--", "x"], "unknown option --bogus"),
-    (["run", "--profile"], "--profile needs a value"), (["check", "--exe"], "--exe needs a value"),
-    (["check", "extra"], "unknown argument extra"), (["launchd", "--", "x"], "--label is required"),
+    (["run", "--profile"], "--profile needs NAME"), (["check", "--exe"], "--exe needs NAME"),
+    (["check", "extra"], "unexpected argument extra"), (["launchd", "--", "x"], "--label is required"),
     (["launchd", "--label", "bad label", "--", "x"], "must be letters"),
     (["launchd", "--label", "a", "--install", "--remove"], "exclude each other"),
     (["run", "--family", "1009x", "--", "x"], '--family: "1009x" is not auto, off, 0, or an Apple family'),
     (["launchd", "--label", "a", "--family", "", "--", "x"], "--family: empty value"),
     (["host"], "expected one of"), (["host", "reboot"], 'unknown action "reboot"'),
-    (["doctor", "--nope"], "unknown argument --nope"),
+    (["doctor", "--nope"], "unknown option --nope"), (["check", "--jsn"], "unknown option --jsn (did you mean --json?)"),
+    (["check", "--json=yes"], "--json takes no value"), (["probe", "--replay", "one.json"], "--replay needs STOCK.json UNLOCKED.json"),
 ])
 def test_malformed_command_lines(args, needle):
     p = vz(*args)
     assert p.returncode == 2, p.stderr
     assert needle in p.stderr
-    assert "usage: vzcaps" in p.stderr
+    assert "usage: vzcaps" in p.stderr or "vzcaps help" in p.stderr
+
+
+def test_unknown_command_suggests_the_closest():
+    p = vz("chek")
+    assert p.returncode == 2 and p.stderr.splitlines()[0] == 'vzcaps: unknown command "chek" (did you mean check?)'
+    assert len(p.stderr.splitlines()) == 2  # not the whole usage
+    p = vz("help", "inspekt")
+    assert 'did you mean inspect?' in p.stderr
+
+
+def test_double_dash_ends_options_everywhere(tmp_path):
+    (tmp_path / "-weird").write_bytes(b"not mach-o" * 10)
+    p = subprocess.run([VZ, "inspect", "--", "-weird"], cwd=tmp_path, capture_output=True, text=True, env=clean_env())
+    assert p.returncode == 1 and "-weird: not a Mach-O file" in p.stderr  # read as a file, not an option
+    p = vz("check", "--json", "--")
+    assert p.returncode == 0
 
 
 def test_run_dry_run_prints_exact_environment_and_command():

@@ -5,7 +5,9 @@ from conftest import ROOT
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
 
-FILES = ["bin/vzcaps", "lib/libvzcaps.so", "share/doc/vzcaps/LICENSE", "share/man/man1/vzcaps.1"]
+FILES = ["bin/vzcaps", "lib/libvzcaps.so", "share/doc/vzcaps/LICENSE", "share/man/man1/vzcaps.1",
+         "share/bash-completion/completions/vzcaps", "share/zsh/site-functions/_vzcaps",
+         "share/fish/vendor_completions.d/vzcaps.fish"]
 
 
 def test_install_and_uninstall(tmp_path):

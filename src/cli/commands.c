@@ -1,0 +1,487 @@
+/* The command table: every subcommand's options, arguments, defaults and exit statuses, in
+ * one place. It drives the parsing (cli_validate_args runs before every command: unknown
+ * options, missing values and "did you mean"), `vzcaps help X`, the man page (`vzcaps __man`,
+ * generated at build time) and the shell completions (`vzcaps __completions SHELL`).
+ * Never: documents an option the parsers do not take (a test compares both ways). */
+#include "commands.h"
+
+#include "cli.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define END {0, 0, 0, 0}
+
+static const struct opt_spec run_opts[] = {
+    {"--profile", "NAME", "use section [NAME] of the config file (VZCAPS_PROFILE)", NULL},
+    {"--family", "VALUE", "auto, off, or an Apple family 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)",
+     "auto when nothing else configures vzcaps for CMD"},
+    {"--inherit", NULL, "keep the injection in CMD's child processes (VZCAPS_INHERIT=1)", NULL},
+    {"--verify", NULL, "run `vzcaps verify` first and refuse to start when an unlocked path fails", NULL},
+    {"--library", "PATH", "inject this library instead of the one installed with the command", NULL},
+    {"--dry-run", NULL, "print, instead of running it, one line a shell runs as it is: env VAR=value... CMD ARGS", NULL},
+    END};
+static const struct opt_spec view_opts[] = {
+    {"--config", "FILE", "config file (VZCAPS_CONFIG); default: the library's search order", NULL},
+    {"--profile", "NAME", "section to use (VZCAPS_PROFILE)", NULL},
+    {"--exe", "NAME", "executable base name that picks a section by its match patterns", NULL},
+    {"--chip", "BRAND", "host chip brand string, e.g. \"Apple M2 Pro\" (VZCAPS_HOST_CHIP)", "detected"},
+    {"--family", "VALUE", "as vzcaps run --family (auto, off, or 1001..1010)", NULL},
+    {"--bare", NULL, "what the library alone does with this environment (no implied --family auto)", NULL},
+    {"--json", NULL, "one JSON object instead of the text", NULL},
+    END};
+static const struct opt_spec doctor_opts[] = {
+    {"--config", "FILE", "config file (VZCAPS_CONFIG)", NULL},
+    {"--profile", "NAME", "section to use (VZCAPS_PROFILE)", NULL},
+    {"--exe", "NAME", "the executable whose profile to show", NULL},
+    {"--chip", "BRAND", "host chip brand string (VZCAPS_HOST_CHIP)", "detected"},
+    {"--family", "VALUE", "as vzcaps run --family", NULL},
+    {"--bare", NULL, "the library alone (no implied --family auto)", NULL},
+    {"--json", NULL, "one JSON object instead of the text", NULL},
+    {"--bundle", "DIR", "write the first-run bundle to DIR instead (summary.md with the verdict, SHA256SUMS)", NULL},
+    END};
+static const struct opt_spec launchd_opts[] = {
+    {"--label", "LABEL", "the job's label (letters, digits, '.', '_' and '-'); required", NULL},
+    {"--profile", "NAME", "section of the config file (VZCAPS_PROFILE)", NULL},
+    {"--family", "VALUE", "as vzcaps run --family", "auto when nothing else configures vzcaps"},
+    {"--inherit", NULL, "keep the injection in the program's children (VZCAPS_INHERIT=1)", NULL},
+    {"--keep-alive", NULL, "launchd starts the program again whenever it exits (KeepAlive)", NULL},
+    {"--install", NULL, "write ~/Library/LaunchAgents/LABEL.plist and bootstrap it", "print the plist"},
+    {"--force", NULL, "with --install: replace an existing LABEL.plist that differs", NULL},
+    {"--remove", NULL, "bootout the job and delete its plist", NULL},
+    END};
+static const struct opt_spec inspect_opts[] = {
+    {"--config", "FILE", "config file (VZCAPS_CONFIG)", NULL},
+    {"--profile", "NAME", "section to evaluate the files against (VZCAPS_PROFILE)", NULL},
+    {"--chip", "BRAND", "host chip brand string (VZCAPS_HOST_CHIP)", "detected"},
+    {"--family", "VALUE", "as vzcaps run --family", NULL},
+    {"--bare", NULL, "the library alone (no implied --family auto)", NULL},
+    {"--json", NULL, "{\"files\": [{\"path\", \"slices\": [...]}]} instead of the text", NULL},
+    END};
+static const struct opt_spec report_opts[] = {
+    {"--stock", "FILE", "llama-bench JSON of the stock guest (repeatable)", NULL},
+    {"--unlocked", "FILE", "llama-bench JSON of the unlocked guest (repeatable)", NULL},
+    {"--host", "FILE", "llama-bench JSON of the host (repeatable)", NULL},
+    {"--json", NULL, "{\"rows\": [...], \"capabilities\": {...}} instead of the text", NULL},
+    {"--svg", "FILE", "also write the chart; - for standard output", NULL},
+    {"--csv", "FILE", "also write the table as CSV; - for standard output", NULL},
+    {"--md", "FILE", "also write the table as Markdown; - for standard output", NULL},
+    END};
+static const struct opt_spec bench_opts[] = {
+    {"-m", "MODEL", "the GGUF model; required", NULL},
+    {"--llama-bench", "PATH", "the llama-bench to run", "llama-bench on PATH"},
+    {"-p", "N", "prompt tokens", "512"},
+    {"-n", "N", "generated tokens", "128"},
+    {"-r", "N", "repetitions", "10"},
+    {"--out", "DIR", "the bundle directory (new or empty)", "vzcaps-bench-<UTC time>"},
+    {"--profile", "NAME", "section of the config file for the unlocked run", NULL},
+    {"--mode", "MODE", "guest (stock and unlocked) or host (once, stock, on bare metal)", "guest"},
+    {"--check-output", NULL, "require the output check", "on when llama-perplexity is found"},
+    {"--no-check-output", NULL, "skip the output check", NULL},
+    {"--llama-perplexity", "PATH", "the llama-perplexity for the output check", "next to llama-bench, else on PATH"},
+    END};
+static const struct opt_spec probe_opts[] = {
+    {"--json", NULL, "one JSON object instead of the table", NULL},
+    {"--profile", "NAME", "section of the config file for the unlocked child", NULL},
+    {"--replay", "STOCK.json UNLOCKED.json", "render two saved child outputs instead of probing", NULL},
+    END};
+static const struct opt_spec verify_opts[] = {
+    {"--json", NULL, "one JSON object instead of the table", NULL},
+    {"--profile", "NAME", "section of the config file for the unlocked children", NULL},
+    {"--replay", "RESULT.json", "render a saved result instead of verifying", NULL},
+    END};
+static const struct opt_spec prepare_opts[] = {
+    {"--into", "DIR", "where the copy goes", "~/Library/Application Support/vzcaps/prepared"},
+    {"--yes", NULL, "do it (without it: print what it would do and what is given up; write nothing)", NULL},
+    END};
+static const struct opt_spec no_opts[] = {END};
+
+const struct cmd_spec cli_commands[] = {
+    {"run", cmd_run, "-- CMD [ARGS]", ARGS_COMMAND, run_opts,
+     "Runs CMD with the library injected (DYLD_INSERT_LIBRARIES on macOS, LD_PRELOAD on Linux, after any\n"
+     "other libraries already there, exactly once). The library is looked for next to this command, then\n"
+     "in ../lib. The configuration is checked first, exactly as the library will read it for CMD; a\n"
+     "configuration the library would refuse stops here instead of running stock. A Mach-O CMD is read\n"
+     "first: a CPU slice the library lacks (e.g. arm64e) is refused, since dyld would abort it; a\n"
+     "hardened CMD that will ignore the library gets a warning naming vzcaps prepare. The command\n"
+     "replaces this process (exec), so the exit status and signals are CMD's own.",
+     "CMD's own; 125 when vzcaps refused to start it; 126 when it is not a regular executable file;\n"
+     "127 when it is not found; 2 for a malformed command line.",
+     "vzcaps run -- llama-bench -m model.gguf"},
+    {"check", cmd_check, "", ARGS_NONE, view_opts,
+     "Validates a configuration and explains what `vzcaps run` would do for executable NAME on chip\n"
+     "BRAND (its implied --family auto included), or with --bare what the library alone would do with\n"
+     "this environment: each effective claim and where it came from.",
+     "0 when the configuration is valid (even if this host cannot apply it), 1 when it is not, 2 for a\n"
+     "malformed command line.",
+     "vzcaps check --exe llama-server --chip \"Apple M2 Pro\" --json"},
+    {"launchd", cmd_launchd, "-- CMD [ARGS]", ARGS_COMMAND, launchd_opts,
+     "Writes a LaunchAgent plist for one workload: ProgramArguments, EnvironmentVariables with the\n"
+     "library and the settings, RunAtLoad, logs under ~/Library/Logs/vzcaps/. The program, the config\n"
+     "file and the library are written as absolute paths, checked now; every argument reads back\n"
+     "byte for byte. Never uses `launchctl setenv`, which would inject every process of the session.",
+     "0; 1 when it cannot write, finds a different plist without --force, or --remove finds no job;\n"
+     "2 for arguments a plist cannot carry or a malformed command line.",
+     "vzcaps launchd --label com.me.llama --keep-alive --install -- llama-server -m model.gguf"},
+    {"host", cmd_host, "status|enable|disable", ARGS_POSITIONAL, no_opts,
+     "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
+     "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some guides\n"
+     "set before starting VMs. Running VMs must be restarted to see a change.",
+     "0; 3 where it cannot work (Linux, or a guest); 2 for a malformed command line.", "vzcaps host status"},
+    {"doctor", cmd_doctor, "", ARGS_NONE, doctor_opts,
+     "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
+     "version, the library and its slices, the config file, the effective profile, and known\n"
+     "pitfalls that apply. --bundle DIR writes the first-run bundle to attach to an issue instead.",
+     "0; 1 when the bundle cannot be written; 2 for a malformed command line.", "vzcaps doctor --bundle vzcaps-first-run"},
+    {"inspect", cmd_inspect, "FILE...", ARGS_POSITIONAL, inspect_opts,
+     "Reads Mach-O files (thin or universal, or an .app bundle's main executable) and reports per slice\n"
+     "the architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"
+     "will be honoured, linked Metal-related libraries, the capability selectors it uses, one verdict\n"
+     "per recognised client, and the images whose calls the caller scope answers stock.",
+     "0 when every file was read; 1 when any was unreadable, malformed, truncated or over 1 GiB, or\n"
+     "the configuration is invalid; 2 for a malformed command line.",
+     "vzcaps inspect /opt/homebrew/bin/llama-server"},
+    {"report", cmd_report, "(BUNDLE_DIR... | --stock FILE --unlocked FILE [--host FILE])", ARGS_POSITIONAL, report_opts,
+     "Recomputes the benchmark table from `vzcaps bench` bundles or llama-bench JSON files (rows merged\n"
+     "by test): the median of samples_ts per test, the range, unlocked/stock speed-up and\n"
+     "unlocked/host percentage, and what the Metal backend reported in each run (from FILE.stderr).",
+     "0; 1 on any input or output error (named, before anything is printed); 2 for a malformed command\n"
+     "line.",
+     "vzcaps report --svg chart.svg evidence/"},
+    {"bench", cmd_bench, "[-- LLAMA_BENCH_ARGS]", ARGS_REST, bench_opts,
+     "Runs llama-bench stock and through `vzcaps run` (guest mode) or once stock (host mode) and writes\n"
+     "an evidence bundle: the raw JSON and stderr of each run, environment.json, capabilities.json,\n"
+     "check-output.json, results.csv, results.md, chart.svg and SHA256SUMS. The output check compares\n"
+     "perplexity on the CPU with the unlocked GPU; more than 2 % apart is a failure. Arguments after\n"
+     "-- go to every llama-bench run and are recorded.",
+     "0; 1 when a run fails or the output check fails; 2 for a malformed command line.",
+     "vzcaps bench -m model.gguf --out evidence -- -t 8 -fa 1"},
+    {"probe", cmd_probe, "", ARGS_NONE, probe_opts,
+     "macOS: creates the default Metal device in two child processes, stock and with the library, and\n"
+     "shows every answer side by side with the llama.cpp gates each column implies.",
+     "0; 1 when the library changed an answer the profile did not ask for; 3 without a macOS Metal\n"
+     "device; 2 for a malformed command line.",
+     "vzcaps probe --json"},
+    {"verify", cmd_verify, "", ARGS_NONE, verify_opts,
+     "macOS: in child processes with the library, one per check, compiles and runs compute kernels for\n"
+     "each path the profile unlocks and compares every element with a CPU reference; also checks\n"
+     "newBufferWithBytesNoCopy over an mmapped file, stock and unlocked. The verdict is cached for\n"
+     "`vzcaps run --verify`.",
+     "0; 1 when an unlocked path computes wrong results; 3 without a macOS Metal device; 2 for a\n"
+     "malformed command line.",
+     "vzcaps verify"},
+    {"prepare", cmd_prepare, "PATH...", ARGS_POSITIONAL, prepare_opts,
+     "Makes a private copy of a program that ignores the library because it is signed with the hardened\n"
+     "runtime: PATH is a Mach-O file or an .app bundle; every Mach-O file in the copy is re-signed ad\n"
+     "hoc by vzcaps's own signer, nested code first, without the hardened runtime, library validation or\n"
+     "entitlements, then verified. The original is never modified; an existing copy is replaced whole.",
+     "0; 1 when it would need --yes, or on any error (nothing half-written left behind); 2 for a\n"
+     "malformed command line.",
+     "vzcaps prepare --yes /Applications/Ollama.app"},
+    {0, 0, 0, 0, 0, 0, 0, 0},
+};
+
+const struct cmd_spec *cli_find_command(const char *name)
+{
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}
+
+static int edit_distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 40 || lb > 40)
+        return 99;
+    int d[41][41];
+    for (size_t i = 0; i <= la; i++)
+        d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++)
+        d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
+            d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+        }
+    return d[la][lb];
+}
+
+const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n)
+{
+    const char *best = NULL;
+    int best_d = 3; /* at most two edits away */
+    for (size_t i = 0; i < n; i++) {
+        int d = edit_distance(word, candidates[i]);
+        if (d < best_d)
+            best_d = d, best = candidates[i];
+    }
+    return best;
+}
+
+const char *cli_command_suggestion(const char *word)
+{
+    const char *names[32];
+    size_t n = 0;
+    for (const struct cmd_spec *c = cli_commands; c->name && n < 32; c++)
+        names[n++] = c->name;
+    return cli_did_you_mean(word, names, n);
+}
+
+static const struct opt_spec *find_opt(const struct cmd_spec *c, const char *arg, size_t len)
+{
+    for (const struct opt_spec *o = c->opts; o->name; o++)
+        if (strlen(o->name) == len && strncmp(o->name, arg, len) == 0)
+            return o;
+    return NULL;
+}
+
+int cli_validate_args(const struct cmd_spec *c, int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--") == 0)
+            return 0; /* the rest is not ours: a command, its arguments, files named like options */
+        if (a[0] != '-' || !a[1]) {
+            if (c->args_mode == ARGS_COMMAND)
+                return 0; /* the command starts here */
+            if (c->args_mode == ARGS_NONE || c->args_mode == ARGS_REST)
+                return usage_error(c->name, "unexpected argument %s", a);
+            continue;
+        }
+        const char *eq = strchr(a, '=');
+        size_t len = eq && a[1] == '-' ? (size_t)(eq - a) : strlen(a);
+        const struct opt_spec *o = find_opt(c, a, len);
+        if (!o) {
+            const char *names[32];
+            size_t n = 0;
+            for (const struct opt_spec *x = c->opts; x->name && n < 32; x++)
+                names[n++] = x->name;
+            char *name = xformat("%.*s", (int)len, a);
+            const char *hint = cli_did_you_mean(name, names, n);
+            int rc = hint ? usage_error(c->name, "unknown option %s (did you mean %s?)", name, hint)
+                          : usage_error(c->name, "unknown option %s", name);
+            free(name);
+            return rc;
+        }
+        int need = 0; /* values: one per word of its ARG ("STOCK.json UNLOCKED.json": two) */
+        for (const char *p = o->arg; p && *p; need++)
+            p += strcspn(p, " "), p += *p == ' ';
+        if (!need && eq && a[1] == '-')
+            return usage_error(c->name, "%s takes no value", o->name);
+        if (need && !(eq && a[1] == '-' && need == 1)) {
+            if (i + need >= argc)
+                return usage_error(c->name, "%s needs %s", o->name, o->arg);
+            i += need;
+        }
+    }
+    return 0;
+}
+
+/* ---- help, man page, completions ---- */
+
+static void synopsis(FILE *out, const struct cmd_spec *c, bool roff)
+{
+    fprintf(out, roff ? ".B vzcaps %s\n" : "vzcaps %s", c->name);
+    bool first = true;
+    for (const struct opt_spec *o = c->opts; o->name; o++) {
+        fprintf(out, roff ? (first ? "" : " ") : " ");
+        first = false;
+        if (roff) {
+            fputc('[', out);
+            for (const char *p = o->name; *p; p++)
+                fputs(*p == '-' ? "\\-" : (char[2]){*p, 0}, out);
+            if (o->arg)
+                fprintf(out, " %s", o->arg);
+            fputc(']', out);
+        } else {
+            fprintf(out, "[%s%s%s]", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        }
+    }
+    if (c->args[0]) {
+        fputc(' ', out);
+        for (const char *p = c->args; *p; p++)
+            fputs(roff && *p == '-' ? "\\-" : (char[2]){*p, 0}, out);
+    }
+    fputc('\n', out);
+}
+
+void cli_print_synopsis(FILE *out, const struct cmd_spec *c)
+{
+    synopsis(out, c, false);
+}
+
+void cli_print_help(FILE *out, const struct cmd_spec *c)
+{
+    fprintf(out, "usage: ");
+    synopsis(out, c, false);
+    fprintf(out, "\n%s\n", c->about);
+    if (c->opts[0].name) {
+        fprintf(out, "\noptions:\n");
+        for (const struct opt_spec *o = c->opts; o->name; o++) {
+            char head[64];
+            snprintf(head, sizeof head, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+            fprintf(out, "  %-24s %s%s%s%s\n", head, o->help, o->def ? " (default: " : "", o->def ? o->def : "", o->def ? ")" : "");
+        }
+        fprintf(out, "  %-24s %s\n", "--", "ends the options");
+    }
+    fprintf(out, "\nexit status: %s\n\nexample: %s\n", c->exits, c->example);
+}
+
+static void roff_text(FILE *out, const char *s)
+{
+    bool bol = true;
+    for (; *s; s++) {
+        if (bol && (*s == '.' || *s == '\''))
+            fputs("\\&", out);
+        if (*s == '\\')
+            fputs("\\e", out);
+        else if (*s == '-')
+            fputs("\\-", out);
+        else
+            fputc(*s, out);
+        bol = *s == '\n';
+    }
+}
+
+void cli_print_man(FILE *out)
+{
+    fprintf(out, ".\\\" generated by `vzcaps __man` from the command table in src/cli/commands.c: do not edit\n"
+                 ".TH VZCAPS 1 \"2026\" \"vzcaps %s\" \"User Commands\"\n.SH NAME\n"
+                 "vzcaps \\- Metal capability answers for macOS guests, from the host's real chip\n.SH SYNOPSIS\n",
+            VZCAPS_VERSION);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        synopsis(out, c, true);
+        fputs(".br\n", out);
+    }
+    fputs(".B vzcaps help\n[COMMAND]\n.br\n.B vzcaps \\-\\-version\n", out);
+    fputs(".SH DESCRIPTION\n", out);
+    roff_text(out, "A macOS guest on Apple silicon sees a paravirtual GPU that answers Metal capability queries as an\n"
+                   "Apple family 5 part. vzcaps injects a small library (libvzcaps.dylib) into one process with\n"
+                   "DYLD_INSERT_LIBRARIES; it answers supportsFamily: (and, when asked, the threadgroup-memory and\n"
+                   "working-set limits) the way the host's real chip would, and never claims more than that chip has\n"
+                   "unless VZCAPS_UNSAFE_BEYOND_HARDWARE=1 is set. Anything in doubt leaves the process exactly\n"
+                   "stock, with one log line saying why.\n");
+    fputs(".SH OPTIONS\n", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        fprintf(out, ".SS vzcaps %s\n", c->name);
+        roff_text(out, c->about);
+        fputc('\n', out);
+        for (const struct opt_spec *o = c->opts; o->name; o++) {
+            fputs(".TP\n.B ", out);
+            roff_text(out, o->name);
+            if (o->arg) {
+                fputs(" ", out);
+                roff_text(out, o->arg);
+            }
+            fputc('\n', out);
+            roff_text(out, o->help);
+            if (o->def) {
+                fputs(" (default: ", out);
+                roff_text(out, o->def);
+                fputs(")", out);
+            }
+            fputc('\n', out);
+        }
+    }
+    fputs(".SH EXIT STATUS\n", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        fprintf(out, ".TP\n.B vzcaps %s\n", c->name);
+        roff_text(out, c->exits);
+        fputc('\n', out);
+    }
+    fputs(".SH ENVIRONMENT\n", out);
+    for (const struct env_spec *e = cli_environment; e->name; e++) {
+        fprintf(out, ".TP\n.B %s\n", e->name);
+        roff_text(out, e->help);
+        fputc('\n', out);
+    }
+    fputs(".SH FILES\n", out);
+    roff_text(out, "$VZCAPS_CONFIG if set, else ~/.config/vzcaps/vzcaps.conf, else /usr/local/etc/vzcaps.conf: sections\n"
+                   "[name] with match = globs and the keys of the variables above (apple_family_max, ...). A file\n"
+                   "that others can write is not trusted. ~/Library/Caches/vzcaps: cached verify verdicts.\n"
+                   "~/Library/Application Support/vzcaps/prepared: copies made by vzcaps prepare.\n");
+    fputs(".SH EXAMPLES\n", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        fputs(".TP\n", out);
+        roff_text(out, c->example);
+        fputc('\n', out);
+    }
+    fputs(".SH SEE ALSO\nThe README of the vzcaps sources.\n", out);
+}
+
+static void words(FILE *out, const struct cmd_spec *c)
+{
+    for (const struct opt_spec *o = c->opts; o->name; o++)
+        fprintf(out, "%s%s", o == c->opts ? "" : " ", o->name);
+}
+
+int cli_print_completions(FILE *out, const char *shell)
+{
+    if (strcmp(shell, "bash") == 0) {
+        fputs("# bash completion for vzcaps (generated by `vzcaps __completions bash`)\n_vzcaps() {\n"
+              "    local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}\n"
+              "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n        COMPREPLY=($(compgen -W \"", out);
+        for (const struct cmd_spec *c = cli_commands; c->name; c++)
+            fprintf(out, "%s ", c->name);
+        fputs("help --version\" -- \"$cur\"))\n        return\n    fi\n    case $cmd in\n", out);
+        for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+            fprintf(out, "    %s) COMPREPLY=($(compgen -W \"", c->name);
+            words(out, c);
+            fputs("\" -- \"$cur\") $(compgen -f -- \"$cur\")) ;;\n", out);
+        }
+        fputs("    esac\n}\ncomplete -F _vzcaps vzcaps\n", out);
+        return 0;
+    }
+    if (strcmp(shell, "zsh") == 0) {
+        fputs("#compdef vzcaps\n# zsh completion for vzcaps (generated by `vzcaps __completions zsh`)\n"
+              "_vzcaps() {\n  if (( CURRENT == 2 )); then\n    compadd -- ", out);
+        for (const struct cmd_spec *c = cli_commands; c->name; c++)
+            fprintf(out, "%s ", c->name);
+        fputs("help --version\n    return\n  fi\n  case $words[2] in\n", out);
+        for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+            fprintf(out, "    %s) compadd -- ", c->name);
+            words(out, c);
+            fputs("; _files ;;\n", out);
+        }
+        fputs("  esac\n}\n_vzcaps \"$@\"\n", out);
+        return 0;
+    }
+    if (strcmp(shell, "fish") == 0) {
+        fputs("# fish completion for vzcaps (generated by `vzcaps __completions fish`)\n", out);
+        for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+            fprintf(out, "complete -c vzcaps -n __fish_use_subcommand -a %s -d '", c->name);
+            for (const char *p = c->about; *p && *p != '\n' && *p != '.'; p++)
+                fputs(*p == '\'' ? "\\'" : (char[2]){*p, 0}, out);
+            fputs("'\n", out);
+            for (const struct opt_spec *o = c->opts; o->name; o++) {
+                bool lng = o->name[1] == '-';
+                fprintf(out, "complete -c vzcaps -n '__fish_seen_subcommand_from %s' %s %s%s -d '", c->name, lng ? "-l" : "-o",
+                        o->name + (lng ? 2 : 1), o->arg ? " -r" : "");
+                for (const char *p = o->help; *p; p++)
+                    fputs(*p == '\'' ? "\\'" : (char[2]){*p, 0}, out);
+                fputs("'\n", out);
+            }
+        }
+        return 0;
+    }
+    return -1;
+}
+
+const struct env_spec cli_environment[] = {
+    {"VZCAPS_APPLE_FAMILY_MAX", "auto, off, 0, or 1001..1010 (apple1..apple10). Enables the library; auto is the host chip's real family."},
+    {"VZCAPS_MAX_THREADGROUP_MEMORY", "bytes; a floor, never above the chip's documented 32768."},
+    {"VZCAPS_RECOMMENDED_WORKING_SET_SIZE", "bytes; a floor, never above physical memory."},
+    {"VZCAPS_EXTRA_FAMILIES", "comma list of non-Apple families (metal3, metal4, mac2, ...) also reported as supported."},
+    {"VZCAPS_HOST_CHIP", "brand string such as \"Apple M2 Pro\"; overrides machdep.cpu.brand_string."},
+    {"VZCAPS_UNSAFE_BEYOND_HARDWARE", "1: do not clamp to the host chip (physical memory still bounds the working set)."},
+    {"VZCAPS_INHERIT", "1: child processes keep the library (default: they start stock)."},
+    {"VZCAPS_LOG", "quiet: no line on standard error (the unified log still gets it)."},
+    {"VZCAPS_CALLERS", "blank-separated globs of image base names whose calls get the profile's answers (default *)."},
+    {"VZCAPS_STOCK_CALLERS", "globs of images whose calls always get the stock answers, checked first (default libtorch_cpu.dylib libtorch_cpu.so; none empties it)."},
+    {"VZCAPS_CONFIG", "the config file to use instead of the search order under FILES."},
+    {"VZCAPS_PROFILE", "the config section to use."},
+    {"TART_METAL_*, LUME_METAL_*", "APPLE_FAMILY_MAX, MAX_THREADGROUP_MEMORY and RECOMMENDED_WORKING_SET_SIZE under the existing shims' names, unless VZCAPS_ variables configure claims."},
+    {0, 0},
+};
