@@ -170,6 +170,10 @@ deps-cross:
 	@sh scripts/have-cross || { sh scripts/install-deps && sh scripts/have-cross; } || \
 	  { echo "make: the cross toolchain is missing: run sh scripts/install-deps (Debian, as root)" >&2; exit 1; }
 
+# the release archive for a guest: make dist, then one tarball with install.sh/uninstall.sh
+release: dist $(GENERATED)
+	sh scripts/release
+
 audit: $(B)/vzcaps
 	python3 scripts/audit dist $(B)/vzcaps
 
@@ -181,4 +185,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps deps-cross check check-llama demo bench dist cross-link audit install uninstall clean
+.PHONY: all rig deps deps-cross check check-llama demo bench dist cross-link release audit install uninstall clean
