@@ -17,8 +17,9 @@ extern char **environ;
 
 static int needs_macos(const char *cmd)
 {
-    eprintf("vzcaps %s: needs a macOS Metal device; this is %s (use --replay to render saved results)", cmd,
-            platform_is_macos ? "a Mac without a usable Metal device" : "Linux");
+    bool replay = strcmp(cmd, "probe") == 0 || strcmp(cmd, "verify") == 0; /* the commands that have --replay */
+    eprintf("vzcaps %s: needs a macOS Metal device; this is %s%s", cmd, platform_is_macos ? "a Mac without a usable Metal device" : "Linux",
+            replay ? " (use --replay to render saved results)" : "");
     return EXIT_NEEDS_MACOS;
 }
 
