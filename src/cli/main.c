@@ -185,6 +185,8 @@ void shell_quote(FILE *out, const char *s)
 struct envbuf {
     char **v;
     size_t n, cap;
+    char **owned; /* the entries env_set allocated, freed when the environment is built again */
+    size_t n_owned, cap_owned;
 };
 
 static void *xrealloc(void *p, size_t n)
@@ -221,6 +223,9 @@ static void env_set(struct envbuf *b, const char *name, const char *value)
     b->n = w;
     char *entry = xrealloc(NULL, strlen(name) + strlen(value) + 2);
     sprintf(entry, "%s=%s", name, value);
+    if (b->n_owned == b->cap_owned)
+        b->owned = xrealloc(b->owned, (b->cap_owned = b->cap_owned * 2 + 8) * sizeof *b->owned);
+    b->owned[b->n_owned++] = entry;
     env_push(b, entry);
 }
 
@@ -229,7 +234,10 @@ static size_t preload_dropped; /* duplicate preload entries collapsed by env_bui
 static void env_build(struct envbuf *b, const struct cfg_opts *o)
 {
     free(b->v);
-    memset(b, 0, sizeof *b);
+    while (b->n_owned)
+        free(b->owned[--b->n_owned]);
+    b->v = NULL;
+    b->n = b->cap = 0;
     const char *first_preload = NULL;
     preload_dropped = 0;
     for (char **e = environ; e && *e; e++) {
