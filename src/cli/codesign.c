@@ -6,6 +6,7 @@
  * trusts an offset or a count it has not checked. */
 #include "codesign.h"
 
+#include "bytes.h"
 #include "cli.h"
 #include "macho.h"
 #include "sha256.h"
@@ -30,15 +31,10 @@
 #define PAGE_LOG 12u         /* 4 KiB pages, as codesign and ld64 hash them */
 #define N_SPECIAL 2u         /* slot 1 Info.plist (unbound: zero), slot 2 the requirements */
 
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
-static uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p + 4); }
 static void put_le32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24); }
 static void put_le64(uint8_t *p, uint64_t v) { put_le32(p, (uint32_t)v), put_le32(p + 4, (uint32_t)(v >> 32)); }
 static void put_be32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v; }
 static void put_be64(uint8_t *p, uint64_t v) { put_be32(p, (uint32_t)(v >> 32)), put_be32(p + 4, (uint32_t)v); }
-static bool in_range(uint64_t size, uint64_t off, uint64_t len) { return off <= size && len <= size - off; }
 
 static void digest(const void *data, size_t n, uint8_t out[32])
 {
@@ -50,17 +46,6 @@ static void digest(const void *data, size_t n, uint8_t out[32])
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
-/* A 16-byte segment or section name for a message, up to its NUL: raw file bytes, escaped
- * where the message is printed (eprintf, esc, the JSON writer), like every other value. */
-static const char *name16(const uint8_t *p, char out[68])
-{
-    size_t n = 0;
-    while (n < 16 && p[n])
-        n++;
-    memcpy(out, p, n);
-    out[n] = '\0';
-    return out;
-}
 
 
 /* What signing a slice needs to know about it. */

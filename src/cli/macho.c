@@ -4,6 +4,7 @@
 #define _XOPEN_SOURCE 700
 #include "macho.h"
 
+#include "bytes.h"
 #include "cli.h"
 #include "sha256.h"
 
@@ -50,29 +51,10 @@ const char *macho_injection_name(enum macho_injection i)
     return i == MACHO_INJECTION_HONOURED ? "honoured" : i == MACHO_INJECTION_IGNORED ? "ignored" : "unknown";
 }
 
-static bool in_range(uint64_t size, uint64_t off, uint64_t len)
-{
-    return off <= size && len <= size - off;
-}
 
-static uint32_t le32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
-static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
-static uint64_t be64(const uint8_t *p) { return (uint64_t)be32(p) << 32 | be32(p + 4); }
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
-/* A 16-byte segment or section name for a message, up to its NUL: raw file bytes, escaped
- * where the message is printed (eprintf, esc, the JSON writer), like every other value. */
-static const char *name16(const uint8_t *p, char out[68])
-{
-    size_t n = 0;
-    while (n < 16 && p[n])
-        n++;
-    memcpy(out, p, n);
-    out[n] = '\0';
-    return out;
-}
 
 
 static void arch_name(struct macho_slice *s)
@@ -510,27 +492,28 @@ int macho_load(const char *path, struct macho_file *out, char *err, size_t errle
     return 0;
 }
 
-int macho_dylib_check(const char *path, char *archs, size_t len, char *err, size_t errlen)
-{
-    static struct macho_file mf;
-    if (macho_load(path, &mf, err, errlen) != 0)
-        return -1;
-    archs[0] = '\0';
-    for (size_t i = 0; i < mf.n_slices; i++) {
-        if (mf.slices[i].filetype != 6 /* MH_DYLIB */)
-            FAIL("slice %s is not a dynamic library (Mach-O file type %u)", mf.slices[i].arch, mf.slices[i].filetype);
-        vzcaps_appendf(archs, len, "%s%s", i ? " " : "", mf.slices[i].arch);
-    }
-    return 0;
-}
-
-int macho_arch_list(const char *path, char *out, size_t len, char *err, size_t errlen)
+/* The slices' architectures, blank-separated; with dylibs_only, -1 for a slice that is not a
+ * dynamic library. */
+static int slice_archs(const char *path, bool dylibs_only, char *out, size_t len, char *err, size_t errlen)
 {
     static struct macho_file mf;
     if (macho_load(path, &mf, err, errlen) != 0)
         return -1;
     out[0] = '\0';
-    for (size_t i = 0; i < mf.n_slices; i++)
+    for (size_t i = 0; i < mf.n_slices; i++) {
+        if (dylibs_only && mf.slices[i].filetype != 6 /* MH_DYLIB */)
+            FAIL("slice %s is not a dynamic library (Mach-O file type %u)", mf.slices[i].arch, mf.slices[i].filetype);
         vzcaps_appendf(out, len, "%s%s", i ? " " : "", mf.slices[i].arch);
+    }
     return 0;
+}
+
+int macho_dylib_check(const char *path, char *archs, size_t len, char *err, size_t errlen)
+{
+    return slice_archs(path, true, archs, len, err, errlen);
+}
+
+int macho_arch_list(const char *path, char *out, size_t len, char *err, size_t errlen)
+{
+    return slice_archs(path, false, out, len, err, errlen);
 }

@@ -95,7 +95,7 @@ static __attribute__((noinline)) bool caller_in_scope(uint64_t a)
     }
     /* a new site: resolve its image once, then claim a free slot (or stay uncached) */
     char image[256];
-    vzcaps_platform_image_of((const void *)(uintptr_t)a, image, sizeof image);
+    vzcaps_image_of((const void *)(uintptr_t)a, image, sizeof image);
     bool in = vzcaps_caller_in_scope(&vzcaps_effective, image);
     uint64_t want = a << 1 | (in ? 0 : 1);
     for (size_t i = 0; i < SITE_PROBES; i++) {

@@ -2,8 +2,10 @@
  * keeps children stock unless asked, and arms the platform trigger.
  * Never: exits, aborts or changes anything when the configuration is in doubt; blocks on a
  * file or on standard error; raises SIGPIPE; prints a byte a terminal would interpret. */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* Dl_info and dladdr on glibc */
 #include "shim.h"
+
+#include <dlfcn.h>
 
 #include <errno.h>
 #include <pthread.h>
@@ -97,6 +99,18 @@ VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr)
     line[n + 1] = '\0';
     vzcaps_platform_log(line, n, to_stderr);
     pthread_mutex_unlock(&lock);
+}
+
+/* The image of a call site, for the caller scope: dladdr, which macOS and glibc both have. */
+VZCAPS_HIDDEN void vzcaps_image_of(const void *addr, char *name, size_t len)
+{
+    Dl_info info;
+    name[0] = '\0';
+    if (dladdr(addr, &info) && info.dli_fname) {
+        const char *base = vzcaps_basename(info.dli_fname);
+        if (strlen(base) < len) /* a name that does not fit is unknown, never a cut name */
+            memcpy(name, base, strlen(base) + 1);
+    }
 }
 
 static void *heap(void *ctx, size_t n)

@@ -30,9 +30,9 @@ VZCAPS_HIDDEN void vzcaps_platform_host(struct vzcaps_host *host, char *brand, s
 VZCAPS_HIDDEN const char *vzcaps_platform_exe_name(void);
 /* The real path of this process's executable (symbolic links resolved): 0, or -1. */
 VZCAPS_HIDDEN int vzcaps_platform_exe_path(char *buf, size_t len);
-/* The base name of the image containing code address addr (dladdr), "" when unknown. Called
- * once per call site, never under a lock of ours. */
-VZCAPS_HIDDEN void vzcaps_platform_image_of(const void *addr, char *name, size_t len);
+/* shim.c: the base name of the image containing code address addr (dladdr), "" when
+ * unknown. Called once per call site, never under a lock of ours. */
+VZCAPS_HIDDEN void vzcaps_image_of(const void *addr, char *name, size_t len);
 /* A return address without pointer-authentication bits (arm64e), as dladdr needs it. */
 VZCAPS_HIDDEN const void *vzcaps_platform_strip_return_address(const void *ret);
 /* Where this process's environment array lives (environ, or _NSGetEnviron on macOS). */

@@ -125,17 +125,6 @@ void vzcaps_platform_trigger_install(void)
     /* interposing is static (the section above); nothing to arm at run time */
 }
 
-void vzcaps_platform_image_of(const void *addr, char *name, size_t len)
-{
-    Dl_info info;
-    name[0] = '\0';
-    if (dladdr(addr, &info) && info.dli_fname) {
-        const char *base = vzcaps_basename(info.dli_fname);
-        if (strlen(base) < len) /* a name that does not fit is unknown, never a cut name */
-            memcpy(name, base, strlen(base) + 1);
-    }
-}
-
 const void *vzcaps_platform_strip_return_address(const void *ret)
 {
 #if defined(__arm64e__)

@@ -90,17 +90,6 @@ void __objc_exec_class(void *module)
         vzcaps_hooks_watch_base_class();
 }
 
-void vzcaps_platform_image_of(const void *addr, char *name, size_t len)
-{
-    Dl_info info;
-    name[0] = '\0';
-    if (dladdr(addr, &info) && info.dli_fname) {
-        const char *base = vzcaps_basename(info.dli_fname);
-        if (strlen(base) < len) /* a name that does not fit is unknown, never a cut name */
-            memcpy(name, base, strlen(base) + 1);
-    }
-}
-
 const void *vzcaps_platform_strip_return_address(const void *ret)
 {
     return ret;
