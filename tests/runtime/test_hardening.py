@@ -242,7 +242,7 @@ def test_long_unknown_name_refuses():
     assert len(lines(p.stderr)) == 1 and "unknown variable VZCAPS_XXX" in lines(p.stderr)[0] and "(207 bytes)" in lines(p.stderr)[0]
 
 
-def test_long_name_of_ours_silences_the_compatible_variables():
+def test_long_unknown_name_of_ours_refuses_beside_compatible_variables():
     p = run(clean_env(TART_METAL_APPLE_FAMILY_MAX="1009", **{"VZCAPS_" + "X" * 200: "1"}))
     assert families(p) == STOCK_FAMILIES and "unknown variable" in lines(p.stderr)[0]
 
