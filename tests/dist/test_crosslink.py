@@ -37,10 +37,13 @@ def cross_link(env_extra, *targets, cwd=ROOT, work):
 
 @needs_cross
 def test_darwin_test_link_without_objc_fails(tmp_path):
+    before = set(os.listdir(ROOT))
     p = cross_link({"DARWIN_TEST_CLI_LINK": "-weak_framework Metal -framework Foundation -framework CoreGraphics -lcmocka"},
                    "test_cli_units", work=tmp_path / "x")
     assert p.returncode != 0
     assert "undefined symbol: _objc_msgSend" in p.stderr or "undefined symbol: _sel_registerName" in p.stderr, p.stderr
+    # an absolute WORK keeps every file there (zig's cache once landed inside the checkout)
+    assert set(os.listdir(ROOT)) == before
 
 
 @needs_cross
