@@ -159,6 +159,7 @@ __attribute__((constructor)) static void vzcaps_init(void)
         vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
                          NULL) != 0 &&
         p->state == VZCAPS_ENABLED) {
+        p->n_notes = 0; /* the claims it would have made are not what the line is about */
         vzcaps_profile_refuse(p, "cannot remove vzcaps from the environment of child processes (out of memory)");
         p->invalid = false;
     }
