@@ -44,7 +44,6 @@ static void digest(const void *data, size_t n, uint8_t out[32])
     sha256_final(&h, out);
 }
 
-#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
 
 
@@ -103,33 +102,30 @@ static int scan_slice(const uint8_t *m, uint64_t size, struct slice_layout *l, c
         FAIL("not a 64-bit little-endian Mach-O slice");
     l->cputype = le32(m + 4);
     l->filetype = le32(m + 12);
-    uint32_t ncmds = le32(m + 16), sizeofcmds = le32(m + 20);
-    if (!in_range(size, 32, sizeofcmds))
-        FAIL("truncated: load commands extend past the end of the file");
-    uint64_t pos = 32, end = 32 + (uint64_t)sizeofcmds, linkedit_end = 0;
+    uint32_t ncmds = le32(m + 16);
+    uint64_t pos = 32, end, linkedit_end = 0;
+    if (load_commands_end(m, size, &end, err, errlen) != 0)
+        return -1;
     char nm[68];
     for (uint32_t i = 0; i < ncmds; i++) {
-        if (end - pos < 8)
-            FAIL("truncated load command %u", i);
-        const uint8_t *c = m + pos;
+        const uint8_t *c = load_command_next(m, &pos, end, i, err, errlen);
+        if (!c)
+            return -1;
         uint32_t cmd = le32(c), cmdsize = le32(c + 4);
-        if (cmdsize < 8 || cmdsize % 8 || cmdsize > end - pos)
-            FAIL("load command %u has a bad size %u", i, cmdsize);
         if (cmd == LC_CODE_SIGNATURE) {
             if (cmdsize < 16 || l->lc_sig)
                 FAIL("load command %u: a second or short code signature command", i);
-            l->lc_sig = (size_t)pos;
+            l->lc_sig = (size_t)(c - m);
             l->sig_off = le32(c + 8);
             l->sig_size = le32(c + 12);
         } else if (cmd == LC_SEGMENT_64 && cmdsize >= 72) {
             if (!in_range(size, le64(c + 40), le64(c + 48)))
                 FAIL("truncated: segment %s extends past the end of the file", name16(c + 8, nm));
             if (memcmp(c + 8, "__LINKEDIT\0", 11) == 0)
-                l->lc_linkedit = (size_t)pos, linkedit_end = le64(c + 40) + le64(c + 48);
+                l->lc_linkedit = (size_t)(c - m), linkedit_end = le64(c + 40) + le64(c + 48);
             else if (memcmp(c + 8, "__TEXT\0", 7) == 0)
                 l->text_off = le64(c + 40), l->text_size = le64(c + 48);
         }
-        pos += cmdsize;
     }
     if (!l->lc_sig)
         FAIL("not signed: there is no signature to replace");

@@ -53,7 +53,6 @@ const char *macho_injection_name(enum macho_injection i)
 
 
 
-#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
 
 
 
@@ -285,18 +284,16 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
     s->cpusubtype = le32(m + 8);
     s->filetype = le32(m + 12);
     arch_name(s);
-    uint32_t ncmds = le32(m + 16), sizeofcmds = le32(m + 20);
-    if (!in_range(size, 32, sizeofcmds))
-        FAIL("truncated: load commands (%u bytes) extend past the end of the file", sizeofcmds);
-    uint64_t pos = 32, end = 32 + (uint64_t)sizeofcmds;
+    uint32_t ncmds = le32(m + 16);
+    uint64_t pos = 32, end;
+    if (load_commands_end(m, size, &end, err, errlen) != 0)
+        return -1;
     char nm[68];
     for (uint32_t i = 0; i < ncmds; i++) {
-        if (end - pos < 8)
-            FAIL("truncated load command %u", i);
-        const uint8_t *c = m + pos;
+        const uint8_t *c = load_command_next(m, &pos, end, i, err, errlen);
+        if (!c)
+            return -1;
         uint32_t cmd = le32(c), cmdsize = le32(c + 4);
-        if (cmdsize < 8 || cmdsize % 8 || cmdsize > end - pos)
-            FAIL("load command %u has a bad size %u", i, cmdsize);
         switch (cmd) {
         case LC_BUILD_VERSION:
             if (cmdsize >= 16)
@@ -354,7 +351,6 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
         default:
             break;
         }
-        pos += cmdsize;
     }
     for (size_t i = 0; i < s->n_libs; i++) {
         const char *l = s->libs[i];
