@@ -10,9 +10,9 @@ from conftest import BUILD, ROOT
 
 # which source files parse each command's options; "VIEW" stands for cfg_opt_take's options
 PARSERS = {
-    "run": ["run.c"], "check": ["check.c", "VIEW"], "doctor": ["doctor.c", "VIEW"], "inspect": ["inspect.c", "VIEW-NOEXE"],
-    "launchd": ["launchd.c"], "report": ["report.c", "ROLES"], "bench": ["bench.c"], "probe": ["probe.c#common"],
-    "verify": ["probe.c#common"], "prepare": ["prepare.c"], "host": [],
+    "run": ["run.c"], "check": ["main.c#view_args", "VIEW"], "doctor": ["main.c#view_args", "doctor.c", "VIEW"],
+    "inspect": ["inspect.c", "VIEW-NOEXE"], "launchd": ["launchd.c"], "report": ["report.c", "ROLES"], "bench": ["bench.c"],
+    "probe": ["probe.c#parse_common"], "verify": ["probe.c#parse_common"], "prepare": ["prepare.c"], "host": [],
 }
 VIEW = {"--config", "--profile", "--exe", "--chip", "--family", "--bare"}
 
@@ -29,16 +29,14 @@ def parsed_options(cmd):
         if f == "ROLES":
             found |= {"--stock", "--unlocked", "--host"}  # built as "--%s" from the role names
             continue
-        name, _, part = f.partition("#")
+        name, _, function = f.partition("#")
         text = (ROOT / "src" / "cli" / name).read_text()
-        if part == "common":
-            text = text[text.index("static int parse_common"):text.index("\n}\n", text.index("static int parse_common"))]
-        elif name == "probe.c":
-            pass
-        if name == "probe.c" and not part:
-            continue
-        # the options a parser compares against: opt_take(..., "--x", ...) and strcmp(argv[i], "--x")
-        found |= set(re.findall(r'opt_take\([^;]*?"(-[-\w]+)"', text))
+        if function:  # only that function's definition
+            start = re.search(rf"^\w[^\n]*\b{function}\(", text, re.M).start()
+            text = text[start:text.index("\n}\n", start)]
+        # the options a parser compares against: opt_take(..., "--x", ...), view_args's extra
+        # option and strcmp(argv[i], "--x")
+        found |= set(re.findall(r'(?:opt_take|view_args)\([^;]*?"(-[-\w]+)"', text))
         found |= set(re.findall(r'strcmp\(argv\[i\], "(-[-\w]+)"\)', text))
     found.discard("--")
     return found
@@ -77,3 +75,4 @@ def test_bash_completion_completes(tmp_path):
              f"COMP_WORDS=(vzcaps launchd --keep); COMP_CWORD=2; _vzcaps; echo ${{COMPREPLY[@]}}"
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path).stdout.splitlines()
     assert out == ["check", "--keep-alive"]
+

@@ -105,20 +105,7 @@ int cmd_check(int argc, char **argv)
 {
     struct cfg_opts o = {0};
     bool json = false;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            break; /* ends the options (nothing follows for this command) */
-        int t = cfg_opt_take("check", argc, argv, &i, &o, true);
-        if (t == EXIT_USAGE)
-            return t;
-        if (t)
-            continue;
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else
-            return usage_error("check", "unknown argument %s", argv[i]);
-    }
-    int bad = check_family_opt("check", o.family);
+    int bad = view_args("check", argc, argv, &o, &json, NULL, NULL);
     if (bad)
         return bad;
     static struct vzcaps_config_result r;

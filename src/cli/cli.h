@@ -67,6 +67,10 @@ void cli_configure_view(struct cfg_opts *o, struct vzcaps_config_result *r);
  * them, EXIT_USAGE after printing a usage error. Callers check --family with
  * check_family_opt once all options are read. */
 int cfg_opt_take(const char *cmd, int argc, char **argv, int *i, struct cfg_opts *o, bool with_exe);
+/* The arguments of check and doctor: cfg_opt_take's, --json and, when extra names one, a
+ * valued option into *extra_value. 0, or a usage error's exit status. */
+int view_args(const char *cmd, int argc, char **argv, struct cfg_opts *o, bool *json, const char *extra,
+              const char **extra_value);
 /* "view" line and JSON members for the view. */
 const char *cfg_view_text(const struct cfg_opts *o);
 /* Runs the same configuration step as the library, for exe, with opts as if they were

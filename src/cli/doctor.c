@@ -12,25 +12,7 @@ int cmd_doctor(int argc, char **argv)
     bool json = false;
     struct cfg_opts o = {0};
     const char *bundle = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            break; /* ends the options (nothing follows for this command) */
-        int t = cfg_opt_take("doctor", argc, argv, &i, &o, true);
-        if (t == EXIT_USAGE)
-            return t;
-        if (t)
-            continue;
-        if ((t = opt_take(argc, argv, &i, "--bundle", &bundle))) {
-            if (t < 0)
-                return usage_error("doctor", "%s needs a value", argv[i]);
-            continue;
-        }
-        if (strcmp(argv[i], "--json") == 0)
-            json = true;
-        else
-            return usage_error("doctor", "unknown argument %s", argv[i]);
-    }
-    int bad = check_family_opt("doctor", o.family);
+    int bad = view_args("doctor", argc, argv, &o, &json, "--bundle", &bundle);
     if (bad)
         return bad;
     if (bundle)

@@ -330,6 +330,24 @@ int cfg_opt_take(const char *cmd, int argc, char **argv, int *i, struct cfg_opts
     return 0;
 }
 
+int view_args(const char *cmd, int argc, char **argv, struct cfg_opts *o, bool *json, const char *extra,
+              const char **extra_value)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) { /* nothing follows -- (cli_validate_args) */
+        int t = cfg_opt_take(cmd, argc, argv, &i, o, true);
+        if (t == EXIT_USAGE)
+            return t;
+        if (!t && extra && (t = opt_take(argc, argv, &i, extra, extra_value)) < 0)
+            return usage_error(cmd, "%s needs a value", argv[i]);
+        if (t)
+            continue;
+        if (strcmp(argv[i], "--json") != 0)
+            return usage_error(cmd, "unknown argument %s", argv[i]);
+        *json = true;
+    }
+    return check_family_opt(cmd, o->family);
+}
+
 const char *cfg_view_text(const struct cfg_opts *o)
 {
     if (o->bare)
