@@ -76,3 +76,10 @@ def test_bash_completion_completes(tmp_path):
     out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path).stdout.splitlines()
     assert out == ["check", "--keep-alive"]
 
+
+@pytest.mark.parametrize("cmd", ["check", "doctor", "probe", "verify"])
+def test_options_only_command_refuses_what_follows_dashdash(cmd):
+    # regression: `vzcaps check -- foo` ignored foo and exited 0
+    r = subprocess.run([str(BUILD / "vzcaps"), cmd, "--", "foo"], capture_output=True, text=True)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.splitlines()[0] == f"vzcaps {cmd}: unexpected argument foo"

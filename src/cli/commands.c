@@ -241,8 +241,11 @@ int cli_validate_args(const struct cmd_spec *c, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--") == 0)
+        if (strcmp(a, "--") == 0) {
+            if (c->args_mode == ARGS_NONE && i + 1 < argc) /* options only: nothing may follow */
+                return usage_error(c->name, "unexpected argument %s", argv[i + 1]);
             return 0; /* the rest is not ours: a command, its arguments, files named like options */
+        }
         if (a[0] != '-' || !a[1]) {
             if (c->args_mode == ARGS_COMMAND)
                 return 0; /* the command starts here */
