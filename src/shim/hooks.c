@@ -214,23 +214,30 @@ static bool forwards(Class cls)
     return false;
 }
 
+/* cls's name for a reason line: clipped, and saying so, where it is long */
+static const char *class_label(Class cls, char out[160])
+{
+    return vzcaps_clip(class_getName(cls), 120, out, 160);
+}
+
 /* Installs the replacements the profile needs on cls: all of them, or none (rolled back).
  * Returns 0 when the class is hooked (now or before), -1 with a reason otherwise. */
 int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
 {
     int rc = 0;
     struct hooked_class *mine = NULL; /* the entry this call creates */
+    char label[160];
     pthread_mutex_lock(&install_lock);
     struct hooked_class *e = find_entry(cls);
     if (e) {
         rc = atomic_load_explicit(&e->state, memory_order_relaxed) == ENTRY_FAILED ? -1 : 0; /* final: we hold the lock */
         if (rc)
-            snprintf(why, len, "class %s was left stock earlier", class_getName(cls));
+            snprintf(why, len, "class %s was left stock earlier", class_label(cls, label));
         goto out;
     }
     size_t n = atomic_load_explicit(&n_table, memory_order_relaxed);
     if (n == MAX_CLASSES) {
-        snprintf(why, len, "more than %d device classes; %s left stock", MAX_CLASSES, class_getName(cls));
+        snprintf(why, len, "more than %d device classes; %s left stock", MAX_CLASSES, class_label(cls, label));
         rc = -1;
         goto out;
     }
@@ -248,7 +255,7 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
              * it is created; nothing to replace here, and nothing to say (it is not stock) */
             continue;
         } else if (!methods[w]) {
-            snprintf(why, len, "device class %s has no -%s; left stock", class_getName(cls), sel_names[w]);
+            snprintf(why, len, "device class %s has no -%s; left stock", class_label(cls, label), sel_names[w]);
             rc = -1;
         } else if (method_getImplementation(methods[w]) != replacement(w)) {
             mine->original[w] = method_getImplementation(methods[w]);
@@ -268,7 +275,7 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
                            : (method_setImplementation(methods[w], replacement(w)), 1);
         if (!ok) {
             rollback(cls, mine, w);
-            snprintf(why, len, "could not replace -%s on %s; left stock", sel_names[w], class_getName(cls));
+            snprintf(why, len, "could not replace -%s on %s; left stock", sel_names[w], class_label(cls, label));
             rc = -1;
         }
     }

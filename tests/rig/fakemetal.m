@@ -160,6 +160,17 @@ id MTLCreateSystemDefaultDevice(void)
         cls = objc_getClass("OwnParavirtDevice");
     else if (variant && strcmp(variant, "lacking") == 0)
         return class_createInstance(objc_getClass("LackingDevice"), 0);
+    else if (variant && strcmp(variant, "lacking-long") == 0) {
+        /* a subclass of LackingDevice with a 307-byte name, made at run time */
+        char name[308] = "Lacking";
+        memset(name + 7, 'X', 300);
+        Class long_cls = objc_getClass(name);
+        if (!long_cls) {
+            long_cls = objc_allocateClassPair(objc_getClass("LackingDevice"), name, 0);
+            objc_registerClassPair(long_cls);
+        }
+        return class_createInstance(long_cls, 0);
+    }
     else if (variant && (strcmp(variant, "wrapper") == 0 || strcmp(variant, "forwarding") == 0)) {
         id inner = [class_createInstance(cls, 0) init];
         Class w = objc_getClass(strcmp(variant, "wrapper") == 0 ? "WrapperDevice" : "ForwardingDevice");

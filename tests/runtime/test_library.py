@@ -202,6 +202,14 @@ def test_class_lacking_a_needed_method_stays_stock(build):
     assert runs[0]["families"][1009] == 1
 
 
+def test_long_class_name_is_clipped_visibly(build):
+    # regression: the reason line cut a long class name silently at 256 bytes
+    runs, err = probe(clean_env(FAKEMETAL_CLASS="lacking-long", VZCAPS_APPLE_FAMILY_MAX="auto",
+                                VZCAPS_HOST_CHIP="Apple M3", VZCAPS_MAX_THREADGROUP_MEMORY="32768"))
+    assert runs[0]["class"] == "Lacking" + "X" * 300
+    assert "vzcaps: device class Lacking" + "X" * 113 + "...(307 bytes) has no -maxThreadgroupMemoryLength; left stock\n" in err
+
+
 def test_sixteen_threads(build):
     runs, _ = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2"), "--threads", "16")
     assert runs[0]["threads"] == "threads 16 mismatches 0"
