@@ -244,8 +244,17 @@ int cli_validate_args(const struct cmd_spec *c, int argc, char **argv)
         if (strcmp(a, "--") == 0) {
             if (c->args_mode == ARGS_NONE && i + 1 < argc) /* options only: nothing may follow */
                 return usage_error(c->name, "unexpected argument %s", argv[i + 1]);
-            return 0; /* the rest is not ours: a command, its arguments, files named like options */
+            /* what follows is not options: files named like them (all ours), or a command
+             * (its name ours, its arguments its own), or arguments passed on (not ours) */
+            int ours_to = c->args_mode == ARGS_POSITIONAL ? argc
+                        : c->args_mode == ARGS_COMMAND && i + 1 < argc ? i + 2 : i + 1;
+            for (int k = i + 1; k < ours_to; k++)
+                if (!argv[k][0])
+                    return usage_error(c->name, "an empty argument names nothing");
+            return 0;
         }
+        if (!a[0])
+            return usage_error(c->name, "an empty argument names nothing");
         if (a[0] != '-' || !a[1]) {
             if (c->args_mode == ARGS_COMMAND)
                 return 0; /* the command starts here */
@@ -273,9 +282,15 @@ int cli_validate_args(const struct cmd_spec *c, int argc, char **argv)
             p += strcspn(p, " "), p += *p == ' ';
         if (!need && eq && a[1] == '-')
             return usage_error(c->name, "%s takes no value", o->name);
-        if (need && !(eq && a[1] == '-' && need == 1)) {
+        if (need && eq && a[1] == '-' && need == 1) {
+            if (!eq[1])
+                return usage_error(c->name, "%s: empty value", o->name);
+        } else if (need) {
             if (i + need >= argc)
                 return usage_error(c->name, "%s needs %s", o->name, o->arg);
+            for (int k = 1; k <= need; k++)
+                if (!argv[i + k][0])
+                    return usage_error(c->name, "%s: empty value", o->name);
             i += need;
         }
     }

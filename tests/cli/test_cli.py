@@ -39,7 +39,12 @@ def test_version_and_help():
     (["launchd", "--label", "a", "--family", "", "--", "x"], "--family: empty value"),
     (["host"], "expected one of"), (["host", "reboot"], 'unknown action "reboot"'),
     (["doctor", "--nope"], "unknown option --nope"), (["check", "--jsn"], "unknown option --jsn (did you mean --json?)"),
-    (["check", "--json=yes"], "--json takes no value"), (["probe", "--replay", "one.json"], "--replay needs STOCK.json UNLOCKED.json"),
+    (["check", "--json=yes"], "--json takes no value"),
+    # regression: empty arguments reached the commands ("cannot create : No such file ...")
+    (["check", ""], "vzcaps check: an empty argument names nothing"), (["doctor", "--bundle", ""], "--bundle: empty value"),
+    (["check", "--chip="], "--chip: empty value"), (["probe", "--replay", "a.json", ""], "--replay: empty value"),
+    (["inspect", "--", "x", ""], "an empty argument names nothing"), (["run", "--", ""], "an empty argument names nothing"),
+    (["report", ""], "an empty argument names nothing"), (["prepare", ""], "an empty argument names nothing"), (["probe", "--replay", "one.json"], "--replay needs STOCK.json UNLOCKED.json"),
 ])
 def test_malformed_command_lines(args, needle):
     p = vz(*args)
