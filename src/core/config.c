@@ -234,16 +234,6 @@ static int env_slot(const char *rest, size_t n, bool ours)
     return -1;
 }
 
-/* An environment name for a message: at most 64 bytes of it, clipped visibly. */
-static const char *msg_name(const char *entry, size_t n, char *buf, size_t len)
-{
-    if (n <= 64)
-        snprintf(buf, len, "%.*s", (int)n, entry);
-    else
-        snprintf(buf, len, "%.64s...(%zu bytes)", entry, n);
-    return buf;
-}
-
 /* Reads which of our names the environment holds. Refuses (returns -1 with a reason) an
  * unknown VZCAPS_ name, an entry of ours without '=', and any name of ours or the preload
  * variable present twice: which entry a reader sees would then depend on the reader. */
@@ -269,20 +259,20 @@ static int scan_env(const struct vzcaps_inputs *in, unsigned seen[N_PREFIXES], c
             if (strncmp(*e, env_prefixes[i], xl) != 0)
                 continue;
             if (!eq) {
-                snprintf(why, len, "environment entry %s has no '=': malformed", msg_name(*e, n, name, sizeof name));
+                snprintf(why, len, "environment entry %s has no '=': malformed", vzcaps_clipn(*e, n, 64, name, sizeof name));
                 return -1;
             }
             int slot = env_slot(*e + xl, n - xl, i == 0);
             if (slot < 0 && i == 0) {
                 snprintf(why, len, "unknown variable %s (known: VZCAPS_APPLE_FAMILY_MAX, VZCAPS_MAX_THREADGROUP_MEMORY, ... see vzcaps help)",
-                         msg_name(*e, n, name, sizeof name));
+                         vzcaps_clipn(*e, n, 64, name, sizeof name));
                 return -1;
             }
             if (slot < 0)
                 break; /* not a compatible variable vzcaps reads */
             if (seen[i] & (1u << slot)) {
                 snprintf(why, len, "%s is set twice in the environment: which one applies is ambiguous; set it once",
-                         msg_name(*e, n, name, sizeof name));
+                         vzcaps_clipn(*e, n, 64, name, sizeof name));
                 return -1;
             }
             seen[i] |= 1u << slot;
@@ -401,7 +391,7 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         int k = env_slot(*e + xl, (size_t)(eq - *e) - xl, xl == 7);
         if (k < 0 || k >= VZCAPS_KEY_COUNT)
             continue;
-        msg_name(*e, (size_t)(eq - *e), name, sizeof name); /* a known name: short */
+        vzcaps_clipn(*e, (size_t)(eq - *e), 64, name, sizeof name); /* a known name: short */
         for (const char *const *l = in->labels; l && l[0]; l += 2)
             if (strcmp(l[0], name) == 0) {
                 snprintf(name, sizeof name, "%s", l[1]);

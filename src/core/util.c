@@ -181,14 +181,18 @@ size_t vzcaps_escape(const char *in, size_t n, char *out, size_t outlen)
     return need;
 }
 
-char *vzcaps_clip(const char *s, size_t max, char *out, size_t outlen)
+char *vzcaps_clipn(const char *s, size_t n, size_t max, char *out, size_t outlen)
 {
-    size_t n = strlen(s);
     if (n <= max)
-        snprintf(out, outlen, "%s", s);
+        snprintf(out, outlen, "%.*s", (int)n, s);
     else
         snprintf(out, outlen, "%.*s...(%zu bytes)", (int)max, s, n);
     return out;
+}
+
+char *vzcaps_clip(const char *s, size_t max, char *out, size_t outlen)
+{
+    return vzcaps_clipn(s, strlen(s), max, out, outlen);
 }
 
 bool vzcaps_env_is_ours(const char *entry)

@@ -254,6 +254,8 @@ size_t vzcaps_utf8_valid(const char *p, size_t n);
 /* Copies s into out for quoting in a message: at most max bytes of it, then "...(N bytes)"
  * when it was longer, so a clipped value says so. Returns out. */
 char *vzcaps_clip(const char *s, size_t max, char *out, size_t outlen);
+/* vzcaps_clip of the n bytes at s (no NUL needed), such as an environment entry's name. */
+char *vzcaps_clipn(const char *s, size_t n, size_t max, char *out, size_t outlen);
 
 /* ---- small helpers ---- */
 

@@ -657,6 +657,9 @@ static void test_clip_and_append_say_when_they_cut(void **st)
     assert_string_equal(vzcaps_clip("short", 64, out, sizeof out), "short");
     vzcaps_clip(big, 10, out, sizeof out);
     assert_string_equal(out, "vvvvvvvvvv...(299 bytes)");
+    /* the n bytes given, no NUL needed: an environment entry's name before its '=' */
+    assert_string_equal(vzcaps_clipn("NAME=value", 4, 64, out, sizeof out), "NAME");
+    assert_string_equal(vzcaps_clipn("VZCAPS_X=1", 8, 3, out, sizeof out), "VZC...(8 bytes)");
     char buf[16] = "";
     vzcaps_appendf(buf, sizeof buf, "%s", "0123456789abcdefghij");
     assert_string_equal(buf, "0123456789ab...");
