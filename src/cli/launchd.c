@@ -93,22 +93,6 @@ static void write_plist(FILE *out, const char *label, char **cmd, char **env, co
     fputs("</dict>\n</plist>\n", out);
 }
 
-static int mkdirs(const char *path)
-{
-    char *buf = xformat("%s", path);
-    int rc = 0;
-    for (char *p = buf + 1; *p && !rc; p++)
-        if (*p == '/') {
-            *p = '\0';
-            rc = mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-            *p = '/';
-        }
-    if (!rc)
-        rc = mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-    free(buf);
-    return rc;
-}
-
 /* The whole plist as bytes, to compare with what is installed. */
 static char *plist_bytes(const char *label, char **cmd, char **env, const char *home, size_t *len)
 {
@@ -290,7 +274,7 @@ static int launchd_main(int argc, char **argv)
         eprintf("vzcaps launchd: %s exists and differs from this job; pass --force to replace it", plist);
         return 1;
     }
-    if (mkdirs(agents) != 0 || mkdirs(logs) != 0) {
+    if (mkdir_p(agents) != 0 || mkdir_p(logs) != 0) {
         eprintf("vzcaps launchd: cannot create %s or %s: %s", agents, logs, strerror(errno));
         return 1;
     }

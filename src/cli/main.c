@@ -4,9 +4,11 @@
 #include "cli.h"
 #include "commands.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 extern char **environ;
 
@@ -328,6 +330,24 @@ int cfg_opt_take(const char *cmd, int argc, char **argv, int *i, struct cfg_opts
         return 1;
     }
     return 0;
+}
+
+int mkdir_p(const char *path)
+{
+    char *buf = xformat("%s", path);
+    int rc = 0;
+    for (char *p = buf + 1; *p && !rc; p++)
+        if (*p == '/') {
+            *p = '\0';
+            rc = mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+            *p = '/';
+        }
+    if (!rc)
+        rc = mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
+    int saved = errno;
+    free(buf);
+    errno = saved;
+    return rc;
 }
 
 int view_args(const char *cmd, int argc, char **argv, struct cfg_opts *o, bool *json, const char *extra,

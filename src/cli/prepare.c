@@ -522,20 +522,11 @@ int cmd_prepare(int argc, char **argv)
         into = dir = xformat("%s/Library/Application Support/vzcaps/prepared", home);
     }
     if (yes) { /* the destination directory, created as mkdir -p would */
-        char *p = xformat("%s", into);
-        for (char *s = p + 1; *s; s++)
-            if (*s == '/') {
-                *s = '\0';
-                mkdir(p, 0755);
-                *s = '/';
-            }
-        if (mkdir(p, 0755) != 0 && errno != EEXIST) {
+        if (mkdir_p(into) != 0) {
             eprintf("vzcaps prepare: cannot create %s: %s", into, strerror(errno));
-            free(p);
             free(dir);
             return 1;
         }
-        free(p);
     }
     int rc = 0;
     dashdash = false;
