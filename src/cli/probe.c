@@ -188,25 +188,13 @@ int cmd_probe(int argc, char **argv)
 
 /* ---- verify ---- */
 
-static void cache_path(char *out, size_t len, const char *key)
+/* Where the verdict for key is cached (on the heap: never a cut path). */
+static char *cache_path(const char *key)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
     if (xdg && *xdg)
-        snprintf(out, len, "%s/vzcaps/verify-%s.json", xdg, key);
-    else
-        snprintf(out, len, "%s/%s/vzcaps/verify-%s.json", home ? home : "/tmp", platform_is_macos ? "Library/Caches" : ".cache", key);
-}
-
-static void mkdir_parent(const char *path)
-{
-    char buf[1200];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = '\0';
-            mkdir(buf, 0755);
-            *p = '/';
-        }
+        return xformat("%s/vzcaps/verify-%s.json", xdg, key);
+    return xformat("%s/%s/vzcaps/verify-%s.json", home ? home : "/tmp", platform_is_macos ? "Library/Caches" : ".cache", key);
 }
 
 /* The verdict's cache key: host chip, macOS build, library hash and the effective claims. */
@@ -317,14 +305,18 @@ int cmd_verify(int argc, char **argv)
 
 static void write_cache(const char *key, const struct vresult *res)
 {
-    char path[1200];
-    cache_path(path, sizeof path, key);
-    mkdir_parent(path);
-    FILE *f = fopen(path, "w");
+    char *path = cache_path(key);
+    *strrchr(path, '/') = '\0';
+    int ok = mkdir_p(path) == 0;
+    path[strlen(path)] = '/';
+    FILE *f = ok ? fopen(path, "w") : NULL;
     if (f) {
         print_verify(res, true, f);
-        fclose(f);
+        ok = fclose(f) == 0;
     }
+    if (!f || !ok) /* the verdict stands; only the next run --verify repeats it */
+        eprintf("vzcaps: cannot cache the verify verdict in %s: %s", path, strerror(errno));
+    free(path);
 }
 
 /* vzcaps run --verify: the cached verdict for this chip, build, library and profile when
@@ -339,10 +331,9 @@ int verify_gate(const struct cfg_opts *co)
     static struct vresult res;
     static struct vzcaps_config_result r;
     struct cfg_opts child;
-    char key[65], path[1200];
+    char key[65];
     verify_key(&o, &r, &child, key);
-    cache_path(path, sizeof path, key);
-    char err[1300];
+    char *path = cache_path(key), err[1300];
     size_t len;
     char *text = read_text_file(path, &len, err, sizeof err);
     int cached = text && vresult_parse(text, &res) == 0;
@@ -350,21 +341,24 @@ int verify_gate(const struct cfg_opts *co)
     if (cached) {
         eprintf("vzcaps run: using the cached verify verdict %s", path);
     } else {
-        if (!platform_is_macos)
-            return needs_macos("run --verify");
-        int rc = run_verify(&o, &res, &r, key);
-        if (rc != 0)
+        int rc = platform_is_macos ? run_verify(&o, &res, &r, key) : needs_macos("run --verify");
+        if (rc != 0) {
+            free(path);
             return rc == EXIT_NEEDS_MACOS ? rc : EXIT_REFUSED;
+        }
         write_cache(key, &res);
     }
-    if (verify_exit_status(&res) == 0)
+    if (verify_exit_status(&res) == 0) {
+        free(path);
         return 0;
+    }
     eprintf("vzcaps run: not starting: vzcaps verify found unlocked paths that compute wrong results:");
     for (size_t i = 0; i < res.n; i++)
         if (res.checks[i].unlocked && res.checks[i].status == VCHECK_FAIL)
             eprintf("  %s (%s)%s%s", res.checks[i].name, res.checks[i].path, res.checks[i].reason[0] ? ": " : "", res.checks[i].reason);
     eprintf("vzcaps run: lower the claim (--family 1006 keeps SIMD-group paths off), drop the floor that failed, "
             "or run without --verify to accept the risk; `vzcaps verify` shows the details (cached in %s)", path);
+    free(path);
     return EXIT_REFUSED;
 }
 

@@ -112,6 +112,24 @@ def test_run_verify_uses_the_cached_verdict(tmp_path):
     assert p.returncode == 3
 
 
+@LINUX_ONLY
+def test_run_verify_finds_a_cached_verdict_under_a_long_cache_home(tmp_path):
+    # regression: the cache path was cut at 1200 bytes, so a long cache home never found it
+    import hashlib
+    lib = hashlib.sha256((BUILD / "libvzcaps.so").read_bytes()).hexdigest()
+    home = tmp_path.joinpath(*["c" * 200] * 7)
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2", XDG_CACHE_HOME=str(home))
+    path = home / "vzcaps" / f"verify-{cache_key('Apple M2', '', lib, 1008)}.json"
+    assert len(str(path)) > 1300
+    path.parent.mkdir(parents=True)
+    check = {"name": "simdgroup_mm_f16_13x7x11", "path": "SIMD-group matrix multiply (half)", "result": "pass",
+             "unlocked": True, "max_abs_error": 0, "max_rel_error": 0, "tolerance_abs": 0.001, "tolerance_rel": 0,
+             "compared": 143, "mismatched": 0, "reason": None}
+    path.write_text(json.dumps({"device": "d", "ok": True, "nocopy_guest_fault": False, "checks": [check]}))
+    p = vz("run", "--verify", "--", "sh", "-c", "echo ran", env=env)
+    assert p.returncode == 0 and p.stdout == "ran\n" and f"cached verify verdict {path}" in p.stderr
+
+
 def test_replay_errors_name_the_file(tmp_path):
     missing = tmp_path / "none.json"
     p = vz("verify", "--replay", str(missing))
