@@ -51,14 +51,12 @@ static long above_host(const struct metal_caps *c, long host)
 
 static void companion_stderr(struct report_input *in, enum bench_role role, const char *json_path)
 {
-    char path[1100];
     size_t n = strlen(json_path);
-    if (n > 5 && strcmp(json_path + n - 5, ".json") == 0)
-        snprintf(path, sizeof path, "%.*s.stderr", (int)(n - 5), json_path);
-    else
-        snprintf(path, sizeof path, "%s.stderr", json_path);
+    bool ext = n > 5 && strcmp(json_path + n - 5, ".json") == 0;
+    char *path = xformat("%.*s.stderr", (int)(ext ? n - 5 : n), json_path);
     if (!in->have_caps[role] && access(path, R_OK) == 0 && metal_caps_read(path, &in->caps[role]) == 0)
         in->have_caps[role] = true;
+    free(path);
 }
 
 static int report_add(struct report_input *in, enum bench_role role, const char *path, char *err, size_t errlen)
@@ -195,23 +193,21 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
         }
     for (int d = 0; d < nd; d++) {
         int found = 0;
-        char envp[1100], err2[1400];
+        char *envp = xformat("%s/environment.json", dirs[d]), err2[1400];
         size_t elen;
-        snprintf(envp, sizeof envp, "%s/environment.json", dirs[d]);
         char *etext = access(envp, F_OK) == 0 ? read_text_file(envp, &elen, err2, sizeof err2) : NULL;
+        free(envp);
         struct jv *edoc = etext ? jv_parse(etext, elen, err2, sizeof err2) : NULL;
         const struct jv *brand = jv_get(edoc, "cpu_brand");
         if (brand && brand->type == JV_STRING && !in.brand[0])
-            snprintf(in.brand, sizeof in.brand, "%.127s", brand->string);
+            vzcaps_clip(brand->string, 100, in.brand, sizeof in.brand); /* no chip has a longer name */
         jv_free(edoc);
         free(etext);
         for (int k = 0; k < N_ROLES; k++) {
-            char path[1100];
-            snprintf(path, sizeof path, "%s/%s.json", dirs[d], bench_role_names[k]);
-            if (access(path, R_OK) != 0)
-                continue;
-            found++;
-            if (report_add(&in, (enum bench_role)k, path, err, sizeof err) != 0) {
+            char *path = xformat("%s/%s.json", dirs[d], bench_role_names[k]);
+            int rc = access(path, R_OK) != 0 ? 0 : (found++, report_add(&in, (enum bench_role)k, path, err, sizeof err));
+            free(path);
+            if (rc != 0) {
                 eprintf("vzcaps report: %s", err);
                 return 1;
             }
@@ -221,10 +217,10 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
             return 1;
         }
         /* a guest bundle has both runs; one without the other is incomplete, not a smaller report */
-        char s_path[1100], u_path[1100];
-        snprintf(s_path, sizeof s_path, "%s/stock.json", dirs[d]);
-        snprintf(u_path, sizeof u_path, "%s/unlocked.json", dirs[d]);
+        char *s_path = xformat("%s/stock.json", dirs[d]), *u_path = xformat("%s/unlocked.json", dirs[d]);
         bool has_s = access(s_path, F_OK) == 0, has_u = access(u_path, F_OK) == 0;
+        free(s_path);
+        free(u_path);
         if (has_s != has_u) {
             eprintf("vzcaps report: %s: incomplete bundle: %s is missing", dirs[d], has_s ? "unlocked.json" : "stock.json");
             return 1;

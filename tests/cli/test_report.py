@@ -87,6 +87,22 @@ def test_bundle_directory(tmp_path):
     assert p.returncode == 1 and "not a bundle" in p.stderr
 
 
+def test_bundle_under_a_long_path_is_read_whole(tmp_path):
+    # regression: paths inside a bundle were cut at 1100 bytes ("not a bundle", or another file)
+    b = tmp_path.joinpath(*["b" * 200] * 6)
+    b.mkdir(parents=True)
+    for role, f in (("stock", "stock-guest"), ("unlocked", "unlocked-guest"), ("host", "host")):
+        shutil.copy(FIXTURES / f"{f}.json", b / f"{role}.json")
+        shutil.copy(FIXTURES / f"{f}.stderr", b / f"{role}.stderr")
+    assert len(str(b / "unlocked.stderr")) > 1220
+    p = report("--json", str(b))
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert round(j["rows"][1]["percent_of_host"], 2) == 72.06 and j["capabilities"]["host"]["families"][0] == 1007
+    p = report("--json", "--stock", str(b / "stock.json"), "--unlocked", str(b / "unlocked.json"))
+    assert json.loads(p.stdout)["capabilities"]["unlocked"]["families"]  # read from the companion .stderr
+
+
 @pytest.mark.parametrize("mutate,needle", [
     (lambda t: t[: len(t) // 2], "not valid JSON: line "),
     (lambda t: t.replace('"samples_ts"', '"samples_xx"', 1), "run 0: no samples_ts"),
