@@ -187,6 +187,11 @@ int cmd_bench(int argc, char **argv)
     if (r == 0 || p + n == 0)
         return usage_error("bench", "-r must be at least 1, and -p or -n must be positive (nothing to measure)");
     bool guest = strcmp(o.mode, "guest") == 0;
+    /* the buffers below hold these paths and what is built from them, never a cut one */
+    const char *const paths[][2] = {{"--out", o.out}, {"--llama-bench", o.llama_bench}, {"--llama-perplexity", o.llama_perplexity}};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
+        if (paths[i][1] && strlen(paths[i][1]) > VZCAPS_PATH_MAX)
+            return usage_error("bench", "%s: too long (limit %d bytes)", paths[i][0], VZCAPS_PATH_MAX);
     if (access(o.model, R_OK) != 0) {
         eprintf("vzcaps bench: %s: cannot read the model: %s", o.model, strerror(errno));
         return 1;

@@ -80,20 +80,15 @@ int resolve_target(const char *name, char *out, size_t len, char *why, size_t wh
 
 bool find_executable(const char *name, const char *near, char *out, size_t len)
 {
-    if (strchr(name, '/')) {
-        snprintf(out, len, "%s", name);
-        return access(out, X_OK) == 0;
-    }
+    /* a candidate that does not fit in out is not tried: a cut path names another file */
+    if (strchr(name, '/'))
+        return (size_t)snprintf(out, len, "%s", name) < len && access(out, X_OK) == 0;
     const char *slash = near ? strrchr(near, '/') : NULL;
-    if (slash) {
-        snprintf(out, len, "%.*s/%s", (int)(slash - near), near, name);
-        if (access(out, X_OK) == 0)
-            return true;
-    }
+    if (slash && (size_t)snprintf(out, len, "%.*s/%s", (int)(slash - near), near, name) < len && access(out, X_OK) == 0)
+        return true;
     for (const char *path = getenv("PATH"); path && *path;) {
         size_t n = strcspn(path, ":");
-        snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name);
-        if (access(out, X_OK) == 0)
+        if ((size_t)snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name) < len && access(out, X_OK) == 0)
             return true;
         path += n + (path[n] == ':');
     }

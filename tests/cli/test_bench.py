@@ -232,6 +232,27 @@ def test_failures_and_bad_arguments(tmp_path):
         assert p.returncode == 2 and needle in p.stderr, args
     p = subprocess.run([VZ, "bench", "-m", str(tmp_path / "none.gguf")], capture_output=True, text=True)
     assert p.returncode == 1 and "cannot read the model" in p.stderr
+    # regression: an overlong --out was cut at 1100 bytes and the bundle written elsewhere
+    for opt in ("--out", "--llama-bench", "--llama-perplexity"):
+        p = subprocess.run([VZ, "bench", "-m", "x", opt, "/" + "d" * 1100], capture_output=True, text=True)
+        assert p.returncode == 2 and p.stderr.startswith(f"vzcaps bench: {opt}: too long (limit 1024 bytes)\n"), opt
+
+
+def test_a_path_entry_too_long_to_hold_is_not_cut_into_another_file(tmp_path):
+    # regression: PATH candidates were cut at the buffer's size, and the cut path ran
+    longdir = tmp_path.joinpath(*["p" * 200] * 6)
+    longdir.mkdir(parents=True)
+    cut = str(longdir / "llama-bench")[:1099]  # the old buffer held 1099 bytes
+    impostor = tmp_path.joinpath(cut)
+    impostor.write_text("#!/bin/sh\necho impostor ran >&2\nexit 9\n")
+    impostor.chmod(0o755)
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    env = clean_env(PATH=str(longdir))
+    p = subprocess.run([VZ, "bench", "-m", str(model), "--mode", "host", "--out", str(tmp_path / "o")], env=env,
+                       capture_output=True, text=True)
+    assert p.returncode == 1 and "impostor" not in p.stderr
+    assert "llama-bench not found or not executable" in p.stderr
 
 
 def test_extra_arguments_reach_every_run_and_are_recorded(tmp_path):
