@@ -129,7 +129,7 @@ struct json;
 /* The facts as members of the object being written: os, os_version, os_build, hw_model,
  * cpu_brand, vcpus, memory_bytes, machine. */
 void machine_json(struct json *j, const struct machine *m);
-/* Path of the running command, or "" */
+/* Path of the running command; "" when unknown or when it does not fit in len (never cut) */
 void self_path(char *buf, size_t len);
 extern const char preload_var[];      /* LD_PRELOAD or DYLD_INSERT_LIBRARIES */
 extern const char library_file[];     /* libvzcaps.so or libvzcaps.dylib */

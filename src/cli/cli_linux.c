@@ -28,6 +28,6 @@ void machine_facts(struct machine *m)
 
 void self_path(char *buf, size_t len)
 {
-    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
-    buf[n > 0 ? n : 0] = '\0';
+    ssize_t n = readlink("/proc/self/exe", buf, len);
+    buf[n > 0 && (size_t)n < len ? n : 0] = '\0'; /* one that fills buf may be cut: unknown, as on macOS */
 }

@@ -371,3 +371,20 @@ def test_truncation_message_escapes_a_segment_name(tmp_path):
     f.write_bytes(bytes(data))
     p = vz("inspect", str(f))
     assert p.returncode == 1 and p.stderr.count(b"\n") == 1 and b"truncated: segment _\\x0aINFO\\x1b" in p.stderr, p.stderr
+
+
+def test_command_installed_under_a_long_path_never_cuts_its_own_path(tmp_path):
+    # regression: readlink cut the command's own path at 1023 bytes, and the library was then
+    # looked for in the directory the cut path named
+    home = tmp_path.joinpath(*["i" * 200] * 5)
+    home.mkdir(parents=True)
+    cmd = home / ("v" * 60) / "vzcaps"
+    cmd.parent.mkdir()
+    shutil.copy(VZ, cmd)
+    assert len(str(cmd)) > 1023
+    cut_dir = str(cmd)[:1023].rsplit("/", 1)[0]
+    decoy = tmp_path.joinpath(cut_dir) / "libvzcaps.so"
+    shutil.copy(BUILD / "libvzcaps.so", decoy)
+    p = subprocess.run([str(cmd), "doctor", "--json"], env=clean_env(), capture_output=True, text=True, timeout=10)
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["library"] != str(decoy)
