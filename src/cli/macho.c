@@ -407,50 +407,58 @@ int macho_parse(const uint8_t *data, size_t size, struct macho_file *out, char *
     return 0;
 }
 
-/* ".app" bundles: Contents/MacOS/<CFBundleExecutable>, else the bundle's base name.
- * -1 with a reason when the path would not fit or Info.plist is not a regular file. */
+char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen)
+{
+    char *plist = xformat("%.*s/Contents/Info.plist", (int)n, bundle), *exe = NULL;
+    struct stat st;
+    char why[200];
+    int fd = vzcaps_open_regular(plist, &st, why, sizeof why);
+    bool ok = fd >= 0 || errno == ENOENT; /* no Info.plist is no error */
+    if (!ok)
+        snprintf(err, errlen, "%s: %s", plist, why);
+    if (fd >= 0) {
+        static char buf[65536];
+        ssize_t got = st.st_size < (off_t)sizeof buf ? read(fd, buf, sizeof buf - 1) : -1;
+        close(fd);
+        if (got < 0) {
+            snprintf(err, errlen, "%s: %s", plist, st.st_size >= (off_t)sizeof buf ? "larger than 64 KiB" : "cannot read");
+            ok = false;
+        } else {
+            buf[got] = '\0';
+            char *k = strstr(buf, "<key>CFBundleExecutable</key>");
+            char *s = k ? strstr(k, "<string>") : NULL;
+            char *e = s ? strstr(s, "</string>") : NULL;
+            if (s && e && e > s + 8)
+                exe = xformat("Contents/MacOS/%.*s", (int)(e - s - 8), s + 8);
+        }
+    }
+    free(plist);
+    if (!ok)
+        return NULL;
+    if (!exe) { /* no Info.plist, or no CFBundleExecutable in it: the bundle's base name */
+        const char *base = bundle + n;
+        while (base > bundle && base[-1] != '/')
+            base--;
+        exe = xformat("Contents/MacOS/%.*s", (int)(bundle + n - base - 4), base);
+    }
+    return exe;
+}
+
+/* ".app" bundles: their main executable (macho_bundle_executable); other paths as given.
+ * -1 with a reason when the path would not fit or Info.plist cannot be read. */
 static int resolve_bundle(const char *path, char *out, size_t len, char *err, size_t errlen)
 {
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/')
         n--;
-    if (n < 4 || strncmp(path + n - 4, ".app", 4) != 0) {
-        if (strlen(path) >= len)
-            FAIL("%.64s...: path longer than %zu bytes", path, len - 1);
-        snprintf(out, len, "%s", path);
-        return 0;
-    }
-    char plist[4200], exe[256] = "";
-    if (n + 20 >= sizeof plist)
-        FAIL("%.64s...: path longer than %zu bytes", path, sizeof plist - 21);
-    snprintf(plist, sizeof plist, "%.*s/Contents/Info.plist", (int)n, path);
-    struct stat st;
-    char why[200];
-    int fd = vzcaps_open_regular(plist, &st, why, sizeof why);
-    if (fd < 0 && errno != ENOENT)
-        FAIL("%s: %s", plist, why);
-    if (fd >= 0) {
-        static char buf[65536];
-        ssize_t got = st.st_size < (off_t)sizeof buf ? read(fd, buf, sizeof buf - 1) : -1;
-        close(fd);
-        if (got < 0)
-            FAIL("%s: %s", plist, st.st_size >= (off_t)sizeof buf ? "larger than 64 KiB" : "cannot read");
-        buf[got] = '\0';
-        char *k = strstr(buf, "<key>CFBundleExecutable</key>");
-        char *s = k ? strstr(k, "<string>") : NULL;
-        char *e = s ? strstr(s, "</string>") : NULL;
-        if (s && e && (size_t)(e - s - 8) < sizeof exe)
-            snprintf(exe, sizeof exe, "%.*s", (int)(e - s - 8), s + 8);
-    }
-    if (!exe[0]) {
-        const char *base = path + n;
-        while (base > path && base[-1] != '/')
-            base--;
-        snprintf(exe, sizeof exe, "%.*s", (int)(path + n - base - 4), base);
-    }
-    if (n + 16 + strlen(exe) >= len)
+    bool app = n >= 4 && strncmp(path + n - 4, ".app", 4) == 0;
+    char *rel = app ? macho_bundle_executable(path, n, err, errlen) : NULL;
+    if (app && !rel)
+        return -1;
+    int w = app ? snprintf(out, len, "%.*s/%s", (int)n, path, rel) : snprintf(out, len, "%s", path);
+    free(rel);
+    if (w < 0 || (size_t)w >= len)
         FAIL("%.64s...: path longer than %zu bytes", path, len - 1);
-    snprintf(out, len, "%.*s/Contents/MacOS/%s", (int)n, path, exe);
     return 0;
 }
 

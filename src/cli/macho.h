@@ -53,6 +53,11 @@ int macho_parse(const uint8_t *data, size_t size, struct macho_file *out, char *
 /* Maps path (a .app bundle: its main executable; opened without blocking, regular files
  * only) and parses it: 0, or -1 with "PATH: reason" in err. */
 int macho_load(const char *path, struct macho_file *out, char *err, size_t errlen);
+/* The main executable of the .app bundle bundle[0..n), relative to it:
+ * Contents/MacOS/<CFBundleExecutable of Contents/Info.plist>, else Contents/MacOS/<the
+ * bundle's base name>. On the heap; NULL with "PLIST: reason" in err when Info.plist exists
+ * but cannot be read (not a regular file, larger than 64 KiB). */
+char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen);
 /* Every slice of path is a dynamic library (MH_DYLIB); archs receives their names. */
 int macho_dylib_check(const char *path, char *archs, size_t len, char *err, size_t errlen);
 const char *macho_injection_name(enum macho_injection i);

@@ -92,24 +92,6 @@ static int signing_order(const void *a, const void *b)
     return strcmp(x, y);
 }
 
-/* The bundle's main executable, relative: Contents/MacOS/<CFBundleExecutable>. */
-static char *bundle_main(const char *bundle)
-{
-    char *plist = xformat("%s/Contents/Info.plist", bundle), err[600];
-    size_t len;
-    char *text = read_text_file(plist, &len, err, sizeof err), *exe = NULL;
-    free(plist);
-    if (text) {
-        char *k = strstr(text, "<key>CFBundleExecutable</key>");
-        char *s = k ? strstr(k, "<string>") : NULL;
-        char *e = s ? strstr(s, "</string>") : NULL;
-        if (s && e)
-            exe = xformat("Contents/MacOS/%.*s", (int)(e - s - 8), s + 8);
-        free(text);
-    }
-    return exe;
-}
-
 /* ---- copying and removing trees ---- */
 
 static int copy_file(const char *from, const char *to, mode_t mode, char *err, size_t errlen)
@@ -383,7 +365,11 @@ static int prepare_one(const char *path, const char *into, bool yes)
             eprintf("vzcaps prepare: %s: no Mach-O file in the bundle", path);
             return 1;
         }
-        char *exe = bundle_main(path);
+        char err[1400], *exe = macho_bundle_executable(path, n, err, sizeof err);
+        if (!exe) {
+            eprintf("vzcaps prepare: %s", err);
+            return 1;
+        }
         main_exe = exe;
         qsort(t.rel, t.n, sizeof t.rel[0], signing_order);
         main_exe = NULL;
