@@ -63,15 +63,6 @@ static int run_to_files(char **argv, const char *out_path, const char *err_path,
     return rc;
 }
 
-static int write_text(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    fputs(text, f);
-    return fclose(f);
-}
-
 /* "Final estimate: PPL = 12.3456 +/- 0.12" in llama-perplexity's output. */
 static double parse_perplexity(const char *text)
 {
@@ -296,7 +287,10 @@ int cmd_bench(int argc, char **argv)
     if (do_check) {
         char text_path[1400];
         snprintf(text_path, sizeof text_path, "%s/check-text.txt", outdir);
-        write_text(text_path, vzcaps_check_text);
+        if (write_text_file(text_path, vzcaps_check_text) != 0) {
+            eprintf("vzcaps bench: cannot write %s: %s", text_path, strerror(errno));
+            return 1;
+        }
         char *ref_args[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "0", NULL};
         char *gpu_cmd[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "99", NULL};
         char *gpu_args[40];

@@ -111,15 +111,16 @@ static char *in_bundle(const char *name)
     return xformat("%s/%s", bundle_dir, name);
 }
 
-static int write_text(const char *name, const char *text)
+static int failures; /* files of the bundle that could not be written whole */
+
+static void write_text(const char *name, const char *text)
 {
     char *path = in_bundle(name);
-    FILE *f = fopen(path, "w");
-    int rc = f && fputs(text, f) >= 0 && fclose(f) == 0 ? 0 : -1;
-    if (rc)
+    if (write_text_file(path, text) != 0) {
         eprintf("vzcaps doctor: cannot write %s: %s", path, strerror(errno));
+        failures++;
+    }
     free(path);
-    return rc;
 }
 
 /* Runs argv with stdout into NAME and stderr into NAME.stderr (removed when empty); env
@@ -160,18 +161,19 @@ static char *read_back(const char *name)
     return text;
 }
 
-/* Replaces every occurrence of needle (when at least 2 bytes) in *text with repl. */
-static void replace_all(char **text, const char *needle, const char *repl)
+/* Replaces every occurrence of needle (when at least 2 bytes) in *text with repl: 0, or -1
+ * (out of memory: *text unchanged). */
+static int replace_all(char **text, const char *needle, const char *repl)
 {
     size_t nl = needle ? strlen(needle) : 0;
     if (nl < 2 || !strstr(*text, needle))
-        return;
+        return 0;
     size_t count = 0;
     for (const char *p = *text; (p = strstr(p, needle)); p += nl)
         count++;
     char *out = malloc(strlen(*text) + count * strlen(repl) + 1), *w = out;
     if (!out)
-        return;
+        return -1;
     const char *p = *text, *hit;
     while ((hit = strstr(p, needle))) {
         memcpy(w, p, (size_t)(hit - p)), w += hit - p;
@@ -181,6 +183,7 @@ static void replace_all(char **text, const char *needle, const char *repl)
     strcpy(w, p);
     free(*text);
     *text = out;
+    return 0;
 }
 
 /* No personal data: the home directory (and any /Users/NAME of this user) becomes ~. Nothing
@@ -189,18 +192,28 @@ static void replace_all(char **text, const char *needle, const char *repl)
 static void scrub(const char *name)
 {
     char *text = read_back(name);
-    if (!text)
-        return;
     const char *home = getenv("HOME");
     struct passwd *pw = getpwuid(getuid());
     char *users = pw && pw->pw_name ? xformat("/Users/%s", pw->pw_name) : NULL;
-    if (home && strcmp(home, "/") != 0)
-        replace_all(&text, home, "~");
-    if (pw && pw->pw_dir && strcmp(pw->pw_dir, "/") != 0)
-        replace_all(&text, pw->pw_dir, "~");
-    if (users)
-        replace_all(&text, users, "~");
-    write_text(name, text);
+    int rc = text ? 0 : -1;
+    if (rc == 0 && home && strcmp(home, "/") != 0)
+        rc = replace_all(&text, home, "~");
+    if (rc == 0 && pw && pw->pw_dir && strcmp(pw->pw_dir, "/") != 0)
+        rc = replace_all(&text, pw->pw_dir, "~");
+    if (rc == 0 && users)
+        rc = replace_all(&text, users, "~");
+    if (rc == 0) {
+        write_text(name, text);
+    } else { /* a file that could not be scrubbed does not stay in the bundle */
+        char *path = in_bundle(name);
+        struct stat sb;
+        if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode)) { /* else: not one it wrote (said above) */
+            unlink(path);
+            eprintf("vzcaps doctor: %s could not be checked for personal data: removed", path);
+            failures++;
+        }
+        free(path);
+    }
     free(users);
     free(text);
 }
@@ -214,6 +227,7 @@ int doctor_bundle(const char *dir, const char *exe)
         return 1;
     }
     snprintf(bundle_dir, sizeof bundle_dir, "%s", dir);
+    failures = 0;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         eprintf("vzcaps doctor: cannot create %s: %s", dir, strerror(errno));
         return 1;
@@ -325,6 +339,10 @@ int doctor_bundle(const char *dir, const char *exe)
     }
     write_text("SHA256SUMS", sums);
     free(sums);
+    if (failures) {
+        eprintf("vzcaps doctor: the bundle in %s is incomplete: %d of its files could not be written (above)", dir, failures);
+        return 1;
+    }
     printf("%s: %s.\nwrote %s (summary.md, SHA256SUMS and %zu more files)\n", verdict, reason, esc(dir), nf - 1);
     return 0;
 }

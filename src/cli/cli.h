@@ -49,6 +49,8 @@ void print_help(const char *cmd, FILE *out);
 int opt_take(int argc, char **argv, int *i, const char *name, const char **value);
 /* A --family value is a command-line error (2, with usage) when the library would reject it. */
 int check_family_opt(const char *cmd, const char *value);
+/* Writes text to path (created or truncated): 0, or -1 with errno set. */
+int write_text_file(const char *path, const char *text);
 /* Creates path and its missing parents (0755), as mkdir -p: 0, or -1 with errno set. */
 int mkdir_p(const char *path);
 /* Shell-quotes s to out ('...' with embedded quotes escaped). */

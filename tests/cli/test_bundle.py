@@ -51,3 +51,14 @@ def test_bundle_refuses_a_directory_it_cannot_create(tmp_path):
     p = subprocess.run([str(BUILD / "vzcaps"), "doctor", "--bundle", str(tmp_path / "no" / "such" / "dir")],
                        env=clean_env(), capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "cannot create" in p.stderr and p.stderr.count("\n") == 1
+
+
+def test_a_file_that_cannot_be_written_makes_the_bundle_fail(tmp_path):
+    # regression: a write that failed was printed, and the command still said "wrote" and exited 0
+    out = tmp_path / "bundle"
+    (out / "version.txt").mkdir(parents=True)  # a directory where a file must go
+    p = subprocess.run([str(BUILD / "vzcaps"), "doctor", "--bundle", str(out)], env=clean_env(), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 1 and "wrote" not in p.stdout
+    assert f"vzcaps doctor: cannot write {out}/version.txt: Is a directory" in p.stderr
+    assert p.stderr.splitlines()[-1] == f"vzcaps doctor: the bundle in {out} is incomplete: 1 of its files could not be written (above)"
