@@ -21,22 +21,23 @@ static const struct opt_spec run_opts[] = {
     {"--library", "PATH", "inject this library instead of the one installed with the command", NULL},
     {"--dry-run", NULL, "print, instead of running it, one line a shell runs as it is: env VAR=value... CMD ARGS", NULL},
     END};
+/* The options that choose the configuration view (cfg_opt_take), shared by check, doctor and
+ * inspect; --exe is theirs to describe (inspect has none). */
+#define CONFIG_OPT {"--config", "FILE", "config file (VZCAPS_CONFIG); default: the library's search order", NULL}, \
+                   {"--profile", "NAME", "section to use (VZCAPS_PROFILE)", NULL}
+#define VIEW_OPTS {"--chip", "BRAND", "host chip brand string, e.g. \"Apple M2 Pro\" (VZCAPS_HOST_CHIP)", "detected"}, \
+                  {"--family", "VALUE", "as vzcaps run --family (auto, off, or 1001..1010)", NULL}, \
+                  {"--bare", NULL, "what the library alone does with this environment (no implied --family auto)", NULL}
 static const struct opt_spec view_opts[] = {
-    {"--config", "FILE", "config file (VZCAPS_CONFIG); default: the library's search order", NULL},
-    {"--profile", "NAME", "section to use (VZCAPS_PROFILE)", NULL},
+    CONFIG_OPT,
     {"--exe", "NAME", "executable base name that picks a section by its match patterns", NULL},
-    {"--chip", "BRAND", "host chip brand string, e.g. \"Apple M2 Pro\" (VZCAPS_HOST_CHIP)", "detected"},
-    {"--family", "VALUE", "as vzcaps run --family (auto, off, or 1001..1010)", NULL},
-    {"--bare", NULL, "what the library alone does with this environment (no implied --family auto)", NULL},
+    VIEW_OPTS,
     {"--json", NULL, "one JSON object instead of the text", NULL},
     END};
 static const struct opt_spec doctor_opts[] = {
-    {"--config", "FILE", "config file (VZCAPS_CONFIG)", NULL},
-    {"--profile", "NAME", "section to use (VZCAPS_PROFILE)", NULL},
+    CONFIG_OPT,
     {"--exe", "NAME", "the executable whose profile to show", NULL},
-    {"--chip", "BRAND", "host chip brand string (VZCAPS_HOST_CHIP)", "detected"},
-    {"--family", "VALUE", "as vzcaps run --family", NULL},
-    {"--bare", NULL, "the library alone (no implied --family auto)", NULL},
+    VIEW_OPTS,
     {"--json", NULL, "one JSON object instead of the text", NULL},
     {"--bundle", "DIR", "write the first-run bundle to DIR instead (summary.md with the verdict, SHA256SUMS)", NULL},
     END};
@@ -51,11 +52,8 @@ static const struct opt_spec launchd_opts[] = {
     {"--remove", NULL, "bootout the job and delete its plist", NULL},
     END};
 static const struct opt_spec inspect_opts[] = {
-    {"--config", "FILE", "config file (VZCAPS_CONFIG)", NULL},
-    {"--profile", "NAME", "section to evaluate the files against (VZCAPS_PROFILE)", NULL},
-    {"--chip", "BRAND", "host chip brand string (VZCAPS_HOST_CHIP)", "detected"},
-    {"--family", "VALUE", "as vzcaps run --family", NULL},
-    {"--bare", NULL, "the library alone (no implied --family auto)", NULL},
+    CONFIG_OPT,
+    VIEW_OPTS,
     {"--json", NULL, "{\"files\": [{\"path\", \"slices\": [...]}]} instead of the text", NULL},
     END};
 static const struct opt_spec report_opts[] = {
