@@ -16,6 +16,7 @@
 #define EXIT_REFUSED 125     /* run: configuration refused before the workload started */
 
 int cmd_run(int argc, char **argv);
+int cmd_help(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_launchd(int argc, char **argv);
 int cmd_host(int argc, char **argv);

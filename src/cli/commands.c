@@ -1,7 +1,8 @@
-/* The command table: every subcommand's options, arguments, defaults and exit statuses, in
- * one place. It drives the parsing (cli_validate_args runs before every command: unknown
- * options, missing values and "did you mean"), `vzcaps help X`, the man page (`vzcaps __man`,
- * generated at build time) and the shell completions (`vzcaps __completions SHELL`).
+/* The command table: every subcommand's options, arguments, defaults, exit statuses, group
+ * and one-line summary, in one place. It drives the parsing (cli_validate_args runs before
+ * every command: unknown options, missing values and "did you mean"), `vzcaps help [X]`, the
+ * man page (`vzcaps __man`, generated at build time) and the bash, zsh and fish completions
+ * (`vzcaps __completions SHELL`; what completes a value follows from its metavariable).
  * Never: documents an option the parsers do not take (a test compares both ways). */
 #include "commands.h"
 
@@ -12,9 +13,11 @@
 
 #define END {0, 0, 0, 0}
 
+const char cli_required[] = "required";
+
 static const struct opt_spec run_opts[] = {
-    {"--profile", "NAME", "use section [NAME] of the config file (VZCAPS_PROFILE)", NULL},
-    {"--family", "VALUE", "auto, off, or an Apple family 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)",
+    {"--profile", "PROFILE", "use section [PROFILE] of the config file (VZCAPS_PROFILE)", NULL},
+    {"--family", "auto|off|FAMILY", "the Apple family to answer as: auto (the host chip's own), off, or 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)",
      "auto when nothing else configures vzcaps for CMD"},
     {"--inherit", NULL, "keep the injection in CMD's child processes (VZCAPS_INHERIT=1)", NULL},
     {"--verify", NULL, "run `vzcaps verify` first and refuse to start when an unlocked path fails", NULL},
@@ -24,27 +27,27 @@ static const struct opt_spec run_opts[] = {
 /* The options that choose the configuration view (cfg_opt_take), shared by check, doctor and
  * inspect; --exe is theirs to describe (inspect has none). */
 #define CONFIG_OPT {"--config", "FILE", "config file (VZCAPS_CONFIG); default: the library's search order", NULL}, \
-                   {"--profile", "NAME", "section to use (VZCAPS_PROFILE)", NULL}
+                   {"--profile", "PROFILE", "section to use (VZCAPS_PROFILE)", NULL}
 #define VIEW_OPTS {"--chip", "BRAND", "host chip brand string, e.g. \"Apple M2 Pro\" (VZCAPS_HOST_CHIP)", "detected"}, \
-                  {"--family", "VALUE", "as vzcaps run --family (auto, off, or 1001..1010)", NULL}, \
+                  {"--family", "auto|off|FAMILY", "as vzcaps run --family (auto, off, or 1001..1010)", NULL}, \
                   {"--bare", NULL, "what the library alone does with this environment (no implied --family auto)", NULL}
 static const struct opt_spec view_opts[] = {
     CONFIG_OPT,
-    {"--exe", "NAME", "executable base name that picks a section by its match patterns", NULL},
+    {"--exe", "PROGRAM", "executable base name that picks a section by its match patterns", NULL},
     VIEW_OPTS,
     {"--json", NULL, "one JSON object instead of the text", NULL},
     END};
 static const struct opt_spec doctor_opts[] = {
     CONFIG_OPT,
-    {"--exe", "NAME", "the executable whose profile to show", NULL},
+    {"--exe", "PROGRAM", "the executable whose profile to show", NULL},
     VIEW_OPTS,
     {"--json", NULL, "one JSON object instead of the text", NULL},
     {"--bundle", "DIR", "write the first-run bundle to DIR instead (summary.md with the verdict, SHA256SUMS)", NULL},
     END};
 static const struct opt_spec launchd_opts[] = {
-    {"--label", "LABEL", "the job's label (letters, digits, '.', '_' and '-'); required", NULL},
-    {"--profile", "NAME", "section of the config file (VZCAPS_PROFILE)", NULL},
-    {"--family", "VALUE", "as vzcaps run --family", "auto when nothing else configures vzcaps"},
+    {"--label", "LABEL", "the job's label (letters, digits, '.', '_' and '-')", REQUIRED},
+    {"--profile", "PROFILE", "section of the config file (VZCAPS_PROFILE)", NULL},
+    {"--family", "auto|off|FAMILY", "as vzcaps run --family", "auto when nothing else configures vzcaps"},
     {"--inherit", NULL, "keep the injection in the program's children (VZCAPS_INHERIT=1)", NULL},
     {"--keep-alive", NULL, "launchd starts the program again whenever it exits (KeepAlive)", NULL},
     {"--install", NULL, "write ~/Library/LaunchAgents/LABEL.plist and bootstrap it", "print the plist"},
@@ -66,26 +69,26 @@ static const struct opt_spec report_opts[] = {
     {"--md", "FILE", "also write the table as Markdown; - for standard output", NULL},
     END};
 static const struct opt_spec bench_opts[] = {
-    {"-m", "MODEL", "the GGUF model; required", NULL},
+    {"-m", "MODEL", "the GGUF model", REQUIRED},
     {"--llama-bench", "PATH", "the llama-bench to run", "llama-bench on PATH"},
     {"-p", "N", "prompt tokens", "512"},
     {"-n", "N", "generated tokens", "128"},
     {"-r", "N", "repetitions", "10"},
     {"--out", "DIR", "the bundle directory (new or empty)", "vzcaps-bench-<UTC time>"},
-    {"--profile", "NAME", "section of the config file for the unlocked run", NULL},
-    {"--mode", "MODE", "guest (stock and unlocked) or host (once, stock, on bare metal)", "guest"},
+    {"--profile", "PROFILE", "section of the config file for the unlocked run", NULL},
+    {"--mode", "guest|host", "guest (stock and unlocked) or host (once, stock, on bare metal)", "guest"},
     {"--check-output", NULL, "require the output check", "on when llama-perplexity is found"},
     {"--no-check-output", NULL, "skip the output check", NULL},
     {"--llama-perplexity", "PATH", "the llama-perplexity for the output check", "next to llama-bench, else on PATH"},
     END};
 static const struct opt_spec probe_opts[] = {
     {"--json", NULL, "one JSON object instead of the table", NULL},
-    {"--profile", "NAME", "section of the config file for the unlocked child", NULL},
+    {"--profile", "PROFILE", "section of the config file for the unlocked child", NULL},
     {"--replay", "STOCK.json UNLOCKED.json", "render two saved child outputs instead of probing", NULL},
     END};
 static const struct opt_spec verify_opts[] = {
     {"--json", NULL, "one JSON object instead of the table", NULL},
-    {"--profile", "NAME", "section of the config file for the unlocked children", NULL},
+    {"--profile", "PROFILE", "section of the config file for the unlocked children", NULL},
     {"--replay", "RESULT.json", "render a saved result instead of verifying", NULL},
     END};
 static const struct opt_spec prepare_opts[] = {
@@ -105,14 +108,16 @@ const struct cmd_spec cli_commands[] = {
      "replaces this process (exec), so the exit status and signals are CMD's own.",
      "CMD's own; 125 when vzcaps refused to start it; 126 when it is not a regular executable file;\n"
      "127 when it is not found; 2 for a malformed command line.",
-     "vzcaps run -- llama-bench -m model.gguf"},
+     "vzcaps run -- llama-bench -m model.gguf",
+     GROUP_USE, "run a program with the host chip's Metal answers", "exec start launch use"},
     {"check", cmd_check, "", ARGS_NONE, view_opts,
      "Validates a configuration and explains what `vzcaps run` would do for executable NAME on chip\n"
      "BRAND (its implied --family auto included), or with --bare what the library alone would do with\n"
      "this environment: each effective claim and where it came from.",
      "0 when the configuration is valid (even if this host cannot apply it), 1 when it is not, 2 for a\n"
      "malformed command line.",
-     "vzcaps check --exe llama-server --chip \"Apple M2 Pro\" --json"},
+     "vzcaps check --exe llama-server --chip \"Apple M2 Pro\" --json",
+     GROUP_CHECK, "validate a configuration and explain what run would do for a program", "validate config lint explain show"},
     {"launchd", cmd_launchd, "-- CMD [ARGS]", ARGS_COMMAND, launchd_opts,
      "Writes a LaunchAgent plist for one workload: ProgramArguments, EnvironmentVariables with the\n"
      "library and the settings, RunAtLoad, logs under ~/Library/Logs/vzcaps/. The program, the config\n"
@@ -120,17 +125,20 @@ const struct cmd_spec cli_commands[] = {
      "byte for byte. Never uses `launchctl setenv`, which would inject every process of the session.",
      "0; 1 when it cannot write, finds a different plist without --force, or --remove finds no job;\n"
      "2 for arguments a plist cannot carry or a malformed command line.",
-     "vzcaps launchd --label com.me.llama --keep-alive --install -- llama-server -m model.gguf"},
+     "vzcaps launchd --label com.me.llama --keep-alive --install -- llama-server -m model.gguf",
+     GROUP_USE, "write or install a LaunchAgent that runs a program through vzcaps", "agent service daemon launchctl"},
     {"host", cmd_host, "status|enable|disable", ARGS_POSITIONAL, no_opts,
      "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
      "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some guides\n"
      "set before starting VMs. Running VMs must be restarted to see a change.",
-     "0; 3 where it cannot work (Linux, or a guest); 2 for a malformed command line.", "vzcaps host status"},
+     "0; 3 where it cannot work (Linux, or a guest); 2 for a malformed command line.", "vzcaps host status",
+     GROUP_SETUP, "on a Mac host, read or set the GPU preference some VM guides use", "vm"},
     {"doctor", cmd_doctor, "", ARGS_NONE, doctor_opts,
      "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
      "version, the library and its slices, the config file, the effective profile, and known\n"
      "pitfalls that apply. --bundle DIR writes the first-run bundle to attach to an issue instead.",
-     "0; 1 when the bundle cannot be written; 2 for a malformed command line.", "vzcaps doctor --bundle vzcaps-first-run"},
+     "0; 1 when the bundle cannot be written; 2 for a malformed command line.", "vzcaps doctor --bundle vzcaps-first-run",
+     GROUP_CHECK, "show where this machine stands and which known pitfalls apply", "status info diagnose diag env"},
     {"inspect", cmd_inspect, "FILE...", ARGS_POSITIONAL, inspect_opts,
      "Reads Mach-O files (thin or universal, or an .app bundle's main executable) and reports per slice\n"
      "the architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"
@@ -138,14 +146,16 @@ const struct cmd_spec cli_commands[] = {
      "per recognised client, and the images whose calls the caller scope answers stock.",
      "0 when every file was read; 1 when any was unreadable, malformed, truncated or over 1 GiB, or\n"
      "the configuration is invalid; 2 for a malformed command line.",
-     "vzcaps inspect /opt/homebrew/bin/llama-server"},
+     "vzcaps inspect /opt/homebrew/bin/llama-server",
+     GROUP_CHECK, "tell whether a program will load the library, and what it asks Metal", "otool analyze analyse scan"},
     {"report", cmd_report, "(BUNDLE_DIR... | --stock FILE --unlocked FILE [--host FILE])", ARGS_POSITIONAL, report_opts,
      "Recomputes the benchmark table from `vzcaps bench` bundles or llama-bench JSON files (rows merged\n"
      "by test): the median of samples_ts per test, the range, unlocked/stock speed-up and\n"
      "unlocked/host percentage, and what the Metal backend reported in each run (from FILE.stderr).",
      "0; 1 on any input or output error (named, before anything is printed); 2 for a malformed command\n"
      "line.",
-     "vzcaps report --svg chart.svg evidence/"},
+     "vzcaps report --svg chart.svg evidence/",
+     GROUP_MEASURE, "recompute the speed-up table and chart from benchmark results", "chart table results"},
     {"bench", cmd_bench, "[-- LLAMA_BENCH_ARGS]", ARGS_REST, bench_opts,
      "Runs llama-bench stock and through `vzcaps run` (guest mode) or once stock (host mode) and writes\n"
      "an evidence bundle: the raw JSON and stderr of each run, environment.json, capabilities.json,\n"
@@ -153,13 +163,15 @@ const struct cmd_spec cli_commands[] = {
      "perplexity on the CPU with the unlocked GPU; more than 2 % apart is a failure. Arguments after\n"
      "-- go to every llama-bench run and are recorded.",
      "0; 1 when a run fails or the output check fails; 2 for a malformed command line.",
-     "vzcaps bench -m model.gguf --out evidence -- -t 8 -fa 1"},
+     "vzcaps bench -m model.gguf --out evidence -- -t 8 -fa 1",
+     GROUP_MEASURE, "benchmark llama-bench stock and unlocked into an evidence bundle", "benchmark perf speed"},
     {"probe", cmd_probe, "", ARGS_NONE, probe_opts,
      "macOS: creates the default Metal device in two child processes, stock and with the library, and\n"
      "shows every answer side by side with the llama.cpp gates each column implies.",
      "0; 1 when the library changed an answer the profile did not ask for; 3 without a macOS Metal\n"
      "device; 2 for a malformed command line.",
-     "vzcaps probe --json"},
+     "vzcaps probe --json",
+     GROUP_PROVE, "show Metal's answers stock and with the library, side by side", "caps capabilities query"},
     {"verify", cmd_verify, "", ARGS_NONE, verify_opts,
      "macOS: in child processes with the library, one per check, compiles and runs compute kernels for\n"
      "each path the profile unlocks and compares every element with a CPU reference; also checks\n"
@@ -167,7 +179,8 @@ const struct cmd_spec cli_commands[] = {
      "`vzcaps run --verify`.",
      "0; 1 when an unlocked path computes wrong results; 3 without a macOS Metal device; 2 for a\n"
      "malformed command line.",
-     "vzcaps verify"},
+     "vzcaps verify",
+     GROUP_PROVE, "run compute kernels on every unlocked path and check the results", "test selftest self-test validate-gpu"},
     {"prepare", cmd_prepare, "PATH...", ARGS_POSITIONAL, prepare_opts,
      "Makes a private copy of a program that ignores the library because it is signed with the hardened\n"
      "runtime: PATH is a Mach-O file or an .app bundle; every Mach-O file in the copy is re-signed ad\n"
@@ -175,8 +188,16 @@ const struct cmd_spec cli_commands[] = {
      "entitlements, then verified. The original is never modified; an existing copy is replaced whole.",
      "0; 1 when it would need --yes, or on any error (nothing half-written left behind); 2 for a\n"
      "malformed command line.",
-     "vzcaps prepare --yes /Applications/Ollama.app"},
-    {0, 0, 0, 0, 0, 0, 0, 0},
+     "vzcaps prepare --yes /Applications/Ollama.app",
+     GROUP_USE, "make a private copy of a hardened app that will load the library", "resign codesign unharden copy"},
+    {"help", cmd_help, "[COMMAND]", ARGS_POSITIONAL, no_opts,
+     "Without COMMAND: every command, one line each, grouped by what it is for. With COMMAND: its\n"
+     "synopsis, what it does, its options, exit status and an example (the same as vzcaps COMMAND\n"
+     "--help). man vzcaps has all of it in one page.",
+     "0; 2 for an unknown command or a malformed command line.",
+     "vzcaps help run",
+     GROUP_NONE, "show the commands, or one command's options, exit status and an example", "usage manual man"},
+    {0},
 };
 
 const struct cmd_spec *cli_find_command(const char *name)
@@ -220,6 +241,30 @@ const char *cli_did_you_mean(const char *word, const char *const *candidates, si
 
 const char *cli_command_suggestion(const char *word)
 {
+    /* the commands that do the job: those that take word as an alias, or as an operand
+     * ("host status") */
+    static char found[256];
+    found[0] = '\0';
+    size_t n_found = 0;
+    for (int pass = 0; pass < 2; pass++) /* aliases first, then operands */
+        for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+            bool hit = false;
+            const char *list = pass == 0 ? (c->aliases ? c->aliases : "")
+                             : c->args_mode == ARGS_POSITIONAL && strchr(c->args, '|') ? c->args : "";
+            for (const char *p = list; *p && !hit;) {
+                size_t n = strcspn(p, pass == 0 ? " " : "|");
+                hit = n == strlen(word) && strncmp(p, word, n) == 0;
+                p += n + (p[n] != '\0');
+            }
+            if (hit && strlen(found) + strlen(c->name) + strlen(word) + 8 < sizeof found) {
+                size_t len = strlen(found);
+                snprintf(found + len, sizeof found - len, "%s%s%s%s", n_found ? ", or " : "", c->name, pass ? " " : "",
+                         pass ? word : "");
+                n_found++;
+            }
+        }
+    if (n_found)
+        return found;
     const char *names[32];
     size_t n = 0;
     for (const struct cmd_spec *c = cli_commands; c->name && n < 32; c++)
@@ -297,67 +342,156 @@ int cli_validate_args(const struct cmd_spec *c, int argc, char **argv)
 
 /* ---- help, man page, completions ---- */
 
-static void synopsis(FILE *out, const struct cmd_spec *c, bool roff)
+#define WIDTH 100
+
+void cli_wrap(FILE *out, const char *text, size_t start, size_t indent, size_t width)
 {
-    fprintf(out, roff ? ".B vzcaps %s\n" : "vzcaps %s", c->name);
+    size_t col = start;
     bool first = true;
-    for (const struct opt_spec *o = c->opts; o->name; o++) {
-        fprintf(out, roff ? (first ? "" : " ") : " ");
-        first = false;
-        if (roff) {
-            fputc('[', out);
-            for (const char *p = o->name; *p; p++)
-                fputs(*p == '-' ? "\\-" : (char[2]){*p, 0}, out);
-            if (o->arg)
-                fprintf(out, " %s", o->arg);
-            fputc(']', out);
-        } else {
-            fprintf(out, "[%s%s%s]", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    for (const char *p = text; *p;) {
+        while (*p == ' ' || *p == '\n')
+            p++;
+        size_t n = strcspn(p, " \n");
+        if (!n)
+            break;
+        if (!first && col + 1 + n > width) {
+            fprintf(out, "\n%*s", (int)indent, "");
+            col = indent;
+        } else if (!first) {
+            fputc(' ', out);
+            col++;
         }
+        fwrite(p, 1, n, out);
+        col += n;
+        first = false;
+        p += n;
     }
-    if (c->args[0]) {
-        fputc(' ', out);
-        for (const char *p = c->args; *p; p++)
-            fputs(roff && *p == '-' ? "\\-" : (char[2]){*p, 0}, out);
+}
+
+static const char *const group_titles[GROUP_COUNT] = {
+    [GROUP_USE] = "use it", [GROUP_CHECK] = "check it", [GROUP_PROVE] = "prove it",
+    [GROUP_MEASURE] = "measure it", [GROUP_SETUP] = "set up",
+};
+
+static void write_roff(FILE *out, const char *s, size_t n);
+
+/* One synopsis element ("[--profile PROFILE]", "--label LABEL"), on the heap. */
+static char *synopsis_item(const struct opt_spec *o)
+{
+    return xformat("%s%s%s%s%s", o->def == REQUIRED ? "" : "[", o->name, o->arg ? " " : "", o->arg ? o->arg : "",
+                   o->def == REQUIRED ? "" : "]");
+}
+
+void cli_print_synopsis(FILE *out, const struct cmd_spec *c, size_t prefix_len)
+{
+    fprintf(out, "vzcaps %s", c->name);
+    size_t indent = prefix_len + strlen("vzcaps ") + strlen(c->name) + 1, col = indent - 1;
+    for (const struct opt_spec *o = c->opts;; o++) {
+        char *item;
+        if (o->name)
+            item = synopsis_item(o);
+        else if (c->args[0])
+            item = xformat("%s", c->args);
+        else
+            break;
+        size_t n = strlen(item);
+        if (col + 1 + n > WIDTH && col > indent) {
+            fprintf(out, "\n%*s", (int)indent, "");
+            col = indent;
+        } else {
+            fputc(' ', out);
+            col++;
+        }
+        fputs(item, out);
+        free(item);
+        col += n;
+        if (!o->name)
+            break;
     }
     fputc('\n', out);
 }
 
-void cli_print_synopsis(FILE *out, const struct cmd_spec *c)
+void cli_print_overview(FILE *out)
 {
-    synopsis(out, c, false);
+    fprintf(out, "vzcaps %s: Metal capability answers for macOS guests, from the host's real chip\n\n"
+                 "usage: vzcaps COMMAND [OPTIONS] [ARGS]\n", VZCAPS_VERSION);
+    size_t w = 0;
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        w = strlen(c->name) > w ? strlen(c->name) : w;
+    for (int g = GROUP_USE; g < GROUP_COUNT; g++) {
+        fprintf(out, "\n%s\n", group_titles[g]);
+        for (const struct cmd_spec *c = cli_commands; c->name; c++)
+            if (c->group == (enum cmd_group)g) {
+                fprintf(out, "   %-*s  ", (int)w, c->name);
+                cli_wrap(out, c->summary, 5 + w, 5 + w, WIDTH);
+                fputc('\n', out);
+            }
+    }
+    fputs("\n`vzcaps help COMMAND` (or `vzcaps COMMAND --help`) shows a command's options, exit status and an\n"
+          "example; `vzcaps --version` the version; `man vzcaps` everything on one page.\n\n", out);
+    size_t col = fprintf(out, "The library reads:");
+    for (const struct env_spec *e = cli_environment; e->name; e++) {
+        size_t n = strlen(e->name) + 1;
+        if (col + 1 + n > WIDTH)
+            col = fprintf(out, "\n ");
+        col += fprintf(out, " %s%s", e->name, e[1].name ? "," : ".");
+    }
+    fputs("\n", out);
 }
 
 void cli_print_help(FILE *out, const struct cmd_spec *c)
 {
     fprintf(out, "usage: ");
-    synopsis(out, c, false);
-    fprintf(out, "\n%s\n", c->about);
+    cli_print_synopsis(out, c, strlen("usage: "));
+    fprintf(out, "\n%s: ", c->name);
+    cli_wrap(out, c->summary, strlen(c->name) + 2, 0, WIDTH);
+    fputs("\n\n", out);
+    cli_wrap(out, c->about, 0, 0, WIDTH);
+    fputc('\n', out);
     if (c->opts[0].name) {
         fprintf(out, "\noptions:\n");
         for (const struct opt_spec *o = c->opts; o->name; o++) {
-            char head[64];
-            snprintf(head, sizeof head, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-            fprintf(out, "  %-24s %s%s%s%s\n", head, o->help, o->def ? " (default: " : "", o->def ? o->def : "", o->def ? ")" : "");
+            char *head = xformat("%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+            bool has_def = o->def && o->def != REQUIRED;
+            char *text = xformat("%s%s%s%s%s", o->help, o->def == REQUIRED ? " (required)" : "", has_def ? " (default: " : "",
+                                 has_def ? o->def : "", has_def ? ")" : "");
+            if (strlen(head) > 23) /* a long head gets a line of its own */
+                fprintf(out, "  %s\n%*s", head, 27, "");
+            else
+                fprintf(out, "  %-24s ", head);
+            cli_wrap(out, text, 27, 27, WIDTH);
+            fputc('\n', out);
+            free(text);
+            free(head);
         }
         fprintf(out, "  %-24s %s\n", "--", "ends the options");
     }
-    fprintf(out, "\nexit status: %s\n\nexample: %s\n", c->exits, c->example);
+    fputs("\nexit status: ", out);
+    cli_wrap(out, c->exits, 13, 2, WIDTH);
+    fputs("\n\nexample: ", out);
+    fputs(c->example, out);
+    fputc('\n', out);
 }
 
 static void roff_text(FILE *out, const char *s)
 {
+    write_roff(out, s, strlen(s));
+}
+
+static void write_roff(FILE *out, const char *s, size_t n)
+{
     bool bol = true;
-    for (; *s; s++) {
-        if (bol && (*s == '.' || *s == '\''))
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (bol && (ch == '.' || ch == '\''))
             fputs("\\&", out);
-        if (*s == '\\')
+        if (ch == '\\')
             fputs("\\e", out);
-        else if (*s == '-')
+        else if (ch == '-')
             fputs("\\-", out);
         else
-            fputc(*s, out);
-        bol = *s == '\n';
+            fputc(ch, out);
+        bol = ch == '\n';
     }
 }
 
@@ -365,13 +499,20 @@ void cli_print_man(FILE *out)
 {
     fprintf(out, ".\\\" generated by `vzcaps __man` from the command table in src/cli/commands.c: do not edit\n"
                  ".TH VZCAPS 1 \"2026\" \"vzcaps %s\" \"User Commands\"\n.SH NAME\n"
-                 "vzcaps \\- Metal capability answers for macOS guests, from the host's real chip\n.SH SYNOPSIS\n",
+                 "vzcaps \\- Metal capability answers for macOS guests, from the host's real chip\n.SH SYNOPSIS\n.nh\n",
             VZCAPS_VERSION);
     for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-        synopsis(out, c, true);
-        fputs(".br\n", out);
+        fprintf(out, ".B vzcaps %s\n", c->name);
+        for (const struct opt_spec *o = c->opts; o->name; o++) {
+            char *item = synopsis_item(o);
+            roff_text(out, item);
+            fputc(' ', out);
+            free(item);
+        }
+        roff_text(out, c->args);
+        fputs("\n.br\n", out);
     }
-    fputs(".B vzcaps help\n[COMMAND]\n.br\n.B vzcaps \\-\\-version\n", out);
+    fputs(".B vzcaps \\-\\-version\n.hy\n", out);
     fputs(".SH DESCRIPTION\n", out);
     roff_text(out, "A macOS guest on Apple silicon sees a paravirtual GPU that answers Metal capability queries as an\n"
                    "Apple family 5 part. vzcaps injects a small library (libvzcaps.dylib) into one process with\n"
@@ -379,6 +520,16 @@ void cli_print_man(FILE *out)
                    "working-set limits) the way the host's real chip would, and never claims more than that chip has\n"
                    "unless VZCAPS_UNSAFE_BEYOND_HARDWARE=1 is set. Anything in doubt leaves the process exactly\n"
                    "stock, with one log line saying why.\n");
+    fputs(".SH COMMANDS\n", out);
+    for (int g = GROUP_USE; g < GROUP_COUNT; g++) {
+        fprintf(out, ".SS %s\n", group_titles[g]);
+        for (const struct cmd_spec *c = cli_commands; c->name; c++)
+            if (c->group == (enum cmd_group)g) {
+                fprintf(out, ".TP 10\n.B %s\n", c->name);
+                roff_text(out, c->summary);
+                fputc('\n', out);
+            }
+    }
     fputs(".SH OPTIONS\n", out);
     for (const struct cmd_spec *c = cli_commands; c->name; c++) {
         fprintf(out, ".SS vzcaps %s\n", c->name);
@@ -393,7 +544,9 @@ void cli_print_man(FILE *out)
             }
             fputc('\n', out);
             roff_text(out, o->help);
-            if (o->def) {
+            if (o->def == REQUIRED)
+                fputs(" (required)", out);
+            if (o->def && o->def != REQUIRED) {
                 fputs(" (default: ", out);
                 roff_text(out, o->def);
                 fputs(")", out);
@@ -414,9 +567,10 @@ void cli_print_man(FILE *out)
         fputc('\n', out);
     }
     fputs(".SH FILES\n", out);
-    roff_text(out, "$VZCAPS_CONFIG if set, else ~/.config/vzcaps/vzcaps.conf, else /usr/local/etc/vzcaps.conf: sections\n"
-                   "[name] with match = globs and the keys of the variables above (apple_family_max, ...). A file\n"
-                   "that others can write is not trusted. ~/Library/Caches/vzcaps: cached verify verdicts.\n"
+    roff_text(out, "The config file: " VZCAPS_CONFIG_ORDER_TEXT ". The library, vzcaps run and vzcaps check search in this\n"
+                   "order, and vzcaps check names the file it used. It holds sections [name] with match = globs\n"
+                   "and the keys of the variables above (apple_family_max, ...). A file that others can write\n"
+                   "is not trusted. ~/Library/Caches/vzcaps: cached verify verdicts.\n"
                    "~/Library/Application Support/vzcaps/prepared: copies made by vzcaps prepare.\n");
     fputs(".SH EXAMPLES\n", out);
     for (const struct cmd_spec *c = cli_commands; c->name; c++) {
@@ -427,73 +581,560 @@ void cli_print_man(FILE *out)
     fputs(".SH SEE ALSO\nThe README of the vzcaps sources.\n", out);
 }
 
-static void words(FILE *out, const struct cmd_spec *c)
+/* ---- completions: bash, zsh and fish scripts generated from the table ---- */
+
+enum value_kind cli_value_kind(const char *m)
 {
-    for (const struct opt_spec *o = c->opts; o->name; o++)
-        fprintf(out, "%s%s", o == c->opts ? "" : " ", o->name);
+    static const struct { const char *metavar; enum value_kind kind; } kinds[] = {
+        {"PROFILE", VALUE_PROFILE}, {"BRAND", VALUE_CHIP},  {"PROGRAM", VALUE_PROGRAM}, {"CMD", VALUE_PROGRAM},
+        {"FILE", VALUE_FILE},       {"PATH", VALUE_FILE},   {"MODEL", VALUE_FILE},      {"BUNDLE_DIR", VALUE_FILE},
+        {"DIR", VALUE_DIR},         {"COMMAND", VALUE_COMMAND}, {"N", VALUE_NONE},      {"LABEL", VALUE_NONE},
+    };
+    if (!m)
+        return VALUE_NONE;
+    size_t n = strcspn(m, " ");
+    if (memchr(m, '|', n))
+        return VALUE_WORDS;
+    if (n > 5 && strncmp(m + n - 5, ".json", 5) == 0)
+        return VALUE_FILE;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strlen(kinds[i].metavar) == n && strncmp(kinds[i].metavar, m, n) == 0)
+            return kinds[i].kind;
+    return VALUE_UNKNOWN;
 }
 
-/* bash and zsh share one shape: the commands at the first word, then one case per command
- * offering its options and file names. */
-struct case_shell {
-    const char *shell, *head, *after_commands, *case_open, *case_close, *foot;
-};
-static const struct case_shell case_shells[] = {
-    {"bash",
-     "# bash completion for vzcaps (generated by `vzcaps __completions bash`)\n_vzcaps() {\n"
-     "    local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}\n"
-     "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n        COMPREPLY=($(compgen -W \"",
-     "help --version\" -- \"$cur\"))\n        return\n    fi\n    case $cmd in\n", ") COMPREPLY=($(compgen -W \"",
-     "\" -- \"$cur\") $(compgen -f -- \"$cur\")) ;;\n", "    esac\n}\ncomplete -F _vzcaps vzcaps\n"},
-    {"zsh",
-     "#compdef vzcaps\n# zsh completion for vzcaps (generated by `vzcaps __completions zsh`)\n"
-     "_vzcaps() {\n  if (( CURRENT == 2 )); then\n    compadd -- ",
-     "help --version\n    return\n  fi\n  case $words[2] in\n", ") compadd -- ", "; _files ;;\n",
-     "  esac\n}\n_vzcaps \"$@\"\n"},
-};
+static const char *const kind_names[] = {"none", "none", "words", "profile", "chip", "program", "file", "dir", "command"};
 
-/* s up to stop (or its end) inside fish's single quotes */
-static void fish_quoted(FILE *out, const char *s, const char *stop)
+/* What a command's operands are: "exec" (a command with its own arguments), "rest" (after --,
+ * passed on), or a value kind; token gets the operand's metavariable ("status|enable|disable"). */
+static const char *operand_kind(const struct cmd_spec *c, char *token, size_t cap)
+{
+    token[0] = '\0';
+    if (c->args_mode == ARGS_COMMAND)
+        return "exec";
+    if (c->args_mode == ARGS_REST)
+        return "rest";
+    if (c->args_mode == ARGS_NONE)
+        return "none";
+    const char *a = c->args + strspn(c->args, "[(");
+    snprintf(token, cap, "%.*s", (int)strcspn(a, " ].)"), a);
+    enum value_kind k = cli_value_kind(token);
+    return kind_names[k];
+}
+
+/* Calls fn for every word a metavariable's choices stand for ("auto|off|FAMILY": auto, off,
+ * and each Apple family the core accepts), with a short description. */
+static void each_word(const char *metavar, void (*fn)(FILE *, const char *, const char *), FILE *out)
+{
+    const char *p = metavar;
+    size_t end = strcspn(metavar, " ");
+    while (p < metavar + end) {
+        size_t n = strcspn(p, "| ");
+        char *w = xformat("%.*s", (int)n, p);
+        if (strcmp(w, "FAMILY") == 0) {
+            size_t count;
+            const int64_t *all = vzcaps_family_all(&count);
+            for (size_t i = 0; i < count; i++)
+                if (vzcaps_family_is_apple(all[i])) {
+                    char num[24];
+                    snprintf(num, sizeof num, "%lld", (long long)all[i]);
+                    fn(out, num, vzcaps_family_name(all[i]));
+                }
+        } else {
+            fn(out, w, strcmp(w, "auto") == 0 ? "the host chip's own family" : strcmp(w, "off") == 0 ? "stock answers" : "");
+        }
+        free(w);
+        p += n + (p[n] == '|');
+    }
+}
+
+/* Calls fn for each chip brand the core recognises ("Apple M2 Pro"). */
+static void each_chip(void (*fn)(FILE *, const char *, const char *), FILE *out)
+{
+    static const char *const variants[] = {"", " Pro", " Max", " Ultra"};
+    for (int g = 1; g < 100; g++) {
+        bool any = false;
+        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+            char brand[48];
+            struct vzcaps_chip chip;
+            snprintf(brand, sizeof brand, "Apple M%d%s", g, variants[v]);
+            vzcaps_chip_from_brand(brand, &chip);
+            if (chip.known)
+                fn(out, brand, vzcaps_family_name(chip.apple_family)), any = true;
+        }
+        if (!any)
+            break;
+    }
+}
+
+/* s inside single quotes: bash and zsh ('\'' for a quote), fish (\' and \\) */
+static void squote(FILE *out, const char *s, bool fish)
 {
     fputc('\'', out);
-    for (; *s && !strchr(stop, *s); s++)
-        fputs(*s == '\'' ? "\\'" : (char[2]){*s, 0}, out);
-    fputs("'\n", out);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs(fish ? "\\'" : "'\\''", out);
+        else if (fish && *s == '\\')
+            fputs("\\\\", out);
+        else if (*s == '\n')
+            fputc(' ', out);
+        else
+            fputc(*s, out);
+    }
+    fputc('\'', out);
+}
+
+static void word_sh(FILE *out, const char *w, const char *desc)
+{
+    (void)desc;
+    fputc(' ', out);
+    squote(out, w, false);
+}
+
+/* zsh _describe entries: "word:description", a ':' in the word escaped */
+static void word_zsh(FILE *out, const char *w, const char *desc)
+{
+    char *e = xformat("%s%s%s", w, desc && *desc ? ":" : "", desc ? desc : "");
+    char *buf = xformat("%*s", (int)(2 * strlen(e) + 1), "");
+    size_t k = 0;
+    for (const char *p = w; *p; p++) {
+        if (*p == ':')
+            buf[k++] = '\\';
+        buf[k++] = *p;
+    }
+    snprintf(buf + k, strlen(e) + 1, "%s", e + strlen(w));
+    fputc(' ', out);
+    squote(out, buf, false);
+    free(buf);
+    free(e);
+}
+
+static void word_fish(FILE *out, const char *w, const char *desc)
+{
+    char *e = xformat("%s%s%s", w, desc && *desc ? "\t" : "", desc ? desc : "");
+    fputc(' ', out);
+    squote(out, e, true);
+    free(e);
+}
+
+static const char bash_head[] =
+    "# bash completion for vzcaps (generated by `vzcaps __completions bash` from the command table)\n"
+    "_vzcaps_add() { # PREFIX WORD...: the words that start with PREFIX\n"
+    "    local p=$1 w\n"
+    "    shift\n"
+    "    for w in \"$@\"; do [[ $w == \"$p\"* ]] && COMPREPLY+=(\"$w\"); done\n"
+    "}\n"
+    "_vzcaps_kind() { # KIND PREFIX\n"
+    "    local IFS=$'\\n'\n"
+    "    case $1 in\n"
+    "        file) COMPREPLY+=($(compgen -f -- \"$2\")) ;;\n"
+    "        dir) COMPREPLY+=($(compgen -d -- \"$2\")) ;;\n"
+    "        program) COMPREPLY+=($(compgen -c -- \"$2\")) ;;\n"
+    "        profile)\n"
+    "            local a=()\n"
+    "            [[ -n $_vzcaps_cfg ]] && a=(--config \"${_vzcaps_cfg/#\\~/$HOME}\")\n"
+    "            COMPREPLY+=($(compgen -W \"$(\"$_vzcaps_self\" __profiles \"${a[@]}\" 2>/dev/null)\" -- \"$2\")) ;;\n";
+static const char bash_body[] =
+    "_vzcaps_after() { # CMD INDEX PREFIX: what follows --, from word INDEX\n"
+    "    _vzcaps_cmd \"$1\"\n"
+    "    case $_vz_a in\n"
+    "        exec)\n"
+    "            if (( COMP_CWORD == $2 )); then _vzcaps_kind program \"$3\"\n"
+    "            elif declare -F _command_offset >/dev/null; then _command_offset \"$2\" # bash-completion: its own\n"
+    "            else _vzcaps_kind file \"$3\"; fi ;;\n"
+    "        rest) _vzcaps_kind file \"$3\" ;;\n"
+    "        words) _vzcaps_add \"$3\" \"${_vz_w[@]}\" ;;\n"
+    "        *) _vzcaps_kind \"$_vz_a\" \"$3\" ;;\n"
+    "    esac\n"
+    "}\n"
+    "_vzcaps() {\n"
+    "    local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} w opt= want=0 i\n"
+    "    local _vzcaps_cfg= _vzcaps_self=${COMP_WORDS[0]} _vz_n _vz_k _vz_a _vz_w _vz_o\n"
+    "    COMPREPLY=()\n"
+    "    [[ $cur == = ]] && cur=\n"
+    "    cur=${cur#[\\\"\\']}\n"
+    "    cur=${cur//\\\\/}\n"
+    "    if (( COMP_CWORD == 1 )); then\n"
+    "        _vzcaps_kind command \"$cur\"\n"
+    "        _vzcaps_add \"$cur\" --version --help\n"
+    "        return\n"
+    "    fi\n"
+    "    _vzcaps_cmd \"$cmd\"\n"
+    "    for (( i = 2; i < COMP_CWORD; i++ )); do\n"
+    "        w=${COMP_WORDS[i]}\n"
+    "        [[ $w == = ]] && continue\n"
+    "        if (( want > 0 )); then\n"
+    "            want=$((want - 1))\n"
+    "            [[ $opt == --config ]] && _vzcaps_cfg=$w\n"
+    "        elif [[ $w == -- ]]; then\n"
+    "            _vzcaps_after \"$cmd\" $((i + 1)) \"$cur\"\n"
+    "            return\n"
+    "        elif [[ $w == -?* ]]; then\n"
+    "            opt=${w%%=*}\n"
+    "            _vzcaps_opt \"$cmd\" \"$opt\"\n"
+    "            want=$_vz_n\n"
+    "            [[ $w == *=* && $want -gt 0 ]] && want=$((want - 1))\n"
+    "        elif [[ $_vz_a == exec ]]; then # the command starts here\n"
+    "            _vzcaps_after \"$cmd\" \"$i\" \"$cur\"\n"
+    "            return\n"
+    "        fi\n"
+    "    done\n"
+    "    if (( want > 0 )); then\n"
+    "        _vzcaps_opt \"$cmd\" \"$opt\"\n"
+    "        if [[ $_vz_k == words ]]; then _vzcaps_add \"$cur\" \"${_vz_w[@]}\"; else _vzcaps_kind \"$_vz_k\" \"$cur\"; fi\n"
+    "        return\n"
+    "    fi\n"
+    "    _vzcaps_cmd \"$cmd\"\n"
+    "    case $_vz_a in\n"
+    "        none|rest) _vzcaps_add \"$cur\" \"${_vz_o[@]}\" ;;\n"
+    "        *)\n"
+    "            if [[ $cur == -* ]]; then _vzcaps_add \"$cur\" \"${_vz_o[@]}\"\n"
+    "            elif [[ $_vz_a == words ]]; then _vzcaps_add \"$cur\" \"${_vz_w[@]}\"\n"
+    "            elif [[ $_vz_a == exec ]]; then _vzcaps_kind program \"$cur\"\n"
+    "            else _vzcaps_kind \"$_vz_a\" \"$cur\"; fi ;;\n"
+    "    esac\n"
+    "}\n"
+    "# -o filenames: bash quotes what it inserts (a name with a space stays one word)\n"
+    "complete -o filenames -F _vzcaps vzcaps\n";
+
+static const char zsh_head[] =
+    "#compdef vzcaps\n"
+    "# zsh completion for vzcaps (generated by `vzcaps __completions zsh` from the command table)\n"
+    "_vzcaps_kind() { # KIND\n"
+    "  case $1 in\n"
+    "    file) _files ;;\n"
+    "    dir) _files -/ ;;\n"
+    "    program) _command_names -e ;;\n"
+    "    profile) local -a a\n"
+    "      [[ -n $_vzcaps_cfg ]] && a=(--config ${${(Q)_vzcaps_cfg}/#\\~/$HOME})\n"
+    "      compadd -- ${(f)\"$(${(Q)_vzcaps_self} __profiles $a 2>/dev/null)\"} ;;\n";
+static const char zsh_body[] =
+    "_vzcaps_after() { # CMD INDEX: what follows the word at INDEX (--, or the word before the command)\n"
+    "  _vzcaps_cmd $1\n"
+    "  case $_vz_a in\n"
+    "    exec) words=(\"${(@)words[$2+1,-1]}\"); (( CURRENT -= $2 )); _normal ;;\n"
+    "    rest) _files ;;\n"
+    "    words) _describe -t values value _vz_w ;;\n"
+    "    *) _vzcaps_kind $_vz_a ;;\n"
+    "  esac\n"
+    "}\n"
+    "_vzcaps() {\n"
+    "  local cmd=$words[2] w opt= want=0 i _vzcaps_cfg= _vzcaps_self=$words[1] _vz_n _vz_k _vz_a\n"
+    "  local -a _vz_w _vz_o\n"
+    "  if (( CURRENT == 2 )); then\n"
+    "    _vzcaps_kind command\n"
+    "    [[ $PREFIX == -* ]] && compadd -- --version --help\n"
+    "    return\n"
+    "  fi\n"
+    "  _vzcaps_cmd $cmd\n"
+    "  for (( i = 3; i < CURRENT; i++ )); do\n"
+    "    w=$words[i]\n"
+    "    if (( want > 0 )); then\n"
+    "      (( want-- ))\n"
+    "      [[ $opt == --config ]] && _vzcaps_cfg=$w\n"
+    "    elif [[ $w == -- ]]; then\n"
+    "      _vzcaps_after $cmd $i\n"
+    "      return\n"
+    "    elif [[ $w == -?* ]]; then\n"
+    "      opt=${w%%=*}\n"
+    "      _vzcaps_opt $cmd $opt\n"
+    "      want=$_vz_n\n"
+    "      [[ $w == *=* ]] && (( want > 0 )) && (( want-- ))\n"
+    "    elif [[ $_vz_a == exec ]]; then\n"
+    "      _vzcaps_after $cmd $(( i - 1 ))\n"
+    "      return\n"
+    "    fi\n"
+    "  done\n"
+    "  if (( want == 0 )) && [[ $PREFIX == --*=* ]]; then\n"
+    "    opt=${PREFIX%%=*}\n"
+    "    compset -P '*='\n"
+    "    _vzcaps_opt $cmd $opt\n"
+    "    want=$_vz_n\n"
+    "  fi\n"
+    "  if (( want > 0 )); then\n"
+    "    _vzcaps_opt $cmd $opt\n"
+    "    if [[ $_vz_k == words ]]; then _describe -t values value _vz_w; else _vzcaps_kind $_vz_k; fi\n"
+    "    return\n"
+    "  fi\n"
+    "  _vzcaps_cmd $cmd\n"
+    "  if [[ $PREFIX == -* || $_vz_a == (none|rest) ]]; then\n"
+    "    _describe -t options option _vz_o\n"
+    "  elif [[ $_vz_a == exec ]]; then\n"
+    "    _command_names -e\n"
+    "  elif [[ $_vz_a == words ]]; then\n"
+    "    _describe -t values value _vz_w\n"
+    "  else\n"
+    "    _vzcaps_kind $_vz_a\n"
+    "  fi\n"
+    "}\n"
+    "_vzcaps \"$@\"\n";
+
+static const char fish_head[] =
+    "# fish completion for vzcaps (generated by `vzcaps __completions fish` from the command table)\n"
+    "function __vzcaps_words # the words before the cursor, up to and without --\n"
+    "    set -l t (commandline -opc)\n"
+    "    set -l i (contains -i -- -- $t)\n"
+    "    and set t $t[1..(math $i - 1)]\n"
+    "    string join \\n -- $t\n"
+    "end\n"
+    "function __vzcaps_none # no command yet\n"
+    "    test (count (commandline -opc)) -eq 1\n"
+    "end\n"
+    "function __vzcaps_using -a name # the command is NAME, and no -- yet\n"
+    "    set -l t (commandline -opc)\n"
+    "    test \"$t[2]\" = \"$name\"; and not contains -- -- $t[3..-1]\n"
+    "end\n"
+    "function __vzcaps_after -a name # the command is NAME, after --\n"
+    "    set -l t (commandline -opc)\n"
+    "    test \"$t[2]\" = \"$name\"; and contains -- -- $t[3..-1]\n"
+    "end\n"
+    "function __vzcaps_rest # what follows --, completed as its own command line\n"
+    "    set -l t (commandline -opc)\n"
+    "    set -l i (contains -i -- -- $t)\n"
+    "    set -l rest\n"
+    "    test $i -lt (count $t); and set rest (string escape -- $t[(math $i + 1)..-1])\n"
+    "    complete -C (string join ' ' -- $rest (commandline -ct))\n"
+    "end\n"
+    "function __vzcaps_profiles # the config file's sections, read now\n"
+    "    set -l t (commandline -opc)\n"
+    "    set -l i (contains -i -- --config $t)\n"
+    "    if test -n \"$i\"; and test $i -lt (count $t)\n"
+    "        $t[1] __profiles --config (string replace -r '^~' $HOME -- $t[(math $i + 1)]) 2>/dev/null\n"
+    "    else\n"
+    "        $t[1] __profiles 2>/dev/null\n"
+    "    end\n"
+    "end\n"
+    "function __vzcaps_value -a n opt # the word N before the cursor is OPT (its Nth value is next)\n"
+    "    set -l t (commandline -opc)\n"
+    "    set -l i (math (count $t) - $n + 1)\n"
+    "    test $i -ge 1; and test \"$t[$i]\" = \"$opt\"\n"
+    "end\n"
+    "complete -c vzcaps -f # files only where a file is expected\n";
+
+static void bash_words_array(FILE *out, const char *var, const char *metavar)
+{
+    fprintf(out, " %s=(", var);
+    each_word(metavar, word_sh, out);
+    fputs(" )", out);
+}
+
+static void bash_kind_case(FILE *out, const char *name, void (*fn)(FILE *, const char *, const char *))
+{
+    fprintf(out, "        %s) _vzcaps_add \"$2\"", name);
+    if (fn)
+        each_chip(fn, out);
+    else
+        for (const struct cmd_spec *c = cli_commands; c->name; c++)
+            fprintf(out, " %s", c->name);
+    fputs(" ;;\n", out);
+}
+
+static size_t opt_values(const struct opt_spec *o)
+{
+    size_t need = 0;
+    for (const char *p = o->arg; p && *p; need++)
+        p += strcspn(p, " "), p += *p == ' ';
+    return need;
+}
+
+static void print_bash(FILE *out)
+{
+    fputs(bash_head, out);
+    bash_kind_case(out, "command", NULL);
+    bash_kind_case(out, "chip", word_sh);
+    fputs("    esac\n}\n_vzcaps_opt() { # CMD OPTION: it takes _vz_n values of kind _vz_k (words: _vz_w)\n"
+          "    _vz_n=0 _vz_k=none _vz_w=()\n    case $1:$2 in\n", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            if (o->arg) {
+                enum value_kind k = cli_value_kind(o->arg);
+                fprintf(out, "        %s:%s) _vz_n=%zu _vz_k=%s", c->name, o->name, opt_values(o), kind_names[k]);
+                if (k == VALUE_WORDS)
+                    bash_words_array(out, "_vz_w", o->arg);
+                fputs(" ;;\n", out);
+            }
+    fputs("    esac\n}\n_vzcaps_cmd() { # CMD: its options _vz_o and what its operands are, _vz_a (words: _vz_w)\n"
+          "    _vz_o=() _vz_a=none _vz_w=()\n    case $1 in\n", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        char token[128];
+        const char *kind = operand_kind(c, token, sizeof token);
+        fprintf(out, "        %s) _vz_o=(", c->name);
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            fprintf(out, "%s%s", o == c->opts ? "" : " ", o->name);
+        fprintf(out, "%s) _vz_a=%s", c->args_mode == ARGS_COMMAND || c->args_mode == ARGS_REST ? " --" : "", kind);
+        if (strcmp(kind, "words") == 0)
+            bash_words_array(out, "_vz_w", token);
+        fputs(" ;;\n", out);
+    }
+    fputs("    esac\n}\n", out);
+    fputs(bash_body, out);
+}
+
+static void print_zsh(FILE *out)
+{
+    fputs(zsh_head, out);
+    fputs("    command) local -a c\n      c=(", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        word_zsh(out, c->name, c->summary);
+    fputs(" )\n      _describe -t commands 'vzcaps command' c ;;\n    chip) local -a c\n      c=(", out);
+    each_chip(word_zsh, out);
+    fputs(" )\n      _describe -t chips chip c ;;\n  esac\n}\n"
+          "_vzcaps_opt() { # CMD OPTION: it takes _vz_n values of kind _vz_k (words: _vz_w)\n"
+          "  _vz_n=0 _vz_k=none _vz_w=()\n  case $1:$2 in\n", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            if (o->arg) {
+                enum value_kind k = cli_value_kind(o->arg);
+                fprintf(out, "    %s:%s) _vz_n=%zu _vz_k=%s", c->name, o->name, opt_values(o), kind_names[k]);
+                if (k == VALUE_WORDS) {
+                    fputs(" _vz_w=(", out);
+                    each_word(o->arg, word_zsh, out);
+                    fputs(" )", out);
+                }
+                fputs(" ;;\n", out);
+            }
+    fputs("  esac\n}\n_vzcaps_cmd() { # CMD: its options _vz_o and what its operands are, _vz_a (words: _vz_w)\n"
+          "  _vz_o=() _vz_a=none _vz_w=()\n  case $1 in\n", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        char token[128];
+        const char *kind = operand_kind(c, token, sizeof token);
+        fprintf(out, "    %s) _vz_o=(", c->name);
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            word_zsh(out, o->name, o->help);
+        if (c->args_mode == ARGS_COMMAND || c->args_mode == ARGS_REST)
+            word_zsh(out, "--", c->args_mode == ARGS_COMMAND ? "ends the options; the command follows" : "ends the options");
+        fprintf(out, " ) _vz_a=%s", kind);
+        if (strcmp(kind, "words") == 0) {
+            fputs(" _vz_w=(", out);
+            each_word(token, word_zsh, out);
+            fputs(" )", out);
+        }
+        fputs(" ;;\n", out);
+    }
+    fputs("  esac\n}\n", out);
+    fputs(zsh_body, out);
+}
+
+static void fish_values(FILE *out, enum value_kind k, const char *metavar)
+{
+    switch (k) {
+    case VALUE_WORDS:
+        fputs(" -x -a \"", out);
+        each_word(metavar, word_fish, out);
+        fputs("\"", out);
+        break;
+    case VALUE_PROFILE: fputs(" -x -a '(__vzcaps_profiles)'", out); break;
+    case VALUE_CHIP:
+        fputs(" -x -a \"", out);
+        each_chip(word_fish, out);
+        fputs("\"", out);
+        break;
+    case VALUE_PROGRAM: fputs(" -x -a '(__fish_complete_command)'", out); break;
+    case VALUE_FILE: fputs(" -r -F", out); break;
+    case VALUE_DIR: fputs(" -x -a '(__fish_complete_directories)'", out); break;
+    case VALUE_COMMAND:
+        fputs(" -x -a \"", out);
+        for (const struct cmd_spec *c = cli_commands; c->name; c++)
+            word_fish(out, c->name, c->summary);
+        fputs("\"", out);
+        break;
+    default: fputs(" -x", out); break;
+    }
+}
+
+static void print_fish(FILE *out)
+{
+    fputs(fish_head, out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        fprintf(out, "complete -c vzcaps -n __vzcaps_none -a %s -d ", c->name);
+        squote(out, c->summary, true);
+        fputc('\n', out);
+    }
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        for (const struct opt_spec *o = c->opts; o->name; o++) {
+            bool lng = o->name[1] == '-';
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s' %s %s", c->name, lng ? "-l" : "-o", o->name + (lng ? 2 : 1));
+            if (o->arg)
+                fish_values(out, cli_value_kind(o->arg), o->arg);
+            char *d = xformat("%s%s", o->help, o->def == REQUIRED ? " (required)" : "");
+            fputs(" -d ", out);
+            squote(out, d, true);
+            free(d);
+            fputc('\n', out);
+            for (size_t k = 2; k <= opt_values(o); k++) { /* the later values of "--replay A B" */
+                fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s; and __vzcaps_value %zu %s'", c->name, k, o->name);
+                fish_values(out, cli_value_kind(o->arg), o->arg);
+                fputc('\n', out);
+            }
+        }
+        char token[128];
+        const char *kind = operand_kind(c, token, sizeof token);
+        if (c->args_mode == ARGS_COMMAND) {
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s' -a -- -d 'ends the options; the command follows'\n", c->name);
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_after %s' -x -a '(__vzcaps_rest)'\n", c->name);
+        } else if (c->args_mode == ARGS_REST) {
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s' -a -- -d 'ends the options'\n", c->name);
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_after %s' -F\n", c->name);
+        } else if (c->args_mode == ARGS_POSITIONAL) {
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s'", c->name);
+            enum value_kind k = strcmp(kind, "words") == 0 ? VALUE_WORDS : cli_value_kind(token);
+            if (k == VALUE_FILE)
+                fputs(" -F\n", out);
+            else {
+                fish_values(out, k, token);
+                fputc('\n', out);
+            }
+            if (k == VALUE_FILE)
+                fprintf(out, "complete -c vzcaps -n '__vzcaps_after %s' -F\n", c->name);
+        }
+    }
 }
 
 int cli_print_completions(FILE *out, const char *shell)
 {
-    for (size_t k = 0; k < sizeof case_shells / sizeof case_shells[0]; k++) {
-        const struct case_shell *f = &case_shells[k];
-        if (strcmp(shell, f->shell) != 0)
-            continue;
-        fputs(f->head, out);
-        for (const struct cmd_spec *c = cli_commands; c->name; c++)
-            fprintf(out, "%s ", c->name);
-        fputs(f->after_commands, out);
-        for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-            fprintf(out, "    %s%s", c->name, f->case_open);
-            words(out, c);
-            fputs(f->case_close, out);
+    if (strcmp(shell, "bash") == 0)
+        print_bash(out);
+    else if (strcmp(shell, "zsh") == 0)
+        print_zsh(out);
+    else if (strcmp(shell, "fish") == 0)
+        print_fish(out);
+    else
+        return -1;
+    return 0;
+}
+
+int cli_print_profiles(FILE *out, const char *const *envp, const char *config)
+{
+    static char paths[VZCAPS_CONFIG_SEARCH_MAX][VZCAPS_PATH_MAX + 1], buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    char why[VZCAPS_NOTE_LEN], section[64];
+    bool named = false;
+    int n = config ? (snprintf(paths[0], sizeof paths[0], "%s", config), strlen(config) <= VZCAPS_PATH_MAX ? 1 : -1)
+                   : vzcaps_config_search(envp, NULL, paths, &named, why, sizeof why);
+    for (int i = 0; i < n; i++) {
+        size_t len = 0;
+        bool missing = false;
+        if (vzcaps_read_file(NULL, paths[i], buf, sizeof buf, &len, &missing, why, sizeof why) != 0) {
+            if (missing && !config && !named)
+                continue;
+            return 1;
         }
-        fputs(f->foot, out);
-        return 0;
-    }
-    if (strcmp(shell, "fish") == 0) {
-        fputs("# fish completion for vzcaps (generated by `vzcaps __completions fish`)\n", out);
-        for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-            fprintf(out, "complete -c vzcaps -n __fish_use_subcommand -a %s -d ", c->name);
-            fish_quoted(out, c->about, "\n."); /* its first sentence */
-            for (const struct opt_spec *o = c->opts; o->name; o++) {
-                bool lng = o->name[1] == '-';
-                fprintf(out, "complete -c vzcaps -n '__fish_seen_subcommand_from %s' %s %s%s -d ", c->name, lng ? "-l" : "-o",
-                        o->name + (lng ? 2 : 1), o->arg ? " -r" : "");
-                fish_quoted(out, o->help, "");
+        struct vzcaps_settings s;
+        memset(&s, 0, sizeof s);
+        if (vzcaps_config_apply(buf, len, paths[i], NULL, NULL, &s, section, sizeof section, why, sizeof why) != 0)
+            return 1;
+        /* the file is valid: every line that starts with [ is a section header */
+        for (const char *p = buf; *p;) {
+            size_t n_line = strcspn(p, "\n");
+            const char *q = p + strspn(p, " \t");
+            if (*q == '[') {
+                size_t k = strcspn(q + 1, "]");
+                fprintf(out, "%.*s\n", (int)k, q + 1);
             }
+            p += n_line + (p[n_line] == '\n');
         }
         return 0;
     }
-    return -1;
+    return 1;
 }
 
 const struct env_spec cli_environment[] = {

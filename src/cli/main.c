@@ -14,28 +14,42 @@ extern char **environ;
 
 __attribute__((used)) static const char *const self_marker = VZCAPS_SELF_MARKER " command " VZCAPS_VERSION;
 
-static void print_overview(FILE *out)
-{
-    fprintf(out, "vzcaps %s: Metal capability answers for macOS guests, from the host's real chip\n\n"
-                 "usage: vzcaps COMMAND [OPTIONS]\n\n", VZCAPS_VERSION);
-    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-        fputs("  ", out);
-        cli_print_synopsis(out, c);
-    }
-    fprintf(out, "\n  vzcaps help [COMMAND]   vzcaps --version\n\n"
-                 "Variables read by the library:");
-    for (const struct env_spec *e = cli_environment; e->name; e++)
-        fprintf(out, "%s %s", e == cli_environment ? "" : ",", e->name);
-    fprintf(out, ".\nSee man vzcaps.\n");
-}
-
 void print_help(const char *cmd, FILE *out)
 {
     const struct cmd_spec *c = cli_find_command(cmd);
     if (!c)
-        print_overview(out);
+        cli_print_overview(out);
     else
         cli_print_help(out, c);
+}
+
+/* "unknown command "x" (did you mean y?)" for cmd (the command that was asked about) */
+static int unknown_command(const char *cmd, const char *word)
+{
+    const char *hint = cli_command_suggestion(word);
+    const char *prefix = cmd ? "vzcaps help" : "vzcaps";
+    if (hint)
+        eprintf("%s: unknown command \"%s\" (did you mean %s?)", prefix, word, hint);
+    else
+        eprintf("%s: unknown command \"%s\"", prefix, word);
+    fprintf(stderr, "run vzcaps help for the list of commands\n");
+    return EXIT_USAGE;
+}
+
+int cmd_help(int argc, char **argv)
+{
+    const char *name = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            continue;
+        if (name)
+            return usage_error("help", "one command at a time (got %s and %s)", name, argv[i]);
+        name = argv[i];
+    }
+    if (name && !cli_find_command(name))
+        return unknown_command("help", name);
+    print_help(name ? name : "", stdout);
+    return 0;
 }
 
 /* A formatted message on the heap (never cut). */
@@ -107,7 +121,7 @@ int usage_error(const char *cmd, const char *fmt, ...)
     const struct cmd_spec *c = cli_find_command(cmd);
     fputs("usage: ", stderr);
     if (c)
-        cli_print_synopsis(stderr, c);
+        cli_print_synopsis(stderr, c, strlen("usage: "));
     else
         fputs("vzcaps COMMAND [OPTIONS]\n", stderr);
     return EXIT_USAGE;
@@ -437,7 +451,7 @@ size_t cli_preload_duplicates(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        print_overview(stderr);
+        cli_print_overview(stderr);
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];
@@ -445,33 +459,22 @@ int main(int argc, char **argv)
         printf("vzcaps %s\n", VZCAPS_VERSION);
         return 0;
     }
-    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        if (argc > 2 && !cli_find_command(argv[2])) {
-            const char *hint = cli_command_suggestion(argv[2]);
-            return hint ? usage_error("help", "unknown command \"%s\" (did you mean %s?)", argv[2], hint)
-                        : usage_error("help", "unknown command \"%s\"", argv[2]);
-        }
-        print_help(argc > 2 ? argv[2] : "", stdout);
-        return 0;
-    }
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)
+        cmd = argv[1] = "help";
     if (strcmp(cmd, "__man") == 0) /* hidden: the man page, generated from the command table */
         return cli_print_man(stdout), 0;
     if (strcmp(cmd, "__completions") == 0)
         return argc > 2 && cli_print_completions(stdout, argv[2]) == 0 ? 0 : usage_error("help", "__completions bash|zsh|fish");
+    if (strcmp(cmd, "__profiles") == 0) /* hidden: the config file's sections, for the completions */
+        return cli_print_profiles(stdout, (const char *const *)environ,
+                                  argc > 3 && strcmp(argv[2], "--config") == 0 ? argv[3] : NULL);
     if (strcmp(cmd, "__probe-child") == 0) /* hidden: the children of probe and verify */
         return child_probe();
     if (strcmp(cmd, "__verify-child") == 0)
         return child_verify(argc - 1, argv + 1);
     const struct cmd_spec *c = cli_find_command(cmd);
-    if (!c) {
-        const char *hint = cli_command_suggestion(cmd);
-        if (hint)
-            eprintf("vzcaps: unknown command \"%s\" (did you mean %s?)", cmd, hint);
-        else
-            eprintf("vzcaps: unknown command \"%s\"", cmd);
-        fprintf(stderr, "run vzcaps help for the list of commands\n");
-        return EXIT_USAGE;
-    }
+    if (!c)
+        return unknown_command(NULL, cmd);
     for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             print_help(cmd, stdout);
