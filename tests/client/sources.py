@@ -22,6 +22,8 @@ def wanted(name, root):
         return None
     rel = name[len(root):]
     parts = rel.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        sys.exit("check-client: %s: a path that leaves its directory" % name)
     if parts[0] == "include" and len(parts) == 2:
         return rel
     if parts[0] == "src" and (len(parts) == 2 or (parts[1] == "ggml-metal" and len(parts) >= 3)):
@@ -63,7 +65,7 @@ def main():
                 sys.exit("check-client: %s: not a regular file" % path)
             with open(path, "rb") as f:
                 if sha(f.read()) != sha(data):
-                    sys.exit("check-client: %s differs from the archive's copy (SHA-256)" % path)
+                    sys.exit("check-client: %s differs from the archive's copy (SHA-256); remove %s to extract it again" % (path, dest))
             checked += 1
     if checked == 0:
         sys.exit("check-client: %s holds no %s" % (archive, root))
