@@ -90,9 +90,16 @@ def main():
         view = None
         cmd = [client]
         if run_opts is not None:
-            out = subprocess.run([vzcaps, "check", "--exe", os.path.basename(client), "--json"] + run_opts,
-                                 env=env, stdout=subprocess.PIPE, check=True).stdout
-            view = json.loads(out)
+            c = subprocess.run([vzcaps, "check", "--exe", os.path.basename(client), "--json"] + run_opts,
+                               env=env, stdout=subprocess.PIPE)
+            try:
+                view = json.loads(c.stdout)
+            except ValueError:
+                view = None
+            if c.returncode != 0 or not isinstance(view, dict) or not view.get("valid"):
+                print("check-client: %s: vzcaps check refused the run's configuration (exit %d)" % (title, c.returncode))
+                failed += 1
+                continue
             cmd = [vzcaps, "run"] + run_opts + ["--", client]
         p = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
         text = p.stdout.decode("utf-8", "replace")
