@@ -111,7 +111,7 @@ const struct cmd_spec cli_commands[] = {
      "vzcaps run -- llama-bench -m model.gguf",
      GROUP_USE, "run a program with the host chip's Metal answers", "exec start launch use"},
     {"check", cmd_check, "", ARGS_NONE, view_opts,
-     "Validates a configuration and explains what `vzcaps run` would do for executable NAME on chip\n"
+     "Validates a configuration and explains what `vzcaps run` would do for executable PROGRAM on chip\n"
      "BRAND (its implied --family auto included), or with --bare what the library alone would do with\n"
      "this environment: each effective claim and where it came from.",
      "0 when the configuration is valid (even if this host cannot apply it), 1 when it is not, 2 for a\n"
