@@ -40,10 +40,16 @@ def shell_env(cwd):
     return env
 
 
-def bash(cwd, *words):
+BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"  # Debian's bash-completion (install-deps)
+
+
+def bash(cwd, *words, with_bash_completion=False):
     """COMPREPLY for the command line words (the last one is being completed)."""
-    script = (f"source {shlex.quote(str(COMPLETIONS / 'vzcaps.bash'))}\n"
+    line = " ".join(words)
+    script = (f"{'source ' + BASH_COMPLETION if with_bash_completion else ''}\n"
+              f"source {shlex.quote(str(COMPLETIONS / 'vzcaps.bash'))}\n"
               f"COMP_WORDS=({' '.join(shlex.quote(w) for w in words)}); COMP_CWORD={len(words) - 1}\n"
+              f"COMP_LINE={shlex.quote(line)}; COMP_POINT={len(line)}\n"
               "_vzcaps; printf '%s\\n' \"${COMPREPLY[@]}\"")
     p = subprocess.run(["bash", "--norc", "-c", script], cwd=cwd, env=shell_env(cwd), capture_output=True, text=True,
                        timeout=60)
@@ -153,6 +159,15 @@ def test_acceptance_bash(cwd):
     assert "status" in bash(cwd, "vzcaps", "host", "")
     assert "auto" in bash(cwd, "vzcaps", "run", "--family", "")
     assert bash(cwd, "vzcaps", "run", "--family", "=", "au") == ["auto"]  # --family=au, as bash splits it
+
+
+def test_bash_with_bash_completion_completes_the_commands_own_arguments(cwd):
+    """With bash-completion loaded (brew's bash-completion@2 on a Mac), what follows the command
+    after -- is completed by that command's own completion."""
+    assert "--color" in bash(cwd, "vzcaps", "run", "--", "ls", "--colo", with_bash_completion=True)
+    assert bash(cwd, "vzcaps", "run", "--", "vzcap", with_bash_completion=True) == ["vzcaps"]
+    assert bash(cwd, "vzcaps", "host", "", with_bash_completion=True) == ["status", "enable", "disable"]
+    assert bash(cwd, "vzcaps", "bench", "-m", "my", with_bash_completion=True) == ["my model.gguf"]
 
 
 def test_fish_descriptions_are_whole(cwd):
