@@ -116,6 +116,15 @@ def test_profiles_come_from_the_config_file_when_completing(shell, cwd):
     assert complete(shell, cwd, "vzcaps check --profile ") == ["changed"]
     # --config earlier on the line names the file whose sections count
     assert complete(shell, cwd, f"vzcaps check --config {cwd}/other.conf --profile ") == ["only-here"]
+    spaced = cwd / "my dir" / "x.conf"  # a --config path typed with an escaped space
+    spaced.parent.mkdir()
+    spaced.write_text("[spaced]\napple_family_max = off\n")
+    spaced.chmod(0o644)
+    if shell == "bash":
+        assert bash(cwd, "vzcaps", "check", "--config", "my\\ dir/x.conf", "--profile", "") == ["spaced"]
+        assert bash(cwd, "vzcaps", "check", "--config", '"my dir/x.conf"', "--profile", "") == ["spaced"]
+    else:
+        assert complete(shell, cwd, "vzcaps check --config my\\ dir/x.conf --profile ") == ["spaced"]
     conf.chmod(0o666)  # a file the library would refuse offers nothing
     assert complete(shell, cwd, "vzcaps check --profile ") == []
 
