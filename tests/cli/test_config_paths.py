@@ -104,3 +104,24 @@ echo ---
     assert local["config_file"] == "/usr/local/etc/vzcaps.conf" and local["apple_family_max"] == 1006
     assert "profile [default] of /opt/homebrew/etc/vzcaps.conf" in first and "family 1007 1" in first
     assert "profile [default] of /usr/local/etc/vzcaps.conf" in second and "family 1007 0" in second
+
+
+def test_hostile_xdg_config_home(tmp_path):
+    """A FIFO where the file should be never blocks (check, the library and the completions'
+    section list); a control byte in the path is shown escaped; a path too long is refused."""
+    fifo = tmp_path / "xdg" / "vzcaps" / "vzcaps.conf"
+    fifo.parent.mkdir(parents=True)
+    os.mkfifo(fifo)
+    env = clean_env(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    p = check(env)
+    assert p.returncode == 1 and config_line(p.stdout) == f"config file    {fifo} (refused: not a regular file)"
+    assert subprocess.run([VZ, "__profiles"], env=env, capture_output=True, text=True, timeout=10).returncode == 1
+    lib = dict(env, LD_PRELOAD=str(BUILD / "libvzcaps.so"), VZCAPS_HOST_CHIP="Apple M2")
+    p = subprocess.run([str(BUILD / "probe")], env=lib, capture_output=True, text=True, timeout=10)
+    assert p.returncode == 0 and f"{fifo}: not a regular file" in p.stderr
+    odd = tmp_path / "a\x1bb"
+    write_conf(odd / "vzcaps" / "vzcaps.conf", 1007)
+    p = check(clean_env(HOME=str(tmp_path), XDG_CONFIG_HOME=str(odd)))
+    assert "\x1b" not in p.stdout and config_line(p.stdout) == f"config file    {tmp_path}/a\\x1bb/vzcaps/vzcaps.conf [default]"
+    p = check(clean_env(HOME=str(tmp_path), XDG_CONFIG_HOME="/" + "x" * 1100))
+    assert p.returncode == 1 and "XDG_CONFIG_HOME /xxx" in p.stdout and "too long for the user config file path" in p.stdout
