@@ -76,11 +76,13 @@ static void print_config_file_line(const struct vzcaps_config_result *r)
         printf("config file    %s", esc(r->config_path));
         if (r->section[0])
             printf(" [%s]", r->section);
+    } else if (!r->n_searched) {
+        printf("config file    (not looked for: the configuration was refused first)");
     } else {
         printf("config file    (none found; looked at");
         for (int i = 0; i < r->n_searched; i++)
             printf("%s %s", i ? "," : "", esc(r->searched[i]));
-        printf("%s)", r->n_searched ? "" : " nothing: the search was refused");
+        printf(")");
     }
 }
 

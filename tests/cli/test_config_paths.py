@@ -125,3 +125,4 @@ def test_hostile_xdg_config_home(tmp_path):
     assert "\x1b" not in p.stdout and config_line(p.stdout) == f"config file    {tmp_path}/a\\x1bb/vzcaps/vzcaps.conf [default]"
     p = check(clean_env(HOME=str(tmp_path), XDG_CONFIG_HOME="/" + "x" * 1100))
     assert p.returncode == 1 and "XDG_CONFIG_HOME /xxx" in p.stdout and "too long for the user config file path" in p.stdout
+    assert config_line(p.stdout) == "config file    (not looked for: the configuration was refused first)"
