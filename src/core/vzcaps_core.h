@@ -252,7 +252,8 @@ size_t vzcaps_escape(const char *in, size_t n, char *out, size_t outlen);
 /* Length of the valid UTF-8 sequence at p (n bytes available), 0 when invalid. */
 size_t vzcaps_utf8_valid(const char *p, size_t n);
 /* Copies s into out for quoting in a message: at most max bytes of it, then "...(N bytes)"
- * when it was longer, so a clipped value says so. Returns out. */
+ * when it was longer, so a clipped value says so; in a buffer too small for max bytes and
+ * that note, the prefix gives way and the note stays whole. Returns out. */
 char *vzcaps_clip(const char *s, size_t max, char *out, size_t outlen);
 /* vzcaps_clip of the n bytes at s (no NUL needed), such as an environment entry's name. */
 char *vzcaps_clipn(const char *s, size_t n, size_t max, char *out, size_t outlen);
