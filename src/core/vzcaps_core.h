@@ -66,7 +66,7 @@ enum vzcaps_key {
 /* Paths longer than this are refused ("too long"), never cut: macOS's PATH_MAX is 1024, so
  * open(2) there fails on a longer path anyway. */
 #define VZCAPS_PATH_MAX 1024
-#define VZCAPS_ORIGIN_LEN (VZCAPS_PATH_MAX + 32) /* "file:line" or a variable name */
+#define VZCAPS_ORIGIN_LEN (VZCAPS_PATH_MAX + 96) /* "file:line: key" or a variable name */
 /* callers / stock_callers: blank-separated globs of image base names, at most this long */
 #define VZCAPS_GLOBS_LEN 256
 /* PyTorch's MPS backend (libtorch_cpu) switches correctness workarounds and Metal Performance

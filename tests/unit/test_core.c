@@ -569,6 +569,17 @@ static void test_config_errors(void **st)
     configure_file("x", env);
     assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
     assert_string_equal(R.profile.notes[0], "/c.conf:2: unknown key bogus");
+    /* a setting's origin in a file names its key (it read "/c.conf:2=auto needs ...") */
+    FILES.text[0] = "[s]\napple_family_max = auto\n";
+    const char *with_profile[] = {"VZCAPS_CONFIG=/c.conf", "VZCAPS_PROFILE=s", NULL};
+    static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    struct vzcaps_inputs unknown_chip = {.envp = with_profile, .exe = "x", .read_file = fake_read};
+    vzcaps_configure(&unknown_chip, buf, sizeof buf, &R);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
+    assert_true(any_note_contains(&R.profile, "/c.conf:2: apple_family_max=auto needs the host chip"));
+    FILES.text[0] = "[s]\napple_family_max = off\n";
+    configure_file("x", with_profile);
+    assert_true(any_note_contains(&R.profile, "/c.conf:2: apple_family_max is off"));
 }
 
 /* ---- helpers ---- */
