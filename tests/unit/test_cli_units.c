@@ -326,6 +326,9 @@ static void test_json_reader(void **st)
         {"{\"a\" 1}", "line 1, column 6: expected ':'"},
         {"[01]", "line 1, column 3: expected ',' or ']'"},
         {"\"\\ud800\"", "line 1, column 8: unpaired surrogate"},
+        /* a NUL would end the C string and silently drop what follows */
+        {"\"ab\\u0000cd\"", "line 1, column 4: \\u0000 (a NUL character) in a string: not accepted"},
+        {"{\"k\\u0000\": 1}", "line 1, column 4: \\u0000 (a NUL character) in a string: not accepted"},
         {"[1] x", "line 1, column 5: trailing characters after the JSON value"},
         {"\n\n  [tru]", "line 3, column 4: unexpected character"},
         {"\"a\tb\"", "line 1, column 3: control character in string"},
