@@ -49,8 +49,44 @@ void print_help(const char *cmd, FILE *out);
 int opt_take(int argc, char **argv, int *i, const char *name, const char **value);
 /* A --family value is a command-line error (2, with usage) when the library would reject it. */
 int check_family_opt(const char *cmd, const char *value);
-/* Writes text to path (created or truncated): 0, or -1 with errno set. */
-int write_text_file(const char *path, const char *text);
+/* What a child printed, NUL-terminated. */
+struct cli_buf {
+    char *data;
+    size_t len, cap;
+};
+void cli_buf_free(struct cli_buf *b);
+/* Runs argv with stdin from /dev/null, env entries added to this environment, and its standard
+ * output and error captured whole: the wait status, or -1 when it could not be started or the
+ * output did not fit in memory. Files are written from the buffers afterwards (safewrite),
+ * never by the child. Flags: CLI_CAPTURE_SEARCH looks argv[0] up on PATH; CLI_CAPTURE_STOCK
+ * removes every vzcaps variable and the preload variable from the child's environment. */
+#define CLI_CAPTURE_SEARCH 1
+#define CLI_CAPTURE_STOCK 2
+int cli_capture(char *const argv[], char *const env[], int flags, struct cli_buf *out, struct cli_buf *err);
+/* s as a Markdown code span nothing in it can end or break (control characters as \xNN, no
+ * line break, a fence longer than any run of backticks inside); heap. */
+char *md_code_span(const char *s);
+/* A bundle directory (doctor --bundle, bench --out): new or empty, never a link, every file in
+ * it new (safewrite). A file that cannot be written is named on stderr as "vzcaps CMD: cannot
+ * write PATH: reason" and counted in failures; SHA256SUMS lists what was written, hashed from
+ * the bytes written. */
+struct cli_outfile {
+    char *name;
+    char hex[65];
+};
+struct cli_outdir {
+    int fd;
+    const char *path, *cmd;
+    int failures;
+    struct cli_outfile files[64];
+    size_t n;
+};
+int cli_outdir_open(struct cli_outdir *d, const char *cmd, const char *path);
+int cli_outdir_put(struct cli_outdir *d, const char *name, const void *data, size_t len);
+/* The file as render writes it to a stream (rendered in memory first). */
+int cli_outdir_put_stream(struct cli_outdir *d, const char *name, void (*render)(FILE *, const void *), const void *arg);
+int cli_outdir_sums(struct cli_outdir *d);
+void cli_outdir_close(struct cli_outdir *d);
 /* Creates path and its missing parents (0755), as mkdir -p: 0, or -1 with errno set. */
 int mkdir_p(const char *path);
 /* Shell-quotes s to out ('...' with embedded quotes escaped). */
@@ -165,7 +201,7 @@ const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *
 
 /* bundle.c: the first-run bundle (doctor --bundle DIR) and its verdict: "WORKS", "PARTIAL",
  * "DOES NOT WORK", "CANNOT TELL" or "NOT ON MACOS", with a one-sentence reason. */
-int doctor_bundle(const char *dir, const char *exe);
+int doctor_bundle(const char *dir, const char *exe, char **cmd);
 const char *bundle_verdict(bool macos, const char *probe_json, const char *verify_json, char *reason, size_t len);
 
 /* check.c */

@@ -126,11 +126,17 @@ const struct cmd_spec cli_commands[] = {
      "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some guides\n"
      "set before starting VMs. Running VMs must be restarted to see a change.",
      "0; 3 where it cannot work (Linux, or a guest); 2 for a malformed command line.", "vzcaps host status"},
-    {"doctor", cmd_doctor, "", ARGS_NONE, doctor_opts,
+    {"doctor", cmd_doctor, "[-- CMD [ARGS]]", ARGS_REST, doctor_opts,
      "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
      "version, the library and its slices, the config file, the effective profile, and known\n"
-     "pitfalls that apply. --bundle DIR writes the first-run bundle to attach to an issue instead.",
-     "0; 1 when the bundle cannot be written; 2 for a malformed command line.", "vzcaps doctor --bundle vzcaps-first-run"},
+     "pitfalls that apply. --bundle DIR writes the first-run bundle to attach to an issue instead, into\n"
+     "a new or empty DIR (never through a link); its summary.md lists every step and its result. With\n"
+     "-- CMD ARGS the bundle also runs CMD twice, stock and through `vzcaps run`, and puts their exit\n"
+     "statuses, outputs and ggml_metal_device_init: lines side by side. Steps that need macOS are\n"
+     "recorded as \"not available on this system\" elsewhere (skipped, not failed).",
+     "0; 1 when a file of the bundle could not be written or one of its steps failed (named in\n"
+     "summary.md and on standard error); 2 for a malformed command line.",
+     "vzcaps doctor --bundle vzcaps-first-run -- llama-cli -m model.gguf -p hi -n 8"},
     {"inspect", cmd_inspect, "FILE...", ARGS_POSITIONAL, inspect_opts,
      "Reads Mach-O files (thin or universal, or an .app bundle's main executable) and reports per slice\n"
      "the architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"

@@ -1,15 +1,20 @@
 /* The vzcaps command: dispatch, help, and the configuration helpers every subcommand shares.
  * Owns: the command table and its help text. Never: duplicates a core decision. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 #include "cli.h"
 #include "commands.h"
 #include "../common/safewrite.h"
+#include "sha256.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -333,18 +338,214 @@ int cfg_opt_take(const char *cmd, int argc, char **argv, int *i, struct cfg_opts
     return 0;
 }
 
-int write_text_file(const char *path, const char *text)
+/* Appends n bytes to b (growing it); false when out of memory. */
+static bool buf_add(struct cli_buf *b, const char *p, size_t n)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d)
+            return false;
+        b->data = d, b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return true;
+}
+
+void cli_buf_free(struct cli_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+int cli_capture(char *const argv[], char *const env[], int flags, struct cli_buf *out, struct cli_buf *err)
+{
+    int po[2], pe[2];
+    out->len = err->len = 0;
+    if (!buf_add(out, "", 0) || !buf_add(err, "", 0))
         return -1;
-    bool ok = fputs(text, f) >= 0;
-    int saved = errno;
-    if (fclose(f) != 0 || !ok) {
-        errno = ok ? errno : saved;
+    if (pipe(po) != 0)
+        return -1;
+    if (pipe(pe) != 0) {
+        close(po[0]), close(po[1]);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        if (in >= 0 && in != 0)
+            dup2(in, 0), close(in);
+        dup2(po[1], 1), dup2(pe[1], 2);
+        close(po[0]), close(po[1]), close(pe[0]), close(pe[1]);
+        if (flags & CLI_CAPTURE_STOCK) { /* every entry of ours and every preload entry leaves */
+            size_t w = 0, pl = strlen(preload_var);
+            for (size_t r = 0; environ[r]; r++)
+                if (!vzcaps_env_is_ours(environ[r]) && !(strncmp(environ[r], preload_var, pl) == 0 && environ[r][pl] == '='))
+                    environ[w++] = environ[r];
+            environ[w] = NULL;
+        }
+        for (char *const *x = env; x && *x; x++)
+            putenv(*x);
+        if (flags & CLI_CAPTURE_SEARCH)
+            execvp(argv[0], argv);
+        else
+            execv(argv[0], argv);
+        dprintf(2, "vzcaps: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(po[1]), close(pe[1]);
+    if (pid < 0) {
+        close(po[0]), close(pe[0]);
+        return -1;
+    }
+    /* both pipes at once: a child that fills one while we wait on the other never stalls */
+    struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+    struct cli_buf *into[2] = {out, err};
+    bool ok = true;
+    int open_pipes = 2;
+    while (open_pipes) {
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        for (int k = 0; k < 2; k++) {
+            if (fds[k].fd < 0 || !fds[k].revents)
+                continue;
+            char chunk[16384];
+            ssize_t n = read(fds[k].fd, chunk, sizeof chunk);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n > 0) {
+                ok = buf_add(into[k], chunk, (size_t)n) && ok;
+                continue;
+            }
+            close(fds[k].fd);
+            fds[k].fd = -1;
+            open_pipes--;
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        if (fds[k].fd >= 0)
+            close(fds[k].fd);
+    int st = -1;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return ok ? st : -1;
+}
+
+char *md_code_span(const char *s)
+{
+    const char *t = esc(s);
+    size_t run = 0, longest = 0;
+    for (const char *p = t; *p; p++) {
+        run = *p == '`' ? run + 1 : 0;
+        longest = run > longest ? run : longest;
+    }
+    bool pad = *t == '`' || *t == ' ' || (*t && (t[strlen(t) - 1] == '`' || t[strlen(t) - 1] == ' '));
+    char *fence = xformat("%.*s", (int)longest + 1, "````````````````````````````````````````````````````````````````");
+    if (strlen(fence) <= longest) { /* a run longer than the fence above: the text as entities instead */
+        free(fence);
+        char *out = xformat("%s", "");
+        for (const char *p = t; *p; p++) {
+            char *more = strchr("`|\\*_[]<>#&~", *p) ? xformat("%s&#%d;", out, *p) : xformat("%s%c", out, *p);
+            free(out);
+            out = more;
+        }
+        return out;
+    }
+    char *span = xformat("%s%s%s%s%s", fence, pad ? " " : "", t, pad ? " " : "", fence);
+    free(fence);
+    return span;
+}
+
+int cli_outdir_open(struct cli_outdir *d, const char *cmd, const char *path)
+{
+    memset(d, 0, sizeof *d);
+    d->cmd = cmd;
+    d->path = path;
+    char *err = NULL;
+    d->fd = vzcaps_dir_open_output(path, NULL, &err);
+    if (d->fd < 0) {
+        eprintf("vzcaps %s: %s", cmd, err ? err : path);
+        free(err);
         return -1;
     }
     return 0;
+}
+
+int cli_outdir_put(struct cli_outdir *d, const char *name, const void *data, size_t len)
+{
+    char *err = NULL;
+    const struct vzcaps_wopts opts = {.mode = 0644, .replace = VZCAPS_NEW_ONLY};
+    if (vzcaps_write_fileat(d->fd, d->path, name, data, len, &opts, &err) != 0) {
+        eprintf("vzcaps %s: cannot write %s", d->cmd, err ? err : name);
+        free(err);
+        d->failures++;
+        return -1;
+    }
+    if (d->n < sizeof d->files / sizeof d->files[0]) {
+        d->files[d->n].name = xformat("%s", name);
+        sha256_hex(data, len, d->files[d->n++].hex);
+    }
+    return 0;
+}
+
+int cli_outdir_put_stream(struct cli_outdir *d, const char *name, void (*render)(FILE *, const void *), const void *arg)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) {
+        eprintf("vzcaps %s: %s/%s: out of memory", d->cmd, d->path, name);
+        d->failures++;
+        return -1;
+    }
+    render(f, arg);
+    if (fclose(f) != 0) {
+        free(buf);
+        eprintf("vzcaps %s: %s/%s: out of memory", d->cmd, d->path, name);
+        d->failures++;
+        return -1;
+    }
+    int rc = cli_outdir_put(d, name, buf, n);
+    free(buf);
+    return rc;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const struct cli_outfile *)a)->name, ((const struct cli_outfile *)b)->name);
+}
+
+int cli_outdir_sums(struct cli_outdir *d)
+{
+    qsort(d->files, d->n, sizeof d->files[0], by_name);
+    char *sums = xformat("%s", "");
+    for (size_t i = 0; i < d->n; i++) {
+        char *more = xformat("%s%s  %s\n", sums, d->files[i].hex, d->files[i].name);
+        free(sums);
+        sums = more;
+    }
+    int rc = cli_outdir_put(d, "SHA256SUMS", sums, strlen(sums));
+    free(sums);
+    return rc;
+}
+
+void cli_outdir_close(struct cli_outdir *d)
+{
+    for (size_t i = 0; i < d->n; i++)
+        free(d->files[i].name);
+    d->n = 0;
+    if (d->fd >= 0)
+        close(d->fd);
+    d->fd = -1;
 }
 
 int mkdir_p(const char *path)
