@@ -64,6 +64,8 @@ static const struct opt_spec report_opts[] = {
     {"--svg", "FILE", "also write the chart; - for standard output", NULL},
     {"--csv", "FILE", "also write the table as CSV; - for standard output", NULL},
     {"--md", "FILE", "also write the table as Markdown; - for standard output", NULL},
+    {"--force", NULL, "replace an existing output file vzcaps did not write (Markdown and SVG files vzcaps report "
+                      "wrote carry a marker and are replaced without it; CSV files only with it)", NULL},
     END};
 static const struct opt_spec bench_opts[] = {
     {"-m", "MODEL", "the GGUF model; required", NULL},
