@@ -49,7 +49,8 @@ static const struct opt_spec launchd_opts[] = {
     {"--keep-alive", NULL, "launchd starts the program again whenever it exits (KeepAlive)", NULL},
     {"--install", NULL, "write ~/Library/LaunchAgents/LABEL.plist and bootstrap it", "print the plist"},
     {"--force", NULL, "with --install: replace an existing LABEL.plist that differs", NULL},
-    {"--remove", NULL, "bootout the job and delete its plist", NULL},
+    {"--remove", NULL, "bootout the job and delete its plist (one vzcaps wrote; --force for another)", NULL},
+    {"--list", NULL, "list the agents vzcaps wrote in ~/Library/LaunchAgents: LABEL, plist and program, tab-separated", NULL},
     END};
 static const struct opt_spec inspect_opts[] = {
     CONFIG_OPT,
@@ -117,11 +118,13 @@ const struct cmd_spec cli_commands[] = {
      "vzcaps check --exe llama-server --chip \"Apple M2 Pro\" --json"},
     {"launchd", cmd_launchd, "-- CMD [ARGS]", ARGS_COMMAND, launchd_opts,
      "Writes a LaunchAgent plist for one workload: ProgramArguments, EnvironmentVariables with the\n"
-     "library and the settings, RunAtLoad, logs under ~/Library/Logs/vzcaps/. The program, the config\n"
-     "file and the library are written as absolute paths, checked now; every argument reads back\n"
-     "byte for byte. Never uses `launchctl setenv`, which would inject every process of the session.",
-     "0; 1 when it cannot write, finds a different plist without --force, or --remove finds no job;\n"
-     "2 for arguments a plist cannot carry or a malformed command line.",
+     "library and the settings, RunAtLoad, logs under ~/Library/Logs/vzcaps/. The program and the\n"
+     "config file are written as given, made absolute against the current directory, links not\n"
+     "resolved (a Homebrew bin/ path stays valid across upgrades); every argument reads back byte for\n"
+     "byte. The plist carries a comment by which --list, --remove and a later --install recognise it.\n"
+     "Never uses `launchctl setenv`, which would inject every process of the session.",
+     "0; 1 when it cannot write, finds a different plist without --force, or --remove finds no job or\n"
+     "one vzcaps did not write; 2 for arguments a plist cannot carry or a malformed command line.",
      "vzcaps launchd --label com.me.llama --keep-alive --install -- llama-server -m model.gguf"},
     {"host", cmd_host, "status|enable|disable", ARGS_POSITIONAL, no_opts,
      "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
