@@ -445,8 +445,12 @@ int vzcaps_close_stdout(void)
 {
     /* As coreutils' close_stdout: an error that stdio saw, or one that flushing or closing
      * reports now, is a failed write, except a closed descriptor with nothing to write. */
-    bool pending = ferror(stdout) != 0;
-    int e = pending ? EIO : 0;
+    int e = 0;
+    if (ferror(stdout)) { /* a write failed earlier: try what is still buffered again, for the reason */
+        clearerr(stdout);
+        errno = 0;
+        e = fflush(stdout) != 0 && errno ? errno : EIO;
+    }
     if (fflush(stdout) != 0 && !e)
         e = errno ? errno : EIO;
     if (ferror(stdout) && !e)

@@ -314,25 +314,36 @@ static void test_output_directories(void **st)
     free(err), err = NULL;
 }
 
-/* Standard output is a file too: a full or closed one is an error at exit. */
+/* Standard output is a file too: a full or closed one is an error at exit, named with its
+ * reason also when the failure happened in the middle (more output than stdio buffers). */
+static char child_message[256];
+
 static int close_stdout_in_child(const char *how)
 {
+    int msg[2];
+    if (pipe(msg) != 0)
+        return -1;
     pid_t pid = fork();
     if (pid == 0) {
-        int null = open("/dev/null", O_WRONLY);
-        dup2(null, 2); /* the message is not the test's output */
-        if (strcmp(how, "full") == 0) {
+        dup2(msg[1], 2); /* the message is read back by the test */
+        close(msg[0]);
+        if (strncmp(how, "full", 4) == 0) {
             int full = open("/dev/full", O_WRONLY);
             dup2(full, 1);
-        } else if (strcmp(how, "closed") == 0) {
+        } else if (strncmp(how, "closed", 6) == 0) {
             close(1);
             vzcaps_guard_std_fds();
         } else {
-            dup2(null, 1);
+            dup2(open("/dev/null", O_WRONLY), 1);
         }
-        printf("some output\n");
+        for (int i = 0; i < (strstr(how, "much") ? 5000 : 1); i++)
+            printf("some output, line %d\n", i);
         _exit(vzcaps_close_stdout() == 0 ? 0 : 1);
     }
+    close(msg[1]);
+    ssize_t n = read(msg[0], child_message, sizeof child_message - 1);
+    child_message[n > 0 ? n : 0] = '\0';
+    close(msg[0]);
     int status;
     waitpid(pid, &status, 0);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -343,9 +354,16 @@ static void test_standard_output(void **st)
     (void)st;
 #ifdef __linux__
     assert_int_equal(close_stdout_in_child("full"), 1); /* /dev/full */
+    assert_string_equal(child_message, "vzcaps: cannot write standard output: No space left on device\n");
+    assert_int_equal(close_stdout_in_child("full, much"), 1); /* failed while printing, not at exit */
+    assert_string_equal(child_message, "vzcaps: cannot write standard output: No space left on device\n");
 #endif
     assert_int_equal(close_stdout_in_child("closed"), 1);
+    assert_string_equal(child_message, "vzcaps: cannot write standard output: Bad file descriptor\n");
+    assert_int_equal(close_stdout_in_child("closed, much"), 1);
+    assert_string_equal(child_message, "vzcaps: cannot write standard output: Bad file descriptor\n");
     assert_int_equal(close_stdout_in_child("null"), 0);
+    assert_string_equal(child_message, "");
     /* a closed descriptor 1 never becomes a file opened later */
     pid_t pid = fork();
     if (pid == 0) {
