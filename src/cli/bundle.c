@@ -5,7 +5,11 @@
 #define _XOPEN_SOURCE 700
 #include "cli.h"
 #include "jsonread.h"
+#include "metal.h"
 #include "sha256.h"
+
+#include <dirent.h>
+#include <time.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -101,6 +105,89 @@ out:
     jv_free(probe);
     jv_free(verify);
     return verdict;
+}
+
+/* ---- the device's class (the hidden child __device-class) ---- */
+
+void device_classes_json(FILE *out, const char *const *chain, size_t n, const char *init_owner)
+{
+    struct json j;
+    json_begin(&j, out);
+    json_obj(&j, NULL);
+    json_str(&j, "class", n ? chain[0] : NULL);
+    json_arr(&j, "superclasses");
+    for (size_t i = 1; i < n; i++)
+        json_str(&j, NULL, chain[i]);
+    json_end_arr(&j);
+    json_bool(&j, "has_initGPUFamilySupport", init_owner != NULL);
+    json_str(&j, "initGPUFamilySupport_defined_by", init_owner);
+    json_end_obj(&j);
+    json_finish(&j);
+}
+
+int child_device_class(void)
+{
+    const char *chain[32], *owner = NULL;
+    size_t n = 0;
+    char why[200];
+    if (metal_device_classes(chain, 32, &n, &owner, why, sizeof why) != 0) {
+        eprintf("vzcaps: %s", why);
+        return EXIT_NEEDS_MACOS;
+    }
+    device_classes_json(stdout, chain, n, owner);
+    return 0;
+}
+
+/* ---- crash reports ---- */
+
+/* Whether name is a crash report of the program called prog: "PROG-YYYY-MM-DD-HHMMSS.ips"
+ * (macOS 12 and later) or "PROG_YYYY-MM-DD-HHMMSS_HOST.crash" (a digit after the separator:
+ * "probe-helper-..." is another program's). */
+bool crash_report_matches(const char *name, const char *prog)
+{
+    size_t n = strlen(name), p = strlen(prog);
+    if (!p || n <= p + 1 || strncmp(name, prog, p) != 0 || (name[p] != '-' && name[p] != '_') ||
+        name[p + 1] < '0' || name[p + 1] > '9')
+        return false;
+    return (n > 4 && strcmp(name + n - 4, ".ips") == 0) || (n > 6 && strcmp(name + n - 6, ".crash") == 0);
+}
+
+/* The newest crash report of prog in dir, as text for the bundle (heap). */
+static char *newest_crash_report(const char *dir, const char *prog)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return xformat("no crash report of %s (%s: %s)\n", prog, dir, strerror(errno));
+    char *best = NULL;
+    time_t best_t = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!crash_report_matches(e->d_name, prog))
+            continue;
+        char *path = xformat("%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (!best || st.st_mtime > best_t)) {
+            free(best);
+            best = path, best_t = st.st_mtime;
+        } else {
+            free(path);
+        }
+    }
+    closedir(d);
+    if (!best)
+        return xformat("no crash report of %s in %s\n", prog, dir);
+    char err[4200];
+    size_t len;
+    char *text = read_text_file(best, &len, err, sizeof err);
+    char when[64];
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&best_t, &tm));
+    /* the file's name is not written: a .crash file's name holds the host name */
+    char *out = text ? xformat("newest crash report of %s (modified %s):\n\n%s\n", prog, when, text)
+                     : xformat("newest crash report of %s: cannot be read\n", prog);
+    free(text);
+    free(best);
+    return out;
 }
 
 /* ---- writing the bundle ---- */
@@ -281,14 +368,23 @@ static char *status_text(int st)
     return xformat("status %d", st);
 }
 
+#define MERGE_STDERR 0x100 /* run_step: standard error into FILE too, after the output */
+
 /* Runs argv, its output into FILE and what it printed on standard error into FILE.stderr (when
  * it printed anything); records the step. The wait status; *out gets the output when asked. */
 static int run_step(const char *file, const char *what, char *const argv[], char *const env[], int flags,
                     struct cli_buf *keep_out, struct cli_buf *keep_err)
 {
     struct cli_buf out = {0}, err = {0};
-    int st = cli_capture(argv, env, flags, &out, &err);
-    put_file(file, out.data ? out.data : "", out.len);
+    int st = cli_capture(argv, env, flags & ~MERGE_STDERR, &out, &err);
+    if (flags & MERGE_STDERR) { /* tools that report on standard error (codesign -d): one file */
+        char *both = xformat("%s%s", out.data ? out.data : "", err.data ? err.data : "");
+        put_text(file, both);
+        free(both);
+        cli_buf_free(&err);
+    } else {
+        put_file(file, out.data ? out.data : "", out.len);
+    }
     if (err.len) {
         char *name = xformat("%s.stderr", file);
         put_file(name, err.data, err.len);
@@ -424,6 +520,12 @@ static const char *const files_table =
     "| dyld-trace.txt | one injected child with DYLD_PRINT_INTERPOSING=1 and DYLD_PRINT_LIBRARIES=1 |\n"
     "| unified-log.txt | the library's `vzcaps:` lines from the unified log, last 15 minutes |\n"
     "| workload-stock.txt, workload-vzcaps.txt | with `-- CMD ARGS`: the command's output, stock and through vzcaps run |\n"
+    "| device-class.json | the default device's class, its superclasses, and which of them defines initGPUFamilySupport |\n"
+    "| csrutil.txt | System Integrity Protection status |\n"
+    "| quarantine.txt | extended attributes of the command and the library (com.apple.quarantine) |\n"
+    "| codesign-*.txt | Apple's codesign -dvvv and --verify --strict of the command and the library |\n"
+    "| system-profiler-displays.txt | system_profiler SPDisplaysDataType: the GPU as macOS sees it |\n"
+    "| crash-reports.txt | the newest crash report of the workload and of vzcaps in ~/Library/Logs/DiagnosticReports |\n"
     "| *.stderr | what a step printed on standard error, when it printed anything |\n"
     "| SHA256SUMS | SHA-256 of every other file |\n";
 
@@ -503,7 +605,57 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
         skip_step("dyld-trace.txt", "an injected child under DYLD_PRINT_*", NULL);
         skip_step("unified-log.txt", "the unified log's vzcaps: lines", NULL);
     }
+    /* what a failure needs to be diagnosed: the device's classes, SIP, quarantine, signatures,
+     * the GPU as the system sees it (macOS only: elsewhere "not available on this system") */
+    char *classes[] = {self, "__device-class", NULL};
+    if (platform_is_macos)
+        run_step("device-class.json", "the device's class, superclasses, initGPUFamilySupport (stock)", classes, NULL,
+                 CLI_CAPTURE_STOCK, NULL, NULL);
+    else
+        skip_step("device-class.json", "the device's class, superclasses, initGPUFamilySupport (stock)", "null\n");
+    char *csrutil[] = {"/usr/bin/csrutil", "status", NULL};
+    char *xattr[] = {"/usr/bin/xattr", "-l", self, have_lib ? library : NULL, NULL};
+    char *cs_cmd[] = {"/usr/bin/codesign", "-dvvv", self, NULL}, *cs_lib[] = {"/usr/bin/codesign", "-dvvv", library, NULL};
+    char *csv_cmd[] = {"/usr/bin/codesign", "--verify", "--strict", "--verbose=2", self, NULL};
+    char *csv_lib[] = {"/usr/bin/codesign", "--verify", "--strict", "--verbose=2", library, NULL};
+    char *displays[] = {"/usr/sbin/system_profiler", "SPDisplaysDataType", NULL};
+    struct {
+        const char *file, *what;
+        char **argv;
+    } mac[] = {
+        {"csrutil.txt", "csrutil status (System Integrity Protection)", csrutil},
+        {"quarantine.txt", "extended attributes (com.apple.quarantine) of the command and the library", xattr},
+        {"codesign-command.txt", "codesign -dvvv of the command", cs_cmd},
+        {"codesign-verify-command.txt", "codesign --verify --strict of the command", csv_cmd},
+        {"codesign-library.txt", "codesign -dvvv of the library", have_lib ? cs_lib : NULL},
+        {"codesign-verify-library.txt", "codesign --verify --strict of the library", have_lib ? csv_lib : NULL},
+        {"system-profiler-displays.txt", "system_profiler SPDisplaysDataType", displays},
+    };
+    for (size_t i = 0; i < sizeof mac / sizeof mac[0]; i++) {
+        if (!platform_is_macos)
+            skip_step(mac[i].file, mac[i].what, NULL);
+        else if (!mac[i].argv) {
+            put_text(mac[i].file, "library not found\n");
+            record(mac[i].file, mac[i].what, STEP_FAILED, xformat("library not found"));
+        } else
+            run_step(mac[i].file, mac[i].what, mac[i].argv, NULL, MERGE_STDERR, NULL, NULL);
+    }
     char *workload = cmd && *cmd ? workload_section(self, cmd) : xformat("%s", "");
+    /* crash reports of the workload and of vzcaps (whose children probe and verify) */
+    const char *home = getenv("HOME");
+    char *reports_dir = xformat("%s/Library/Logs/DiagnosticReports", home && *home ? home : "~");
+    char *crashes = newest_crash_report(reports_dir, "vzcaps");
+    if (cmd && *cmd) {
+        char *more = newest_crash_report(reports_dir, vzcaps_basename(cmd[0]));
+        char *both = xformat("%s\n%s", more, crashes);
+        free(more);
+        free(crashes);
+        crashes = both;
+    }
+    put_text("crash-reports.txt", crashes);
+    record("crash-reports.txt", "the newest crash report of the workload and of vzcaps", STEP_OK, xformat("read"));
+    free(crashes);
+    free(reports_dir);
 
     char reason[600];
     const char *verdict = bundle_verdict(platform_is_macos, probe_out.data, verify_out.data, reason, sizeof reason);

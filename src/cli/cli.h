@@ -203,6 +203,11 @@ const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *
  * "DOES NOT WORK", "CANNOT TELL" or "NOT ON MACOS", with a one-sentence reason. */
 int doctor_bundle(const char *dir, const char *exe, char **cmd);
 const char *bundle_verdict(bool macos, const char *probe_json, const char *verify_json, char *reason, size_t len);
+/* The hidden child __device-class: the default device's class chain as one JSON object. */
+int child_device_class(void);
+void device_classes_json(FILE *out, const char *const *chain, size_t n, const char *init_owner);
+/* Whether a file name in DiagnosticReports is a crash report of the program prog. */
+bool crash_report_matches(const char *name, const char *prog);
 
 /* check.c */
 void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o);

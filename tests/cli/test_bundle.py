@@ -16,7 +16,12 @@ from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
 EXPECTED = {"summary.md", "SHA256SUMS", "sw_vers.txt", "doctor.json", "check.json", "version.txt",
             "inspect-command.json", "inspect-library.json", "probe.json", "verify.json", "dyld-trace.txt",
-            "unified-log.txt"}
+            "unified-log.txt", "library-log.txt", "device-class.json", "csrutil.txt", "quarantine.txt",
+            "codesign-command.txt", "codesign-verify-command.txt", "codesign-library.txt", "codesign-verify-library.txt",
+            "system-profiler-displays.txt", "crash-reports.txt"}
+MAC_ONLY = ["sw_vers.txt", "dyld-trace.txt", "unified-log.txt", "library-log.txt", "csrutil.txt", "quarantine.txt",
+            "codesign-command.txt", "codesign-verify-command.txt", "codesign-library.txt", "codesign-verify-library.txt",
+            "system-profiler-displays.txt"]
 
 
 def test_bundle_on_linux(tmp_path):
@@ -33,15 +38,15 @@ def test_bundle_on_linux(tmp_path):
     assert EXPECTED <= names, EXPECTED - names
     summary = (out / "summary.md").read_text().splitlines()
     assert summary[0].startswith("NOT ON MACOS: ") and summary[0].endswith(".")
-    for mac_only in ("sw_vers.txt", "dyld-trace.txt", "unified-log.txt", "library-log.txt"):
-        assert (out / mac_only).read_text().startswith("not available on this system")
+    for mac_only in MAC_ONLY:
+        assert (out / mac_only).read_text().startswith("not available on this system"), mac_only
     # each macOS-only step is recorded as skipped, not failed
     text = (out / "summary.md").read_text()
-    assert "Steps: 2 ran, 0 failed, 8 skipped (not available on this system). Files: 0 could not be written." in text
+    assert "Steps: 3 ran, 0 failed, 16 skipped (not available on this system). Files: 0 could not be written." in text
     assert "| dyld-trace.txt | an injected child under DYLD_PRINT_* | not available on this system |" in text
     assert "FAILED" not in text
-    assert "8 skipped: not available on this system" in p.stdout
-    for js in ("doctor.json", "check.json", "inspect-command.json", "probe.json", "verify.json"):
+    assert "16 skipped: not available on this system" in p.stdout
+    for js in ("doctor.json", "check.json", "inspect-command.json", "probe.json", "verify.json", "device-class.json"):
         json.loads((out / js).read_text())
     # SHA256SUMS lists every other file and verifies
     listed = {}
@@ -157,7 +162,7 @@ def test_a_failed_step_is_counted_and_named(tmp_path):
     assert p.returncode == 1 and "wrote" not in p.stdout
     assert p.stderr.endswith("0 of its files could not be written (above), 1 of its steps failed (see summary.md)\n")
     summary = (out / "summary.md").read_text()
-    assert "Steps: 2 ran, 1 failed, 8 skipped" in summary
+    assert "Steps: 3 ran, 1 failed, 16 skipped" in summary
     assert "| check.json | vzcaps check --json | **FAILED**: exit 1 |" in summary
 
 
@@ -196,7 +201,7 @@ def test_workload_stock_and_through_vzcaps_side_by_side(tmp_path):
     assert "| exit status | exit 0 | exit 0 |" in summary
     row = next(l for l in summary.splitlines() if l.startswith("| `vzcaps:` lines"))
     assert row.split(" | ")[1] == "(none)" and "vzcaps: enabled for probe" in row.split(" | ")[2]
-    assert "Steps: 4 ran, 0 failed, 8 skipped" in summary
+    assert "Steps: 5 ran, 0 failed, 16 skipped" in summary
     # ggml_metal_device_init: lines side by side, and a command that fails is a failed step
     script = tmp_path / "client.sh"
     script.write_text('#!/bin/sh\necho "ggml_metal_device_init: GPU name:   Apple M2 | x" >&2\nexit 4\n')
@@ -216,3 +221,26 @@ def test_workload_stock_and_through_vzcaps_side_by_side(tmp_path):
 def test_doctor_command_needs_bundle(tmp_path):
     p = subprocess.run([str(BUILD / "vzcaps"), "doctor", "--", "true"], env=clean_env(), capture_output=True, text=True)
     assert p.returncode == 2 and "-- CMD ARGS needs --bundle DIR" in p.stderr
+
+
+def test_newest_crash_report_of_the_workload_and_of_vzcaps(tmp_path):
+    home = tmp_path / "home"
+    reports = home / "Library" / "Logs" / "DiagnosticReports"
+    reports.mkdir(parents=True)
+    def report(name, text, age):
+        f = reports / name
+        f.write_text(text)
+        os.utime(f, (1_700_000_000 - age, 1_700_000_000 - age))
+    report("probe-2025-01-01-000000.ips", "old probe crash", 100)
+    report("probe_2025-01-02-000000_secret-hostname.crash", f"new probe crash in {home}/x", 10)
+    report("probe-helper-2025-01-03-000000.ips", "another program", 0)
+    report("vzcaps-2025-01-01-000000.ips", "vzcaps crash", 50)
+    (reports / "probe-2030-01-01-000000.ips").symlink_to(reports / "vzcaps-2025-01-01-000000.ips")  # links are not reports
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--", str(BUILD / "probe"), env=clean_env(HOME=str(home), VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 0, p.stderr
+    text = (out / "crash-reports.txt").read_text()
+    assert "newest crash report of probe (modified 2023-11-14T22:13:10Z):\n\nnew probe crash in ~/x" in text
+    assert "newest crash report of vzcaps (modified 2023-11-14T22:12:30Z):\n\nvzcaps crash" in text
+    assert "old probe crash" not in text and "another program" not in text and "secret-hostname" not in text
+    assert "| crash-reports.txt | the newest crash report of the workload and of vzcaps | read |" in (out / "summary.md").read_text()

@@ -425,6 +425,33 @@ static void test_bundle_verdicts(void **st)
     assert_string_equal(bundle_verdict(true, NULL, NULL, why, sizeof why), "CANNOT TELL");
 }
 
+static void test_bundle_device_classes_and_crash_reports(void **st)
+{
+    (void)st;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    const char *chain[] = {"AppleParavirtDevice", "_MTLDevice", "NSObject"};
+    device_classes_json(f, chain, 3, "_MTLDevice");
+    fclose(f);
+    assert_string_equal(buf, "{\"class\":\"AppleParavirtDevice\",\"superclasses\":[\"_MTLDevice\",\"NSObject\"],"
+                             "\"has_initGPUFamilySupport\":true,\"initGPUFamilySupport_defined_by\":\"_MTLDevice\"}\n");
+    free(buf);
+    f = open_memstream(&buf, &n);
+    device_classes_json(f, chain, 1, NULL);
+    fclose(f);
+    assert_string_equal(buf, "{\"class\":\"AppleParavirtDevice\",\"superclasses\":[],\"has_initGPUFamilySupport\":false,"
+                             "\"initGPUFamilySupport_defined_by\":null}\n");
+    free(buf);
+    assert_true(crash_report_matches("ollama-2025-01-02-030405.ips", "ollama"));
+    assert_true(crash_report_matches("ollama_2025-01-02-030405_mac-mini.crash", "ollama"));
+    assert_false(crash_report_matches("ollama-runner-2025-01-02-030405.ips", "ollama"));
+    assert_false(crash_report_matches("ollama-2025-01-02-030405.diag", "ollama"));
+    assert_false(crash_report_matches("ollama.ips", "ollama"));
+    assert_false(crash_report_matches("xollama-2025-01-02-030405.ips", "ollama"));
+    assert_false(crash_report_matches("ollama-2025.ips", ""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -436,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_run_passes_the_native_chip_to_x86_64_targets),
         cmocka_unit_test(test_verify_one_child_per_check), cmocka_unit_test(test_bundle_verdicts),
+        cmocka_unit_test(test_bundle_device_classes_and_crash_reports),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }
