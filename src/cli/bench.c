@@ -2,9 +2,9 @@
  * faster output is still right, and writes an evidence bundle. Decisions (tables, verdicts,
  * renderings) live in benchdata.c and are tested with a stand-in llama-bench. */
 #define _XOPEN_SOURCE 700
-#include "benchdata.h"
+#include "../data/benchdata.h"
 #include "cli.h"
-#include "sha256.h"
+#include "../common/sha256.h"
 
 #include <errno.h>
 #include <math.h>
@@ -35,7 +35,7 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static struct cli_outdir od; /* the bundle: a new or empty directory, every file new (safewrite) */
+static struct out_dir od; /* the bundle: a new or empty directory, every file new (safewrite) */
 
 /* Runs argv (on PATH when it has no '/') with its standard output into the bundle's file
  * out_name and its standard error into err_name. The exit status (or 128+signal, 126 when it
@@ -51,14 +51,14 @@ static int run_to_files(char **argv, const char *out_name, const char *err_name,
     int st = cli_capture(argv, NULL, CLI_CAPTURE_SEARCH, &out, &err);
     int rc = st == -1 ? 126 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     eprintf("vzcaps bench: [%d/%d] %s: %s in %.1f s", step, steps, label, rc ? "FAILED" : "done", now_s() - t0);
-    int w1 = cli_outdir_put(&od, out_name, out.data ? out.data : "", out.len);
-    int w2 = cli_outdir_put(&od, err_name, err.data ? err.data : "", err.len);
+    int w1 = out_dir_put(&od, out_name, out.data ? out.data : "", out.len);
+    int w2 = out_dir_put(&od, err_name, err.data ? err.data : "", err.len);
     cli_buf_free(&out);
     cli_buf_free(&err);
     return w1 || w2 ? -1 : rc;
 }
 
-/* A file of the bundle rendered in memory, then written whole (cli_outdir_put). */
+/* A file of the bundle rendered in memory, then written whole (out_dir_put). */
 struct memfile {
     char *buf;
     size_t n;
@@ -82,7 +82,7 @@ static void mem_put(struct memfile *m, const char *name)
         eprintf("vzcaps bench: %s/%s: out of memory", od.path, name);
         od.failures++;
     } else {
-        cli_outdir_put(&od, name, m->buf, m->n);
+        out_dir_put(&od, name, m->buf, m->n);
     }
     free(m->buf);
 }
@@ -237,7 +237,7 @@ static int bench_main(int argc, char **argv)
         eprintf("vzcaps bench: --check-output needs llama-perplexity (next to llama-bench, on PATH, or --llama-perplexity)");
         return 1;
     }
-    if (cli_outdir_open(&od, "bench", outdir) != 0)
+    if (out_dir_open(&od, "bench", outdir) != 0)
         return 1;
     int steps = guest ? 2 + (do_check ? 2 : 0) : 1, step = 0;
     char a[1400], b[1400];
@@ -283,7 +283,7 @@ static int bench_main(int argc, char **argv)
     if (do_check) {
         char text_path[1400];
         snprintf(text_path, sizeof text_path, "%s/check-text.txt", outdir);
-        if (cli_outdir_put(&od, "check-text.txt", vzcaps_check_text, strlen(vzcaps_check_text)) != 0) {
+        if (out_dir_put(&od, "check-text.txt", vzcaps_check_text, strlen(vzcaps_check_text)) != 0) {
             eprintf("vzcaps bench: stopped: the output check's text could not be written (above)");
             return 1;
         }
@@ -410,7 +410,7 @@ static int bench_main(int argc, char **argv)
     if (!unlocked_taken)
         fprintf(f, "\n**Warning:** the unlocked run's Metal backend did not report SIMD-group matrix multiply: the unlocked paths were not taken.\n");
     mem_put(&mf, "results.md");
-    cli_outdir_sums(&od);
+    out_dir_sums(&od);
 
     if (od.failures) { /* nothing is reported as done that was not written */
         eprintf("vzcaps bench: the bundle in %s is incomplete: %d of its files could not be written (above)", outdir, od.failures);
@@ -427,6 +427,6 @@ int cmd_bench(int argc, char **argv)
 {
     od.fd = -1;
     int rc = bench_main(argc, argv);
-    cli_outdir_close(&od);
+    out_dir_close(&od);
     return rc;
 }

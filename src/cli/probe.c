@@ -4,8 +4,8 @@
 #define _XOPEN_SOURCE 700
 #include "../common/safewrite.h"
 #include "cli.h"
-#include "metal.h"
-#include "sha256.h"
+#include "../device/metal.h"
+#include "../common/sha256.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,9 +5,9 @@
 #define _XOPEN_SOURCE 700
 #define _DARWIN_C_SOURCE /* O_NOFOLLOW */
 #include "../common/safewrite.h"
-#include "benchdata.h"
+#include "../data/benchdata.h"
 #include "cli.h"
-#include "jsonread.h"
+#include "../data/jsonread.h"
 
 #include <errno.h>
 #include <fcntl.h>

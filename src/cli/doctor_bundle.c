@@ -4,9 +4,9 @@
  * writes anywhere but a new or empty DIR (safewrite); hides a file or step that failed. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
-#include "jsonread.h"
-#include "metal.h"
-#include "sha256.h"
+#include "../common/sha256.h"
+#include "../data/jsonread.h"
+#include "../device/metal.h"
 
 #include <dirent.h>
 #include <time.h>
@@ -192,7 +192,7 @@ static char *newest_crash_report(const char *dir, const char *prog)
 
 /* ---- writing the bundle ---- */
 
-static struct cli_outdir od; /* the bundle's directory and what was written into it */
+static struct out_dir od; /* the bundle's directory and what was written into it */
 
 /* ---- no personal data ---- */
 
@@ -318,7 +318,7 @@ static char *scrubbed(const char *data, size_t len, size_t *out_len)
 }
 
 /* Writes one file of the bundle, scrubbed first (personal data never reaches the disk); a
- * failure is named and counted (cli_outdir_put). */
+ * failure is named and counted (out_dir_put). */
 static void put_file(const char *name, const char *data, size_t len)
 {
     size_t n;
@@ -328,7 +328,7 @@ static void put_file(const char *name, const char *data, size_t len)
         od.failures++;
         return;
     }
-    cli_outdir_put(&od, name, clean, n);
+    out_dir_put(&od, name, clean, n);
     free(clean);
 }
 
@@ -539,7 +539,7 @@ static void bundle_reset(void)
 int doctor_bundle(const char *dir, const char *exe, char **cmd)
 {
     bundle_reset();
-    if (cli_outdir_open(&od, "doctor", dir) != 0)
+    if (out_dir_open(&od, "doctor", dir) != 0)
         return 1;
     collect_needles();
     char self[4096], library[4096], tried[2400];
@@ -690,10 +690,10 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
     free(table);
     free(workload);
 
-    cli_outdir_sums(&od);
+    out_dir_sums(&od);
     int files = od.failures;
     size_t wrote = od.n;
-    cli_outdir_close(&od);
+    out_dir_close(&od);
     bundle_reset();
     if (files || failed) {
         eprintf("vzcaps doctor: the bundle in %s is incomplete: %d of its files could not be written (above), %zu of its steps "
