@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import BUILD, FIXTURES, ROOT, clean_env
+from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT, clean_env
 
 sys.path.insert(0, str(ROOT / "tests" / "macho"))
 import machogen as mg  # noqa: E402
@@ -76,7 +76,7 @@ def test_a_command_that_succeeds_with_a_working_standard_output(tmp_path, name):
     assert p.stdout
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="/dev/full is Linux's")
+@LINUX_ONLY  # /dev/full
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_full_standard_output_is_an_error(tmp_path, name):
     # regression: with >/dev/full every command exited 0 and said nothing
