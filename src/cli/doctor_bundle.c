@@ -468,10 +468,16 @@ static char *cell(const char *s)
 
 static char *workload_section(char *self, char **cmd)
 {
-    char *argv_run[256];
-    size_t n = 0;
+    size_t n = 0, argc = 0;
+    while (cmd[argc])
+        argc++;
+    char **argv_run = calloc(argc + 4, sizeof *argv_run); /* every argument, however many */
+    if (!argv_run) {
+        eprintf("vzcaps doctor: out of memory");
+        exit(1);
+    }
     argv_run[n++] = self, argv_run[n++] = "run", argv_run[n++] = "--";
-    for (char **a = cmd; *a && n < 255; a++)
+    for (char **a = cmd; *a; a++)
         argv_run[n++] = *a;
     argv_run[n] = NULL;
     struct cli_buf so = {0}, se = {0}, vo = {0}, ve = {0};
@@ -502,7 +508,7 @@ static char *workload_section(char *self, char **cmd)
                          "(standard error in *.stderr).\n", md, a, b);
     free(md), free(a), free(b);
     md = more;
-    free(shown), free(s_res), free(v_res);
+    free(shown), free(s_res), free(v_res), free(argv_run);
     cli_buf_free(&so), cli_buf_free(&se), cli_buf_free(&vo), cli_buf_free(&ve);
     return md;
 }

@@ -244,3 +244,15 @@ def test_newest_crash_report_of_the_workload_and_of_vzcaps(tmp_path):
     assert "newest crash report of vzcaps (modified 2023-11-14T22:12:30Z):\n\nvzcaps crash" in text
     assert "old probe crash" not in text and "another program" not in text and "secret-hostname" not in text
     assert "| crash-reports.txt | the newest crash report of the workload and of vzcaps | read |" in (out / "summary.md").read_text()
+
+
+def test_workload_with_many_arguments_gets_every_one(tmp_path):
+    # a fixed array held 252 arguments and dropped the rest without a word
+    script = tmp_path / "count.sh"
+    script.write_text('#!/bin/sh\necho "$# arguments, last $(eval echo \\${$#})"\n')
+    script.chmod(0o755)
+    args = [str(i) for i in range(400)]
+    p = doctor_bundle(tmp_path / "b", "--", str(script), *args, env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 0, p.stderr
+    for name in ("workload-stock.txt", "workload-vzcaps.txt"):
+        assert (tmp_path / "b" / name).read_text() == "400 arguments, last 399\n", name
