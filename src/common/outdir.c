@@ -32,16 +32,20 @@ int out_dir_put(struct out_dir *d, const char *name, const void *data, size_t le
 {
     char *err = NULL;
     const struct vzcaps_wopts opts = {.mode = 0644, .replace = VZCAPS_NEW_ONLY};
+    size_t room = sizeof d->files / sizeof d->files[0] - (strcmp(name, "SHA256SUMS") != 0); /* one kept for it */
+    if (d->n >= room) { /* a file SHA256SUMS could not list is not written */
+        eprintf("vzcaps %s: cannot write %s/%s: more than %zu files in one bundle", d->cmd, d->path, name, d->n);
+        d->failures++;
+        return -1;
+    }
     if (vzcaps_write_fileat(d->fd, d->path, name, data, len, &opts, &err) != 0) {
         eprintf("vzcaps %s: cannot write %s", d->cmd, err ? err : name);
         free(err);
         d->failures++;
         return -1;
     }
-    if (d->n < sizeof d->files / sizeof d->files[0]) {
-        d->files[d->n].name = xformat("%s", name);
-        sha256_hex(data, len, d->files[d->n++].hex);
-    }
+    d->files[d->n].name = xformat("%s", name);
+    sha256_hex(data, len, d->files[d->n++].hex);
     return 0;
 }
 
