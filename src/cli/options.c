@@ -112,20 +112,6 @@ int cfg_opt_take(const char *cmd, int argc, char **argv, int *i, struct cfg_opts
     return 0;
 }
 
-int write_text_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    bool ok = fputs(text, f) >= 0;
-    int saved = errno;
-    if (fclose(f) != 0 || !ok) {
-        errno = ok ? errno : saved;
-        return -1;
-    }
-    return 0;
-}
-
 int mkdir_p(const char *path)
 {
     char *buf = xformat("%s", path);
@@ -196,14 +182,14 @@ enum value_kind cli_value_kind(const char *m)
 static const char *const kind_names[] = {"none", "none", "words", "profile", "chip", "program", "file", "dir", "command"};
 
 /* What a command's operands are: "exec" (a command with its own arguments), "rest" (after --,
- * passed on), or a value kind; token gets the operand's metavariable ("status|enable|disable"). */
+ * passed on), "restcmd" (after --, a command: doctor --bundle DIR -- CMD), or a value kind; token gets the operand's metavariable ("status|enable|disable"). */
 static const char *operand_kind(const struct cmd_spec *c, char *token, size_t cap)
 {
     token[0] = '\0';
     if (c->args_mode == ARGS_COMMAND)
         return "exec";
     if (c->args_mode == ARGS_REST)
-        return "rest";
+        return strstr(c->args, "-- CMD") ? "restcmd" : "rest";
     if (c->args_mode == ARGS_NONE)
         return "none";
     const char *a = c->args + strspn(c->args, "[(");
@@ -328,7 +314,7 @@ static const char bash_body[] =
     "_vzcaps_after() { # CMD INDEX PREFIX: what follows --, from word INDEX\n"
     "    _vzcaps_cmd \"$1\"\n"
     "    case $_vz_a in\n"
-    "        exec)\n"
+    "        exec|restcmd)\n"
     "            if (( COMP_CWORD == $2 )); then _vzcaps_kind program \"$3\"\n"
     "            elif declare -F _command_offset >/dev/null; then _command_offset \"$2\" # bash-completion: its own\n"
     "            else _vzcaps_kind file \"$3\"; fi ;;\n"
@@ -379,7 +365,7 @@ static const char bash_body[] =
     "    fi\n"
     "    _vzcaps_cmd \"$cmd\"\n"
     "    case $_vz_a in\n"
-    "        none|rest) _vzcaps_add \"$cur\" \"${_vz_o[@]}\" ;;\n"
+    "        none|rest|restcmd) _vzcaps_add \"$cur\" \"${_vz_o[@]}\" ;;\n"
     "        *)\n"
     "            if [[ $cur == -* ]]; then _vzcaps_add \"$cur\" \"${_vz_o[@]}\"\n"
     "            elif [[ $_vz_a == words ]]; then _vzcaps_add \"$cur\" \"${_vz_w[@]}\"\n"
@@ -405,7 +391,7 @@ static const char zsh_body[] =
     "_vzcaps_after() { # CMD INDEX: what follows the word at INDEX (--, or the word before the command)\n"
     "  _vzcaps_cmd $1\n"
     "  case $_vz_a in\n"
-    "    exec) words=(\"${(@)words[$2+1,-1]}\"); (( CURRENT -= $2 )); _normal ;;\n"
+    "    exec|restcmd) words=(\"${(@)words[$2+1,-1]}\"); (( CURRENT -= $2 )); _normal ;;\n"
     "    rest) _files ;;\n"
     "    words) _describe -t values value _vz_w ;;\n"
     "    *) _vzcaps_kind $_vz_a ;;\n"
@@ -450,7 +436,7 @@ static const char zsh_body[] =
     "    return\n"
     "  fi\n"
     "  _vzcaps_cmd $cmd\n"
-    "  if [[ $PREFIX == -* || $_vz_a == (none|rest) ]]; then\n"
+    "  if [[ $PREFIX == -* || $_vz_a == (none|rest|restcmd) ]]; then\n"
     "    _describe -t options option _vz_o\n"
     "  elif [[ $_vz_a == exec ]]; then\n"
     "    _command_names -e\n"
@@ -595,7 +581,7 @@ static void print_zsh(FILE *out)
         for (const struct opt_spec *o = c->opts; o->name; o++)
             word_zsh(out, o->name, o->help);
         if (c->args_mode == ARGS_COMMAND || c->args_mode == ARGS_REST)
-            word_zsh(out, "--", c->args_mode == ARGS_COMMAND ? "ends the options; the command follows" : "ends the options");
+            word_zsh(out, "--", strcmp(kind, "rest") != 0 ? "ends the options; the command follows" : "ends the options");
         fprintf(out, " ) _vz_a=%s", kind);
         if (strcmp(kind, "words") == 0) {
             fputs(" _vz_w=(", out);
@@ -663,6 +649,9 @@ static void print_fish(FILE *out)
         char token[128];
         const char *kind = operand_kind(c, token, sizeof token);
         if (c->args_mode == ARGS_COMMAND) {
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s' -a -- -d 'ends the options; the command follows'\n", c->name);
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_after %s' -x -a '(__vzcaps_rest)'\n", c->name);
+        } else if (c->args_mode == ARGS_REST && strcmp(kind, "restcmd") == 0) {
             fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s' -a -- -d 'ends the options; the command follows'\n", c->name);
             fprintf(out, "complete -c vzcaps -n '__vzcaps_after %s' -x -a '(__vzcaps_rest)'\n", c->name);
         } else if (c->args_mode == ARGS_REST) {

@@ -144,6 +144,8 @@ def test_files_only_where_a_file_is_expected(shell, cwd):
 def test_commands_after_double_dash(shell, cwd):
     assert "vzcaps" in complete(shell, cwd, "vzcaps run -- vzcap")
     assert "vzcaps" in complete(shell, cwd, "vzcaps launchd --label a -- vzcap")
+    assert "vzcaps" in complete(shell, cwd, "vzcaps doctor --bundle b -- vzcap")  # the bundle's command
+    assert unquoted(shell, complete(shell, cwd, "vzcaps bench -m m -- pla")) == ["plain.json"]  # llama-bench's
     # the command's own arguments: a file here
     assert unquoted(shell, complete(shell, cwd, "vzcaps run -- cat pla")) == ["plain.json"]
 
