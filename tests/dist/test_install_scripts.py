@@ -15,7 +15,7 @@ import pytest
 from conftest import BUILD, ROOT
 
 NAME = "vzcaps-0.1.0-macos"
-SHELLS = ["dash", "bash"]
+SHELLS = ["dash", "bash", "bash --posix"]  # macOS's /bin/sh is bash in POSIX mode, or dash
 INSTALLED = ["bin/vzcaps", "lib/libvzcaps.dylib", "share/man/man1/vzcaps.1", "share/bash-completion/completions/vzcaps",
              "share/zsh/site-functions/_vzcaps", "share/fish/vendor_completions.d/vzcaps.fish",
              "share/doc/vzcaps/README", "share/doc/vzcaps/LICENSE", "share/doc/vzcaps/vzcaps.conf.example",
@@ -92,7 +92,7 @@ def sh_word(s):
 
 
 def run(shell, script, *args, cwd=None, env=None):
-    return subprocess.run([shell, str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.run([*shell.split(), str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
 
 
 @pytest.fixture
@@ -532,6 +532,8 @@ def test_uninstall_all_removes_agents_logs_caches_and_lists_prepared_copies(rel,
     (agents / "com.apple.other.plist").write_text("<plist><dict><key>Label</key><string>com.apple.other</string></dict></plist>")
     (agents / "half.plist").write_text("<string>half</string> <string>/x/Library/Logs/vzcaps/half.err.log</string>")
     (agents / "linked.plist").symlink_to(ours[0])
+    os.mkfifo(agents / "fifo.plist")  # never opened (it would hang a reader)
+    (agents / "odd name.plist").write_bytes(ours[1].read_bytes())  # not a label vzcaps accepts
     logs, caches = home / "Library" / "Logs" / "vzcaps", home / "Library" / "Caches" / "vzcaps"
     (logs).mkdir(parents=True, exist_ok=True)
     (logs / "com.me.llama-server.err.log").write_text("log")
@@ -552,7 +554,8 @@ def test_uninstall_all_removes_agents_logs_caches_and_lists_prepared_copies(rel,
     assert f"launchctl bootout gui/{uid}/running.job (present)" in log and len(log) == 2
     assert "stopped running.job (launchctl bootout)" in p.stdout
     assert not any(f.exists() for f in ours)
-    assert sorted(os.listdir(agents)) == ["com.apple.other.plist", "half.plist", "linked.plist"]
+    assert sorted(os.listdir(agents)) == ["com.apple.other.plist", "fifo.plist", "half.plist", "linked.plist",
+                                          "odd name.plist"]
     assert not logs.exists() and not caches.exists()
     assert (home / "Library" / "Logs").is_dir() and (home / "Library" / "Caches").is_dir()
     assert f"prepared copy: {shlex.quote(str(prepared / 'Ollama.app'))} (kept" in p.stdout
