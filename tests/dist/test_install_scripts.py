@@ -628,3 +628,23 @@ def test_an_interrupted_install_cleans_up(rel, tmp_path):
     assert proc.returncode == 1 and "interrupted" in err and "installed" not in out
     assert not [f for f in tree(prefix) if ".vzcaps-install." in f or "install-manifest." in f]
     assert [f for f in tree(prefix) if not f.startswith("share/vzcaps/")] == []
+
+
+def test_an_upgrade_replaces_the_old_files_and_keeps_the_record_of_the_rest(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    # the next version: another command, and one page fewer
+    (rel / "bin" / "vzcaps").write_bytes(b"\xcf\xfa\xed\xfe the next version\n")
+    (rel / "share" / "doc" / "vzcaps" / "LICENSE").unlink()
+    lines = [ln for ln in (rel / "SHA256SUMS").read_text().splitlines() if not ln.endswith("  share/doc/vzcaps/LICENSE")]
+    i = next(i for i, ln in enumerate(lines) if ln.endswith("  bin/vzcaps"))
+    lines[i] = hashlib.sha256((rel / "bin" / "vzcaps").read_bytes()).hexdigest() + "  bin/vzcaps"
+    (rel / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert (prefix / "bin" / "vzcaps").read_bytes() == b"\xcf\xfa\xed\xfe the next version\n"
+    manifest = (prefix / MANIFEST).read_text()
+    assert "share/doc/vzcaps/LICENSE" in manifest  # installed by the earlier version: still recorded
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert not prefix.exists()
