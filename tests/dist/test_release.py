@@ -207,7 +207,7 @@ def test_a_local_path_with_blanks_is_a_valid_file_url(fake_dist, tmp_path):
     assert p.returncode == 0, p.stderr
     text = (out / "homebrew-vzcaps" / "Formula" / "vzcaps.rb").read_text()
     assert f'url "file://{tmp_path}/my%20releases/{NAME}.tar.gz"' in text
-    tap_line = next(ln for ln in (out / "homebrew-vzcaps" / "README.md").read_text().splitlines() if "brew tap " in ln)
+    tap_line = next(ln for ln in (out / "homebrew-vzcaps" / "README.md").read_text().splitlines() if ln.strip().startswith("brew tap "))
     assert shlex.split(tap_line) == ["brew", "tap", "vzcaps/vzcaps", str(out / "homebrew-vzcaps")]
 
 
