@@ -148,6 +148,12 @@ check-llama: deps
 	$(MAKE) all
 	sh scripts/check-llama
 
+# Opt-in (about two minutes cold, seconds warm; Linux): llama.cpp's own ggml-metal-device.m, unmodified
+# from the same sdist, on the stand-in Metal, stock and with vzcaps; its start-up lines against the prediction.
+check-client: deps
+	$(MAKE) all
+	sh scripts/check-client
+
 demo: deps
 	$(MAKE) all
 	sh scripts/demo
@@ -184,4 +190,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps deps-cross check check-llama demo bench dist cross-link release audit install uninstall clean
+.PHONY: all rig deps deps-cross check check-llama check-client demo bench dist cross-link release audit install uninstall clean
