@@ -435,7 +435,8 @@ void cli_print_man(FILE *out)
         roff_text(out, c->example);
         fputc('\n', out);
     }
-    fputs(".SH SEE ALSO\nThe README of the vzcaps sources.\n", out);
+    fputs(".SH SEE ALSO\nThe documentation installed with vzcaps, one page per topic: share/doc/vzcaps/ under its prefix\n"
+          "(/usr/local/share/doc/vzcaps/; with Homebrew, $(brew \\-\\-prefix)/share/doc/vzcaps/).\n", out);
 }
 
 static void words(FILE *out, const struct cmd_spec *c)
