@@ -1,246 +1,635 @@
 /* vzcaps prepare: a private copy of a hardened program (a Mach-O file or an .app bundle),
  * every Mach-O file in it re-signed ad hoc by vzcaps's own signer without the hardened runtime,
- * so that dyld honours DYLD_INSERT_LIBRARIES for it.
- * Never: modifies the original; leaves a half-written copy (it is built beside the
- * destination and renamed into place whole); writes anything without --yes. */
+ * and every bundle in it sealed again (a new _CodeSignature/CodeResources, bound by its main
+ * executable), so that dyld honours DYLD_INSERT_LIBRARIES for it.
+ * Owns: reading the source (a link given on the command line is followed, links inside a
+ * bundle are copied as links), the plan, the temporary tree and placing it.
+ * Never: modifies the original; opens anything for writing through a link; replaces a
+ * destination it did not make, one that holds the source, or one two inputs would share;
+ * leaves a half-written copy or its temporary tree behind; writes anything without --yes. */
 #define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE
+#define _DARWIN_C_SOURCE
 #include "cli.h"
+#include "coderesources.h"
 #include "codesign.h"
 #include "macho.h"
+#include "sha1.h"
+#include "sha256.h"
+#include "../common/safewrite.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_MACHO 4096
+#define MAX_NODES 200000
+#define MAX_DEPTH 64
+#define MARKER "vzcaps prepare\n" /* the first line of the file that says a copy is vzcaps's */
 
-struct target {
-    const char *src;      /* as given */
-    char name[256];       /* base name of the copy */
-    bool bundle;
-    char *rel[MAX_MACHO]; /* Mach-O files, relative to the bundle ("" for a plain file), signing order */
-    size_t n;
+/* ---- the source, read once into a list of nodes ---- */
+
+enum ntype { N_DIR, N_FILE, N_LINK };
+
+struct node {
+    char *rel;            /* relative to the source root; "" for a single file */
+    enum ntype type;
+    mode_t mode;
+    char *target;         /* N_LINK: the link's text, copied as is */
+    enum macho_kind kind; /* N_FILE */
+    int unit;             /* the bundle whose seal holds it, -1 none */
+    bool main_exe;        /* its unit's main executable (signed last, bound to the seal) */
+    bool replaced;        /* inside a _CodeSignature directory: replaced, not copied */
+    int nested_unit;      /* N_DIR: a nested bundle, by the unit its parent records; -1 */
+    uint8_t sha1[20], sha256[32], cdhash[20];
 };
 
-static bool macho_magic(const char *path)
+/* A bundle sealed by its own CodeResources. */
+struct unit {
+    char *dir;    /* the bundle directory ("" the input itself) */
+    char *base;   /* its resource base: Contents, Versions/X or the directory itself */
+    char *info;   /* Info.plist */
+    char *exe;    /* the main executable */
+    bool with_resources;
+    int parent;
+    uint8_t cdhash[20];
+};
+
+struct input {
+    const char *arg;   /* as given */
+    char *root;        /* the source, links resolved */
+    char *name;        /* the copy's name: the argument's last component */
+    char *dest;        /* --into/name */
+    bool bundle;
+    struct node *n;
+    size_t nn, ncap;
+    struct unit *u;
+    size_t nu, ucap;
+    size_t n_code;     /* Mach-O files re-signed */
+    bool dest_exists;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
 {
-    struct stat st;
-    char why[200];
-    int fd = vzcaps_open_regular(path, &st, why, sizeof why);
-    if (fd < 0)
-        return false;
-    unsigned char m[4] = {0};
-    bool yes = read(fd, m, 4) == 4 && ((m[0] == 0xcf && m[1] == 0xfa && m[2] == 0xed && m[3] == 0xfe) ||
-                                       (m[0] == 0xca && m[1] == 0xfe && m[2] == 0xba && (m[3] == 0xbe || m[3] == 0xbf)));
-    close(fd);
-    return yes;
+    stop_signal = sig;
 }
 
-/* ---- walking a bundle ---- */
-
-static struct target *walking;
-static size_t walk_root_len;
-static char walk_err[600];
-
-static int collect(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static char *join(const char *a, const char *b)
 {
-    (void)ftw;
-    if (type == FTW_D || type == FTW_SL || type == FTW_DP)
-        return 0;
-    if (type != FTW_F) {
-        snprintf(walk_err, sizeof walk_err, "%s: cannot be read", path);
-        return 1;
-    }
-    if (!S_ISREG(st->st_mode)) {
-        snprintf(walk_err, sizeof walk_err, "%s: not a regular file", path);
-        return 1;
-    }
-    if (!macho_magic(path))
-        return 0;
-    if (walking->n == MAX_MACHO) {
-        snprintf(walk_err, sizeof walk_err, "more than %d Mach-O files in the bundle", MAX_MACHO);
-        return 1;
-    }
-    walking->rel[walking->n++] = xformat("%s", path + walk_root_len + 1);
-    return 0;
+    return *a ? xformat("%s/%s", a, b) : xformat("%s", b);
 }
 
-static int depth(const char *rel)
+static const char *last_name(const char *rel)
 {
-    int d = 0;
-    for (; *rel; rel++)
-        d += *rel == '/';
-    return d;
+    const char *s = strrchr(rel, '/');
+    return s ? s + 1 : rel;
 }
 
-static const char *main_exe; /* for the sort: the bundle's main executable goes last */
-
-static int signing_order(const void *a, const void *b)
+/* rel's path below prefix ("" when equal), NULL when it is not below it */
+static const char *below(const char *rel, const char *prefix)
 {
-    const char *x = *(char *const *)a, *y = *(char *const *)b;
-    bool mx = main_exe && strcmp(x, main_exe) == 0, my = main_exe && strcmp(y, main_exe) == 0;
-    if (mx != my)
-        return mx ? 1 : -1;
-    if (depth(x) != depth(y)) /* nested code first: deeper files before the code that holds them */
-        return depth(y) - depth(x);
-    return strcmp(x, y);
+    size_t n = strlen(prefix);
+    if (!n)
+        return rel;
+    if (strncmp(rel, prefix, n) != 0)
+        return NULL;
+    return rel[n] == '/' ? rel + n + 1 : rel[n] == '\0' ? rel + n : NULL;
 }
 
-/* ---- copying and removing trees ---- */
-
-static int copy_file(const char *from, const char *to, mode_t mode, char *err, size_t errlen)
+static int find_node(const struct input *in, const char *rel)
 {
-    struct stat st;
-    char why[200];
-    int in = vzcaps_open_regular(from, &st, why, sizeof why);
-    if (in < 0) {
-        snprintf(err, errlen, "%s: %s", from, why);
-        return -1;
-    }
-    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    int rc = out < 0 ? -1 : 0;
-    char buf[65536];
-    ssize_t r;
-    while (rc == 0 && (r = read(in, buf, sizeof buf)) != 0) {
-        if (r < 0 && errno == EINTR)
-            continue;
-        for (ssize_t off = 0; r > 0 && off < r && rc == 0;) {
-            ssize_t w = write(out, buf + off, (size_t)(r - off));
-            rc = w > 0 ? 0 : -1;
-            off += w > 0 ? w : 0;
+    for (size_t i = 0; i < in->nn; i++)
+        if (strcmp(in->n[i].rel, rel) == 0)
+            return (int)i;
+    return -1;
+}
+
+static struct node *add_node(struct input *in, const char *rel, enum ntype type, mode_t mode)
+{
+    if (in->nn == in->ncap) {
+        in->ncap = in->ncap ? 2 * in->ncap : 256;
+        in->n = realloc(in->n, in->ncap * sizeof *in->n);
+        if (!in->n) {
+            eprintf("vzcaps prepare: out of memory");
+            exit(1);
         }
-        if (r < 0)
-            rc = -1;
     }
-    if (rc == 0 && fchmod(out, mode & 07777) != 0)
-        rc = -1;
-    if (out >= 0 && close(out) != 0)
-        rc = -1;
-    close(in);
-    if (rc)
-        snprintf(err, errlen, "cannot copy %s to %s: %s", from, to, strerror(errno));
-    return rc;
+    struct node *n = &in->n[in->nn++];
+    memset(n, 0, sizeof *n);
+    n->rel = xformat("%s", rel);
+    n->type = type;
+    n->mode = mode;
+    n->unit = -1;
+    n->nested_unit = -1;
+    return n;
 }
 
-static int copy_tree(const char *from, const char *to, int levels, char *err, size_t errlen)
+/* Opens a file of the source for reading: never through a link at its last component, never
+ * blocking, regular files only. */
+static int open_source(const char *path, struct stat *st, char *err, size_t errlen)
 {
-    struct stat st;
-    if (lstat(from, &st) != 0) {
-        snprintf(err, errlen, "%s: %s", from, strerror(errno));
-        return -1;
-    }
-    if (S_ISLNK(st.st_mode)) {
-        char target[PATH_MAX + 1];
-        ssize_t n = readlink(from, target, sizeof target - 1);
-        if (n < 0 || (size_t)n >= sizeof target - 1 || (target[n] = '\0', symlink(target, to) != 0)) {
-            snprintf(err, errlen, "cannot copy the link %s: %s", from, n < 0 ? strerror(errno) : "too long");
-            return -1;
-        }
-        return 0;
-    }
-    if (S_ISREG(st.st_mode))
-        return copy_file(from, to, st.st_mode, err, errlen);
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file, directory or link", from);
-        return -1;
-    }
-    if (levels > 64) {
-        snprintf(err, errlen, "%s: nested more than 64 levels deep", from);
-        return -1;
-    }
-    if (mkdir(to, 0700) != 0) {
-        snprintf(err, errlen, "cannot create %s: %s", to, strerror(errno));
-        return -1;
-    }
-    DIR *d = opendir(from);
-    if (!d) {
-        snprintf(err, errlen, "cannot read %s: %s", from, strerror(errno));
-        return -1;
-    }
-    int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char *a = xformat("%s/%s", from, e->d_name), *b = xformat("%s/%s", to, e->d_name);
-        rc = copy_tree(a, b, levels + 1, err, errlen);
-        free(a);
-        free(b);
-    }
-    closedir(d);
-    if (rc == 0 && chmod(to, st.st_mode & 07777) != 0) {
-        snprintf(err, errlen, "cannot set the mode of %s: %s", to, strerror(errno));
-        rc = -1;
-    }
-    return rc;
-}
-
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st, (void)ftw;
-    return type == FTW_DP ? rmdir(path) : unlink(path);
-}
-
-static void remove_tree(const char *path)
-{
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    if (S_ISDIR(st.st_mode)) {
-        chmod(path, 0700);
-        nftw(path, remove_one, 32, FTW_DEPTH | FTW_PHYS);
-    } else {
-        unlink(path);
-    }
-}
-
-/* ---- signing ---- */
-
-/* Signs the file at path (in memory: read, sign) and checks the result with the project's
- * verifier; write_back: then writes it back whole, in place. */
-static int sign_file(const char *path, const char *ident, bool write_back, char *err, size_t errlen)
-{
-    size_t len;
-    char why[600];
-    struct stat st;
-    int fd = vzcaps_open_regular(path, &st, why, sizeof why);
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, why);
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return -1;
     }
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The whole file (mapped), for classifying and signing; *len its size. */
+static uint8_t *map_source(const char *path, size_t *len, mode_t *mode, char *err, size_t errlen)
+{
+    struct stat st;
+    int fd = open_source(path, &st, err, errlen);
+    if (fd < 0)
+        return NULL;
     if (st.st_size > MACHO_MAX_SIZE) {
         close(fd);
         snprintf(err, errlen, "%s: larger than %d MiB", path, MACHO_MAX_SIZE >> 20);
+        return NULL;
+    }
+    *len = (size_t)st.st_size;
+    if (mode)
+        *mode = st.st_mode;
+    void *m = *len ? mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0) : (void *)"";
+    close(fd);
+    if (m == MAP_FAILED) {
+        snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno));
+        return NULL;
+    }
+    return m;
+}
+
+static void unmap_source(uint8_t *m, size_t len)
+{
+    if (m && len)
+        munmap(m, len);
+}
+
+static int classify(const char *path, struct node *n, char *err, size_t errlen)
+{
+    size_t len;
+    uint8_t *m = map_source(path, &len, NULL, err, errlen);
+    if (!m)
+        return -1;
+    char why[300];
+    n->kind = macho_classify(m, len, why, sizeof why);
+    unmap_source(m, len);
+    if (n->kind == MACHO_KIND_BROKEN) {
+        snprintf(err, errlen, "%s: %s", path, why[0] ? why : "a damaged Mach-O file");
         return -1;
     }
-    len = (size_t)st.st_size;
-    uint8_t *in = malloc(len ? len : 1), *out = NULL;
-    size_t got = 0;
-    while (in && got < len) {
-        ssize_t r = read(fd, in + got, len - got);
-        if (r <= 0 && !(r < 0 && errno == EINTR))
-            break;
-        got += r > 0 ? (size_t)r : 0;
+    return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Reads the directory path (rel in the bundle) and everything below it, never following a link. */
+static int walk(struct input *in, const char *path, const char *rel, int depth, char *err, size_t errlen)
+{
+    if (depth > MAX_DEPTH) {
+        snprintf(err, errlen, "%s: nested more than %d levels deep", path, MAX_DEPTH);
+        return -1;
+    }
+    DIR *d = opendir(path);
+    if (!d) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    char **names = NULL;
+    size_t nn = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (nn == cap) {
+            cap = cap ? 2 * cap : 32;
+            names = realloc(names, cap * sizeof *names);
+            if (!names) {
+                eprintf("vzcaps prepare: out of memory");
+                exit(1);
+            }
+        }
+        names[nn++] = xformat("%s", de->d_name);
+    }
+    closedir(d);
+    qsort(names, nn, sizeof *names, by_name); /* the same order on every run */
+    int rc = 0;
+    for (size_t i = 0; i < nn && rc == 0; i++) {
+        char *p = xformat("%s/%s", path, names[i]), *r = join(rel, names[i]);
+        struct stat st;
+        if (!cr_name_ok(names[i])) {
+            snprintf(err, errlen, "%s: a name with control characters or invalid UTF-8 cannot be sealed", esc(p));
+            rc = -1;
+        } else if (in->nn >= MAX_NODES) {
+            snprintf(err, errlen, "%s: more than %d files", in->arg, MAX_NODES);
+            rc = -1;
+        } else if (lstat(p, &st) != 0) {
+            snprintf(err, errlen, "%s: %s", p, strerror(errno));
+            rc = -1;
+        } else if (S_ISLNK(st.st_mode)) {
+            char target[PATH_MAX + 1];
+            ssize_t t = readlink(p, target, sizeof target - 1);
+            if (t < 0 || (size_t)t >= sizeof target - 1) {
+                snprintf(err, errlen, "%s: cannot read the link: %s", p, t < 0 ? strerror(errno) : "too long");
+                rc = -1;
+            } else {
+                target[t] = '\0';
+                add_node(in, r, N_LINK, st.st_mode)->target = xformat("%s", target);
+            }
+        } else if (S_ISREG(st.st_mode)) {
+            struct node *n = add_node(in, r, N_FILE, st.st_mode);
+            rc = classify(p, n, err, errlen);
+        } else if (S_ISDIR(st.st_mode)) {
+            add_node(in, r, N_DIR, st.st_mode);
+            rc = walk(in, p, r, depth + 1, err, errlen);
+        } else {
+            snprintf(err, errlen, "%s: not a regular file, directory or link", p);
+            rc = -1;
+        }
+        free(p);
+        free(r);
+    }
+    for (size_t i = 0; i < nn; i++)
+        free(names[i]);
+    free(names);
+    return rc;
+}
+
+/* ---- bundles: which units, their scope, the order they are sealed in ---- */
+
+static bool is_code(enum macho_kind k)
+{
+    return k == MACHO_KIND_CODE || k == MACHO_KIND_PARTLY_SIGNED;
+}
+
+static int add_unit(struct input *in, const char *dir, const char *base, const char *info, const char *exe_dir,
+                    const char *fallback_exe, int parent, char *err, size_t errlen)
+{
+    char *src_info = xformat("%s/%s", in->root, info), *name = NULL;
+    int inode = find_node(in, info);
+    int rc = inode >= 0 && in->n[inode].type == N_FILE ? macho_plist_executable(src_info, &name, err, errlen) : 0;
+    free(src_info);
+    if (rc != 0)
+        return -1;
+    char *exe = join(exe_dir, name ? name : fallback_exe);
+    free(name);
+    int e = find_node(in, exe);
+    if (e < 0 || in->n[e].type != N_FILE || !is_code(in->n[e].kind)) {
+        snprintf(err, errlen, "%s/%s: %s, but it is the main executable of %s%s%s%s", in->root, exe,
+                 e < 0 ? "missing" : in->n[e].type != N_FILE ? "not a regular file" : macho_kind_name(in->n[e].kind),
+                 in->root, *dir ? "/" : "", dir,
+                 *dir ? " (a directory with an extension in a code location is a nested bundle; vzcaps seals only bundles with signed code)"
+                      : "");
+        free(exe);
+        return -1;
+    }
+    if (in->nu == in->ucap) {
+        in->ucap = in->ucap ? 2 * in->ucap : 8;
+        in->u = realloc(in->u, in->ucap * sizeof *in->u);
+        if (!in->u) {
+            eprintf("vzcaps prepare: out of memory");
+            exit(1);
+        }
+    }
+    struct unit *u = &in->u[in->nu++];
+    memset(u, 0, sizeof *u);
+    u->dir = xformat("%s", dir);
+    u->base = xformat("%s", base);
+    u->info = xformat("%s", info);
+    u->exe = exe;
+    u->parent = parent;
+    char *res = join(base, "Resources");
+    int r = find_node(in, res);
+    u->with_resources = r >= 0 && in->n[r].type == N_DIR;
+    free(res);
+    in->n[e].main_exe = true;
+    return (int)in->nu - 1;
+}
+
+/* The units of the bundle directory dir: one, or one per version of a versioned framework.
+ * Returns the unit its parent records (for a framework: the one Versions/Current names). */
+static int add_bundle(struct input *in, const char *dir, int parent, char *err, size_t errlen)
+{
+    const char *name = *dir ? last_name(dir) : in->name;
+    const char *dot = strrchr(name, '.');
+    char *stem = xformat("%.*s", (int)(dot && dot != name ? dot - name : (ptrdiff_t)strlen(name)), name);
+    char *contents = join(dir, "Contents"), *versions = join(dir, "Versions");
+    int c = find_node(in, contents), v = find_node(in, versions), rc = -1;
+    if (c >= 0 && in->n[c].type == N_DIR) {
+        char *info = join(contents, "Info.plist"), *macos = join(contents, "MacOS");
+        rc = add_unit(in, dir, contents, info, macos, stem, parent, err, errlen);
+        free(info);
+        free(macos);
+    } else if (parent < 0) {
+        snprintf(err, errlen, "%s: an .app bundle without a Contents directory", in->root);
+    } else if (dot && strcmp(dot, ".framework") == 0 && v >= 0 && in->n[v].type == N_DIR) {
+        /* each version is a bundle; the parent records the one Current names (else the first) */
+        char *cur = join(versions, "Current");
+        int cl = find_node(in, cur), first = -1;
+        const char *current = cl >= 0 && in->n[cl].type == N_LINK && !strchr(in->n[cl].target, '/') ? in->n[cl].target : NULL;
+        for (size_t i = 0; i < in->nn; i++) {
+            const char *sub = below(in->n[i].rel, versions);
+            if (!sub || !*sub || strchr(sub, '/') || in->n[i].type != N_DIR)
+                continue;
+            char *vdir = xformat("%s", in->n[i].rel), *res = join(vdir, "Resources"), *info = join(res, "Info.plist");
+            int k = add_unit(in, vdir, vdir, info, vdir, stem, parent, err, errlen);
+            free(res);
+            free(info);
+            free(vdir);
+            if (k < 0) {
+                first = -2;
+                break;
+            }
+            if (first < 0)
+                first = k;
+            if (current && strcmp(sub, current) == 0)
+                rc = k;
+        }
+        free(cur);
+        if (first == -1)
+            snprintf(err, errlen, "%s/%s: a framework without versions", in->root, dir);
+        rc = first < 0 ? -1 : rc >= 0 ? rc : first;
+    } else if (dot && strcmp(dot, ".framework") == 0) {
+        char *res = join(dir, "Resources"), *info = join(res, "Info.plist");
+        rc = add_unit(in, dir, dir, info, dir, stem, parent, err, errlen);
+        free(res);
+        free(info);
+    } else {
+        char *info = join(dir, "Info.plist");
+        rc = add_unit(in, dir, dir, info, dir, stem, parent, err, errlen);
+        free(info);
+    }
+    free(stem);
+    free(contents);
+    free(versions);
+    return rc;
+}
+
+/* Gives every node in unit k's resource base to k, finds its nested bundles (directories
+ * with an extension where the rules expect nested code) and adds them as units. */
+static int claim(struct input *in, int k, char *err, size_t errlen)
+{
+    const char *skip = NULL; /* a nested bundle's directory: its parts belong to its own units */
+    for (size_t i = 0; i < in->nn; i++) {
+        struct node *n = &in->n[i];
+        const struct unit *u = &in->u[k];
+        const char *key = below(n->rel, u->base);
+        if (!key || !*key || n->unit >= 0 || n->replaced)
+            continue;
+        if (skip && below(n->rel, skip))
+            continue;
+        skip = NULL;
+        if (strcmp(key, "_CodeSignature") == 0 || strncmp(key, "_CodeSignature/", 15) == 0) {
+            n->replaced = true; /* the old seal and signature files: a new seal is written */
+            continue;
+        }
+        if (n->type == N_DIR && strchr(last_name(key), '.') && cr_match(2, u->with_resources, key) & CR_NESTED) {
+            int child = add_bundle(in, n->rel, k, err, errlen);
+            if (child < 0)
+                return -1;
+            in->n[i].nested_unit = child;
+            skip = in->n[i].rel;
+            continue;
+        }
+        n->unit = k;
+    }
+    return 0;
+}
+
+/* ---- the destination ---- */
+
+/* Whether name in into was placed there by vzcaps prepare: its marker file beside it names
+ * the same device and inode. */
+static bool made_by_vzcaps(int intofd, const char *name)
+{
+    struct stat st, ms;
+    if (fstatat(intofd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISLNK(st.st_mode))
+        return false;
+    char *mname = xformat(".%s.vzcaps-prepared", name);
+    int fd = openat(intofd, mname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    free(mname);
+    if (fd < 0)
+        return false;
+    char buf[4096];
+    ssize_t got = fstat(fd, &ms) == 0 && S_ISREG(ms.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
+    close(fd);
+    if (got <= 0)
+        return false;
+    buf[got] = '\0';
+    unsigned long long dev, ino;
+    const char *copy = strstr(buf, "\ncopy ");
+    return strncmp(buf, MARKER, strlen(MARKER)) == 0 && copy && sscanf(copy, "\ncopy %llu %llu", &dev, &ino) == 2 &&
+           dev == (unsigned long long)st.st_dev && ino == (unsigned long long)st.st_ino;
+}
+
+static int open_into(const char *into, bool create, char *err, size_t errlen)
+{
+    if (create) {
+        char *why = NULL;
+        if (vzcaps_mkdir_parents(into, &why) != 0) {
+            snprintf(err, errlen, "%s", why ? why : into);
+            free(why);
+            return -1;
+        }
+    }
+    int fd = open(into, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        snprintf(err, errlen, "%s: %s", into, errno == ELOOP ? "is a symbolic link (refusing to write through it)" : strerror(errno));
+    return fd;
+}
+
+/* Removes name in dirfd and everything below it, never following a link. */
+static void remove_at(int dirfd, const char *name, int depth)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+        return;
+    if (!S_ISDIR(st.st_mode) || depth > MAX_DEPTH + 8) {
+        unlinkat(dirfd, name, 0);
+        return;
+    }
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    fchmod(fd, 0700); /* a copy of a read-only directory */
+    int fd2 = dup(fd);
+    DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
+    if (d) {
+        struct dirent *de;
+        char **names = NULL;
+        size_t n = 0, cap = 0;
+        while ((de = readdir(d)))
+            if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+                if (n == cap && !(names = realloc(names, (cap = cap ? 2 * cap : 32) * sizeof *names)))
+                    break;
+                names[n++] = xformat("%s", de->d_name);
+            }
+        closedir(d);
+        for (size_t i = 0; i < n; i++) {
+            remove_at(fd, names[i], depth + 1);
+            free(names[i]);
+        }
+        free(names);
+    } else if (fd2 >= 0) {
+        close(fd2);
     }
     close(fd);
-    size_t out_len = 0;
-    int rc = !in || got != len ? (snprintf(err, errlen, "%s: cannot read", path), -1) : 0;
-    if (rc == 0 && codesign_adhoc(in, len, ident, &out, &out_len, NULL, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s: %s", path, why);
-        rc = -1;
+    unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
+/* Temporaries of earlier runs that were interrupted: .NAME.vzcaps-new.PID and
+ * .NAME.vzcaps-old.PID of a process that no longer exists, owned by this user. */
+static void remove_stale(int intofd, const char *into)
+{
+    int fd = dup(intofd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
     }
-    free(in);
-    if (rc)
-        return rc;
+    struct dirent *de;
+    char **stale = NULL;
+    size_t n = 0, cap = 0;
+    while ((de = readdir(d))) {
+        const char *s = de->d_name, *mark = strstr(s, ".vzcaps-new."), *mark2 = strstr(s, ".vzcaps-old.");
+        const char *m = mark ? mark : mark2;
+        if (s[0] != '.' || !m)
+            continue;
+        char *endp;
+        long pid = strtol(m + 12, &endp, 10);
+        struct stat st;
+        if (*endp || pid <= 0 || pid == (long)getpid() || (kill((pid_t)pid, 0) == 0 || errno != ESRCH) ||
+            fstatat(intofd, s, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != geteuid())
+            continue;
+        if (n == cap && !(stale = realloc(stale, (cap = cap ? 2 * cap : 8) * sizeof *stale)))
+            break;
+        stale[n++] = xformat("%s", s);
+    }
+    closedir(d);
+    for (size_t i = 0; i < n; i++) {
+        remove_at(intofd, stale[i], 0);
+        printf("vzcaps prepare: removed %s/%s, left by an interrupted run\n", esc(into), esc(stale[i]));
+        free(stale[i]);
+    }
+    free(stale);
+}
+
+/* ---- signing and copying ---- */
+
+struct run {
+    struct input *in;
+    bool write;        /* false: the plan (everything is signed in memory, nothing written) */
+    int intofd;
+    const char *into;
+    char *tmpname;     /* .NAME.vzcaps-new.PID in into */
+    char *tmppath;
+    mode_t umask_;
+};
+
+static const uint8_t *pick_cdhash(const struct codesign_report *rep)
+{
+    /* the slice an Apple silicon Mac validates: arm64e, else arm64, else the first */
+    size_t best = 0;
+    int score = -1;
+    for (size_t i = 0; i < rep->n_slices; i++) {
+        const struct codesign_slice_report *s = &rep->slice[i];
+        int sc = s->cputype == 0x0100000cu ? ((s->cpusubtype & 0xffffff) == 2 ? 2 : 1) : 0;
+        if (sc > score)
+            score = sc, best = i;
+    }
+    return rep->slice[best].cdhash;
+}
+
+static void digests(const void *data, size_t len, uint8_t sha1[20], uint8_t sha256[32])
+{
+    struct sha1 a;
+    struct sha256 b;
+    sha1_init(&a);
+    sha1_update(&a, data, len);
+    sha1_final(&a, sha1);
+    sha256_init(&b);
+    sha256_update(&b, data, len);
+    sha256_final(&b, sha256);
+}
+
+/* The directory of the copy that holds rel, opened without following a link. */
+static int open_copy_dir(struct run *r, const char *rel, const char **name, char *err, size_t errlen)
+{
+    const char *slash = strrchr(rel, '/');
+    *name = slash ? slash + 1 : rel;
+    char *dir = slash ? xformat("%s/%.*s", r->tmppath, (int)(slash - rel), rel) : xformat("%s", r->tmppath);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+    free(dir);
+    return fd;
+}
+
+static int write_copy(struct run *r, const char *rel, const void *data, size_t len, mode_t mode, char *err, size_t errlen)
+{
+    const char *name;
+    int dirfd;
+    char *dirpath;
+    if (!r->in->bundle) { /* a single file: the temporary name in --into */
+        dirfd = r->intofd, name = r->tmpname, dirpath = xformat("%s", r->into);
+    } else {
+        if ((dirfd = open_copy_dir(r, rel, &name, err, errlen)) < 0)
+            return -1;
+        const char *slash = strrchr(rel, '/');
+        dirpath = slash ? xformat("%s/%.*s", r->tmppath, (int)(slash - rel), rel) : xformat("%s", r->tmppath);
+    }
+    struct vzcaps_wopts o = {.mode = mode, .replace = VZCAPS_NEW_ONLY, .sync = false};
+    char *why = NULL;
+    int rc = vzcaps_write_fileat(dirfd, dirpath, name, data, len, &o, &why);
+    if (rc != 0)
+        snprintf(err, errlen, "%s", why ? why : "cannot write");
+    free(why);
+    free(dirpath);
+    if (r->in->bundle)
+        close(dirfd);
+    return rc;
+}
+
+/* Signs node n (optionally binding a bundle's Info.plist and seal), checks the result with
+ * the project's verifier and writes it. */
+static int sign_node(struct run *r, struct node *n, const struct codesign_bind *bind, char *err, size_t errlen)
+{
+    char *path = *n->rel ? xformat("%s/%s", r->in->root, n->rel) : xformat("%s", r->in->root);
+    size_t len, out_len = 0;
+    mode_t mode;
+    uint8_t *in = map_source(path, &len, &mode, err, errlen), *out = NULL;
+    if (!in) {
+        free(path);
+        return -1;
+    }
+    static struct codesign_report rep;
+    char why[600];
+    const char *ident = *n->rel ? last_name(n->rel) : r->in->name;
+    int rc = codesign_adhoc_bound(in, len, ident, bind, n->kind == MACHO_KIND_PARTLY_SIGNED, &out, &out_len, &rep, why, sizeof why);
+    unmap_source(in, len);
+    if (rc != 0)
+        snprintf(err, errlen, "%s: %s", path, why);
     /* the project's own verifier: every slice ad hoc, hashes matching, no hardened runtime */
     static struct macho_file mf;
-    if (macho_parse(out, out_len, &mf, why, sizeof why) != 0) {
+    if (rc == 0 && macho_parse(out, out_len, &mf, why, sizeof why) != 0) {
         snprintf(err, errlen, "%s: the re-signed file does not parse: %s", path, why);
         rc = -1;
     }
@@ -252,46 +641,379 @@ static int sign_file(const char *path, const char *ident, bool write_back, char 
             rc = -1;
         }
     }
-    int wfd = rc || !write_back ? -1 : open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-    for (size_t off = 0; rc == 0 && write_back && off < out_len;) {
-        ssize_t w = wfd < 0 ? -1 : write(wfd, out + off, out_len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-            rc = -1;
-        }
-        off += w > 0 ? (size_t)w : 0;
-    }
-    if (wfd >= 0 && close(wfd) != 0 && rc == 0) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        rc = -1;
+    if (rc == 0) {
+        digests(out, out_len, n->sha1, n->sha256);
+        memcpy(n->cdhash, pick_cdhash(&rep), 20);
+        if (r->write)
+            rc = write_copy(r, n->rel, out, out_len, vzcaps_safe_mode(mode), err, errlen);
+        r->in->n_code++;
     }
     free(out);
+    free(path);
     return rc;
 }
 
-/* One line on what re-signing changes in a file, from the reader's view of it. */
-static void describe(const char *path, const char *shown)
+/* Copies a resource (hashing what it writes); in the plan only its digests are taken when
+ * the seal needs them (Info.plist). */
+static int copy_node(struct run *r, struct node *n, bool need_digest, char *err, size_t errlen)
 {
-    static struct macho_file mf;
-    char why[600], archs[64] = "";
-    if (macho_load(path, &mf, why, sizeof why) != 0) {
-        printf("  %s: %s\n", esc(shown), esc(why));
-        return;
+    if (!r->write && !need_digest)
+        return 0;
+    char *path = xformat("%s/%s", r->in->root, n->rel);
+    struct stat st;
+    int fd = open_source(path, &st, err, errlen);
+    if (fd < 0) {
+        free(path);
+        return -1;
     }
-    bool dev = false, hard = false, lv = false, ents = false;
-    for (size_t i = 0; i < mf.n_slices; i++) {
-        const struct macho_slice *s = &mf.slices[i];
-        vzcaps_appendf(archs, sizeof archs, "%s%s", i ? " " : "", s->arch);
-        dev |= s->signed_ && !s->adhoc;
-        hard |= s->hardened_runtime;
-        lv |= s->library_validation;
-        ents |= s->entitlements_present;
+    struct vzcaps_out o;
+    const char *name = NULL;
+    int dirfd = -1;
+    char *why = NULL;
+    int rc = 0;
+    if (r->write) {
+        dirfd = open_copy_dir(r, n->rel, &name, err, errlen);
+        struct vzcaps_wopts opts = {.mode = vzcaps_safe_mode(st.st_mode), .replace = VZCAPS_NEW_ONLY};
+        const char *slash = strrchr(n->rel, '/');
+        char *dirpath = slash ? xformat("%s/%.*s", r->tmppath, (int)(slash - n->rel), n->rel) : xformat("%s", r->tmppath);
+        rc = dirfd < 0 ? -1 : vzcaps_out_openat(&o, dirfd, dirpath, name, &opts, &why);
+        if (dirfd >= 0 && rc != 0)
+            snprintf(err, errlen, "%s", why ? why : "cannot write");
+        free(dirpath);
     }
-    printf("  %s (%s): %s; hardened runtime %s; library validation %s; entitlements %s\n", esc(shown), archs,
-           dev ? "developer signature -> ad hoc" : "ad hoc -> ad hoc", hard ? "on -> off" : "off", lv ? "on -> off" : "off",
-           ents ? "dropped" : "none");
+    struct sha1 a;
+    struct sha256 b;
+    sha1_init(&a);
+    sha256_init(&b);
+    static uint8_t buf[1 << 16];
+    while (rc == 0) {
+        if (stop_signal) {
+            snprintf(err, errlen, "interrupted");
+            rc = -1;
+            break;
+        }
+        ssize_t got = read(fd, buf, sizeof buf);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            snprintf(err, errlen, "%s: %s", path, strerror(errno));
+            rc = -1;
+            break;
+        }
+        if (got == 0)
+            break;
+        sha1_update(&a, buf, (size_t)got);
+        sha256_update(&b, buf, (size_t)got);
+        if (r->write)
+            vzcaps_out_write(&o, buf, (size_t)got);
+    }
+    close(fd);
+    sha1_final(&a, n->sha1);
+    sha256_final(&b, n->sha256);
+    if (r->write && dirfd >= 0) {
+        if (rc == 0 && vzcaps_out_commit(&o, &why) != 0) {
+            snprintf(err, errlen, "%s", why ? why : "cannot write");
+            rc = -1;
+        } else if (rc != 0 && why == NULL) {
+            vzcaps_out_abort(&o);
+        }
+        close(dirfd);
+    }
+    free(why);
+    free(path);
+    return rc;
+}
+
+static int process_node(struct run *r, struct node *n, char *err, size_t errlen)
+{
+    if (stop_signal) {
+        snprintf(err, errlen, "interrupted");
+        return -1;
+    }
+    if (n->type != N_FILE || n->replaced || n->main_exe)
+        return 0;
+    if (is_code(n->kind))
+        return sign_node(r, n, NULL, err, errlen);
+    bool info = false;
+    for (size_t k = 0; k < r->in->nu; k++)
+        info |= strcmp(r->in->u[k].info, n->rel) == 0;
+    return copy_node(r, n, info, err, errlen);
+}
+
+/* Seals unit k: its files (nested bundles are sealed already), its CodeResources, then its
+ * main executable bound to Info.plist and that seal. */
+static int seal_unit(struct run *r, int k, char *err, size_t errlen)
+{
+    struct input *in = r->in;
+    struct unit *u = &in->u[k];
+    for (size_t i = 0; i < in->nn; i++)
+        if (in->n[i].unit == k && process_node(r, &in->n[i], err, errlen) != 0)
+            return -1;
+    struct cr_seal seal;
+    cr_init(&seal, u->with_resources);
+    for (size_t i = 0; i < in->nn; i++) {
+        const struct node *n = &in->n[i];
+        const char *key = below(n->rel, u->base);
+        if (n->nested_unit >= 0 && in->u[n->nested_unit].parent == k) {
+            cr_add_bundle(&seal, key, in->u[n->nested_unit].cdhash);
+            continue;
+        }
+        if (n->unit != k || n->main_exe || strcmp(key, "CodeResources") == 0)
+            continue;
+        if (n->type == N_FILE)
+            cr_add_file(&seal, key, n->sha1, n->sha256, is_code(n->kind) ? n->cdhash : NULL);
+        else if (n->type == N_LINK)
+            cr_add_link(&seal, key, n->target);
+    }
+    size_t xlen = 0;
+    char *xml = cr_xml(&seal, &xlen);
+    cr_free(&seal);
+    if (!xml) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    uint8_t xml_sha256[32], unused[20];
+    digests(xml, xlen, unused, xml_sha256);
+    int rc = 0;
+    if (r->write) {
+        char *csdir = join(u->base, "_CodeSignature"), *p = xformat("%s/%s", r->tmppath, csdir);
+        struct stat st;
+        if (lstat(p, &st) != 0 && mkdir(p, 0700) != 0) {
+            snprintf(err, errlen, "%s: %s", p, strerror(errno));
+            rc = -1;
+        }
+        char *file = join(csdir, "CodeResources");
+        if (rc == 0)
+            rc = write_copy(r, file, xml, xlen, 0644, err, errlen);
+        free(file);
+        free(csdir);
+        free(p);
+    }
+    free(xml);
+    if (rc != 0)
+        return -1;
+    int info = find_node(in, u->info), exe = find_node(in, u->exe);
+    struct codesign_bind bind = {info >= 0 && in->n[info].type == N_FILE ? in->n[info].sha256 : NULL, xml_sha256};
+    if (sign_node(r, &in->n[exe], &bind, err, errlen) != 0)
+        return -1;
+    memcpy(u->cdhash, in->n[exe].cdhash, 20);
+    return 0;
+}
+
+/* Everything, in order: nested bundles before the bundles that hold them, loose files, links
+ * last (no link exists in the copy while a file is written into it). */
+static int build(struct run *r, char *err, size_t errlen)
+{
+    struct input *in = r->in;
+    in->n_code = 0;
+    if (!in->bundle)
+        return process_node(r, &in->n[0], err, errlen);
+    if (r->write) {
+        for (size_t i = 0; i < in->nn; i++) {
+            const struct node *n = &in->n[i];
+            if (n->type != N_DIR || n->replaced || !*n->rel)
+                continue;
+            char *p = xformat("%s/%s", r->tmppath, n->rel);
+            if (mkdir(p, 0700) != 0) {
+                snprintf(err, errlen, "%s: %s", p, strerror(errno));
+                free(p);
+                return -1;
+            }
+            free(p);
+        }
+    }
+    for (size_t k = in->nu; k-- > 0;) /* units were found parents first */
+        if (seal_unit(r, (int)k, err, errlen) != 0)
+            return -1;
+    for (size_t i = 0; i < in->nn; i++)
+        if (in->n[i].unit < 0 && process_node(r, &in->n[i], err, errlen) != 0)
+            return -1;
+    if (!r->write)
+        return 0;
+    for (size_t i = 0; i < in->nn; i++) {
+        const struct node *n = &in->n[i];
+        if (n->type != N_LINK || n->replaced)
+            continue;
+        const char *name;
+        int fd = open_copy_dir(r, n->rel, &name, err, errlen);
+        if (fd < 0)
+            return -1;
+        int rc = symlinkat(n->target, fd, name);
+        if (rc != 0)
+            snprintf(err, errlen, "%s/%s: cannot create the link: %s", r->tmppath, n->rel, strerror(errno));
+        close(fd);
+        if (rc != 0)
+            return -1;
+    }
+    /* directories get the source's mode last (deepest first), made safe, the umask applied */
+    for (size_t i = in->nn; i-- > 0;) {
+        const struct node *n = &in->n[i];
+        if (n->type != N_DIR || n->replaced)
+            continue;
+        char *p = *n->rel ? xformat("%s/%s", r->tmppath, n->rel) : xformat("%s", r->tmppath);
+        int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        int rc = fd < 0 ? -1 : fchmod(fd, vzcaps_safe_mode(n->mode) & ~r->umask_);
+        if (rc != 0)
+            snprintf(err, errlen, "%s: cannot set its mode: %s", p, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        free(p);
+        if (rc != 0)
+            return -1;
+    }
+    for (size_t k = 0; k < in->nu; k++) { /* the new seals' directories */
+        char *p = xformat("%s/%s/_CodeSignature", r->tmppath, in->u[k].base);
+        int fd = open(p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+            fchmod(fd, 0755 & ~r->umask_);
+            close(fd);
+        }
+        free(p);
+    }
+    return 0;
+}
+
+/* What codesign --verify --strict checks on a Mac, in order: every signed file, nested code
+ * first, then every bundle, the outermost last. Paths relative to the copy ("" the copy). */
+static size_t verify_list(const struct input *in, const char **out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < in->nn && n < cap; i++)
+        if (in->n[i].type == N_FILE && !in->n[i].replaced && is_code(in->n[i].kind) && !in->n[i].main_exe)
+            out[n++] = in->n[i].rel;
+    for (size_t k = in->nu; k-- > 0 && n < cap;) {
+        out[n++] = in->u[k].exe;
+        if (n < cap)
+            out[n++] = in->u[k].dir;
+    }
+    return n;
+}
+
+/* ---- one input ---- */
+
+static void input_free(struct input *in)
+{
+    for (size_t i = 0; i < in->nn; i++) {
+        free(in->n[i].rel);
+        free(in->n[i].target);
+    }
+    for (size_t k = 0; k < in->nu; k++) {
+        free(in->u[k].dir);
+        free(in->u[k].base);
+        free(in->u[k].info);
+        free(in->u[k].exe);
+    }
+    free(in->n);
+    free(in->u);
+    free(in->root);
+    free(in->name);
+    free(in->dest);
+    memset(in, 0, sizeof *in);
+}
+
+/* Reads, classifies and signs (in memory) one input: 0, or 1 with one line on stderr. */
+static int analyse(struct input *in, const char *into)
+{
+    char err[1400];
+    const char *path = in->arg;
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    const char *base = path + n;
+    while (base > path && base[-1] != '/')
+        base--;
+    in->name = xformat("%.*s", (int)(path + n - base), base);
+    if (!*in->name || strcmp(in->name, ".") == 0 || strcmp(in->name, "..") == 0 || strcmp(in->name, "/") == 0) {
+        eprintf("vzcaps prepare: %s: give the program by a name (its copy is named after it)", path);
+        return 1;
+    }
+    in->root = realpath(path, NULL); /* a link given here is followed: its target is copied */
+    struct stat st;
+    if (!in->root || stat(in->root, &st) != 0) {
+        eprintf("vzcaps prepare: %s: %s", path, strerror(errno));
+        return 1;
+    }
+    in->dest = strcmp(into, "/") == 0 ? xformat("/%s", in->name) : xformat("%s/%s", into, in->name);
+    if (S_ISDIR(st.st_mode)) {
+        if (strlen(in->name) < 5 || strcmp(in->name + strlen(in->name) - 4, ".app") != 0) {
+            eprintf("vzcaps prepare: %s: a directory, but not an .app bundle", path);
+            return 1;
+        }
+        in->bundle = true;
+        add_node(in, "", N_DIR, st.st_mode);
+        if (walk(in, in->root, "", 0, err, sizeof err) != 0) {
+            eprintf("vzcaps prepare: %s", err);
+            return 1;
+        }
+        size_t code = 0;
+        for (size_t i = 0; i < in->nn; i++)
+            code += in->n[i].type == N_FILE && is_code(in->n[i].kind);
+        if (!code) {
+            eprintf("vzcaps prepare: %s: no Mach-O file in the bundle", path);
+            return 1;
+        }
+        if (add_bundle(in, "", -1, err, sizeof err) < 0) {
+            eprintf("vzcaps prepare: %s", err);
+            return 1;
+        }
+        for (size_t k = 0; k < in->nu; k++) /* grows while it runs: nested bundles are added */
+            if (claim(in, (int)k, err, sizeof err) != 0) {
+                eprintf("vzcaps prepare: %s", err);
+                return 1;
+            }
+        in->n[0].unit = -2; /* the bundle directory itself: the copy's root */
+    } else if (!S_ISREG(st.st_mode)) {
+        eprintf("vzcaps prepare: %s: not a regular file or an .app bundle", path);
+        return 1;
+    } else {
+        struct node *nd = add_node(in, "", N_FILE, st.st_mode);
+        if (classify(in->root, nd, err, sizeof err) != 0) {
+            eprintf("vzcaps prepare: %s", err);
+            return 1;
+        }
+        if (!is_code(nd->kind)) {
+            eprintf("vzcaps prepare: %s: %s", path,
+                    nd->kind == MACHO_KIND_UNSIGNED ? "not signed: there is no signature to replace"
+                    : nd->kind == MACHO_KIND_NONE   ? "not a Mach-O file"
+                                                    : macho_kind_name(nd->kind));
+            return 1;
+        }
+    }
+    /* sign every file in memory first, even for the plan: what cannot be signed is said now */
+    struct run r = {.in = in, .write = false, .intofd = -1};
+    if (build(&r, err, sizeof err) != 0) {
+        eprintf("vzcaps prepare: %s", err);
+        return 1;
+    }
+    return 0;
+}
+
+/* Why the copy of in may not be placed (NULL: it may): a destination it did not make, one
+ * inside the source or holding it. */
+static char *dest_problem(const struct input *in, const char *into, int intofd)
+{
+    char *dest_real = NULL, *into_real = realpath(into, NULL);
+    size_t rl = strlen(in->root);
+    char *problem = NULL;
+    if (into_real) {
+        char *d = strcmp(into_real, "/") == 0 ? xformat("/%s", in->name) : xformat("%s/%s", into_real, in->name);
+        if (strncmp(d, in->root, rl) == 0 && (d[rl] == '/' || d[rl] == '\0') && in->bundle)
+            problem = xformat("the destination %s is inside the source %s", in->dest, in->arg);
+        free(d);
+    }
+    struct stat st;
+    bool exists = intofd >= 0 ? fstatat(intofd, in->name, &st, AT_SYMLINK_NOFOLLOW) == 0 : lstat(in->dest, &st) == 0;
+    if (!problem && exists && (dest_real = realpath(in->dest, NULL))) {
+        size_t dl = strlen(dest_real);
+        if (strncmp(in->root, dest_real, dl) == 0 && (in->root[dl] == '/' || in->root[dl] == '\0' || strcmp(dest_real, "/") == 0))
+            problem = xformat("the destination %s holds the source %s (it would be replaced)", in->dest, in->arg);
+    }
+    if (!problem && exists && !(intofd >= 0 && made_by_vzcaps(intofd, in->name)))
+        problem = xformat("the destination %s exists and was not made by vzcaps prepare (move it away, or choose another --into)",
+                          in->dest);
+    free(dest_real);
+    free(into_real);
+    return problem;
 }
 
 static const char given_up[] =
@@ -303,176 +1025,179 @@ static const char given_up[] =
     "cs.* ones have no effect, and restricted ones would stop an ad-hoc signed program from\n"
     "starting). The original is not touched; undo by deleting the copy.\n";
 
-/* An absolute form of path without requiring it to exist (its existing ancestors resolved). */
-static char *absolute(const char *path)
+/* One line on what re-signing changes in a file, from the reader's view of it. */
+static void describe(const char *path, const char *shown)
 {
-    char *real = realpath(path, NULL);
-    if (real)
-        return real;
-    char *copy = xformat("%s", path), *slash = strrchr(copy, '/');
-    char *out;
-    if (!slash) {
-        char cwd[PATH_MAX];
-        out = xformat("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", copy);
-    } else if (slash == copy) {
-        out = xformat("%s", copy);
-    } else {
-        *slash = '\0';
-        char *parent = absolute(copy);
-        out = xformat("%s/%s", parent, slash + 1);
-        free(parent);
+    static struct macho_file mf;
+    char why[600], archs[64] = "";
+    if (macho_load(path, &mf, why, sizeof why) != 0) {
+        printf("  %s: %s\n", esc(shown), esc(why));
+        return;
     }
-    free(copy);
-    return out;
+    bool dev = false, hard = false, lv = false, ents = false, unsig = false;
+    for (size_t i = 0; i < mf.n_slices; i++) {
+        const struct macho_slice *s = &mf.slices[i];
+        vzcaps_appendf(archs, sizeof archs, "%s%s", i ? " " : "", s->arch);
+        dev |= s->signed_ && !s->adhoc;
+        hard |= s->hardened_runtime;
+        lv |= s->library_validation;
+        ents |= s->entitlements_present;
+        unsig |= !s->signed_;
+    }
+    printf("  %s (%s): %s; hardened runtime %s; library validation %s; entitlements %s\n", esc(shown), archs,
+           unsig ? "unsigned slices signed too -> ad hoc" : dev ? "developer signature -> ad hoc" : "ad hoc -> ad hoc",
+           hard ? "on -> off" : "off", lv ? "on -> off" : "off", ents ? "dropped" : "none");
 }
 
-static int prepare_one(const char *path, const char *into, bool yes)
+static void plan(const struct input *in, const char *problem)
 {
-    static struct target t;
-    for (size_t i = 0; i < t.n; i++)
-        free(t.rel[i]);
-    memset(&t, 0, sizeof t);
-    t.src = path;
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        eprintf("vzcaps prepare: %s: %s", path, strerror(errno));
-        return 1;
+    char *sealing = in->nu ? xformat(", sealing %zu bundle%s with a new CodeResources", in->nu, in->nu == 1 ? "" : "s")
+                           : xformat("%s", "");
+    printf("vzcaps prepare: would copy %s to %s and re-sign %zu Mach-O file%s ad hoc (nested code first)%s:\n", esc(in->arg),
+           esc(in->dest), in->n_code, in->n_code == 1 ? "" : "s", sealing);
+    free(sealing);
+    const char *list[4096];
+    size_t n = verify_list(in, list, 4096);
+    for (size_t i = 0; i < n; i++) {
+        int k = find_node(in, list[i]);
+        if (k < 0 || in->n[k].type != N_FILE)
+            continue;
+        char *file = *list[i] ? xformat("%s/%s", in->root, list[i]) : xformat("%s", in->root);
+        describe(file, *list[i] ? list[i] : in->name);
+        free(file);
     }
-    size_t n = strlen(path);
-    while (n > 1 && path[n - 1] == '/')
-        n--;
-    const char *base = path + n;
-    while (base > path && base[-1] != '/')
-        base--;
-    snprintf(t.name, sizeof t.name, "%.*s", (int)(path + n - base), base);
-    if (S_ISDIR(st.st_mode)) {
-        if (n < 4 || strncmp(path + n - 4, ".app", 4) != 0) {
-            eprintf("vzcaps prepare: %s: a directory, but not an .app bundle", path);
-            return 1;
-        }
-        t.bundle = true;
-        walking = &t;
-        walk_root_len = n;
-        walk_err[0] = '\0';
-        char *root = xformat("%.*s", (int)n, path);
-        int w = nftw(root, collect, 32, FTW_PHYS);
-        free(root);
-        if (w != 0) {
-            eprintf("vzcaps prepare: %s", walk_err[0] ? walk_err : strerror(errno));
-            return 1;
-        }
-        if (!t.n) {
-            eprintf("vzcaps prepare: %s: no Mach-O file in the bundle", path);
-            return 1;
-        }
-        char err[1400], *exe = macho_bundle_executable(path, n, err, sizeof err);
-        if (!exe) {
-            eprintf("vzcaps prepare: %s", err);
-            return 1;
-        }
-        main_exe = exe;
-        qsort(t.rel, t.n, sizeof t.rel[0], signing_order);
-        main_exe = NULL;
-        free(exe);
-    } else if (!S_ISREG(st.st_mode)) {
-        eprintf("vzcaps prepare: %s: not a regular file or an .app bundle", path);
-        return 1;
-    } else if (!macho_magic(path)) {
-        eprintf("vzcaps prepare: %s: not a Mach-O file", path);
-        return 1;
-    } else {
-        t.rel[t.n++] = xformat("%s", "");
+    for (size_t i = 0; i < in->nn; i++) {
+        const struct node *nd = &in->n[i];
+        if (nd->type == N_FILE && nd->kind != MACHO_KIND_NONE && !is_code(nd->kind) && !nd->replaced)
+            printf("  %s: %s, not signable code: copied and sealed as a resource\n", esc(nd->rel), macho_kind_name(nd->kind));
+        if (in->bundle && nd->unit == -1 && nd->type != N_DIR && !nd->replaced && !below(nd->rel, "Contents") && *nd->rel)
+            printf("  %s: outside Contents, not sealed (codesign --verify --strict rejects such a bundle)\n", esc(nd->rel));
     }
+    printf("%s with codesign --verify --strict, in this order:\n",
+           platform_is_macos ? "Each is then checked" : "On macOS, each would then be checked");
+    for (size_t i = 0; i < n; i++)
+        printf("  %s\n", *list[i] ? esc(list[i]) : esc(in->name));
+    if (problem)
+        printf("warning: %s: prepare --yes refuses it\n", esc(problem));
+}
 
-    char *dest = xformat("%s/%s", into, t.name), *src_abs = absolute(path), *dest_abs = absolute(dest);
-    size_t sl = strlen(src_abs);
+/* Builds the copy beside its destination and puts it in place. 0, or 1 with one line. */
+static int place(struct input *in, const char *into, int intofd)
+{
+    char err[1400];
+    struct run r = {.in = in, .write = true, .intofd = intofd, .into = into};
+    r.umask_ = umask(022);
+    umask(r.umask_);
+    r.tmpname = xformat(".%s.vzcaps-new.%ld", in->name, (long)getpid());
+    r.tmppath = strcmp(into, "/") == 0 ? xformat("/%s", r.tmpname) : xformat("%s/%s", into, r.tmpname);
+    char *oldname = xformat(".%s.vzcaps-old.%ld", in->name, (long)getpid());
     int rc = 0;
-    if (strncmp(dest_abs, src_abs, sl) == 0 && (dest_abs[sl] == '/' || dest_abs[sl] == '\0')) {
-        eprintf("vzcaps prepare: the destination %s is inside the source %s", dest, path);
-        rc = 1;
+    remove_at(intofd, r.tmpname, 0);
+    if (in->bundle) {
+        char *why = NULL;
+        int fd = vzcaps_mkdirat_new(intofd, into, r.tmpname, 0700, &why);
+        if (fd < 0) {
+            snprintf(err, sizeof err, "%s", why ? why : r.tmppath);
+            rc = -1;
+        } else {
+            close(fd);
+        }
+        free(why);
     }
-    /* sign every file in memory first, even for the plan: what cannot be signed is said now */
-    for (size_t i = 0; rc == 0 && i < t.n; i++) {
-        char *file = t.bundle ? xformat("%.*s/%s", (int)n, path, t.rel[i]) : xformat("%s", path), err[1400];
-        if (sign_file(file, vzcaps_basename(file), false, err, sizeof err) != 0) {
-            eprintf("vzcaps prepare: %s", err);
-            rc = 1;
+    if (rc == 0)
+        rc = build(&r, err, sizeof err);
+    /* into place as a whole: a copy vzcaps made aside, the new one in, the old one gone */
+    bool had_old = false;
+    char *problem = rc == 0 ? dest_problem(in, into, intofd) : NULL;
+    if (problem) {
+        snprintf(err, sizeof err, "%s", problem);
+        rc = -1;
+    }
+    free(problem);
+    if (rc == 0 && stop_signal) {
+        snprintf(err, sizeof err, "interrupted");
+        rc = -1;
+    }
+    struct stat st;
+    if (rc == 0 && fstatat(intofd, in->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        had_old = true;
+        remove_at(intofd, oldname, 0);
+        if (renameat(intofd, in->name, intofd, oldname) != 0) {
+            snprintf(err, sizeof err, "cannot move %s aside: %s", in->dest, strerror(errno));
+            rc = -1;
+            had_old = false;
+        }
+    }
+    if (rc == 0 && renameat(intofd, r.tmpname, intofd, in->name) != 0) {
+        snprintf(err, sizeof err, "cannot move the copy to %s: %s", in->dest, strerror(errno));
+        if (had_old)
+            renameat(intofd, oldname, intofd, in->name);
+        rc = -1;
+    }
+    if (rc != 0) {
+        remove_at(intofd, r.tmpname, 0);
+        eprintf("vzcaps prepare: %s", err);
+    } else {
+        if (had_old)
+            remove_at(intofd, oldname, 0);
+        /* the marker that lets a later run replace this copy, and nothing else */
+        char *mname = xformat(".%s.vzcaps-prepared", in->name), *text = NULL, *why = NULL;
+        if (fstatat(intofd, in->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            text = xformat(MARKER "copy %llu %llu\nsource %s\n", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+                           in->root);
+        struct vzcaps_wopts o = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = MARKER};
+        if (!text || vzcaps_write_fileat(intofd, into, mname, text, strlen(text), &o, &why) != 0) {
+            eprintf("vzcaps prepare: %s (the copy is in place, but a later run will not replace it)", why ? why : in->dest);
+            rc = -1;
+        }
+        free(mname);
+        free(text);
+        free(why);
+    }
+    free(r.tmpname);
+    free(r.tmppath);
+    free(oldname);
+    return rc ? 1 : 0;
+}
+
+/* On a Mac: Apple's codesign on each file and bundle verify_list names. */
+static void codesign_verify(const struct input *in)
+{
+    if (!platform_is_macos || access("/usr/bin/codesign", X_OK) != 0)
+        return;
+    const char *list[4096];
+    size_t n = verify_list(in, list, 4096);
+    for (size_t i = 0; i < n; i++) {
+        char *p = *list[i] ? xformat("%s/%s", in->dest, list[i]) : xformat("%s", in->dest);
+        char *av[] = {"/usr/bin/codesign", "--verify", "--strict", p, NULL};
+        if (spawn_wait(av[0], av) != 0)
+            eprintf("vzcaps prepare: warning: codesign --verify --strict rejects %s (vzcaps's own verifier accepted it)", p);
+        free(p);
+    }
+}
+
+static void report(const struct input *in)
+{
+    printf("prepared %s: %zu Mach-O file%s re-signed ad hoc, no hardened runtime", esc(in->dest), in->n_code,
+           in->n_code == 1 ? "" : "s");
+    if (in->nu)
+        printf("; %zu bundle%s sealed", in->nu, in->nu == 1 ? "" : "s");
+    printf("\nrun it through vzcaps with:\n");
+    const char *list[4096];
+    size_t n = verify_list(in, list, 4096);
+    for (size_t k = n; k-- > 0;) { /* the main executable first */
+        int i = find_node(in, list[k]);
+        if (i < 0 || in->n[i].type != N_FILE)
+            continue;
+        char *file = *list[k] ? xformat("%s/%s", in->dest, list[k]) : xformat("%s", in->dest), err[600];
+        static struct macho_file mf;
+        if (macho_load(file, &mf, err, sizeof err) == 0 && mf.slices[0].filetype == 2 /* MH_EXECUTE */) {
+            printf("  vzcaps run --inherit -- ");
+            shell_quote(stdout, file);
+            printf("\n");
         }
         free(file);
     }
-    if (rc == 0 && !yes) {
-        printf("vzcaps prepare: would copy %s to %s and re-sign %zu Mach-O file%s ad hoc (nested code first):\n", esc(path),
-               esc(dest), t.n, t.n == 1 ? "" : "s");
-        for (size_t i = 0; i < t.n; i++) {
-            char *file = t.bundle ? xformat("%.*s/%s", (int)n, path, t.rel[i]) : xformat("%s", path);
-            describe(file, t.bundle ? t.rel[i] : t.name);
-            free(file);
-        }
-        fputs(given_up, stdout);
-        printf("Nothing was written: run it again with --yes to do it.\n");
-        rc = 1;
-    }
-    if (rc == 0) {
-        char *tmp = xformat("%s/.%s.vzcaps-new.%ld", into, t.name, (long)getpid());
-        char *old = xformat("%s/.%s.vzcaps-old.%ld", into, t.name, (long)getpid()), err[1400];
-        char *root = xformat("%.*s", (int)n, path);
-        remove_tree(tmp);
-        if (copy_tree(root, tmp, 0, err, sizeof err) != 0) {
-            eprintf("vzcaps prepare: %s", err);
-            rc = 1;
-        }
-        for (size_t i = 0; rc == 0 && i < t.n; i++) {
-            char *file = t.bundle ? xformat("%s/%s", tmp, t.rel[i]) : xformat("%s", tmp);
-            if (sign_file(file, vzcaps_basename(t.bundle ? t.rel[i] : t.name), true, err, sizeof err) != 0) {
-                eprintf("vzcaps prepare: %s", err);
-                rc = 1;
-            }
-            free(file);
-        }
-        if (rc == 0 && platform_is_macos && access("/usr/bin/codesign", X_OK) == 0) {
-            char *verify[] = {"/usr/bin/codesign", "--verify", "--strict", tmp, NULL};
-            if (spawn_wait(verify[0], verify) != 0)
-                eprintf("vzcaps prepare: warning: codesign --verify --strict disagrees with vzcaps's verifier on %s", dest);
-        }
-        /* into place as a whole: the old copy (if any) aside, the new one in, the old one gone */
-        bool had_old = rc == 0 && access(dest, F_OK) == 0;
-        if (rc == 0 && had_old && rename(dest, old) != 0) {
-            eprintf("vzcaps prepare: cannot replace %s: %s", dest, strerror(errno));
-            rc = 1;
-        }
-        if (rc == 0 && rename(tmp, dest) != 0) {
-            eprintf("vzcaps prepare: cannot move the copy to %s: %s", dest, strerror(errno));
-            if (had_old)
-                rename(old, dest);
-            rc = 1;
-        }
-        if (rc)
-            remove_tree(tmp);
-        else if (had_old)
-            remove_tree(old);
-        if (rc == 0) {
-            printf("prepared %s: %zu Mach-O file%s re-signed ad hoc, no hardened runtime\nrun it through vzcaps with:\n", esc(dest),
-                   t.n, t.n == 1 ? "" : "s");
-            for (size_t k = t.n; k-- > 0;) { /* the main executable first */
-                size_t i = k;
-                char *file = t.bundle ? xformat("%s/%s", dest, t.rel[i]) : xformat("%s", dest);
-                static struct macho_file mf;
-                if (macho_load(file, &mf, err, sizeof err) == 0 && mf.slices[0].filetype == 2 /* MH_EXECUTE */) {
-                    printf("  vzcaps run --inherit -- ");
-                    shell_quote(stdout, file);
-                    printf("\n");
-                }
-                free(file);
-            }
-        }
-        free(tmp);
-        free(old);
-        free(root);
-    }
-    free(dest);
-    free(src_abs);
-    free(dest_abs);
-    return rc;
 }
 
 int cmd_prepare(int argc, char **argv)
@@ -507,14 +1232,19 @@ int cmd_prepare(int argc, char **argv)
         }
         into = dir = xformat("%s/Library/Application Support/vzcaps/prepared", home);
     }
-    if (yes) { /* the destination directory, created as mkdir -p would */
-        if (mkdir_p(into) != 0) {
-            eprintf("vzcaps prepare: cannot create %s: %s", into, strerror(errno));
-            free(dir);
-            return 1;
-        }
+    if (!*into) {
+        free(dir);
+        return usage_error("prepare", "--into needs a directory");
     }
-    int rc = 0;
+    struct input *ins = calloc((size_t)count, sizeof *ins);
+    if (!ins) {
+        free(dir);
+        eprintf("vzcaps prepare: out of memory");
+        return 1;
+    }
+    /* every input read and signed in memory, every destination checked, before anything is
+     * written: a refusal leaves nothing behind, not even --into */
+    int rc = 0, k = 0;
     dashdash = false;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -524,8 +1254,86 @@ int cmd_prepare(int argc, char **argv)
             dashdash |= strcmp(argv[i], "--") == 0;
             continue;
         }
-        rc |= prepare_one(argv[i], into, yes);
+        ins[k].arg = argv[i];
+        rc |= analyse(&ins[k], into);
+        k++;
     }
+    struct stat ist;
+    bool into_exists = lstat(into, &ist) == 0;
+    int intofd = into_exists ? open(into, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    char **problems = calloc((size_t)count, sizeof *problems);
+    for (int a = 0; a < count && problems; a++) {
+        if (!ins[a].name || !ins[a].dest)
+            continue;
+        for (int b = 0; b < a; b++)
+            if (ins[b].name && strcmp(ins[a].name, ins[b].name) == 0 && !problems[a])
+                problems[a] = xformat("%s and %s would both be prepared as %s (prepare them into different --into directories)",
+                                      ins[b].arg, ins[a].arg, ins[a].dest);
+        if (!problems[a] && ins[a].root)
+            problems[a] = dest_problem(&ins[a], into, intofd);
+    }
+    for (int a = 0; a < count; a++) {
+        if (!ins[a].root || (rc && yes))
+            continue;
+        if (!yes) {
+            plan(&ins[a], problems ? problems[a] : NULL);
+        } else if (problems && problems[a]) {
+            eprintf("vzcaps prepare: %s", problems[a]);
+            rc = 1;
+        }
+    }
+    if (!yes && !rc) {
+        fputs(given_up, stdout);
+        printf("Nothing was written: run it again with --yes to do it.\n");
+    }
+    if (!yes)
+        rc = 1;
+    if (rc == 0) {
+        char err[1400];
+        if (intofd >= 0)
+            close(intofd);
+        intofd = open_into(into, true, err, sizeof err);
+        if (intofd < 0) {
+            eprintf("vzcaps prepare: %s", err);
+            rc = 1;
+        }
+    }
+    if (rc == 0) {
+        /* an interrupted run removes its temporary tree before it ends */
+        struct sigaction sa, old_int, old_term, old_hup;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+        sigaction(SIGHUP, &sa, &old_hup);
+        remove_stale(intofd, into);
+        for (int a = 0; a < count && !stop_signal; a++) {
+            int one = place(&ins[a], into, intofd);
+            rc |= one;
+            if (one == 0) {
+                codesign_verify(&ins[a]);
+                report(&ins[a]);
+            }
+        }
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        sigaction(SIGHUP, &old_hup, NULL);
+        if (stop_signal) {
+            fflush(stdout);
+            signal(stop_signal, SIG_DFL);
+            raise(stop_signal);
+        }
+    }
+    if (intofd >= 0)
+        close(intofd);
+    for (int a = 0; a < count; a++) {
+        if (problems)
+            free(problems[a]);
+        input_free(&ins[a]);
+    }
+    free(problems);
+    free(ins);
     free(dir);
     return rc ? 1 : 0;
 }

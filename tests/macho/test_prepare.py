@@ -76,14 +76,14 @@ def inspect_json(path):
     return json.loads(p.stdout)["files"][0]
 
 
-def assert_prepared(original: bytes, copy_path):
+def assert_prepared(original: bytes, copy_path, external=None):
     copy = copy_path.read_bytes()
     ours = inspect_json(copy_path)
     for s in ours["slices"]:
         assert s["signed"] and s["signature_valid"] and s["adhoc"], s
         assert not s["hardened_runtime"] and not s["library_validation"] and not s["entitlements"]["present"]
         assert s["injection"] == "honoured" and s["hardened_runtime"] is False
-    before, after = mg.verify(original), mg.verify(copy)
+    before, after = mg.verify(original), mg.verify(copy, external)
     assert [r["ok"] for r in after] == [True] * len(before), after
     for b, a in zip(before, after):
         assert a["flags"] == mg.CS_ADHOC and a["identifier"] == b["identifier"]
@@ -102,7 +102,7 @@ def test_prepare_real_hardened_binaries(tmp_path, inputs, name):
     assert hashlib.sha256(src.read_bytes()).hexdigest() == digest  # the original is untouched
     assert_prepared(src.read_bytes(), out / name)
     assert f"vzcaps run --inherit -- {out / name}" in p.stdout
-    assert sorted(os.listdir(out)) == [name]  # nothing else left behind
+    assert sorted(os.listdir(out)) == [f".{name}.vzcaps-prepared", name]  # the copy and its marker, nothing else
     assert inspect_json(src)["slices"][0]["prepare_helps"] is True
 
 
@@ -126,7 +126,8 @@ def test_prepare_an_app_bundle_signs_nested_code_first(tmp_path, inputs):
     p = prepare("--yes", "--into", str(out), str(tmp_path / "Demo.app"))
     assert p.returncode == 0, p.stderr
     copy = out / "Demo.app" / "Contents"
-    assert_prepared((inputs / "thin-arm64").read_bytes(), copy / "MacOS" / "demo")
+    sealed = {1: (copy / "Info.plist").read_bytes(), 3: (copy / "_CodeSignature" / "CodeResources").read_bytes()}
+    assert_prepared((inputs / "thin-arm64").read_bytes(), copy / "MacOS" / "demo", sealed)
     assert_prepared((inputs / "thin-x86_64").read_bytes(), copy / "Resources" / "helper")
     assert (copy / "Resources" / "notes.txt").read_text() == "not code"
     assert os.readlink(copy / "Resources" / "helper-link") == "helper"
@@ -145,7 +146,8 @@ def test_an_existing_copy_is_replaced_whole(tmp_path, inputs):
     assert prepare("--yes", "--into", str(out), str(inputs / "thin-arm64")).returncode == 0
     first = os.stat(out / "thin-arm64").st_ino
     assert prepare("--yes", "--into", str(out), str(inputs / "thin-arm64")).returncode == 0
-    assert os.stat(out / "thin-arm64").st_ino != first and sorted(os.listdir(out)) == ["thin-arm64"]
+    assert os.stat(out / "thin-arm64").st_ino != first
+    assert sorted(os.listdir(out)) == [".thin-arm64.vzcaps-prepared", "thin-arm64"]
 
 
 def corrupt(data, how):
@@ -191,7 +193,7 @@ def test_errors_that_need_no_download(tmp_path):
         p = prepare("--yes", "--into", str(out), path)
         assert p.returncode == 1 and needle in p.stderr and p.stderr.count("\n") == 1, (path, p.stderr)
     (app / "Contents" / "MacOS").mkdir()
-    (app / "Contents" / "MacOS" / "x").write_bytes(mg.build())
+    (app / "Contents" / "MacOS" / "X").write_bytes(mg.build(entitlements=mg.entitlements_xml(a=True)))  # room for a bound signature
     p = prepare("--yes", "--into", str(app / "Contents"), str(app))
     assert p.returncode == 1 and "is inside the source" in p.stderr
     assert os.listdir(out) == [] and sorted(os.listdir(app / "Contents")) == ["MacOS"]
