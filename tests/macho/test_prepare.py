@@ -28,7 +28,10 @@ CACHE = BUILD / "test-downloads"
 
 
 def tool(name):
-    return shutil.which(name) or shutil.which(f"{name}-14")
+    """llvm-lipo as Debian names it, or Apple's lipo (every Mac with the Command Line Tools)."""
+    found = shutil.which(name) or shutil.which(f"{name}-14") or (shutil.which("lipo") if name == "llvm-lipo" else None)
+    assert found, f"{name} is not installed: run scripts/install-deps"
+    return found
 
 
 @pytest.fixture(scope="session")
@@ -38,11 +41,11 @@ def hardened():
     tgz = CACHE / f"sentry-cli-darwin-{VERSION}.tgz"
     if not tgz.exists():
         if not shutil.which("npm"):
-            pytest.skip("npm is not installed: cannot fetch the hardened test binary")
+            pytest.fail("npm is not installed (scripts/install-deps installs it): cannot fetch the hardened test binary")
         p = subprocess.run(["npm", "pack", "--silent", f"{PACKAGE}@{VERSION}", "--pack-destination", str(CACHE)],
                            capture_output=True, text=True, timeout=300)
         if p.returncode != 0 or not tgz.exists():
-            pytest.skip(f"could not fetch {PACKAGE}@{VERSION} from the npm registry: {p.stderr.strip()[-200:]}")
+            pytest.fail(f"could not fetch {PACKAGE}@{VERSION} from the npm registry: {p.stderr.strip()[-200:]}")
     assert hashlib.sha256(tgz.read_bytes()).hexdigest() == TGZ_SHA256, "the fetched package is not the pinned one"
     with tarfile.open(tgz) as t:
         data = t.extractfile("package/bin/sentry-cli").read()
@@ -241,3 +244,48 @@ def test_generated_files_fit_or_say_why(tmp_path):
     p = prepare("--yes", "--into", str(tmp_path / "o2"), str(tight))
     assert p.returncode == 1 and "does not fit" in p.stderr and "no __LINKEDIT to grow" in p.stderr, p.stderr
     assert not (tmp_path / "o2" / "tight").exists()
+
+
+def strip_signature(data):
+    """A thin slice without its signature: the command removed, the file cut where the
+    signature began, __LINKEDIT ending there (what a linker writes without signing)."""
+    import struct
+    data = bytearray(data)
+    ncmds, sizeofcmds = struct.unpack_from("<II", data, 16)
+    pos, end = 32, 32 + sizeofcmds
+    sig_at = linkedit_at = None
+    for _ in range(ncmds):
+        cmd, size = struct.unpack_from("<II", data, pos)
+        if cmd == mg.LC_CODE_SIGNATURE:
+            sig_at = pos
+        if cmd == mg.LC_SEGMENT_64 and data[pos + 8:pos + 18] == b"__LINKEDIT":
+            linkedit_at = pos
+        pos += size
+    dataoff, = struct.unpack_from("<I", data, sig_at + 8)
+    data[sig_at:end] = data[sig_at + 16:end] + b"\0" * 16
+    struct.pack_into("<II", data, 16, ncmds - 1, sizeofcmds - 16)
+    if linkedit_at > sig_at:
+        linkedit_at -= 16
+    fileoff, = struct.unpack_from("<Q", data, linkedit_at + 40)
+    struct.pack_into("<Q", data, linkedit_at + 48, dataoff - fileoff)
+    return bytes(data[:dataoff])
+
+
+def test_a_universal_file_with_an_unsigned_slice_is_signed_as_a_whole(tmp_path, inputs):
+    d = tmp_path / "mixed"
+    d.mkdir()
+    (d / "x86_64").write_bytes(strip_signature((inputs / "thin-x86_64").read_bytes()))
+    assert mg.verify((d / "x86_64").read_bytes())[0]["signed"] is False
+    subprocess.run([tool("llvm-lipo"), "-create", str(inputs / "thin-arm64"), str(d / "x86_64"), "-output", str(d / "tool")],
+                   check=True)
+    out = tmp_path / "prepared"
+    p = prepare("--into", str(out), str(d / "tool"))
+    assert p.returncode == 1 and "unsigned slices signed too -> ad hoc" in p.stdout, p.stdout
+    p = prepare("--yes", "--into", str(out), str(d / "tool"))
+    assert p.returncode == 0, p.stderr
+    after = mg.verify((out / "tool").read_bytes())
+    assert [r["ok"] and r["flags"] == mg.CS_ADHOC for r in after] == [True, True], after
+    # with no signed slice at all it is not code vzcaps re-signs
+    subprocess.run([tool("llvm-lipo"), "-create", str(d / "x86_64"), "-output", str(d / "unsigned")], check=True)
+    p = prepare("--yes", "--into", str(tmp_path / "o2"), str(d / "unsigned"))
+    assert p.returncode == 1 and "not signed" in p.stderr
