@@ -494,8 +494,9 @@ static void remove_at(int dirfd, const char *name, int depth)
     unlinkat(dirfd, name, AT_REMOVEDIR);
 }
 
-/* Temporaries of earlier runs that were interrupted: .NAME.vzcaps-new.PID and
- * .NAME.vzcaps-old.PID of a process that no longer exists, owned by this user. */
+/* Temporaries of earlier runs that were interrupted: .NAME.vzcaps-new.PID,
+ * .NAME.vzcaps-old.PID and safewrite's .vzcaps-tmp.PID.N of a process that no longer exists,
+ * owned by this user. */
 static void remove_stale(int intofd, const char *into)
 {
     int fd = dup(intofd);
@@ -510,11 +511,15 @@ static void remove_stale(int intofd, const char *into)
     size_t n = 0, cap = 0;
     while ((de = readdir(d))) {
         const char *s = de->d_name, *mark = strstr(s, ".vzcaps-new."), *mark2 = strstr(s, ".vzcaps-old.");
-        const char *m = mark ? mark : mark2;
+        const char *m = mark ? mark : mark2, *num = m ? m + 12 : NULL;
+        if (strncmp(s, ".vzcaps-tmp.", 12) == 0) /* a file safewrite was writing when the run was killed */
+            m = s, num = s + 12;
         if (s[0] != '.' || !m)
             continue;
         char *endp;
-        long pid = strtol(m + 12, &endp, 10);
+        long pid = strtol(num, &endp, 10);
+        if (m == s && *endp == '.') /* .vzcaps-tmp.PID.N */
+            strtol(endp + 1, &endp, 10);
         struct stat st;
         if (*endp || pid <= 0 || pid == (long)getpid() || (kill((pid_t)pid, 0) == 0 || errno != ESRCH) ||
             fstatat(intofd, s, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != geteuid())

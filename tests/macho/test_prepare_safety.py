@@ -203,6 +203,7 @@ def test_stale_temporaries_of_interrupted_runs_are_removed(tmp_path):
     (stale_new / "Contents" / "big").write_bytes(b"x" * 1000)
     os.chmod(stale_new / "Contents", 0o555)
     (out / f".tool.vzcaps-old.{dead}").write_bytes(b"old")
+    (out / f".vzcaps-tmp.{dead}.3").write_bytes(b"half a file")
     alive = out / f".other.vzcaps-new.{os.getpid()}"  # a run still going
     alive.mkdir()
     users = out / ".notes.vzcaps-new.txt"
@@ -210,7 +211,7 @@ def test_stale_temporaries_of_interrupted_runs_are_removed(tmp_path):
     p = prepare("--yes", "--into", out, src)
     assert p.returncode == 0, p.stderr
     assert sorted(os.listdir(out)) == sorted([".tool.vzcaps-prepared", "tool", alive.name, users.name])
-    assert p.stdout.count("left by an interrupted run") == 2
+    assert p.stdout.count("left by an interrupted run") == 3
 
 
 def test_an_interrupted_run_removes_its_temporary_tree(tmp_path):
