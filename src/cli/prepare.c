@@ -879,19 +879,24 @@ static int build(struct run *r, char *err, size_t errlen)
 }
 
 /* What codesign --verify --strict checks on a Mac, in order: every signed file, nested code
- * first, then every bundle, the outermost last. Paths relative to the copy ("" the copy). */
-static size_t verify_list(const struct input *in, const char **out, size_t cap)
+ * first, then every bundle, the outermost last. Paths relative to the copy ("" the copy), in a
+ * NULL-terminated array on the heap. */
+static const char **verify_list(const struct input *in)
 {
+    const char **out = calloc(in->nn + 2 * in->nu + 1, sizeof *out);
+    if (!out) {
+        eprintf("vzcaps prepare: out of memory");
+        exit(1);
+    }
     size_t n = 0;
-    for (size_t i = 0; i < in->nn && n < cap; i++)
+    for (size_t i = 0; i < in->nn; i++)
         if (in->n[i].type == N_FILE && !in->n[i].replaced && is_code(in->n[i].kind) && !in->n[i].main_exe)
             out[n++] = in->n[i].rel;
-    for (size_t k = in->nu; k-- > 0 && n < cap;) {
+    for (size_t k = in->nu; k-- > 0;) {
         out[n++] = in->u[k].exe;
-        if (n < cap)
-            out[n++] = in->u[k].dir;
+        out[n++] = in->u[k].dir;
     }
-    return n;
+    return out;
 }
 
 /* ---- one input ---- */
@@ -1061,9 +1066,8 @@ static void plan(const struct input *in, const char *problem)
     printf("vzcaps prepare: would copy %s to %s and re-sign %zu Mach-O file%s ad hoc (nested code first)%s:\n", esc(in->arg),
            esc(in->dest), in->n_code, in->n_code == 1 ? "" : "s", sealing);
     free(sealing);
-    const char *list[4096];
-    size_t n = verify_list(in, list, 4096);
-    for (size_t i = 0; i < n; i++) {
+    const char **list = verify_list(in);
+    for (size_t i = 0; list[i]; i++) {
         int k = find_node(in, list[i]);
         if (k < 0 || in->n[k].type != N_FILE)
             continue;
@@ -1080,8 +1084,9 @@ static void plan(const struct input *in, const char *problem)
     }
     printf("%s with codesign --verify --strict, in this order:\n",
            platform_is_macos ? "Each is then checked" : "On macOS, each would then be checked");
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; list[i]; i++)
         printf("  %s\n", *list[i] ? esc(list[i]) : esc(in->name));
+    free(list);
     if (problem)
         printf("warning: %s: prepare --yes refuses it\n", esc(problem));
 }
@@ -1170,15 +1175,15 @@ static void codesign_verify(const struct input *in)
 {
     if (!platform_is_macos || access("/usr/bin/codesign", X_OK) != 0)
         return;
-    const char *list[4096];
-    size_t n = verify_list(in, list, 4096);
-    for (size_t i = 0; i < n; i++) {
+    const char **list = verify_list(in);
+    for (size_t i = 0; list[i]; i++) {
         char *p = *list[i] ? xformat("%s/%s", in->dest, list[i]) : xformat("%s", in->dest);
         char *av[] = {"/usr/bin/codesign", "--verify", "--strict", p, NULL};
         if (spawn_wait(av[0], av) != 0)
             eprintf("vzcaps prepare: warning: codesign --verify --strict rejects %s (vzcaps's own verifier accepted it)", p);
         free(p);
     }
+    free(list);
 }
 
 static void report(const struct input *in)
@@ -1188,8 +1193,10 @@ static void report(const struct input *in)
     if (in->nu)
         printf("; %zu bundle%s sealed", in->nu, in->nu == 1 ? "" : "s");
     printf("\nrun it through vzcaps with:\n");
-    const char *list[4096];
-    size_t n = verify_list(in, list, 4096);
+    const char **list = verify_list(in);
+    size_t n = 0;
+    while (list[n])
+        n++;
     for (size_t k = n; k-- > 0;) { /* the main executable first */
         int i = find_node(in, list[k]);
         if (i < 0 || in->n[i].type != N_FILE)
@@ -1203,6 +1210,7 @@ static void report(const struct input *in)
         }
         free(file);
     }
+    free(list);
 }
 
 int cmd_prepare(int argc, char **argv)

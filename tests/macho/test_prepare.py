@@ -124,7 +124,8 @@ def test_prepare_an_app_bundle_signs_nested_code_first(tmp_path, inputs):
     out = tmp_path / "prepared"
     p = prepare("--into", str(out), str(tmp_path / "Demo.app"))  # the plan first
     assert p.returncode == 1 and "Nothing was written" in p.stdout and not out.exists()
-    lines = [l.strip() for l in p.stdout.splitlines() if l.startswith("  ")]
+    described = p.stdout.split("with codesign --verify --strict")[0]  # then the list of what codesign checks
+    lines = [l.strip() for l in described.splitlines() if l.startswith("  ")]
     assert lines[-1].startswith("Contents/MacOS/demo (arm64): developer signature -> ad hoc; hardened runtime on -> off")
     p = prepare("--yes", "--into", str(out), str(tmp_path / "Demo.app"))
     assert p.returncode == 0, p.stderr

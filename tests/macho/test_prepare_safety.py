@@ -262,3 +262,34 @@ def test_inspect_and_prepare_refuse_an_executable_name_that_leads_out(tmp_path):
     assert p.returncode != 0 and "is not a file name" in p.stderr, (p.stdout, p.stderr)
     p = prepare("--yes", "--into", tmp_path / "out", app)
     assert p.returncode == 1 and "is not a file name" in p.stderr and not (tmp_path / "out").exists()
+
+
+def test_hostile_entries_in_a_bundle_are_refused_without_writing(tmp_path):
+    """A FIFO (never opened, never hangs), a name a property list cannot carry; links inside a
+    bundle are copied as links, whatever they point to."""
+    for case in ("fifo", "name", "fifo-input"):
+        src = tmp_path / case
+        app = app_bundle(src)
+        target = app
+        if case == "fifo":
+            os.mkfifo(app / "Contents" / "Resources" / "pipe")
+            needle = "not a regular file, directory or link"
+        elif case == "name":
+            (app / "Contents" / "Resources" / "bad\nname").write_text("x")
+            needle = "control characters or invalid UTF-8"
+        else:
+            target = src / "pipe"
+            os.mkfifo(target)
+            needle = "not a regular file"
+        out = tmp_path / f"out-{case}"
+        p = prepare("--yes", "--into", out, target, timeout=20)
+        assert p.returncode == 1 and needle in p.stderr and p.stderr.count("\n") == 1, (case, p.stderr)
+        assert "\n" not in p.stderr[:-1] and not out.exists(), case
+    app = app_bundle(tmp_path / "links")
+    os.symlink("/etc/passwd", app / "Contents" / "Resources" / "abs")
+    os.symlink("missing", app / "Contents" / "Resources" / "dangling")
+    out = tmp_path / "out-links"
+    p = prepare("--yes", "--into", out, app)
+    assert p.returncode == 0, p.stderr
+    res = out / "Demo.app" / "Contents" / "Resources"
+    assert os.readlink(res / "abs") == "/etc/passwd" and os.readlink(res / "dangling") == "missing"
