@@ -229,7 +229,8 @@ static int walk(struct input *in, const char *path, const char *rel, int depth, 
         names[nn++] = xformat("%s", de->d_name);
     }
     closedir(d);
-    qsort(names, nn, sizeof *names, by_name); /* the same order on every run */
+    if (nn)
+        qsort(names, nn, sizeof *names, by_name); /* the same order on every run */
     int rc = 0;
     for (size_t i = 0; i < nn && rc == 0; i++) {
         char *p = xformat("%s/%s", path, names[i]), *r = join(rel, names[i]);
