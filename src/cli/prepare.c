@@ -1022,6 +1022,19 @@ static char *dest_problem(const struct input *in, const char *into, int intofd)
     if (!problem && exists && !(intofd >= 0 && made_by_vzcaps(intofd, in->name)))
         problem = xformat("the destination %s exists and was not made by vzcaps prepare (move it away, or choose another --into)",
                           in->dest);
+    /* the marker beside it is rewritten: it too must be vzcaps's, or absent */
+    char *mname = xformat(".%s.vzcaps-prepared", in->name);
+    if (!problem && intofd >= 0 && fstatat(intofd, mname, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        char head[sizeof MARKER] = "";
+        int fd = S_ISREG(st.st_mode) ? openat(intofd, mname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) : -1;
+        ssize_t got = fd >= 0 ? read(fd, head, sizeof head - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (got != (ssize_t)strlen(MARKER) || memcmp(head, MARKER, strlen(MARKER)) != 0)
+            problem = xformat("%s/%s exists and was not made by vzcaps prepare (move it away, or choose another --into)", into,
+                              mname);
+    }
+    free(mname);
     free(dest_real);
     free(into_real);
     return problem;

@@ -113,6 +113,20 @@ def test_a_destination_vzcaps_did_not_make_is_refused(tmp_path):
         p = prepare("--yes", "--into", out, src)
         assert p.returncode == 1 and "was not made by vzcaps prepare" in p.stderr, (what, p.stderr)
         assert tree(out) == before, what
+    # a marker file of the user's, or a link in its place, is not overwritten either
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    out.mkdir()
+    for marker in ("text", "link"):
+        m = out / ".tool.vzcaps-prepared"
+        if marker == "text":
+            m.write_text("my notes")
+        else:
+            m.unlink()
+            os.symlink(str(tmp_path / "elsewhere"), m)
+        before = tree(out)
+        p = prepare("--yes", "--into", out, src)
+        assert p.returncode == 1 and ".tool.vzcaps-prepared exists and was not made by vzcaps" in p.stderr, p.stderr
+        assert tree(out) == before and (tmp_path / "elsewhere").read_text() == "a user's file"
     # a copy vzcaps made is replaced
     subprocess.run(["rm", "-rf", str(out)], check=True)
     assert prepare("--yes", "--into", out, src).returncode == 0
