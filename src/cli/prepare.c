@@ -72,7 +72,7 @@ struct input {
     struct unit *u;
     size_t nu, ucap;
     size_t n_code;     /* Mach-O files re-signed */
-    bool dest_exists;
+    bool ok;           /* read, classified and signed in memory without an error */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -1282,7 +1282,9 @@ int cmd_prepare(int argc, char **argv)
             continue;
         }
         ins[k].arg = argv[i];
-        rc |= analyse(&ins[k], into);
+        int one = analyse(&ins[k], into);
+        ins[k].ok = one == 0;
+        rc |= one;
         k++;
     }
     struct stat ist;
@@ -1296,11 +1298,11 @@ int cmd_prepare(int argc, char **argv)
             if (ins[b].name && strcmp(ins[a].name, ins[b].name) == 0 && !problems[a])
                 problems[a] = xformat("%s and %s would both be prepared as %s (prepare them into different --into directories)",
                                       ins[b].arg, ins[a].arg, ins[a].dest);
-        if (!problems[a] && ins[a].root)
+        if (!problems[a] && ins[a].ok)
             problems[a] = dest_problem(&ins[a], into, intofd);
     }
     for (int a = 0; a < count; a++) {
-        if (!ins[a].root || (rc && yes))
+        if (!ins[a].ok || (rc && yes))
             continue;
         if (!yes) {
             plan(&ins[a], problems ? problems[a] : NULL);

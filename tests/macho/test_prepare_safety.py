@@ -307,3 +307,12 @@ def test_hostile_entries_in_a_bundle_are_refused_without_writing(tmp_path):
     assert p.returncode == 0, p.stderr
     res = out / "Demo.app" / "Contents" / "Resources"
     assert os.readlink(res / "abs") == "/etc/passwd" and os.readlink(res / "dangling") == "missing"
+
+
+def test_the_plan_covers_only_accepted_inputs(tmp_path):
+    (tmp_path / "text").write_text("hello")
+    (tmp_path / "tool").write_bytes(tool_bytes())
+    p = prepare("--into", tmp_path / "out", tmp_path / "text", tmp_path / "tool")
+    assert p.returncode == 1 and "not a Mach-O file" in p.stderr
+    assert f"would copy {tmp_path / 'tool'}" in p.stdout and f"would copy {tmp_path / 'text'}" not in p.stdout
+    assert not (tmp_path / "out").exists()
