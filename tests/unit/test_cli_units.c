@@ -13,12 +13,12 @@
 #include <string.h>
 
 #include "../../src/cli/cli.h"
-#include "../../src/cli/jsonread.h"
-#include "../../src/cli/sha256.h"
-#include "../../src/cli/verify_core.h"
-#include "../../src/cli/coderesources.h"
-#include "../../src/cli/macho.h"
-#include "../../src/cli/sha1.h"
+#include "../../src/data/jsonread.h"
+#include "../../src/common/sha256.h"
+#include "../../src/device/verify_core.h"
+#include "../../src/common/sha1.h"
+#include "../../src/macho/coderesources.h"
+#include "../../src/macho/macho.h"
 
 static void test_bf16_and_half_rounding(void **st)
 {
