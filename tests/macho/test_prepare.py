@@ -1,9 +1,9 @@
 """vzcaps prepare on real Developer-ID-signed, hardened Mach-O files (issue: hardened apps).
 
 The input is the Sentry CLI for macOS, a universal (arm64 + x86_64), notarized binary signed
-with the hardened runtime, fetched from its public npm package in the test set-up (pinned by
+with the hardened runtime, fetched from its public npm package in the test set-up (over HTTPS, no npm needed) (pinned by
 version and SHA-256, cached under build/, never stored in the repository). Its thin slices and
-a universal file reassembled with llvm-lipo, laid out alone and inside an app bundle, are
+a universal file reassembled with lipo, laid out alone and inside an app bundle, are
 prepared; every copy must verify with vzcaps's verifier and with the independent one in
 machogen.py, be ad hoc without the hardened runtime, keep its code bytes, and leave the
 original untouched."""
@@ -14,12 +14,13 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import urllib.request
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import machogen as mg  # noqa: E402
-from conftest import BUILD, ROOT, clean_env  # noqa: E402
+from conftest import BUILD, ROOT, clean_env, lipo_tool  # noqa: E402
 
 VZ = str(BUILD / "vzcaps")
 PACKAGE, VERSION = "@sentry/cli-darwin", "3.8.0"
@@ -27,8 +28,19 @@ TGZ_SHA256 = "711d8d61e448b2e8a10c217acbfe206db7456e0072f041136e3bf7935fdf5cfa"
 CACHE = BUILD / "test-downloads"
 
 
-def tool(name):
-    return shutil.which(name) or shutil.which(f"{name}-14")
+def fetch_npm_package(package, version, dest):
+    """The package's tarball from the npm registry (npm's own URL layout, npm_config_registry
+    honoured), through Python's HTTPS client: no npm needed. A failure fails the test."""
+    registry = os.environ.get("npm_config_registry", os.environ.get("NPM_CONFIG_REGISTRY", "https://registry.npmjs.org/"))
+    url = f"{registry.rstrip('/')}/{package}/-/{package.split('/')[-1]}-{version}.tgz"
+    try:
+        with urllib.request.urlopen(url, timeout=120) as r:
+            data = r.read()
+    except OSError as e:
+        pytest.fail(f"could not fetch {url}: {e} (the hardened test binary comes from the npm registry)", pytrace=False)
+    tmp = dest.with_name(dest.name + ".part")
+    tmp.write_bytes(data)
+    tmp.replace(dest)
 
 
 @pytest.fixture(scope="session")
@@ -37,12 +49,7 @@ def hardened():
     CACHE.mkdir(parents=True, exist_ok=True)
     tgz = CACHE / f"sentry-cli-darwin-{VERSION}.tgz"
     if not tgz.exists():
-        if not shutil.which("npm"):
-            pytest.skip("npm is not installed: cannot fetch the hardened test binary")
-        p = subprocess.run(["npm", "pack", "--silent", f"{PACKAGE}@{VERSION}", "--pack-destination", str(CACHE)],
-                           capture_output=True, text=True, timeout=300)
-        if p.returncode != 0 or not tgz.exists():
-            pytest.skip(f"could not fetch {PACKAGE}@{VERSION} from the npm registry: {p.stderr.strip()[-200:]}")
+        fetch_npm_package(PACKAGE, VERSION, tgz)
     assert hashlib.sha256(tgz.read_bytes()).hexdigest() == TGZ_SHA256, "the fetched package is not the pinned one"
     with tarfile.open(tgz) as t:
         data = t.extractfile("package/bin/sentry-cli").read()
@@ -57,7 +64,7 @@ def inputs(tmp_path, hardened):
     d = tmp_path / "in"
     d.mkdir()
     (d / "universal").write_bytes(hardened)
-    lipo = tool("llvm-lipo")
+    lipo = lipo_tool()
     for arch in ("arm64", "x86_64"):
         subprocess.run([lipo, str(d / "universal"), "-thin", arch, "-output", str(d / f"thin-{arch}")], check=True)
     subprocess.run([lipo, "-create", str(d / "thin-x86_64"), str(d / "thin-arm64"), "-output", str(d / "assembled")], check=True)
