@@ -14,6 +14,7 @@ import pytest
 
 from conftest import BUILD, ROOT
 
+pytestmark = pytest.mark.skipif(sys.platform == "darwin", reason="simulates a Mac on Linux; on a Mac the real suite runs")
 SIM_CACHE = BUILD / "simulated-mac"
 PIP_VERSION = "21.2.4"
 # what a stock macOS has in /usr/bin and /bin that these scripts may use (no groff since macOS 13,
