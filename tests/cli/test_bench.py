@@ -4,13 +4,12 @@ import csv
 import hashlib
 import json
 import re
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUILD, ROOT, clean_env
+from conftest import BUILD, ROOT, clean_env, need_tool
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
 
@@ -160,7 +159,6 @@ def png_pixels(path):
     return w, h, rows
 
 
-@pytest.mark.skipif(not shutil.which("rsvg-convert"), reason="rsvg-convert (librsvg2-bin) not installed")
 @pytest.mark.parametrize("runs", [("stock", "unlocked", "host"), ("stock", "unlocked"), ("host",)])
 def test_rendered_chart_stays_inside_its_canvas(tmp_path, runs):
     """Rendered with librsvg onto a larger, transparent canvas: nothing is drawn outside the
@@ -180,7 +178,7 @@ def test_rendered_chart_stays_inside_its_canvas(tmp_path, runs):
                    text, count=1)
     grown = re.sub(r'<rect width="[\d.]+" height="[\d.]+" fill="white"/>', "", grown, count=1)  # the background
     (tmp_path / "grown.svg").write_text(grown)
-    subprocess.run(["rsvg-convert", str(tmp_path / "grown.svg"), "-o", str(tmp_path / "c.png")], check=True)
+    subprocess.run([need_tool("rsvg-convert"), str(tmp_path / "grown.svg"), "-o", str(tmp_path / "c.png")], check=True)
     pw, ph, rows = png_pixels(tmp_path / "c.png")
     assert (pw, ph) == (int(w + 2 * m), int(h + 2 * m))
     outside = sum(1 for y in range(ph) for x in range(pw)
