@@ -607,7 +607,7 @@ static void test_describe(void **st)
     configure_env(env, "Apple M1 Ultra (Virtual)", 0);
     char line[1024];
     vzcaps_profile_describe(&R.profile, "llama-bench", line, sizeof line);
-    assert_string_equal(line, "enabled for llama-bench: Apple families up to 1007 (Apple7): 1009 clamped to the real family of Apple M1 Ultra (from test)");
+    assert_string_equal(line, "configured for llama-bench: Apple families up to 1007 (Apple7): 1009 clamped to the real family of Apple M1 Ultra (from test)");
     assert_null(strchr(line, '\n'));
     const char *bad[] = {"VZCAPS_APPLE_FAMILY_MAX=nine", NULL};
     configure_env(bad, "Apple M1", 0);
