@@ -17,6 +17,7 @@ static const struct opt_spec run_opts[] = {
     {"--family", "VALUE", "auto, off, or an Apple family 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)",
      "auto when nothing else configures vzcaps for CMD"},
     {"--inherit", NULL, "keep the injection in CMD's child processes (VZCAPS_INHERIT=1)", NULL},
+    {"--inherit-anyway", NULL, "macOS: keep it even where SIP is not enabled and arm64e children would be terminated", NULL},
     {"--verify", NULL, "run `vzcaps verify` first and refuse to start when an unlocked path fails", NULL},
     {"--library", "PATH", "inject this library instead of the one installed with the command", NULL},
     {"--dry-run", NULL, "print, instead of running it, one line a shell runs as it is: env VAR=value... CMD ARGS", NULL},
@@ -126,10 +127,13 @@ const struct cmd_spec cli_commands[] = {
      "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some guides\n"
      "set before starting VMs. Running VMs must be restarted to see a change.",
      "0; 3 where it cannot work (Linux, or a guest); 2 for a malformed command line.", "vzcaps host status"},
-    {"doctor", cmd_doctor, "", ARGS_NONE, doctor_opts,
+    {"doctor", cmd_doctor, "[-- CMD [ARGS]]", ARGS_REST, doctor_opts,
      "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
-     "version, the library and its slices, the config file, the effective profile, and known\n"
-     "pitfalls that apply. --bundle DIR writes the first-run bundle to attach to an issue instead.",
+     "version, SIP, the library and its slices, the config file, the effective profile, the library's\n"
+     "own lines from one run of a Metal program through `vzcaps run` (CMD, or on macOS this command's\n"
+     "device probe): what it was configured to do and which device class it hooked, and known\n"
+     "pitfalls that apply (quarantined files, arm64e clients). --bundle DIR writes the first-run\n"
+     "bundle to attach to an issue instead.",
      "0; 1 when the bundle cannot be written; 2 for a malformed command line.", "vzcaps doctor --bundle vzcaps-first-run"},
     {"inspect", cmd_inspect, "FILE...", ARGS_POSITIONAL, inspect_opts,
      "Reads Mach-O files (thin or universal, or an .app bundle's main executable) and reports per slice\n"

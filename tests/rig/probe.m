@@ -2,6 +2,8 @@
  * can compare a stock run with a preloaded one. Test rig only.
  * probe [--threads N] [--child] [--no-device] [--spawn PROGRAM [ARGS]]
  *   --no-device: creates no device at all (prints "no device" and exits)
+ *   a last argument naming a file: the script this probe runs as the interpreter of (printed
+ *            as "script PATH"), as a kernel passes it after a #! line's words
  *   --child: also runs itself once more as a child process
  *   --spawn: at the end, runs PROGRAM as a child with this process's environment (e.g.
  *            /usr/bin/env, to see what children inherit) */
@@ -65,6 +67,8 @@ int main(int argc, char **argv)
             child = 1;
         else if (strcmp(argv[i], "--no-device") == 0)
             no_device = 1;
+        else if (i == argc - 1 && access(argv[i], F_OK) == 0)
+            printf("script %s\n", argv[i]);
         else if (strcmp(argv[i], "--spawn") == 0 && i + 1 < argc) {
             spawn = argv + i + 1;
             break;
