@@ -54,7 +54,7 @@ bool script_is_binary(const char *path)
     char why[300];
     if (read_head(path, head, sizeof head, &n, why, sizeof why) != 0 || n < 4)
         return false;
-    static const char *const magics[] = {"\x7f" "ELF", "\xca\xfe\xba\xbe", "\xca\xfe\xba\xbf", "\xcf\xfa\xed\xfe",
+    static const char *const magics[] = {"\177ELF", "\xca\xfe\xba\xbe", "\xca\xfe\xba\xbf", "\xcf\xfa\xed\xfe",
                                          "\xce\xfa\xed\xfe", "\xfe\xed\xfa\xcf", "\xfe\xed\xfa\xce"};
     for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
         if (memcmp(head, magics[i], 4) == 0)

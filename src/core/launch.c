@@ -44,7 +44,11 @@ static bool under(const char *path, const char *dir)
                 return false;
         p += m, d += n;
     }
-    return *p == '/'; /* a file below dir, not dir itself */
+    if (*p != '/')
+        return false;
+    while (*p == '/' || (p[0] == '.' && (p[1] == '/' || p[1] == '\0')))
+        p++;
+    return *p != '\0'; /* a file below dir, not dir itself */
 }
 
 bool vzcaps_path_protected(const char *path)
@@ -219,7 +223,11 @@ bool vzcaps_quarantine_describe(const char *value, size_t n, char *out, size_t l
         unsigned char c = (unsigned char)value[f[2] + i];
         agent_ok = c >= 0x20 && c < 0x7f;
     }
-    bool flags_ok = k >= 1 && fl[0] == 4 && strspn(value, "0123456789abcdefABCDEF") >= 4;
+    bool flags_ok = k >= 1 && fl[0] == 4; /* the value is n bytes, not a string: no str* on it */
+    for (size_t i = 0; flags_ok && i < 4; i++) {
+        char c = value[i];
+        flags_ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    }
     if (agent_ok)
         snprintf(out, len, "quarantined (downloaded by %.*s%s%.*s)", (int)fl[2], value + f[2], flags_ok ? ", flags " : "",
                  flags_ok ? 4 : 0, value);
