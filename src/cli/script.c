@@ -137,6 +137,9 @@ int script_chain(const char *target, struct script_chain *c, char *why, size_t l
             c->rewritten = true;
             c->first_arg = name + 1;
             interp = found;
+        } else if (e == -2) {
+            snprintf(why, len, "its #! line%s: %s", c->depth == 1 ? "" : " of an interpreter", env_why);
+            return 126;
         } else if (e < 0 && c->depth == 1) {
             snprintf(c->cannot_rewrite, sizeof c->cannot_rewrite, "%s", env_why);
         }

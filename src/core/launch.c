@@ -138,9 +138,9 @@ int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char 
         }
         break;
     }
-    if (i >= sb->n_words) {
-        snprintf(why, len, "env is given no program to start");
-        return -1;
+    if (i >= sb->n_words) { /* env would be given the script itself, and start it again and again */
+        snprintf(why, len, "env is given no program to start (it would start the script itself, over and over)");
+        return -2;
     }
     for (size_t k = i; k < sb->n_words; k++) {
         const char *a = vzcaps_shebang_word(sb, k);

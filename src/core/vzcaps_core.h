@@ -268,7 +268,8 @@ const char *vzcaps_shebang_word(const struct vzcaps_shebang *sb, size_t i);
 /* For an interpreter named env: 1 with *name_word the word naming the program env starts
  * (the words after it are its arguments; -S and -- are read as env reads them); 0 when the
  * interpreter is not env; -1 when env is used in a way that cannot be replaced by starting
- * the program directly (another option, VAR=value, quotes or $ after -S, no program), why says. */
+ * the program directly (another option, VAR=value, quotes or $ after -S), why says; -2 when
+ * env is given no program (the line cannot work: env would start the script itself). */
 int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char *why, size_t len);
 
 /* `csrutil status` output: enabled, disabled or unknown (a custom configuration, no output). */

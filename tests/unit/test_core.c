@@ -877,9 +877,10 @@ static void test_shebang_env(void **st)
     assert_int_equal(env_of("#!/usr/bin/env -u HOME python3\n", &name, why), -1);
     assert_int_equal(env_of("#!/usr/bin/env PYTHONPATH=/x python3\n", &name, why), -1);
     assert_non_null(strstr(why, "sets a variable"));
-    assert_int_equal(env_of("#!/usr/bin/env\n", &name, why), -1);
+    assert_int_equal(env_of("#!/usr/bin/env\n", &name, why), -2);
     assert_non_null(strstr(why, "no program"));
-    assert_int_equal(env_of("#!/usr/bin/env -S\n", &name, why), -1);
+    assert_int_equal(env_of("#!/usr/bin/env -S\n", &name, why), -2);
+    assert_int_equal(env_of("#!/usr/bin/env -S --\n", &name, why), -2);
     assert_int_equal(env_of("#!/usr/bin/env -S python3 \"-c\"\n", &name, why), -1);
     assert_non_null(strstr(why, "quotes"));
     assert_int_equal(env_of("#!/usr/bin/env -S python3 $HOME\n", &name, why), -1);
