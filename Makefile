@@ -13,6 +13,8 @@ CSTD := -std=c11
 # for larger ones (an import the library must not have).
 LIB_FRAME := -Wframe-larger-than=4000
 CORE_SRC := $(wildcard src/core/*.c)
+# the injected library leaves out launch.c: its decisions (scripts, SIP, quarantine) are the command's
+LIB_CORE_SRC := $(filter-out src/core/launch.c,$(CORE_SRC))
 COMMON_SRC := src/common/readfile.c
 SHIM_SRC := src/shim/shim.c src/shim/hooks.c
 CLI_SRC := $(filter-out %_darwin.c %_linux.c,$(wildcard src/cli/*.c))
@@ -26,7 +28,7 @@ ifeq ($(UNAME_S),Darwin)
   LIB := $(B)/libvzcaps.dylib
   CLI_PLAT := $(wildcard src/cli/*_darwin.c)
   all: $(LIB) $(B)/vzcaps $(GENERATED)
-  $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_darwin.c $(HEADERS)
+  $(LIB): $(LIB_CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_darwin.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -dynamiclib -fvisibility=hidden -mmacosx-version-min=13.0 \
 	  -install_name @rpath/libvzcaps.dylib $(filter %.c,$^) $(DARWIN_LIB_LINK) -o $@
@@ -43,7 +45,7 @@ else
   TEST_CORE_LINK :=
   TEST_CLI_LINK := -lm
   all: $(LIB) $(B)/vzcaps $(GENERATED) rig
-  $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
+  $(LIB): $(LIB_CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -g -flto -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
   $(B)/vzcaps: $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
@@ -103,7 +105,7 @@ $(B)/test_core: tests/unit/test_core.c $(CORE_SRC) $(HEADERS)
 	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CORE_LINK)
 $(B)/test_cli_units: tests/unit/test_cli_units.c $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) -DVZCAPS_NO_MAIN $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CLI_LINK)
-$(B)/san/libvzcaps.so: $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
+$(B)/san/libvzcaps.so: $(LIB_CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
 	@mkdir -p $(B)/san
 	$(CC) $(CSTD) $(WARN) $(SAN) -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
 

@@ -1,6 +1,7 @@
 /* What macOS does when it starts a process, as decisions over facts the caller gathered:
  * protected locations, #! lines, SIP and --inherit, arm64e programs, the quarantine mark.
- * Never: reads a file, runs a tool or looks at this machine (the command passes the facts). */
+ * Never: reads a file, runs a tool or looks at this machine (the command passes the facts);
+ * is linked into the injected library (the command alone needs it). */
 #include "vzcaps_core.h"
 
 #include <stdio.h>
