@@ -176,6 +176,8 @@ int cmd_run(int argc, char **argv)
             shell_quote(stdout, *a);
         }
         putchar('\n');
+        if (exec_argv != cmd)
+            free(exec_argv);
         return 0;
     }
     fflush(NULL);
