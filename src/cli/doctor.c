@@ -3,8 +3,7 @@
  * Never: changes anything; starts anything but that one run (and csrutil on macOS). */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
-#include "launchfacts.h"
-#include "macho.h"
+#include "../macho/macho.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -122,6 +121,42 @@ static void library_run(const struct cfg_opts *o, char **cmd, struct library_run
         lr->exit_code = WEXITSTATUS(st), snprintf(lr->status, sizeof lr->status, "exit %d", WEXITSTATUS(st));
     else if (WIFSIGNALED(st))
         snprintf(lr->status, sizeof lr->status, "killed by signal %d", WTERMSIG(st));
+}
+
+/* One line about a quarantined file (its mark described, what it does, the command that
+ * removes it) into out, or "" when path carries no mark. */
+/* path in single quotes for a shell, each ' written as '\'' */
+static void quoted(const char *path, char *out, size_t len)
+{
+    out[0] = '\0';
+    vzcaps_appendf(out, len, "'");
+    for (const char *p = path; *p; p++) {
+        if (*p == '\'')
+            vzcaps_appendf(out, len, "'\\''");
+        else
+            vzcaps_appendf(out, len, "%c", *p);
+    }
+    vzcaps_appendf(out, len, "'");
+}
+
+static void quarantine_line(const char *what, const char *path, char *out, size_t len)
+{
+    char value[1024], why[300], desc[200];
+    size_t n = 0;
+    out[0] = '\0';
+    int q = quarantine_value(path, value, sizeof value, &n, why, sizeof why);
+    if (q < 0) {
+        snprintf(out, len, "%s %s: its quarantine mark cannot be read: %s", what, path, why);
+        return;
+    }
+    if (q == 0)
+        return;
+    vzcaps_quarantine_describe(value, n, desc, sizeof desc);
+    char q_path[4200];
+    quoted(path, q_path, sizeof q_path);
+    snprintf(out, len, "%s %s is %s: Gatekeeper may refuse it, and dyld may terminate a process it is injected into; "
+                       "remove the mark with: xattr -d com.apple.quarantine %s",
+             what, path, desc, q_path);
 }
 
 /* arm64e programs a user is likely to start (python3 on PATH, Apple's Command Line Tools

@@ -4,8 +4,6 @@
  * and signals are the workload's own). */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
-#include "launchfacts.h"
-#include "script.h"
 
 #include <errno.h>
 #include <stdlib.h>

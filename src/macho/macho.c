@@ -1,0 +1,524 @@
+/* Mach-O reader for inspect, doctor, run's target check and the artifact audit.
+ * Owns: every offset check. Never: reads outside the buffer, trusts a count or an offset,
+ * or aborts on hostile input (errors are one line naming the problem). */
+#define _XOPEN_SOURCE 700
+#include "macho.h"
+
+#include "bytes.h"
+#include "../common/text.h"
+#include "../core/vzcaps_core.h"
+#include "../common/sha256.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define MH_MAGIC_64 0xfeedfacfu
+#define MH_CIGAM_64 0xcffaedfeu
+#define MH_MAGIC_32 0xfeedfaceu
+#define FAT_MAGIC 0xcafebabeu
+#define FAT_MAGIC_64 0xcafebabfu
+#define CPU_ARM64 0x0100000cu
+#define CPU_X86_64 0x01000007u
+#define LC_SEGMENT_64 0x19u
+#define LC_LOAD_DYLIB 0xcu
+#define LC_ID_DYLIB 0xdu
+#define LC_LOAD_WEAK_DYLIB 0x80000018u
+#define LC_REEXPORT_DYLIB 0x8000001fu
+#define LC_LAZY_LOAD_DYLIB 0x20u
+#define LC_LOAD_UPWARD_DYLIB 0x80000023u
+#define LC_CODE_SIGNATURE 0x1du
+#define LC_BUILD_VERSION 0x32u
+#define LC_VERSION_MIN_MACOSX 0x24u
+#define CSMAGIC_EMBEDDED_SIGNATURE 0xfade0cc0u
+#define CSMAGIC_CODEDIRECTORY 0xfade0c02u
+#define CSMAGIC_EMBEDDED_ENTITLEMENTS 0xfade7171u
+#define CS_ADHOC 0x2u
+#define CS_RESTRICT 0x800u
+#define CS_REQUIRE_LV 0x2000u
+#define CS_RUNTIME 0x10000u
+
+const char *const macho_capability_selectors[] = {
+    "supportsFamily:", "supportsFeatureSet:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize",
+    "maxBufferLength", "hasUnifiedMemory", "architecture", "name", "newResidencySetWithDescriptor:error:",
+    "supportsBCTextureCompression", "currentAllocatedSize", NULL};
+
+const char *macho_injection_name(enum macho_injection i)
+{
+    return i == MACHO_INJECTION_HONOURED ? "honoured" : i == MACHO_INJECTION_IGNORED ? "ignored" : "unknown";
+}
+
+
+
+
+
+
+static void arch_name(struct macho_slice *s)
+{
+    uint32_t sub = s->cpusubtype & 0x00ffffffu;
+    if (s->cputype == CPU_ARM64)
+        snprintf(s->arch, sizeof s->arch, "%s", sub == 2 ? "arm64e" : "arm64");
+    else if (s->cputype == CPU_X86_64)
+        snprintf(s->arch, sizeof s->arch, "%s", sub == 8 ? "x86_64h" : "x86_64");
+    else
+        snprintf(s->arch, sizeof s->arch, "cpu 0x%x", s->cputype);
+}
+
+/* A load-command string at offset off within a command of size cmdsize. */
+static void lc_string(const uint8_t *cmd, uint32_t cmdsize, uint32_t off, char *out, size_t outlen)
+{
+    out[0] = '\0';
+    if (off >= cmdsize)
+        return;
+    size_t n = 0;
+    while (off + n < cmdsize && cmd[off + n] && n + 1 < outlen)
+        n++;
+    memcpy(out, cmd + off, n);
+    out[n] = '\0';
+}
+
+static void version_string(uint32_t v, char *out, size_t len)
+{
+    if (v & 0xff)
+        snprintf(out, len, "%u.%u.%u", v >> 16, (v >> 8) & 0xff, v & 0xff);
+    else
+        snprintf(out, len, "%u.%u", v >> 16, (v >> 8) & 0xff);
+}
+
+/* NUL-separated string table: which capability selectors does it hold? */
+static void scan_strings(struct macho_slice *s, const uint8_t *p, uint64_t n, bool methnames)
+{
+    uint64_t i = 0;
+    while (i < n) {
+        uint64_t start = i;
+        while (i < n && p[i])
+            i++;
+        size_t len = (size_t)(i - start);
+        const char *str = (const char *)p + start;
+        if (len >= 10 && memcmp(str, "ggml_metal", 10) == 0)
+            s->ggml = true;
+        if (len >= sizeof VZCAPS_SELF_MARKER - 1 && memcmp(str, VZCAPS_SELF_MARKER, sizeof VZCAPS_SELF_MARKER - 1) == 0)
+            s->own = true;
+        for (const char *const *sel = macho_capability_selectors; *sel; sel++) {
+            /* C strings name a selector only when distinctive (sel_registerName callers) */
+            if (strlen(*sel) != len || memcmp(*sel, str, len) != 0 || (!methnames && len < 9))
+                continue;
+            bool dup = false;
+            for (size_t k = 0; k < s->n_selectors; k++)
+                dup |= s->selectors[k] == *sel;
+            if (!dup && s->n_selectors < MACHO_MAX_SELECTORS)
+                s->selectors[s->n_selectors++] = *sel;
+        }
+        i++;
+    }
+}
+
+static bool xml_entitlement_true(const char *xml, size_t len, const char *key)
+{
+    char needle[160];
+    snprintf(needle, sizeof needle, "<key>%s</key>", key);
+    size_t nl = strlen(needle);
+    for (size_t i = 0; i + nl <= len; i++) {
+        if (memcmp(xml + i, needle, nl) != 0)
+            continue;
+        size_t j = i + nl;
+        while (j < len && (xml[j] == ' ' || xml[j] == '\n' || xml[j] == '\t' || xml[j] == '\r'))
+            j++;
+        return j + 7 <= len && memcmp(xml + j, "<true/>", 7) == 0;
+    }
+    return false;
+}
+
+static bool hash_matches(const uint8_t *data, uint64_t len, const uint8_t *want, unsigned hash_size)
+{
+    struct sha256 h;
+    uint8_t d[32];
+    sha256_init(&h);
+    sha256_update(&h, data, (size_t)len);
+    sha256_final(&h, d);
+    return memcmp(d, want, hash_size) == 0;
+}
+
+/* Parses and verifies the embedded signature at [off, off+len) of the slice. */
+static void parse_signature(struct macho_slice *s, const uint8_t *m, uint64_t msize, uint64_t off, uint64_t len)
+{
+    s->signed_ = true;
+    s->signature_valid = 0;
+#define SIGBAD(...) do { snprintf(s->signature_problem, sizeof s->signature_problem, __VA_ARGS__); return; } while (0)
+    if (!in_range(msize, off, len) || len < 12)
+        SIGBAD("signature outside the file");
+    const uint8_t *sb = m + off;
+    if (be32(sb) != CSMAGIC_EMBEDDED_SIGNATURE)
+        SIGBAD("signature blob has a bad magic");
+    uint32_t sblen = be32(sb + 4), count = be32(sb + 8);
+    if (sblen > len || sblen < 12 || count > (sblen - 12) / 8)
+        SIGBAD("signature superblob length or count out of range");
+    const uint8_t *cd = NULL, *req = NULL, *ent = NULL, *der = NULL;
+    uint32_t cdlen = 0, reqlen = 0, entlen = 0, derlen = 0;
+    for (uint32_t i = 0; i < count; i++) {
+        uint32_t type = be32(sb + 12 + 8 * i), boff = be32(sb + 16 + 8 * i);
+        if (boff > sblen - 8)
+            SIGBAD("signature blob %u outside the superblob", i);
+        uint32_t blen = be32(sb + boff + 4);
+        if (blen < 8 || blen > sblen - boff)
+            SIGBAD("signature blob %u has a bad length", i);
+        if (type == 0)
+            cd = sb + boff, cdlen = blen;
+        else if (type == 2)
+            req = sb + boff, reqlen = blen;
+        else if (type == 5)
+            ent = sb + boff, entlen = blen;
+        else if (type == 7)
+            der = sb + boff, derlen = blen;
+    }
+    if (!cd || cdlen < 44 || be32(cd) != CSMAGIC_CODEDIRECTORY)
+        SIGBAD("no code directory");
+    uint32_t version = be32(cd + 8);
+    s->cs_flags = be32(cd + 12);
+    uint32_t hash_off = be32(cd + 16), ident_off = be32(cd + 20), n_special = be32(cd + 24), n_code = be32(cd + 28);
+    uint64_t code_limit = be32(cd + 32);
+    unsigned hash_size = cd[36], hash_type = cd[37], page_log = cd[39];
+    s->platform_binary = cd[38] != 0;
+    if (version >= 0x20300 && cdlen >= 64 && be64(cd + 56))
+        code_limit = be64(cd + 56);
+    if (ident_off < cdlen) {
+        size_t n = 0;
+        while (ident_off + n < cdlen && cd[ident_off + n] && n + 1 < sizeof s->identifier)
+            n++;
+        memcpy(s->identifier, cd + ident_off, n);
+        s->identifier[n] = '\0';
+    }
+    s->adhoc = s->cs_flags & CS_ADHOC;
+    s->hardened_runtime = s->cs_flags & CS_RUNTIME;
+    s->library_validation = (s->cs_flags & CS_REQUIRE_LV) || s->hardened_runtime;
+    if (ent) {
+        s->entitlements_present = true;
+        s->allow_dyld_env = xml_entitlement_true((const char *)ent + 8, entlen - 8, "com.apple.security.cs.allow-dyld-environment-variables");
+        s->disable_library_validation = xml_entitlement_true((const char *)ent + 8, entlen - 8, "com.apple.security.cs.disable-library-validation");
+    }
+    if (hash_type != 2 || hash_size != 32) {
+        s->signature_valid = -1;
+        SIGBAD("hash type %u not verified here (only SHA-256)", hash_type);
+    }
+    if (page_log < 9 || page_log > 20 || code_limit > msize || code_limit > off)
+        SIGBAD("code limit or page size out of range");
+    uint64_t page = 1ull << page_log;
+    if (n_code != (code_limit + page - 1) / page)
+        SIGBAD("%u code slots for a code limit of %llu", n_code, (unsigned long long)code_limit);
+    if (n_special > 16 || hash_off < (uint64_t)n_special * hash_size || hash_off > cdlen ||
+        (uint64_t)n_code * hash_size > cdlen - hash_off)
+        SIGBAD("hash slots outside the code directory");
+    for (uint32_t i = 0; i < n_code; i++) {
+        uint64_t start = (uint64_t)i * page, plen = code_limit - start < page ? code_limit - start : page;
+        if (!hash_matches(m + start, plen, cd + hash_off + (uint64_t)i * hash_size, hash_size))
+            SIGBAD("page %u (bytes %llu..%llu) does not match its hash", i, (unsigned long long)start,
+                   (unsigned long long)(start + plen));
+    }
+    const struct { int slot; const uint8_t *blob; uint32_t len; const char *what; } special[] = {
+        {2, req, reqlen, "requirements"}, {5, ent, entlen, "entitlements"}, {7, der, derlen, "DER entitlements"}};
+    for (size_t k = 0; k < 3; k++) {
+        if ((uint32_t)special[k].slot > n_special)
+            continue;
+        const uint8_t *want = cd + hash_off - (uint64_t)special[k].slot * hash_size;
+        static const uint8_t zero[32];
+        if (special[k].blob ? !hash_matches(special[k].blob, special[k].len, want, hash_size) : memcmp(want, zero, hash_size) != 0)
+            SIGBAD("%s do not match their hash slot", special[k].what);
+    }
+    s->signature_valid = 1;
+#undef SIGBAD
+}
+
+static void injection_verdict(struct macho_slice *s)
+{
+    if (s->plugin) {
+        s->injection = MACHO_INJECTION_UNKNOWN;
+        snprintf(s->injection_reason, sizeof s->injection_reason,
+                 "a plugin: whether the library is honoured depends on the executable that loads it (inspect that one)");
+        return;
+    }
+    if (!s->signed_) {
+        s->injection = s->cputype == CPU_ARM64 ? MACHO_INJECTION_UNKNOWN : MACHO_INJECTION_HONOURED;
+        snprintf(s->injection_reason, sizeof s->injection_reason, "%s",
+                 s->cputype == CPU_ARM64 ? "unsigned arm64 code does not run on Apple silicon at all"
+                                         : "unsigned: no runtime restrictions");
+    } else if (s->signature_valid == 0) {
+        s->injection = MACHO_INJECTION_UNKNOWN;
+        snprintf(s->injection_reason, sizeof s->injection_reason, "signature does not verify: %s", s->signature_problem);
+    } else if (s->platform_binary) {
+        s->injection = MACHO_INJECTION_IGNORED;
+        snprintf(s->injection_reason, sizeof s->injection_reason, "platform (Apple system) binary: DYLD_* variables are ignored");
+    } else if (s->cs_flags & CS_RESTRICT) {
+        s->injection = MACHO_INJECTION_IGNORED;
+        snprintf(s->injection_reason, sizeof s->injection_reason, "restricted signature: DYLD_* variables are ignored");
+    } else if (s->hardened_runtime && !s->allow_dyld_env) {
+        s->injection = MACHO_INJECTION_IGNORED;
+        snprintf(s->injection_reason, sizeof s->injection_reason,
+                 "hardened runtime without com.apple.security.cs.allow-dyld-environment-variables: DYLD_INSERT_LIBRARIES is ignored");
+    } else if (s->library_validation && !s->disable_library_validation) {
+        s->injection = MACHO_INJECTION_IGNORED;
+        snprintf(s->injection_reason, sizeof s->injection_reason,
+                 "library validation without com.apple.security.cs.disable-library-validation: an ad-hoc signed library is refused");
+    } else {
+        s->injection = MACHO_INJECTION_HONOURED;
+        snprintf(s->injection_reason, sizeof s->injection_reason, "%s",
+                 s->hardened_runtime ? "hardened runtime, but entitled for DYLD variables and other libraries"
+                                     : "no hardened runtime or library validation");
+    }
+}
+
+static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, char *err, size_t errlen)
+{
+    if (size < 32)
+        FAIL("truncated Mach-O header (%llu bytes)", (unsigned long long)size);
+    uint32_t magic = le32(m);
+    if (magic == MH_MAGIC_32 || be32(m) == MH_MAGIC_32)
+        FAIL("32-bit Mach-O is not supported");
+    if (magic == MH_CIGAM_64)
+        FAIL("big-endian Mach-O is not supported");
+    if (magic != MH_MAGIC_64)
+        FAIL("not a Mach-O file (magic 0x%08x)", magic);
+    s->cputype = le32(m + 4);
+    s->cpusubtype = le32(m + 8);
+    s->filetype = le32(m + 12);
+    arch_name(s);
+    uint32_t ncmds = le32(m + 16);
+    uint64_t pos = 32, end;
+    if (load_commands_end(m, size, &end, err, errlen) != 0)
+        return -1;
+    char nm[68];
+    for (uint32_t i = 0; i < ncmds; i++) {
+        const uint8_t *c = load_command_next(m, &pos, end, i, err, errlen);
+        if (!c)
+            return -1;
+        uint32_t cmd = le32(c), cmdsize = le32(c + 4);
+        switch (cmd) {
+        case LC_BUILD_VERSION:
+            if (cmdsize >= 16)
+                version_string(le32(c + 12), s->minos, sizeof s->minos);
+            break;
+        case LC_VERSION_MIN_MACOSX:
+            if (cmdsize >= 16 && !s->minos[0])
+                version_string(le32(c + 8), s->minos, sizeof s->minos);
+            break;
+        case LC_ID_DYLIB:
+            if (cmdsize >= 24)
+                lc_string(c, cmdsize, le32(c + 8), s->install_name, sizeof s->install_name);
+            break;
+        case LC_LOAD_DYLIB:
+        case LC_LOAD_WEAK_DYLIB:
+        case LC_REEXPORT_DYLIB:
+        case LC_LAZY_LOAD_DYLIB:
+        case LC_LOAD_UPWARD_DYLIB:
+            if (cmdsize >= 24 && s->n_libs < MACHO_MAX_LIBS) {
+                lc_string(c, cmdsize, le32(c + 8), s->libs[s->n_libs], sizeof s->libs[0]);
+                s->lib_weak[s->n_libs++] = cmd == LC_LOAD_WEAK_DYLIB;
+            }
+            break;
+        case LC_CODE_SIGNATURE:
+            if (cmdsize < 16)
+                FAIL("load command %u: short code signature command", i);
+            if (!in_range(size, le32(c + 8), le32(c + 12)))
+                FAIL("truncated: code signature (offset %u, %u bytes) extends past the end of the file", le32(c + 8), le32(c + 12));
+            parse_signature(s, m, size, le32(c + 8), le32(c + 12));
+            break;
+        case LC_SEGMENT_64: {
+            if (cmdsize < 72)
+                FAIL("load command %u: short segment command", i);
+            if (!in_range(size, le64(c + 40), le64(c + 48)))
+                FAIL("truncated: segment %s (offset %llu, %llu bytes) extends past the end of the file", name16(c + 8, nm),
+                     (unsigned long long)le64(c + 40), (unsigned long long)le64(c + 48));
+            uint32_t nsects = le32(c + 64);
+            if (nsects > (cmdsize - 72) / 80)
+                FAIL("load command %u: %u sections do not fit in %u bytes", i, nsects, cmdsize);
+            for (uint32_t k = 0; k < nsects; k++) {
+                const uint8_t *sec = c + 72 + 80 * k;
+                char sect[17] = {0};
+                memcpy(sect, sec, 16);
+                bool meth = strcmp(sect, "__objc_methname") == 0, cstr = strcmp(sect, "__cstring") == 0;
+                if (!meth && !cstr)
+                    continue;
+                uint64_t ssize = le64(sec + 40);
+                uint32_t soff = le32(sec + 48);
+                if (!in_range(size, soff, ssize))
+                    FAIL("truncated: section %s (offset %u, %llu bytes) extends past the end of the file", sect, soff, (unsigned long long)ssize);
+                scan_strings(s, m + soff, ssize, meth);
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    for (size_t i = 0; i < s->n_libs; i++) {
+        const char *l = s->libs[i];
+        if (strstr(l, "libggml"))
+            s->ggml = true;
+        if (strstr(l, "libmlx") || strstr(l, "/mlx"))
+            s->mlx = true;
+        if (strstr(l, "libtorch"))
+            s->torch_mps = true;
+    }
+    if (s->own) /* vzcaps quotes its clients' names; it is none of them */
+        s->ggml = s->mlx = s->torch_mps = false;
+    s->plugin = s->filetype == 8 /* MH_BUNDLE */;
+    injection_verdict(s);
+    return 0;
+}
+
+int macho_parse(const uint8_t *data, size_t size, struct macho_file *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (size < 8)
+        FAIL("too short to be a Mach-O file (%zu bytes)", size);
+    uint32_t magic = be32(data);
+    if (magic != FAT_MAGIC && magic != FAT_MAGIC_64) {
+        out->n_slices = 1;
+        out->slices[0].size = size;
+        return parse_slice(data, size, &out->slices[0], err, errlen);
+    }
+    out->fat = true;
+    uint32_t n = be32(data + 4);
+    size_t entry = magic == FAT_MAGIC ? 20 : 32;
+    if (n == 0 || n > MACHO_MAX_SLICES)
+        FAIL("universal header claims %u slices (1..%d supported)", n, MACHO_MAX_SLICES);
+    if (!in_range(size, 8, (uint64_t)n * entry))
+        FAIL("truncated universal header");
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *e = data + 8 + i * entry;
+        struct macho_slice *s = &out->slices[i];
+        uint64_t off = magic == FAT_MAGIC ? be32(e + 8) : be64(e + 8);
+        uint64_t len = magic == FAT_MAGIC ? be32(e + 12) : be64(e + 16);
+        if (!in_range(size, off, len))
+            FAIL("truncated: slice %u (offset %llu, %llu bytes) extends past the end of the file", i, (unsigned long long)off,
+                 (unsigned long long)len);
+        s->offset = off;
+        s->size = len;
+        char sub[200];
+        if (parse_slice(data + off, len, s, sub, sizeof sub) != 0)
+            FAIL("slice %u: %s", i, sub);
+        if (s->cputype != be32(e) || s->cpusubtype != be32(e + 4))
+            FAIL("slice %u: universal header says cpu 0x%x/0x%x, the slice says 0x%x/0x%x", i, be32(e), be32(e + 4),
+                 s->cputype, s->cpusubtype);
+        out->n_slices++;
+    }
+    return 0;
+}
+
+char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen)
+{
+    char *plist = xformat("%.*s/Contents/Info.plist", (int)n, bundle), *exe = NULL;
+    struct stat st;
+    char why[200];
+    int fd = vzcaps_open_regular(plist, &st, why, sizeof why);
+    bool ok = fd >= 0 || errno == ENOENT; /* no Info.plist is no error */
+    if (!ok)
+        snprintf(err, errlen, "%s: %s", plist, why);
+    if (fd >= 0) {
+        static char buf[65536];
+        ssize_t got = st.st_size < (off_t)sizeof buf ? read(fd, buf, sizeof buf - 1) : -1;
+        close(fd);
+        if (got < 0) {
+            snprintf(err, errlen, "%s: %s", plist, st.st_size >= (off_t)sizeof buf ? "larger than 64 KiB" : "cannot read");
+            ok = false;
+        } else {
+            buf[got] = '\0';
+            char *k = strstr(buf, "<key>CFBundleExecutable</key>");
+            char *s = k ? strstr(k, "<string>") : NULL;
+            char *e = s ? strstr(s, "</string>") : NULL;
+            if (s && e && e > s + 8)
+                exe = xformat("Contents/MacOS/%.*s", (int)(e - s - 8), s + 8);
+        }
+    }
+    free(plist);
+    if (!ok)
+        return NULL;
+    if (!exe) { /* no Info.plist, or no CFBundleExecutable in it: the bundle's base name */
+        const char *base = bundle + n;
+        while (base > bundle && base[-1] != '/')
+            base--;
+        exe = xformat("Contents/MacOS/%.*s", (int)(bundle + n - base - 4), base);
+    }
+    return exe;
+}
+
+/* ".app" bundles: their main executable (macho_bundle_executable); other paths as given.
+ * -1 with a reason when the path would not fit or Info.plist cannot be read. */
+static int resolve_bundle(const char *path, char *out, size_t len, char *err, size_t errlen)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    bool app = n >= 4 && strncmp(path + n - 4, ".app", 4) == 0;
+    char *rel = app ? macho_bundle_executable(path, n, err, errlen) : NULL;
+    if (app && !rel)
+        return -1;
+    int w = app ? snprintf(out, len, "%.*s/%s", (int)n, path, rel) : snprintf(out, len, "%s", path);
+    free(rel);
+    if (w < 0 || (size_t)w >= len)
+        FAIL("%.64s...: path longer than %zu bytes", path, len - 1);
+    return 0;
+}
+
+int macho_load(const char *path, struct macho_file *out, char *err, size_t errlen)
+{
+    char real[4400], why[300];
+    memset(out, 0, sizeof *out);
+    if (resolve_bundle(path, real, sizeof real, err, errlen) != 0)
+        return -1;
+    struct stat st;
+    int fd = vzcaps_open_regular(real, &st, why, sizeof why);
+    if (fd < 0)
+        FAIL("%s: %s", real, why);
+    if (st.st_size > MACHO_MAX_SIZE) { /* from its size alone, before reading a byte */
+        close(fd);
+        FAIL("%s: larger than %d MiB (%lld bytes)", real, MACHO_MAX_SIZE >> 20, (long long)st.st_size);
+    }
+    size_t size = (size_t)st.st_size;
+    /* mapped, not read: a large file costs address space, not memory */
+    void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    close(fd);
+    if (size && map == MAP_FAILED)
+        FAIL("%s: cannot map: %s", real, strerror(errno));
+    int rc = macho_parse(map ? map : (const void *)"", size, out, why, sizeof why);
+    if (map)
+        munmap(map, size);
+    if (rc != 0)
+        FAIL("%s: %s", real, why);
+    size_t rl = strlen(real);
+    if (rl > 5 && strcmp(real + rl - 5, ".node") == 0) /* a Node.js native addon: a plugin */
+        for (size_t i = 0; i < out->n_slices; i++) {
+            out->slices[i].plugin = true;
+            injection_verdict(&out->slices[i]);
+        }
+    return 0;
+}
+
+/* The slices' architectures, blank-separated; with dylibs_only, -1 for a slice that is not a
+ * dynamic library. */
+static int slice_archs(const char *path, bool dylibs_only, char *out, size_t len, char *err, size_t errlen)
+{
+    static struct macho_file mf;
+    if (macho_load(path, &mf, err, errlen) != 0)
+        return -1;
+    out[0] = '\0';
+    for (size_t i = 0; i < mf.n_slices; i++) {
+        if (dylibs_only && mf.slices[i].filetype != 6 /* MH_DYLIB */)
+            FAIL("slice %s is not a dynamic library (Mach-O file type %u)", mf.slices[i].arch, mf.slices[i].filetype);
+        vzcaps_appendf(out, len, "%s%s", i ? " " : "", mf.slices[i].arch);
+    }
+    return 0;
+}
+
+int macho_dylib_check(const char *path, char *archs, size_t len, char *err, size_t errlen)
+{
+    return slice_archs(path, true, archs, len, err, errlen);
+}
+
+int macho_arch_list(const char *path, char *out, size_t len, char *err, size_t errlen)
+{
+    return slice_archs(path, false, out, len, err, errlen);
+}
