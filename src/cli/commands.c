@@ -102,8 +102,11 @@ const struct cmd_spec cli_commands[] = {
      "in ../lib. The configuration is checked first, exactly as the library will read it for CMD; a\n"
      "configuration the library would refuse stops here instead of running stock. A Mach-O CMD is read\n"
      "first: a CPU slice the library lacks (e.g. arm64e) is refused, since dyld would abort it; a\n"
-     "hardened CMD that will ignore the library gets a warning naming vzcaps prepare. The command\n"
-     "replaces this process (exec), so the exit status and signals are CMD's own.",
+     "hardened CMD that will ignore the library gets a warning naming vzcaps prepare. A #! script is\n"
+     "read too: for #!/usr/bin/env NAME, NAME found on PATH is started directly (macOS removes the\n"
+     "injection at env, which SIP protects); an interpreter SIP protects gets a warning. With\n"
+     "--inherit on macOS, a library without an arm64e slice is refused unless SIP is enabled. The\n"
+     "command replaces this process (exec), so the exit status and signals are CMD's own.",
      "CMD's own; 125 when vzcaps refused to start it; 126 when it is not a regular executable file;\n"
      "127 when it is not found; 2 for a malformed command line.",
      "vzcaps run -- llama-bench -m model.gguf"},
