@@ -624,8 +624,12 @@ void script_protected_advice(const struct script_chain *c, char *out, size_t len
     out[0] = '\0';
     if (!c->protected_image)
         return;
-    vzcaps_appendf(out, len, "%s starts %s, which SIP protects: macOS removes %s there, so it and everything it starts run stock",
-                   c->binary_script ? "with no #! line, it" : "its #! line", c->image, "DYLD_INSERT_LIBRARIES");
+    if (c->rewritten && strcmp(c->start, c->image) == 0)
+        vzcaps_appendf(out, len, "vzcaps run starts %s (found on PATH for its #!.../env line) directly, but that is", c->image);
+    else
+        vzcaps_appendf(out, len, "%s starts %s,", c->binary_script ? "with no #! line, it" : "its #! line", c->image);
+    vzcaps_appendf(out, len, " a program SIP protects: macOS removes %s there, so the script and everything it starts run stock",
+                   "DYLD_INSERT_LIBRARIES");
     if (c->cannot_rewrite[0])
         vzcaps_appendf(out, len, " (vzcaps run cannot start the program directly: %s)", c->cannot_rewrite);
     vzcaps_appendf(out, len, "; name an interpreter outside %s in its #! line, or run vzcaps run -- INTERPRETER SCRIPT with one",

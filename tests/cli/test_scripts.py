@@ -71,7 +71,7 @@ def test_env_script_runs_injected(tmp_path, fakepy):
 
 
 @pytest.mark.parametrize("line,needle", [
-    ("#!/bin/sh\n", "its #! line starts /bin/sh, which SIP protects"),
+    ("#!/bin/sh\n", "its #! line starts /bin/sh, a program SIP protects"),
     ("#!/usr/bin/env -i fakepy\n", "env is given the option -i"),
     ("#!/usr/bin/env PYTHONPATH=/x fakepy\n", "env sets a variable (PYTHONPATH=/x)"),
     ("#!/usr/bin/env -S fakepy '-c'\n", "quotes"),
@@ -88,6 +88,16 @@ def test_protected_interpreter_gets_one_line(tmp_path, fakepy, line, needle):
     assert p.stdout.rstrip("\n").endswith(" ./w")  # started as it is: not rewritten
 
 
+def test_env_name_found_in_a_protected_location(tmp_path):
+    script(tmp_path / "s", "#!/usr/bin/env sh\n")
+    p = vz("run", "--dry-run", "--", "./s", env=clean_env(VZCAPS_HOST_CHIP="Apple M2", PATH="/usr/bin:/bin"), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    warn = [l for l in p.stderr.splitlines() if "warning" in l]
+    assert len(warn) == 1 and "vzcaps run starts /usr/bin/sh (found on PATH for its #!.../env line) directly, but that is " \
+                               "a program SIP protects" in warn[0]
+    assert p.stdout.endswith(" /usr/bin/sh ./s\n")
+
+
 def test_unprotected_interpreter_says_nothing(tmp_path, fakepy):
     prog, env = fakepy
     script(tmp_path / "s", f"#!{prog}\n")
@@ -101,7 +111,7 @@ def test_file_without_shebang_is_started_with_bin_sh(tmp_path, fakepy):
     script(tmp_path / "plain", "echo hi\n")
     p = vz("run", "--", "./plain", env=env, cwd=tmp_path)
     assert p.returncode == 0 and p.stdout == "hi\n"
-    assert "with no #! line, it starts /bin/sh, which SIP protects" in p.stderr
+    assert "with no #! line, it starts /bin/sh, a program SIP protects" in p.stderr
 
 
 @pytest.mark.parametrize("text,rc,needle", [
@@ -150,7 +160,7 @@ def test_interpreter_that_is_a_script(tmp_path, fakepy):
     script(tmp_path / "inner2", "#!/bin/sh\n")
     script(tmp_path / "outer2", f"#!{tmp_path / 'inner2'}\n")
     p = vz("run", "--dry-run", "--", "./outer2", env=env, cwd=tmp_path)
-    assert "starts /bin/sh, which SIP protects" in p.stderr
+    assert "starts /bin/sh, a program SIP protects" in p.stderr
     script(tmp_path / "loop", f"#!{tmp_path / 'loop'}\n")
     p = vz("run", "--", "./loop", env=env, cwd=tmp_path)
     assert p.returncode == 126 and "more than 4 scripts" in p.stderr
@@ -179,7 +189,7 @@ def test_inspect_names_sip_for_a_bin_sh_script(tmp_path):
     p = vz("inspect", str(tmp_path / "w.sh"))
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines()[0] == f"{tmp_path / 'w.sh'}: script, #!/bin/sh"
-    assert "injection   removed: its #! line starts /bin/sh, which SIP protects" in p.stdout
+    assert "injection   removed: its #! line starts /bin/sh, a program SIP protects" in p.stdout
     assert "Mach-O" not in p.stdout + p.stderr
 
 
