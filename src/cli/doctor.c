@@ -241,7 +241,7 @@ int cmd_doctor(int argc, char **argv)
     if (have_lib)
         quarantine_line("the library", library, q_lib, sizeof q_lib);
 
-    char pitfalls[MAX_PITFALLS][4800];
+    static char pitfalls[MAX_PITFALLS][4800];
     size_t np = 0;
 #define PITFALL(...) do { if (np < MAX_PITFALLS) snprintf(pitfalls[np++], sizeof pitfalls[0], __VA_ARGS__); } while (0)
     if (!platform_is_macos)
