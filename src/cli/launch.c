@@ -526,8 +526,8 @@ int script_chain(const char *target, struct script_chain *c, char *why, size_t l
     memset(c, 0, sizeof *c);
     struct vzcaps_shebang sb;
     int k = script_read(target, &sb, why, len);
-    if (k == -2)
-        return 126;
+    if (k == -2) /* executable but unreadable (mode 0111): exec can still run it; nothing to read */
+        return copy_path(c->image, sizeof c->image, target, why, len) != 0 ? 126 : 0;
     if (k == 0) {
         c->binary_script = !script_is_binary(target);
         if (c->binary_script) { /* no #! and no executable format: started with /bin/sh, as execvp does */
@@ -580,6 +580,10 @@ int script_chain(const char *target, struct script_chain *c, char *why, size_t l
         struct vzcaps_shebang next;
         char iwhy[300];
         int ik = script_read(interp, &next, iwhy, sizeof iwhy);
+        struct stat ist;
+        if (ik == -2 && stat(interp, &ist) == 0 && S_ISREG(ist.st_mode) && access(interp, X_OK) == 0)
+            /* a program we may not read (mode 0111), but the kernel may run */
+            return copy_path(c->image, sizeof c->image, interp, why, len) != 0 ? 126 : 0;
         if (ik == -2) {
             snprintf(why, len, "its interpreter %s: %s", interp, iwhy);
             return access(interp, F_OK) != 0 ? 127 : 126;

@@ -3,6 +3,7 @@ directly (macOS removes the injection at /usr/bin/env, which SIP protects); an i
 protected location gets one line saying so and how to avoid it; hostile #! lines are named."""
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -290,3 +291,28 @@ def test_doctor_without_a_command_on_linux():
     d = json.loads(vz("doctor", "--json").stdout)
     assert d["library_run"]["ran"] is False and "no Metal device on Linux" in d["library_run"]["skipped"]
     assert d["sip"] == "not macOS" and d["quarantined"] == []
+
+
+def test_execute_only_target_and_interpreter_still_run():
+    """A program with mode 0111 cannot be read but can be run: run does not refuse it, as a
+    target or as a script's interpreter (regression: "cannot run: Permission denied")."""
+    import shutil
+    import tempfile
+    d = pathlib.Path(tempfile.mkdtemp(prefix="vzcaps-xo-"))
+    try:
+        d.chmod(0o755)
+        for f in (VZ, BUILD / "libvzcaps.so"):
+            shutil.copy(f, d)
+        shutil.copy(shutil.which("true"), d / "xo")
+        (d / "xo").chmod(0o111)
+        script(d / "s", f"#!{d / 'xo'}\n")
+        # as another user when this is root (root reads everything)
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(d), "VZCAPS_HOST_CHIP": "Apple M2"}
+        for target in (d / "xo", d / "s"):
+            p = subprocess.run([*prefix, str(d / "vzcaps"), "run", "--", str(target)], env=env, capture_output=True,
+                               text=True, timeout=60)
+            assert p.returncode == 0, p.stderr
+            assert "Permission denied" not in p.stderr
+    finally:
+        shutil.rmtree(d)
