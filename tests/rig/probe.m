@@ -1,6 +1,9 @@
 /* Prints every capability answer of the stand-in default device, one per line, so tests
  * can compare a stock run with a preloaded one. Test rig only.
- * probe [--threads N] [--child] [--spawn PROGRAM [ARGS]]
+ * probe [--threads N] [--child] [--no-device] [--spawn PROGRAM [ARGS]]
+ *   --no-device: creates no device at all (prints "no device" and exits)
+ *   a last argument naming a file: the script this probe runs as the interpreter of (printed
+ *            as "script PATH"), as a kernel passes it after a #! line's words
  *   --child: also runs itself once more as a child process
  *   --spawn: at the end, runs PROGRAM as a child with this process's environment (e.g.
  *            /usr/bin/env, to see what children inherit) */
@@ -55,21 +58,29 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    int threads = 0, child = 0;
+    int threads = 0, child = 0, no_device = 0;
     char **spawn = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--child") == 0)
             child = 1;
+        else if (strcmp(argv[i], "--no-device") == 0)
+            no_device = 1;
+        else if (i == argc - 1 && access(argv[i], F_OK) == 0)
+            printf("script %s\n", argv[i]);
         else if (strcmp(argv[i], "--spawn") == 0 && i + 1 < argc) {
             spawn = argv + i + 1;
             break;
         }
         else {
-            fprintf(stderr, "usage: probe [--threads N] [--child]\n");
+            fprintf(stderr, "usage: probe [--threads N] [--child] [--no-device] [--spawn PROGRAM [ARGS]]\n");
             return 2;
         }
+    }
+    if (no_device) {
+        printf("no device\n");
+        return 0;
     }
     if (threads > 0) {
         /* every thread creates devices and queries at once; all answers must agree */
