@@ -540,7 +540,7 @@ int cli_capture(char *const argv[], char *const env[], int flags, struct cli_buf
     return ok ? st : -1;
 }
 
-/* ---- #! scripts: what a script really starts (core/launch.c reads the lines) ---- */
+/* ---- #! scripts: what a script really starts (core/exec_rules.c reads the lines) ---- */
 
 /* The first bytes of path: 0 with n set, or -1 with a reason (not a regular file, unreadable). */
 static int read_head(const char *path, char *head, size_t cap, size_t *n, char *why, size_t len)
