@@ -148,6 +148,13 @@ check: deps
 check-llama: deps
 	$(MAKE) all
 	sh scripts/check-llama
+	python3 scripts/check-gates
+
+# Every capability query of the pinned llama.cpp and whisper.cpp sources (PyPI sdists, fetched
+# once into ~/.cache/vzcaps/sdists) against the project's table; about a second once cached.
+# make check runs it through tests/test_check_gates.py.
+check-gates: all
+	python3 scripts/check-gates
 
 demo: deps
 	$(MAKE) all
@@ -185,4 +192,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps deps-cross check check-llama demo bench dist cross-link release audit install uninstall clean
+.PHONY: all rig deps deps-cross check check-llama check-gates demo bench dist cross-link release audit install uninstall clean
