@@ -15,7 +15,7 @@ LIB_FRAME := -Wframe-larger-than=4000
 CORE_SRC := $(wildcard src/core/*.c)
 COMMON_SRC := src/common/readfile.c
 SHIM_SRC := src/shim/shim.c src/shim/hooks.c
-CLI_SRC := $(filter-out %_darwin.c %_linux.c,$(wildcard src/cli/*.c))
+CLI_SRC := $(filter-out %_darwin.c %_linux.c,$(wildcard src/cli/*.c)) src/common/safewrite.c
 HEADERS := $(wildcard src/*/*.h)
 include mk/darwin.mk
 # generated at build time from the command table (src/cli/commands.c) by the command itself

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "commands.h"
+#include "../common/safewrite.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -434,7 +435,7 @@ size_t cli_preload_duplicates(void)
 }
 
 #ifndef VZCAPS_NO_MAIN
-int main(int argc, char **argv)
+static int dispatch(int argc, char **argv)
 {
     if (argc < 2) {
         print_overview(stderr);
@@ -481,5 +482,15 @@ int main(int argc, char **argv)
     if (bad)
         return bad;
     return c->fn(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+    vzcaps_guard_std_fds();
+    int rc = dispatch(argc, argv);
+    /* standard output is a file too: a failed write of it fails the command */
+    if (vzcaps_close_stdout() != 0 && rc == 0)
+        rc = 1;
+    return rc;
 }
 #endif
