@@ -68,6 +68,20 @@ def test_a_query_the_table_lacks_fails(pinned, tmp_path, added, needle):
     assert "ggml-metal-device.m:" in p.stderr  # where it was found
 
 
+def test_the_clients_page_lists_every_query_of_the_table():
+    """docs/clients.md prints the table; a query added to the script is added to the page."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("check_gates", str(ROOT / "scripts" / "check-gates"))
+    spec = importlib.util.spec_from_loader("check_gates", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    page = (ROOT / "docs" / "clients.md").read_text()
+    missing = [key for kind, key in mod.QUERIES if f"`{key}`" not in page and f"`supportsFamily: {key}`" not in page]
+    assert missing == []
+    assert "UNSLOTH_ALLOW_PARAVIRTUAL_METAL=1" in page and "vzcaps bench -m model.gguf --check-output" in page
+
+
 def test_queries_in_comments_and_strings_are_not_queries(pinned, tmp_path):
     src = tmp_path / "ggml-metal"
     shutil.copytree(pinned["whisper.cpp (pywhispercpp 1.5.1)"], src)
