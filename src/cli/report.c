@@ -280,7 +280,7 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
             dirs[nd++] = argv[i];
     }
     if (!nd && !nfiles)
-        return usage_error("report", "give bundle directories or --stock/--unlocked/--host files");
+        return usage_error("report", "give directories (bundles, or stock*.json, unlocked*.json, host*.json files) or --stock/--unlocked/--host files");
     for (int i = 0; i < nfiles; i++)
         if (report_add(&in, files[i].role, files[i].path, err, sizeof err) != 0) {
             eprintf("vzcaps report: %s", err);
