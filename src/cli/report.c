@@ -75,7 +75,7 @@ static int report_add_dir(struct report_input *in, const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d) {
-        eprintf("vzcaps report: %s: %s", dir, strerror(errno));
+        eprintf("vzcaps report: %s: cannot read the directory: %s", dir, strerror(errno));
         return 1;
     }
     size_t n = 0, cap = 16;
