@@ -82,7 +82,8 @@ void vzcaps_chip_from_brand(const char *brand, struct vzcaps_chip *out)
     /* "Apple <series><generation>[ <variant>]" */
     if (len < 8 || ncase_cmp(brand, "Apple ", 6) != 0)
         return;
-    char series = (char)toupper((unsigned char)brand[6]);
+    /* ASCII upper case by hand: the injected library imports nothing it does not need */
+    char series = brand[6] >= 'a' && brand[6] <= 'z' ? (char)(brand[6] - 'a' + 'A') : brand[6];
     size_t i = 7;
     int gen = 0;
     while (i < len && brand[i] >= '0' && brand[i] <= '9' && gen < 1000)
