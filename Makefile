@@ -13,9 +13,10 @@ CSTD := -std=c11
 # for larger ones (an import the library must not have).
 LIB_FRAME := -Wframe-larger-than=4000
 CORE_SRC := $(wildcard src/core/*.c)
-COMMON_SRC := src/common/readfile.c
-SHIM_SRC := src/shim/shim.c src/shim/hooks.c
-CLI_SRC := $(filter-out %_darwin.c %_linux.c,$(wildcard src/cli/*.c)) src/common/safewrite.c
+# the source lists follow the tree (scripts/sources, also used by dist and cross-link)
+PLATFORM := $(if $(filter Darwin,$(UNAME_S)),darwin,linux)
+LIB_SRC := $(shell sh scripts/sources lib $(PLATFORM))
+CLI_ALL := $(shell sh scripts/sources cli $(PLATFORM))
 HEADERS := $(wildcard src/*/*.h)
 include mk/darwin.mk
 # generated at build time from the command table (src/cli/commands.c) by the command itself
@@ -24,13 +25,12 @@ GENERATED := $(B)/vzcaps.1 $(B)/completions/vzcaps.bash $(B)/completions/_vzcaps
 ifeq ($(UNAME_S),Darwin)
   CC := xcrun clang
   LIB := $(B)/libvzcaps.dylib
-  CLI_PLAT := $(wildcard src/cli/*_darwin.c)
   all: $(LIB) $(B)/vzcaps $(GENERATED)
-  $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_darwin.c $(HEADERS)
+  $(LIB): $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -dynamiclib -fvisibility=hidden -mmacosx-version-min=13.0 \
 	  -install_name @rpath/libvzcaps.dylib $(filter %.c,$^) $(DARWIN_LIB_LINK) -o $@
-  $(B)/vzcaps: $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
+  $(B)/vzcaps: $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) -O2 -I$(B) -mmacosx-version-min=13.0 $(filter %.c,$^) $(DARWIN_CLI_LINK) -o $@
   TEST_CORE_LINK := $(DARWIN_TEST_CORE_LINK)
   TEST_CLI_LINK := $(DARWIN_TEST_CLI_LINK)
@@ -38,15 +38,14 @@ else
   CC := gcc
   WARN += -Wno-format-truncation
   LIB := $(B)/libvzcaps.so
-  CLI_PLAT := $(wildcard src/cli/*_linux.c)
   OBJC := -fgnu-runtime
   TEST_CORE_LINK :=
   TEST_CLI_LINK := -lm
   all: $(LIB) $(B)/vzcaps $(GENERATED) rig
-  $(LIB): $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
+  $(LIB): $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(B)
 	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -g -flto -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
-  $(B)/vzcaps: $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
+  $(B)/vzcaps: $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) -O2 -g -I$(B) $(filter %.c,$^) -o $@ -lm
 endif
 
@@ -101,20 +100,20 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -g -O1
 CMOCKA := $(shell pkg-config --cflags --libs cmocka 2>/dev/null || echo -lcmocka)
 $(B)/test_core: tests/unit/test_core.c $(CORE_SRC) $(HEADERS)
 	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CORE_LINK)
-$(B)/test_cli_units: tests/unit/test_cli_units.c $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
+$(B)/test_cli_units: tests/unit/test_cli_units.c $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) -DVZCAPS_NO_MAIN $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CLI_LINK)
-$(B)/san/libvzcaps.so: $(CORE_SRC) $(COMMON_SRC) $(SHIM_SRC) src/shim/trigger_gnu.c $(HEADERS)
+$(B)/san/libvzcaps.so: $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(B)/san
 	$(CC) $(CSTD) $(WARN) $(SAN) -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
 
 # the command under ASan and UBSan, for the end-to-end tests that do not inject the library
-$(B)/san/vzcaps: $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
+$(B)/san/vzcaps: $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	@mkdir -p $(B)/san
 	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) $(filter %.c,$^) -o $@ -lm
 
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 8
-$(B)/fuzz/%: tests/fuzz/%.c $(CORE_SRC) $(COMMON_SRC) $(CLI_SRC) $(CLI_PLAT) $(HEADERS) $(B)/kernels.h
+$(B)/fuzz/%: tests/fuzz/%.c $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	@mkdir -p $(B)/fuzz
 	clang $(CSTD) -Wall -Wextra -Werror -g -O1 -I$(B) -DVZCAPS_NO_MAIN -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all $(filter %.c,$^) -o $@ -lm
@@ -156,6 +155,12 @@ check-llama: deps
 check-gates: all
 	python3 scripts/check-gates
 
+# Opt-in (about two minutes cold, seconds warm; Linux): llama.cpp's own ggml-metal-device.m, unmodified
+# from the same sdist, on the stand-in Metal, stock and with vzcaps; its start-up lines against the prediction.
+check-client: deps
+	$(MAKE) all
+	sh scripts/check-client
+
 demo: deps
 	$(MAKE) all
 	sh scripts/demo
@@ -192,4 +197,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps deps-cross check check-llama check-gates demo bench dist cross-link release audit install uninstall clean
+.PHONY: all rig deps deps-cross check check-llama check-gates check-client demo bench dist cross-link release audit install uninstall clean

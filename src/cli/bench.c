@@ -2,9 +2,9 @@
  * faster output is still right, and writes an evidence bundle. Decisions (tables, verdicts,
  * renderings) live in benchdata.c and are tested with a stand-in llama-bench. */
 #define _XOPEN_SOURCE 700
-#include "benchdata.h"
+#include "../data/benchdata.h"
 #include "cli.h"
-#include "sha256.h"
+#include "../common/sha256.h"
 
 #include <dirent.h>
 #include <errno.h>

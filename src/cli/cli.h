@@ -1,11 +1,15 @@
-/* Shared declarations of the vzcaps command: subcommands, output helpers, platform facts.
- * Owns: the contract between main.c, the subcommand files and cli_<platform>.c.
+/* Shared declarations of the vzcaps command: the subcommands and the helpers they share.
+ * Owns: the contract between main.c, the subcommand files and their helpers (options.c,
+ * launch.c); the layers below have contracts of their own, included here.
  * Never: decides a capability itself (that is the core's job, shared with the library). */
 #ifndef VZCAPS_CLI_H
 #define VZCAPS_CLI_H
 
 #include "../common/readfile.h"
+#include "../common/text.h"
 #include "../core/vzcaps_core.h"
+#include "../data/json.h"
+#include "../platform/platform.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -31,17 +35,7 @@ int child_verify(int argc, char **argv);
 struct cfg_opts;
 int verify_gate(const struct cfg_opts *o);
 
-/* main.c: output. Every human-readable line escapes what a terminal would interpret
- * (vzcaps_escape: control characters, DEL, C1, invalid UTF-8 as \\xNN; a backslash as \\\\).
- * eprintf formats one whole line (no '\n' in fmt), escapes it and writes it to stderr with its
- * newline; esc returns an escaped copy of s for a value printed inside other output (valid
- * until 16 more calls). */
-void eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-const char *esc(const char *s);
-/* A formatted string on the heap, never cut (the caller frees it). */
-char *xformat(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-/* main.c */
+/* options.c */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void print_help(const char *cmd, FILE *out);
 /* Matches "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (and *i advanced),
@@ -94,56 +88,10 @@ size_t cli_preload_duplicates(void);
 /* argv for `SELF run [--profile P] [--family F] -- CMD...` into out (cap entries). */
 void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opts *o, char *const *cmd);
 
-/* json.c: a small writer */
-struct json {
-    FILE *out;
-    int depth;
-    bool first[32];
-};
-void json_begin(struct json *j, FILE *out);
-void json_obj(struct json *j, const char *key);   /* key NULL inside arrays / at top */
-void json_arr(struct json *j, const char *key);
-void json_end_obj(struct json *j);
-void json_end_arr(struct json *j);
-void json_str(struct json *j, const char *key, const char *v); /* v NULL: null */
-void json_num(struct json *j, const char *key, double v);
-void json_int(struct json *j, const char *key, long long v);
-void json_bool(struct json *j, const char *key, bool v);
-void json_null(struct json *j, const char *key);
-void json_finish(struct json *j);
-
-/* cli_<platform>.c: facts about this machine */
-struct machine {
-    char os[32];           /* "macOS" or "Linux" */
-    char os_version[64];   /* "15.1" */
-    char os_build[32];     /* "24B83" or "" */
-    char model[64];        /* hw.model, "" when unknown */
-    char brand[128];       /* CPU brand string, "" when none */
-    char brand_origin[64];
-    int guest;             /* 1 guest, 0 host, -1 unknown */
-    unsigned ncpu;
-    unsigned long long memory;
-};
-void machine_facts(struct machine *m);
-/* "guest", "host" or "unknown" */
-const char *machine_kind(const struct machine *m);
-struct json;
-/* The facts as members of the object being written: os, os_version, os_build, hw_model,
- * cpu_brand, vcpus, memory_bytes, machine. */
-void machine_json(struct json *j, const struct machine *m);
-/* Path of the running command; "" when unknown or when it does not fit in len (never cut) */
-void self_path(char *buf, size_t len);
-extern const char preload_var[];      /* LD_PRELOAD or DYLD_INSERT_LIBRARIES */
-extern const char library_file[];     /* libvzcaps.so or libvzcaps.dylib */
-extern const bool platform_is_macos;
+/* launch.c */
 /* Finds the library next to the command or in ../lib, as an absolute path; returns 0 or -1
  * (with the paths tried). */
 int find_library(char *buf, size_t len, char *tried, size_t tried_len);
-/* A whole file, NUL-terminated, in a malloc'd buffer the caller frees; NULL with
- * "PATH: reason" in err (not a regular file, unreadable, larger than TEXT_FILE_MAX, refused
- * from its size before reading). Opened without blocking: a FIFO never hangs. */
-#define TEXT_FILE_MAX (64 << 20)
-char *read_text_file(const char *path, size_t *len, char *err, size_t errlen);
 /* Runs path with argv and waits: its exit status, 127 when it could not run, 1 on a signal. */
 int spawn_wait(const char *path, char *const argv[]);
 /* What exec would run for name (a '/' in it: as given; else the first regular executable
@@ -170,8 +118,5 @@ const char *bundle_verdict(bool macos, const char *probe_json, const char *verif
 
 /* check.c */
 void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o);
-
-/* macho.c: "arm64 arm64e x86_64" for a Mach-O file; 0, or -1 with a reason */
-int macho_arch_list(const char *path, char *out, size_t len, char *err, size_t errlen);
 
 #endif

@@ -1,6 +1,7 @@
 /* vzcaps doctor: one screen on where this machine stands and which pitfalls apply.
  * Never: changes anything. */
 #include "cli.h"
+#include "../macho/macho.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * advance about injection and about what the profile changes for it.
  * Never: runs the binary. */
 #include "cli.h"
-#include "macho.h"
+#include "../macho/macho.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,8 +5,8 @@
  * destination and renamed into place whole); writes anything without --yes. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
-#include "codesign.h"
-#include "macho.h"
+#include "../macho/codesign.h"
+#include "../macho/macho.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,8 +3,8 @@
  * (hidden subcommands), so the library is injected exactly as `vzcaps run` injects it. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
-#include "metal.h"
-#include "sha256.h"
+#include "../device/metal.h"
+#include "../common/sha256.h"
 
 #include <errno.h>
 #include <stdlib.h>

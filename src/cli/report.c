@@ -1,9 +1,9 @@
 /* vzcaps report: the benchmark table recomputed from raw llama-bench JSON (files or bundles),
  * with what the Metal backend itself reported in each run. */
 #define _XOPEN_SOURCE 700
-#include "benchdata.h"
+#include "../data/benchdata.h"
 #include "cli.h"
-#include "jsonread.h"
+#include "../data/jsonread.h"
 
 #include <errno.h>
 #include <math.h>

@@ -7,7 +7,8 @@ from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runti
 
 FILES = ["bin/vzcaps", "lib/libvzcaps.so", "share/doc/vzcaps/LICENSE", "share/man/man1/vzcaps.1",
          "share/bash-completion/completions/vzcaps", "share/zsh/site-functions/_vzcaps",
-         "share/fish/vendor_completions.d/vzcaps.fish"]
+         "share/fish/vendor_completions.d/vzcaps.fish", "share/doc/vzcaps/README.md"] + \
+        [f"share/doc/vzcaps/{p.name}" for p in (ROOT / "docs").glob("*.md")]  # the manual
 
 
 def test_install_and_uninstall(tmp_path):

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/cli/benchdata.h"
-#include "../../src/cli/jsonread.h"
+#include "../../src/data/benchdata.h"
+#include "../../src/data/jsonread.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

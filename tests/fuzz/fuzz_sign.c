@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/cli/codesign.h"
-#include "../../src/cli/macho.h"
+#include "../../src/macho/codesign.h"
+#include "../../src/macho/macho.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -13,9 +13,9 @@
 #include <string.h>
 
 #include "../../src/cli/cli.h"
-#include "../../src/cli/jsonread.h"
-#include "../../src/cli/sha256.h"
-#include "../../src/cli/verify_core.h"
+#include "../../src/data/jsonread.h"
+#include "../../src/common/sha256.h"
+#include "../../src/device/verify_core.h"
 
 static void test_bf16_and_half_rounding(void **st)
 {

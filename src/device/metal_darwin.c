@@ -3,7 +3,8 @@
  * back. Never: decides a verdict (verify_core.c does, and is tested on Linux). */
 #include "metal.h"
 
-#include "cli.h"
+#include "../common/text.h"
+#include "../core/vzcaps_core.h"
 #include "kernels.h"
 
 #include <fcntl.h>

@@ -1,7 +1,9 @@
 /* Linux facts for the command: what can be known here (no chip, no Metal), for tests and
  * the portable parts of doctor/check. Never: pretends to be a Mac. */
 #define _GNU_SOURCE
-#include "cli.h"
+#include "platform.h"
+#include "../common/text.h"
+#include "../core/vzcaps_core.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,8 +5,9 @@
 #include "macho.h"
 
 #include "bytes.h"
-#include "cli.h"
-#include "sha256.h"
+#include "../common/text.h"
+#include "../core/vzcaps_core.h"
+#include "../common/sha256.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -3,8 +3,8 @@
  * Never: writes the environment, user or host names, or the home directory's path. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
-#include "jsonread.h"
-#include "sha256.h"
+#include "../data/jsonread.h"
+#include "../common/sha256.h"
 
 #include <errno.h>
 #include <fcntl.h>

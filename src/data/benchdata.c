@@ -3,7 +3,9 @@
 #define _XOPEN_SOURCE 700
 #include "benchdata.h"
 
-#include "cli.h"
+#include "../common/text.h"
+#include "../core/vzcaps_core.h"
+#include "json.h"
 #include "jsonread.h"
 
 #include <errno.h>

@@ -1,6 +1,8 @@
 /* macOS facts for the command, read with sysctl. Built and audited, not run here.
  * Never: makes a decision; everything decided from these facts is portable code. */
-#include "cli.h"
+#include "platform.h"
+#include "../common/text.h"
+#include "../core/vzcaps_core.h"
 
 #include <mach-o/dyld.h>
 #include <stdint.h>

@@ -64,4 +64,7 @@ const char *macho_injection_name(enum macho_injection i);
 /* The capability selectors looked for, NULL-terminated. */
 extern const char *const macho_capability_selectors[];
 
+/* macho.c: "arm64 arm64e x86_64" for a Mach-O file; 0, or -1 with a reason */
+int macho_arch_list(const char *path, char *out, size_t len, char *err, size_t errlen);
+
 #endif

@@ -7,9 +7,10 @@
 #include "codesign.h"
 
 #include "bytes.h"
-#include "cli.h"
+#include "../common/text.h"
+#include "../core/vzcaps_core.h"
 #include "macho.h"
-#include "sha256.h"
+#include "../common/sha256.h"
 
 #include <stdio.h>
 #include <stdlib.h>

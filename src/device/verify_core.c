@@ -6,9 +6,10 @@
 #include <signal.h>
 #include <sys/wait.h>
 
-#include "cli.h"
-#include "jsonread.h"
-#include "sha256.h"
+#include "../common/text.h"
+#include "../data/json.h"
+#include "../data/jsonread.h"
+#include "../common/sha256.h"
 
 #include <math.h>
 #include <stdarg.h>

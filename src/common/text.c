@@ -1,0 +1,128 @@
+/* Text the command prints or reads: formatting on the heap, escaping for terminals, one-line
+ * errors, and whole small files.
+ * Owns: the one escape form of every human-readable line (vzcaps_escape). Never: cuts a
+ * message, prints a raw control byte, or blocks on a FIFO. */
+#define _POSIX_C_SOURCE 200809L
+#include "text.h"
+
+#include "../core/vzcaps_core.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A formatted message on the heap (never cut). */
+char *vxformat(const char *fmt, va_list ap)
+{
+    va_list again;
+    va_copy(again, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    char *buf = malloc(n > 0 ? (size_t)n + 1 : 1);
+    if (buf)
+        vsnprintf(buf, n > 0 ? (size_t)n + 1 : 1, fmt, again);
+    va_end(again);
+    return buf;
+}
+
+char *xformat(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = vxformat(fmt, ap);
+    va_end(ap);
+    if (!s) {
+        fprintf(stderr, "vzcaps: out of memory\n");
+        exit(1);
+    }
+    return s;
+}
+
+const char *esc(const char *s)
+{
+    static char *ring[16];
+    static unsigned next;
+    if (!s)
+        return "(null)";
+    size_t n = strlen(s), need = vzcaps_escape(s, n, NULL, 0);
+    char **slot = &ring[next++ % 16];
+    char *b = realloc(*slot, need + 1);
+    if (!b)
+        return "(out of memory)";
+    vzcaps_escape(s, n, b, need + 1);
+    return *slot = b;
+}
+
+static void vline(FILE *out, const char *fmt, va_list ap)
+{
+    char *msg = vxformat(fmt, ap);
+    if (msg) {
+        fprintf(out, "%s\n", esc(msg));
+        free(msg);
+    }
+}
+
+void eprintf(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vline(stderr, fmt, ap);
+    va_end(ap);
+}
+
+char *read_text_file(const char *path, size_t *len, char *err, size_t errlen)
+{
+    struct stat st;
+    char why[200];
+    int fd = vzcaps_open_regular(path, &st, why, sizeof why);
+    if (fd < 0) {
+        snprintf(err, errlen, "%s: %s", path, why);
+        return NULL;
+    }
+    if (st.st_size > TEXT_FILE_MAX) { /* from its size alone, before reading */
+        close(fd);
+        snprintf(err, errlen, "%s: larger than %d MiB", path, TEXT_FILE_MAX >> 20);
+        return NULL;
+    }
+    /* the size may change while reading: read at most the limit, and say so if it grew past */
+    size_t cap = (size_t)st.st_size + 1, n = 0;
+    char *buf = malloc(cap + 1);
+    for (;;) {
+        if (!buf) {
+            close(fd);
+            snprintf(err, errlen, "%s: out of memory", path);
+            return NULL;
+        }
+        ssize_t r = read(fd, buf + n, cap - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            close(fd);
+            free(buf);
+            snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+            return NULL;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+        if (n == cap) {
+            if (cap > TEXT_FILE_MAX) {
+                close(fd);
+                free(buf);
+                snprintf(err, errlen, "%s: larger than %d MiB", path, TEXT_FILE_MAX >> 20);
+                return NULL;
+            }
+            char *bigger = realloc(buf, (cap *= 2) + 1);
+            if (!bigger)
+                free(buf);
+            buf = bigger;
+        }
+    }
+    close(fd);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+

@@ -1,0 +1,28 @@
+/* Text the command prints or reads (text.c). Shared by every part of the command below the
+ * subcommands; not part of the injected library. */
+#ifndef VZCAPS_TEXT_H
+#define VZCAPS_TEXT_H
+
+#include "readfile.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+
+/* Every human-readable line escapes what a terminal would interpret (vzcaps_escape: control
+ * characters, DEL, C1, invalid UTF-8 as \\xNN; a backslash as \\\\). eprintf formats one whole
+ * line (no '\n' in fmt), escapes it and writes it to stderr with its newline; esc returns an
+ * escaped copy of s for a value printed inside other output (valid until 16 more calls). */
+void eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+const char *esc(const char *s);
+/* A formatted string on the heap, never cut (the caller frees it; NULL when out of memory
+ * for vxformat; xformat exits with a message instead). */
+char *xformat(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *vxformat(const char *fmt, va_list ap);
+/* A whole file, NUL-terminated, in a malloc'd buffer the caller frees; NULL with
+ * "PATH: reason" in err (not a regular file, unreadable, larger than TEXT_FILE_MAX, refused
+ * from its size before reading). Opened without blocking: a FIFO never hangs. */
+#define TEXT_FILE_MAX (64 << 20)
+char *read_text_file(const char *path, size_t *len, char *err, size_t errlen);
+
+#endif

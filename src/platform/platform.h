@@ -1,0 +1,34 @@
+/* The contract every platform file keeps (darwin.c, linux.c): facts about this machine and the
+ * names the platform gives things. The command includes it; a platform file includes nothing
+ * of the command. */
+#ifndef VZCAPS_PLATFORM_H
+#define VZCAPS_PLATFORM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct json;
+struct machine {
+    char os[32];           /* "macOS" or "Linux" */
+    char os_version[64];   /* "15.1" */
+    char os_build[32];     /* "24B83" or "" */
+    char model[64];        /* hw.model, "" when unknown */
+    char brand[128];       /* CPU brand string, "" when none */
+    char brand_origin[64];
+    int guest;             /* 1 guest, 0 host, -1 unknown */
+    unsigned ncpu;
+    unsigned long long memory;
+};
+void machine_facts(struct machine *m);
+/* "guest", "host" or "unknown" */
+const char *machine_kind(const struct machine *m);
+/* The facts as members of the object being written: os, os_version, os_build, hw_model,
+ * cpu_brand, vcpus, memory_bytes, machine. */
+void machine_json(struct json *j, const struct machine *m);
+/* Path of the running command; "" when unknown or when it does not fit in len (never cut) */
+void self_path(char *buf, size_t len);
+extern const char preload_var[];      /* LD_PRELOAD or DYLD_INSERT_LIBRARIES */
+extern const char library_file[];     /* libvzcaps.so or libvzcaps.dylib */
+extern const bool platform_is_macos;
+
+#endif
