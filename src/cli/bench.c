@@ -6,9 +6,7 @@
 #include "cli.h"
 #include "../common/sha256.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,30 +35,56 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Runs argv with stdout and stderr to files; returns the exit status (or 128+signal). */
-static int run_to_files(char **argv, const char *out_path, const char *err_path, const char *label, int step, int steps)
+static struct out_dir od; /* the bundle: a new or empty directory, every file new (safewrite) */
+
+/* Runs argv (on PATH when it has no '/') with its standard output into the bundle's file
+ * out_name and its standard error into err_name. The exit status (or 128+signal, 126 when it
+ * could not be started), or -1 when a file could not be written (said, and counted). */
+static int run_to_files(char **argv, const char *out_name, const char *err_name, const char *label, int step, int steps)
 {
     char shown[600] = "";
     for (char **a = argv; *a; a++)
         vzcaps_appendf(shown, sizeof shown, "%s%s", a == argv ? "" : " ", *a);
     eprintf("vzcaps bench: [%d/%d] %s: %s", step, steps, label, shown);
     double t0 = now_s();
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0)
-            _exit(126);
-        execvp(argv[0], argv);
-        dprintf(2, "vzcaps bench: cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int st = 0;
-    if (pid < 0 || waitpid(pid, &st, 0) != pid)
-        return 126;
-    int rc = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    struct cli_buf out = {0}, err = {0};
+    int st = cli_capture(argv, NULL, CLI_CAPTURE_SEARCH, &out, &err);
+    int rc = st == -1 ? 126 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     eprintf("vzcaps bench: [%d/%d] %s: %s in %.1f s", step, steps, label, rc ? "FAILED" : "done", now_s() - t0);
-    return rc;
+    int w1 = out_dir_put(&od, out_name, out.data ? out.data : "", out.len);
+    int w2 = out_dir_put(&od, err_name, err.data ? err.data : "", err.len);
+    cli_buf_free(&out);
+    cli_buf_free(&err);
+    return w1 || w2 ? -1 : rc;
+}
+
+/* A file of the bundle rendered in memory, then written whole (out_dir_put). */
+struct memfile {
+    char *buf;
+    size_t n;
+    FILE *f;
+};
+
+static FILE *mem_open(struct memfile *m)
+{
+    m->buf = NULL, m->n = 0;
+    m->f = open_memstream(&m->buf, &m->n);
+    if (!m->f) {
+        eprintf("vzcaps bench: out of memory");
+        exit(1);
+    }
+    return m->f;
+}
+
+static void mem_put(struct memfile *m, const char *name)
+{
+    if (fclose(m->f) != 0) {
+        eprintf("vzcaps bench: %s/%s: out of memory", od.path, name);
+        od.failures++;
+    } else {
+        out_dir_put(&od, name, m->buf, m->n);
+    }
+    free(m->buf);
 }
 
 /* "Final estimate: PPL = 12.3456 +/- 0.12" in llama-perplexity's output. */
@@ -96,41 +120,16 @@ static const char *ppl_verdict(double reference, double unlocked, double *rel)
 /* One llama-perplexity run into DIR/TAG.log and DIR/TAG.stderr; *ppl from either. */
 static int perplexity_run(char **argv, const char *dir, const char *tag, const char *label, int step, int steps, double *ppl)
 {
-    char out[1400], err[1400];
-    snprintf(out, sizeof out, "%s/%s.log", dir, tag);
-    snprintf(err, sizeof err, "%s/%s.stderr", dir, tag);
-    int rc = run_to_files(argv, out, err, label, step, steps);
+    char out[1400], err[1400], out_name[64], err_name[64];
+    snprintf(out_name, sizeof out_name, "%s.log", tag);
+    snprintf(err_name, sizeof err_name, "%s.stderr", tag);
+    snprintf(out, sizeof out, "%s/%s", dir, out_name);
+    snprintf(err, sizeof err, "%s/%s", dir, err_name);
+    int rc = run_to_files(argv, out_name, err_name, label, step, steps);
     *ppl = ppl_of_file(err);
     if (isnan(*ppl))
         *ppl = ppl_of_file(out);
     return rc;
-}
-
-static int sums_file(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d)
-        return -1;
-    char names[64][256];
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && n < 64)
-        if (e->d_name[0] != '.' && strcmp(e->d_name, "SHA256SUMS") != 0)
-            snprintf(names[n++], sizeof names[0], "%s", e->d_name);
-    closedir(d);
-    qsort(names, n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
-    char path[1400];
-    snprintf(path, sizeof path, "%s/SHA256SUMS", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        char hex[65], file[1400];
-        snprintf(file, sizeof file, "%s/%s", dir, names[i]);
-        if (sha256_file_hex(file, hex) == 0)
-            fprintf(f, "%s  %s\n", hex, names[i]);
-    }
-    return fclose(f);
 }
 
 static void hash_or_null(struct json *j, const char *key, const char *path)
@@ -142,7 +141,7 @@ static void hash_or_null(struct json *j, const char *key, const char *path)
         json_null(j, key);
 }
 
-int cmd_bench(int argc, char **argv)
+static int bench_main(int argc, char **argv)
 {
     struct bench_opts o = {.p = "512", .n = "128", .r = "10", .mode = "guest", .check = -1};
     for (int i = 1; i < argc; i++) {
@@ -201,19 +200,7 @@ int cmd_bench(int argc, char **argv)
         gmtime_r(&now, &tm);
         strftime(outdir, sizeof outdir, "vzcaps-bench-%Y%m%dT%H%M%SZ", &tm);
     }
-    if (mkdir(outdir, 0755) != 0) {
-        DIR *d = errno == EEXIST ? opendir(outdir) : NULL;
-        struct dirent *e;
-        bool empty = d != NULL;
-        while (d && (e = readdir(d)))
-            empty &= e->d_name[0] == '.';
-        if (d)
-            closedir(d);
-        if (!empty) {
-            eprintf("vzcaps bench: %s: %s", outdir, errno == EEXIST ? "exists and is not empty; give a new --out" : strerror(errno));
-            return 1;
-        }
-    }
+    /* a new or empty directory, never through a link (made after every argument is checked) */
     char self[1024], library[1100] = "", tried[2400];
     self_path(self, sizeof self);
     bool have_lib = find_library(library, sizeof library, tried, sizeof tried) == 0;
@@ -250,6 +237,8 @@ int cmd_bench(int argc, char **argv)
         eprintf("vzcaps bench: --check-output needs llama-perplexity (next to llama-bench, on PATH, or --llama-perplexity)");
         return 1;
     }
+    if (out_dir_open(&od, "bench", outdir) != 0)
+        return 1;
     int steps = guest ? 2 + (do_check ? 2 : 0) : 1, step = 0;
     char a[1400], b[1400];
     static struct bench_table table;
@@ -257,9 +246,16 @@ int cmd_bench(int argc, char **argv)
     char err[1400];
     const char *roles[2] = {guest ? "stock" : "host", "unlocked"};
     for (int k = 0; k < (guest ? 2 : 1); k++) {
-        snprintf(a, sizeof a, "%s/%s.json", outdir, roles[k]);
-        snprintf(b, sizeof b, "%s/%s.stderr", outdir, roles[k]);
-        int rc = run_to_files(k ? unlocked_args : bench_args, a, b, roles[k], ++step, steps);
+        char out_name[32], err_name[32];
+        snprintf(out_name, sizeof out_name, "%s.json", roles[k]);
+        snprintf(err_name, sizeof err_name, "%s.stderr", roles[k]);
+        snprintf(a, sizeof a, "%s/%s", outdir, out_name);
+        snprintf(b, sizeof b, "%s/%s", outdir, err_name);
+        int rc = run_to_files(k ? unlocked_args : bench_args, out_name, err_name, roles[k], ++step, steps);
+        if (rc < 0) {
+            eprintf("vzcaps bench: stopped: the %s run's output could not be written (above)", roles[k]);
+            return 1;
+        }
         if (rc != 0) {
             eprintf("vzcaps bench: the %s run failed (exit %d); its output is in %s", roles[k], rc, b);
             return 1;
@@ -289,8 +285,8 @@ int cmd_bench(int argc, char **argv)
     if (do_check) {
         char text_path[1400];
         snprintf(text_path, sizeof text_path, "%s/check-text.txt", outdir);
-        if (write_text_file(text_path, vzcaps_check_text) != 0) {
-            eprintf("vzcaps bench: cannot write %s: %s", text_path, strerror(errno));
+        if (out_dir_put(&od, "check-text.txt", vzcaps_check_text, strlen(vzcaps_check_text)) != 0) {
+            eprintf("vzcaps bench: stopped: the output check's text could not be written (above)");
             return 1;
         }
         char *ref_args[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "0", NULL};
@@ -299,6 +295,10 @@ int cmd_bench(int argc, char **argv)
         cli_run_argv(gpu_args, 40, self, &co, gpu_cmd);
         int rc1 = perplexity_run(ref_args, outdir, "check-reference", "output check, CPU reference", ++step, steps, &ref);
         int rc2 = perplexity_run(gpu_args, outdir, "check-unlocked", "output check, unlocked GPU", ++step, steps, &unl);
+        if (rc1 < 0 || rc2 < 0) {
+            eprintf("vzcaps bench: stopped: the output check's output could not be written (above)");
+            return 1;
+        }
         verdict = rc1 || rc2 ? "error" : ppl_verdict(ref, unl, &rel);
         if (strcmp(verdict, "pass") == 0)
             snprintf(verdict_reason, sizeof verdict_reason, "perplexity %.4f (unlocked GPU) vs %.4f (CPU reference): %.2f %% apart, within %.0f %%",
@@ -321,8 +321,8 @@ int cmd_bench(int argc, char **argv)
         unlocked_taken = false;
 
     FILE *f;
-    snprintf(a, sizeof a, "%s/capabilities.json", outdir);
-    if ((f = fopen(a, "w"))) {
+    struct memfile mf;
+    if ((f = mem_open(&mf))) {
         struct json j;
         json_begin(&j, f);
         json_obj(&j, NULL);
@@ -330,10 +330,9 @@ int cmd_bench(int argc, char **argv)
             metal_caps_json(&caps[k], &j, roles[k]);
         json_end_obj(&j);
         json_finish(&j);
-        fclose(f);
     }
-    snprintf(a, sizeof a, "%s/check-output.json", outdir);
-    if ((f = fopen(a, "w"))) {
+    mem_put(&mf, "capabilities.json");
+    if ((f = mem_open(&mf))) {
         struct json j;
         json_begin(&j, f);
         json_obj(&j, NULL);
@@ -346,12 +345,11 @@ int cmd_bench(int argc, char **argv)
         json_num(&j, "relative_difference", rel);
         json_end_obj(&j);
         json_finish(&j);
-        fclose(f);
     }
+    mem_put(&mf, "check-output.json");
     struct machine m;
     machine_facts(&m);
-    snprintf(a, sizeof a, "%s/environment.json", outdir);
-    if ((f = fopen(a, "w"))) {
+    if ((f = mem_open(&mf))) {
         struct json j;
         json_begin(&j, f);
         json_obj(&j, NULL);
@@ -392,34 +390,45 @@ int cmd_bench(int argc, char **argv)
         json_end_obj(&j);
         json_end_obj(&j);
         json_finish(&j);
-        fclose(f);
     }
-    snprintf(a, sizeof a, "%s/results.csv", outdir);
-    if ((f = fopen(a, "w")))
-        bench_render_csv(&table, f), fclose(f);
-    snprintf(a, sizeof a, "%s/chart.svg", outdir);
-    if ((f = fopen(a, "w")))
-        bench_render_svg(&table, f), fclose(f);
-    snprintf(a, sizeof a, "%s/results.md", outdir);
-    if ((f = fopen(a, "w"))) {
-        fprintf(f, "# llama-bench: %s\n\n", guest ? "stock guest vs unlocked guest (vzcaps)" : "host (bare metal)");
-        if (o.n_extra) {
-            fprintf(f, "Extra llama-bench arguments, the same in every run:");
-            for (int i = 0; i < o.n_extra; i++)
-                fprintf(f, " `%s`", o.extra[i]);
-            fprintf(f, "\n\n");
+    mem_put(&mf, "environment.json");
+    bench_render_csv(&table, mem_open(&mf));
+    mem_put(&mf, "results.csv");
+    bench_render_svg(&table, mem_open(&mf));
+    mem_put(&mf, "chart.svg");
+    f = mem_open(&mf);
+    fprintf(f, "# llama-bench: %s\n\n", guest ? "stock guest vs unlocked guest (vzcaps)" : "host (bare metal)");
+    if (o.n_extra) { /* as code spans nothing in an argument can end: no forged line or markup */
+        fprintf(f, "Extra llama-bench arguments, the same in every run:");
+        for (int i = 0; i < o.n_extra; i++) {
+            char *span = md_code_span(o.extra[i]);
+            fprintf(f, " %s", span);
+            free(span);
         }
-        bench_render_md(&table, f);
-        fprintf(f, "\nOutput check: **%s**: %s\n", verdict, verdict_reason);
-        if (!unlocked_taken)
-            fprintf(f, "\n**Warning:** the unlocked run's Metal backend did not report SIMD-group matrix multiply: the unlocked paths were not taken.\n");
-        fclose(f);
+        fprintf(f, "\n\n");
     }
-    sums_file(outdir);
+    bench_render_md(&table, f);
+    fprintf(f, "\nOutput check: **%s**: %s\n", verdict, verdict_reason);
+    if (!unlocked_taken)
+        fprintf(f, "\n**Warning:** the unlocked run's Metal backend did not report SIMD-group matrix multiply: the unlocked paths were not taken.\n");
+    mem_put(&mf, "results.md");
+    out_dir_sums(&od);
 
+    if (od.failures) { /* nothing is reported as done that was not written */
+        eprintf("vzcaps bench: the bundle in %s is incomplete: %d of its files could not be written (above)", outdir, od.failures);
+        return 1;
+    }
     bench_render_text(&table, stdout);
     printf("output check: %s: %s\nbundle: %s\n", verdict, esc(verdict_reason), esc(outdir));
     if (!unlocked_taken)
         eprintf("vzcaps bench: warning: the unlocked run did not report SIMD-group matrix multiply; see %s/unlocked.stderr", outdir);
     return strcmp(verdict, "fail") == 0 || strcmp(verdict, "error") == 0 ? 1 : 0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    od.fd = -1;
+    int rc = bench_main(argc, argv);
+    out_dir_close(&od);
+    return rc;
 }

@@ -6,6 +6,7 @@
 #define VZCAPS_CLI_H
 
 #include "../common/readfile.h"
+#include "../common/outdir.h"
 #include "../common/text.h"
 #include "../core/vzcaps_core.h"
 #include "../data/json.h"
@@ -43,9 +44,22 @@ void print_help(const char *cmd, FILE *out);
 int opt_take(int argc, char **argv, int *i, const char *name, const char **value);
 /* A --family value is a command-line error (2, with usage) when the library would reject it. */
 int check_family_opt(const char *cmd, const char *value);
-/* Writes text to path (created or truncated): 0, or -1 with errno set. */
-int write_text_file(const char *path, const char *text);
-/* Creates path and its missing parents (0755), as mkdir -p: 0, or -1 with errno set. */
+/* What a child printed, NUL-terminated. */
+struct cli_buf {
+    char *data;
+    size_t len, cap;
+};
+void cli_buf_free(struct cli_buf *b);
+/* Runs argv with stdin from /dev/null, env entries added to this environment, and its standard
+ * output and error captured whole: the wait status, or -1 when it could not be started or the
+ * output did not fit in memory. Files are written from the buffers afterwards (safewrite),
+ * never by the child. Flags: CLI_CAPTURE_SEARCH looks argv[0] up on PATH; CLI_CAPTURE_STOCK
+ * removes every vzcaps variable and the preload variable from the child's environment. */
+#define CLI_CAPTURE_SEARCH 1
+#define CLI_CAPTURE_STOCK 2
+int cli_capture(char *const argv[], char *const env[], int flags, struct cli_buf *out, struct cli_buf *err);
+/* Creates path and its missing parents (0755), as mkdir -p: 0, or -1 with errno set (prepare's;
+ * every other command uses safewrite's vzcaps_mkdir_parents). */
 int mkdir_p(const char *path);
 /* Shell-quotes s to out ('...' with embedded quotes escaped). */
 void shell_quote(FILE *out, const char *s);
@@ -113,8 +127,13 @@ const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *
 
 /* bundle.c: the first-run bundle (doctor --bundle DIR) and its verdict: "WORKS", "PARTIAL",
  * "DOES NOT WORK", "CANNOT TELL" or "NOT ON MACOS", with a one-sentence reason. */
-int doctor_bundle(const char *dir, const char *exe);
+int doctor_bundle(const char *dir, const char *exe, char **cmd);
 const char *bundle_verdict(bool macos, const char *probe_json, const char *verify_json, char *reason, size_t len);
+/* The hidden child __device-class: the default device's class chain as one JSON object. */
+int child_device_class(void);
+void device_classes_json(FILE *out, const char *const *chain, size_t n, const char *init_owner);
+/* Whether a file name in DiagnosticReports is a crash report of the program prog. */
+bool crash_report_matches(const char *name, const char *prog);
 
 /* check.c */
 void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o);

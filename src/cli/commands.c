@@ -49,7 +49,8 @@ static const struct opt_spec launchd_opts[] = {
     {"--keep-alive", NULL, "launchd starts the program again whenever it exits (KeepAlive)", NULL},
     {"--install", NULL, "write ~/Library/LaunchAgents/LABEL.plist and bootstrap it", "print the plist"},
     {"--force", NULL, "with --install: replace an existing LABEL.plist that differs", NULL},
-    {"--remove", NULL, "bootout the job and delete its plist", NULL},
+    {"--remove", NULL, "bootout the job and delete its plist (one vzcaps wrote; --force for another)", NULL},
+    {"--list", NULL, "list the agents vzcaps wrote in ~/Library/LaunchAgents: LABEL, plist and program, tab-separated", NULL},
     END};
 static const struct opt_spec inspect_opts[] = {
     CONFIG_OPT,
@@ -64,6 +65,8 @@ static const struct opt_spec report_opts[] = {
     {"--svg", "FILE", "also write the chart; - for standard output", NULL},
     {"--csv", "FILE", "also write the table as CSV; - for standard output", NULL},
     {"--md", "FILE", "also write the table as Markdown; - for standard output", NULL},
+    {"--force", NULL, "replace an existing output file vzcaps did not write (Markdown and SVG files vzcaps report "
+                      "wrote carry a marker and are replaced without it; CSV files only with it)", NULL},
     END};
 static const struct opt_spec bench_opts[] = {
     {"-m", "MODEL", "the GGUF model; required", NULL},
@@ -115,22 +118,30 @@ const struct cmd_spec cli_commands[] = {
      "vzcaps check --exe llama-server --chip \"Apple M2 Pro\" --json"},
     {"launchd", cmd_launchd, "-- CMD [ARGS]", ARGS_COMMAND, launchd_opts,
      "Writes a LaunchAgent plist for one workload: ProgramArguments, EnvironmentVariables with the\n"
-     "library and the settings, RunAtLoad, logs under ~/Library/Logs/vzcaps/. The program, the config\n"
-     "file and the library are written as absolute paths, checked now; every argument reads back\n"
-     "byte for byte. Never uses `launchctl setenv`, which would inject every process of the session.",
-     "0; 1 when it cannot write, finds a different plist without --force, or --remove finds no job;\n"
-     "2 for arguments a plist cannot carry or a malformed command line.",
+     "library and the settings, RunAtLoad, logs under ~/Library/Logs/vzcaps/. The program and the\n"
+     "config file are written as given, made absolute against the current directory, links not\n"
+     "resolved (a Homebrew bin/ path stays valid across upgrades); every argument reads back byte for\n"
+     "byte. The plist carries a comment by which --list, --remove and a later --install recognise it.\n"
+     "Never uses `launchctl setenv`, which would inject every process of the session.",
+     "0; 1 when it cannot write, finds a different plist without --force, or --remove finds no job or\n"
+     "one vzcaps did not write; 2 for arguments a plist cannot carry or a malformed command line.",
      "vzcaps launchd --label com.me.llama --keep-alive --install -- llama-server -m model.gguf"},
     {"host", cmd_host, "status|enable|disable", ARGS_POSITIONAL, no_opts,
      "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
      "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some guides\n"
      "set before starting VMs. Running VMs must be restarted to see a change.",
      "0; 3 where it cannot work (Linux, or a guest); 2 for a malformed command line.", "vzcaps host status"},
-    {"doctor", cmd_doctor, "", ARGS_NONE, doctor_opts,
+    {"doctor", cmd_doctor, "[-- CMD [ARGS]]", ARGS_REST, doctor_opts,
      "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
      "version, the library and its slices, the config file, the effective profile, and known\n"
-     "pitfalls that apply. --bundle DIR writes the first-run bundle to attach to an issue instead.",
-     "0; 1 when the bundle cannot be written; 2 for a malformed command line.", "vzcaps doctor --bundle vzcaps-first-run"},
+     "pitfalls that apply. --bundle DIR writes the first-run bundle to attach to an issue instead, into\n"
+     "a new or empty DIR (never through a link); its summary.md lists every step and its result. With\n"
+     "-- CMD ARGS the bundle also runs CMD twice, stock and through `vzcaps run`, and puts their exit\n"
+     "statuses, outputs and ggml_metal_device_init: lines side by side. Steps that need macOS are\n"
+     "recorded as \"not available on this system\" elsewhere (skipped, not failed).",
+     "0; 1 when a file of the bundle could not be written or one of its steps failed (named in\n"
+     "summary.md and on standard error); 2 for a malformed command line.",
+     "vzcaps doctor --bundle vzcaps-first-run -- llama-cli -m model.gguf -p hi -n 8"},
     {"inspect", cmd_inspect, "FILE...", ARGS_POSITIONAL, inspect_opts,
      "Reads Mach-O files (thin or universal, or an .app bundle's main executable) and reports per slice\n"
      "the architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"

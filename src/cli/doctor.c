@@ -16,8 +16,18 @@ int cmd_doctor(int argc, char **argv)
     int bad = view_args("doctor", argc, argv, &o, &json, "--bundle", &bundle);
     if (bad)
         return bad;
+    char **cmd = NULL; /* doctor --bundle DIR -- CMD ARGS */
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0) {
+            cmd = argv + i + 1;
+            break;
+        }
+    if (cmd && !bundle)
+        return usage_error("doctor", "-- CMD ARGS needs --bundle DIR");
+    if (cmd && !*cmd)
+        return usage_error("doctor", "no command after --");
     if (bundle)
-        return doctor_bundle(bundle, o.exe);
+        return doctor_bundle(bundle, o.exe, cmd);
     struct machine m;
     machine_facts(&m);
     char library[1100], tried[2400], archs[128] = "", arch_err[256] = "";

@@ -1,10 +1,15 @@
-/* vzcaps doctor --bundle DIR: the first-run bundle, the one thing a person runs on a Mac to
- * show whether vzcaps works there, and the verdict read from it (portable, unit-tested).
- * Never: writes the environment, user or host names, or the home directory's path. */
+/* vzcaps doctor --bundle DIR [-- CMD ARGS]: the first-run bundle, the one thing a person runs on
+ * a Mac to show whether vzcaps works there, and the verdict read from it (portable, unit-tested).
+ * Never: writes the environment, user or host names, or the home directory's path (in any form);
+ * writes anywhere but a new or empty DIR (safewrite); hides a file or step that failed. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
-#include "../data/jsonread.h"
 #include "../common/sha256.h"
+#include "../data/jsonread.h"
+#include "../device/metal.h"
+
+#include <dirent.h>
+#include <time.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -102,154 +107,458 @@ out:
     return verdict;
 }
 
-/* ---- writing the bundle ---- */
+/* ---- the device's class (the hidden child __device-class) ---- */
 
-static char bundle_dir[4096];
-
-static char *in_bundle(const char *name)
+void device_classes_json(FILE *out, const char *const *chain, size_t n, const char *init_owner)
 {
-    return xformat("%s/%s", bundle_dir, name);
+    struct json j;
+    json_begin(&j, out);
+    json_obj(&j, NULL);
+    json_str(&j, "class", n ? chain[0] : NULL);
+    json_arr(&j, "superclasses");
+    for (size_t i = 1; i < n; i++)
+        json_str(&j, NULL, chain[i]);
+    json_end_arr(&j);
+    json_bool(&j, "has_initGPUFamilySupport", init_owner != NULL);
+    json_str(&j, "initGPUFamilySupport_defined_by", init_owner);
+    json_end_obj(&j);
+    json_finish(&j);
 }
 
-static int failures; /* files of the bundle that could not be written whole */
-
-static void write_text(const char *name, const char *text)
+int child_device_class(void)
 {
-    char *path = in_bundle(name);
-    if (write_text_file(path, text) != 0) {
-        eprintf("vzcaps doctor: cannot write %s: %s", path, strerror(errno));
-        failures++;
+    const char *chain[32], *owner = NULL;
+    size_t n = 0;
+    char why[200];
+    if (metal_device_classes(chain, 32, &n, &owner, why, sizeof why) != 0) {
+        eprintf("vzcaps: %s", why);
+        return EXIT_NEEDS_MACOS;
     }
-    free(path);
-}
-
-/* Runs argv with stdout into NAME and stderr into NAME.stderr (removed when empty); env
- * entries are added to this environment. The wait status, or -1. */
-static int run_into(const char *name, char *const argv[], char *const env[])
-{
-    char *out = in_bundle(name), *err = xformat("%s.stderr", out);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int o = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644), e = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (o < 0 || e < 0)
-            _exit(127);
-        dup2(o, 1), dup2(e, 2);
-        close(o), close(e);
-        for (char *const *x = env; x && *x; x++)
-            putenv(*x);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    int st = -1;
-    if (pid < 0 || waitpid(pid, &st, 0) != pid)
-        st = -1;
-    struct stat sb;
-    if (stat(err, &sb) == 0 && sb.st_size == 0)
-        unlink(err);
-    free(out);
-    free(err);
-    return st;
-}
-
-static char *read_back(const char *name)
-{
-    char *path = in_bundle(name), err[4200];
-    size_t len;
-    char *text = read_text_file(path, &len, err, sizeof err);
-    free(path);
-    return text;
-}
-
-/* Replaces every occurrence of needle (when at least 2 bytes) in *text with repl: 0, or -1
- * (out of memory: *text unchanged). */
-static int replace_all(char **text, const char *needle, const char *repl)
-{
-    size_t nl = needle ? strlen(needle) : 0;
-    if (nl < 2 || !strstr(*text, needle))
-        return 0;
-    size_t count = 0;
-    for (const char *p = *text; (p = strstr(p, needle)); p += nl)
-        count++;
-    char *out = malloc(strlen(*text) + count * strlen(repl) + 1), *w = out;
-    if (!out)
-        return -1;
-    const char *p = *text, *hit;
-    while ((hit = strstr(p, needle))) {
-        memcpy(w, p, (size_t)(hit - p)), w += hit - p;
-        memcpy(w, repl, strlen(repl)), w += strlen(repl);
-        p = hit + nl;
-    }
-    strcpy(w, p);
-    free(*text);
-    *text = out;
+    device_classes_json(stdout, chain, n, owner);
     return 0;
 }
 
-/* No personal data: the home directory (and any /Users/NAME of this user) becomes ~. Nothing
- * the bundle runs prints the host name or the environment; the user name appears only in
- * paths, which this covers. */
-static void scrub(const char *name)
+/* ---- crash reports ---- */
+
+/* Whether name is a crash report of the program called prog: "PROG-YYYY-MM-DD-HHMMSS.ips"
+ * (macOS 12 and later) or "PROG_YYYY-MM-DD-HHMMSS_HOST.crash" (a digit after the separator:
+ * "probe-helper-..." is another program's). */
+bool crash_report_matches(const char *name, const char *prog)
 {
-    char *text = read_back(name);
-    const char *home = getenv("HOME");
-    struct passwd *pw = getpwuid(getuid());
-    char *users = pw && pw->pw_name ? xformat("/Users/%s", pw->pw_name) : NULL;
-    int rc = text ? 0 : -1;
-    if (rc == 0 && home && strcmp(home, "/") != 0)
-        rc = replace_all(&text, home, "~");
-    if (rc == 0 && pw && pw->pw_dir && strcmp(pw->pw_dir, "/") != 0)
-        rc = replace_all(&text, pw->pw_dir, "~");
-    if (rc == 0 && users)
-        rc = replace_all(&text, users, "~");
-    if (rc == 0) {
-        write_text(name, text);
-    } else { /* a file that could not be scrubbed does not stay in the bundle */
-        char *path = in_bundle(name);
-        struct stat sb;
-        if (lstat(path, &sb) == 0 && S_ISREG(sb.st_mode)) { /* else: not one it wrote (said above) */
-            unlink(path);
-            eprintf("vzcaps doctor: %s could not be checked for personal data: removed", path);
-            failures++;
-        }
-        free(path);
-    }
-    free(users);
-    free(text);
+    size_t n = strlen(name), p = strlen(prog);
+    if (!p || n <= p + 1 || strncmp(name, prog, p) != 0 || (name[p] != '-' && name[p] != '_') ||
+        name[p + 1] < '0' || name[p + 1] > '9')
+        return false;
+    return (n > 4 && strcmp(name + n - 4, ".ips") == 0) || (n > 6 && strcmp(name + n - 6, ".crash") == 0);
 }
 
-static const char *const mac_only = "not available on Linux: this part of the bundle needs macOS\n";
-
-int doctor_bundle(const char *dir, const char *exe)
+/* The newest crash report of prog in dir, as text for the bundle (heap). */
+static char *newest_crash_report(const char *dir, const char *prog)
 {
-    if (strlen(dir) >= sizeof bundle_dir - 64) {
-        eprintf("vzcaps doctor: --bundle %s: path too long", dir);
-        return 1;
+    DIR *d = opendir(dir);
+    if (!d)
+        return xformat("no crash report of %s (%s: %s)\n", prog, dir, strerror(errno));
+    char *best = NULL;
+    time_t best_t = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!crash_report_matches(e->d_name, prog))
+            continue;
+        char *path = xformat("%s/%s", dir, e->d_name);
+        struct stat st;
+        if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && (!best || st.st_mtime > best_t)) {
+            free(best);
+            best = path, best_t = st.st_mtime;
+        } else {
+            free(path);
+        }
     }
-    snprintf(bundle_dir, sizeof bundle_dir, "%s", dir);
-    failures = 0;
-    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        eprintf("vzcaps doctor: cannot create %s: %s", dir, strerror(errno));
-        return 1;
+    closedir(d);
+    if (!best)
+        return xformat("no crash report of %s in %s\n", prog, dir);
+    char err[4200];
+    size_t len;
+    char *text = read_text_file(best, &len, err, sizeof err);
+    char when[64];
+    struct tm tm;
+    strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime_r(&best_t, &tm));
+    /* the file's name is not written: a .crash file's name holds the host name */
+    char *out = text ? xformat("newest crash report of %s (modified %s):\n\n%s\n", prog, when, text)
+                     : xformat("newest crash report of %s: cannot be read\n", prog);
+    free(text);
+    free(best);
+    return out;
+}
+
+/* ---- writing the bundle ---- */
+
+static struct out_dir od; /* the bundle's directory and what was written into it */
+
+/* ---- no personal data ---- */
+
+/* The home directory in every form a step may print it: as set, resolved (HOME may be a link),
+ * the user database's, /Users/NAME, each also as JSON and as esc() write it. Longest first, so
+ * a longer form is never half-replaced by a shorter one. */
+static char *needles[48];
+static size_t n_needles;
+
+static void add_needle(char *s)
+{
+    if (!s || strlen(s) < 2 || n_needles == sizeof needles / sizeof needles[0]) {
+        free(s);
+        return;
     }
+    for (size_t i = 0; i < n_needles; i++)
+        if (strcmp(needles[i], s) == 0) {
+            free(s);
+            return;
+        }
+    needles[n_needles++] = s;
+}
+
+static char *json_form(const char *s)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f)
+        return NULL;
+    struct json j;
+    json_begin(&j, f);
+    json_str(&j, NULL, s);
+    if (fclose(f) != 0 || n < 2) {
+        free(buf);
+        return NULL;
+    }
+    buf[n - 1] = '\0'; /* without the quotes */
+    memmove(buf, buf + 1, n - 1);
+    return buf;
+}
+
+static void add_home_forms(const char *h)
+{
+    if (!h || !*h || strcmp(h, "/") == 0)
+        return;
+    char *forms[2] = {xformat("%s", h), realpath(h, NULL)};
+    for (int k = 0; k < 2; k++) {
+        const char *f = forms[k];
+        if (!f || strcmp(f, "/") == 0)
+            continue;
+        add_needle(xformat("%s", f));
+        add_needle(json_form(f));
+        add_needle(xformat("%s", esc(f)));
+        add_needle(json_form(esc(f)));
+    }
+    free(forms[0]);
+    free(forms[1]);
+}
+
+static int longest_first(const void *a, const void *b)
+{
+    size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+    return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+static void collect_needles(void)
+{
+    while (n_needles)
+        free(needles[--n_needles]);
+    add_home_forms(getenv("HOME"));
+    struct passwd *pw = getpwuid(getuid());
+    if (pw && pw->pw_dir)
+        add_home_forms(pw->pw_dir);
+    if (pw && pw->pw_name) {
+        char *users = xformat("/Users/%s", pw->pw_name);
+        add_home_forms(users);
+        free(users);
+    }
+    qsort(needles, n_needles, sizeof needles[0], longest_first);
+}
+
+static const char *find_bytes(const char *hay, size_t n, const char *needle, size_t nl)
+{
+    for (size_t i = 0; nl <= n && i <= n - nl; i++)
+        if (hay[i] == needle[0] && memcmp(hay + i, needle, nl) == 0)
+            return hay + i;
+    return NULL;
+}
+
+/* data with every needle replaced by ~ (NUL bytes in data do not stop the search); heap. */
+static char *scrubbed(const char *data, size_t len, size_t *out_len)
+{
+    char *cur = malloc(len + 1);
+    if (!cur)
+        return NULL;
+    memcpy(cur, data, len);
+    cur[len] = '\0';
+    for (size_t k = 0; k < n_needles; k++) {
+        size_t nl = strlen(needles[k]);
+        const char *hit = find_bytes(cur, len, needles[k], nl);
+        if (!hit)
+            continue;
+        char *next = malloc(len + 1), *w = next; /* "~" is never longer than a needle */
+        if (!next) {
+            free(cur);
+            return NULL;
+        }
+        const char *p = cur, *end = cur + len;
+        while ((hit = find_bytes(p, (size_t)(end - p), needles[k], nl))) {
+            memcpy(w, p, (size_t)(hit - p)), w += hit - p;
+            *w++ = '~';
+            p = hit + nl;
+        }
+        memcpy(w, p, (size_t)(end - p)), w += end - p;
+        *w = '\0';
+        len = (size_t)(w - next);
+        free(cur);
+        cur = next;
+    }
+    *out_len = len;
+    return cur;
+}
+
+/* Writes one file of the bundle, scrubbed first (personal data never reaches the disk); a
+ * failure is named and counted (out_dir_put). */
+static void put_file(const char *name, const char *data, size_t len)
+{
+    size_t n;
+    char *clean = scrubbed(data, len, &n);
+    if (!clean) {
+        eprintf("vzcaps doctor: %s/%s: out of memory", od.path, name);
+        od.failures++;
+        return;
+    }
+    out_dir_put(&od, name, clean, n);
+    free(clean);
+}
+
+static void put_text(const char *name, const char *text)
+{
+    put_file(name, text, strlen(text));
+}
+
+/* ---- steps ---- */
+
+enum step_state { STEP_OK, STEP_FAILED, STEP_SKIPPED };
+
+struct step {
+    char *file, *what; /* the file it wrote, what it is */
+    enum step_state state;
+    char *result;      /* "exit 0", "exit 1", "killed by signal 11", "could not be started", ... */
+};
+static struct step steps[48];
+static size_t n_steps;
+
+static void record(const char *file, const char *what, enum step_state state, char *result)
+{
+    if (n_steps < sizeof steps / sizeof steps[0])
+        steps[n_steps++] = (struct step){xformat("%s", file), xformat("%s", what), state, result};
+    else
+        free(result);
+}
+
+static char *status_text(int st)
+{
+    if (st == -1)
+        return xformat("could not be started");
+    if (WIFEXITED(st))
+        return xformat("exit %d", WEXITSTATUS(st));
+    if (WIFSIGNALED(st))
+        return xformat("killed by signal %d", WTERMSIG(st));
+    return xformat("status %d", st);
+}
+
+#define MERGE_STDERR 0x100 /* run_step: standard error into FILE too, after the output */
+
+/* Runs argv, its output into FILE and what it printed on standard error into FILE.stderr (when
+ * it printed anything); records the step. The wait status; *out gets the output when asked. */
+static int run_step(const char *file, const char *what, char *const argv[], char *const env[], int flags,
+                    struct cli_buf *keep_out, struct cli_buf *keep_err)
+{
+    struct cli_buf out = {0}, err = {0};
+    int st = cli_capture(argv, env, flags & ~MERGE_STDERR, &out, &err);
+    if (flags & MERGE_STDERR) { /* tools that report on standard error (codesign -d): one file */
+        char *both = xformat("%s%s", out.data ? out.data : "", err.data ? err.data : "");
+        put_text(file, both);
+        free(both);
+        cli_buf_free(&err);
+    } else {
+        put_file(file, out.data ? out.data : "", out.len);
+    }
+    if (err.len) {
+        char *name = xformat("%s.stderr", file);
+        put_file(name, err.data, err.len);
+        free(name);
+    }
+    bool ok = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    record(file, what, ok ? STEP_OK : STEP_FAILED, status_text(st));
+    if (keep_out)
+        *keep_out = out;
+    else
+        cli_buf_free(&out);
+    if (keep_err)
+        *keep_err = err;
+    else
+        cli_buf_free(&err);
+    return st;
+}
+
+/* A step this system cannot run: its file says so, and it counts as skipped, not failed. */
+static void skip_step(const char *file, const char *what, const char *content)
+{
+    put_text(file, content ? content : "not available on this system (this step needs macOS)\n");
+    record(file, what, STEP_SKIPPED, xformat("not available on this system"));
+}
+
+static void mac_step(const char *file, const char *what, char *const argv[])
+{
+    if (platform_is_macos)
+        run_step(file, what, argv, NULL, 0, NULL, NULL);
+    else
+        skip_step(file, what, NULL);
+}
+
+/* The lines of text that start with prefix (after blanks), each once, or "" (heap). */
+static char *lines_with(const char *text, const char *prefix)
+{
+    char *acc = xformat("%s", "");
+    for (const char *p = text; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        const char *q = p;
+        while (q < p + n && (*q == ' ' || *q == '\t'))
+            q++;
+        if ((size_t)(p + n - q) >= strlen(prefix) && strncmp(q, prefix, strlen(prefix)) == 0) {
+            char *more = xformat("%s%.*s\n", acc, (int)n, p);
+            free(acc);
+            acc = more;
+        }
+        p = nl ? nl + 1 : p + n;
+    }
+    return acc;
+}
+
+/* Markdown table cell text: one line, | and markup escaped, clipped (and saying so). */
+static char *cell(const char *s)
+{
+    char *out = xformat("%s", "");
+    size_t n = 0;
+    for (const char *p = s; *p; p++, n++) {
+        if (n == 400) {
+            char *more = xformat("%s ...(%zu bytes in all)", out, strlen(s));
+            free(out);
+            return more;
+        }
+        char *more;
+        if (*p == '\n')
+            more = xformat("%s<br>", out);
+        else if (strchr("|\\`*_[]<>#&", *p))
+            more = xformat("%s&#%d;", out, (unsigned char)*p);
+        else if ((unsigned char)*p < 0x20)
+            more = xformat("%s ", out);
+        else
+            more = xformat("%s%c", out, *p);
+        free(out);
+        out = more;
+    }
+    return out;
+}
+
+/* ---- the workload, stock and through vzcaps run (doctor --bundle DIR -- CMD ARGS) ---- */
+
+static char *workload_section(char *self, char **cmd)
+{
+    size_t n = 0, argc = 0;
+    while (cmd[argc])
+        argc++;
+    char **argv_run = calloc(argc + 4, sizeof *argv_run); /* every argument, however many */
+    if (!argv_run) {
+        eprintf("vzcaps doctor: out of memory");
+        exit(1);
+    }
+    argv_run[n++] = self, argv_run[n++] = "run", argv_run[n++] = "--";
+    for (char **a = cmd; *a; a++)
+        argv_run[n++] = *a;
+    argv_run[n] = NULL;
+    struct cli_buf so = {0}, se = {0}, vo = {0}, ve = {0};
+    int s_st = run_step("workload-stock.txt", "the command, stock", cmd, NULL, CLI_CAPTURE_SEARCH | CLI_CAPTURE_STOCK, &so, &se);
+    int v_st = run_step("workload-vzcaps.txt", "the command through vzcaps run", argv_run, NULL, 0, &vo, &ve);
+    char *s_res = status_text(s_st), *v_res = status_text(v_st);
+    const char *const marks[] = {"ggml_metal_device_init:", "vzcaps:"};
+    char *shown = xformat("%s", "");
+    for (char **a = cmd; *a; a++) {
+        char *more = xformat("%s%s%s", shown, a == cmd ? "" : " ", *a);
+        free(shown);
+        shown = more;
+    }
+    char *c_cmd = md_code_span(shown);
+    char *md = xformat("\n## The command, stock and through vzcaps run\n\n%s\n\n| | stock | through vzcaps run |\n| --- | --- | --- |\n"
+                       "| exit status | %s | %s |\n", c_cmd, s_res, v_res);
+    free(c_cmd);
+    for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
+        char *sl = lines_with(se.data, marks[k]), *vl = lines_with(ve.data, marks[k]);
+        char *a = cell(*sl ? sl : "(none)"), *b = cell(*vl ? vl : "(none)");
+        char *more = xformat("%s| `%s` lines | %s | %s |\n", md, marks[k], a, b);
+        free(md);
+        md = more;
+        free(a), free(b), free(sl), free(vl);
+    }
+    char *a = cell(so.len ? so.data : "(none)"), *b = cell(vo.len ? vo.data : "(none)");
+    char *more = xformat("%s| standard output | %s | %s |\n\nThe whole outputs: workload-stock.txt and workload-vzcaps.txt "
+                         "(standard error in *.stderr).\n", md, a, b);
+    free(md), free(a), free(b);
+    md = more;
+    free(shown), free(s_res), free(v_res), free(argv_run);
+    cli_buf_free(&so), cli_buf_free(&se), cli_buf_free(&vo), cli_buf_free(&ve);
+    return md;
+}
+
+static const char *const files_table =
+    "| file | what it holds |\n| --- | --- |\n"
+    "| sw_vers.txt | macOS product version and build |\n"
+    "| doctor.json | machine facts (guest or host, chip, memory), library, configuration, pitfalls |\n"
+    "| check.json | the effective profile for the probe's process and why |\n"
+    "| version.txt | vzcaps version, SHA-256 of the command and the library |\n"
+    "| inspect-command.json, inspect-library.json | the two binaries as vzcaps inspect reads them |\n"
+    "| probe.json | every Metal answer, stock and through the library; `changed` and `unexpected` |\n"
+    "| library-log.txt | the library's own `vzcaps:` lines during the probe (what it enabled, what it hooked) |\n"
+    "| verify.json | each unlocked path computed on the device and compared with the CPU |\n"
+    "| dyld-trace.txt | one injected child with DYLD_PRINT_INTERPOSING=1 and DYLD_PRINT_LIBRARIES=1 |\n"
+    "| unified-log.txt | the library's `vzcaps:` lines from the unified log, last 15 minutes |\n"
+    "| workload-stock.txt, workload-vzcaps.txt | with `-- CMD ARGS`: the command's output, stock and through vzcaps run |\n"
+    "| device-class.json | the default device's class, its superclasses, and which of them defines initGPUFamilySupport |\n"
+    "| csrutil.txt | System Integrity Protection status |\n"
+    "| quarantine.txt | extended attributes of the command and the library (com.apple.quarantine) |\n"
+    "| codesign-*.txt | Apple's codesign -dvvv and --verify --strict of the command and the library |\n"
+    "| system-profiler-displays.txt | system_profiler SPDisplaysDataType: the GPU as macOS sees it |\n"
+    "| crash-reports.txt | the newest crash report of the workload and of vzcaps in ~/Library/Logs/DiagnosticReports |\n"
+    "| *.stderr | what a step printed on standard error, when it printed anything |\n"
+    "| SHA256SUMS | SHA-256 of every other file |\n";
+
+static void bundle_reset(void)
+{
+    for (size_t i = 0; i < n_steps; i++)
+        free(steps[i].file), free(steps[i].what), free(steps[i].result);
+    n_steps = 0;
+}
+
+int doctor_bundle(const char *dir, const char *exe, char **cmd)
+{
+    bundle_reset();
+    if (out_dir_open(&od, "doctor", dir) != 0)
+        return 1;
+    collect_needles();
     char self[4096], library[4096], tried[2400];
     self_path(self, sizeof self);
     bool have_lib = find_library(library, sizeof library, tried, sizeof tried) == 0;
     char *e = (char *)(exe ? exe : "probe");
-    const char *files[16];
-    size_t nf = 0;
 
-    if (platform_is_macos) {
-        char *sw[] = {"/usr/bin/sw_vers", NULL};
-        run_into("sw_vers.txt", sw, NULL);
-    } else {
-        write_text("sw_vers.txt", mac_only);
-    }
-    files[nf++] = "sw_vers.txt";
+    char *sw[] = {"/usr/bin/sw_vers", NULL};
+    mac_step("sw_vers.txt", "macOS version", sw);
     char *doctor[] = {self, "doctor", "--json", "--exe", e, NULL};
-    run_into("doctor.json", doctor, NULL), files[nf++] = "doctor.json";
+    run_step("doctor.json", "vzcaps doctor --json", doctor, NULL, 0, NULL, NULL);
     char *check[] = {self, "check", "--json", "--exe", e, NULL};
-    run_into("check.json", check, NULL), files[nf++] = "check.json";
+    run_step("check.json", "vzcaps check --json", check, NULL, 0, NULL, NULL);
 
     char cmd_hash[65] = "", lib_hash[65] = "";
     sha256_file_hex(self, cmd_hash);
@@ -257,92 +566,147 @@ int doctor_bundle(const char *dir, const char *exe)
         sha256_file_hex(library, lib_hash);
     char *version = xformat("vzcaps %s\ncommand %s sha256 %s\nlibrary %s sha256 %s\n", VZCAPS_VERSION, self, cmd_hash,
                             have_lib ? library : "NOT FOUND", have_lib ? lib_hash : "-");
-    write_text("version.txt", version), files[nf++] = "version.txt";
+    put_text("version.txt", version);
     free(version);
     char *inspect_cmd[] = {self, "inspect", "--json", "--", self, NULL};
-    run_into("inspect-command.json", inspect_cmd, NULL), files[nf++] = "inspect-command.json";
-    if (have_lib) {
+    const char *not_macho = "null\n"; /* elsewhere the two are not Mach-O files: nothing to inspect */
+    if (platform_is_macos)
+        run_step("inspect-command.json", "vzcaps inspect of the command", inspect_cmd, NULL, 0, NULL, NULL);
+    else
+        skip_step("inspect-command.json", "vzcaps inspect of the command", not_macho);
+    if (have_lib && !platform_is_macos) {
+        skip_step("inspect-library.json", "vzcaps inspect of the library", not_macho);
+    } else if (have_lib) {
         char *inspect_lib[] = {self, "inspect", "--json", "--", library, NULL};
-        run_into("inspect-library.json", inspect_lib, NULL);
+        run_step("inspect-library.json", "vzcaps inspect of the library", inspect_lib, NULL, 0, NULL, NULL);
     } else {
-        write_text("inspect-library.json", "null\n");
+        put_text("inspect-library.json", "null\n");
+        record("inspect-library.json", "vzcaps inspect of the library", STEP_FAILED, xformat("library not found"));
     }
-    files[nf++] = "inspect-library.json";
 
+    struct cli_buf probe_out = {0}, probe_err = {0}, verify_out = {0};
     if (platform_is_macos) {
         char *probe[] = {self, "probe", "--json", NULL}, *verify[] = {self, "verify", "--json", NULL};
-        run_into("probe.json", probe, NULL);
-        run_into("verify.json", verify, NULL);
-        /* one injected child, with dyld saying what it interposed and loaded */
+        run_step("probe.json", "vzcaps probe --json", probe, NULL, 0, &probe_out, &probe_err);
+        char *log = lines_with(probe_err.data, "vzcaps:");
+        put_text("library-log.txt", *log ? log : "(the library printed no line)\n");
+        free(log);
+        run_step("verify.json", "vzcaps verify --json", verify, NULL, 0, &verify_out, NULL);
+        /* one injected child, with dyld saying what it interposed and loaded (on standard error) */
         char *trace[] = {self, "run", "--", self, "__probe-child", NULL};
         char *trace_env[] = {"DYLD_PRINT_INTERPOSING=1", "DYLD_PRINT_LIBRARIES=1", NULL};
-        run_into("dyld-trace.txt", trace, trace_env);
-        char *log[] = {"/usr/bin/log", "show", "--last", "15m", "--style", "compact", "--predicate",
-                       "eventMessage BEGINSWITH \"vzcaps:\"", NULL};
-        run_into("unified-log.txt", log, NULL);
+        struct cli_buf t_out = {0}, t_err = {0};
+        int st = cli_capture(trace, trace_env, 0, &t_out, &t_err);
+        put_file("dyld-trace.txt", t_err.data ? t_err.data : "", t_err.len);
+        record("dyld-trace.txt", "an injected child under DYLD_PRINT_*", st != -1 && WIFEXITED(st) && !WEXITSTATUS(st) ? STEP_OK : STEP_FAILED,
+               status_text(st));
+        cli_buf_free(&t_out), cli_buf_free(&t_err);
+        char *log_show[] = {"/usr/bin/log", "show", "--last", "15m", "--style", "compact", "--predicate",
+                            "eventMessage BEGINSWITH \"vzcaps:\"", NULL};
+        run_step("unified-log.txt", "the unified log's vzcaps: lines", log_show, NULL, 0, NULL, NULL);
     } else {
-        write_text("probe.json", "null\n");
-        write_text("verify.json", "null\n");
-        write_text("dyld-trace.txt", mac_only);
-        write_text("unified-log.txt", mac_only);
+        skip_step("probe.json", "vzcaps probe --json", "null\n");
+        skip_step("library-log.txt", "the library's lines during the probe", NULL);
+        skip_step("verify.json", "vzcaps verify --json", "null\n");
+        skip_step("dyld-trace.txt", "an injected child under DYLD_PRINT_*", NULL);
+        skip_step("unified-log.txt", "the unified log's vzcaps: lines", NULL);
     }
-    files[nf++] = "probe.json", files[nf++] = "verify.json", files[nf++] = "dyld-trace.txt", files[nf++] = "unified-log.txt";
+    /* what a failure needs to be diagnosed: the device's classes, SIP, quarantine, signatures,
+     * the GPU as the system sees it (macOS only: elsewhere "not available on this system") */
+    char *classes[] = {self, "__device-class", NULL};
+    if (platform_is_macos)
+        run_step("device-class.json", "the device's class, superclasses, initGPUFamilySupport (stock)", classes, NULL,
+                 CLI_CAPTURE_STOCK, NULL, NULL);
+    else
+        skip_step("device-class.json", "the device's class, superclasses, initGPUFamilySupport (stock)", "null\n");
+    char *csrutil[] = {"/usr/bin/csrutil", "status", NULL};
+    char *xattr[] = {"/usr/bin/xattr", "-l", self, have_lib ? library : NULL, NULL};
+    char *cs_cmd[] = {"/usr/bin/codesign", "-dvvv", self, NULL}, *cs_lib[] = {"/usr/bin/codesign", "-dvvv", library, NULL};
+    char *csv_cmd[] = {"/usr/bin/codesign", "--verify", "--strict", "--verbose=2", self, NULL};
+    char *csv_lib[] = {"/usr/bin/codesign", "--verify", "--strict", "--verbose=2", library, NULL};
+    char *displays[] = {"/usr/sbin/system_profiler", "SPDisplaysDataType", NULL};
+    struct {
+        const char *file, *what;
+        char **argv;
+    } mac[] = {
+        {"csrutil.txt", "csrutil status (System Integrity Protection)", csrutil},
+        {"quarantine.txt", "extended attributes (com.apple.quarantine) of the command and the library", xattr},
+        {"codesign-command.txt", "codesign -dvvv of the command", cs_cmd},
+        {"codesign-verify-command.txt", "codesign --verify --strict of the command", csv_cmd},
+        {"codesign-library.txt", "codesign -dvvv of the library", have_lib ? cs_lib : NULL},
+        {"codesign-verify-library.txt", "codesign --verify --strict of the library", have_lib ? csv_lib : NULL},
+        {"system-profiler-displays.txt", "system_profiler SPDisplaysDataType", displays},
+    };
+    for (size_t i = 0; i < sizeof mac / sizeof mac[0]; i++) {
+        if (!platform_is_macos)
+            skip_step(mac[i].file, mac[i].what, NULL);
+        else if (!mac[i].argv) {
+            put_text(mac[i].file, "library not found\n");
+            record(mac[i].file, mac[i].what, STEP_FAILED, xformat("library not found"));
+        } else
+            run_step(mac[i].file, mac[i].what, mac[i].argv, NULL, MERGE_STDERR, NULL, NULL);
+    }
+    char *workload = cmd && *cmd ? workload_section(self, cmd) : xformat("%s", "");
+    /* crash reports of the workload and of vzcaps (whose children probe and verify) */
+    const char *home = getenv("HOME");
+    char *reports_dir = xformat("%s/Library/Logs/DiagnosticReports", home && *home ? home : "~");
+    char *crashes = newest_crash_report(reports_dir, "vzcaps");
+    if (cmd && *cmd) {
+        char *more = newest_crash_report(reports_dir, vzcaps_basename(cmd[0]));
+        char *both = xformat("%s\n%s", more, crashes);
+        free(more);
+        free(crashes);
+        crashes = both;
+    }
+    put_text("crash-reports.txt", crashes);
+    record("crash-reports.txt", "the newest crash report of the workload and of vzcaps", STEP_OK, xformat("read"));
+    free(crashes);
+    free(reports_dir);
 
-    char *probe_text = read_back("probe.json"), *verify_text = read_back("verify.json"), reason[600];
-    const char *verdict = bundle_verdict(platform_is_macos, probe_text, verify_text, reason, sizeof reason);
-    free(probe_text);
-    free(verify_text);
+    char reason[600];
+    const char *verdict = bundle_verdict(platform_is_macos, probe_out.data, verify_out.data, reason, sizeof reason);
+    cli_buf_free(&probe_out), cli_buf_free(&probe_err), cli_buf_free(&verify_out);
+    size_t ran = 0, failed = 0, skipped = 0;
+    char *table = xformat("%s", "| file | step | result |\n| --- | --- | --- |\n");
+    for (size_t i = 0; i < n_steps; i++) {
+        ran += steps[i].state != STEP_SKIPPED;
+        failed += steps[i].state == STEP_FAILED;
+        skipped += steps[i].state == STEP_SKIPPED;
+        char *more = xformat("%s| %s | %s | %s%s |\n", table, steps[i].file, steps[i].what,
+                             steps[i].state == STEP_FAILED ? "**FAILED**: " : "", steps[i].result);
+        free(table);
+        table = more;
+    }
+    /* the summary is the last file but SHA256SUMS: what could not be written so far is in it */
+    int failures_before = od.failures;
     char *summary = xformat(
         "%s: %s.\n\n"
         "vzcaps %s first-run bundle. Attach the whole directory to an issue; it holds no environment, user or host\n"
         "names, and the home directory is written as ~.\n\n"
-        "| file | what it holds |\n| --- | --- |\n"
-        "| sw_vers.txt | macOS product version and build |\n"
-        "| doctor.json | machine facts (guest or host, chip, memory), library, configuration, pitfalls |\n"
-        "| check.json | the effective profile for the probe's process and why |\n"
-        "| version.txt | vzcaps version, SHA-256 of the command and the library |\n"
-        "| inspect-command.json, inspect-library.json | the two binaries as vzcaps inspect reads them |\n"
-        "| probe.json | every Metal answer, stock and through the library; `changed` and `unexpected` |\n"
-        "| verify.json | each unlocked path computed on the device and compared with the CPU |\n"
-        "| dyld-trace.txt | one injected child with DYLD_PRINT_INTERPOSING=1 and DYLD_PRINT_LIBRARIES=1 |\n"
-        "| unified-log.txt | the library's `vzcaps:` lines from the unified log, last 15 minutes |\n"
-        "| *.stderr | what a step printed on standard error, when it printed anything |\n"
-        "| SHA256SUMS | SHA-256 of every other file |\n\n"
+        "Steps: %zu ran, %zu failed, %zu skipped (not available on this system). Files: %d could not be written%s.\n\n"
+        "%s%s\n%s\n"
         "Verdicts: WORKS (answers changed as asked and every unlocked check computed correct results), PARTIAL\n"
         "(answers changed, but a check failed or did not run), DOES NOT WORK (nothing changed, or something\n"
         "changed that was not asked for), CANNOT TELL (the device could not be read), NOT ON MACOS.\n",
-        verdict, reason, VZCAPS_VERSION);
-    write_text("summary.md", summary), files[nf++] = "summary.md";
+        verdict, reason, VZCAPS_VERSION, ran, failed, skipped, failures_before,
+        failures_before ? " (they are missing from SHA256SUMS; see the messages of vzcaps doctor)" : "", table, workload,
+        files_table);
+    put_text("summary.md", summary);
     free(summary);
+    free(table);
+    free(workload);
 
-    /* scrub every file written (the .stderr ones too), then checksum what is there */
-    for (size_t i = 0; i < nf; i++) {
-        scrub(files[i]);
-        char *err_name = xformat("%s.stderr", files[i]), *err_path = in_bundle(err_name);
-        if (access(err_path, F_OK) == 0)
-            scrub(err_name);
-        free(err_name);
-        free(err_path);
-    }
-    char *sums = xformat("%s", "");
-    for (size_t i = 0; i < nf; i++) {
-        for (int k = 0; k < 2; k++) {
-            char *name = k ? xformat("%s.stderr", files[i]) : xformat("%s", files[i]), *path = in_bundle(name), hex[65];
-            if (access(path, F_OK) == 0 && sha256_file_hex(path, hex) == 0) {
-                char *more = xformat("%s%s  %s\n", sums, hex, name);
-                free(sums);
-                sums = more;
-            }
-            free(name);
-            free(path);
-        }
-    }
-    write_text("SHA256SUMS", sums);
-    free(sums);
-    if (failures) {
-        eprintf("vzcaps doctor: the bundle in %s is incomplete: %d of its files could not be written (above)", dir, failures);
+    out_dir_sums(&od);
+    int files = od.failures;
+    size_t wrote = od.n;
+    out_dir_close(&od);
+    bundle_reset();
+    if (files || failed) {
+        eprintf("vzcaps doctor: the bundle in %s is incomplete: %d of its files could not be written (above), %zu of its steps "
+                "failed (see summary.md)", dir, files, failed);
         return 1;
     }
-    printf("%s: %s.\nwrote %s (summary.md, SHA256SUMS and %zu more files)\n", verdict, reason, esc(dir), nf - 1);
+    printf("%s: %s.\nwrote %s (summary.md, SHA256SUMS and %zu more files; %zu steps ran, %zu skipped: not available on this system)\n",
+           verdict, reason, esc(dir), wrote - 2, ran, skipped);
     return 0;
 }

@@ -7,7 +7,8 @@
 #include "../macho/macho.h"
 
 #include <errno.h>
-
+#include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -436,3 +437,104 @@ size_t cli_preload_duplicates(void)
     return preload_dropped;
 }
 
+/* Appends n bytes to b (growing it); false when out of memory. */
+static bool buf_add(struct cli_buf *b, const char *p, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *d = realloc(b->data, cap);
+        if (!d)
+            return false;
+        b->data = d, b->cap = cap;
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return true;
+}
+
+void cli_buf_free(struct cli_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+int cli_capture(char *const argv[], char *const env[], int flags, struct cli_buf *out, struct cli_buf *err)
+{
+    int po[2], pe[2];
+    out->len = err->len = 0;
+    if (!buf_add(out, "", 0) || !buf_add(err, "", 0))
+        return -1;
+    if (pipe(po) != 0)
+        return -1;
+    if (pipe(pe) != 0) {
+        close(po[0]), close(po[1]);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int in = open("/dev/null", O_RDONLY);
+        if (in >= 0 && in != 0)
+            dup2(in, 0), close(in);
+        dup2(po[1], 1), dup2(pe[1], 2);
+        close(po[0]), close(po[1]), close(pe[0]), close(pe[1]);
+        if (flags & CLI_CAPTURE_STOCK) { /* every entry of ours and every preload entry leaves */
+            size_t w = 0, pl = strlen(preload_var);
+            for (size_t r = 0; environ[r]; r++)
+                if (!vzcaps_env_is_ours(environ[r]) && !(strncmp(environ[r], preload_var, pl) == 0 && environ[r][pl] == '='))
+                    environ[w++] = environ[r];
+            environ[w] = NULL;
+        }
+        for (char *const *x = env; x && *x; x++)
+            putenv(*x);
+        if (flags & CLI_CAPTURE_SEARCH)
+            execvp(argv[0], argv);
+        else
+            execv(argv[0], argv);
+        dprintf(2, "vzcaps: cannot run %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(po[1]), close(pe[1]);
+    if (pid < 0) {
+        close(po[0]), close(pe[0]);
+        return -1;
+    }
+    /* both pipes at once: a child that fills one while we wait on the other never stalls */
+    struct pollfd fds[2] = {{po[0], POLLIN, 0}, {pe[0], POLLIN, 0}};
+    struct cli_buf *into[2] = {out, err};
+    bool ok = true;
+    int open_pipes = 2;
+    while (open_pipes) {
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        for (int k = 0; k < 2; k++) {
+            if (fds[k].fd < 0 || !fds[k].revents)
+                continue;
+            char chunk[16384];
+            ssize_t n = read(fds[k].fd, chunk, sizeof chunk);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n > 0) {
+                ok = buf_add(into[k], chunk, (size_t)n) && ok;
+                continue;
+            }
+            close(fds[k].fd);
+            fds[k].fd = -1;
+            open_pipes--;
+        }
+    }
+    for (int k = 0; k < 2; k++)
+        if (fds[k].fd >= 0)
+            close(fds[k].fd);
+    int st = -1;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    return ok ? st : -1;
+}

@@ -1,8 +1,13 @@
-/* vzcaps launchd: a LaunchAgent for one workload, scoped to that program's process tree.
- * Never: uses `launchctl setenv`; leaves a half-written plist (temp file + rename). */
+/* vzcaps launchd: a LaunchAgent for one workload, scoped to that program's process tree, and
+ * the list of the agents it wrote (--list, recognised by the marker comment it writes).
+ * Never: uses `launchctl setenv`; resolves the program's links (Homebrew's opt path stays);
+ * writes a plist but through safewrite (never half-written, through a link or over a plist it
+ * did not write without --force); removes a plist it did not write without --force. */
 #define _XOPEN_SOURCE 700
+#include "../common/safewrite.h"
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -36,9 +41,49 @@ static void kv_string(FILE *out, const char *indent, const char *key, const char
     fputs("</string>\n", out);
 }
 
+/* A label names LABEL.plist and the job's log files: at most this many bytes. */
+#define LABEL_MAX 199
+
 static bool valid_label(const char *l)
 {
-    return *l && strlen(l) < 200 && strspn(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(l) && l[0] != '.';
+    return *l && strspn(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(l) && l[0] != '.';
+}
+
+/* What every plist vzcaps launchd writes carries (after the DOCTYPE line, within the first
+ * 4096 bytes): --list, --remove and --install recognise their own work by it. */
+static const char plist_marker[] = "<!-- written by vzcaps launchd -->";
+
+/* Whether a plist's text is one vzcaps launchd wrote: the marker, or (written before it had one)
+ * the library as the preload entry and the logs under Library/Logs/vzcaps. */
+static bool plist_is_ours(const char *text)
+{
+    char head[4097];
+    snprintf(head, sizeof head, "%s", text);
+    if (strstr(head, plist_marker))
+        return true;
+    char *preload = xformat("<key>%s</key>", preload_var);
+    bool legacy = strstr(text, preload) && strstr(text, library_file) && strstr(text, "/Library/Logs/vzcaps/");
+    free(preload);
+    return legacy;
+}
+
+/* path as given, made absolute against the current directory, links left as they are (a
+ * Homebrew bin/ or opt/ path stays stable across upgrades; its Cellar target does not). */
+static char *absolute_as_given(const char *path)
+{
+    if (path[0] == '/')
+        return xformat("%s", path);
+    char *cwd = getcwd(NULL, 0);
+    if (!cwd)
+        return NULL;
+    while (path[0] == '.' && path[1] == '/') {
+        path += 2;
+        while (*path == '/')
+            path++;
+    }
+    char *abs = xformat("%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", path);
+    free(cwd);
+    return abs;
 }
 
 /* Whether XML 1.0 can carry s: valid UTF-8 of characters in its Char production (no C0
@@ -64,9 +109,9 @@ static bool keep_alive;
 
 static void write_plist(FILE *out, const char *label, char **cmd, char **env, const char *home)
 {
-    fputs("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-          "<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
-          "<plist version=\"1.0\">\n<dict>\n", out);
+    fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                 "<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
+                 "%s\n<plist version=\"1.0\">\n<dict>\n", plist_marker);
     kv_string(out, "  ", "Label", label);
     fputs("  <key>ProgramArguments</key>\n  <array>\n", out);
     for (char **a = cmd; *a; a++) {
@@ -122,6 +167,93 @@ static int launchctl(const char *verb, const char *target)
     return rc;
 }
 
+/* The text of the first <string> after <key>key</key> in a plist vzcaps wrote, entities
+ * decoded (heap), or NULL. */
+static char *plist_string_after(const char *text, const char *key)
+{
+    char *k = xformat("<key>%s</key>", key);
+    const char *p = strstr(text, k);
+    free(k);
+    p = p ? strstr(p, "<string>") : NULL;
+    const char *end = p ? strstr(p, "</string>") : NULL;
+    if (!end)
+        return NULL;
+    p += strlen("<string>");
+    char *out = xformat("%.*s", (int)(end - p), p), *w = out;
+    static const char *const ents[][2] = {{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#13;", "\r"}};
+    for (const char *r = out; *r;) {
+        size_t i = 0;
+        while (i < 5 && strncmp(r, ents[i][0], strlen(ents[i][0])) != 0)
+            i++;
+        if (i < 5) {
+            *w++ = ents[i][1][0];
+            r += strlen(ents[i][0]);
+        } else {
+            *w++ = *r++;
+        }
+    }
+    *w = '\0';
+    return out;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* vzcaps launchd --list: one line per agent vzcaps wrote in dir, LABEL<TAB>PLIST<TAB>PROGRAM. */
+static int list_agents(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (errno == ENOENT) {
+            eprintf("vzcaps launchd: no LaunchAgent written by vzcaps (no %s)", dir);
+            return 0;
+        }
+        eprintf("vzcaps launchd: %s: %s", dir, strerror(errno));
+        return 1;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l <= 6 || strcmp(e->d_name + l - 6, ".plist") != 0 || e->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            char **more = realloc(names, (cap = cap * 2 + 16) * sizeof *names);
+            if (!more)
+                break;
+            names = more;
+        }
+        names[n++] = xformat("%s", e->d_name);
+    }
+    closedir(d);
+    qsort(names, n, sizeof *names, by_name);
+    size_t found = 0;
+    for (size_t i = 0; i < n; i++) {
+        char *path = xformat("%s/%s", dir, names[i]), err[1400];
+        struct stat st;
+        size_t len;
+        /* a regular file only, read without blocking: a FIFO or a link is nobody's agent of ours */
+        char *text = lstat(path, &st) == 0 && S_ISREG(st.st_mode) ? read_text_file(path, &len, err, sizeof err) : NULL;
+        if (text && plist_is_ours(text)) {
+            char *label = plist_string_after(text, "Label"), *program = plist_string_after(text, "ProgramArguments");
+            printf("%s\t%s\t%s\n", esc(label ? label : "?"), esc(path), esc(program ? program : "?"));
+            free(label);
+            free(program);
+            found++;
+        }
+        free(text);
+        free(path);
+        free(names[i]);
+    }
+    free(names);
+    if (!found)
+        eprintf("vzcaps launchd: no LaunchAgent written by vzcaps in %s", dir);
+    return 0;
+}
+
 /* Strings this command allocates live until it returns (cmd_launchd frees them). */
 static char *owned[16];
 static size_t n_owned;
@@ -137,7 +269,7 @@ static int launchd_main(int argc, char **argv)
 {
     struct cfg_opts o = {0};
     const char *label = NULL;
-    bool install = false, remove_ = false, force = false;
+    bool install = false, remove_ = false, force = false, list = false;
     int i = 1;
     for (; i < argc; i++) {
         int t;
@@ -161,13 +293,29 @@ static int launchd_main(int argc, char **argv)
             remove_ = true;
         else if (strcmp(argv[i], "--force") == 0)
             force = true;
+        else if (strcmp(argv[i], "--list") == 0)
+            list = true;
         else if (argv[i][0] == '-')
             return usage_error("launchd", "unknown option %s", argv[i]);
         else
             break;
     }
+    if (list) {
+        if (label || install || remove_ || i < argc)
+            return usage_error("launchd", "--list takes no label, command, --install or --remove");
+        const char *home = getenv("HOME");
+        if (!home || !*home) {
+            eprintf("vzcaps launchd: HOME is not set");
+            return 1;
+        }
+        char *agents = keep(xformat("%s/Library/LaunchAgents", home));
+        return list_agents(agents);
+    }
     if (!label)
         return usage_error("launchd", "--label is required");
+    if (strlen(label) > LABEL_MAX)
+        return usage_error("launchd", "label is %zu bytes long: at most %d (it names LABEL.plist and the job's log files)",
+                           strlen(label), LABEL_MAX);
     if (!valid_label(label))
         return usage_error("launchd", "label \"%s\" must be letters, digits, '.', '_' and '-' (e.g. com.example.llama-server)", label);
     if (install && remove_)
@@ -193,6 +341,16 @@ static int launchd_main(int argc, char **argv)
             eprintf("vzcaps launchd: %s is not installed (no %s)", label, plist);
             return 1;
         }
+        size_t plen;
+        char perr[1400];
+        char *text = S_ISREG(st.st_mode) ? read_text_file(plist, &plen, perr, sizeof perr) : NULL;
+        bool ours = text && plist_is_ours(text);
+        free(text);
+        if (!S_ISREG(st.st_mode) || (!ours && !force)) {
+            eprintf("vzcaps launchd: %s was not written by vzcaps launchd%s; not removed", plist,
+                    S_ISREG(st.st_mode) ? " (--force removes it)" : " (not a regular file)");
+            return 1;
+        }
         launchctl("bootout", label);
         if (unlink(plist) != 0) {
             eprintf("vzcaps launchd: cannot remove %s: %s", plist, strerror(errno));
@@ -211,12 +369,12 @@ static int launchd_main(int argc, char **argv)
      * file and the library go into the plist as absolute paths, resolved and checked now */
     char program[4096], why_prog[600];
     int trc = resolve_target(cmd[0], program, sizeof program, why_prog, sizeof why_prog);
-    char *real = trc == 0 ? realpath(program, NULL) : NULL;
-    if (!real) {
+    char *abs = trc == 0 ? absolute_as_given(program) : NULL;
+    if (!abs) {
         eprintf("vzcaps launchd: %s: %s", cmd[0], trc ? why_prog : strerror(errno));
         return 1;
     }
-    cmd[0] = keep(real);
+    cmd[0] = keep(abs);
 
     char library[4096], tried[2400];
     if (find_library(library, sizeof library, tried, sizeof tried) != 0) {
@@ -235,7 +393,7 @@ static int launchd_main(int argc, char **argv)
     size_t n = 0;
     env[n++] = keep(xformat("%s=%s", preload_var, library));
     if (r.config_path[0]) {
-        char *conf = realpath(r.config_path, NULL);
+        char *conf = absolute_as_given(r.config_path);
         if (!conf) {
             eprintf("vzcaps launchd: config file %s: %s", r.config_path, strerror(errno));
             return 1;
@@ -267,33 +425,26 @@ static int launchd_main(int argc, char **argv)
     /* an existing plist that differs is somebody's work: replaced only when asked */
     size_t old_len;
     char err[1400];
-    char *old = access(plist, F_OK) == 0 ? read_text_file(plist, &old_len, err, sizeof err) : NULL;
+    struct stat st;
+    bool exists = lstat(plist, &st) == 0;
+    char *old = exists && S_ISREG(st.st_mode) ? read_text_file(plist, &old_len, err, sizeof err) : NULL;
     bool same = old && old_len == len && memcmp(old, bytes, len) == 0;
     free(old);
-    if (access(plist, F_OK) == 0 && !force && !same) {
+    if (exists && !force && !same) {
         eprintf("vzcaps launchd: %s exists and differs from this job; pass --force to replace it", plist);
         return 1;
     }
-    if (mkdir_p(agents) != 0 || mkdir_p(logs) != 0) {
-        eprintf("vzcaps launchd: cannot create %s or %s: %s", agents, logs, strerror(errno));
+    char *why_err = NULL;
+    if (vzcaps_mkdir_parents(agents, &why_err) != 0 || vzcaps_mkdir_parents(logs, &why_err) != 0) {
+        eprintf("vzcaps launchd: cannot create %s", why_err ? why_err : agents);
+        free(why_err);
         return 1;
     }
-    char *tmp = keep(xformat("%s.tmp.%ld", plist, (long)getpid()));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    bool ok = fd >= 0 && fchmod(fd, 0644) == 0; /* 0644 whatever the umask */
-    for (size_t off = 0; ok && off < len;) {
-        ssize_t w = write(fd, bytes + off, len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        ok = w > 0;
-        off += ok ? (size_t)w : 0;
-    }
-    ok = ok && fsync(fd) == 0;
-    if (fd >= 0 && close(fd) != 0)
-        ok = false;
-    if (!ok || rename(tmp, plist) != 0) {
-        eprintf("vzcaps launchd: cannot write %s: %s", plist, strerror(errno));
-        unlink(tmp);
+    /* the umask applies (launchd refuses a plist others can write; 0644 & ~umask never is) */
+    struct vzcaps_wopts wo = {.mode = 0644, .replace = force ? VZCAPS_FORCE : VZCAPS_IF_MARKED, .marker = plist_marker, .sync = true};
+    if (vzcaps_write_file(plist, bytes, len, &wo, &why_err) != 0) {
+        eprintf("vzcaps launchd: cannot write %s", why_err ? why_err : plist);
+        free(why_err);
         return 1;
     }
     printf("wrote %s\n", esc(plist));

@@ -41,6 +41,8 @@ static int dispatch(int argc, char **argv)
         return argc > 2 && cli_print_completions(stdout, argv[2]) == 0 ? 0 : usage_error("help", "__completions bash|zsh|fish");
     if (strcmp(cmd, "__probe-child") == 0) /* hidden: the children of probe and verify */
         return child_probe();
+    if (strcmp(cmd, "__device-class") == 0) /* hidden: the device's class chain, for doctor --bundle */
+        return child_device_class();
     if (strcmp(cmd, "__verify-child") == 0)
         return child_verify(argc - 1, argv + 1);
     const struct cmd_spec *c = cli_find_command(cmd);

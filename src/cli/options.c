@@ -97,20 +97,6 @@ int cfg_opt_take(const char *cmd, int argc, char **argv, int *i, struct cfg_opts
     return 0;
 }
 
-int write_text_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return -1;
-    bool ok = fputs(text, f) >= 0;
-    int saved = errno;
-    if (fclose(f) != 0 || !ok) {
-        errno = ok ? errno : saved;
-        return -1;
-    }
-    return 0;
-}
-
 int mkdir_p(const char *path)
 {
     char *buf = xformat("%s", path);

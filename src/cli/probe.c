@@ -2,6 +2,7 @@
  * stock and with the library, and report side by side. The children are this command
  * (hidden subcommands), so the library is injected exactly as `vzcaps run` injects it. */
 #define _XOPEN_SOURCE 700
+#include "../common/safewrite.h"
 #include "cli.h"
 #include "../device/metal.h"
 #include "../common/sha256.h"
@@ -303,19 +304,30 @@ int cmd_verify(int argc, char **argv)
     return verify_exit_status(&res);
 }
 
+/* The cache's files are verify results: one is replaced when it is one (this key's members
+ * come first, within the 4096 bytes safewrite looks at), never another file at that name. */
+static const char cache_marker[] = "\"nocopy_guest_fault\":";
+
 static void write_cache(const char *key, const struct vresult *res)
 {
-    char *path = cache_path(key);
-    *strrchr(path, '/') = '\0';
-    int ok = mkdir_p(path) == 0;
-    path[strlen(path)] = '/';
-    FILE *f = ok ? fopen(path, "w") : NULL;
+    char *path = cache_path(key), *dir = xformat("%s", path), *err = NULL, *buf = NULL;
+    *strrchr(dir, '/') = '\0';
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
     if (f) {
         print_verify(res, true, f);
-        ok = fclose(f) == 0;
+        if (fclose(f) != 0)
+            free(buf), buf = NULL;
     }
-    if (!f || !ok) /* the verdict stands; only the next run --verify repeats it */
-        eprintf("vzcaps: cannot cache the verify verdict in %s: %s", path, strerror(errno));
+    struct vzcaps_wopts opts = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = cache_marker};
+    if (!buf)
+        eprintf("vzcaps: cannot cache the verify verdict in %s: out of memory", path);
+    else if (vzcaps_mkdir_parents(dir, &err) != 0 || vzcaps_write_file(path, buf, n, &opts, &err) != 0)
+        /* the verdict stands; only the next run --verify repeats it */
+        eprintf("vzcaps: cannot cache the verify verdict: %s", err ? err : path);
+    free(err);
+    free(buf);
+    free(dir);
     free(path);
 }
 

@@ -1,11 +1,16 @@
 /* vzcaps report: the benchmark table recomputed from raw llama-bench JSON (files or bundles),
- * with what the Metal backend itself reported in each run. */
+ * with what the Metal backend itself reported in each run.
+ * Never: writes over one of its inputs, through a link, or over a file vzcaps did not write
+ * without --force (outputs go through safewrite, all checked before anything is printed). */
 #define _XOPEN_SOURCE 700
+#define _DARWIN_C_SOURCE /* O_NOFOLLOW */
+#include "../common/safewrite.h"
 #include "../data/benchdata.h"
 #include "cli.h"
 #include "../data/jsonread.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +37,17 @@ static long above_host(const struct bench_table *t, int role, long host)
     return host && f > host ? f : 0;
 }
 
+/* Every file read, by device and inode: an output that is one of them is refused. */
+static struct stat inputs[64];
+static size_t n_inputs;
+
+static void note_input(const char *path)
+{
+    struct stat st;
+    if (n_inputs < sizeof inputs / sizeof inputs[0] && stat(path, &st) == 0)
+        inputs[n_inputs++] = st;
+}
+
 static void companion_stderr(struct report_input *in, enum bench_role role, const char *json_path)
 {
     size_t n = strlen(json_path);
@@ -39,11 +55,13 @@ static void companion_stderr(struct report_input *in, enum bench_role role, cons
     char *path = xformat("%.*s.stderr", (int)(ext ? n - 5 : n), json_path);
     if (access(path, R_OK) == 0)
         bench_table_add_stderr(&in->table, role, path);
+    note_input(path);
     free(path);
 }
 
 static int report_add(struct report_input *in, enum bench_role role, const char *path, char *err, size_t errlen)
 {
+    note_input(path);
     if (bench_table_add_file(&in->table, role, path, err, errlen) != 0)
         return -1;
     companion_stderr(in, role, path);
@@ -231,6 +249,59 @@ static void report_print(const struct report_input *in, bool json)
                unl - 1000, unl, host - 1000, host, from);
 }
 
+/* What marks an output file as one vzcaps report wrote (replaced without --force): a comment in
+ * the SVG (after its XML declaration) and in the Markdown (its first line); CSV has no comment
+ * syntax, so an existing CSV file is replaced only with --force. Indexed svg, csv, md. */
+static const char *const markers[3] = {"<!-- written by vzcaps report -->", NULL, "<!-- written by vzcaps report -->"};
+
+static char *with_marker(int k, const char *text)
+{
+    if (!markers[k])
+        return xformat("%s", text);
+    const char *nl = strncmp(text, "<?xml", 5) == 0 ? strchr(text, '\n') : NULL;
+    if (nl)
+        return xformat("%.*s%s\n%s", (int)(nl + 1 - text), text, markers[k], nl + 1);
+    return xformat("%s\n%s", markers[k], text);
+}
+
+/* Why output path cannot be written, or NULL: its directory is missing, it is a directory, a
+ * link or a special file, one of the inputs, or a file vzcaps did not write (without --force). */
+static const char *output_refusal(const char *path, int k, bool force)
+{
+    char *dir = xformat("%s", path), *slash = strrchr(dir, '/');
+    struct stat st;
+    if (slash)
+        *slash = '\0';
+    bool dir_ok = !slash || (stat(slash == dir ? "/" : dir, &st) == 0 && S_ISDIR(st.st_mode));
+    bool dir_exists = !slash || stat(slash == dir ? "/" : dir, &st) == 0;
+    free(dir);
+    if (!dir_ok)
+        return dir_exists ? "its directory is not a directory" : "its directory does not exist";
+    if (lstat(path, &st) != 0)
+        return errno == ENOENT ? NULL : strerror(errno);
+    if (S_ISDIR(st.st_mode))
+        return "it is a directory (give a file name)";
+    if (S_ISLNK(st.st_mode))
+        return "it is a symbolic link (refusing to write through it)";
+    if (!S_ISREG(st.st_mode))
+        return "it exists and is not a regular file";
+    for (size_t i = 0; i < n_inputs; i++)
+        if (inputs[i].st_dev == st.st_dev && inputs[i].st_ino == st.st_ino)
+            return "it is one of the inputs (refusing to overwrite it)";
+    if (force)
+        return NULL;
+    bool marked = false;
+    int fd = markers[k] ? open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
+    if (fd >= 0) {
+        char head[4097];
+        ssize_t n = read(fd, head, sizeof head - 1);
+        close(fd);
+        head[n > 0 ? n : 0] = '\0';
+        marked = n > 0 && memchr(head, '\0', (size_t)n) == NULL && strstr(head, markers[k]) != NULL;
+    }
+    return marked ? NULL : "it exists and vzcaps report did not write it (--force replaces it)";
+}
+
 struct rfile {
     enum bench_role role;
     const char *path;
@@ -240,7 +311,8 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
 {
     static struct report_input in;
     memset(&in, 0, sizeof in);
-    bool json = false;
+    bool json = false, force = false;
+    n_inputs = 0;
     const char *svg = NULL, *csv = NULL, *md = NULL;
     char err[1400];
     int nd = 0, nfiles = 0;
@@ -274,6 +346,8 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
         }
         if (strcmp(argv[i], "--json") == 0)
             json = true;
+        else if (strcmp(argv[i], "--force") == 0)
+            force = true;
         else if (argv[i][0] == '-')
             return usage_error("report", "unknown option %s", argv[i]);
         else
@@ -290,6 +364,7 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
         char *envp = xformat("%s/environment.json", dirs[d]), err2[1400];
         size_t elen;
         char *etext = access(envp, F_OK) == 0 ? read_text_file(envp, &elen, err2, sizeof err2) : NULL;
+        note_input(envp);
         free(envp);
         struct jv *edoc = etext ? jv_parse(etext, elen, err2, sizeof err2) : NULL;
         const struct jv *brand = jv_get(edoc, "cpu_brand");
@@ -315,8 +390,8 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
         return 1;
     }
     const char *outs[3] = {svg, csv, md};
-    /* every output's directory exists, checked before anything is printed; "-" is stdout
-     * (instead of the table) */
+    /* every output is checked before anything is written or printed; "-" is stdout (instead
+     * of the table) */
     bool to_stdout = false;
     for (int k = 0; k < 3; k++) {
         if (!outs[k])
@@ -327,39 +402,48 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
             to_stdout = true;
             continue;
         }
-        char *dir = xformat("%s", outs[k]), *slash = strrchr(dir, '/');
-        struct stat st;
-        if (slash)
-            *slash = '\0';
-        bool ok = !slash || (stat(slash == dir ? "/" : dir, &st) == 0 && S_ISDIR(st.st_mode));
-        if (!ok)
-            eprintf("vzcaps report: cannot write %s: %s", outs[k],
-                    stat(dir, &st) != 0 ? "its directory does not exist" : "its directory is not a directory");
-        free(dir);
-        if (!ok)
+        for (int m = 0; m < k; m++)
+            if (outs[m] && strcmp(outs[m], outs[k]) == 0)
+                return usage_error("report", "%s is given as two outputs", outs[k]);
+        const char *why = output_refusal(outs[k], k, force);
+        if (why) {
+            eprintf("vzcaps report: cannot write %s: %s", outs[k], why);
             return 1;
-    }
-    if (!to_stdout)
-        report_print(&in, json);
-    void (*render[3])(const struct bench_table *, FILE *) = {bench_render_svg, bench_render_csv, bench_render_md};
-    for (int k = 0; k < 3; k++) {
-        if (!outs[k])
-            continue;
-        if (strcmp(outs[k], "-") == 0) {
-            render[k](&in.table, stdout);
-            continue;
         }
-        FILE *f = fopen(outs[k], "w");
+    }
+    void (*render[3])(const struct bench_table *, FILE *) = {bench_render_svg, bench_render_csv, bench_render_md};
+    for (int k = 0; k < 3; k++) { /* the files first: a failed write leaves nothing printed */
+        if (!outs[k] || strcmp(outs[k], "-") == 0)
+            continue;
+        char *buf = NULL, *err = NULL;
+        size_t n = 0;
+        FILE *f = open_memstream(&buf, &n);
         if (!f) {
-            eprintf("vzcaps report: cannot write %s: %s", outs[k], strerror(errno));
+            eprintf("vzcaps report: %s: out of memory", outs[k]);
             return 1;
         }
         render[k](&in.table, f);
         if (fclose(f) != 0) {
-            eprintf("vzcaps report: cannot write %s: %s", outs[k], strerror(errno));
+            free(buf);
+            eprintf("vzcaps report: %s: out of memory", outs[k]);
+            return 1;
+        }
+        char *marked = with_marker(k, buf);
+        struct vzcaps_wopts opts = {.mode = 0644, .replace = force ? VZCAPS_FORCE : VZCAPS_IF_MARKED, .marker = markers[k]};
+        int rc = vzcaps_write_file(outs[k], marked, strlen(marked), &opts, &err);
+        free(marked);
+        free(buf);
+        if (rc != 0) {
+            eprintf("vzcaps report: cannot write %s", err ? err : outs[k]);
+            free(err);
             return 1;
         }
     }
+    if (!to_stdout)
+        report_print(&in, json);
+    for (int k = 0; k < 3; k++)
+        if (outs[k] && strcmp(outs[k], "-") == 0)
+            render[k](&in.table, stdout);
     return 0;
 }
 

@@ -60,8 +60,9 @@ mode_t vzcaps_safe_mode(mode_t m)
     return m & 0777 & ~(mode_t)(S_ISUID | S_ISGID | S_ISVTX | S_IWOTH);
 }
 
-/* Splits path into a directory (opened, following links except at its last component) and a
- * final name. Returns the directory's descriptor or -1. */
+/* Splits path into a directory (opened following links: a directory the user names, such as
+ * macOS's /tmp -> private/tmp, is where the file goes; only the file's own name is never
+ * followed) and a final name. Returns the directory's descriptor or -1. */
 static int open_parent(const char *path, char **name, char **err)
 {
     const char *slash = strrchr(path, '/');
@@ -76,12 +77,10 @@ static int open_parent(const char *path, char **name, char **err)
         *name = NULL;
         return fail(err, path, NULL, ENOMEM);
     }
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     int e = errno;
-    if (fd < 0 && e == ELOOP) /* the directory's own last component is a link: say so */
-        fail(err, dir, "is a symbolic link (refusing to write through it)", ELOOP);
-    else if (fd < 0)
-        fail(err, dir, NULL, e);
+    if (fd < 0)
+        fail(err, dir, e == ENOTDIR ? "not a directory" : e == ENOENT ? "no such directory" : NULL, e);
     free(dir);
     if (fd < 0) {
         free(*name);
@@ -363,7 +362,25 @@ int vzcaps_mkdir_parents(const char *path, char **err)
     return rc;
 }
 
-int vzcaps_dir_open_output(const char *path, const char *marker, char **err)
+static int dir_open_output(const char *path, const char *marker, char **err);
+
+int vzcaps_dir_open_output(const char *given, const char *marker, char **err)
+{
+    /* "DIR/" would make lstat and open follow a link at DIR: the name is taken without its
+     * trailing slashes */
+    char *path = msg("%s", given);
+    if (!path)
+        return fail(err, given, NULL, ENOMEM);
+    for (size_t n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
+        path[n - 1] = '\0';
+    int fd = dir_open_output(path, marker, err);
+    int e = errno;
+    free(path);
+    errno = e;
+    return fd;
+}
+
+static int dir_open_output(const char *path, const char *marker, char **err)
 {
     struct stat st;
     if (lstat(path, &st) != 0) {
@@ -428,8 +445,12 @@ int vzcaps_close_stdout(void)
 {
     /* As coreutils' close_stdout: an error that stdio saw, or one that flushing or closing
      * reports now, is a failed write, except a closed descriptor with nothing to write. */
-    bool pending = ferror(stdout) != 0;
-    int e = pending ? EIO : 0;
+    int e = 0;
+    if (ferror(stdout)) { /* a write failed earlier: try what is still buffered again, for the reason */
+        clearerr(stdout);
+        errno = 0;
+        e = fflush(stdout) != 0 && errno ? errno : EIO;
+    }
     if (fflush(stdout) != 0 && !e)
         e = errno ? errno : EIO;
     if (ferror(stdout) && !e)

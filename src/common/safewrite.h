@@ -45,9 +45,9 @@ struct vzcaps_out {
 /* Every function below returns 0 on success, or -1 with a heap message "PATH: reason" in
  * *err (the caller frees it; err may be NULL), the temporary removed and nothing placed. */
 
-/* Starts a file at path (its directory must exist and is opened following links except at its
- * last component) or at name inside an open directory (dirfd stays the caller's; dirpath is
- * used in messages only). */
+/* Starts a file at path (its directory must exist; links on the way to it are followed, as
+ * the user named them, and the file's own name never is) or at name inside an open directory
+ * (dirfd stays the caller's; dirpath is used in messages only). */
 int vzcaps_out_open(struct vzcaps_out *o, const char *path, const struct vzcaps_wopts *opts, char **err);
 int vzcaps_out_openat(struct vzcaps_out *o, int dirfd, const char *dirpath, const char *name,
                       const struct vzcaps_wopts *opts, char **err);
@@ -68,8 +68,9 @@ int vzcaps_write_fileat(int dirfd, const char *dirpath, const char *name, const 
 
 /* An output directory for a bundle: created (with missing parents, mode 0777 & ~umask) or, when
  * it exists, accepted only if it is a real directory (not a link) that is empty, or, when marker
- * is not NULL, that holds a regular file of that name (a bundle vzcaps made before). Returns a
- * descriptor opened with O_DIRECTORY|O_NOFOLLOW, or -1 with *err. */
+ * is not NULL, that holds a regular file of that name (a bundle vzcaps made before). A link
+ * at path (also written "path/") is refused. Returns a descriptor opened with
+ * O_DIRECTORY|O_NOFOLLOW, or -1 with *err. */
 int vzcaps_dir_open_output(const char *path, const char *marker, char **err);
 /* A subdirectory created inside dirfd (it must not exist); returns its descriptor or -1. */
 int vzcaps_mkdirat_new(int dirfd, const char *dirpath, const char *name, mode_t mode, char **err);

@@ -126,3 +126,27 @@ char *read_text_file(const char *path, size_t *len, char *err, size_t errlen)
     return buf;
 }
 
+char *md_code_span(const char *s)
+{
+    const char *t = esc(s);
+    size_t run = 0, longest = 0;
+    for (const char *p = t; *p; p++) {
+        run = *p == '`' ? run + 1 : 0;
+        longest = run > longest ? run : longest;
+    }
+    bool pad = *t == '`' || *t == ' ' || (*t && (t[strlen(t) - 1] == '`' || t[strlen(t) - 1] == ' '));
+    char *fence = xformat("%.*s", (int)longest + 1, "````````````````````````````````````````````````````````````````");
+    if (strlen(fence) <= longest) { /* a run longer than the fence above: the text as entities instead */
+        free(fence);
+        char *out = xformat("%s", "");
+        for (const char *p = t; *p; p++) {
+            char *more = strchr("`|\\*_[]<>#&~", *p) ? xformat("%s&#%d;", out, *p) : xformat("%s%c", out, *p);
+            free(out);
+            out = more;
+        }
+        return out;
+    }
+    char *span = xformat("%s%s%s%s%s", fence, pad ? " " : "", t, pad ? " " : "", fence);
+    free(fence);
+    return span;
+}

@@ -24,5 +24,8 @@ char *vxformat(const char *fmt, va_list ap);
  * from its size before reading). Opened without blocking: a FIFO never hangs. */
 #define TEXT_FILE_MAX (64 << 20)
 char *read_text_file(const char *path, size_t *len, char *err, size_t errlen);
+/* s as a Markdown code span nothing in it can end or break (control characters as \xNN, no
+ * line break, a fence longer than any run of backticks inside); heap. */
+char *md_code_span(const char *s);
 
 #endif

@@ -146,7 +146,7 @@ static int parse(const char *text, size_t len, struct parse_state *st, char *err
             BAD("unknown key %s", key);
         if (scratch.set & (1u << kk))
             BAD("duplicate key %s in [%s]", key, st->names[section]);
-        snprintf(origin, sizeof origin, "%s:%u", st->file, line_no);
+        snprintf(origin, sizeof origin, "%s:%u: %s", st->file, line_no, key); /* names the key, as a variable does */
         if (vzcaps_settings_set(&scratch, (enum vzcaps_key)kk, value, origin, why, sizeof why) != 0)
             BAD("%s: %s", key, why);
         if (st->out && section == st->apply_section)

@@ -183,10 +183,24 @@ size_t vzcaps_escape(const char *in, size_t n, char *out, size_t outlen)
 
 char *vzcaps_clipn(const char *s, size_t n, size_t max, char *out, size_t outlen)
 {
-    if (n <= max)
+    if (!outlen)
+        return out;
+    if (n <= max && n < outlen) {
         snprintf(out, outlen, "%.*s", (int)n, s);
+        return out;
+    }
+    /* the note of the cut always fits whole: the prefix gives way to it */
+    char note[48];
+    int k = snprintf(note, sizeof note, "...(%zu bytes)", n);
+    size_t keep = max < n ? max : n;
+    if ((size_t)k + keep >= outlen)
+        keep = (size_t)k < outlen ? outlen - 1 - (size_t)k : 0;
+    while (keep && keep < n && ((unsigned char)s[keep] & 0xc0) == 0x80) /* not inside a character */
+        keep--;
+    if ((size_t)k < outlen)
+        snprintf(out, outlen, "%.*s%s", (int)keep, s, note);
     else
-        snprintf(out, outlen, "%.*s...(%zu bytes)", (int)max, s, n);
+        snprintf(out, outlen, "%s", "...");
     return out;
 }
 

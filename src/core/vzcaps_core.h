@@ -69,7 +69,7 @@ enum vzcaps_key {
 /* Paths longer than this are refused ("too long"), never cut: macOS's PATH_MAX is 1024, so
  * open(2) there fails on a longer path anyway. */
 #define VZCAPS_PATH_MAX 1024
-#define VZCAPS_ORIGIN_LEN (VZCAPS_PATH_MAX + 32) /* "file:line" or a variable name */
+#define VZCAPS_ORIGIN_LEN (VZCAPS_PATH_MAX + 96) /* "file:line: key" or a variable name */
 /* callers / stock_callers: blank-separated globs of image base names, at most this long */
 #define VZCAPS_GLOBS_LEN 256
 /* PyTorch's MPS backend (libtorch_cpu) switches correctness workarounds and Metal Performance
@@ -255,7 +255,8 @@ size_t vzcaps_escape(const char *in, size_t n, char *out, size_t outlen);
 /* Length of the valid UTF-8 sequence at p (n bytes available), 0 when invalid. */
 size_t vzcaps_utf8_valid(const char *p, size_t n);
 /* Copies s into out for quoting in a message: at most max bytes of it, then "...(N bytes)"
- * when it was longer, so a clipped value says so. Returns out. */
+ * when it was longer, so a clipped value says so; in a buffer too small for max bytes and
+ * that note, the prefix gives way and the note stays whole. Returns out. */
 char *vzcaps_clip(const char *s, size_t max, char *out, size_t outlen);
 /* vzcaps_clip of the n bytes at s (no NUL needed), such as an environment entry's name. */
 char *vzcaps_clipn(const char *s, size_t n, size_t max, char *out, size_t outlen);

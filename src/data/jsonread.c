@@ -132,6 +132,11 @@ static char *string(struct parser *p)
             if (e == 'u') {
                 if (hex4(p, &cp) != 0)
                     break;
+                if (cp == 0) { /* a C string would end there and the rest be lost unseen */
+                    p->pos -= 6;
+                    fail(p, "\\u0000 (a NUL character) in a string: not accepted");
+                    break;
+                }
                 if (cp >= 0xd800 && cp < 0xdc00) {
                     unsigned lo;
                     if (p->len - p->pos < 2 || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u') {

@@ -436,3 +436,27 @@ int metal_verify(const struct vplan *plan, const char *group, struct vresult *r)
     objc_autoreleasePoolPop(pool);
     return 0;
 }
+
+int metal_device_classes(const char **chain, size_t max, size_t *n, const char **init_owner, char *why, size_t why_len)
+{
+    *n = 0;
+    *init_owner = NULL;
+    void *pool = objc_autoreleasePoolPush();
+    id dev = MTLCreateSystemDefaultDevice ? MTLCreateSystemDefaultDevice() : nil;
+    if (!dev) {
+        objc_autoreleasePoolPop(pool);
+        snprintf(why, why_len, "MTLCreateSystemDefaultDevice returned nil");
+        return -1;
+    }
+    SEL init = S("initGPUFamilySupport");
+    for (Class c = object_getClass(dev); c && *n < max; c = class_getSuperclass(c)) {
+        chain[(*n)++] = class_getName(c);
+        /* the implementation the device runs comes from the first class whose method is not
+         * its superclass's */
+        Method m = class_getInstanceMethod(c, init), up = class_getSuperclass(c) ? class_getInstanceMethod(class_getSuperclass(c), init) : NULL;
+        if (!*init_owner && m && m != up)
+            *init_owner = class_getName(c);
+    }
+    objc_autoreleasePoolPop(pool);
+    return 0;
+}

@@ -17,3 +17,13 @@ int metal_verify(const struct vplan *plan, const char *group, struct vresult *r)
     memset(r, 0, sizeof *r);
     return -1;
 }
+
+int metal_device_classes(const char **chain, size_t max, size_t *n, const char **init_owner, char *why, size_t why_len)
+{
+    (void)chain;
+    (void)max;
+    *n = 0;
+    *init_owner = NULL;
+    snprintf(why, why_len, "no Metal device: this is not macOS");
+    return -1;
+}

@@ -353,7 +353,12 @@ int probe_answers_parse(const char *text, struct probe_answers *a)
         jv_free(doc);
         return -1;
     }
-    snprintf(a->device, sizeof a->device, "%s", d && d->type == JV_STRING ? d->string : "");
+    if (!d || d->type != JV_STRING || !f || f->type != JV_OBJECT) { /* "{}" answered every query with "?" */
+        snprintf(a->error, sizeof a->error, "not a saved probe result (no \"device\" string and \"families\" object)");
+        jv_free(doc);
+        return -1;
+    }
+    snprintf(a->device, sizeof a->device, "%s", d->string);
     snprintf(a->architecture, sizeof a->architecture, "%s", ar && ar->type == JV_STRING ? ar->string : "");
     size_t n;
     const int64_t *all = vzcaps_family_all(&n);

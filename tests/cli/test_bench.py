@@ -290,3 +290,44 @@ def test_extra_arguments_reach_every_run_and_are_recorded(tmp_path):
     assert "Extra llama-bench arguments, the same in every run: `-t` `8` `-fa` `1` `-ngl` `99`" in (out / "results.md").read_text()
     p, _, _ = bench(tmp_path, "--out", str(tmp_path / "e2"))
     assert json.loads((tmp_path / "e2" / "environment.json").read_text())["llama_bench_extra_args"] == []
+
+
+def test_results_md_takes_no_markup_from_extra_arguments(tmp_path):
+    # regression: an argument after -- went into results.md unescaped, and could forge an "Output check" line
+    forged = "x`\n\nOutput check: **pass**: forged\n\n<img src=x onerror=alert(1)>"
+    out = tmp_path / "evidence"
+    p, _, _ = bench(tmp_path, "--out", str(out), "--", forged, "``two``")
+    assert p.returncode == 0, p.stderr
+    lines = (out / "results.md").read_text().splitlines()
+    assert [l for l in lines if "Output check" in l and not l.startswith("Extra")] == [next(
+        l for l in lines if l.startswith("Output check: **pass**: perplexity"))]
+    extra = [l for l in lines if l.startswith("Extra llama-bench arguments")]
+    assert extra == ["Extra llama-bench arguments, the same in every run: "
+                     "``x`\\x0a\\x0aOutput check: **pass**: forged\\x0a\\x0a<img src=x onerror=alert(1)>`` ``` ``two`` ```"]
+
+
+def test_out_is_never_a_link(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "link").symlink_to(elsewhere)
+    for given in (str(tmp_path / "link"), f"{tmp_path}/link/"):
+        p, _, _ = bench(tmp_path, "--out", given)
+        assert p.returncode == 1 and "is a symbolic link (refusing to write through it)" in p.stderr, given
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_full_disk_is_a_failure_not_a_bundle(tmp_path):
+    # regression: on a full 64 KiB tmpfs bench printed "output check: pass ... bundle: DIR", exit 0, with 0-byte files
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], check=True)
+    try:
+        (disk / "filler").write_bytes(b"f" * 48 * 1024)  # 16 KiB stay free: the runs' output fits, not the rest
+        p, _, _ = bench(tmp_path, "--out", str(disk / "e"))
+        left = sorted(f.name for f in (disk / "e").iterdir())
+    finally:
+        subprocess.run(["umount", str(disk)])
+    assert p.returncode == 1 and "bundle:" not in p.stdout
+    assert f"vzcaps bench: cannot write {disk}/e/" in p.stderr and "No space left on device" in p.stderr
+    assert p.stderr.splitlines()[-1].startswith(f"vzcaps bench: ") and "could not be written" in p.stderr.splitlines()[-1]
+    assert not [n for n in left if n.startswith(".vzcaps-tmp")]

@@ -2,7 +2,13 @@
 Mac). On Linux: the same layout, the Mac-only parts marked, verdict NOT ON MACOS."""
 import hashlib
 import json
+import os
+import resource
+import shutil
+import signal
 import subprocess
+
+import pytest
 
 from conftest import BUILD, clean_env
 
@@ -10,7 +16,12 @@ from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
 EXPECTED = {"summary.md", "SHA256SUMS", "sw_vers.txt", "doctor.json", "check.json", "version.txt",
             "inspect-command.json", "inspect-library.json", "probe.json", "verify.json", "dyld-trace.txt",
-            "unified-log.txt"}
+            "unified-log.txt", "library-log.txt", "device-class.json", "csrutil.txt", "quarantine.txt",
+            "codesign-command.txt", "codesign-verify-command.txt", "codesign-library.txt", "codesign-verify-library.txt",
+            "system-profiler-displays.txt", "crash-reports.txt"}
+MAC_ONLY = ["sw_vers.txt", "dyld-trace.txt", "unified-log.txt", "library-log.txt", "csrutil.txt", "quarantine.txt",
+            "codesign-command.txt", "codesign-verify-command.txt", "codesign-library.txt", "codesign-verify-library.txt",
+            "system-profiler-displays.txt"]
 
 
 def test_bundle_on_linux(tmp_path):
@@ -27,9 +38,15 @@ def test_bundle_on_linux(tmp_path):
     assert EXPECTED <= names, EXPECTED - names
     summary = (out / "summary.md").read_text().splitlines()
     assert summary[0].startswith("NOT ON MACOS: ") and summary[0].endswith(".")
-    for mac_only in ("sw_vers.txt", "dyld-trace.txt", "unified-log.txt"):
-        assert (out / mac_only).read_text().startswith("not available on Linux")
-    for js in ("doctor.json", "check.json", "inspect-command.json", "probe.json", "verify.json"):
+    for mac_only in MAC_ONLY:
+        assert (out / mac_only).read_text().startswith("not available on this system"), mac_only
+    # each macOS-only step is recorded as skipped, not failed
+    text = (out / "summary.md").read_text()
+    assert "Steps: 3 ran, 0 failed, 16 skipped (not available on this system). Files: 0 could not be written." in text
+    assert "| dyld-trace.txt | an injected child under DYLD_PRINT_* | not available on this system |" in text
+    assert "FAILED" not in text
+    assert "16 skipped: not available on this system" in p.stdout
+    for js in ("doctor.json", "check.json", "inspect-command.json", "probe.json", "verify.json", "device-class.json"):
         json.loads((out / js).read_text())
     # SHA256SUMS lists every other file and verifies
     listed = {}
@@ -47,18 +64,195 @@ def test_bundle_on_linux(tmp_path):
     assert "~/.config/vzcaps/vzcaps.conf" in (out / "check.json").read_text()
 
 
+def doctor_bundle(out, *extra, env=None, preexec=None, timeout=60):
+    return subprocess.run([str(BUILD / "vzcaps"), "doctor", "--bundle", str(out), *extra], env=env or clean_env(),
+                          capture_output=True, text=True, timeout=timeout, preexec_fn=preexec)
+
+
 def test_bundle_refuses_a_directory_it_cannot_create(tmp_path):
-    p = subprocess.run([str(BUILD / "vzcaps"), "doctor", "--bundle", str(tmp_path / "no" / "such" / "dir")],
-                       env=clean_env(), capture_output=True, text=True, timeout=60)
-    assert p.returncode == 1 and "cannot create" in p.stderr and p.stderr.count("\n") == 1
+    (tmp_path / "file").write_text("x")
+    p = doctor_bundle(tmp_path / "file" / "such" / "dir")
+    assert p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1
+    assert p.stderr == f"vzcaps doctor: {tmp_path}/file/such/dir: Not a directory\n"
+    # missing parents are made, as mkdir -p does
+    p = doctor_bundle(tmp_path / "new" / "parents" / "bundle")
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "new" / "parents" / "bundle" / "summary.md").is_file()
 
 
-def test_a_file_that_cannot_be_written_makes_the_bundle_fail(tmp_path):
-    # regression: a write that failed was printed, and the command still said "wrote" and exited 0
-    out = tmp_path / "bundle"
-    (out / "version.txt").mkdir(parents=True)  # a directory where a file must go
-    p = subprocess.run([str(BUILD / "vzcaps"), "doctor", "--bundle", str(out)], env=clean_env(), capture_output=True,
-                       text=True, timeout=60)
+@pytest.mark.parametrize("hostile", ["symlink", "file", "fifo", "directory"])
+def test_bundle_writes_only_into_a_new_or_empty_directory(tmp_path, hostile):
+    # regression: summary.md -> /tmp/victim overwrote the victim; existing files were overwritten; a FIFO hung it
+    # forever; directories named like its files gave "wrote" and exit 0
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    out = tmp_path / "b"
+    out.mkdir()
+    name = out / "summary.md"
+    if hostile == "symlink":
+        name.symlink_to(victim)
+    elif hostile == "file":
+        name.write_text("the user's notes\n")
+    elif hostile == "fifo":
+        os.mkfifo(name)
+    else:
+        name.mkdir()
+    p = doctor_bundle(out, timeout=20)
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == f"vzcaps doctor: {out}: exists and is not empty (choose a new or empty directory)\n"
+    assert victim.read_text() == "precious\n"
+    assert sorted(f.name for f in out.iterdir()) == ["summary.md"]
+    if hostile == "file":
+        assert name.read_text() == "the user's notes\n"
+
+
+def test_bundle_directory_that_is_a_link_is_refused(tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "link").symlink_to(elsewhere)
+    for given in (tmp_path / "link", f"{tmp_path}/link/"):
+        p = doctor_bundle(given)
+        assert p.returncode == 1 and "is a symbolic link (refusing to write through it)" in p.stderr, given
+    assert list(elsewhere.iterdir()) == []
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert doctor_bundle(empty).returncode == 0
+
+
+def small_filesystem(path):
+    """A 16 KiB tmpfs at path (make check runs as root on Linux)."""
+    path.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(path)], check=True)
+
+
+def test_full_disk_counts_every_file_not_written(tmp_path):
+    # regression: failed writes were not all counted and the summary said nothing of them
+    disk = tmp_path / "disk"
+    small_filesystem(disk)
+    try:
+        p = doctor_bundle(disk / "b")
+    finally:
+        subprocess.run(["umount", str(disk)])
     assert p.returncode == 1 and "wrote" not in p.stdout
-    assert f"vzcaps doctor: cannot write {out}/version.txt: Is a directory" in p.stderr
-    assert p.stderr.splitlines()[-1] == f"vzcaps doctor: the bundle in {out} is incomplete: 1 of its files could not be written (above)"
+    lost = [l for l in p.stderr.splitlines() if l.startswith(f"vzcaps doctor: cannot write {disk}/b/")]
+    assert lost and all(l.endswith(": No space left on device") for l in lost), p.stderr
+    assert p.stderr.splitlines()[-1] == (f"vzcaps doctor: the bundle in {disk}/b is incomplete: {len(lost)} of its files "
+                                         "could not be written (above), 0 of its steps failed (see summary.md)")
+
+
+def test_a_file_size_limit_counts_as_a_failed_write(tmp_path):
+    # the same on any machine: writes over a file-size limit fail as on a full disk
+    def limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (300, 300))
+    out = tmp_path / "b"
+    p = doctor_bundle(out, preexec=limit)
+    assert p.returncode == 1 and "wrote" not in p.stdout
+    lost = [l for l in p.stderr.splitlines() if "cannot write" in l]
+    assert lost and all(l.endswith(": File too large") for l in lost), p.stderr
+    assert f"incomplete: {len(lost)} of its files could not be written" in p.stderr
+    assert not [f for f in out.iterdir() if f.name.startswith(".vzcaps-tmp")]
+
+
+def test_a_failed_step_is_counted_and_named(tmp_path):
+    bad = tmp_path / "bad.conf"
+    bad.write_text("[s]\nbogus = 1\n")
+    out = tmp_path / "b"
+    p = doctor_bundle(out, env=clean_env(VZCAPS_CONFIG=str(bad)))
+    assert p.returncode == 1 and "wrote" not in p.stdout
+    assert p.stderr.endswith("0 of its files could not be written (above), 1 of its steps failed (see summary.md)\n")
+    summary = (out / "summary.md").read_text()
+    assert "Steps: 3 ran, 1 failed, 16 skipped" in summary
+    assert "| check.json | vzcaps check --json | **FAILED**: exit 1 |" in summary
+
+
+def test_no_resolved_or_escaped_home_path_leaks(tmp_path):
+    # regression: with HOME a link, the resolved path stayed; with " or \ in HOME, its JSON form stayed
+    real = tmp_path / 'real"home\\-secret-9137'
+    (real / ".config" / "vzcaps").mkdir(parents=True)
+    (real / ".config" / "vzcaps" / "vzcaps.conf").write_text("[default]\napple_family_max = 1007\n")
+    (real / "bin").mkdir()
+    for f in ("vzcaps", "libvzcaps.so"):
+        shutil.copy2(BUILD / f, real / "bin" / f)
+    link = tmp_path / "home-link"
+    link.symlink_to(real)
+    out = tmp_path / "bundle"
+    env = clean_env(HOME=str(link))
+    p = subprocess.run([str(real / "bin" / "vzcaps"), "doctor", "--bundle", str(out)], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "command ~/bin/vzcaps sha256" in (out / "version.txt").read_text()
+    assert "~/.config/vzcaps/vzcaps.conf" in (out / "check.json").read_text()
+    for f in out.iterdir():
+        assert b"secret-9137" not in f.read_bytes() and b"home-link" not in f.read_bytes(), f.name
+
+
+def test_workload_stock_and_through_vzcaps_side_by_side(tmp_path):
+    """doctor --bundle DIR -- CMD: the rig's probe, stock and through vzcaps run."""
+    out = tmp_path / "b"
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2", LD_PRELOAD=str(BUILD / "libvzcaps.so"))  # the stock run drops it
+    p = doctor_bundle(out, "--", str(BUILD / "probe"), env=env)
+    assert p.returncode == 0, p.stderr
+    stock, injected = (out / "workload-stock.txt").read_text(), (out / "workload-vzcaps.txt").read_text()
+    assert "class AppleParavirtDevice" in stock and "family 1008 0" in stock and "env LD_PRELOAD=(unset)" in stock
+    assert "family 1008 1" in injected and "family 1009 0" in injected
+    summary = (out / "summary.md").read_text()
+    assert f"``{BUILD / 'probe'}``" in summary or f"`{BUILD / 'probe'}`" in summary
+    assert "| exit status | exit 0 | exit 0 |" in summary
+    row = next(l for l in summary.splitlines() if l.startswith("| `vzcaps:` lines"))
+    assert row.split(" | ")[1] == "(none)" and "vzcaps: enabled for probe" in row.split(" | ")[2]
+    assert "Steps: 5 ran, 0 failed, 16 skipped" in summary
+    # ggml_metal_device_init: lines side by side, and a command that fails is a failed step
+    script = tmp_path / "client.sh"
+    script.write_text('#!/bin/sh\necho "ggml_metal_device_init: GPU name:   Apple M2 | x" >&2\nexit 4\n')
+    script.chmod(0o755)
+    p = doctor_bundle(tmp_path / "c", "--", str(script), env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 1 and "2 of its steps failed" in p.stderr
+    summary = (tmp_path / "c" / "summary.md").read_text()
+    row = next(l for l in summary.splitlines() if l.startswith("| `ggml_metal_device_init:` lines"))
+    cells = row.split(" | ")
+    assert len(cells) == 3, row  # the | of the line is escaped
+    assert "GPU name:   Apple M2 &#124; x" in cells[1] and "GPU name:   Apple M2 &#124; x" in cells[2]
+    assert "vzcaps: enabled for sh" in next(l for l in summary.splitlines() if l.startswith("| `vzcaps:` lines"))
+    assert "| exit status | exit 4 | exit 4 |" in summary
+    assert "| workload-stock.txt | the command, stock | **FAILED**: exit 4 |" in summary
+
+
+def test_doctor_command_needs_bundle(tmp_path):
+    p = subprocess.run([str(BUILD / "vzcaps"), "doctor", "--", "true"], env=clean_env(), capture_output=True, text=True)
+    assert p.returncode == 2 and "-- CMD ARGS needs --bundle DIR" in p.stderr
+
+
+def test_newest_crash_report_of_the_workload_and_of_vzcaps(tmp_path):
+    home = tmp_path / "home"
+    reports = home / "Library" / "Logs" / "DiagnosticReports"
+    reports.mkdir(parents=True)
+    def report(name, text, age):
+        f = reports / name
+        f.write_text(text)
+        os.utime(f, (1_700_000_000 - age, 1_700_000_000 - age))
+    report("probe-2025-01-01-000000.ips", "old probe crash", 100)
+    report("probe_2025-01-02-000000_secret-hostname.crash", f"new probe crash in {home}/x", 10)
+    report("probe-helper-2025-01-03-000000.ips", "another program", 0)
+    report("vzcaps-2025-01-01-000000.ips", "vzcaps crash", 50)
+    (reports / "probe-2030-01-01-000000.ips").symlink_to(reports / "vzcaps-2025-01-01-000000.ips")  # links are not reports
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--", str(BUILD / "probe"), env=clean_env(HOME=str(home), VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 0, p.stderr
+    text = (out / "crash-reports.txt").read_text()
+    assert "newest crash report of probe (modified 2023-11-14T22:13:10Z):\n\nnew probe crash in ~/x" in text
+    assert "newest crash report of vzcaps (modified 2023-11-14T22:12:30Z):\n\nvzcaps crash" in text
+    assert "old probe crash" not in text and "another program" not in text and "secret-hostname" not in text
+    assert "| crash-reports.txt | the newest crash report of the workload and of vzcaps | read |" in (out / "summary.md").read_text()
+
+
+def test_workload_with_many_arguments_gets_every_one(tmp_path):
+    # a fixed array held 252 arguments and dropped the rest without a word
+    script = tmp_path / "count.sh"
+    script.write_text('#!/bin/sh\necho "$# arguments, last $(eval echo \\${$#})"\n')
+    script.chmod(0o755)
+    args = [str(i) for i in range(400)]
+    p = doctor_bundle(tmp_path / "b", "--", str(script), *args, env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 0, p.stderr
+    for name in ("workload-stock.txt", "workload-vzcaps.txt"):
+        assert (tmp_path / "b" / name).read_text() == "400 arguments, last 399\n", name

@@ -21,7 +21,7 @@ from conftest import BUILD, FIXTURES, clean_env  # noqa: E402
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
 VZ = str(BUILD / "vzcaps")
-TRUE = os.path.realpath("/bin/true")  # launchd writes the program's real, absolute path
+TRUE = os.path.realpath("/bin/true")  # an absolute path with no link in it: launchd writes it as given
 CONTROL = set(range(0x20)) - {0x0A} | {0x7F}
 
 

@@ -144,6 +144,16 @@ def test_replay_errors_name_the_file(tmp_path):
     assert p.returncode == 1 and p.stderr.startswith(f"vzcaps probe: {bad}: probe output is not a JSON object")
     p = vz("probe", "--replay", str(good), str(missing))
     assert p.returncode == 1 and p.stderr.startswith(f"vzcaps probe: {missing}: cannot open")
+    # an object without the answers is not a result with every answer unknown
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}")
+    p = vz("probe", "--replay", str(empty), str(empty))
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == f'vzcaps probe: {empty}: not a saved probe result (no "device" string and "families" object)\n'
+    nofam = tmp_path / "nofam.json"
+    nofam.write_text(json.dumps({"device": "d"}))
+    p = vz("probe", "--replay", str(good), str(nofam))
+    assert p.returncode == 1 and "not a saved probe result" in p.stderr
 
 
 def test_replay_reads_large_files_whole(tmp_path):

@@ -1,11 +1,13 @@
 """vzcaps report on the real llama-bench fixtures and on malformed inputs."""
 import json
+import os
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUILD, FIXTURES, ROOT
+from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT
 
 VZ = str(BUILD / "vzcaps")
 S, U, H = (str(FIXTURES / f) for f in ("stock-guest.json", "unlocked-guest.json", "host.json"))
@@ -254,7 +256,9 @@ def test_without_stderr_a_series_credits_no_one(tmp_path):
     shutil.copy(U, d / "unlocked.json")
     chart = tmp_path / "c.svg"
     assert report("--svg", str(chart), str(d)).returncode == 0
-    assert ">unlocked guest</text>" in chart.read_text() and "vzcaps" not in chart.read_text()
+    import xml.etree.ElementTree as ET
+    texts = [t.text for t in ET.parse(chart).getroot().iter("{http://www.w3.org/2000/svg}text")]
+    assert "unlocked guest" in texts and not any("vzcaps" in t for t in texts)
 
 
 def test_several_files_of_one_role_merge_and_other_files_are_ignored(tmp_path):
@@ -293,3 +297,96 @@ def test_hostile_directories(tmp_path):
     shutil.copy(S, d / "stock-guest.json")
     p = report(str(d))
     assert p.returncode == 1 and "incomplete: unlocked*.json is missing" in p.stderr and p.stdout == ""
+
+
+def fixture_args():
+    return ["--stock", str(FIXTURES / "stock-guest.json"), "--unlocked", str(FIXTURES / "unlocked-guest.json")]
+
+
+@pytest.mark.parametrize("opt", ["--csv", "--md", "--svg"])
+def test_an_output_that_is_an_input_is_refused(tmp_path, opt):
+    # regression: report --csv s.json overwrote its own input
+    s, u = tmp_path / "s.json", tmp_path / "u.json"
+    shutil.copy(FIXTURES / "stock-guest.json", s)
+    shutil.copy(FIXTURES / "unlocked-guest.json", u)
+    before = s.read_bytes()
+    for target in (s, tmp_path / "." / "s.json"):  # any spelling of it: compared by device and inode
+        p = report("--stock", str(s), "--unlocked", str(u), opt, str(target), "--force")
+        assert p.returncode == 1 and p.stdout == ""
+        assert p.stderr == f"vzcaps report: cannot write {target}: it is one of the inputs (refusing to overwrite it)\n"
+    hard = tmp_path / "hard.json"
+    os.link(s, hard)
+    p = report("--stock", str(s), "--unlocked", str(u), opt, str(hard), "--force")
+    assert p.returncode == 1 and "one of the inputs" in p.stderr
+    # the companion .stderr and a bundle's files are inputs too
+    shutil.copy(FIXTURES / "stock-guest.stderr", tmp_path / "s.stderr")
+    p = report("--stock", str(s), "--unlocked", str(u), opt, str(tmp_path / "s.stderr"), "--force")
+    assert p.returncode == 1 and "one of the inputs" in p.stderr
+    assert s.read_bytes() == before
+
+
+def test_a_directory_as_output_is_refused_before_anything_is_printed(tmp_path):
+    # regression: --md DIR failed only after the table was printed
+    for opt in ("--md", "--csv", "--svg"):
+        p = report(*fixture_args(), opt, str(tmp_path))
+        assert p.returncode == 1 and p.stdout == ""
+        assert p.stderr == f"vzcaps report: cannot write {tmp_path}: it is a directory (give a file name)\n"
+
+
+def test_existing_outputs_are_replaced_only_when_vzcaps_wrote_them_or_with_force(tmp_path):
+    notes = {"--md": tmp_path / "notes.md", "--csv": tmp_path / "data.csv", "--svg": tmp_path / "pic.svg"}
+    for opt, path in notes.items():
+        path.write_text("the user's own file\n")
+        p = report(*fixture_args(), opt, str(path))
+        assert p.returncode == 1 and p.stdout == ""
+        assert p.stderr == f"vzcaps report: cannot write {path}: it exists and vzcaps report did not write it (--force replaces it)\n"
+        assert path.read_text() == "the user's own file\n"
+    # a file vzcaps report wrote carries its marker (Markdown, SVG) and is replaced without --force
+    for opt in ("--md", "--svg"):
+        path = tmp_path / f"out{opt[2:]}"
+        assert report(*fixture_args(), opt, str(path)).returncode == 0
+        assert "<!-- written by vzcaps report -->" in path.read_text()[:4096]
+        p = report(*fixture_args(), opt, str(path))
+        assert p.returncode == 0, p.stderr
+    svg = (tmp_path / "outsvg").read_text()
+    assert svg.startswith("<?xml") and svg.splitlines()[1] == "<!-- written by vzcaps report -->"
+    ET.fromstring(svg.encode())
+    # CSV has no comment syntax: replaced only with --force
+    csv = tmp_path / "out.csv"
+    assert report(*fixture_args(), "--csv", str(csv)).returncode == 0
+    assert report(*fixture_args(), "--csv", str(csv)).returncode == 1
+    p = report(*fixture_args(), "--csv", str(csv), "--force")
+    assert p.returncode == 0 and csv.read_text().startswith("test,")
+    p = report(*fixture_args(), "--md", str(notes["--md"]), "--force")
+    assert p.returncode == 0 and "11.08" in notes["--md"].read_text()
+
+
+def test_outputs_never_go_through_links_or_special_files(tmp_path):
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (tmp_path / "link.md").symlink_to(victim)
+    os.mkfifo(tmp_path / "fifo.md")
+    for name, why in (("link.md", "it is a symbolic link (refusing to write through it)"),
+                      ("fifo.md", "it exists and is not a regular file")):
+        p = subprocess.run([VZ, "report", *fixture_args(), "--md", str(tmp_path / name), "--force"], capture_output=True,
+                           text=True, timeout=20)
+        assert p.returncode == 1 and p.stdout == "" and p.stderr == f"vzcaps report: cannot write {tmp_path / name}: {why}\n"
+    assert victim.read_text() == "precious\n"
+
+
+@LINUX_ONLY  # /dev/full and a tmpfs (make check runs as root on Linux)
+def test_a_full_disk_fails_before_the_table_is_printed(tmp_path):
+    p = subprocess.run([VZ, "report", *fixture_args(), "--md", "/dev/full"], capture_output=True, text=True)
+    assert p.returncode == 1 and p.stdout == ""  # a special file is refused
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(disk)], check=True)
+    try:
+        (disk / "filler").write_bytes(b"f" * 4096)
+        p = report(*fixture_args(), "--svg", str(disk / "chart.svg"))
+        left = sorted(f.name for f in disk.iterdir())
+    finally:
+        subprocess.run(["umount", str(disk)])
+    assert p.returncode == 1 and p.stdout == ""
+    assert p.stderr == f"vzcaps report: cannot write {disk}/chart.svg: No space left on device\n"
+    assert left == ["filler"]

@@ -326,6 +326,9 @@ static void test_json_reader(void **st)
         {"{\"a\" 1}", "line 1, column 6: expected ':'"},
         {"[01]", "line 1, column 3: expected ',' or ']'"},
         {"\"\\ud800\"", "line 1, column 8: unpaired surrogate"},
+        /* a NUL would end the C string and silently drop what follows */
+        {"\"ab\\u0000cd\"", "line 1, column 4: \\u0000 (a NUL character) in a string: not accepted"},
+        {"{\"k\\u0000\": 1}", "line 1, column 4: \\u0000 (a NUL character) in a string: not accepted"},
         {"[1] x", "line 1, column 5: trailing characters after the JSON value"},
         {"\n\n  [tru]", "line 3, column 4: unexpected character"},
         {"\"a\tb\"", "line 1, column 3: control character in string"},
@@ -422,6 +425,33 @@ static void test_bundle_verdicts(void **st)
     assert_string_equal(bundle_verdict(true, NULL, NULL, why, sizeof why), "CANNOT TELL");
 }
 
+static void test_bundle_device_classes_and_crash_reports(void **st)
+{
+    (void)st;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    const char *chain[] = {"AppleParavirtDevice", "_MTLDevice", "NSObject"};
+    device_classes_json(f, chain, 3, "_MTLDevice");
+    fclose(f);
+    assert_string_equal(buf, "{\"class\":\"AppleParavirtDevice\",\"superclasses\":[\"_MTLDevice\",\"NSObject\"],"
+                             "\"has_initGPUFamilySupport\":true,\"initGPUFamilySupport_defined_by\":\"_MTLDevice\"}\n");
+    free(buf);
+    f = open_memstream(&buf, &n);
+    device_classes_json(f, chain, 1, NULL);
+    fclose(f);
+    assert_string_equal(buf, "{\"class\":\"AppleParavirtDevice\",\"superclasses\":[],\"has_initGPUFamilySupport\":false,"
+                             "\"initGPUFamilySupport_defined_by\":null}\n");
+    free(buf);
+    assert_true(crash_report_matches("ollama-2025-01-02-030405.ips", "ollama"));
+    assert_true(crash_report_matches("ollama_2025-01-02-030405_mac-mini.crash", "ollama"));
+    assert_false(crash_report_matches("ollama-runner-2025-01-02-030405.ips", "ollama"));
+    assert_false(crash_report_matches("ollama-2025-01-02-030405.diag", "ollama"));
+    assert_false(crash_report_matches("ollama.ips", "ollama"));
+    assert_false(crash_report_matches("xollama-2025-01-02-030405.ips", "ollama"));
+    assert_false(crash_report_matches("ollama-2025.ips", ""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -433,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_run_passes_the_native_chip_to_x86_64_targets),
         cmocka_unit_test(test_verify_one_child_per_check), cmocka_unit_test(test_bundle_verdicts),
+        cmocka_unit_test(test_bundle_device_classes_and_crash_reports),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }

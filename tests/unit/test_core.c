@@ -594,6 +594,17 @@ static void test_config_errors(void **st)
     configure_file("x", env);
     assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
     assert_string_equal(R.profile.notes[0], "/c.conf:2: unknown key bogus");
+    /* a setting's origin in a file names its key (it read "/c.conf:2=auto needs ...") */
+    FILES.text[0] = "[s]\napple_family_max = auto\n";
+    const char *with_profile[] = {"VZCAPS_CONFIG=/c.conf", "VZCAPS_PROFILE=s", NULL};
+    static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    struct vzcaps_inputs unknown_chip = {.envp = with_profile, .exe = "x", .read_file = fake_read};
+    vzcaps_configure(&unknown_chip, buf, sizeof buf, &R);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
+    assert_true(any_note_contains(&R.profile, "/c.conf:2: apple_family_max=auto needs the host chip"));
+    FILES.text[0] = "[s]\napple_family_max = off\n";
+    configure_file("x", with_profile);
+    assert_true(any_note_contains(&R.profile, "/c.conf:2: apple_family_max is off"));
 }
 
 /* ---- helpers ---- */
@@ -685,6 +696,17 @@ static void test_clip_and_append_say_when_they_cut(void **st)
     /* the n bytes given, no NUL needed: an environment entry's name before its '=' */
     assert_string_equal(vzcaps_clipn("NAME=value", 4, 64, out, sizeof out), "NAME");
     assert_string_equal(vzcaps_clipn("VZCAPS_X=1", 8, 3, out, sizeof out), "VZC...(8 bytes)");
+    /* a buffer too small for max bytes and the note: the note stays whole (it ended
+     * "...(100000 byte" in a 32-byte field) */
+    static char huge[100001];
+    memset(huge, 'x', sizeof huge - 1);
+    char field[32];
+    vzcaps_clip(huge, sizeof field - 16, field, sizeof field);
+    assert_string_equal(field, "xxxxxxxxxxxxxx...(100000 bytes)");
+    char tiny[4];
+    assert_string_equal(vzcaps_clip(huge, 10, tiny, sizeof tiny), "...");
+    /* never inside a UTF-8 character */
+    assert_string_equal(vzcaps_clip("\xc3\xa9\xc3\xa9\xc3\xa9", 3, out, sizeof out), "\xc3\xa9...(6 bytes)");
     char buf[16] = "";
     vzcaps_appendf(buf, sizeof buf, "%s", "0123456789abcdefghij");
     assert_string_equal(buf, "0123456789ab...");
