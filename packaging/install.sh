@@ -1,32 +1,298 @@
 #!/bin/sh
-# Installs vzcaps from this release directory: install.sh [--prefix DIR] (default /usr/local).
-# Checks every file against SHA256SUMS first and installs nothing if one differs. Only tools
-# stock macOS has. uninstall.sh removes exactly what this installs.
-set -eu
+# install.sh [--prefix DIR] [--force]: installs vzcaps from this release directory under DIR
+# (default /usr/local): every file under bin/, lib/ and share/, each checked against SHA256SUMS
+# first, and a manifest of what it installed (DIR/share/vzcaps/install-manifest) that
+# uninstall.sh reads. Never: copies anything when a checksum line is missing, malformed or
+# wrong; writes through a link; replaces a file it did not install (unless --force). Only what
+# a stock Mac has: /bin/sh, BSD tools, shasum (sha256sum elsewhere).
+set -u
+set -f
+me=install.sh
+usage="usage: install.sh [--prefix DIR] [--force]   (default prefix /usr/local; DIR relative to the current directory)"
 prefix=/usr/local
+force=no
 while [ $# -gt 0 ]; do
     case $1 in
-        --prefix) [ $# -ge 2 ] || { echo "install.sh: --prefix needs a directory" >&2; exit 2; }; prefix=$2; shift 2 ;;
+        --prefix) [ $# -ge 2 ] || { echo "$me: --prefix needs a directory ($usage)" >&2; exit 2; }; prefix=$2; shift 2 ;;
         --prefix=*) prefix=${1#--prefix=}; shift ;;
-        -h|--help) echo "usage: install.sh [--prefix DIR]   (default /usr/local)"; exit 0 ;;
-        *) echo "install.sh: unknown argument $1 (usage: install.sh [--prefix DIR])" >&2; exit 2 ;;
+        --force) force=yes; shift ;;
+        -h|--help)
+            echo "$usage"
+            echo "Checks every file against SHA256SUMS, installs under the prefix, removes the quarantine"
+            echo "attribute, and records what it installed in PREFIX/share/vzcaps/install-manifest."
+            echo "--force: install on a system other than macOS (the programs will not run there), and"
+            echo "replace files under the prefix that install.sh did not install."
+            exit 0 ;;
+        *) echo "$me: unknown argument \"$1\" ($usage)" >&2; exit 2 ;;
     esac
 done
-here=$(cd "$(dirname "$0")" && pwd)
-cd "$here"
-if command -v shasum >/dev/null 2>&1; then check="shasum -a 256 -c"; else check="sha256sum -c"; fi
-if ! $check SHA256SUMS >/dev/null 2>&1; then
-    echo "install.sh: the files do not match SHA256SUMS (a damaged or altered release): nothing installed" >&2
-    $check SHA256SUMS 2>/dev/null | grep -v ': OK$' >&2 || true
-    exit 1
+
+# ---- shared with uninstall.sh (kept identical; a test compares them) ----
+# q PATH: PATH as one shell word (quoted when it needs it), for messages a user may paste
+q() {
+    case $1 in
+        '' | *[!A-Za-z0-9_./+:@%,=-]*) printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")" ;;
+        *) printf '%s' "$1" ;;
+    esac
+}
+# resolve_prefix: PREFIX made absolute against the caller's directory, ~ expanded; exits 2 on
+# what cannot be a prefix
+resolve_prefix() {
+    case $prefix in
+        '') echo "$me: --prefix is empty ($usage)" >&2; exit 2 ;;
+        *[[:cntrl:]]*) echo "$me: --prefix $(q "$prefix" | tr '[:cntrl:]' '?') has a control character: refused" >&2; exit 2 ;;
+        '~' | '~/'*)
+            [ -n "${HOME:-}" ] || { echo "$me: --prefix $(q "$prefix"): HOME is not set, so ~ cannot be expanded" >&2; exit 2; }
+            prefix=$HOME${prefix#'~'} ;;
+        '~'*) echo "$me: --prefix $(q "$prefix"): ~USER is not expanded here: give the full path" >&2; exit 2 ;;
+    esac
+    case $prefix in
+        /*) ;;
+        *) prefix=$(pwd)/$prefix ;;
+    esac
+    prefix=$(printf '%s\n' "$prefix" | sed -e 's|//*|/|g' -e ':a' -e 's|/\./|/|g' -e 'ta' -e 's|/\.$||' -e 's|\(.\)/$|\1|')
+    [ -n "$prefix" ] || prefix=/
+}
+# digests DIR PATH...: "SHA256 PATH" for each PATH under DIR that could be read, from one run
+# of the tool (the PATHs are checked plain names: nothing in them is escaped)
+digests() {
+    _dir=${1:-/}
+    shift
+    [ $# -gt 0 ] || return 0
+    (cd "$_dir" && $sumtool "$@" 2>/dev/null) | sed -n 's/^\([0-9a-f]\{64\}\) [ *]\(.*\)$/\1 \2/p'
+}
+# lookup TABLE PATH: the SHA-256 that TABLE ("SHA256 PATH" lines) gives PATH, or nothing
+lookup() { printf '%s\n' "$1" | awk -v p="$2" '$2 == p { print $1; exit }'; }
+# shasum ships with macOS; sha256sum is the fallback elsewhere
+if command -v shasum >/dev/null 2>&1; then sumtool="shasum -a 256"; elif command -v sha256sum >/dev/null 2>&1; then sumtool=sha256sum; else sumtool=""; fi
+[ -n "$sumtool" ] || { echo "$me: shasum is needed to check the files" >&2; exit 1; }
+# check_manifest FILE: the manifest's lines ("dir PATH" and "file SHA256 PATH") on stdout, or
+# a message per bad line on stderr and status 1
+check_manifest() {
+    awk -v me="$me" -v file="$1" '
+        NR == 1 { if ($0 != "# vzcaps install-manifest 1") { printf "%s: %s is not a manifest written by install.sh (first line)\n", me, file > "/dev/stderr"; bad = 1; exit 1 } next }
+        /^#/ { next }
+        {
+            ok = 0
+            if ($1 == "dir" && NF == 2) { p = $2; ok = 1 }
+            if ($1 == "file" && NF == 3 && length($2) == 64 && $2 ~ /^[0-9a-f]+$/) { p = $3; ok = 1 }
+            if (ok && p != "." && (p !~ /^[A-Za-z0-9._+][A-Za-z0-9._+\/-]*$/ || p ~ /(^|\/)\.\.?(\/|$)/ || p ~ /\/\/|\/$/)) ok = 0
+            if (ok && (p in seen)) ok = 0
+            if (!ok) { printf "%s: %s line %d is malformed\n", me, file, NR > "/dev/stderr"; bad = 1 }
+            else { seen[p] = 1; print }
+        }
+        END { exit bad }' "$1"
+}
+# ---- end of the shared part ----
+
+resolve_prefix
+base=${prefix%/} # joins: "$base/bin", also when the prefix is /
+here=$(cd -P -- "$(dirname -- "$0")" && pwd -P) || { echo "$me: cannot find the release directory" >&2; exit 1; }
+name=${here##*/}
+say() { printf '%s\n' "$*" || exit 1; } # a failed write to standard output is an error
+fail() { printf '%s: %s\n' "$me" "$*" >&2; exit 1; }
+
+os=$(uname -s)
+if [ "$os" != Darwin ]; then
+    [ $force = yes ] || fail "this system is $os, not macOS: this release holds macOS programs (Mach-O), which do not run here (Exec format error): nothing installed. Pass --force to lay the files out anyway (onto a Mac's disk, say)."
+    say "$me: this system is $os, not macOS: laying the files out as asked (--force); the programs will not run here"
 fi
-files="bin/vzcaps lib/libvzcaps.dylib share/man/man1/vzcaps.1 share/bash-completion/completions/vzcaps
-share/zsh/site-functions/_vzcaps share/fish/vendor_completions.d/vzcaps.fish"
-for f in $files; do
-    mkdir -p "$prefix/$(dirname "$f")"
-    cp "$f" "$prefix/$f.tmp.$$"
-    if [ "$f" = bin/vzcaps ]; then chmod 755 "$prefix/$f.tmp.$$"; else chmod 644 "$prefix/$f.tmp.$$"; fi
-    mv "$prefix/$f.tmp.$$" "$prefix/$f"
+
+# ---- 1. the release: every file under bin/, lib/ and share/ must have a valid, matching line ----
+[ -f "$here/SHA256SUMS" ] && [ ! -L "$here/SHA256SUMS" ] || fail "$(q "$here/SHA256SUMS") is missing (a damaged release): nothing installed"
+sums=$(awk -v me="$me" '
+    {
+        h = tolower(substr($0, 1, 64)); sep = substr($0, 65, 2); p = substr($0, 67)
+        ok = length($0) > 66 && h ~ /^[0-9a-f]+$/ && length(h) == 64 && (sep == "  " || sep == " *")
+        if (ok && (p !~ /^[A-Za-z0-9._+][A-Za-z0-9._+\/-]*$/ || p ~ /(^|\/)\.\.?(\/|$)/ || p ~ /\/\/|\/$/)) ok = 0
+        if (ok && (p in seen)) { printf "%s: SHA256SUMS line %d lists %s a second time\n", me, NR, p > "/dev/stderr"; bad = 1; next }
+        if (!ok) { printf "%s: SHA256SUMS line %d is not \"SHA-256  PATH\" (a damaged release)\n", me, NR > "/dev/stderr"; bad = 1; next }
+        seen[p] = 1
+        print h, p
+    }
+    END { exit bad }' "$here/SHA256SUMS") || fail "SHA256SUMS is malformed: nothing installed"
+for top in bin lib share; do
+    [ -d "$here/$top" ] && [ ! -L "$here/$top" ] || fail "$(q "$here/$top") is missing (a damaged release): nothing installed"
 done
-echo "installed vzcaps into $prefix"
-echo "next: $prefix/bin/vzcaps doctor"
+odd=$(cd "$here" && find bin lib share \( ! -type f ! -type d \) -o -name '*[!A-Za-z0-9._+-]*' -o -name '-*' | head -n 3)
+[ -z "$odd" ] || fail "the release holds $(printf '%s' "$odd" | tr '[:cntrl:]' '?' | sed -n 1p) and the like, which is not a plain file with a plain name: nothing installed"
+files=$(cd "$here" && find bin lib share -type f | LC_ALL=C sort)
+for required in bin/vzcaps lib/libvzcaps.dylib; do
+    printf '%s\n' "$files" | grep -Fqx "$required" || fail "$(q "$here/$required") is missing or not a file (a damaged release): nothing installed"
+done
+problems=""
+for f in $files; do
+    [ -n "$(lookup "$sums" "$f")" ] || problems="$problems
+  $f: no line in SHA256SUMS"
+done
+present=""
+for p in $(printf '%s\n' "$sums" | cut -d' ' -f2); do
+    if [ -L "$here/$p" ] || [ ! -f "$here/$p" ]; then
+        problems="$problems
+  $p: listed in SHA256SUMS but missing or not a file"
+    else
+        present="$present $p"
+    fi
+done
+actual=$(digests "$here" $present)
+for p in $present; do
+    [ "$(lookup "$actual" "$p")" = "$(lookup "$sums" "$p")" ] || problems="$problems
+  $p: does not match its SHA256SUMS line"
+done
+[ -z "$problems" ] || { printf '%s: the files do not match SHA256SUMS (a damaged or altered release): nothing installed%s\n' "$me" "$problems" >&2; exit 1; }
+
+# ---- 2. the destination: nothing is replaced that install.sh did not install ----
+manifest_rel=share/vzcaps/install-manifest
+manifest=$base/$manifest_rel
+old=""
+if [ -L "$manifest" ] || { [ -e "$manifest" ] && [ ! -f "$manifest" ]; }; then
+    fail "$(q "$manifest") is a link or not a file: nothing installed"
+elif [ -e "$manifest" ]; then
+    if old=$(check_manifest "$manifest"); then :
+    elif [ $force = yes ]; then old=""
+    else fail "$(q "$manifest") was not written by install.sh: nothing installed (move it away, or pass --force)"
+    fi
+fi
+conflicts=""
+conflict() { conflicts="$conflicts
+  $(q "$1"): $2"; }
+# the directories on the way to each file, prefix first
+dirs_of() {
+    printf '%s\n' "$files" | sed -n 's|/[^/]*$||p' | awk -F/ '{ p = ""; for (i = 1; i <= NF; i++) { p = p (i > 1 ? "/" : "") $i; print p } }' | LC_ALL=C sort -u
+    echo share/vzcaps
+}
+needed_dirs=$(dirs_of | LC_ALL=C sort -u)
+if [ -e "$prefix" ] && [ ! -d "$prefix" ]; then conflict "$prefix" "exists and is not a directory"; fi
+for d in $needed_dirs; do
+    if [ -e "$base/$d" ] && [ ! -d "$base/$d" ]; then conflict "$base/$d" "exists and is not a directory"
+    elif [ -L "$base/$d" ] && [ ! -e "$base/$d" ]; then conflict "$base/$d" "is a dangling link"
+    fi
+done
+existing=""
+for f in $files; do
+    if [ -f "$base/$f" ] && [ ! -L "$base/$f" ]; then existing="$existing $f"; fi
+done
+current=$(digests "$base" $existing)
+for f in $files share/vzcaps/install-manifest; do
+    dest=$base/$f
+    if [ -L "$dest" ]; then
+        [ $force = yes ] || conflict "$dest" "is a symbolic link, which install.sh did not make (pass --force to replace the link itself)"
+    elif [ -d "$dest" ]; then
+        conflict "$dest" "is a directory where a file goes"
+    elif [ -e "$dest" ] && [ ! -f "$dest" ]; then
+        conflict "$dest" "is not a regular file"
+    elif [ -e "$dest" ] && [ "$f" != "$manifest_rel" ]; then
+        cur=$(lookup "$current" "$f")
+        [ -n "$cur" ] || cur=unreadable
+        [ "$cur" = "$(lookup "$sums" "$f")" ] && continue # the same bytes: replacing them changes nothing
+        printf '%s\n' "$old" | grep -Fqx "file $cur $f" && continue # what install.sh installed, unchanged since
+        [ $force = yes ] || conflict "$dest" "exists and is not what install.sh installed (pass --force to replace it)"
+    fi
+done
+[ -z "$conflicts" ] || { printf '%s: cannot install into %s:%s\nnothing installed\n' "$me" "$(q "$prefix")" "$conflicts" >&2; exit 1; }
+
+# ---- 3. copy: each file to a new temporary file beside its destination, checked, renamed ----
+created=""    # directories this run made, in the order made
+installed=""  # "file SHA256 PATH" lines
+tmps=""       # "TEMPORARY PATH" lines, relative to the prefix
+write_manifest() {
+    [ -d "$base/share/vzcaps" ] || return 1
+    _t=$(mktemp "$base/share/vzcaps/.install-manifest.XXXXXX") || return 1
+    {
+        echo "# vzcaps install-manifest 1"
+        echo "# what install.sh of $name installed under this prefix; uninstall.sh removes these files"
+        echo "# when they are unchanged, then these directories when empty"
+        { printf '%s\n' "$old" | grep '^dir '; printf '%s' "$created" | sed 's/^/dir /'; } | awk 'NF && !seen[$0]++'
+        printf '%s\n' "$installed" | grep '^file '
+        # files of an earlier install that this one did not replace
+        printf '%s\n' "$old" | grep '^file ' | while read -r _k _h _p; do
+            printf '%s\n' "$installed" | awk -v p="$_p" '$3 == p { f = 1 } END { exit !f }' || echo "file $_h $_p"
+        done
+    } >"$_t" && chmod 644 "$_t" && [ ! -L "$manifest" ] && [ ! -d "$manifest" ] && mv -f "$_t" "$manifest" && return 0
+    rm -f "$_t"
+    return 1
+}
+abort() {
+    for _t in $(printf '%s' "$tmps" | cut -d' ' -f1); do rm -f "$base/$_t"; done
+    if [ -n "$installed$created" ] && write_manifest; then
+        printf '%s: %s: stopped; the files installed so far are in %s (uninstall.sh removes them)\n' "$me" "$1" "$(q "$manifest")" >&2
+    else
+        printf '%s: %s: stopped\n' "$me" "$1" >&2
+    fi
+    exit 1
+}
+trap 'abort "interrupted"' INT TERM HUP
+make_dir() { # make_dir REL: creates PREFIX/REL (mode 755) and records it
+    if mkdir -m 755 "$base/$1" 2>/dev/null; then created="$created$1
+"
+    elif [ ! -d "$base/$1" ]; then abort "cannot create $(q "$base/$1")"
+    fi
+}
+if [ ! -d "$prefix" ]; then
+    mkdir -p "$(dirname "$prefix")" 2>/dev/null
+    mkdir -m 755 "$prefix" 2>/dev/null || abort "cannot create $(q "$prefix")"
+    created=".
+"
+fi
+for d in $needed_dirs; do
+    [ -d "$base/$d" ] || make_dir "$d"
+done
+for f in $files; do
+    dest=$base/$f
+    tmp=$(mktemp "$(dirname "$dest")/.vzcaps-install.XXXXXX") || abort "cannot create a temporary file beside $(q "$dest")"
+    tmps="$tmps${tmp#"$base/"} $f
+"
+    cat "$here/$f" >"$tmp" 2>/dev/null || abort "cannot write $(q "$dest") (a full disk?)"
+    case $f in bin/* | *.sh) mode=755 ;; *) mode=644 ;; esac
+    chmod $mode "$tmp" || abort "cannot set the mode of $(q "$dest")"
+done
+copied=$(digests "$base" $(printf '%s' "$tmps" | cut -d' ' -f1))
+while read -r t f; do
+    [ -n "$f" ] || continue
+    h=$(lookup "$sums" "$f")
+    [ "$(lookup "$copied" "$t")" = "$h" ] || abort "the copy of $f does not match its checksum (a failing disk?)"
+done <<EOF
+$tmps
+EOF
+while read -r t f; do
+    [ -n "$f" ] || continue
+    dest=$base/$f
+    [ ! -d "$dest" ] || abort "$(q "$dest") became a directory"
+    [ ! -L "$dest" ] || rm -f "$dest" || abort "cannot replace the link $(q "$dest")"
+    mv -f "$base/$t" "$dest" || abort "cannot put $(q "$dest") in place"
+    installed="${installed}file $(lookup "$sums" "$f") $f
+"
+done <<EOF
+$tmps
+EOF
+tmps=""
+write_manifest || abort "cannot write $(q "$manifest")"
+trap - INT TERM HUP
+n=$(printf '%s' "$installed" | grep -c '^file ')
+say "installed $n files into $(q "$prefix") (the list: $(q "$manifest"))"
+
+# ---- 4. quarantine: a browser download marks the files; Gatekeeper and dyld refuse them ----
+rc=0
+if command -v xattr >/dev/null 2>&1; then
+    nq=0
+    for f in $files; do
+        dest=$base/$f
+        if xattr -p com.apple.quarantine "$dest" >/dev/null 2>&1; then
+            if xattr -d com.apple.quarantine "$dest" >/dev/null 2>&1; then nq=$((nq + 1))
+            else printf '%s: cannot remove com.apple.quarantine from %s: run xattr -d com.apple.quarantine %s\n' "$me" "$(q "$dest")" "$(q "$dest")" >&2; rc=1
+            fi
+        fi
+    done
+    if [ $nq -gt 0 ]; then say "quarantine: removed com.apple.quarantine from $nq installed files"
+    elif xattr -p com.apple.quarantine "$here/bin/vzcaps" >/dev/null 2>&1; then say "quarantine: this release is quarantined (a browser download); the installed files are not"
+    else say "quarantine: none on the installed files"
+    fi
+else
+    say "quarantine: no xattr command (not macOS): nothing to remove"
+fi
+case ":${PATH:-}:" in
+    *":$base/bin:"*) ;;
+    *) say "note: $(q "$base/bin") is not in PATH" ;;
+esac
+say "next: $(q "$base/bin/vzcaps") doctor"
+exit $rc

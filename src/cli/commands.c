@@ -185,7 +185,10 @@ const struct cmd_spec cli_commands[] = {
      "Makes a private copy of a program that ignores the library because it is signed with the hardened\n"
      "runtime: PATH is a Mach-O file or an .app bundle; every Mach-O file in the copy is re-signed ad\n"
      "hoc by vzcaps's own signer, nested code first, without the hardened runtime, library validation or\n"
-     "entitlements, then verified. The original is never modified; an existing copy is replaced whole.",
+     "entitlements, every bundle in it sealed again (a new _CodeSignature/CodeResources), then verified.\n"
+     "A link given as PATH is read through; the copy is a real file. The original is never modified; only\n"
+     "a copy vzcaps made is replaced (whole); a destination holding the source or shared by two inputs\n"
+     "is refused before anything is written.",
      "0; 1 when it would need --yes, or on any error (nothing half-written left behind); 2 for a\n"
      "malformed command line.",
      "vzcaps prepare --yes /Applications/Ollama.app"},
@@ -437,7 +440,8 @@ void cli_print_man(FILE *out)
         roff_text(out, c->example);
         fputc('\n', out);
     }
-    fputs(".SH SEE ALSO\nThe README of the vzcaps sources.\n", out);
+    fputs(".SH SEE ALSO\nThe documentation installed with vzcaps, one page per topic: share/doc/vzcaps/ under its prefix\n"
+          "(/usr/local/share/doc/vzcaps/; with Homebrew, $(brew \\-\\-prefix)/share/doc/vzcaps/).\n", out);
 }
 
 static void words(FILE *out, const struct cmd_spec *c)

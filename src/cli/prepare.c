@@ -1,297 +1,221 @@
 /* vzcaps prepare: a private copy of a hardened program (a Mach-O file or an .app bundle),
  * every Mach-O file in it re-signed ad hoc by vzcaps's own signer without the hardened runtime,
- * so that dyld honours DYLD_INSERT_LIBRARIES for it.
- * Never: modifies the original; leaves a half-written copy (it is built beside the
- * destination and renamed into place whole); writes anything without --yes. */
+ * and every bundle in it sealed again (a new _CodeSignature/CodeResources, bound by its main
+ * executable), so that dyld honours DYLD_INSERT_LIBRARIES for it.
+ * Owns: the plan, the destination (what it may replace: a marker beside each copy), placing
+ * the temporary tree built by src/macho/bundlecopy.c, removing temporaries, the Mac's check.
+ * Never: modifies the original; opens anything for writing through a link; replaces a
+ * destination it did not make, one that holds the source, or one two inputs would share;
+ * leaves a half-written copy or its temporary tree behind; writes anything without --yes. */
 #define _XOPEN_SOURCE 700
+#define _DEFAULT_SOURCE
+#define _DARWIN_C_SOURCE
 #include "cli.h"
-#include "../macho/codesign.h"
-#include "../macho/macho.h"
+#include "../common/safewrite.h"
+#include "../macho/bundlecopy.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_MACHO 4096
+#define MARKER "vzcaps prepare\n" /* the first line of the file that says a copy is vzcaps's */
 
-struct target {
-    const char *src;      /* as given */
-    char name[256];       /* base name of the copy */
-    bool bundle;
-    char *rel[MAX_MACHO]; /* Mach-O files, relative to the bundle ("" for a plain file), signing order */
-    size_t n;
-};
-
-static bool macho_magic(const char *path)
+static void on_signal(int sig)
 {
-    struct stat st;
-    char why[200];
-    int fd = vzcaps_open_regular(path, &st, why, sizeof why);
+    bc_stop_signal = sig;
+}
+
+/* ---- the destination ---- */
+
+/* Whether name in into was placed there by vzcaps prepare: its marker file beside it names
+ * the same device and inode. */
+static bool made_by_vzcaps(int intofd, const char *name)
+{
+    struct stat st, ms;
+    if (fstatat(intofd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISLNK(st.st_mode))
+        return false;
+    char *mname = xformat(".%s.vzcaps-prepared", name);
+    int fd = openat(intofd, mname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    free(mname);
     if (fd < 0)
         return false;
-    unsigned char m[4] = {0};
-    bool yes = read(fd, m, 4) == 4 && ((m[0] == 0xcf && m[1] == 0xfa && m[2] == 0xed && m[3] == 0xfe) ||
-                                       (m[0] == 0xca && m[1] == 0xfe && m[2] == 0xba && (m[3] == 0xbe || m[3] == 0xbf)));
+    char buf[4096];
+    ssize_t got = fstat(fd, &ms) == 0 && S_ISREG(ms.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
     close(fd);
-    return yes;
+    if (got <= 0)
+        return false;
+    buf[got] = '\0';
+    unsigned long long dev, ino;
+    const char *copy = strstr(buf, "\ncopy ");
+    return strncmp(buf, MARKER, strlen(MARKER)) == 0 && copy && sscanf(copy, "\ncopy %llu %llu", &dev, &ino) == 2 &&
+           dev == (unsigned long long)st.st_dev && ino == (unsigned long long)st.st_ino;
 }
 
-/* ---- walking a bundle ---- */
-
-static struct target *walking;
-static size_t walk_root_len;
-static char walk_err[600];
-
-static int collect(const char *path, const struct stat *st, int type, struct FTW *ftw)
+static int open_into(const char *into, bool create, char *err, size_t errlen)
 {
-    (void)ftw;
-    if (type == FTW_D || type == FTW_SL || type == FTW_DP)
-        return 0;
-    if (type != FTW_F) {
-        snprintf(walk_err, sizeof walk_err, "%s: cannot be read", path);
-        return 1;
-    }
-    if (!S_ISREG(st->st_mode)) {
-        snprintf(walk_err, sizeof walk_err, "%s: not a regular file", path);
-        return 1;
-    }
-    if (!macho_magic(path))
-        return 0;
-    if (walking->n == MAX_MACHO) {
-        snprintf(walk_err, sizeof walk_err, "more than %d Mach-O files in the bundle", MAX_MACHO);
-        return 1;
-    }
-    walking->rel[walking->n++] = xformat("%s", path + walk_root_len + 1);
-    return 0;
-}
-
-static int depth(const char *rel)
-{
-    int d = 0;
-    for (; *rel; rel++)
-        d += *rel == '/';
-    return d;
-}
-
-static const char *main_exe; /* for the sort: the bundle's main executable goes last */
-
-static int signing_order(const void *a, const void *b)
-{
-    const char *x = *(char *const *)a, *y = *(char *const *)b;
-    bool mx = main_exe && strcmp(x, main_exe) == 0, my = main_exe && strcmp(y, main_exe) == 0;
-    if (mx != my)
-        return mx ? 1 : -1;
-    if (depth(x) != depth(y)) /* nested code first: deeper files before the code that holds them */
-        return depth(y) - depth(x);
-    return strcmp(x, y);
-}
-
-/* ---- copying and removing trees ---- */
-
-static int copy_file(const char *from, const char *to, mode_t mode, char *err, size_t errlen)
-{
-    struct stat st;
-    char why[200];
-    int in = vzcaps_open_regular(from, &st, why, sizeof why);
-    if (in < 0) {
-        snprintf(err, errlen, "%s: %s", from, why);
-        return -1;
-    }
-    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    int rc = out < 0 ? -1 : 0;
-    char buf[65536];
-    ssize_t r;
-    while (rc == 0 && (r = read(in, buf, sizeof buf)) != 0) {
-        if (r < 0 && errno == EINTR)
-            continue;
-        for (ssize_t off = 0; r > 0 && off < r && rc == 0;) {
-            ssize_t w = write(out, buf + off, (size_t)(r - off));
-            rc = w > 0 ? 0 : -1;
-            off += w > 0 ? w : 0;
-        }
-        if (r < 0)
-            rc = -1;
-    }
-    if (rc == 0 && fchmod(out, mode & 07777) != 0)
-        rc = -1;
-    if (out >= 0 && close(out) != 0)
-        rc = -1;
-    close(in);
-    if (rc)
-        snprintf(err, errlen, "cannot copy %s to %s: %s", from, to, strerror(errno));
-    return rc;
-}
-
-static int copy_tree(const char *from, const char *to, int levels, char *err, size_t errlen)
-{
-    struct stat st;
-    if (lstat(from, &st) != 0) {
-        snprintf(err, errlen, "%s: %s", from, strerror(errno));
-        return -1;
-    }
-    if (S_ISLNK(st.st_mode)) {
-        char target[PATH_MAX + 1];
-        ssize_t n = readlink(from, target, sizeof target - 1);
-        if (n < 0 || (size_t)n >= sizeof target - 1 || (target[n] = '\0', symlink(target, to) != 0)) {
-            snprintf(err, errlen, "cannot copy the link %s: %s", from, n < 0 ? strerror(errno) : "too long");
+    if (create) {
+        char *why = NULL;
+        if (vzcaps_mkdir_parents(into, &why) != 0) {
+            snprintf(err, errlen, "%s", why ? why : into);
+            free(why);
             return -1;
         }
-        return 0;
     }
-    if (S_ISREG(st.st_mode))
-        return copy_file(from, to, st.st_mode, err, errlen);
-    if (!S_ISDIR(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file, directory or link", from);
-        return -1;
-    }
-    if (levels > 64) {
-        snprintf(err, errlen, "%s: nested more than 64 levels deep", from);
-        return -1;
-    }
-    if (mkdir(to, 0700) != 0) {
-        snprintf(err, errlen, "cannot create %s: %s", to, strerror(errno));
-        return -1;
-    }
-    DIR *d = opendir(from);
-    if (!d) {
-        snprintf(err, errlen, "cannot read %s: %s", from, strerror(errno));
-        return -1;
-    }
-    int rc = 0;
-    struct dirent *e;
-    while (rc == 0 && (e = readdir(d))) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        char *a = xformat("%s/%s", from, e->d_name), *b = xformat("%s/%s", to, e->d_name);
-        rc = copy_tree(a, b, levels + 1, err, errlen);
-        free(a);
-        free(b);
-    }
-    closedir(d);
-    if (rc == 0 && chmod(to, st.st_mode & 07777) != 0) {
-        snprintf(err, errlen, "cannot set the mode of %s: %s", to, strerror(errno));
-        rc = -1;
-    }
-    return rc;
+    int fd = open(into, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        snprintf(err, errlen, "%s: %s", into, errno == ELOOP ? "is a symbolic link (refusing to write through it)" : strerror(errno));
+    return fd;
 }
 
-static int remove_one(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st, (void)ftw;
-    return type == FTW_DP ? rmdir(path) : unlink(path);
-}
-
-static void remove_tree(const char *path)
+/* Removes name in dirfd and everything below it, never following a link. */
+static void remove_at(int dirfd, const char *name, int depth)
 {
     struct stat st;
-    if (lstat(path, &st) != 0)
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return;
-    if (S_ISDIR(st.st_mode)) {
-        chmod(path, 0700);
-        nftw(path, remove_one, 32, FTW_DEPTH | FTW_PHYS);
-    } else {
-        unlink(path);
+    if (!S_ISDIR(st.st_mode) || depth > MAX_DEPTH + 8) {
+        unlinkat(dirfd, name, 0);
+        return;
     }
-}
-
-/* ---- signing ---- */
-
-/* Signs the file at path (in memory: read, sign) and checks the result with the project's
- * verifier; write_back: then writes it back whole, in place. */
-static int sign_file(const char *path, const char *ident, bool write_back, char *err, size_t errlen)
-{
-    size_t len;
-    char why[600];
-    struct stat st;
-    int fd = vzcaps_open_regular(path, &st, why, sizeof why);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, why);
-        return -1;
-    }
-    if (st.st_size > MACHO_MAX_SIZE) {
-        close(fd);
-        snprintf(err, errlen, "%s: larger than %d MiB", path, MACHO_MAX_SIZE >> 20);
-        return -1;
-    }
-    len = (size_t)st.st_size;
-    uint8_t *in = malloc(len ? len : 1), *out = NULL;
-    size_t got = 0;
-    while (in && got < len) {
-        ssize_t r = read(fd, in + got, len - got);
-        if (r <= 0 && !(r < 0 && errno == EINTR))
-            break;
-        got += r > 0 ? (size_t)r : 0;
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    fchmod(fd, 0700); /* a copy of a read-only directory */
+    int fd2 = dup(fd);
+    DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
+    if (d) {
+        struct dirent *de;
+        char **names = NULL;
+        size_t n = 0, cap = 0;
+        while ((de = readdir(d)))
+            if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+                if (n == cap && !(names = realloc(names, (cap = cap ? 2 * cap : 32) * sizeof *names)))
+                    break;
+                names[n++] = xformat("%s", de->d_name);
+            }
+        closedir(d);
+        for (size_t i = 0; i < n; i++) {
+            remove_at(fd, names[i], depth + 1);
+            free(names[i]);
+        }
+        free(names);
+    } else if (fd2 >= 0) {
+        close(fd2);
     }
     close(fd);
-    size_t out_len = 0;
-    int rc = !in || got != len ? (snprintf(err, errlen, "%s: cannot read", path), -1) : 0;
-    if (rc == 0 && codesign_adhoc(in, len, ident, &out, &out_len, NULL, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s: %s", path, why);
-        rc = -1;
-    }
-    free(in);
-    if (rc)
-        return rc;
-    /* the project's own verifier: every slice ad hoc, hashes matching, no hardened runtime */
-    static struct macho_file mf;
-    if (macho_parse(out, out_len, &mf, why, sizeof why) != 0) {
-        snprintf(err, errlen, "%s: the re-signed file does not parse: %s", path, why);
-        rc = -1;
-    }
-    for (size_t i = 0; rc == 0 && i < mf.n_slices; i++) {
-        const struct macho_slice *s = &mf.slices[i];
-        if (!s->signed_ || s->signature_valid != 1 || !s->adhoc || s->hardened_runtime || s->library_validation) {
-            snprintf(err, errlen, "%s: slice %s does not verify after signing: %s", path, s->arch,
-                     s->signature_problem[0] ? s->signature_problem : "flags");
-            rc = -1;
-        }
-    }
-    int wfd = rc || !write_back ? -1 : open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-    for (size_t off = 0; rc == 0 && write_back && off < out_len;) {
-        ssize_t w = wfd < 0 ? -1 : write(wfd, out + off, out_len - off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-            rc = -1;
-        }
-        off += w > 0 ? (size_t)w : 0;
-    }
-    if (wfd >= 0 && close(wfd) != 0 && rc == 0) {
-        snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
-        rc = -1;
-    }
-    free(out);
-    return rc;
+    unlinkat(dirfd, name, AT_REMOVEDIR);
 }
 
-/* One line on what re-signing changes in a file, from the reader's view of it. */
-static void describe(const char *path, const char *shown)
+/* Temporaries of earlier runs that were interrupted: .NAME.vzcaps-new.PID,
+ * .NAME.vzcaps-old.PID and safewrite's .vzcaps-tmp.PID.N of a process that no longer exists,
+ * owned by this user. */
+static void remove_stale(int intofd, const char *into)
 {
-    static struct macho_file mf;
-    char why[600], archs[64] = "";
-    if (macho_load(path, &mf, why, sizeof why) != 0) {
-        printf("  %s: %s\n", esc(shown), esc(why));
+    int fd = dup(intofd);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
         return;
     }
-    bool dev = false, hard = false, lv = false, ents = false;
-    for (size_t i = 0; i < mf.n_slices; i++) {
-        const struct macho_slice *s = &mf.slices[i];
-        vzcaps_appendf(archs, sizeof archs, "%s%s", i ? " " : "", s->arch);
-        dev |= s->signed_ && !s->adhoc;
-        hard |= s->hardened_runtime;
-        lv |= s->library_validation;
-        ents |= s->entitlements_present;
+    struct dirent *de;
+    char **stale = NULL;
+    size_t n = 0, cap = 0;
+    while ((de = readdir(d))) {
+        const char *s = de->d_name, *mark = strstr(s, ".vzcaps-new."), *mark2 = strstr(s, ".vzcaps-old.");
+        const char *m = mark ? mark : mark2, *num = m ? m + 12 : NULL;
+        if (strncmp(s, ".vzcaps-tmp.", 12) == 0) /* a file safewrite was writing when the run was killed */
+            m = s, num = s + 12;
+        if (s[0] != '.' || !m)
+            continue;
+        char *endp;
+        long pid = strtol(num, &endp, 10);
+        if (m == s && *endp == '.') /* .vzcaps-tmp.PID.N */
+            strtol(endp + 1, &endp, 10);
+        struct stat st;
+        if (*endp || pid <= 0 || pid == (long)getpid() || (kill((pid_t)pid, 0) == 0 || errno != ESRCH) ||
+            fstatat(intofd, s, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_uid != geteuid())
+            continue;
+        if (n == cap && !(stale = realloc(stale, (cap = cap ? 2 * cap : 8) * sizeof *stale)))
+            break;
+        stale[n++] = xformat("%s", s);
     }
-    printf("  %s (%s): %s; hardened runtime %s; library validation %s; entitlements %s\n", esc(shown), archs,
-           dev ? "developer signature -> ad hoc" : "ad hoc -> ad hoc", hard ? "on -> off" : "off", lv ? "on -> off" : "off",
-           ents ? "dropped" : "none");
+    closedir(d);
+    for (size_t i = 0; i < n; i++) {
+        remove_at(intofd, stale[i], 0);
+        printf("vzcaps prepare: removed %s/%s, left by an interrupted run\n", esc(into), esc(stale[i]));
+        free(stale[i]);
+    }
+    free(stale);
+}
+
+/* Why the copy of in may not be placed (NULL: it may): a destination it did not make, one
+ * inside the source or holding it. */
+static char *dest_problem(const struct input *in, const char *into, int intofd)
+{
+    char *dest_real = NULL, *into_real = realpath(into, NULL);
+    size_t rl = strlen(in->root);
+    char *problem = NULL;
+    if (into_real) {
+        char *d = strcmp(into_real, "/") == 0 ? xformat("/%s", in->name) : xformat("%s/%s", into_real, in->name);
+        if (strncmp(d, in->root, rl) == 0 && (d[rl] == '/' || d[rl] == '\0') && in->bundle)
+            problem = xformat("the destination %s is inside the source %s", in->dest, in->arg);
+        free(d);
+    }
+    struct stat st;
+    bool exists = intofd >= 0 ? fstatat(intofd, in->name, &st, AT_SYMLINK_NOFOLLOW) == 0 : lstat(in->dest, &st) == 0;
+    if (!problem && exists && (dest_real = realpath(in->dest, NULL))) {
+        size_t dl = strlen(dest_real);
+        if (strncmp(in->root, dest_real, dl) == 0 && (in->root[dl] == '/' || in->root[dl] == '\0' || strcmp(dest_real, "/") == 0))
+            problem = xformat("the destination %s holds the source %s (it would be replaced)", in->dest, in->arg);
+    }
+    if (!problem && exists && !(intofd >= 0 && made_by_vzcaps(intofd, in->name)))
+        problem = xformat("the destination %s exists and was not made by vzcaps prepare (move it away, or choose another --into)",
+                          in->dest);
+    /* the marker beside it is rewritten: it too must be vzcaps's, or absent */
+    char *mname = xformat(".%s.vzcaps-prepared", in->name);
+    if (!problem && intofd >= 0 && fstatat(intofd, mname, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        char head[sizeof MARKER] = "";
+        int fd = S_ISREG(st.st_mode) ? openat(intofd, mname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) : -1;
+        ssize_t got = fd >= 0 ? read(fd, head, sizeof head - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (got != (ssize_t)strlen(MARKER) || memcmp(head, MARKER, strlen(MARKER)) != 0)
+            problem = xformat("%s/%s exists and was not made by vzcaps prepare (move it away, or choose another --into)", into,
+                              mname);
+    }
+    free(mname);
+    free(dest_real);
+    free(into_real);
+    return problem;
+}
+
+/* What codesign --verify --strict checks on a Mac, in order: every signed file, nested code
+ * first, then every bundle, the outermost last. Paths relative to the copy ("" the copy), in a
+ * NULL-terminated array on the heap. */
+static const char **verify_list(const struct input *in)
+{
+    const char **out = calloc(in->nn + 2 * in->nu + 1, sizeof *out);
+    if (!out) {
+        eprintf("vzcaps prepare: out of memory");
+        exit(1);
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < in->nn; i++)
+        if (in->n[i].type == N_FILE && !in->n[i].replaced && bc_is_code(in->n[i].kind) && !in->n[i].main_exe)
+            out[n++] = in->n[i].rel;
+    for (size_t k = in->nu; k-- > 0;) {
+        out[n++] = in->u[k].exe;
+        out[n++] = in->u[k].dir;
+    }
+    return out;
 }
 
 static const char given_up[] =
@@ -303,176 +227,182 @@ static const char given_up[] =
     "cs.* ones have no effect, and restricted ones would stop an ad-hoc signed program from\n"
     "starting). The original is not touched; undo by deleting the copy.\n";
 
-/* An absolute form of path without requiring it to exist (its existing ancestors resolved). */
-static char *absolute(const char *path)
+/* One line on what re-signing changes in a file, from the reader's view of it. */
+static void describe(const char *path, const char *shown)
 {
-    char *real = realpath(path, NULL);
-    if (real)
-        return real;
-    char *copy = xformat("%s", path), *slash = strrchr(copy, '/');
-    char *out;
-    if (!slash) {
-        char cwd[PATH_MAX];
-        out = xformat("%s/%s", getcwd(cwd, sizeof cwd) ? cwd : ".", copy);
-    } else if (slash == copy) {
-        out = xformat("%s", copy);
-    } else {
-        *slash = '\0';
-        char *parent = absolute(copy);
-        out = xformat("%s/%s", parent, slash + 1);
-        free(parent);
+    static struct macho_file mf;
+    char why[600], archs[64] = "";
+    if (macho_load(path, &mf, why, sizeof why) != 0) {
+        printf("  %s: %s\n", esc(shown), esc(why));
+        return;
     }
-    free(copy);
-    return out;
+    bool dev = false, hard = false, lv = false, ents = false, unsig = false;
+    for (size_t i = 0; i < mf.n_slices; i++) {
+        const struct macho_slice *s = &mf.slices[i];
+        vzcaps_appendf(archs, sizeof archs, "%s%s", i ? " " : "", s->arch);
+        dev |= s->signed_ && !s->adhoc;
+        hard |= s->hardened_runtime;
+        lv |= s->library_validation;
+        ents |= s->entitlements_present;
+        unsig |= !s->signed_;
+    }
+    printf("  %s (%s): %s; hardened runtime %s; library validation %s; entitlements %s\n", esc(shown), archs,
+           unsig ? "unsigned slices signed too -> ad hoc" : dev ? "developer signature -> ad hoc" : "ad hoc -> ad hoc",
+           hard ? "on -> off" : "off", lv ? "on -> off" : "off", ents ? "dropped" : "none");
 }
 
-static int prepare_one(const char *path, const char *into, bool yes)
+static void plan(const struct input *in, const char *problem)
 {
-    static struct target t;
-    for (size_t i = 0; i < t.n; i++)
-        free(t.rel[i]);
-    memset(&t, 0, sizeof t);
-    t.src = path;
-    struct stat st;
-    if (stat(path, &st) != 0) {
-        eprintf("vzcaps prepare: %s: %s", path, strerror(errno));
-        return 1;
+    char *sealing = in->nu ? xformat(", sealing %zu bundle%s with a new CodeResources", in->nu, in->nu == 1 ? "" : "s")
+                           : xformat("%s", "");
+    printf("vzcaps prepare: would copy %s to %s and re-sign %zu Mach-O file%s ad hoc (nested code first)%s:\n", esc(in->arg),
+           esc(in->dest), in->n_code, in->n_code == 1 ? "" : "s", sealing);
+    free(sealing);
+    const char **list = verify_list(in);
+    for (size_t i = 0; list[i]; i++) {
+        int k = bc_find_node(in, list[i]);
+        if (k < 0 || in->n[k].type != N_FILE)
+            continue;
+        char *file = *list[i] ? xformat("%s/%s", in->root, list[i]) : xformat("%s", in->root);
+        describe(file, *list[i] ? list[i] : in->name);
+        free(file);
     }
-    size_t n = strlen(path);
-    while (n > 1 && path[n - 1] == '/')
-        n--;
-    const char *base = path + n;
-    while (base > path && base[-1] != '/')
-        base--;
-    snprintf(t.name, sizeof t.name, "%.*s", (int)(path + n - base), base);
-    if (S_ISDIR(st.st_mode)) {
-        if (n < 4 || strncmp(path + n - 4, ".app", 4) != 0) {
-            eprintf("vzcaps prepare: %s: a directory, but not an .app bundle", path);
-            return 1;
-        }
-        t.bundle = true;
-        walking = &t;
-        walk_root_len = n;
-        walk_err[0] = '\0';
-        char *root = xformat("%.*s", (int)n, path);
-        int w = nftw(root, collect, 32, FTW_PHYS);
-        free(root);
-        if (w != 0) {
-            eprintf("vzcaps prepare: %s", walk_err[0] ? walk_err : strerror(errno));
-            return 1;
-        }
-        if (!t.n) {
-            eprintf("vzcaps prepare: %s: no Mach-O file in the bundle", path);
-            return 1;
-        }
-        char err[1400], *exe = macho_bundle_executable(path, n, err, sizeof err);
-        if (!exe) {
-            eprintf("vzcaps prepare: %s", err);
-            return 1;
-        }
-        main_exe = exe;
-        qsort(t.rel, t.n, sizeof t.rel[0], signing_order);
-        main_exe = NULL;
-        free(exe);
-    } else if (!S_ISREG(st.st_mode)) {
-        eprintf("vzcaps prepare: %s: not a regular file or an .app bundle", path);
-        return 1;
-    } else if (!macho_magic(path)) {
-        eprintf("vzcaps prepare: %s: not a Mach-O file", path);
-        return 1;
-    } else {
-        t.rel[t.n++] = xformat("%s", "");
+    for (size_t i = 0; i < in->nn; i++) {
+        const struct node *nd = &in->n[i];
+        if (nd->type == N_FILE && nd->kind != MACHO_KIND_NONE && !bc_is_code(nd->kind) && !nd->replaced)
+            printf("  %s: %s, not signable code: copied and sealed as a resource\n", esc(nd->rel), macho_kind_name(nd->kind));
+        if (in->bundle && nd->unit == -1 && nd->type != N_DIR && !nd->replaced && !bc_below(nd->rel, "Contents") && *nd->rel)
+            printf("  %s: outside Contents, not sealed (codesign --verify --strict rejects such a bundle)\n", esc(nd->rel));
     }
+    printf("%s with codesign --verify --strict, in this order:\n",
+           platform_is_macos ? "Each is then checked" : "On macOS, each would then be checked");
+    for (size_t i = 0; list[i]; i++)
+        printf("  %s\n", *list[i] ? esc(list[i]) : esc(in->name));
+    free(list);
+    if (problem)
+        printf("warning: %s: prepare --yes refuses it\n", esc(problem));
+}
 
-    char *dest = xformat("%s/%s", into, t.name), *src_abs = absolute(path), *dest_abs = absolute(dest);
-    size_t sl = strlen(src_abs);
+/* Builds the copy beside its destination and puts it in place. 0, or 1 with one line. */
+static int place(struct input *in, const char *into, int intofd)
+{
+    char err[1400];
+    struct run r = {.in = in, .write = true, .intofd = intofd, .into = into};
+    r.umask_ = umask(022);
+    umask(r.umask_);
+    r.tmpname = xformat(".%s.vzcaps-new.%ld", in->name, (long)getpid());
+    r.tmppath = strcmp(into, "/") == 0 ? xformat("/%s", r.tmpname) : xformat("%s/%s", into, r.tmpname);
+    char *oldname = xformat(".%s.vzcaps-old.%ld", in->name, (long)getpid());
     int rc = 0;
-    if (strncmp(dest_abs, src_abs, sl) == 0 && (dest_abs[sl] == '/' || dest_abs[sl] == '\0')) {
-        eprintf("vzcaps prepare: the destination %s is inside the source %s", dest, path);
-        rc = 1;
+    remove_at(intofd, r.tmpname, 0);
+    if (in->bundle) {
+        char *why = NULL;
+        int fd = vzcaps_mkdirat_new(intofd, into, r.tmpname, 0700, &why);
+        if (fd < 0) {
+            snprintf(err, sizeof err, "%s", why ? why : r.tmppath);
+            rc = -1;
+        } else {
+            close(fd);
+        }
+        free(why);
     }
-    /* sign every file in memory first, even for the plan: what cannot be signed is said now */
-    for (size_t i = 0; rc == 0 && i < t.n; i++) {
-        char *file = t.bundle ? xformat("%.*s/%s", (int)n, path, t.rel[i]) : xformat("%s", path), err[1400];
-        if (sign_file(file, vzcaps_basename(file), false, err, sizeof err) != 0) {
-            eprintf("vzcaps prepare: %s", err);
-            rc = 1;
+    if (rc == 0)
+        rc = bc_build(&r, err, sizeof err);
+    /* into place as a whole: a copy vzcaps made aside, the new one in, the old one gone */
+    bool had_old = false;
+    char *problem = rc == 0 ? dest_problem(in, into, intofd) : NULL;
+    if (problem) {
+        snprintf(err, sizeof err, "%s", problem);
+        rc = -1;
+    }
+    free(problem);
+    if (rc == 0 && bc_stop_signal) {
+        snprintf(err, sizeof err, "interrupted");
+        rc = -1;
+    }
+    struct stat st;
+    if (rc == 0 && fstatat(intofd, in->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        had_old = true;
+        remove_at(intofd, oldname, 0);
+        if (renameat(intofd, in->name, intofd, oldname) != 0) {
+            snprintf(err, sizeof err, "cannot move %s aside: %s", in->dest, strerror(errno));
+            rc = -1;
+            had_old = false;
+        }
+    }
+    if (rc == 0 && renameat(intofd, r.tmpname, intofd, in->name) != 0) {
+        snprintf(err, sizeof err, "cannot move the copy to %s: %s", in->dest, strerror(errno));
+        if (had_old)
+            renameat(intofd, oldname, intofd, in->name);
+        rc = -1;
+    }
+    if (rc != 0) {
+        remove_at(intofd, r.tmpname, 0);
+        eprintf("vzcaps prepare: %s", err);
+    } else {
+        if (had_old)
+            remove_at(intofd, oldname, 0);
+        /* the marker that lets a later run replace this copy, and nothing else */
+        char *mname = xformat(".%s.vzcaps-prepared", in->name), *text = NULL, *why = NULL;
+        if (fstatat(intofd, in->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+            text = xformat(MARKER "copy %llu %llu\nsource %s\n", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+                           in->root);
+        struct vzcaps_wopts o = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = MARKER};
+        if (!text || vzcaps_write_fileat(intofd, into, mname, text, strlen(text), &o, &why) != 0) {
+            eprintf("vzcaps prepare: %s (the copy is in place, but a later run will not replace it)", why ? why : in->dest);
+            rc = -1;
+        }
+        free(mname);
+        free(text);
+        free(why);
+    }
+    free(r.tmpname);
+    free(r.tmppath);
+    free(oldname);
+    return rc ? 1 : 0;
+}
+
+/* On a Mac: Apple's codesign on each file and bundle verify_list names. */
+static void codesign_verify(const struct input *in)
+{
+    if (!platform_is_macos || access("/usr/bin/codesign", X_OK) != 0)
+        return;
+    const char **list = verify_list(in);
+    for (size_t i = 0; list[i]; i++) {
+        char *p = *list[i] ? xformat("%s/%s", in->dest, list[i]) : xformat("%s", in->dest);
+        char *av[] = {"/usr/bin/codesign", "--verify", "--strict", p, NULL};
+        if (spawn_wait(av[0], av) != 0)
+            eprintf("vzcaps prepare: warning: codesign --verify --strict rejects %s (vzcaps's own verifier accepted it)", p);
+        free(p);
+    }
+    free(list);
+}
+
+static void report(const struct input *in)
+{
+    printf("prepared %s: %zu Mach-O file%s re-signed ad hoc, no hardened runtime", esc(in->dest), in->n_code,
+           in->n_code == 1 ? "" : "s");
+    if (in->nu)
+        printf("; %zu bundle%s sealed", in->nu, in->nu == 1 ? "" : "s");
+    printf("\nrun it through vzcaps with:\n");
+    const char **list = verify_list(in);
+    size_t n = 0;
+    while (list[n])
+        n++;
+    for (size_t k = n; k-- > 0;) { /* the main executable first */
+        int i = bc_find_node(in, list[k]);
+        if (i < 0 || in->n[i].type != N_FILE)
+            continue;
+        char *file = *list[k] ? xformat("%s/%s", in->dest, list[k]) : xformat("%s", in->dest), err[600];
+        static struct macho_file mf;
+        if (macho_load(file, &mf, err, sizeof err) == 0 && mf.slices[0].filetype == 2 /* MH_EXECUTE */) {
+            printf("  vzcaps run --inherit -- ");
+            shell_quote(stdout, file);
+            printf("\n");
         }
         free(file);
     }
-    if (rc == 0 && !yes) {
-        printf("vzcaps prepare: would copy %s to %s and re-sign %zu Mach-O file%s ad hoc (nested code first):\n", esc(path),
-               esc(dest), t.n, t.n == 1 ? "" : "s");
-        for (size_t i = 0; i < t.n; i++) {
-            char *file = t.bundle ? xformat("%.*s/%s", (int)n, path, t.rel[i]) : xformat("%s", path);
-            describe(file, t.bundle ? t.rel[i] : t.name);
-            free(file);
-        }
-        fputs(given_up, stdout);
-        printf("Nothing was written: run it again with --yes to do it.\n");
-        rc = 1;
-    }
-    if (rc == 0) {
-        char *tmp = xformat("%s/.%s.vzcaps-new.%ld", into, t.name, (long)getpid());
-        char *old = xformat("%s/.%s.vzcaps-old.%ld", into, t.name, (long)getpid()), err[1400];
-        char *root = xformat("%.*s", (int)n, path);
-        remove_tree(tmp);
-        if (copy_tree(root, tmp, 0, err, sizeof err) != 0) {
-            eprintf("vzcaps prepare: %s", err);
-            rc = 1;
-        }
-        for (size_t i = 0; rc == 0 && i < t.n; i++) {
-            char *file = t.bundle ? xformat("%s/%s", tmp, t.rel[i]) : xformat("%s", tmp);
-            if (sign_file(file, vzcaps_basename(t.bundle ? t.rel[i] : t.name), true, err, sizeof err) != 0) {
-                eprintf("vzcaps prepare: %s", err);
-                rc = 1;
-            }
-            free(file);
-        }
-        if (rc == 0 && platform_is_macos && access("/usr/bin/codesign", X_OK) == 0) {
-            char *verify[] = {"/usr/bin/codesign", "--verify", "--strict", tmp, NULL};
-            if (spawn_wait(verify[0], verify) != 0)
-                eprintf("vzcaps prepare: warning: codesign --verify --strict disagrees with vzcaps's verifier on %s", dest);
-        }
-        /* into place as a whole: the old copy (if any) aside, the new one in, the old one gone */
-        bool had_old = rc == 0 && access(dest, F_OK) == 0;
-        if (rc == 0 && had_old && rename(dest, old) != 0) {
-            eprintf("vzcaps prepare: cannot replace %s: %s", dest, strerror(errno));
-            rc = 1;
-        }
-        if (rc == 0 && rename(tmp, dest) != 0) {
-            eprintf("vzcaps prepare: cannot move the copy to %s: %s", dest, strerror(errno));
-            if (had_old)
-                rename(old, dest);
-            rc = 1;
-        }
-        if (rc)
-            remove_tree(tmp);
-        else if (had_old)
-            remove_tree(old);
-        if (rc == 0) {
-            printf("prepared %s: %zu Mach-O file%s re-signed ad hoc, no hardened runtime\nrun it through vzcaps with:\n", esc(dest),
-                   t.n, t.n == 1 ? "" : "s");
-            for (size_t k = t.n; k-- > 0;) { /* the main executable first */
-                size_t i = k;
-                char *file = t.bundle ? xformat("%s/%s", dest, t.rel[i]) : xformat("%s", dest);
-                static struct macho_file mf;
-                if (macho_load(file, &mf, err, sizeof err) == 0 && mf.slices[0].filetype == 2 /* MH_EXECUTE */) {
-                    printf("  vzcaps run --inherit -- ");
-                    shell_quote(stdout, file);
-                    printf("\n");
-                }
-                free(file);
-            }
-        }
-        free(tmp);
-        free(old);
-        free(root);
-    }
-    free(dest);
-    free(src_abs);
-    free(dest_abs);
-    return rc;
+    free(list);
 }
 
 int cmd_prepare(int argc, char **argv)
@@ -507,14 +437,19 @@ int cmd_prepare(int argc, char **argv)
         }
         into = dir = xformat("%s/Library/Application Support/vzcaps/prepared", home);
     }
-    if (yes) { /* the destination directory, created as mkdir -p would */
-        if (mkdir_p(into) != 0) {
-            eprintf("vzcaps prepare: cannot create %s: %s", into, strerror(errno));
-            free(dir);
-            return 1;
-        }
+    if (!*into) {
+        free(dir);
+        return usage_error("prepare", "--into needs a directory");
     }
-    int rc = 0;
+    struct input *ins = calloc((size_t)count, sizeof *ins);
+    if (!ins) {
+        free(dir);
+        eprintf("vzcaps prepare: out of memory");
+        return 1;
+    }
+    /* every input read and signed in memory, every destination checked, before anything is
+     * written: a refusal leaves nothing behind, not even --into */
+    int rc = 0, k = 0;
     dashdash = false;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -524,8 +459,88 @@ int cmd_prepare(int argc, char **argv)
             dashdash |= strcmp(argv[i], "--") == 0;
             continue;
         }
-        rc |= prepare_one(argv[i], into, yes);
+        ins[k].arg = argv[i];
+        int one = bc_analyse(&ins[k], into);
+        ins[k].ok = one == 0;
+        rc |= one;
+        k++;
     }
+    struct stat ist;
+    bool into_exists = lstat(into, &ist) == 0;
+    int intofd = into_exists ? open(into, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    char **problems = calloc((size_t)count, sizeof *problems);
+    for (int a = 0; a < count && problems; a++) {
+        if (!ins[a].name || !ins[a].dest)
+            continue;
+        for (int b = 0; b < a; b++)
+            if (ins[b].name && strcmp(ins[a].name, ins[b].name) == 0 && !problems[a])
+                problems[a] = xformat("%s and %s would both be prepared as %s (prepare them into different --into directories)",
+                                      ins[b].arg, ins[a].arg, ins[a].dest);
+        if (!problems[a] && ins[a].ok)
+            problems[a] = dest_problem(&ins[a], into, intofd);
+    }
+    for (int a = 0; a < count; a++) {
+        if (!ins[a].ok || (rc && yes))
+            continue;
+        if (!yes) {
+            plan(&ins[a], problems ? problems[a] : NULL);
+        } else if (problems && problems[a]) {
+            eprintf("vzcaps prepare: %s", problems[a]);
+            rc = 1;
+        }
+    }
+    if (!yes && !rc) {
+        fputs(given_up, stdout);
+        printf("Nothing was written: run it again with --yes to do it.\n");
+    }
+    if (!yes)
+        rc = 1;
+    if (rc == 0) {
+        char err[1400];
+        if (intofd >= 0)
+            close(intofd);
+        intofd = open_into(into, true, err, sizeof err);
+        if (intofd < 0) {
+            eprintf("vzcaps prepare: %s", err);
+            rc = 1;
+        }
+    }
+    if (rc == 0) {
+        /* an interrupted run removes its temporary tree before it ends */
+        struct sigaction sa, old_int, old_term, old_hup;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_signal;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGINT, &sa, &old_int);
+        sigaction(SIGTERM, &sa, &old_term);
+        sigaction(SIGHUP, &sa, &old_hup);
+        remove_stale(intofd, into);
+        for (int a = 0; a < count && !bc_stop_signal; a++) {
+            int one = place(&ins[a], into, intofd);
+            rc |= one;
+            if (one == 0) {
+                codesign_verify(&ins[a]);
+                report(&ins[a]);
+            }
+        }
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGTERM, &old_term, NULL);
+        sigaction(SIGHUP, &old_hup, NULL);
+        if (bc_stop_signal) {
+            fflush(stdout);
+            signal(bc_stop_signal, SIG_DFL);
+            raise(bc_stop_signal);
+        }
+    }
+    if (intofd >= 0)
+        close(intofd);
+    for (int a = 0; a < count; a++) {
+        if (problems)
+            free(problems[a]);
+        bc_input_free(&ins[a]);
+    }
+    free(problems);
+    free(ins);
     free(dir);
     return rc ? 1 : 0;
 }

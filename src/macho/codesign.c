@@ -30,7 +30,11 @@
 #define CD_VERSION 0x20400u  /* with the exec-segment fields */
 #define CD_HEADER 88u        /* bytes of a version 0x20400 CodeDirectory before its identifier */
 #define PAGE_LOG 12u         /* 4 KiB pages, as codesign and ld64 hash them */
-#define N_SPECIAL 2u         /* slot 1 Info.plist (unbound: zero), slot 2 the requirements */
+/* special slots: 1 Info.plist, 2 the requirements, 3 the resource seal (CodeResources). Two
+ * when nothing is bound (slot 1 zero), three when the resource seal is. */
+#define SLOT_INFO 1u
+#define SLOT_REQUIREMENTS 2u
+#define SLOT_RESOURCES 3u
 
 static void put_le32(uint8_t *p, uint32_t v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8), p[2] = (uint8_t)(v >> 16), p[3] = (uint8_t)(v >> 24); }
 static void put_le64(uint8_t *p, uint64_t v) { put_le32(p, (uint32_t)v), put_le32(p + 4, (uint32_t)(v >> 32)); }
@@ -56,6 +60,7 @@ struct slice_layout {
     uint64_t text_off, text_size;
     char ident[256];             /* the current signature's identifier, "" when none */
     uint32_t old_flags;
+    bool placeholder;            /* no signature yet: an empty one was made room for */
 };
 
 /* The identifier and flags of the first CodeDirectory of the signature at [off, off+len). */
@@ -96,9 +101,10 @@ static int old_signature(const uint8_t *m, uint64_t off, uint64_t len, struct sl
     FAIL("its code signature cannot be parsed (no CodeDirectory)");
 }
 
-static int scan_slice(const uint8_t *m, uint64_t size, struct slice_layout *l, char *err, size_t errlen)
+static int scan_slice(const uint8_t *m, uint64_t size, struct slice_layout *l, bool placeholder, char *err, size_t errlen)
 {
     memset(l, 0, sizeof *l);
+    l->placeholder = placeholder;
     if (size < 32 || le32(m) != MH_MAGIC_64)
         FAIL("not a 64-bit little-endian Mach-O slice");
     l->cputype = le32(m + 4);
@@ -138,25 +144,91 @@ static int scan_slice(const uint8_t *m, uint64_t size, struct slice_layout *l, c
         FAIL("the code signature overlaps the load commands");
     if (l->lc_linkedit && linkedit_end != size)
         FAIL("the code signature is not at the end of __LINKEDIT: not a layout vzcaps re-signs");
+    if (l->placeholder && l->sig_size == 0)
+        return 0;
     return old_signature(m, l->sig_off, l->sig_size, l, err, errlen);
 }
 
-static size_t superblob_size(const char *ident, uint64_t code_limit)
+/* An unsigned slice with a signature command added (for a universal file whose other slices
+ * are signed): the command goes after the others, in the padding before the first section,
+ * and points at an empty signature at the end of __LINKEDIT (the file's end, 16-aligned).
+ * A new image in *out, or -1 when there is no room for the command or __LINKEDIT is not last. */
+static int add_signature_command(const uint8_t *in, size_t len, uint8_t **out, size_t *out_len, char *err, size_t errlen)
+{
+    if (len < 32 || le32(in) != MH_MAGIC_64)
+        FAIL("not a 64-bit little-endian Mach-O slice");
+    uint32_t ncmds = le32(in + 16);
+    uint64_t pos = 32, end, first_data = len, linkedit_end = 0;
+    size_t lc_linkedit = 0;
+    if (load_commands_end(in, len, &end, err, errlen) != 0)
+        return -1;
+    for (uint32_t i = 0; i < ncmds; i++) {
+        const uint8_t *c = load_command_next(in, &pos, end, i, err, errlen);
+        if (!c)
+            return -1;
+        uint32_t cmd = le32(c), cmdsize = le32(c + 4);
+        if (cmd == LC_CODE_SIGNATURE)
+            FAIL("already has a signature command");
+        if (cmd != LC_SEGMENT_64 || cmdsize < 72)
+            continue;
+        uint64_t fileoff = le64(c + 40), filesize = le64(c + 48);
+        if (!in_range(len, fileoff, filesize))
+            FAIL("truncated: a segment extends past the end of the file");
+        if (memcmp(c + 8, "__LINKEDIT\0", 11) == 0)
+            lc_linkedit = (size_t)(c - in), linkedit_end = fileoff + filesize;
+        else if (filesize && fileoff && fileoff < first_data)
+            first_data = fileoff;
+        uint32_t nsects = le32(c + 64);
+        if (nsects > (cmdsize - 72) / 80)
+            FAIL("a segment's sections do not fit in its command");
+        for (uint32_t k = 0; k < nsects; k++) {
+            uint32_t soff = le32(c + 72 + 80 * k + 48);
+            if (soff && soff < first_data)
+                first_data = soff;
+        }
+    }
+    if (!lc_linkedit || linkedit_end != len)
+        FAIL("unsigned, and __LINKEDIT is not at the end of the file: not a layout vzcaps signs");
+    if (end + 16 > first_data)
+        FAIL("unsigned, and there is no room for a signature command before the first section");
+    size_t sig_off = (len + 15) & ~(size_t)15;
+    uint8_t *m = calloc(1, sig_off ? sig_off : 1);
+    if (!m)
+        FAIL("out of memory");
+    memcpy(m, in, len);
+    put_le32(m + 16, ncmds + 1);
+    put_le32(m + 20, le32(in + 20) + 16);
+    put_le32(m + end, LC_CODE_SIGNATURE), put_le32(m + end + 4, 16);
+    put_le32(m + end + 8, (uint32_t)sig_off), put_le32(m + end + 12, 0);
+    uint8_t *seg = m + lc_linkedit;
+    put_le64(seg + 48, le64(seg + 48) + (sig_off - len));
+    *out = m;
+    *out_len = sig_off;
+    return 0;
+}
+
+static uint32_t n_special(const struct codesign_bind *bind)
+{
+    return bind && bind->resources ? SLOT_RESOURCES : SLOT_REQUIREMENTS;
+}
+
+static size_t superblob_size(const char *ident, uint64_t code_limit, uint32_t nspecial)
 {
     uint64_t pages = (code_limit + (1u << PAGE_LOG) - 1) >> PAGE_LOG;
-    size_t cd = CD_HEADER + strlen(ident) + 1 + (size_t)(N_SPECIAL + pages) * 32;
+    size_t cd = CD_HEADER + strlen(ident) + 1 + (size_t)(nspecial + pages) * 32;
     return 12 + 2 * 8 + cd + 12; /* header, two index entries, CodeDirectory, empty requirements */
 }
 
 /* Writes the superblob for m[0..code_limit) into dst (size bytes, zero-filled past it). */
 static void write_superblob(const uint8_t *m, uint64_t code_limit, const struct slice_layout *l, const char *ident,
-                            uint8_t *dst, size_t size)
+                            const struct codesign_bind *bind, uint8_t *dst, size_t size, uint8_t cdhash[20])
 {
     memset(dst, 0, size);
+    uint32_t nspecial = n_special(bind);
     uint64_t pages = (code_limit + (1u << PAGE_LOG) - 1) >> PAGE_LOG;
     size_t ident_len = strlen(ident) + 1;
-    uint32_t hash_off = (uint32_t)(CD_HEADER + ident_len + N_SPECIAL * 32);
-    uint32_t cd_len = hash_off + (uint32_t)pages * 32, total = (uint32_t)superblob_size(ident, code_limit);
+    uint32_t hash_off = (uint32_t)(CD_HEADER + ident_len + nspecial * 32);
+    uint32_t cd_len = hash_off + (uint32_t)pages * 32, total = (uint32_t)superblob_size(ident, code_limit, nspecial);
     uint32_t cd_at = 12 + 16, req_at = cd_at + cd_len;
     put_be32(dst, CSMAGIC_EMBEDDED_SIGNATURE);
     put_be32(dst + 4, total);
@@ -173,7 +245,7 @@ static void write_superblob(const uint8_t *m, uint64_t code_limit, const struct 
     put_be32(cd + 12, CS_ADHOC); /* ad hoc; no hardened runtime, library validation or restrict */
     put_be32(cd + 16, hash_off);
     put_be32(cd + 20, CD_HEADER);
-    put_be32(cd + 24, N_SPECIAL);
+    put_be32(cd + 24, nspecial);
     put_be32(cd + 28, (uint32_t)pages);
     put_be32(cd + 32, code_limit > UINT32_MAX ? 0 : (uint32_t)code_limit);
     cd[36] = 32, cd[37] = 2, cd[38] = 0, cd[39] = PAGE_LOG; /* SHA-256, not a platform binary */
@@ -183,21 +255,32 @@ static void write_superblob(const uint8_t *m, uint64_t code_limit, const struct 
     put_be64(cd + 72, l->text_size);
     put_be64(cd + 80, l->filetype == MH_EXECUTE ? CS_EXECSEG_MAIN_BINARY : 0);
     memcpy(cd + CD_HEADER, ident, ident_len);
-    digest(req, 12, cd + hash_off - 2 * 32); /* slot 2: the requirements; slot 1 stays zero */
+    /* slot N lives N hashes before the code slots; an unbound slot stays zero */
+    digest(req, 12, cd + hash_off - SLOT_REQUIREMENTS * 32);
+    if (bind && bind->info_plist)
+        memcpy(cd + hash_off - SLOT_INFO * 32, bind->info_plist, 32);
+    if (bind && bind->resources)
+        memcpy(cd + hash_off - SLOT_RESOURCES * 32, bind->resources, 32);
     for (uint64_t i = 0; i < pages; i++) {
         uint64_t start = i << PAGE_LOG, len = code_limit - start < (1u << PAGE_LOG) ? code_limit - start : (1u << PAGE_LOG);
         digest(m + start, (size_t)len, cd + hash_off + i * 32);
     }
+    if (cdhash) { /* the CodeDirectory's SHA-256, cut to 20 bytes as cdhashes are */
+        uint8_t full[32];
+        digest(cd, cd_len, full);
+        memcpy(cdhash, full, 20);
+    }
 }
 
-int codesign_adhoc_slice(const uint8_t *in, size_t len, const char *fallback_ident, uint8_t **out, size_t *out_len,
-                         struct codesign_slice_report *rep, char *err, size_t errlen)
+static int sign_slice(const uint8_t *in, size_t len, const char *fallback_ident, const struct codesign_bind *bind,
+                      bool placeholder, uint8_t **out, size_t *out_len, struct codesign_slice_report *rep, char *err,
+                      size_t errlen)
 {
     struct slice_layout l;
-    if (scan_slice(in, len, &l, err, errlen) != 0)
+    if (scan_slice(in, len, &l, placeholder, err, errlen) != 0)
         return -1;
     const char *ident = l.ident[0] ? l.ident : fallback_ident;
-    size_t need = superblob_size(ident, l.sig_off);
+    size_t need = superblob_size(ident, l.sig_off, n_special(bind));
     uint64_t space = l.sig_size, grow = 0;
     if (need > space) {
         if (!l.lc_linkedit)
@@ -221,15 +304,41 @@ int codesign_adhoc_slice(const uint8_t *in, size_t len, const char *fallback_ide
             put_le64(seg + 32, vmsize);
         space += grow;
     }
-    write_superblob(m, l.sig_off, &l, ident, m + l.sig_off, (size_t)space);
+    uint8_t cdhash[20];
+    write_superblob(m, l.sig_off, &l, ident, bind, m + l.sig_off, (size_t)space, cdhash);
     if (rep) {
         rep->old_flags = l.old_flags;
         rep->grew = grow;
+        rep->was_unsigned = placeholder;
         snprintf(rep->identifier, sizeof rep->identifier, "%s", ident);
+        memcpy(rep->cdhash, cdhash, sizeof cdhash);
+        rep->cputype = l.cputype;
+        rep->cpusubtype = le32(in + 8);
     }
     *out = m;
     *out_len = len + grow;
     return 0;
+}
+
+int codesign_adhoc_slice(const uint8_t *in, size_t len, const char *fallback_ident, uint8_t **out, size_t *out_len,
+                         struct codesign_slice_report *rep, char *err, size_t errlen)
+{
+    return sign_slice(in, len, fallback_ident, NULL, false, out, out_len, rep, err, errlen);
+}
+
+/* A slice of a universal file: an unsigned one gets a signature command first (when asked). */
+static int sign_member(const uint8_t *in, size_t len, const char *ident, const struct codesign_bind *bind, bool add,
+                       uint8_t **out, size_t *out_len, struct codesign_slice_report *rep, char *err, size_t errlen)
+{
+    if (!add || macho_slice_signed(in, len) != 0)
+        return sign_slice(in, len, ident, bind, false, out, out_len, rep, err, errlen);
+    uint8_t *tmp;
+    size_t tmp_len;
+    if (add_signature_command(in, len, &tmp, &tmp_len, err, errlen) != 0)
+        return -1;
+    int rc = sign_slice(tmp, tmp_len, ident, bind, true, out, out_len, rep, err, errlen);
+    free(tmp);
+    return rc;
 }
 
 static uint64_t align_up(uint64_t v, uint32_t log2)
@@ -241,6 +350,13 @@ static uint64_t align_up(uint64_t v, uint32_t log2)
 int codesign_adhoc(const uint8_t *in, size_t len, const char *fallback_ident, uint8_t **out, size_t *out_len,
                    struct codesign_report *rep, char *err, size_t errlen)
 {
+    return codesign_adhoc_bound(in, len, fallback_ident, NULL, false, out, out_len, rep, err, errlen);
+}
+
+int codesign_adhoc_bound(const uint8_t *in, size_t len, const char *fallback_ident, const struct codesign_bind *bind,
+                         bool sign_unsigned_slices, uint8_t **out, size_t *out_len, struct codesign_report *rep, char *err,
+                         size_t errlen)
+{
     /* one notion of a well-formed file: what the project's reader refuses is not signed */
     static struct macho_file mf;
     char why[300];
@@ -249,7 +365,7 @@ int codesign_adhoc(const uint8_t *in, size_t len, const char *fallback_ident, ui
     if (len >= 4 && le32(in) == MH_MAGIC_64) {
         if (rep)
             rep->n_slices = 1;
-        return codesign_adhoc_slice(in, len, fallback_ident, out, out_len, rep ? &rep->slice[0] : NULL, err, errlen);
+        return sign_slice(in, len, fallback_ident, bind, false, out, out_len, rep ? &rep->slice[0] : NULL, err, errlen);
     }
     if (len < 8 || (be32(in) != FAT_MAGIC && be32(in) != FAT_MAGIC_64))
         FAIL("not a Mach-O file");
@@ -285,8 +401,8 @@ int codesign_adhoc(const uint8_t *in, size_t len, const char *fallback_ident, ui
             break;
         first = off < first ? off : first;
         char why[300];
-        if (codesign_adhoc_slice(in + off, (size_t)sz, fallback_ident, &signed_[i], &sizes[i], rep ? &rep->slice[i] : NULL, why,
-                                 sizeof why) != 0) {
+        if (sign_member(in + off, (size_t)sz, fallback_ident, bind, sign_unsigned_slices, &signed_[i], &sizes[i],
+                        rep ? &rep->slice[i] : NULL, why, sizeof why) != 0) {
             snprintf(err, errlen, "slice %u: %s", i, why);
             rc = -1;
         }

@@ -11,6 +11,9 @@
 struct codesign_slice_report {
     uint32_t old_flags;  /* the replaced CodeDirectory's flags (hardened runtime, ...) */
     uint64_t grew;       /* bytes __LINKEDIT grew by; 0 when the signature fit in the old space */
+    bool was_unsigned;   /* the slice had no signature (a universal file's other slices did) */
+    uint32_t cputype, cpusubtype;
+    uint8_t cdhash[20];  /* the new CodeDirectory's SHA-256, cut to 20 bytes */
     char identifier[256];
 };
 struct codesign_report {
@@ -27,6 +30,18 @@ struct codesign_report {
  * new malloc'd image. 0, or -1 with a one-line reason (truncated, unparsable signature, ...). */
 int codesign_adhoc(const uint8_t *in, size_t len, const char *fallback_ident, uint8_t **out, size_t *out_len,
                    struct codesign_report *rep, char *err, size_t errlen);
+/* What a bundle's main executable binds: SHA-256 digests of the bytes of Contents/Info.plist
+ * (special slot 1) and of _CodeSignature/CodeResources (slot 3), each NULL when not bound. */
+struct codesign_bind {
+    const uint8_t *info_plist;
+    const uint8_t *resources;
+};
+/* codesign_adhoc with the special slots of bind (NULL: none) and, with sign_unsigned_slices,
+ * a universal file's unsigned slices signed too (a signature command is added where the
+ * padding before the first section has room and __LINKEDIT ends the slice). */
+int codesign_adhoc_bound(const uint8_t *in, size_t len, const char *fallback_ident, const struct codesign_bind *bind,
+                         bool sign_unsigned_slices, uint8_t **out, size_t *out_len, struct codesign_report *rep, char *err,
+                         size_t errlen);
 int codesign_adhoc_slice(const uint8_t *in, size_t len, const char *fallback_ident, uint8_t **out, size_t *out_len,
                          struct codesign_slice_report *rep, char *err, size_t errlen);
 

@@ -408,40 +408,174 @@ int macho_parse(const uint8_t *data, size_t size, struct macho_file *out, char *
     return 0;
 }
 
-char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen)
+int macho_slice_signed(const uint8_t *m, size_t size)
 {
-    char *plist = xformat("%.*s/Contents/Info.plist", (int)n, bundle), *exe = NULL;
+    char err[200];
+    size_t errlen = sizeof err;
+    uint64_t pos = 32, end;
+    if (size < 32 || le32(m) != MH_MAGIC_64 || load_commands_end(m, size, &end, err, errlen) != 0)
+        return -1;
+    uint32_t ncmds = le32(m + 16);
+    for (uint32_t i = 0; i < ncmds; i++) {
+        const uint8_t *c = load_command_next(m, &pos, end, i, err, errlen);
+        if (!c)
+            return -1;
+        if (le32(c) == LC_CODE_SIGNATURE)
+            return 1;
+    }
+    return 0;
+}
+
+const char *macho_kind_name(enum macho_kind k)
+{
+    switch (k) {
+    case MACHO_KIND_CODE: return "signed code";
+    case MACHO_KIND_PARTLY_SIGNED: return "a universal file with signed and unsigned slices";
+    case MACHO_KIND_UNSIGNED: return "unsigned code";
+    case MACHO_KIND_OBJECT: return "an object file";
+    case MACHO_KIND_DSYM: return "debug symbols (dSYM)";
+    case MACHO_KIND_ARCHIVE: return "a static archive";
+    case MACHO_KIND_JAVA: return "a Java class file";
+    case MACHO_KIND_OTHER_MACHO: return "a 32-bit or big-endian Mach-O file";
+    case MACHO_KIND_BROKEN: return "a damaged Mach-O file";
+    case MACHO_KIND_NONE: break;
+    }
+    return "not a Mach-O file";
+}
+
+static enum macho_kind slice_kind(const uint8_t *m, uint64_t size)
+{
+    if (size >= 8 && memcmp(m, "!<arch>\n", 8) == 0)
+        return MACHO_KIND_ARCHIVE;
+    if (size < 32)
+        return MACHO_KIND_BROKEN;
+    if (le32(m) != MH_MAGIC_64)
+        return le32(m) == MH_MAGIC_32 || be32(m) == MH_MAGIC_32 || le32(m) == MH_CIGAM_64 ? MACHO_KIND_OTHER_MACHO
+                                                                                         : MACHO_KIND_BROKEN;
+    uint32_t filetype = le32(m + 12);
+    if (filetype == 1 /* MH_OBJECT */)
+        return MACHO_KIND_OBJECT;
+    if (filetype == 0xa /* MH_DSYM */)
+        return MACHO_KIND_DSYM;
+    int sig = macho_slice_signed(m, (size_t)size);
+    return sig < 0 ? MACHO_KIND_BROKEN : sig ? MACHO_KIND_CODE : MACHO_KIND_UNSIGNED;
+}
+
+enum macho_kind macho_classify(const uint8_t *d, size_t size, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "%s", "");
+    if (size < 8)
+        return MACHO_KIND_NONE;
+    uint32_t magic = be32(d);
+    enum macho_kind k;
+    if (le32(d) == MH_MAGIC_64) {
+        k = slice_kind(d, size);
+    } else if (magic == FAT_MAGIC || magic == FAT_MAGIC_64) {
+        uint32_t n = be32(d + 4);
+        size_t entry = magic == FAT_MAGIC ? 20 : 32;
+        if (magic == FAT_MAGIC && n >= 45) /* a class file's version (major >= 45) where a count would be */
+            return MACHO_KIND_JAVA;
+        if (n == 0 || n > MACHO_MAX_SLICES || !in_range(size, 8, (uint64_t)n * entry)) {
+            snprintf(err, errlen, "universal header claims %u slices (1..%d supported)", n, MACHO_MAX_SLICES);
+            return MACHO_KIND_BROKEN;
+        }
+        unsigned code = 0, unsigned_ = 0, resource = 0;
+        k = MACHO_KIND_NONE;
+        for (uint32_t i = 0; i < n; i++) {
+            const uint8_t *e = d + 8 + i * entry;
+            uint64_t off = magic == FAT_MAGIC ? be32(e + 8) : be64(e + 8);
+            uint64_t len = magic == FAT_MAGIC ? be32(e + 12) : be64(e + 16);
+            if (!in_range(size, off, len)) {
+                snprintf(err, errlen, "truncated: slice %u extends past the end of the file", i);
+                return MACHO_KIND_BROKEN;
+            }
+            enum macho_kind s = slice_kind(d + off, len);
+            if (s == MACHO_KIND_BROKEN || s == MACHO_KIND_OTHER_MACHO) {
+                k = s;
+                break;
+            }
+            code += s == MACHO_KIND_CODE;
+            unsigned_ += s == MACHO_KIND_UNSIGNED;
+            resource += s != MACHO_KIND_CODE && s != MACHO_KIND_UNSIGNED;
+            if (s != MACHO_KIND_CODE && s != MACHO_KIND_UNSIGNED)
+                k = s; /* the kind of a slice that is not code names the file */
+        }
+        if (k == MACHO_KIND_NONE || k == MACHO_KIND_BROKEN || k == MACHO_KIND_OTHER_MACHO) {
+            if (k == MACHO_KIND_NONE)
+                k = code && unsigned_ ? MACHO_KIND_PARTLY_SIGNED : code ? MACHO_KIND_CODE : MACHO_KIND_UNSIGNED;
+        } else if (code || unsigned_) {
+            snprintf(err, errlen, "a universal file mixing code with %s slices", macho_kind_name(k));
+            return MACHO_KIND_BROKEN;
+        }
+        (void)resource;
+    } else if (le32(d) == MH_MAGIC_32 || magic == MH_MAGIC_32 || le32(d) == MH_CIGAM_64) {
+        return MACHO_KIND_OTHER_MACHO;
+    } else {
+        return MACHO_KIND_NONE;
+    }
+    if (k == MACHO_KIND_CODE || k == MACHO_KIND_PARTLY_SIGNED || k == MACHO_KIND_UNSIGNED || k == MACHO_KIND_BROKEN) {
+        /* code is what the reader reads in full: one notion of a well-formed file */
+        static struct macho_file mf;
+        char why[300];
+        if (macho_parse(d, size, &mf, why, sizeof why) != 0) {
+            snprintf(err, errlen, "%s", why);
+            return MACHO_KIND_BROKEN;
+        }
+        if (k == MACHO_KIND_BROKEN) {
+            snprintf(err, errlen, "not a layout vzcaps reads");
+            return k;
+        }
+    }
+    return k;
+}
+
+int macho_plist_executable(const char *plist, char **name, char *err, size_t errlen)
+{
+    *name = NULL;
     struct stat st;
     char why[200];
     int fd = vzcaps_open_regular(plist, &st, why, sizeof why);
-    bool ok = fd >= 0 || errno == ENOENT; /* no Info.plist is no error */
-    if (!ok)
-        snprintf(err, errlen, "%s: %s", plist, why);
-    if (fd >= 0) {
-        static char buf[65536];
-        ssize_t got = st.st_size < (off_t)sizeof buf ? read(fd, buf, sizeof buf - 1) : -1;
-        close(fd);
-        if (got < 0) {
-            snprintf(err, errlen, "%s: %s", plist, st.st_size >= (off_t)sizeof buf ? "larger than 64 KiB" : "cannot read");
-            ok = false;
-        } else {
-            buf[got] = '\0';
-            char *k = strstr(buf, "<key>CFBundleExecutable</key>");
-            char *s = k ? strstr(k, "<string>") : NULL;
-            char *e = s ? strstr(s, "</string>") : NULL;
-            if (s && e && e > s + 8)
-                exe = xformat("Contents/MacOS/%.*s", (int)(e - s - 8), s + 8);
-        }
-    }
+    if (fd < 0 && errno == ENOENT) /* no Info.plist is no error */
+        return 0;
+    if (fd < 0)
+        FAIL("%s: %s", plist, why);
+    static char buf[65536];
+    ssize_t got = st.st_size < (off_t)sizeof buf ? read(fd, buf, sizeof buf - 1) : -1;
+    close(fd);
+    if (got < 0)
+        FAIL("%s: %s", plist, st.st_size >= (off_t)sizeof buf ? "larger than 64 KiB" : "cannot read");
+    buf[got] = '\0';
+    char *k = strstr(buf, "<key>CFBundleExecutable</key>");
+    char *s = k ? strstr(k, "<string>") : NULL;
+    char *e = s ? strstr(s, "</string>") : NULL;
+    if (!s || !e || e <= s + 8)
+        return 0;
+    /* a file name beside the bundle's other code, nothing that leads out of it */
+    int len = (int)(e - s - 8);
+    const char *v = s + 8;
+    if (memchr(v, '/', (size_t)len) || (len == 1 && v[0] == '.') || (len == 2 && v[0] == '.' && v[1] == '.'))
+        FAIL("%s: CFBundleExecutable \"%.*s\" is not a file name (it would lead out of the bundle)", plist,
+             len > 200 ? 200 : len, v);
+    *name = xformat("%.*s", len, v);
+    return 0;
+}
+
+char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen)
+{
+    char *plist = xformat("%.*s/Contents/Info.plist", (int)n, bundle), *name = NULL, *exe = NULL;
+    int rc = macho_plist_executable(plist, &name, err, errlen);
     free(plist);
-    if (!ok)
+    if (rc != 0)
         return NULL;
-    if (!exe) { /* no Info.plist, or no CFBundleExecutable in it: the bundle's base name */
+    if (name) {
+        exe = xformat("Contents/MacOS/%s", name);
+    } else { /* no Info.plist, or no CFBundleExecutable in it: the bundle's base name */
         const char *base = bundle + n;
         while (base > bundle && base[-1] != '/')
             base--;
         exe = xformat("Contents/MacOS/%.*s", (int)(bundle + n - base - 4), base);
     }
+    free(name);
     return exe;
 }
 

@@ -56,8 +56,33 @@ int macho_load(const char *path, struct macho_file *out, char *err, size_t errle
 /* The main executable of the .app bundle bundle[0..n), relative to it:
  * Contents/MacOS/<CFBundleExecutable of Contents/Info.plist>, else Contents/MacOS/<the
  * bundle's base name>. On the heap; NULL with "PLIST: reason" in err when Info.plist exists
- * but cannot be read (not a regular file, larger than 64 KiB). */
+ * but cannot be read (not a regular file, larger than 64 KiB) or its CFBundleExecutable is
+ * not a plain file name (a '/', "." or ".." would lead out of Contents/MacOS). */
 char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen);
+/* The CFBundleExecutable of the Info.plist at plist (XML form): 0 with the name on the heap
+ * in *name, or NULL when there is no such file or key; -1 with "PLIST: reason" when it cannot
+ * be read or the name is not a plain file name. */
+int macho_plist_executable(const char *plist, char **name, char *err, size_t errlen);
+/* What a file is, for prepare: code it signs, or something it keeps as a resource. */
+enum macho_kind {
+    MACHO_KIND_NONE,          /* not a Mach-O file */
+    MACHO_KIND_CODE,          /* 64-bit Mach-O, every slice signed */
+    MACHO_KIND_PARTLY_SIGNED, /* universal, some slices signed and some not */
+    MACHO_KIND_UNSIGNED,      /* 64-bit Mach-O, no slice signed */
+    MACHO_KIND_OBJECT,        /* MH_OBJECT (in any slice) */
+    MACHO_KIND_DSYM,          /* MH_DSYM (in any slice) */
+    MACHO_KIND_ARCHIVE,       /* a universal file of static archives (!<arch>) */
+    MACHO_KIND_JAVA,          /* CAFEBABE followed by a class file version, not a slice count */
+    MACHO_KIND_OTHER_MACHO,   /* 32-bit or big-endian Mach-O */
+    MACHO_KIND_BROKEN,        /* a Mach-O header that does not hold up (reason in err) */
+};
+/* Classifies data from its headers (and, for code, a full parse). Never fails: a damaged
+ * file is MACHO_KIND_BROKEN with the reason in err. */
+enum macho_kind macho_classify(const uint8_t *data, size_t size, char *err, size_t errlen);
+const char *macho_kind_name(enum macho_kind k);
+/* A thin 64-bit slice: 1 it has a code signature command, 0 none, -1 its load commands do
+ * not hold up. */
+int macho_slice_signed(const uint8_t *m, size_t size);
 /* Every slice of path is a dynamic library (MH_DYLIB); archs receives their names. */
 int macho_dylib_check(const char *path, char *archs, size_t len, char *err, size_t errlen);
 const char *macho_injection_name(enum macho_injection i);

@@ -1,6 +1,7 @@
 /* libFuzzer target: the ad-hoc signer's input parsing (vzcaps prepare) on hostile Mach-O
  * bytes. Whatever it accepts must come out signed so that the project's verifier agrees:
  * every slice signed ad hoc, every hash matching, no hardened runtime. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,7 +16,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t out_len = 0;
     char err[512];
     struct codesign_report rep;
-    if (codesign_adhoc(data, size, "fuzz", &out, &out_len, &rep, err, sizeof err) != 0) {
+    /* with a bound Info.plist and seal, and unsigned slices of universal files signed too */
+    static const uint8_t info[32] = {1}, seal[32] = {3};
+    const struct codesign_bind bind = {info, seal};
+    bool bound = size && data[size - 1] & 1;
+    if (codesign_adhoc_bound(data, size, "fuzz", bound ? &bind : NULL, bound, &out, &out_len, &rep, err, sizeof err) != 0) {
         if (!err[0])
             __builtin_trap(); /* a refusal has a reason (raw file bytes in it are escaped on output) */
         return 0;

@@ -120,7 +120,7 @@ def find_code_directory(data, slice_off=0):
     raise ValueError("no code directory")
 
 
-def _thin_signature(data, off, size):
+def _thin_signature(data, off, size, external):
     """Independent reading of one thin slice's embedded signature."""
     out = {"signed": False, "ok": False, "problems": []}
     ncmds, sizeofcmds = struct.unpack_from("<II", data, off + 16)
@@ -173,7 +173,7 @@ def _thin_signature(data, off, size):
             break
     for slot in range(1, n_special + 1):
         want = cd[hash_off - 32 * slot: hash_off - 32 * (slot - 1)]
-        blob = blobs.get(slot)
+        blob = blobs.get(slot, external.get(slot))
         got = hashlib.sha256(blob).digest() if blob is not None else b"\0" * 32
         if want != got:
             out["problems"].append(f"special slot {slot}")
@@ -181,9 +181,12 @@ def _thin_signature(data, off, size):
     return out
 
 
-def verify(data):
+def verify(data, external=None):
     """Every slice's signature, checked by this independent implementation: a list of dicts
-    with signed, ok, flags, identifier, code_limit, sig_off, problems (and the slice offset)."""
+    with signed, ok, flags, identifier, code_limit, sig_off, problems (and the slice offset).
+    external: the bytes a special slot binds that are not in the signature (1: Info.plist, 3:
+    CodeResources); such a slot must hash them, any other unbound slot must be zero."""
+    external = external or {}
     magic, = struct.unpack_from(">I", data, 0)
     if magic in (0xCAFEBABE, 0xCAFEBABF):
         n, = struct.unpack_from(">I", data, 4)
@@ -193,10 +196,64 @@ def verify(data):
                 _, _, off, size, _ = struct.unpack_from(">IIIII", data, 8 + 20 * i)
             else:
                 _, _, off, size, _, _ = struct.unpack_from(">IIQQII", data, 8 + 32 * i)
-            r = _thin_signature(data, off, size)
+            r = _thin_signature(data, off, size, external)
             r["slice_off"] = off
             res.append(r)
         return res
-    r = _thin_signature(data, 0, len(data))
+    r = _thin_signature(data, 0, len(data), external)
     r["slice_off"] = 0
     return [r]
+
+
+def code_directories(data):
+    """The CodeDirectory blob of every slice (the first one of each superblob), in slice order."""
+    magic, = struct.unpack_from(">I", data, 0)
+    slices = []
+    if magic in (0xCAFEBABE, 0xCAFEBABF):
+        n, = struct.unpack_from(">I", data, 4)
+        for i in range(n):
+            if magic == 0xCAFEBABE:
+                cpu, sub, off, size, _ = struct.unpack_from(">IIIII", data, 8 + 20 * i)
+            else:
+                cpu, sub, off, size, _, _ = struct.unpack_from(">IIQQII", data, 8 + 32 * i)
+            slices.append((cpu, sub, off))
+    else:
+        cpu, sub = struct.unpack_from("<II", data, 4)
+        slices.append((cpu, sub, 0))
+    out = []
+    for cpu, sub, off in slices:
+        ncmds, = struct.unpack_from("<I", data, off + 16)
+        pos = off + 32
+        for _ in range(ncmds):
+            cmd, size = struct.unpack_from("<II", data, pos)
+            if cmd == LC_CODE_SIGNATURE:
+                dataoff, = struct.unpack_from("<I", data, pos + 8)
+                sb = off + dataoff
+                count, = struct.unpack_from(">I", data, sb + 8)
+                for k in range(count):
+                    typ, boff = struct.unpack_from(">II", data, sb + 12 + 8 * k)
+                    if typ == 0:
+                        blen, = struct.unpack_from(">I", data, sb + boff + 4)
+                        out.append((cpu, sub, bytes(data[sb + boff: sb + boff + blen])))
+                        break
+            pos += size
+    return out
+
+
+def cdhash(data):
+    """The cdhash a Mac on Apple silicon records for this file: SHA-256 of the CodeDirectory of
+    the arm64e slice, else the arm64 one, else the first, cut to 20 bytes."""
+    cds = code_directories(data)
+    best = max(cds, key=lambda c: (2 if c[0] == CPU_ARM64 and c[1] & 0xFFFFFF == 2 else 1 if c[0] == CPU_ARM64 else 0))
+    return hashlib.sha256(best[2]).digest()[:20]
+
+
+def special_slot(data, slot, slice_index=0):
+    """The hash in special slot `slot` of a slice's CodeDirectory (b"" when the slot is absent)."""
+    cd = code_directories(data)[slice_index][2]
+    hash_off, = struct.unpack_from(">I", cd, 16)
+    n_special, = struct.unpack_from(">I", cd, 24)
+    hash_size = cd[36]
+    if slot > n_special:
+        return b""
+    return cd[hash_off - hash_size * slot: hash_off - hash_size * (slot - 1)]

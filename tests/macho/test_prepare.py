@@ -28,7 +28,10 @@ CACHE = BUILD / "test-downloads"
 
 
 def tool(name):
-    return shutil.which(name) or shutil.which(f"{name}-14")
+    """llvm-lipo as Debian names it, or Apple's lipo (every Mac with the Command Line Tools)."""
+    found = shutil.which(name) or shutil.which(f"{name}-14") or (shutil.which("lipo") if name == "llvm-lipo" else None)
+    assert found, f"{name} is not installed: run scripts/install-deps"
+    return found
 
 
 @pytest.fixture(scope="session")
@@ -38,11 +41,11 @@ def hardened():
     tgz = CACHE / f"sentry-cli-darwin-{VERSION}.tgz"
     if not tgz.exists():
         if not shutil.which("npm"):
-            pytest.skip("npm is not installed: cannot fetch the hardened test binary")
+            pytest.fail("npm is not installed (scripts/install-deps installs it): cannot fetch the hardened test binary")
         p = subprocess.run(["npm", "pack", "--silent", f"{PACKAGE}@{VERSION}", "--pack-destination", str(CACHE)],
                            capture_output=True, text=True, timeout=300)
         if p.returncode != 0 or not tgz.exists():
-            pytest.skip(f"could not fetch {PACKAGE}@{VERSION} from the npm registry: {p.stderr.strip()[-200:]}")
+            pytest.fail(f"could not fetch {PACKAGE}@{VERSION} from the npm registry: {p.stderr.strip()[-200:]}")
     assert hashlib.sha256(tgz.read_bytes()).hexdigest() == TGZ_SHA256, "the fetched package is not the pinned one"
     with tarfile.open(tgz) as t:
         data = t.extractfile("package/bin/sentry-cli").read()
@@ -76,14 +79,14 @@ def inspect_json(path):
     return json.loads(p.stdout)["files"][0]
 
 
-def assert_prepared(original: bytes, copy_path):
+def assert_prepared(original: bytes, copy_path, external=None):
     copy = copy_path.read_bytes()
     ours = inspect_json(copy_path)
     for s in ours["slices"]:
         assert s["signed"] and s["signature_valid"] and s["adhoc"], s
         assert not s["hardened_runtime"] and not s["library_validation"] and not s["entitlements"]["present"]
         assert s["injection"] == "honoured" and s["hardened_runtime"] is False
-    before, after = mg.verify(original), mg.verify(copy)
+    before, after = mg.verify(original), mg.verify(copy, external)
     assert [r["ok"] for r in after] == [True] * len(before), after
     for b, a in zip(before, after):
         assert a["flags"] == mg.CS_ADHOC and a["identifier"] == b["identifier"]
@@ -102,7 +105,7 @@ def test_prepare_real_hardened_binaries(tmp_path, inputs, name):
     assert hashlib.sha256(src.read_bytes()).hexdigest() == digest  # the original is untouched
     assert_prepared(src.read_bytes(), out / name)
     assert f"vzcaps run --inherit -- {out / name}" in p.stdout
-    assert sorted(os.listdir(out)) == [name]  # nothing else left behind
+    assert sorted(os.listdir(out)) == [f".{name}.vzcaps-prepared", name]  # the copy and its marker, nothing else
     assert inspect_json(src)["slices"][0]["prepare_helps"] is True
 
 
@@ -121,12 +124,14 @@ def test_prepare_an_app_bundle_signs_nested_code_first(tmp_path, inputs):
     out = tmp_path / "prepared"
     p = prepare("--into", str(out), str(tmp_path / "Demo.app"))  # the plan first
     assert p.returncode == 1 and "Nothing was written" in p.stdout and not out.exists()
-    lines = [l.strip() for l in p.stdout.splitlines() if l.startswith("  ")]
+    described = p.stdout.split("with codesign --verify --strict")[0]  # then the list of what codesign checks
+    lines = [l.strip() for l in described.splitlines() if l.startswith("  ")]
     assert lines[-1].startswith("Contents/MacOS/demo (arm64): developer signature -> ad hoc; hardened runtime on -> off")
     p = prepare("--yes", "--into", str(out), str(tmp_path / "Demo.app"))
     assert p.returncode == 0, p.stderr
     copy = out / "Demo.app" / "Contents"
-    assert_prepared((inputs / "thin-arm64").read_bytes(), copy / "MacOS" / "demo")
+    sealed = {1: (copy / "Info.plist").read_bytes(), 3: (copy / "_CodeSignature" / "CodeResources").read_bytes()}
+    assert_prepared((inputs / "thin-arm64").read_bytes(), copy / "MacOS" / "demo", sealed)
     assert_prepared((inputs / "thin-x86_64").read_bytes(), copy / "Resources" / "helper")
     assert (copy / "Resources" / "notes.txt").read_text() == "not code"
     assert os.readlink(copy / "Resources" / "helper-link") == "helper"
@@ -145,7 +150,8 @@ def test_an_existing_copy_is_replaced_whole(tmp_path, inputs):
     assert prepare("--yes", "--into", str(out), str(inputs / "thin-arm64")).returncode == 0
     first = os.stat(out / "thin-arm64").st_ino
     assert prepare("--yes", "--into", str(out), str(inputs / "thin-arm64")).returncode == 0
-    assert os.stat(out / "thin-arm64").st_ino != first and sorted(os.listdir(out)) == ["thin-arm64"]
+    assert os.stat(out / "thin-arm64").st_ino != first
+    assert sorted(os.listdir(out)) == [".thin-arm64.vzcaps-prepared", "thin-arm64"]
 
 
 def corrupt(data, how):
@@ -191,7 +197,7 @@ def test_errors_that_need_no_download(tmp_path):
         p = prepare("--yes", "--into", str(out), path)
         assert p.returncode == 1 and needle in p.stderr and p.stderr.count("\n") == 1, (path, p.stderr)
     (app / "Contents" / "MacOS").mkdir()
-    (app / "Contents" / "MacOS" / "x").write_bytes(mg.build())
+    (app / "Contents" / "MacOS" / "X").write_bytes(mg.build(entitlements=mg.entitlements_xml(a=True)))  # room for a bound signature
     p = prepare("--yes", "--into", str(app / "Contents"), str(app))
     assert p.returncode == 1 and "is inside the source" in p.stderr
     assert os.listdir(out) == [] and sorted(os.listdir(app / "Contents")) == ["MacOS"]
@@ -239,3 +245,48 @@ def test_generated_files_fit_or_say_why(tmp_path):
     p = prepare("--yes", "--into", str(tmp_path / "o2"), str(tight))
     assert p.returncode == 1 and "does not fit" in p.stderr and "no __LINKEDIT to grow" in p.stderr, p.stderr
     assert not (tmp_path / "o2" / "tight").exists()
+
+
+def strip_signature(data):
+    """A thin slice without its signature: the command removed, the file cut where the
+    signature began, __LINKEDIT ending there (what a linker writes without signing)."""
+    import struct
+    data = bytearray(data)
+    ncmds, sizeofcmds = struct.unpack_from("<II", data, 16)
+    pos, end = 32, 32 + sizeofcmds
+    sig_at = linkedit_at = None
+    for _ in range(ncmds):
+        cmd, size = struct.unpack_from("<II", data, pos)
+        if cmd == mg.LC_CODE_SIGNATURE:
+            sig_at = pos
+        if cmd == mg.LC_SEGMENT_64 and data[pos + 8:pos + 18] == b"__LINKEDIT":
+            linkedit_at = pos
+        pos += size
+    dataoff, = struct.unpack_from("<I", data, sig_at + 8)
+    data[sig_at:end] = data[sig_at + 16:end] + b"\0" * 16
+    struct.pack_into("<II", data, 16, ncmds - 1, sizeofcmds - 16)
+    if linkedit_at > sig_at:
+        linkedit_at -= 16
+    fileoff, = struct.unpack_from("<Q", data, linkedit_at + 40)
+    struct.pack_into("<Q", data, linkedit_at + 48, dataoff - fileoff)
+    return bytes(data[:dataoff])
+
+
+def test_a_universal_file_with_an_unsigned_slice_is_signed_as_a_whole(tmp_path, inputs):
+    d = tmp_path / "mixed"
+    d.mkdir()
+    (d / "x86_64").write_bytes(strip_signature((inputs / "thin-x86_64").read_bytes()))
+    assert mg.verify((d / "x86_64").read_bytes())[0]["signed"] is False
+    subprocess.run([tool("llvm-lipo"), "-create", str(inputs / "thin-arm64"), str(d / "x86_64"), "-output", str(d / "tool")],
+                   check=True)
+    out = tmp_path / "prepared"
+    p = prepare("--into", str(out), str(d / "tool"))
+    assert p.returncode == 1 and "unsigned slices signed too -> ad hoc" in p.stdout, p.stdout
+    p = prepare("--yes", "--into", str(out), str(d / "tool"))
+    assert p.returncode == 0, p.stderr
+    after = mg.verify((out / "tool").read_bytes())
+    assert [r["ok"] and r["flags"] == mg.CS_ADHOC for r in after] == [True, True], after
+    # with no signed slice at all it is not code vzcaps re-signs
+    subprocess.run([tool("llvm-lipo"), "-create", str(d / "x86_64"), "-output", str(d / "unsigned")], check=True)
+    p = prepare("--yes", "--into", str(tmp_path / "o2"), str(d / "unsigned"))
+    assert p.returncode == 1 and "not signed" in p.stderr

@@ -16,6 +16,9 @@
 #include "../../src/data/jsonread.h"
 #include "../../src/common/sha256.h"
 #include "../../src/device/verify_core.h"
+#include "../../src/common/sha1.h"
+#include "../../src/macho/coderesources.h"
+#include "../../src/macho/macho.h"
 
 static void test_bf16_and_half_rounding(void **st)
 {
@@ -452,6 +455,123 @@ static void test_bundle_device_classes_and_crash_reports(void **st)
     assert_false(crash_report_matches("ollama-2025.ips", ""));
 }
 
+static void test_sha1(void **st)
+{
+    (void)st;
+    struct { const char *in; const char *hex; } v[] = {
+        {"", "da39a3ee5e6b4b0d3255bfef95601890afd80709"},
+        {"abc", "a9993e364706816aba3e25717850c26c9cd0d89d"},
+        {"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", "84983e441c3bd26ebaae4aa1f95129e5e54670f1"},
+    };
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        struct sha1 s;
+        uint8_t d[20];
+        char hex[41];
+        sha1_init(&s);
+        for (const char *c = v[i].in; *c; c++) /* byte by byte: the buffering is exercised */
+            sha1_update(&s, c, 1);
+        sha1_final(&s, d);
+        for (int k = 0; k < 20; k++)
+            snprintf(hex + 2 * k, 3, "%02x", d[k]);
+        assert_string_equal(hex, v[i].hex);
+    }
+}
+
+static void test_coderesources_rules(void **st)
+{
+    (void)st;
+    /* rules2 of a bundle with Resources/: the highest weight wins */
+    assert_int_equal(cr_match(2, true, "Info.plist"), CR_MATCHED | CR_OMIT);
+    assert_int_equal(cr_match(2, true, "PkgInfo"), CR_MATCHED | CR_OMIT);
+    assert_int_equal(cr_match(2, true, "MacOS/helper"), CR_MATCHED | CR_NESTED);
+    assert_int_equal(cr_match(2, true, "Frameworks/A.framework"), CR_MATCHED | CR_NESTED);
+    assert_int_equal(cr_match(2, true, "Library/LoginItems/X.app"), CR_MATCHED | CR_NESTED);
+    assert_int_equal(cr_match(2, true, "loose"), CR_MATCHED | CR_NESTED); /* a file directly in Contents */
+    assert_int_equal(cr_match(2, true, "version.plist"), CR_MATCHED);
+    assert_int_equal(cr_match(2, true, "Resources/a.txt"), CR_MATCHED);
+    assert_int_equal(cr_match(2, true, "Resources/en.lproj/a.strings"), CR_MATCHED | CR_OPTIONAL);
+    assert_int_equal(cr_match(2, true, "Resources/Base.lproj/a.nib"), CR_MATCHED);
+    assert_int_equal(cr_match(2, true, "Resources/en.lproj/locversion.plist"), CR_MATCHED | CR_OMIT);
+    assert_int_equal(cr_match(2, true, "Frameworks/A.dSYM/Contents/x"), CR_MATCHED); /* dSYM 11 beats nested 10 */
+    assert_int_equal(cr_match(2, true, "Resources/x/.DS_Store"), CR_MATCHED | CR_OMIT);
+    assert_int_equal(cr_match(2, true, "lib/x.so"), CR_MATCHED);
+    /* rules (legacy) with Resources/: only Resources/ and version.plist */
+    assert_int_equal(cr_match(1, true, "MacOS/helper"), 0);
+    assert_int_equal(cr_match(1, true, "Resources/a.txt"), CR_MATCHED);
+    assert_int_equal(cr_match(1, true, "version.plist"), CR_MATCHED);
+    /* without Resources/: everything, no nested locations */
+    assert_int_equal(cr_match(2, false, "MacOS/helper"), CR_MATCHED);
+    assert_int_equal(cr_match(1, false, "anything"), CR_MATCHED);
+    assert_int_equal(cr_match(2, false, "en.lproj/a"), CR_MATCHED | CR_OPTIONAL);
+}
+
+static void test_coderesources_xml(void **st)
+{
+    (void)st;
+    uint8_t h1[20] = {1}, h2[32] = {2}, cd[20] = {0xab};
+    struct cr_seal a, b;
+    cr_init(&a, true);
+    cr_init(&b, true);
+    /* the same entries in another order give the same bytes */
+    cr_add_file(&a, "Resources/b&<x>.txt", h1, h2, NULL);
+    cr_add_link(&a, "Resources/link", "b&<x>.txt");
+    cr_add_bundle(&a, "Frameworks/A.framework", cd);
+    cr_add_file(&a, "Info.plist", h1, h2, NULL); /* omitted by the rules */
+    cr_add_file(&b, "Info.plist", h1, h2, NULL);
+    cr_add_bundle(&b, "Frameworks/A.framework", cd);
+    cr_add_link(&b, "Resources/link", "b&<x>.txt");
+    cr_add_file(&b, "Resources/b&<x>.txt", h1, h2, NULL);
+    size_t la, lb;
+    char *xa = cr_xml(&a, &la), *xb = cr_xml(&b, &lb);
+    assert_non_null(xa);
+    assert_int_equal(la, lb);
+    assert_memory_equal(xa, xb, la);
+    assert_non_null(strstr(xa, "<key>Resources/b&amp;&lt;x&gt;.txt</key>"));
+    assert_non_null(strstr(xa, "<string>cdhash H\"ab00000000000000000000000000000000000000\"</string>"));
+    assert_null(strstr(xa, "<key>Info.plist</key>"));
+    assert_non_null(strstr(xa, "<key>^Resources/.*\\.lproj/</key>"));
+    free(xa);
+    free(xb);
+    cr_free(&a);
+    cr_free(&b);
+    assert_true(cr_name_ok("Resources/é.txt"));
+    assert_false(cr_name_ok("a\nb"));
+    assert_false(cr_name_ok("a\x7f"));
+    assert_false(cr_name_ok("\xc0\xaf")); /* overlong */
+    assert_false(cr_name_ok("\xe2\x82"));  /* cut short */
+    assert_false(cr_name_ok("\xff"));
+}
+
+static void test_macho_classify(void **st)
+{
+    (void)st;
+    char why[300];
+    uint8_t java[64] = {0xca, 0xfe, 0xba, 0xbe, 0x00, 0x00, 0x00, 0x37};
+    assert_int_equal(macho_classify(java, sizeof java, why, sizeof why), MACHO_KIND_JAVA);
+    uint8_t text[16] = "hello, world....";
+    assert_int_equal(macho_classify(text, sizeof text, why, sizeof why), MACHO_KIND_NONE);
+    uint8_t thin32[32] = {0xce, 0xfa, 0xed, 0xfe};
+    assert_int_equal(macho_classify(thin32, sizeof thin32, why, sizeof why), MACHO_KIND_OTHER_MACHO);
+    /* a universal file of two static archives */
+    static uint8_t ar[8192];
+    memset(ar, 0, sizeof ar);
+    const uint8_t hdr[] = {0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 2,
+                           1, 0, 0, 12, 0, 0, 0, 0, 0, 0, 0x10, 0, 0, 0, 0, 16, 0, 0, 0, 12,
+                           1, 0, 0, 7, 0, 0, 0, 3, 0, 0, 0x18, 0, 0, 0, 0, 16, 0, 0, 0, 12};
+    memcpy(ar, hdr, sizeof hdr);
+    memcpy(ar + 0x1000, "!<arch>\n", 8);
+    memcpy(ar + 0x1800, "!<arch>\n", 8);
+    assert_int_equal(macho_classify(ar, sizeof ar, why, sizeof why), MACHO_KIND_ARCHIVE);
+    /* a slice past the end is a damaged file, with a reason */
+    ar[40] = 0x7f; /* the second slice's size */
+    assert_int_equal(macho_classify(ar, sizeof ar, why, sizeof why), MACHO_KIND_BROKEN);
+    assert_non_null(strstr(why, "truncated"));
+    /* an object file */
+    uint8_t obj[64] = {0xcf, 0xfa, 0xed, 0xfe, 0x0c, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0};
+    assert_int_equal(macho_classify(obj, sizeof obj, why, sizeof why), MACHO_KIND_OBJECT);
+    assert_int_equal(macho_classify(obj, 4, why, sizeof why), MACHO_KIND_NONE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +584,8 @@ int main(void)
         cmocka_unit_test(test_run_passes_the_native_chip_to_x86_64_targets),
         cmocka_unit_test(test_verify_one_child_per_check), cmocka_unit_test(test_bundle_verdicts),
         cmocka_unit_test(test_bundle_device_classes_and_crash_reports),
+        cmocka_unit_test(test_sha1),                   cmocka_unit_test(test_coderesources_rules),
+        cmocka_unit_test(test_coderesources_xml),      cmocka_unit_test(test_macho_classify),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }

@@ -1,0 +1,650 @@
+"""The release archive's install.sh and uninstall.sh, run by dash and bash as a Mac's /bin/sh
+would run them, on a release made by scripts/release from stand-in binaries (so these run
+without the cross toolchain): relative and ~ prefixes, quoting, a damaged SHA256SUMS, files
+and links the scripts did not make, the install manifest, quarantine, a system other than
+macOS, and uninstall.sh --all with a temporary HOME and a stand-in launchctl."""
+import hashlib
+import os
+import shlex
+import shutil
+import subprocess
+import tarfile
+
+import pytest
+
+from conftest import BUILD, ROOT
+
+NAME = "vzcaps-0.1.0-macos"
+SHELLS = ["dash", "bash", "bash --posix"]  # macOS's /bin/sh is bash in POSIX mode, or dash
+INSTALLED = ["bin/vzcaps", "lib/libvzcaps.dylib", "share/man/man1/vzcaps.1", "share/bash-completion/completions/vzcaps",
+             "share/zsh/site-functions/_vzcaps", "share/fish/vendor_completions.d/vzcaps.fish",
+             "share/doc/vzcaps/README", "share/doc/vzcaps/LICENSE", "share/doc/vzcaps/vzcaps.conf.example",
+             "share/vzcaps/uninstall.sh"] + [f"share/doc/vzcaps/{page.name}" for page in (ROOT / "docs").glob("*.md")]
+MANIFEST = "share/vzcaps/install-manifest"
+
+
+def standins(where, darwin=True, xattr=None, launchctl=False):
+    """A directory put first in PATH: uname answering Darwin, and optionally xattr and launchctl
+    stand-ins that log their arguments to where/log."""
+    where.mkdir(parents=True, exist_ok=True)
+    log = where / "log"
+    if darwin:
+        (where / "uname").write_text('#!/bin/sh\ncase "$1" in -s) echo Darwin ;; -m) echo arm64 ;; *) echo Darwin ;; esac\n')
+    if xattr is not None:  # xattr = "present": every file is quarantined until -d
+        (where / "xattr").write_text(f'#!/bin/sh\necho "xattr $*" >>{shlex.quote(str(log))}\n'
+                                     f'case "$1" in -p) [ "{xattr}" = present ] && ! grep -Fqx "xattr -d $2 $3" '
+                                     f'{shlex.quote(str(log))} && {{ echo 0081; exit 0; }}; exit 1 ;; -d) exit 0 ;; esac\nexit 1\n')
+    if launchctl:  # records whether the plist was still there when bootout ran
+        (where / "launchctl").write_text(
+            f'#!/bin/sh\nlabel=${{2##*/}}\nif [ -f "$HOME/Library/LaunchAgents/$label.plist" ]; then s=present; else s=gone; fi\n'
+            f'echo "launchctl $* ($s)" >>{shlex.quote(str(log))}\n[ "$label" = running.job ]\n')
+    for f in where.iterdir():
+        f.chmod(0o755)
+    return where
+
+
+def env_with(path_dir, **extra):
+    env = dict(os.environ, PATH=f"{path_dir}:/usr/bin:/bin", **extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    """A release made by scripts/release from stand-in binaries."""
+    for f in ("vzcaps.1", "completions/vzcaps.bash", "completions/_vzcaps", "completions/vzcaps.fish"):
+        assert (BUILD / f).exists(), f"build/{f} missing: run make"
+    fake = tmp_path_factory.mktemp("fakedist")
+    (fake / "vzcaps").write_bytes(b"\xcf\xfa\xed\xfe stand-in command\n")
+    (fake / "libvzcaps.dylib").write_bytes(b"\xcf\xfa\xed\xfe stand-in library\n")
+    out = tmp_path_factory.mktemp("out")
+    p = subprocess.run(["sh", "scripts/release"], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, DIST_DIR=str(fake), RELEASE_OUT=str(out), SOURCE_DATE_EPOCH="1700000000"))
+    assert p.returncode == 0, p.stderr
+    return out / f"{NAME}.tar.gz"
+
+
+def unpack(archive, where):
+    with tarfile.open(archive) as t:
+        t.extractall(where)
+    return where / NAME
+
+
+def tree(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+
+
+def snapshot(root):
+    """Every path under root with what it is (so 'nothing changed' can be asserted)."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            out[os.path.relpath(p, root)] = os.readlink(p) if os.path.islink(p) else (
+                "dir" if os.path.isdir(p) else open(p, "rb").read())
+    return out
+
+
+def sh_word(s):
+    """A path as the scripts quote it: as is when plain, else in single quotes, ' as '\\''."""
+    if s and all(c.isascii() and (c.isalnum() or c in "_./+:@%,=-") for c in s):
+        return s
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def run(shell, script, *args, cwd=None, env=None):
+    return subprocess.run([*shell.split(), str(script), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def mac(tmp_path):
+    return env_with(standins(tmp_path / "standins"), HOME=str(tmp_path / "home"))
+
+
+@pytest.fixture
+def rel(archive, tmp_path):
+    return unpack(archive, tmp_path / "x")
+
+
+# ---- row 9: where the prefix is, and how it is quoted ----
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_relative_prefix_is_the_callers(shell, rel, mac, tmp_path):
+    work = tmp_path / "w"
+    work.mkdir()
+    p = run(shell, rel / "install.sh", "--prefix", "pfx", cwd=work, env=mac)
+    assert p.returncode == 0, p.stderr
+    assert tree(work / "pfx") == sorted(INSTALLED + [MANIFEST])
+    assert not (rel / "pfx").exists()  # not the release directory
+    assert f"next: {work}/pfx/bin/vzcaps doctor" in p.stdout
+    assert (work / "pfx" / "bin" / "vzcaps").exists()
+    p = run(shell, rel / "uninstall.sh", "--prefix", "pfx", cwd=work, env=mac)
+    assert p.returncode == 0, p.stderr
+    assert f"removed {len(INSTALLED)} files" in p.stdout
+    assert not (work / "pfx").exists()  # it made the prefix, so the prefix goes too
+
+
+def test_dot_and_trailing_slash_prefixes(rel, mac, tmp_path):
+    work = tmp_path / "w"
+    (work / "a").mkdir(parents=True)
+    p = run("dash", rel / "install.sh", "--prefix=./a/./b/", cwd=work, env=mac)
+    assert p.returncode == 0, p.stderr
+    assert f"next: {work}/a/b/bin/vzcaps doctor" in p.stdout
+    assert (work / "a" / "b" / "bin" / "vzcaps").is_file()
+
+
+def test_tilde_prefix_is_home(rel, mac, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    work = tmp_path / "w"
+    work.mkdir()
+    p = run("dash", rel / "install.sh", "--prefix=~/x", cwd=work, env=mac)
+    assert p.returncode == 0, p.stderr
+    assert (home / "x" / "bin" / "vzcaps").is_file() and not (work / "~").exists()
+    assert f"next: {home}/x/bin/vzcaps doctor" in p.stdout
+    p = run("dash", rel / "uninstall.sh", "--prefix=~/x", cwd=work, env=mac)
+    assert p.returncode == 0, p.stderr
+    assert not (home / "x").exists()
+    for bad, why in (("~someone/x", "~USER is not expanded"), ("", "empty"), ("a\nb", "control character")):
+        p = run("dash", rel / "install.sh", f"--prefix={bad}", cwd=work, env=mac)
+        assert p.returncode == 2 and why in p.stderr, (bad, p.stderr)
+        assert os.listdir(work) == []
+    env = dict(mac)
+    del env["HOME"]
+    p = run("dash", rel / "install.sh", "--prefix=~/x", cwd=work, env=env)
+    assert p.returncode == 2 and "HOME is not set" in p.stderr
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("dirname", ["my prefix", "it's here", "a$b`c`;*"])
+def test_prefix_with_blanks_and_quotes_is_quoted_in_every_message(shell, dirname, rel, mac, tmp_path):
+    prefix = tmp_path / dirname
+    p = run(shell, rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    next_line = [ln for ln in p.stdout.splitlines() if ln.startswith("next: ")]
+    assert len(next_line) == 1
+    words = shlex.split(next_line[0][len("next: "):])  # the line as a shell reads it
+    assert words == [f"{prefix}/bin/vzcaps", "doctor"]
+    named = 0
+    for line in p.stdout.splitlines():  # every message naming the prefix names it as one shell word
+        for path in (f"{prefix}/{MANIFEST}", f"{prefix}/bin/vzcaps", f"{prefix}/bin", str(prefix)):
+            if sh_word(path) in line:
+                named += 1
+                assert shlex.split(sh_word(path)) == [path]
+                line = line.replace(sh_word(path), "")
+        assert str(tmp_path) not in line, line
+    assert named >= 3
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert sh_word(str(prefix)) in p.stdout
+    assert not prefix.exists()
+
+
+# ---- row 10: SHA256SUMS covers every installed file, and destinations are checked first ----
+
+def edit_sums(rel, fn):
+    sums = rel / "SHA256SUMS"
+    lines = sums.read_text().splitlines(keepends=True)
+    sums.write_text("".join(fn(lines)))
+
+
+def line_of(lines, path):
+    return next(i for i, ln in enumerate(lines) if ln.rstrip("\n").endswith("  " + path))
+
+
+def damage_digit(lines):
+    i = line_of(lines, "bin/vzcaps")
+    lines[i] = "g" + lines[i][1:]
+    return lines
+
+
+def drop_line(lines):
+    del lines[line_of(lines, "bin/vzcaps")]
+    return lines
+
+
+def duplicate_line(lines):
+    return lines + [lines[line_of(lines, "bin/vzcaps")]]
+
+
+def crlf_line(lines):
+    i = line_of(lines, "bin/vzcaps")
+    lines[i] = lines[i].rstrip("\n") + "\r\n"
+    return lines
+
+
+def garbage_line(lines):
+    return lines + ["not a checksum line\n"]
+
+
+def one_space(lines):
+    i = line_of(lines, "bin/vzcaps")
+    lines[i] = lines[i].replace("  ", " ", 1)
+    return lines
+
+
+def path_escape(lines):
+    h = hashlib.sha256(b"x").hexdigest()
+    return lines + [f"{h}  ../outside\n"]
+
+
+@pytest.mark.parametrize("damage,tamper", [(damage_digit, True), (drop_line, True), (duplicate_line, False),
+                                           (crlf_line, False), (garbage_line, False), (one_space, False),
+                                           (path_escape, False)])
+def test_a_damaged_sha256sums_installs_nothing(damage, tamper, rel, mac, tmp_path):
+    if tamper:  # the file the broken line should have protected is modified too
+        with open(rel / "bin" / "vzcaps", "ab") as f:
+            f.write(b"tampered")
+    edit_sums(rel, damage)
+    prefix = tmp_path / "prefix"
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "nothing installed" in p.stderr and "installed" not in p.stdout
+    assert not prefix.exists()
+
+
+def test_a_file_listed_but_missing_installs_nothing(rel, mac, tmp_path):
+    (rel / "share" / "man" / "man1" / "vzcaps.1").unlink()
+    p = run("dash", rel / "install.sh", "--prefix", str(tmp_path / "prefix"), env=mac)
+    assert p.returncode == 1 and "share/man/man1/vzcaps.1: listed in SHA256SUMS but missing" in p.stderr
+    assert not (tmp_path / "prefix").exists()
+
+
+def test_an_extra_file_without_a_line_installs_nothing(rel, mac, tmp_path):
+    (rel / "bin" / "extra").write_text("#!/bin/sh\necho not from the release\n")
+    p = run("dash", rel / "install.sh", "--prefix", str(tmp_path / "prefix"), env=mac)
+    assert p.returncode == 1 and "bin/extra: no line in SHA256SUMS" in p.stderr
+    assert not (tmp_path / "prefix").exists()
+
+
+def test_a_link_or_fifo_in_the_release_installs_nothing(rel, mac, tmp_path):
+    target = rel / "bin" / "vzcaps"
+    moved = tmp_path / "elsewhere"
+    shutil.move(target, moved)
+    target.symlink_to(moved)  # same bytes, so the checksum alone would pass
+    p = run("dash", rel / "install.sh", "--prefix", str(tmp_path / "prefix"), env=mac)
+    assert p.returncode == 1 and "nothing installed" in p.stderr
+    target.unlink()
+    shutil.move(moved, target)
+    os.mkfifo(rel / "share" / "doc" / "vzcaps" / "fifo")
+    p = run("dash", rel / "install.sh", "--prefix", str(tmp_path / "prefix"), env=mac)
+    assert p.returncode == 1 and "nothing installed" in p.stderr
+    assert not (tmp_path / "prefix").exists()
+
+
+def test_a_directory_where_a_file_goes_fails_before_copying(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    (prefix / "bin" / "vzcaps").mkdir(parents=True)
+    before = snapshot(prefix)
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1 and "is a directory where a file goes" in p.stderr
+    assert "installed" not in p.stdout
+    assert snapshot(prefix) == before
+    p = run("dash", rel / "install.sh", "--force", "--prefix", str(prefix), env=mac)  # not even with --force
+    assert p.returncode == 1 and snapshot(prefix) == before
+
+
+def test_a_file_where_a_directory_goes_fails_before_copying(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
+    (prefix / "share").write_text("a file")
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1 and "is not a directory" in p.stderr
+    assert snapshot(prefix) == {"share": b"a file"}
+
+
+def test_a_damaged_release_binary_dir(rel, mac, tmp_path):
+    """bin/vzcaps of the release itself a directory: refused, not installed as a tree."""
+    (rel / "bin" / "vzcaps").unlink()
+    (rel / "bin" / "vzcaps").mkdir()
+    p = run("dash", rel / "install.sh", "--prefix", str(tmp_path / "prefix"), env=mac)
+    assert p.returncode == 1 and not (tmp_path / "prefix").exists()
+
+
+# ---- row 11 and the manifest: only what install.sh made is replaced or removed ----
+
+def test_install_does_not_replace_files_it_did_not_make(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "vzcaps").write_text("the user's own vzcaps\n")
+    cellar = tmp_path / "cellar" / "lib"
+    cellar.mkdir(parents=True)
+    (cellar / "libvzcaps.dylib").write_text("another package's library\n")
+    (prefix / "lib").mkdir()
+    (prefix / "lib" / "libvzcaps.dylib").symlink_to(cellar / "libvzcaps.dylib")
+    before = snapshot(prefix)
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1 and "nothing installed" in p.stderr
+    assert "bin/vzcaps: exists and is not what install.sh installed" in p.stderr
+    assert "lib/libvzcaps.dylib: is a symbolic link" in p.stderr
+    assert snapshot(prefix) == before
+    p = run("dash", rel / "install.sh", "--force", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert not (prefix / "lib" / "libvzcaps.dylib").is_symlink()  # the link replaced, not written through
+    assert (cellar / "libvzcaps.dylib").read_text() == "another package's library\n"
+    assert (prefix / "bin" / "vzcaps").read_bytes() == (rel / "bin" / "vzcaps").read_bytes()
+
+
+def test_the_manifest_is_not_written_through_a_link(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    (prefix / "share" / "vzcaps").mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("precious\n")
+    (prefix / MANIFEST).symlink_to(victim)
+    for args in ([], ["--force"]):
+        p = run("dash", rel / "install.sh", *args, "--prefix", str(prefix), env=mac)
+        assert p.returncode == 1 and "nothing installed" in p.stderr
+        assert victim.read_text() == "precious\n" and not (prefix / "bin").exists()
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1 and victim.read_text() == "precious\n"
+
+
+def test_a_foreign_manifest_is_refused(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    (prefix / "share" / "vzcaps").mkdir(parents=True)
+    (prefix / MANIFEST).write_text("someone else's notes\n")
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1 and "was not written by install.sh" in p.stderr and not (prefix / "bin").exists()
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1 and "nothing removed" in p.stderr
+    assert (prefix / MANIFEST).read_text() == "someone else's notes\n"
+
+
+def test_the_manifest_records_files_with_checksums_and_created_directories(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    (prefix / "share" / "man").mkdir(parents=True)  # existed before: not recorded
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    lines = (prefix / MANIFEST).read_text().splitlines()
+    assert lines[0] == "# vzcaps install-manifest 1"
+    files = {ln.split()[2]: ln.split()[1] for ln in lines if ln.startswith("file ")}
+    assert sorted(files) == sorted(INSTALLED)
+    for f, h in files.items():
+        assert hashlib.sha256((prefix / f).read_bytes()).hexdigest() == h
+    dirs = [ln.split()[1] for ln in lines if ln.startswith("dir ")]
+    assert "share/man/man1" in dirs and "share/man" not in dirs and "share" not in dirs and "." not in dirs
+    assert os.stat(prefix / MANIFEST).st_mode & 0o777 == 0o644
+    assert os.stat(prefix / "bin" / "vzcaps").st_mode & 0o777 == 0o755
+    assert os.stat(prefix / "share" / "vzcaps" / "uninstall.sh").st_mode & 0o777 == 0o755
+    assert os.stat(prefix / "lib" / "libvzcaps.dylib").st_mode & 0o777 == 0o644
+    assert not [n for n in tree(prefix) if ".vzcaps-install" in n or "install-manifest." in n]
+
+
+def test_reinstall_replaces_its_own_files_and_keeps_the_record(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    first = (prefix / MANIFEST).read_text()
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert (prefix / MANIFEST).read_text() == first  # the same directories, created by the first run
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0 and not prefix.exists()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_uninstall_removes_only_unchanged_files_of_the_manifest(shell, rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "other-tool").write_text("not ours")
+    (prefix / "share" / "man" / "man1").mkdir(parents=True)  # existed, empty: stays
+    p = run(shell, rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    (prefix / "share" / "doc" / "vzcaps" / "README").write_text("edited by the user\n")
+    cellar = tmp_path / "cellar"
+    cellar.mkdir()
+    (cellar / "vzcaps").write_bytes((rel / "bin" / "vzcaps").read_bytes())  # even with the same bytes
+    (prefix / "bin" / "vzcaps").unlink()
+    (prefix / "bin" / "vzcaps").symlink_to(cellar / "vzcaps")
+    (prefix / "share" / "zsh" / "site-functions" / "_other").write_text("another package's completion")
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert f"kept {prefix}/share/doc/vzcaps/README: changed since install.sh installed it" in p.stdout
+    assert f"kept {prefix}/bin/vzcaps: a link now" in p.stdout
+    assert tree(prefix) == sorted(["bin/other-tool", "bin/vzcaps", "share/doc/vzcaps/README",
+                                   "share/zsh/site-functions/_other"])
+    assert (prefix / "bin" / "vzcaps").is_symlink() and (cellar / "vzcaps").exists()
+    assert (prefix / "share" / "man" / "man1").is_dir()  # not made by install.sh: kept though empty
+    assert not (prefix / "lib").exists() and not (prefix / "share" / "fish").exists()
+
+
+def test_uninstall_without_a_manifest_removes_nothing(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / "vzcaps").write_text("the user's own vzcaps\n")
+    (prefix / "share" / "man").mkdir(parents=True)
+    before = snapshot(prefix)
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1 and "no install manifest" in p.stderr and "removed" not in p.stdout
+    assert snapshot(prefix) == before
+
+
+def test_a_malformed_manifest_removes_nothing(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    with open(prefix / MANIFEST, "a") as f:
+        f.write(f"file {'0' * 64} ../../etc/passwd\n")
+    before = snapshot(prefix)
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1 and "malformed" in p.stderr and snapshot(prefix) == before
+
+
+def test_the_installed_uninstaller_knows_its_prefix(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    p = run("dash", prefix / "share" / "vzcaps" / "uninstall.sh", cwd=tmp_path, env=mac)
+    assert p.returncode == 0, p.stderr
+    assert not prefix.exists()
+
+
+# ---- quarantine, and a system other than macOS ----
+
+def test_quarantine_is_removed_from_what_it_installs(rel, tmp_path):
+    d = standins(tmp_path / "standins", xattr="present")
+    prefix = tmp_path / "prefix"
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=env_with(d))
+    assert p.returncode == 0, p.stderr
+    assert f"quarantine: removed com.apple.quarantine from {len(INSTALLED)} installed files" in p.stdout
+    log = (d / "log").read_text().splitlines()
+    for f in INSTALLED:
+        assert f"xattr -d com.apple.quarantine {prefix}/{f}" in log
+    assert not [ln for ln in log if "-d" in ln and str(rel) in ln]  # the release itself is left alone
+
+
+def test_quarantine_reports(rel, tmp_path):
+    d = standins(tmp_path / "standins", xattr="absent")
+    p = run("dash", rel / "install.sh", "--prefix", str(tmp_path / "prefix"), env=env_with(d))
+    assert p.returncode == 0 and "quarantine: none on the installed files" in p.stdout
+    d2 = standins(tmp_path / "standins2")
+    p = run("dash", rel / "install.sh", "--prefix", str(tmp_path / "prefix2"), env=env_with(d2))
+    assert p.returncode == 0 and "quarantine: no xattr command (not macOS): nothing to remove" in p.stdout
+
+
+def test_a_system_other_than_macos_is_told_plainly(rel, tmp_path):
+    d = standins(tmp_path / "standins", darwin=False)
+    prefix = tmp_path / "prefix"
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=env_with(d))
+    assert p.returncode == 1 and "not macOS" in p.stderr and "do not run here" in p.stderr
+    assert "nothing installed" in p.stderr and "--force" in p.stderr and not prefix.exists()
+    p = run("dash", rel / "install.sh", "--force", "--prefix", str(prefix), env=env_with(d))
+    assert p.returncode == 0 and "not macOS" in p.stdout and "will not run here" in p.stdout
+    assert (prefix / "bin" / "vzcaps").is_file()
+
+
+def test_only_tools_a_stock_mac_has(rel, tmp_path):
+    """install.sh and uninstall.sh --all with a PATH of the tools macOS ships (no sha256sum,
+    readlink, realpath, stat, install), the stand-ins first."""
+    d = standins(tmp_path / "standins", xattr="absent", launchctl=True)
+    mac_bin = tmp_path / "macbin"
+    mac_bin.mkdir()
+    for tool in ("sh", "awk", "sed", "grep", "find", "sort", "mktemp", "chmod", "mv", "rm", "rmdir", "mkdir", "cat",
+                 "cut", "tr", "head", "dirname", "shasum", "perl", "id"):
+        (mac_bin / tool).symlink_to(shutil.which("dash") if tool == "sh" else shutil.which(tool))
+    env = dict(os.environ, PATH=f"{d}:{mac_bin}", HOME=str(tmp_path / "home"))
+    prefix = tmp_path / "prefix"
+    p = run(str(mac_bin / "sh"), rel / "install.sh", "--prefix", str(prefix), env=env)
+    assert p.returncode == 0, p.stderr
+    assert "command not found" not in p.stderr and "not found" not in p.stderr
+    (tmp_path / "home" / "Library" / "Logs" / "vzcaps").mkdir(parents=True)
+    p = run(str(mac_bin / "sh"), rel / "uninstall.sh", "--all", "--prefix", str(prefix), env=env)
+    assert p.returncode == 0, p.stderr
+    assert "not found" not in p.stderr and not prefix.exists()
+    assert not (tmp_path / "home" / "Library" / "Logs" / "vzcaps").exists()
+
+
+def test_the_shared_part_of_both_scripts_is_identical():
+    def shared(name):
+        text = (ROOT / "packaging" / name).read_text()
+        return text[text.index("# ---- shared with uninstall.sh"):text.index("# ---- end of the shared part ----")]
+    assert shared("install.sh") == shared("uninstall.sh")
+
+
+def test_usage_errors(rel, mac):
+    for script, args in (("install.sh", ["--bogus"]), ("install.sh", ["--prefix"]), ("uninstall.sh", ["--yes"]),
+                         ("uninstall.sh", ["--prefix", ""]), ("uninstall.sh", ["extra"])):
+        p = run("dash", rel / script, *args, env=mac)
+        assert p.returncode == 2 and "usage: " in p.stderr, (script, args, p.stderr)
+
+
+def test_a_failed_write_to_standard_output_is_an_error(rel, mac, tmp_path):
+    with open("/dev/full", "w") as full:
+        p = subprocess.run(["dash", str(rel / "install.sh"), "--prefix", str(tmp_path / "p")], env=mac, stdout=full,
+                           stderr=subprocess.PIPE, text=True)
+    assert p.returncode != 0
+
+
+# ---- uninstall.sh --all: what vzcaps made for the user (temporary HOME, stand-in launchctl) ----
+
+def launchd_plist(home, label, *cmd):
+    """A LaunchAgent as `vzcaps launchd --install` writes it."""
+    env = dict(os.environ, HOME=str(home))
+    env.pop("VZCAPS_CONFIG", None)
+    p = subprocess.run([str(BUILD / "vzcaps"), "launchd", "--label", label, "--install", "--", *cmd], env=env,
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return home / "Library" / "LaunchAgents" / f"{label}.plist"
+
+
+def test_uninstall_all_removes_agents_logs_caches_and_lists_prepared_copies(rel, tmp_path):
+    home = tmp_path / "home"
+    d = standins(tmp_path / "standins", launchctl=True)
+    env = env_with(d, HOME=str(home))
+    ours = [launchd_plist(home, "com.me.llama-server", "/bin/echo", "hi"), launchd_plist(home, "running.job", "/bin/echo")]
+    agents = home / "Library" / "LaunchAgents"
+    (agents / "com.apple.other.plist").write_text("<plist><dict><key>Label</key><string>com.apple.other</string></dict></plist>")
+    (agents / "half.plist").write_text("<string>half</string> <string>/x/Library/Logs/vzcaps/half.err.log</string>")
+    (agents / "linked.plist").symlink_to(ours[0])
+    os.mkfifo(agents / "fifo.plist")  # never opened (it would hang a reader)
+    (agents / "odd name.plist").write_bytes(ours[1].read_bytes())  # not a label vzcaps accepts
+    logs, caches = home / "Library" / "Logs" / "vzcaps", home / "Library" / "Caches" / "vzcaps"
+    (logs).mkdir(parents=True, exist_ok=True)
+    (logs / "com.me.llama-server.err.log").write_text("log")
+    caches.mkdir(parents=True)
+    (caches / "verify-x.json").write_text("{}")
+    prepared = home / "Library" / "Application Support" / "vzcaps" / "prepared"
+    (prepared / "Ollama.app" / "Contents").mkdir(parents=True)
+    (prepared / "llama-server").write_text("copy")
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+
+    p = run("dash", rel / "uninstall.sh", "--all", "--prefix", str(prefix), env=env)
+    assert p.returncode == 0, p.stderr
+    assert not prefix.exists()
+    log = (d / "log").read_text().splitlines()
+    uid = os.getuid()
+    assert f"launchctl bootout gui/{uid}/com.me.llama-server (present)" in log  # stopped before its file went
+    assert f"launchctl bootout gui/{uid}/running.job (present)" in log and len(log) == 2
+    assert "stopped running.job (launchctl bootout)" in p.stdout
+    assert not any(f.exists() for f in ours)
+    assert sorted(os.listdir(agents)) == ["com.apple.other.plist", "fifo.plist", "half.plist", "linked.plist",
+                                          "odd name.plist"]
+    assert not logs.exists() and not caches.exists()
+    assert (home / "Library" / "Logs").is_dir() and (home / "Library" / "Caches").is_dir()
+    assert f"prepared copy: {shlex.quote(str(prepared / 'Ollama.app'))} (kept" in p.stdout
+    assert f"prepared copy: {shlex.quote(str(prepared / 'llama-server'))} (kept" in p.stdout
+    assert (prepared / "Ollama.app" / "Contents").is_dir() and (prepared / "llama-server").exists()
+
+    p = run("dash", rel / "uninstall.sh", "--all", "--yes", "--prefix", str(prefix), env=env)
+    assert "no install manifest" in p.stderr and p.returncode == 1  # the files were already removed
+    assert "removed the prepared copy" in p.stdout
+    assert not (home / "Library" / "Application Support" / "vzcaps").exists()
+    assert "no LaunchAgent of vzcaps" in p.stdout
+
+
+def test_uninstall_all_leaves_links_in_place_of_logs(rel, tmp_path):
+    home = tmp_path / "home"
+    d = standins(tmp_path / "standins", launchctl=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep").write_text("keep")
+    (home / "Library" / "Logs").mkdir(parents=True)
+    (home / "Library" / "Logs" / "vzcaps").symlink_to(elsewhere)
+    prefix = tmp_path / "prefix"
+    env = env_with(d, HOME=str(home))
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    p = run("dash", rel / "uninstall.sh", "--all", "--prefix", str(prefix), env=env)
+    assert p.returncode == 0, p.stderr
+    assert (elsewhere / "keep").read_text() == "keep"  # the link went, not what it points at
+    assert not os.path.lexists(home / "Library" / "Logs" / "vzcaps")
+
+
+# ---- a write that fails, and an interrupted run: no temporary file stays, nothing half-placed ----
+
+def failing_cat(where, name, action):
+    """A cat that, for the file NAME, runs ACTION (shell) instead of copying it."""
+    (where / "cat").write_text(f'#!/bin/sh\ncase "$1" in */{name}) {action} ;; esac\nexec /bin/cat "$@"\n')
+    (where / "cat").chmod(0o755)
+
+
+def test_a_failed_copy_places_nothing_and_leaves_no_temporary_file(rel, tmp_path):
+    d = standins(tmp_path / "standins")
+    failing_cat(d, "vzcaps.1", "echo 'cat: write error: No space left on device' >&2; exit 1")
+    prefix = tmp_path / "prefix"
+    prefix.mkdir()
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=env_with(d))
+    assert p.returncode == 1 and "cannot write" in p.stderr and "vzcaps.1" in p.stderr and "stopped" in p.stderr
+    assert "installed" not in p.stdout
+    assert [f for f in tree(prefix) if f != MANIFEST] == []  # no file placed, no temporary file left
+    # the directories it made are recorded, so uninstall.sh takes them away again
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=env_with(d))
+    assert p.returncode == 0, p.stderr
+    assert os.listdir(prefix) == []
+
+
+def test_an_interrupted_install_cleans_up(rel, tmp_path):
+    import signal
+    import time as _time
+    d = standins(tmp_path / "standins")
+    marker = tmp_path / "copying"
+    failing_cat(d, "vzcaps.1", f"touch {shlex.quote(str(marker))}; sleep 30")
+    prefix = tmp_path / "prefix"
+    proc = subprocess.Popen(["dash", str(rel / "install.sh"), "--prefix", str(prefix)], env=env_with(d),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    for _ in range(600):
+        if marker.exists():
+            break
+        _time.sleep(0.05)
+    assert marker.exists()
+    os.killpg(proc.pid, signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "interrupted" in err and "installed" not in out
+    assert not [f for f in tree(prefix) if ".vzcaps-install." in f or "install-manifest." in f]
+    assert [f for f in tree(prefix) if not f.startswith("share/vzcaps/")] == []
+
+
+def test_an_upgrade_replaces_the_old_files_and_keeps_the_record_of_the_rest(rel, mac, tmp_path):
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    # the next version: another command, and one page fewer
+    (rel / "bin" / "vzcaps").write_bytes(b"\xcf\xfa\xed\xfe the next version\n")
+    (rel / "share" / "doc" / "vzcaps" / "LICENSE").unlink()
+    lines = [ln for ln in (rel / "SHA256SUMS").read_text().splitlines() if not ln.endswith("  share/doc/vzcaps/LICENSE")]
+    i = next(i for i, ln in enumerate(lines) if ln.endswith("  bin/vzcaps"))
+    lines[i] = hashlib.sha256((rel / "bin" / "vzcaps").read_bytes()).hexdigest() + "  bin/vzcaps"
+    (rel / "SHA256SUMS").write_text("\n".join(lines) + "\n")
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert (prefix / "bin" / "vzcaps").read_bytes() == b"\xcf\xfa\xed\xfe the next version\n"
+    manifest = (prefix / MANIFEST).read_text()
+    assert "share/doc/vzcaps/LICENSE" in manifest  # installed by the earlier version: still recorded
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert not prefix.exists()

@@ -1,0 +1,318 @@
+"""vzcaps prepare writes only where it was told: links given on the command line are read, never
+written through; a destination it did not make, one that holds the source or one two inputs
+would share is refused before anything is written; modes are made safe; read-only sources are
+copied; interrupted and failed runs leave nothing behind, and temporaries of earlier
+interrupted runs are removed. Every input here is generated (machogen.py), no download."""
+import os
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(__file__))
+import machogen as mg  # noqa: E402
+from conftest import BUILD, clean_env  # noqa: E402
+
+VZ = str(BUILD / "vzcaps")
+
+
+def tool_bytes():
+    """A signed file whose signature space takes a bound signature too (its old signature
+    carries entitlements and five special slots)."""
+    return mg.build(entitlements=mg.entitlements_xml(a=True))
+
+
+def prepare(*args, umask=None, user=None, timeout=120):
+    def pre():
+        if umask is not None:
+            os.umask(umask)
+        if user is not None:
+            os.setgid(user)
+            os.setuid(user)
+    return subprocess.run([VZ, "prepare", *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                          env=clean_env(), preexec_fn=pre)
+
+
+def tree(root):
+    """Every path below root with its type, mode and bytes (links by their text)."""
+    out = {}
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = os.path.join(dirpath, name)
+            st = os.lstat(p)
+            rel = os.path.relpath(p, root)
+            if stat.S_ISLNK(st.st_mode):
+                out[rel] = ("link", os.readlink(p))
+            elif stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", stat.S_IMODE(st.st_mode))
+            else:
+                with open(p, "rb") as f:
+                    out[rel] = ("file", stat.S_IMODE(st.st_mode), f.read())
+    return out
+
+
+def test_a_link_given_is_read_and_the_copy_is_a_real_file(tmp_path):
+    """Package managers' bin/ entries are links: the copy was a link and the signer wrote
+    through it into the original (with a relative link, into an unrelated file)."""
+    cellar = tmp_path / "t" / "cellar"
+    cellar.mkdir(parents=True)
+    (cellar / "tool").write_bytes(tool_bytes())
+    (tmp_path / "t" / "bin").mkdir()
+    os.symlink("../cellar/tool", tmp_path / "t" / "bin" / "tool")
+    victim = tmp_path / "w" / "cellar" / "tool"  # what the relative link means beside --into
+    victim.parent.mkdir(parents=True)
+    victim.write_bytes(b"unrelated")
+    original = (cellar / "tool").read_bytes()
+    out = tmp_path / "w" / "out"
+    p = prepare("--yes", "--into", out, tmp_path / "t" / "bin" / "tool")
+    assert p.returncode == 0, p.stderr
+    copy = out / "tool"
+    assert not copy.is_symlink() and copy.is_file()
+    assert (cellar / "tool").read_bytes() == original and victim.read_bytes() == b"unrelated"
+    assert [r["ok"] and r["flags"] == mg.CS_ADHOC for r in mg.verify(copy.read_bytes())] == [True]
+
+
+def test_a_destination_holding_the_source_is_refused(tmp_path):
+    w = tmp_path / "w"
+    (w / "tool").mkdir(parents=True)
+    (w / "tool" / "tool").write_bytes(tool_bytes())
+    (w / "tool" / "NOTES").write_text("notes")
+    before = tree(w)
+    p = prepare("--into", w, w / "tool" / "tool")  # the plan warns
+    assert p.returncode == 1 and "warning:" in p.stdout and "holds the source" in p.stdout, p.stdout
+    p = prepare("--yes", "--into", w, w / "tool" / "tool")
+    assert p.returncode == 1 and "holds the source" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert tree(w) == before
+
+
+def test_a_destination_vzcaps_did_not_make_is_refused(tmp_path):
+    src = tmp_path / "src" / "tool"
+    src.parent.mkdir()
+    src.write_bytes(tool_bytes())
+    out = tmp_path / "out"
+    (out / "tool").mkdir(parents=True)
+    (out / "tool" / "mine").write_text("a user's directory")
+    for what in ("dir", "file", "link", "forged-marker"):
+        if what == "file":
+            subprocess.run(["rm", "-rf", str(out / "tool")], check=True)
+            (out / "tool").write_text("a user's file")
+        elif what == "link":
+            (out / "tool").unlink()
+            (tmp_path / "elsewhere").write_text("a user's file")
+            os.symlink(str(tmp_path / "elsewhere"), out / "tool")
+        elif what == "forged-marker":  # a marker that names another file does not count
+            (out / "tool").unlink()
+            (out / "tool").write_text("a user's file")
+            (out / ".tool.vzcaps-prepared").write_text("vzcaps prepare\ncopy 1 2\n")
+        before = tree(out)
+        p = prepare("--into", out, src)
+        assert p.returncode == 1 and "was not made by vzcaps prepare" in p.stdout, (what, p.stdout)
+        p = prepare("--yes", "--into", out, src)
+        assert p.returncode == 1 and "was not made by vzcaps prepare" in p.stderr, (what, p.stderr)
+        assert tree(out) == before, what
+    # a marker file of the user's, or a link in its place, is not overwritten either
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    out.mkdir()
+    for marker in ("text", "link"):
+        m = out / ".tool.vzcaps-prepared"
+        if marker == "text":
+            m.write_text("my notes")
+        else:
+            m.unlink()
+            os.symlink(str(tmp_path / "elsewhere"), m)
+        before = tree(out)
+        p = prepare("--yes", "--into", out, src)
+        assert p.returncode == 1 and ".tool.vzcaps-prepared exists and was not made by vzcaps" in p.stderr, p.stderr
+        assert tree(out) == before and (tmp_path / "elsewhere").read_text() == "a user's file"
+    # a copy vzcaps made is replaced
+    subprocess.run(["rm", "-rf", str(out)], check=True)
+    assert prepare("--yes", "--into", out, src).returncode == 0
+    assert prepare("--yes", "--into", out, src).returncode == 0
+    assert sorted(os.listdir(out)) == [".tool.vzcaps-prepared", "tool"]
+
+
+def test_two_inputs_with_one_name_are_refused_before_anything_is_written(tmp_path):
+    for d in ("a", "b"):
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "tool").write_bytes(tool_bytes())
+    out = tmp_path / "out"
+    p = prepare("--into", out, tmp_path / "a" / "tool", tmp_path / "b" / "tool")
+    assert p.returncode == 1 and "would both be prepared as" in p.stdout
+    p = prepare("--yes", "--into", out, tmp_path / "a" / "tool", tmp_path / "b" / "tool")
+    assert p.returncode == 1 and "prepared" not in p.stdout
+    assert f"{tmp_path / 'a' / 'tool'} and {tmp_path / 'b' / 'tool'} would both be prepared as {out / 'tool'}" in p.stderr
+    assert not out.exists()
+
+
+def test_into_is_not_created_when_an_input_is_rejected(tmp_path):
+    (tmp_path / "text").write_text("hello")
+    out = tmp_path / "new" / "out"
+    p = prepare("--yes", "--into", out, tmp_path / "text")
+    assert p.returncode == 1 and "not a Mach-O file" in p.stderr
+    assert not (tmp_path / "new").exists()
+
+
+def app_bundle(root, name="Demo", exe=None, mode=None):
+    app = root / f"{name}.app" / "Contents"
+    (app / "MacOS").mkdir(parents=True)
+    (app / "Resources").mkdir()
+    (app / "Info.plist").write_text(f"<plist><dict><key>CFBundleExecutable</key><string>{exe or name}</string></dict></plist>")
+    (app / "MacOS" / (exe or name)).write_bytes(tool_bytes())
+    (app / "Resources" / "notes.txt").write_text("notes")
+    if mode is not None:
+        for dirpath, dirs, files in os.walk(root / f"{name}.app", topdown=False):
+            for f in files:
+                os.chmod(os.path.join(dirpath, f), mode)
+            os.chmod(dirpath, mode)
+    return root / f"{name}.app"
+
+
+def test_modes_are_made_safe_and_the_umask_is_respected(tmp_path):
+    src = tmp_path / "src"
+    app = app_bundle(src, mode=0o4777)
+    os.chmod(app, 0o777)
+    for dirpath, dirs, files in os.walk(app):
+        os.chmod(dirpath, 0o777)
+    out = tmp_path / "out"
+    p = prepare("--yes", "--into", out, app, umask=0o077)
+    assert p.returncode == 0, p.stderr
+    for rel, entry in tree(out / "Demo.app").items():
+        mode = entry[1]
+        assert isinstance(mode, int)
+        assert mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX) == 0 and mode & 0o077 == 0, (rel, oct(mode))
+    assert stat.S_IMODE(os.stat(out / "Demo.app" / "Contents" / "MacOS" / "Demo").st_mode) == 0o700
+
+
+def test_read_only_sources_are_copied_by_a_normal_user(request):
+    """A 0555 tree (as in package managers' cellars) failed for a non-root user and left
+    .NAME.vzcaps-new.PID behind. Run as an unprivileged user when the tests run as root."""
+    base = Path(tempfile.mkdtemp(prefix="vzcaps-ro-", dir="/tmp"))  # reachable for that user
+    os.chmod(base, 0o777)
+    request.addfinalizer(lambda: subprocess.run(["rm", "-rf", str(base)]))
+    user = 65534 if os.geteuid() == 0 else None
+    src = base / "cellar"
+    src.mkdir()
+    app = app_bundle(src, mode=0o555)
+    os.chmod(src, 0o555)
+    out = base / "out"
+    for attempt in range(2):  # the second run replaces the read-only copy of the first
+        p = prepare("--yes", "--into", out, app, user=user, umask=0o022)
+        assert p.returncode == 0, (attempt, p.stderr)
+        assert sorted(os.listdir(out)) == [".Demo.app.vzcaps-prepared", "Demo.app"], os.listdir(out)
+    assert stat.S_IMODE(os.stat(out / "Demo.app" / "Contents").st_mode) == 0o555
+    assert stat.S_IMODE(os.stat(out / "Demo.app" / "Contents" / "Resources" / "notes.txt").st_mode) == 0o555
+
+
+def test_stale_temporaries_of_interrupted_runs_are_removed(tmp_path):
+    src = tmp_path / "src" / "tool"
+    src.parent.mkdir()
+    src.write_bytes(tool_bytes())
+    out = tmp_path / "out"
+    dead = 4194304 + 17  # above any pid_max: no such process
+    stale_new = out / f".Demo.app.vzcaps-new.{dead}"
+    (stale_new / "Contents").mkdir(parents=True)
+    (stale_new / "Contents" / "big").write_bytes(b"x" * 1000)
+    os.chmod(stale_new / "Contents", 0o555)
+    (out / f".tool.vzcaps-old.{dead}").write_bytes(b"old")
+    (out / f".vzcaps-tmp.{dead}.3").write_bytes(b"half a file")
+    alive = out / f".other.vzcaps-new.{os.getpid()}"  # a run still going
+    alive.mkdir()
+    users = out / ".notes.vzcaps-new.txt"
+    users.write_text("not ours")
+    p = prepare("--yes", "--into", out, src)
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(out)) == sorted([".tool.vzcaps-prepared", "tool", alive.name, users.name])
+    assert p.stdout.count("left by an interrupted run") == 3
+
+
+def test_an_interrupted_run_removes_its_temporary_tree(tmp_path):
+    src = tmp_path / "src"
+    app = app_bundle(src)
+    with open(app / "Contents" / "Resources" / "big.bin", "wb") as f:  # sparse: quick to make, slow to hash and copy
+        f.truncate(1 << 30)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.Popen([VZ, "prepare", "--yes", "--into", str(out), str(app)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=clean_env())
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(n.startswith(".Demo.app.vzcaps-new.") for n in os.listdir(out)):
+        if proc.poll() is not None:
+            break
+        time.sleep(0.005)
+    assert proc.poll() is None, "the run ended before it could be interrupted"
+    time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert proc.returncode == -signal.SIGTERM
+    assert os.listdir(out) == []
+
+
+def test_a_full_disk_leaves_nothing_behind(tmp_path):
+    """Writes that fail (a 256 KiB tmpfs) are an error naming the path; the temporary tree is
+    removed and nothing is placed."""
+    src = tmp_path / "src"
+    app = app_bundle(src)
+    (app / "Contents" / "Resources" / "big.bin").write_bytes(os.urandom(1 << 20))
+    out = tmp_path / "out"
+    out.mkdir()
+    userns = [] if os.geteuid() == 0 else ["-r"]
+    script = (f'mount -t tmpfs -o size=256k tmpfs "$1" && "$2" prepare --yes --into "$1" "$3"; rc=$?; '
+              f'ls -A "$1"; exit $rc')
+    p = subprocess.run(["unshare", *userns, "-m", "--propagation", "private", "sh", "-c", script, "sh", str(out), VZ,
+                        str(app)], capture_output=True, text=True, timeout=120, env=clean_env())
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert "No space left on device" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert p.stdout == "", p.stdout  # the listing of the full file system: empty
+
+
+def test_inspect_and_prepare_refuse_an_executable_name_that_leads_out(tmp_path):
+    app = app_bundle(tmp_path, exe="Demo")
+    (app / "Contents" / "Info.plist").write_text(
+        "<plist><dict><key>CFBundleExecutable</key><string>../../..</string></dict></plist>")
+    p = subprocess.run([VZ, "inspect", str(app)], capture_output=True, text=True, env=clean_env())
+    assert p.returncode != 0 and "is not a file name" in p.stderr, (p.stdout, p.stderr)
+    p = prepare("--yes", "--into", tmp_path / "out", app)
+    assert p.returncode == 1 and "is not a file name" in p.stderr and not (tmp_path / "out").exists()
+
+
+def test_hostile_entries_in_a_bundle_are_refused_without_writing(tmp_path):
+    """A FIFO (never opened, never hangs), a name a property list cannot carry; links inside a
+    bundle are copied as links, whatever they point to."""
+    for case in ("fifo", "name", "fifo-input"):
+        src = tmp_path / case
+        app = app_bundle(src)
+        target = app
+        if case == "fifo":
+            os.mkfifo(app / "Contents" / "Resources" / "pipe")
+            needle = "not a regular file, directory or link"
+        elif case == "name":
+            (app / "Contents" / "Resources" / "bad\nname").write_text("x")
+            needle = "control characters or invalid UTF-8"
+        else:
+            target = src / "pipe"
+            os.mkfifo(target)
+            needle = "not a regular file"
+        out = tmp_path / f"out-{case}"
+        p = prepare("--yes", "--into", out, target, timeout=20)
+        assert p.returncode == 1 and needle in p.stderr and p.stderr.count("\n") == 1, (case, p.stderr)
+        assert "\n" not in p.stderr[:-1] and not out.exists(), case
+    app = app_bundle(tmp_path / "links")
+    os.symlink("/etc/passwd", app / "Contents" / "Resources" / "abs")
+    os.symlink("missing", app / "Contents" / "Resources" / "dangling")
+    out = tmp_path / "out-links"
+    p = prepare("--yes", "--into", out, app)
+    assert p.returncode == 0, p.stderr
+    res = out / "Demo.app" / "Contents" / "Resources"
+    assert os.readlink(res / "abs") == "/etc/passwd" and os.readlink(res / "dangling") == "missing"
+
+
+def test_the_plan_covers_only_accepted_inputs(tmp_path):
+    (tmp_path / "text").write_text("hello")
+    (tmp_path / "tool").write_bytes(tool_bytes())
+    p = prepare("--into", tmp_path / "out", tmp_path / "text", tmp_path / "tool")
+    assert p.returncode == 1 and "not a Mach-O file" in p.stderr
+    assert f"would copy {tmp_path / 'tool'}" in p.stdout and f"would copy {tmp_path / 'text'}" not in p.stdout
+    assert not (tmp_path / "out").exists()
