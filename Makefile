@@ -156,6 +156,13 @@ check-fresh:
 check-llama: deps
 	$(MAKE) all
 	sh scripts/check-llama
+	python3 scripts/check-gates
+
+# Every capability query of the pinned llama.cpp and whisper.cpp sources (PyPI sdists, fetched
+# once into ~/.cache/vzcaps/sdists) against the project's table; about a second once cached.
+# make check runs it through tests/test_check_gates.py.
+check-gates: all
+	python3 scripts/check-gates
 
 # Opt-in (about two minutes cold, seconds warm; Linux): llama.cpp's own ggml-metal-device.m, unmodified
 # from the same sdist, on the stand-in Metal, stock and with vzcaps; its start-up lines against the prediction.
@@ -199,4 +206,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps deps-cross check check-fresh check-llama check-client demo bench dist cross-link release audit install uninstall clean
+.PHONY: all rig deps deps-cross check check-fresh check-llama check-gates check-client demo bench dist cross-link release audit install uninstall clean

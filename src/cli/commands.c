@@ -158,9 +158,11 @@ const struct cmd_spec cli_commands[] = {
      "the configuration is invalid; 2 for a malformed command line.",
      "vzcaps inspect /opt/homebrew/bin/llama-server"},
     {"report", cmd_report, "(BUNDLE_DIR... | --stock FILE --unlocked FILE [--host FILE])", ARGS_POSITIONAL, report_opts,
-     "Recomputes the benchmark table from `vzcaps bench` bundles or llama-bench JSON files (rows merged\n"
-     "by test): the median of samples_ts per test, the range, unlocked/stock speed-up and\n"
-     "unlocked/host percentage, and what the Metal backend reported in each run (from FILE.stderr).",
+     "Recomputes the benchmark table from llama-bench JSON files (rows merged by test): the median of\n"
+     "samples_ts per test, the range, unlocked/stock speed-up and unlocked/host percentage, and what\n"
+     "the Metal backend reported in each run (from FILE.stderr: the GPU family line, the shim). A\n"
+     "directory (a `vzcaps bench` bundle, or any) is read by file name: stock*.json, unlocked*.json,\n"
+     "host*.json.",
      "0; 1 on any input or output error (named, before anything is printed); 2 for a malformed command\n"
      "line.",
      "vzcaps report --svg chart.svg evidence/"},

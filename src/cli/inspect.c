@@ -16,9 +16,21 @@ static bool uses(const struct macho_slice *s, const char *sel)
     return false;
 }
 
+/* Ollama's server, by its file name ("ollama", the app's "Ollama"): it does no Metal work
+ * itself; it starts llama.cpp's llama-server twice, `--list-devices` to read GPU memory
+ * (again with GGML_METAL_TENSOR_DISABLE=1 after a Metal failure) and then as the runner. */
+static bool is_ollama(const char *self)
+{
+    static const char *const names[] = {"ollama", "Ollama", "Ollama.app", "ollama.app"};
+    for (size_t i = 0; self && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(self, names[i]) == 0)
+            return true;
+    return false;
+}
+
 /* What the profile changes for this slice: one verdict per recognised client, each decided
  * once, so no two lines can disagree; warnings marked "!". At most 6 lines. */
-static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *p, char out[][240])
+static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *p, const char *self, char out[][240])
 {
     size_t n = 0;
     bool en = p->state == VZCAPS_ENABLED;
@@ -33,6 +45,12 @@ static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *
         snprintf(out[n++], 240, "profile leaves this process stock");
         return n;
     }
+    bool ollama = is_ollama(self);
+    if (ollama && p->inherit)
+        snprintf(out[n++], 240, "Ollama: inherit is on: its llama-server children (--list-devices discovery, then the runner) get the profile");
+    else if (ollama)
+        snprintf(out[n++], 240, "! Ollama: its llama-server children (--list-devices discovery, then the runner) do the GPU work and "
+                                "start stock: use vzcaps run --inherit, or inherit = yes in a section matching ollama llama-server");
     if (s->ggml) {
         if (p->apple_family_max >= 1007)
             snprintf(out[n++], 240, "ggml/llama.cpp: gains: Apple%lld turns on SIMD-group reduction, matrix multiply and bfloat",
@@ -53,7 +71,7 @@ static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *
         else
             snprintf(out[n++], 240, "PyTorch MPS: gets the profile's answers (stock_callers does not cover it)");
     }
-    if (!s->ggml && !s->mlx && !s->torch_mps) { /* no client recognised: what its own references say */
+    if (!s->ggml && !s->mlx && !s->torch_mps && !ollama) { /* no client recognised: what its own references say */
         bool fam = uses(s, "supportsFamily:"), tg = uses(s, "maxThreadgroupMemoryLength"), ws = uses(s, "recommendedMaxWorkingSetSize");
         if (fam || (tg && p->max_threadgroup_memory) || (ws && p->recommended_working_set_size))
             snprintf(out[n++], 240, "no client recognised; it asks queries this profile changes");
@@ -195,7 +213,7 @@ static void slice_json(struct json *j, const struct macho_slice *s, const struct
     char a64e[600];
     arm64e_verdict(s, path, lib_arm64e, a64e, sizeof a64e);
     char eff[6][240];
-    size_t ne = effects(s, p, eff);
+    size_t ne = effects(s, p, self, eff);
     json_obj(j, NULL);
     json_str(j, "arch", s->arch);
     json_int(j, "cputype", s->cputype);
@@ -238,6 +256,8 @@ static void slice_json(struct json *j, const struct macho_slice *s, const struct
         json_str(j, NULL, "mlx");
     if (s->torch_mps)
         json_str(j, NULL, "pytorch-mps");
+    if (is_ollama(self))
+        json_str(j, NULL, "ollama");
     json_end_arr(j);
     json_arr(j, "effects");
     for (size_t i = 0; i < ne; i++)
@@ -256,7 +276,7 @@ static void slice_text(const struct macho_slice *s, const struct vzcaps_profile 
     char a64e[600];
     arm64e_verdict(s, path, lib_arm64e, a64e, sizeof a64e);
     char eff[6][240];
-    size_t ne = effects(s, p, eff);
+    size_t ne = effects(s, p, self, eff);
     printf("  slice %s  (minimum macOS %s)\n", s->arch, s->minos[0] ? s->minos : "not stated");
     if (!s->signed_)
         printf("    signature   none\n");

@@ -31,7 +31,8 @@ int vzcaps_family_parse(const char *text, int64_t *out);
 
 struct vzcaps_chip {
     bool known;                      /* false: no safe answer for this chip */
-    int generation;                  /* 1 for M1 ... 5 for M5; 0 when unknown */
+    char series;                     /* 'M' (M1 ... M5) or 'A' (A18, A19); 0 when unknown */
+    int generation;                  /* the number after the series letter; 0 when unknown */
     int64_t apple_family;            /* real Apple family, 0 when unknown */
     uint64_t max_threadgroup_memory; /* documented maximum, 0 when unknown */
     bool guest;                      /* brand carried the " (Virtual)" suffix */
@@ -41,6 +42,8 @@ struct vzcaps_chip {
 /* Reads a CPU brand string ("Apple M4 Max (Virtual)"). Unrecognised brands give
  * known = false (not an error). Never fails. */
 void vzcaps_chip_from_brand(const char *brand, struct vzcaps_chip *out);
+/* Where the chip table's row for a known chip comes from (a dated source); NULL if unknown. */
+const char *vzcaps_chip_source(const struct vzcaps_chip *chip);
 /* Whether the chip has a non-Apple family (Mac, Common, MacCatalyst, Metal3/4). */
 bool vzcaps_chip_has_family(const struct vzcaps_chip *chip, int64_t family);
 

@@ -73,42 +73,67 @@ static void test_chip_table(void **st)
     struct {
         const char *brand;
         bool known, guest;
+        char series;
         int gen;
         int64_t family;
         const char *name;
     } cases[] = {
-        {"Apple M1", true, false, 1, 1007, "Apple M1"},
-        {"Apple M1 Ultra", true, false, 1, 1007, "Apple M1 Ultra"},
-        {"Apple M1 Ultra (Virtual)", true, true, 1, 1007, "Apple M1 Ultra"},
-        {"Apple M2 (Virtual)", true, true, 2, 1008, "Apple M2"},
-        {"Apple M2 Pro (Virtual)", true, true, 2, 1008, "Apple M2 Pro"},
-        {"Apple M3 Max", true, false, 3, 1009, "Apple M3 Max"},
-        {"Apple M4 Max (Virtual)", true, true, 4, 1009, "Apple M4 Max"},
-        {"Apple M4 Pro (Virtual)", true, true, 4, 1009, "Apple M4 Pro"},
-        {"Apple M5 (Virtual)", true, true, 5, 1010, "Apple M5"},
-        {"apple m2 pro", true, false, 2, 1008, "Apple M2 Pro"},
-        {"  Apple M3  ", true, false, 3, 1009, "Apple M3"},
-        {"Apple M6", false, false, 0, 0, NULL},
-        {"Apple M6 (Virtual)", false, true, 0, 0, NULL},
-        {"Apple M0", false, false, 0, 0, NULL},
-        {"Apple M", false, false, 0, 0, NULL},
-        {"Apple M2 Mega", false, false, 0, 0, NULL},
-        {"Apple M2Pro", false, false, 0, 0, NULL},
-        {"Intel(R) Core(TM) i9", false, false, 0, 0, NULL},
-        {"Apple A17 Pro", false, false, 0, 0, NULL},
-        {"", false, false, 0, 0, NULL},
-        {"Apple M12", false, false, 0, 0, NULL},
+        {"Apple M1", true, false, 'M', 1, 1007, "Apple M1"},
+        {"Apple M1 Ultra", true, false, 'M', 1, 1007, "Apple M1 Ultra"},
+        {"Apple M1 Ultra (Virtual)", true, true, 'M', 1, 1007, "Apple M1 Ultra"},
+        {"Apple M2 (Virtual)", true, true, 'M', 2, 1008, "Apple M2"},
+        {"Apple M2 Pro (Virtual)", true, true, 'M', 2, 1008, "Apple M2 Pro"},
+        {"Apple M3 Max", true, false, 'M', 3, 1009, "Apple M3 Max"},
+        {"Apple M4 Max (Virtual)", true, true, 'M', 4, 1009, "Apple M4 Max"},
+        {"Apple M4 Pro (Virtual)", true, true, 'M', 4, 1009, "Apple M4 Pro"},
+        {"Apple M5 (Virtual)", true, true, 'M', 5, 1010, "Apple M5"},
+        {"Apple M5 Pro (Virtual)", true, true, 'M', 5, 1010, "Apple M5 Pro"},
+        {"apple m2 pro", true, false, 'M', 2, 1008, "Apple M2 Pro"},
+        {"  Apple M3  ", true, false, 'M', 3, 1009, "Apple M3"},
+        /* the A18 series is Apple9, the A19 series Apple10 (feature set tables, May 2026) */
+        {"Apple A18 Pro", true, false, 'A', 18, 1009, "Apple A18 Pro"},
+        {"Apple A18 Pro (Virtual)", true, true, 'A', 18, 1009, "Apple A18 Pro"},
+        {"Apple A18", true, false, 'A', 18, 1009, "Apple A18"},
+        {"Apple A18 (Virtual)", true, true, 'A', 18, 1009, "Apple A18"},
+        {"apple a18 pro", true, false, 'A', 18, 1009, "Apple A18 Pro"},
+        {"Apple A19", true, false, 'A', 19, 1010, "Apple A19"},
+        {"Apple A19 Pro (Virtual)", true, true, 'A', 19, 1010, "Apple A19 Pro"},
+        {"Apple A18 Max", false, false, 0, 0, 0, NULL},   /* a suffix the A series does not have */
+        {"Apple A18 Ultra (Virtual)", false, true, 0, 0, 0, NULL},
+        {"Apple A20 Pro", false, false, 0, 0, 0, NULL},   /* not in the table: no safe answer */
+        {"Apple A17 Pro", false, false, 0, 0, 0, NULL},   /* no Mac has it */
+        {"Apple A18Pro", false, false, 0, 0, 0, NULL},
+        {"Apple A", false, false, 0, 0, 0, NULL},
+        {"Apple M18 Pro", false, false, 0, 0, 0, NULL},   /* the series letter matters */
+        {"Apple B18 Pro", false, false, 0, 0, 0, NULL},
+        {"Apple M6", false, false, 0, 0, 0, NULL},
+        {"Apple M6 (Virtual)", false, true, 0, 0, 0, NULL},
+        {"Apple M0", false, false, 0, 0, 0, NULL},
+        {"Apple M", false, false, 0, 0, 0, NULL},
+        {"Apple M2 Mega", false, false, 0, 0, 0, NULL},
+        {"Apple M2Pro", false, false, 0, 0, 0, NULL},
+        {"Apple M2 Pro Max", false, false, 0, 0, 0, NULL},
+        {"Intel(R) Core(TM) i9", false, false, 0, 0, 0, NULL},
+        {"", false, false, 0, 0, 0, NULL},
+        {"Apple M12", false, false, 0, 0, 0, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct vzcaps_chip c;
         vzcaps_chip_from_brand(cases[i].brand, &c);
-        assert_int_equal(c.known, cases[i].known);
-        assert_int_equal(c.guest, cases[i].guest);
-        assert_int_equal(c.generation, cases[i].gen);
-        assert_int_equal(c.apple_family, cases[i].family);
+        if (c.known != cases[i].known || c.guest != cases[i].guest || c.series != cases[i].series ||
+            c.generation != cases[i].gen || c.apple_family != cases[i].family)
+            fail_msg("\"%s\": known %d guest %d series %c gen %d family %lld", cases[i].brand, c.known, c.guest,
+                     c.series ? c.series : '-', c.generation, (long long)c.apple_family);
         assert_int_equal(c.max_threadgroup_memory, cases[i].known ? 32768 : 0);
         if (cases[i].name)
             assert_string_equal(c.name, cases[i].name);
+        /* every known row names its source, with a date */
+        const char *src = vzcaps_chip_source(&c);
+        if (cases[i].known) {
+            assert_non_null(src);
+            assert_non_null(strstr(src, "2026"));
+        } else
+            assert_null(src);
     }
     struct vzcaps_chip c;
     vzcaps_chip_from_brand(NULL, &c);
