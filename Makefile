@@ -141,15 +141,28 @@ check: deps
 	$(B)/test_core
 	$(B)/test_cli_units
 	$(B)/test_safewrite
-	python3 -m pytest -q tests
+	python3 -m pytest -q -rs tests
 	$(CHECK_FUZZ)
 	@if sh scripts/have-cross; then $(MAKE) audit; fi
 	@if [ "$(UNAME_S)" != Darwin ] && sh scripts/have-cross; then sh scripts/repro-check; fi
+
+# The README's set-up commands (make demo, make check) on a fresh Debian 12 minbase root built
+# with debootstrap (cached under build/fresh), on a clone of the committed HEAD; no test may
+# skip there. Linux, as root; minutes.
+check-fresh:
+	sh scripts/check-fresh
 
 # Opt-in (minutes): vzcaps bench against a real llama-bench built from PyPI's llama-cpp-python sdist.
 check-llama: deps
 	$(MAKE) all
 	sh scripts/check-llama
+	python3 scripts/check-gates
+
+# Every capability query of the pinned llama.cpp and whisper.cpp sources (PyPI sdists, fetched
+# once into ~/.cache/vzcaps/sdists) against the project's table; about a second once cached.
+# make check runs it through tests/test_check_gates.py.
+check-gates: all
+	python3 scripts/check-gates
 
 # Opt-in (about two minutes cold, seconds warm; Linux): llama.cpp's own ggml-metal-device.m, unmodified
 # from the same sdist, on the stand-in Metal, stock and with vzcaps; its start-up lines against the prediction.
@@ -193,4 +206,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps deps-cross check check-llama check-client demo bench dist cross-link release audit install uninstall clean
+.PHONY: all rig deps deps-cross check check-fresh check-llama check-gates check-client demo bench dist cross-link release audit install uninstall clean

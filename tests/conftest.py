@@ -1,6 +1,7 @@
 """Shared fixtures for the end-to-end tests: paths to the built library, rig and command."""
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -11,8 +12,35 @@ BUILD = ROOT / "build"
 # real llama-bench output (MIT, see its LICENSE-DATA.md), copied from the project's shared notes
 FIXTURES = ROOT / "tests" / "fixtures" / "llama-bench" / "tinyllama-m1-ultra"
 
+# The only skips for a platform, each explicit. A missing tool is never a skip: need_tool fails
+# and names the install step.
 # Tests that need the Linux test build (GNU Objective-C runtime rig, LD_PRELOAD, /proc).
 LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs the Linux test build")
+# Tests of the cross build (zig, ld64.lld, llvm-lipo on Linux): a Mac builds natively instead.
+CROSS_BUILD = pytest.mark.skipif(sys.platform == "darwin", reason="tests the Linux cross build; a Mac builds natively")
+
+
+def need_tool(*names):
+    """The path of the first of names found in PATH (with Debian's -14 suffixed LLVM names); a
+    failure naming the install step when none is."""
+    for name in names:
+        for candidate in (name, f"{name}-14"):
+            found = shutil.which(candidate)
+            if found:
+                return found
+    pytest.fail(f"{' or '.join(names)} not found in PATH: run sh scripts/install-deps (make check runs it)", pytrace=False)
+
+
+def lipo_tool():
+    """llvm-lipo where it is installed; on a Mac without Homebrew's LLVM in PATH, the Command Line
+    Tools' lipo (same options for -thin, -create and -output)."""
+    if sys.platform == "darwin" and not shutil.which("llvm-lipo"):
+        if os.access("/usr/bin/lipo", os.X_OK):
+            return "/usr/bin/lipo"
+        p = subprocess.run(["xcrun", "--find", "lipo"], capture_output=True, text=True)
+        if p.returncode == 0 and p.stdout.strip():
+            return p.stdout.strip()
+    return need_tool("llvm-lipo")
 
 STOCK_FAMILIES = {1001: 1, 1002: 1, 1003: 1, 1004: 1, 1005: 1, 1006: 0, 1007: 0, 1008: 0, 1009: 0, 1010: 0,
                   2001: 0, 2002: 1, 3001: 1, 3002: 1, 3003: 1, 4001: 0, 4002: 0, 5001: 0, 5002: 0}

@@ -71,7 +71,7 @@ def test_man_page_and_completions_come_from_the_table():
     assert warnings.returncode == 0 and warnings.stderr == ""
 
 
-@pytest.mark.parametrize("cmd", ["check", "probe", "verify"])  # doctor: -- CMD goes with --bundle (test_bundle.py)
+@pytest.mark.parametrize("cmd", ["check", "probe", "verify"])  # doctor takes -- CMD (test_scripts.py, test_bundle.py)
 def test_options_only_command_refuses_what_follows_dashdash(cmd):
     # regression: `vzcaps check -- foo` ignored foo and exited 0
     r = subprocess.run([str(BUILD / "vzcaps"), cmd, "--", "foo"], capture_output=True, text=True)

@@ -264,6 +264,8 @@ static int bench_main(int argc, char **argv)
             eprintf("vzcaps bench: %s", err);
             return 1;
         }
+        /* the run's GPU family line (it picks llama.cpp's tuning rows) and the shim that spoke */
+        bench_table_add_stderr(&table, k ? ROLE_UNLOCKED : guest ? ROLE_STOCK : ROLE_HOST, b);
     }
     if (bench_table_check(&table, err, sizeof err) != 0) {
         eprintf("vzcaps bench: %s", err);

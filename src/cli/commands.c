@@ -20,6 +20,7 @@ static const struct opt_spec run_opts[] = {
     {"--family", "auto|off|FAMILY", "the Apple family to answer as: auto (the host chip's own), off, or 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)",
      "auto when nothing else configures vzcaps for CMD"},
     {"--inherit", NULL, "keep the injection in CMD's child processes (VZCAPS_INHERIT=1)", NULL},
+    {"--inherit-anyway", NULL, "macOS: keep it even where SIP is not enabled and arm64e children would be terminated", NULL},
     {"--verify", NULL, "run `vzcaps verify` first and refuse to start when an unlocked path fails", NULL},
     {"--library", "PATH", "inject this library instead of the one installed with the command", NULL},
     {"--dry-run", NULL, "print, instead of running it, one line a shell runs as it is: env VAR=value... CMD ARGS", NULL},
@@ -107,8 +108,11 @@ const struct cmd_spec cli_commands[] = {
      "in ../lib. The configuration is checked first, exactly as the library will read it for CMD; a\n"
      "configuration the library would refuse stops here instead of running stock. A Mach-O CMD is read\n"
      "first: a CPU slice the library lacks (e.g. arm64e) is refused, since dyld would abort it; a\n"
-     "hardened CMD that will ignore the library gets a warning naming vzcaps prepare. The command\n"
-     "replaces this process (exec), so the exit status and signals are CMD's own.",
+     "hardened CMD that will ignore the library gets a warning naming vzcaps prepare. A #! script is\n"
+     "read too: for #!/usr/bin/env NAME, NAME found on PATH is started directly (macOS removes the\n"
+     "injection at env, which SIP protects); an interpreter SIP protects gets a warning. With\n"
+     "--inherit on macOS, a library without an arm64e slice is refused unless SIP is enabled. The\n"
+     "command replaces this process (exec), so the exit status and signals are CMD's own.",
      "CMD's own; 125 when vzcaps refused to start it; 126 when it is not a regular executable file;\n"
      "127 when it is not found; 2 for a malformed command line.",
      "vzcaps run -- llama-bench -m model.gguf",
@@ -140,12 +144,15 @@ const struct cmd_spec cli_commands[] = {
      GROUP_SETUP, "on a Mac host, read or set the GPU preference some VM guides use", "vm"},
     {"doctor", cmd_doctor, "[-- CMD [ARGS]]", ARGS_REST, doctor_opts,
      "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
-     "version, the library and its slices, the config file, the effective profile, and known\n"
-     "pitfalls that apply. --bundle DIR writes the first-run bundle to attach to an issue instead, into\n"
-     "a new or empty DIR (never through a link); its summary.md lists every step and its result. With\n"
-     "-- CMD ARGS the bundle also runs CMD twice, stock and through `vzcaps run`, and puts their exit\n"
-     "statuses, outputs and ggml_metal_device_init: lines side by side. Steps that need macOS are\n"
-     "recorded as \"not available on this system\" elsewhere (skipped, not failed).",
+     "version, SIP, the library and its slices, the config file, the effective profile, the library's\n"
+     "own lines from one run of a Metal program through `vzcaps run` (CMD, or on macOS this command's\n"
+     "device probe): what it was configured to do and which device class it hooked, and known\n"
+     "pitfalls that apply (quarantined files, arm64e clients). --bundle DIR writes the first-run\n"
+     "bundle to attach to an issue instead, into a new or empty DIR (never through a link); its\n"
+     "summary.md lists every step and its result. With -- CMD ARGS the bundle also runs CMD twice,\n"
+     "stock and through `vzcaps run`, and puts their exit statuses, outputs and ggml_metal_device_init:\n"
+     "lines side by side. Steps that need macOS are recorded as \"not available on this system\"\n"
+     "elsewhere (skipped, not failed).",
      "0; 1 when a file of the bundle could not be written or one of its steps failed (named in\n"
      "summary.md and on standard error); 2 for a malformed command line.",
      "vzcaps doctor --bundle vzcaps-first-run -- llama-cli -m model.gguf -p hi -n 8",
@@ -160,9 +167,11 @@ const struct cmd_spec cli_commands[] = {
      "vzcaps inspect /opt/homebrew/bin/llama-server",
      GROUP_CHECK, "tell whether a program will load the library, and what it asks Metal", "otool analyze analyse scan"},
     {"report", cmd_report, "(BUNDLE_DIR... | --stock FILE --unlocked FILE [--host FILE])", ARGS_POSITIONAL, report_opts,
-     "Recomputes the benchmark table from `vzcaps bench` bundles or llama-bench JSON files (rows merged\n"
-     "by test): the median of samples_ts per test, the range, unlocked/stock speed-up and\n"
-     "unlocked/host percentage, and what the Metal backend reported in each run (from FILE.stderr).",
+     "Recomputes the benchmark table from llama-bench JSON files (rows merged by test): the median of\n"
+     "samples_ts per test, the range, unlocked/stock speed-up and unlocked/host percentage, and what\n"
+     "the Metal backend reported in each run (from FILE.stderr: the GPU family line, the shim). A\n"
+     "directory (a `vzcaps bench` bundle, or any) is read by file name: stock*.json, unlocked*.json,\n"
+     "host*.json.",
      "0; 1 on any input or output error (named, before anything is printed); 2 for a malformed command\n"
      "line.",
      "vzcaps report --svg chart.svg evidence/",

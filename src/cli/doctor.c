@@ -1,12 +1,191 @@
-/* vzcaps doctor: one screen on where this machine stands and which pitfalls apply.
- * Never: changes anything. */
+/* vzcaps doctor: one screen on where this machine stands and which pitfalls apply, with the
+ * library's own lines from one run of a Metal program.
+ * Never: changes anything; starts anything but that one run (and csrutil on macOS). */
+#define _XOPEN_SOURCE 700
 #include "cli.h"
 #include "../macho/macho.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-#define MAX_PITFALLS 8
+#define MAX_PITFALLS 16
+#define MAX_LINES 16
+
+/* One run of a Metal program through `vzcaps run`, and what the library said in it. */
+struct library_run {
+    bool ran;
+    char command[700];   /* as shown */
+    char status[80];     /* "exit 0", "killed by signal 9" */
+    int exit_code;       /* -1 when it did not exit */
+    char lines[MAX_LINES][700];
+    size_t n_lines;
+    int configured, hooked; /* index into lines, -1 when the library did not say it */
+    char skipped[300];   /* why it did not run */
+};
+
+/* Keeps a line of the child's standard error that vzcaps wrote (the library's "vzcaps:", run's
+ * "vzcaps run:"), clipped visibly. */
+static void keep_line(struct library_run *lr, const char *line, size_t n)
+{
+    if (lr->n_lines == MAX_LINES || !(n >= 7 && strncmp(line, "vzcaps", 6) == 0 && (line[6] == ':' || line[6] == ' ')))
+        return;
+    vzcaps_clipn(line, n, 600, lr->lines[lr->n_lines], sizeof lr->lines[0]);
+    const char *l = lr->lines[lr->n_lines];
+    if (lr->configured < 0 && (strncmp(l, "vzcaps: configured for ", 23) == 0 || strncmp(l, "vzcaps: left stock for ", 23) == 0))
+        lr->configured = (int)lr->n_lines;
+    if (lr->hooked < 0 && strncmp(l, "vzcaps: hooked ", 15) == 0)
+        lr->hooked = (int)lr->n_lines;
+    lr->n_lines++;
+}
+
+/* Runs `SELF run [--profile P] [--family F] -- CMD...` with standard output discarded and
+ * standard error read line by line. */
+static void library_run(const struct cfg_opts *o, char **cmd, struct library_run *lr)
+{
+    char self[1024];
+    self_path(self, sizeof self);
+    size_t n = 0;
+    while (cmd[n])
+        n++;
+    char **argv = calloc(n + 10, sizeof *argv);
+    int fds[2];
+    if (!self[0] || !argv || pipe(fds) != 0) {
+        snprintf(lr->skipped, sizeof lr->skipped, "not run: %s", !self[0] ? "this command's own path is unknown" : "out of resources");
+        free(argv);
+        return;
+    }
+    cli_run_argv(argv, n + 10, self, o, cmd);
+    for (size_t i = 0; argv[i]; i++)
+        vzcaps_appendf(lr->command, sizeof lr->command, "%s%s", i ? " " : "", i == 0 ? "vzcaps" : argv[i]);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0)
+            dup2(null, 0), dup2(null, 1);
+        dup2(fds[1], 2);
+        close(fds[0]);
+        close(fds[1]);
+        /* the view's other choices reach the run as the variables they stand for */
+        if (o->chip)
+            setenv("VZCAPS_HOST_CHIP", o->chip, 1);
+        if (o->config)
+            setenv("VZCAPS_CONFIG", o->config, 1);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    free(argv);
+    static char buf[1 << 16];
+    size_t have = 0;
+    bool skipping = false; /* inside a line longer than the buffer: drop the rest of it */
+    for (;;) {
+        ssize_t r = read(fds[0], buf + have, sizeof buf - have);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+        size_t start = 0;
+        for (size_t i = 0; i < have; i++)
+            if (buf[i] == '\n') {
+                if (!skipping)
+                    keep_line(lr, buf + start, i - start);
+                skipping = false;
+                start = i + 1;
+            }
+        if (start == 0 && have == sizeof buf) { /* one line fills the buffer: keep its start, clipped */
+            if (!skipping)
+                keep_line(lr, buf, have);
+            skipping = true;
+            have = 0;
+        } else {
+            memmove(buf, buf + start, have - start);
+            have -= start;
+        }
+    }
+    if (have && !skipping)
+        keep_line(lr, buf, have);
+    close(fds[0]);
+    int st = 0;
+    lr->ran = true;
+    lr->exit_code = -1;
+    if (pid < 0 || waitpid(pid, &st, 0) != pid)
+        snprintf(lr->status, sizeof lr->status, "could not be started");
+    else if (WIFEXITED(st))
+        lr->exit_code = WEXITSTATUS(st), snprintf(lr->status, sizeof lr->status, "exit %d", WEXITSTATUS(st));
+    else if (WIFSIGNALED(st))
+        snprintf(lr->status, sizeof lr->status, "killed by signal %d", WTERMSIG(st));
+}
+
+/* One line about a quarantined file (its mark described, what it does, the command that
+ * removes it) into out, or "" when path carries no mark. */
+/* path in single quotes for a shell, each ' written as '\'' */
+static void quoted(const char *path, char *out, size_t len)
+{
+    out[0] = '\0';
+    vzcaps_appendf(out, len, "'");
+    for (const char *p = path; *p; p++) {
+        if (*p == '\'')
+            vzcaps_appendf(out, len, "'\\''");
+        else
+            vzcaps_appendf(out, len, "%c", *p);
+    }
+    vzcaps_appendf(out, len, "'");
+}
+
+static void quarantine_line(const char *what, const char *path, char *out, size_t len)
+{
+    char value[1024], why[300], desc[200];
+    size_t n = 0;
+    out[0] = '\0';
+    int q = quarantine_value(path, value, sizeof value, &n, why, sizeof why);
+    if (q < 0) {
+        snprintf(out, len, "%s %s: its quarantine mark cannot be read: %s", what, path, why);
+        return;
+    }
+    if (q == 0)
+        return;
+    vzcaps_quarantine_describe(value, n, desc, sizeof desc);
+    char q_path[4200];
+    quoted(path, q_path, sizeof q_path);
+    snprintf(out, len, "%s %s is %s: Gatekeeper may refuse it, and dyld may terminate a process it is injected into; "
+                       "remove the mark with: xattr -d com.apple.quarantine %s",
+             what, path, desc, q_path);
+}
+
+/* arm64e programs a user is likely to start (python3 on PATH, Apple's Command Line Tools
+ * python3): "path (what it is)" for each one that runs as arm64e, when the library cannot
+ * follow it there. */
+static size_t arm64e_clients(bool lib_arm64e, char out[][600], size_t cap)
+{
+    if (lib_arm64e)
+        return 0;
+    char on_path[4096], why[200];
+    const char *cands[2] = {NULL, "/Library/Developer/CommandLineTools/usr/bin/python3"};
+    if (resolve_target("python3", on_path, sizeof on_path, why, sizeof why) == 0)
+        cands[0] = on_path;
+    size_t n = 0;
+    for (size_t k = 0; k < 2 && n < cap; k++) {
+        static struct macho_file mf;
+        char err[4600];
+        if (!cands[k] || (k == 1 && cands[0] && strcmp(cands[0], cands[1]) == 0) || macho_load(cands[k], &mf, err, sizeof err) != 0)
+            continue;
+        bool arm64e = false;
+        for (size_t i = 0; i < mf.n_slices; i++)
+            arm64e |= strcmp(mf.slices[i].arch, "arm64e") == 0;
+        if (!arm64e)
+            continue;
+        const char *kind = vzcaps_arm64e_client(cands[k]);
+        snprintf(out[n++], 600, "%s%s (%s)", k == 0 ? "python3 on PATH, " : "", cands[k], kind ? kind : "an arm64e program");
+    }
+    return n;
+}
 
 int cmd_doctor(int argc, char **argv)
 {
@@ -16,14 +195,12 @@ int cmd_doctor(int argc, char **argv)
     int bad = view_args("doctor", argc, argv, &o, &json, "--bundle", &bundle);
     if (bad)
         return bad;
-    char **cmd = NULL; /* doctor --bundle DIR -- CMD ARGS */
+    char **cmd = NULL; /* doctor [OPTIONS] [--bundle DIR] -- CMD [ARGS]: the run doctor records, or the bundle's workload */
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--") == 0) {
             cmd = argv + i + 1;
             break;
         }
-    if (cmd && !bundle)
-        return usage_error("doctor", "-- CMD ARGS needs --bundle DIR");
     if (cmd && !*cmd)
         return usage_error("doctor", "no command after --");
     if (bundle)
@@ -37,7 +214,34 @@ int cmd_doctor(int argc, char **argv)
     static struct vzcaps_config_result r;
     cli_configure_view(&o, &r);
 
-    char pitfalls[MAX_PITFALLS][300];
+    /* the library's own lines, from one run of a Metal program: this command's device probe
+     * on macOS, or the program given after -- */
+    static struct library_run lr;
+    memset(&lr, 0, sizeof lr);
+    lr.configured = lr.hooked = -1;
+    char self[1024];
+    self_path(self, sizeof self);
+    char *own_probe[] = {self, "__probe-child", NULL};
+    if (!have_lib)
+        snprintf(lr.skipped, sizeof lr.skipped, "not run: no library");
+    else if (cmd)
+        library_run(&o, cmd, &lr);
+    else if (platform_is_macos && self[0])
+        library_run(&o, own_probe, &lr);
+    else
+        snprintf(lr.skipped, sizeof lr.skipped, "not run: no Metal device on Linux (vzcaps doctor -- PROGRAM runs one with the library)");
+    bool lib_arm64e = have_lib && library_has_arch(library, "arm64e");
+    int sip = platform_is_macos ? sip_status() : VZCAPS_SIP_UNKNOWN;
+    const char *sip_text = !platform_is_macos ? "not macOS" : sip == VZCAPS_SIP_ENABLED ? "enabled" : sip == VZCAPS_SIP_DISABLED ? "disabled" : "unknown";
+    char clients[2][600];
+    size_t n_clients = arm64e_clients(lib_arm64e, clients, 2);
+    char q_cmd[4600] = "", q_lib[4600] = "";
+    if (self[0])
+        quarantine_line("the command", self, q_cmd, sizeof q_cmd);
+    if (have_lib)
+        quarantine_line("the library", library, q_lib, sizeof q_lib);
+
+    static char pitfalls[MAX_PITFALLS][4800];
     size_t np = 0;
 #define PITFALL(...) do { if (np < MAX_PITFALLS) snprintf(pitfalls[np++], sizeof pitfalls[0], __VA_ARGS__); } while (0)
     if (!platform_is_macos)
@@ -58,6 +262,27 @@ int cmd_doctor(int argc, char **argv)
     const char *pre = getenv(preload_var);
     if (pre && strstr(pre, library_file))
         PITFALL("%s in this shell already names the library: every program started here is injected; prefer vzcaps run", preload_var);
+    if (pre && strstr(pre, library_file) && platform_is_macos && !lib_arm64e && sip != VZCAPS_SIP_ENABLED)
+        PITFALL("SIP is %s: arm64e system programs started from this shell (/bin/sh, /usr/bin/env) keep %s, and dyld terminates them",
+                sip_text, preload_var);
+    for (size_t i = 0; i < n_clients; i++)
+        PITFALL("arm64e client %s: the library has no arm64e slice, so it cannot be loaded there (vzcaps run refuses it); "
+                "use an arm64 build (for Python: Homebrew's or python.org's python3)", clients[i]);
+    if (q_cmd[0])
+        PITFALL("%s", q_cmd);
+    if (q_lib[0])
+        PITFALL("%s", q_lib);
+    if (lr.ran && (lr.exit_code == EXIT_REFUSED || lr.exit_code == 126 || lr.exit_code == 127) && lr.configured < 0)
+        PITFALL("%s did not start the program (exit %d; its line is shown above)", lr.command, lr.exit_code);
+    else if (lr.ran && lr.exit_code < 0)
+        PITFALL("%s was %s: dyld terminates a process it cannot load the library into (an arm64e program, a quarantined library)",
+                lr.command, lr.status);
+    else if (lr.ran && lr.configured < 0)
+        PITFALL("the library said nothing in %s: it was not loaded (a program SIP protects, the hardened runtime: see vzcaps inspect), "
+                "or VZCAPS_LOG=quiet", lr.command);
+    else if (lr.ran && lr.hooked < 0 && strncmp(lr.lines[lr.configured], "vzcaps: configured", 18) == 0)
+        PITFALL("the library was configured in %s but hooked no device class: the program created no Metal device, or its class "
+                "was never reached (the lines above say which)", lr.command);
 
     const char *guest = machine_kind(&m);
     if (json) {
@@ -86,6 +311,29 @@ int cmd_doctor(int argc, char **argv)
         for (size_t i = 0; i < r.profile.n_notes; i++)
             json_str(&j, NULL, r.profile.notes[i]);
         json_end_arr(&j);
+        json_obj(&j, "library_run");
+        json_bool(&j, "ran", lr.ran);
+        json_str(&j, "command", lr.ran ? lr.command : NULL);
+        json_str(&j, "status", lr.ran ? lr.status : NULL);
+        json_str(&j, "skipped", lr.ran ? NULL : lr.skipped);
+        json_str(&j, "configured_line", lr.configured >= 0 ? lr.lines[lr.configured] : NULL);
+        json_str(&j, "hooked_line", lr.hooked >= 0 ? lr.lines[lr.hooked] : NULL);
+        json_arr(&j, "lines");
+        for (size_t i = 0; i < lr.n_lines; i++)
+            json_str(&j, NULL, lr.lines[i]);
+        json_end_arr(&j);
+        json_end_obj(&j);
+        json_str(&j, "sip", sip_text);
+        json_arr(&j, "arm64e_clients");
+        for (size_t i = 0; i < n_clients; i++)
+            json_str(&j, NULL, clients[i]);
+        json_end_arr(&j);
+        json_arr(&j, "quarantined");
+        if (q_cmd[0])
+            json_str(&j, NULL, self);
+        if (q_lib[0])
+            json_str(&j, NULL, library);
+        json_end_arr(&j);
         json_arr(&j, "pitfalls");
         for (size_t i = 0; i < np; i++)
             json_str(&j, NULL, pitfalls[i]);
@@ -99,7 +347,17 @@ int cmd_doctor(int argc, char **argv)
     printf("machine        %s%s%s\n", guest, m.model[0] ? ", " : "", m.model);
     printf("cpu            %s (%u cpus, %.1f GiB)\n", m.brand[0] ? esc(m.brand) : "(no brand string)", m.ncpu, (double)m.memory / 1073741824.0);
     printf("library        %s%s%s%s\n", have_lib ? esc(library) : "NOT FOUND", have_lib ? " (" : "", have_lib ? archs : "", have_lib ? ")" : "");
+    printf("sip            %s\n", sip_text);
     print_profile_text(&r, &o);
+    if (lr.ran) {
+        printf("library run    %s (%s)\n", esc(lr.command), lr.status);
+        for (size_t i = 0; i < lr.n_lines; i++)
+            printf("  %s\n", esc(lr.lines[i]));
+        if (lr.n_lines == 0)
+            printf("  (no line from vzcaps)\n");
+    } else {
+        printf("library run    %s\n", lr.skipped);
+    }
     printf("pitfalls       %s\n", np ? "" : "none found");
     for (size_t i = 0; i < np; i++)
         printf("  ! %s\n", esc(pitfalls[i]));

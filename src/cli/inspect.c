@@ -16,9 +16,21 @@ static bool uses(const struct macho_slice *s, const char *sel)
     return false;
 }
 
+/* Ollama's server, by its file name ("ollama", the app's "Ollama"): it does no Metal work
+ * itself; it starts llama.cpp's llama-server twice, `--list-devices` to read GPU memory
+ * (again with GGML_METAL_TENSOR_DISABLE=1 after a Metal failure) and then as the runner. */
+static bool is_ollama(const char *self)
+{
+    static const char *const names[] = {"ollama", "Ollama", "Ollama.app", "ollama.app"};
+    for (size_t i = 0; self && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(self, names[i]) == 0)
+            return true;
+    return false;
+}
+
 /* What the profile changes for this slice: one verdict per recognised client, each decided
  * once, so no two lines can disagree; warnings marked "!". At most 6 lines. */
-static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *p, char out[][240])
+static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *p, const char *self, char out[][240])
 {
     size_t n = 0;
     bool en = p->state == VZCAPS_ENABLED;
@@ -33,6 +45,12 @@ static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *
         snprintf(out[n++], 240, "profile leaves this process stock");
         return n;
     }
+    bool ollama = is_ollama(self);
+    if (ollama && p->inherit)
+        snprintf(out[n++], 240, "Ollama: inherit is on: its llama-server children (--list-devices discovery, then the runner) get the profile");
+    else if (ollama)
+        snprintf(out[n++], 240, "! Ollama: its llama-server children (--list-devices discovery, then the runner) do the GPU work and "
+                                "start stock: use vzcaps run --inherit, or inherit = yes in a section matching ollama llama-server");
     if (s->ggml) {
         if (p->apple_family_max >= 1007)
             snprintf(out[n++], 240, "ggml/llama.cpp: gains: Apple%lld turns on SIMD-group reduction, matrix multiply and bfloat",
@@ -53,7 +71,7 @@ static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *
         else
             snprintf(out[n++], 240, "PyTorch MPS: gets the profile's answers (stock_callers does not cover it)");
     }
-    if (!s->ggml && !s->mlx && !s->torch_mps) { /* no client recognised: what its own references say */
+    if (!s->ggml && !s->mlx && !s->torch_mps && !ollama) { /* no client recognised: what its own references say */
         bool fam = uses(s, "supportsFamily:"), tg = uses(s, "maxThreadgroupMemoryLength"), ws = uses(s, "recommendedMaxWorkingSetSize");
         if (fam || (tg && p->max_threadgroup_memory) || (ws && p->recommended_working_set_size))
             snprintf(out[n++], 240, "no client recognised; it asks queries this profile changes");
@@ -61,6 +79,81 @@ static size_t effects(const struct macho_slice *s, const struct vzcaps_profile *
             snprintf(out[n++], 240, "no client recognised, and it references none of the queries this profile changes (a library it loads may)");
     }
     return n;
+}
+
+/* ---- arm64e and scripts: what macOS does at launch (apart from the client verdicts) ---- */
+
+/* One line for an arm64e slice when the library has none ("" otherwise): what the program is
+ * and what happens when the library reaches it. */
+static void arm64e_verdict(const struct macho_slice *s, const char *path, bool lib_arm64e, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (strcmp(s->arch, "arm64e") != 0 || lib_arm64e)
+        return;
+    const char *kind = vzcaps_arm64e_client(path);
+    snprintf(out, len, "%s runs as arm64e and the library has no arm64e slice: dyld terminates it if the library reaches it "
+                       "(vzcaps run refuses it; --inherit or a DYLD_INSERT_LIBRARIES in the environment would not); "
+                       "run an arm64 build instead (for Python: Homebrew's or python.org's python3)",
+             kind ? kind : "this program");
+}
+
+/* Whether the library inspect is about (found as run finds it) has an arm64e slice. */
+static bool library_arm64e(void)
+{
+    char library[4096], tried[2400];
+    return find_library(library, sizeof library, tried, sizeof tried) == 0 && library_has_arch(library, "arm64e");
+}
+
+/* A #! script: 1 reported, 0 not a script, -1 a #! line no kernel runs as meant (reported
+ * as an error). */
+static int script_report(const char *path, struct json *j)
+{
+    struct vzcaps_shebang sb;
+    char why[1400];
+    int k = script_read(path, &sb, why, sizeof why);
+    if (k == -2 || k == 0)
+        return 0; /* not a #! script: read as Mach-O (which names what else it is) */
+    if (k < 0) {
+        eprintf("vzcaps inspect: %s: a script, but %s", path, why);
+        if (j) {
+            json_obj(j, NULL);
+            json_str(j, "path", path);
+            json_str(j, "error", why);
+            json_end_obj(j);
+        }
+        return -1;
+    }
+    static struct script_chain c;
+    int rc = script_chain(path, &c, why, sizeof why);
+    char verdict[2400];
+    if (rc != 0)
+        snprintf(verdict, sizeof verdict, "cannot tell: %s", why);
+    else if (c.protected_image)
+        script_protected_advice(&c, verdict, sizeof verdict);
+    else if (c.rewritten)
+        snprintf(verdict, sizeof verdict, "vzcaps run starts %s (%s) directly; started through its #! line, macOS would "
+                 "remove the injection at env, which SIP protects", c.env_name, c.start);
+    else
+        snprintf(verdict, sizeof verdict, "honoured: %s, which runs it, is outside the locations SIP protects", c.image);
+    const char *injection = rc != 0 ? "unknown" : c.protected_image ? "removed" : "honoured";
+    if (j) {
+        json_obj(j, NULL);
+        json_str(j, "path", path);
+        json_obj(j, "script");
+        json_str(j, "line", c.script && c.line[0] ? c.line : NULL);
+        json_str(j, "interpreter", sb.n_words ? vzcaps_shebang_word(&sb, 0) : "/bin/sh");
+        json_str(j, "env_program", c.rewritten ? c.env_name : NULL);
+        json_str(j, "started", rc == 0 ? (c.rewritten ? c.start : c.image) : NULL);
+        json_bool(j, "sip_protected", rc == 0 && c.protected_image);
+        json_str(j, "injection", injection);
+        json_str(j, "reason", verdict);
+        json_end_obj(j);
+        json_end_obj(j);
+    } else {
+        printf("%s: script, %s\n", esc(path), esc(k ? c.line : "no #! line (started with /bin/sh)"));
+        printf("    injection   %s: %s\n", injection, esc(verdict));
+    }
+    return 1;
 }
 
 /* Whether vzcaps prepare would make a copy that honours injection: ignored because of the
@@ -114,10 +207,13 @@ static void scope_text_one(void *ctx, const char *image, const char *why)
     printf("    scope       %s: stock (%s)\n", esc(image), why);
 }
 
-static void slice_json(struct json *j, const struct macho_slice *s, const struct vzcaps_profile *p, const char *self)
+static void slice_json(struct json *j, const struct macho_slice *s, const struct vzcaps_profile *p, const char *self,
+                       const char *path, bool lib_arm64e)
 {
+    char a64e[600];
+    arm64e_verdict(s, path, lib_arm64e, a64e, sizeof a64e);
     char eff[6][240];
-    size_t ne = effects(s, p, eff);
+    size_t ne = effects(s, p, self, eff);
     json_obj(j, NULL);
     json_str(j, "arch", s->arch);
     json_int(j, "cputype", s->cputype);
@@ -160,6 +256,8 @@ static void slice_json(struct json *j, const struct macho_slice *s, const struct
         json_str(j, NULL, "mlx");
     if (s->torch_mps)
         json_str(j, NULL, "pytorch-mps");
+    if (is_ollama(self))
+        json_str(j, NULL, "ollama");
     json_end_arr(j);
     json_arr(j, "effects");
     for (size_t i = 0; i < ne; i++)
@@ -168,13 +266,17 @@ static void slice_json(struct json *j, const struct macho_slice *s, const struct
     json_arr(j, "stock_images"); /* images whose calls the caller scope answers stock */
     scope_lines(s, self, p, scope_json_one, j);
     json_end_arr(j);
+    json_str(j, "arm64e", a64e[0] ? a64e : NULL); /* what happens when the library reaches an arm64e slice */
     json_end_obj(j);
 }
 
-static void slice_text(const struct macho_slice *s, const struct vzcaps_profile *p, const char *self)
+static void slice_text(const struct macho_slice *s, const struct vzcaps_profile *p, const char *self, const char *path,
+                       bool lib_arm64e)
 {
+    char a64e[600];
+    arm64e_verdict(s, path, lib_arm64e, a64e, sizeof a64e);
     char eff[6][240];
-    size_t ne = effects(s, p, eff);
+    size_t ne = effects(s, p, self, eff);
     printf("  slice %s  (minimum macOS %s)\n", s->arch, s->minos[0] ? s->minos : "not stated");
     if (!s->signed_)
         printf("    signature   none\n");
@@ -186,6 +288,8 @@ static void slice_text(const struct macho_slice *s, const struct vzcaps_profile 
         printf("    entitle.    allow-dyld-environment-variables %s, disable-library-validation %s\n",
                s->allow_dyld_env ? "yes" : "no", s->disable_library_validation ? "yes" : "no");
     printf("    injection   %s: %s\n", macho_injection_name(s->injection), esc(s->injection_reason));
+    if (a64e[0])
+        printf("    arm64e      %s\n", esc(a64e));
     if (prepare_helps(s))
         printf("    remedy      vzcaps prepare makes a private, ad-hoc-signed copy without the hardened runtime, which accepts the library\n");
     printf("    links      ");
@@ -254,10 +358,16 @@ static int inspect_main(int argc, char **argv, const char **files)
         json_obj(&j, NULL);
         json_arr(&j, "files");
     }
+    bool lib_arm64e = library_arm64e();
     for (int f = 0; f < nf; f++) {
         static struct macho_file mf;
         static struct vzcaps_config_result r;
         char err[4600];
+        int sk = script_report(files[f], json ? &j : NULL);
+        if (sk < 0)
+            rc = 1;
+        if (sk != 0)
+            continue;
         if (macho_load(files[f], &mf, err, sizeof err) != 0) {
             eprintf("vzcaps inspect: %s", err);
             rc = 1;
@@ -286,13 +396,13 @@ static int inspect_main(int argc, char **argv, const char **files)
                 json_null(&j, "apple_family_max");
             json_arr(&j, "slices");
             for (size_t i = 0; i < mf.n_slices; i++)
-                slice_json(&j, &mf.slices[i], &r.profile, o.exe);
+                slice_json(&j, &mf.slices[i], &r.profile, o.exe, files[f], lib_arm64e);
             json_end_arr(&j);
             json_end_obj(&j);
         } else {
             printf("%s: %s Mach-O, %zu slice%s\n", esc(files[f]), mf.fat ? "universal" : "thin", mf.n_slices, mf.n_slices == 1 ? "" : "s");
             for (size_t i = 0; i < mf.n_slices; i++)
-                slice_text(&mf.slices[i], &r.profile, o.exe);
+                slice_text(&mf.slices[i], &r.profile, o.exe, files[f], lib_arm64e);
         }
     }
     if (json) {

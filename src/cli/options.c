@@ -224,23 +224,21 @@ static void each_word(const char *metavar, void (*fn)(FILE *, const char *, cons
     }
 }
 
-/* Calls fn for each chip brand the core recognises ("Apple M2 Pro"). */
+/* Calls fn for each chip brand the core recognises ("Apple M2 Pro", "Apple A18 Pro"): every
+ * M and A generation up to 40 with each variant, as vzcaps_chip_from_brand reads them. */
 static void each_chip(void (*fn)(FILE *, const char *, const char *), FILE *out)
 {
     static const char *const variants[] = {"", " Pro", " Max", " Ultra"};
-    for (int g = 1; g < 100; g++) {
-        bool any = false;
-        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
-            char brand[48];
-            struct vzcaps_chip chip;
-            snprintf(brand, sizeof brand, "Apple M%d%s", g, variants[v]);
-            vzcaps_chip_from_brand(brand, &chip);
-            if (chip.known)
-                fn(out, brand, vzcaps_family_name(chip.apple_family)), any = true;
-        }
-        if (!any)
-            break;
-    }
+    for (const char *series = "MA"; *series; series++)
+        for (int g = 1; g <= 40; g++)
+            for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+                char brand[48];
+                struct vzcaps_chip chip;
+                snprintf(brand, sizeof brand, "Apple %c%d%s", *series, g, variants[v]);
+                vzcaps_chip_from_brand(brand, &chip);
+                if (chip.known)
+                    fn(out, brand, vzcaps_family_name(chip.apple_family));
+            }
 }
 
 /* s inside single quotes: bash and zsh ('\'' for a quote), fish (\' and \\) */

@@ -14,44 +14,27 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 struct report_input {
-    struct bench_table table;
-    struct metal_caps caps[N_ROLES];
-    bool have_caps[N_ROLES];
+    struct bench_table table; /* the runs, and what each run's stderr reported */
     char brand[128]; /* cpu_brand of a bundle's environment.json, "" when none */
 };
 
-/* The host chip's real Apple family: what the host run's Metal backend reported, else the
- * chip a bundle's environment.json names; 0 when unknown. */
+/* The host chip's real Apple family (bench_host_family: the host run's GPU family line, else
+ * the chip of a bundle's environment.json or of the runs' cpu_info); 0 when unknown. */
 static long host_family(const struct report_input *in, const char **from)
 {
-    long best = 0;
-    if (in->have_caps[ROLE_HOST])
-        for (size_t i = 0; i < in->caps[ROLE_HOST].n_families; i++)
-            if (in->caps[ROLE_HOST].families[i] >= 1001 && in->caps[ROLE_HOST].families[i] <= 1010 &&
-                in->caps[ROLE_HOST].families[i] > best)
-                best = in->caps[ROLE_HOST].families[i];
-    if (best) {
-        *from = "the host run";
-        return best;
-    }
-    struct vzcaps_chip chip;
-    vzcaps_chip_from_brand(in->brand[0] ? in->brand : NULL, &chip);
-    *from = "environment.json's cpu_brand";
-    return chip.known ? (long)chip.apple_family : 0;
+    return bench_host_family(&in->table, from);
 }
 
-/* The highest Apple family a run reported above the host's, 0 when none. */
-static long above_host(const struct metal_caps *c, long host)
+/* The Apple family a run reported above the host's, 0 when none. */
+static long above_host(const struct bench_table *t, int role, long host)
 {
-    long worst = 0;
-    for (size_t i = 0; host && i < c->n_families; i++)
-        if (c->families[i] >= 1001 && c->families[i] <= 1010 && c->families[i] > host && c->families[i] > worst)
-            worst = c->families[i];
-    return worst;
+    long f = t->have_caps[role] ? t->caps[role].apple_family : 0;
+    return host && f > host ? f : 0;
 }
 
 /* Every file read, by device and inode: an output that is one of them is refused. */
@@ -70,8 +53,8 @@ static void companion_stderr(struct report_input *in, enum bench_role role, cons
     size_t n = strlen(json_path);
     bool ext = n > 5 && strcmp(json_path + n - 5, ".json") == 0;
     char *path = xformat("%.*s.stderr", (int)(ext ? n - 5 : n), json_path);
-    if (!in->have_caps[role] && access(path, R_OK) == 0 && metal_caps_read(path, &in->caps[role]) == 0)
-        in->have_caps[role] = true;
+    if (access(path, R_OK) == 0)
+        bench_table_add_stderr(&in->table, role, path);
     note_input(path);
     free(path);
 }
@@ -85,73 +68,185 @@ static int report_add(struct report_input *in, enum bench_role role, const char 
     return 0;
 }
 
+static int cmp_names(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The role a file in a directory plays by its name: stock*.json, unlocked*.json, host*.json
+ * (a bundle's stock.json, or a data set's stock-guest.json); -1 for any other file. */
+static int role_of_name(const char *name)
+{
+    size_t n = strlen(name);
+    if (n < 5 || strcmp(name + n - 5, ".json") != 0)
+        return -1;
+    for (int k = 0; k < N_ROLES; k++)
+        if (strncmp(name, bench_role_names[k], strlen(bench_role_names[k])) == 0)
+            return k;
+    return -1;
+}
+
+#define ROLE_FILES "stock*.json, unlocked*.json or host*.json (plain llama-bench -o json output, or a bundle of vzcaps bench)"
+
+/* Every llama-bench file of a directory, by role, in name order. 0, or 1 after one line. */
+static int report_add_dir(struct report_input *in, const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        eprintf("vzcaps report: %s: cannot read the directory: %s", dir, strerror(errno));
+        return 1;
+    }
+    size_t n = 0, cap = 16;
+    char **names = malloc(cap * sizeof *names);
+    struct dirent *e;
+    while (names && (e = readdir(d))) {
+        if (role_of_name(e->d_name) < 0)
+            continue;
+        if (n == cap) {
+            char **more = realloc(names, (cap *= 2) * sizeof *names);
+            if (!more)
+                break;
+            names = more;
+        }
+        names[n++] = xformat("%s", e->d_name);
+    }
+    closedir(d);
+    if (!names) {
+        eprintf("vzcaps report: %s: out of memory", dir);
+        return 1;
+    }
+    qsort(names, n, sizeof *names, cmp_names);
+    int rc = 0, per_role[N_ROLES] = {0};
+    char err[1400];
+    for (size_t i = 0; i < n && !rc; i++) {
+        int role = role_of_name(names[i]);
+        char *path = xformat("%s/%s", dir, names[i]);
+        if (report_add(in, (enum bench_role)role, path, err, sizeof err) != 0) {
+            eprintf("vzcaps report: %s", err);
+            rc = 1;
+        }
+        per_role[role]++;
+        free(path);
+    }
+    for (size_t i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+    if (rc)
+        return rc;
+    if (!n) {
+        eprintf("vzcaps report: %s: no llama-bench files: expected %s", dir, ROLE_FILES);
+        return 1;
+    }
+    /* a guest's runs come in pairs; one without the other is incomplete, not a smaller report */
+    if (!per_role[ROLE_STOCK] != !per_role[ROLE_UNLOCKED]) {
+        eprintf("vzcaps report: %s: incomplete: %s*.json is missing (the stock and unlocked runs of a guest come in pairs)", dir,
+                per_role[ROLE_STOCK] ? "unlocked" : "stock");
+        return 1;
+    }
+    return 0;
+}
+
 static const char *tri(int v) { return v < 0 ? "?" : v ? "yes" : "no"; }
+
+/* How the unlocked run's family compares with the host's: "same", "above", "below", or NULL
+ * when either is unknown. llama.cpp keys its tuning rows by this family, so a difference
+ * means the unlocked run used rows tuned for another GPU generation than the one it ran on. */
+static const char *unlocked_vs_host(const struct report_input *in, long *unl, long *host, const char **from)
+{
+    const struct bench_table *t = &in->table;
+    *host = host_family(in, from);
+    *unl = t->have_caps[ROLE_UNLOCKED] ? t->caps[ROLE_UNLOCKED].apple_family : 0;
+    if (!*host || !*unl)
+        return NULL;
+    return *unl == *host ? "same" : *unl > *host ? "above" : "below";
+}
 
 static void report_print(const struct report_input *in, bool json)
 {
+    const struct bench_table *t = &in->table;
+    const char *from;
+    long unl, host;
+    const char *vs = unlocked_vs_host(in, &unl, &host, &from);
     if (json) {
         struct json j;
         json_begin(&j, stdout);
         json_obj(&j, NULL);
-        bench_render_json_rows(&in->table, &j);
+        bench_render_json_rows(t, &j);
         json_obj(&j, "capabilities");
         for (int k = 0; k < N_ROLES; k++) {
-            if (in->have_caps[k])
-                metal_caps_json(&in->caps[k], &j, bench_role_names[k]);
+            if (t->have_caps[k])
+                metal_caps_json(&t->caps[k], &j, bench_role_names[k]);
             else
                 json_null(&j, bench_role_names[k]);
         }
         json_end_obj(&j);
-        const char *from;
-        long host = host_family(in, &from);
         if (host)
             json_int(&j, "host_apple_family", host);
         else
             json_null(&j, "host_apple_family");
         json_arr(&j, "above_host_family"); /* runs that reported an Apple family above the host's */
         for (int k = 0; k < N_ROLES; k++)
-            if (in->have_caps[k] && above_host(&in->caps[k], host))
+            if (above_host(t, k, host))
                 json_str(&j, NULL, bench_role_names[k]);
         json_end_arr(&j);
-        json_str(&j, "build_commit", in->table.build_commit[0] ? in->table.build_commit : NULL);
-        if (in->table.build_number)
-            json_int(&j, "build_number", in->table.build_number);
+        json_str(&j, "unlocked_family_vs_host", vs);
+        json_str(&j, "build_commit", t->build_commit[0] ? t->build_commit : NULL);
+        if (t->build_number)
+            json_int(&j, "build_number", t->build_number);
         else
             json_null(&j, "build_number");
-        json_str(&j, "model_type", in->table.model_type[0] ? in->table.model_type : NULL);
+        json_str(&j, "model_type", t->model_type[0] ? t->model_type : NULL);
+        json_str(&j, "chip", t->chip[0] ? t->chip : NULL);
+        json_str(&j, "date", t->date[0] ? t->date : NULL);
         json_end_obj(&j);
         json_finish(&j);
         return;
     }
-    if (in->table.model_type[0] || in->table.build_commit[0])
-        printf("%s, llama.cpp %s (build %lld)\n\n", esc(in->table.model_type), esc(in->table.build_commit), in->table.build_number);
-    bench_render_text(&in->table, stdout);
+    if (t->model_type[0] || t->build_commit[0] || t->chip[0] || t->date[0]) {
+        printf("%s", t->model_type[0] ? esc(t->model_type) : "model not named");
+        if (t->build_commit[0])
+            printf(", llama.cpp %s (build %lld)", esc(t->build_commit), t->build_number);
+        if (t->chip[0])
+            printf(", %s", t->chip);
+        if (t->date[0])
+            printf(", %s", t->date);
+        printf("\n\n");
+    }
+    bench_render_text(t, stdout);
     bool any = false;
     for (int k = 0; k < N_ROLES; k++)
-        any |= in->have_caps[k];
+        any |= t->have_caps[k];
     if (!any)
         return;
-    printf("\nwhat the Metal backend reported:\n%-10s %-28s %-14s %-9s %-9s %-7s %-7s\n", "run", "GPU", "families", "simd red.",
-           "simd mm", "bfloat", "tensor");
+    printf("\nwhat the Metal backend reported:\n%-10s %-26s %-14s %-9s %-9s %-7s %-7s %s\n", "run", "GPU", "families", "simd red.",
+           "simd mm", "bfloat", "tensor", "shim (its log line)");
     for (int k = 0; k < N_ROLES; k++) {
-        if (!in->have_caps[k])
+        if (!t->have_caps[k])
             continue;
-        const struct metal_caps *c = &in->caps[k];
+        const struct metal_caps *c = &t->caps[k];
         char fams[64] = "";
         for (size_t i = 0; i < c->n_families; i++)
             vzcaps_appendf(fams, sizeof fams, "%s%ld", i ? "," : "", c->families[i]);
-        printf("%-10s %-28s %-14s %-9s %-9s %-7s %-7s\n", bench_role_names[k], c->found ? esc(c->gpu_name) : "(no Metal lines)", fams,
-               tri(c->simdgroup_reduction), tri(c->simdgroup_mm), tri(c->bfloat), tri(c->tensor));
+        printf("%-10s %-26s %-14s %-9s %-9s %-7s %-7s %s\n", bench_role_names[k], c->found ? esc(c->gpu_name) : "(no Metal lines)",
+               fams, tri(c->simdgroup_reduction), tri(c->simdgroup_mm), tri(c->bfloat), tri(c->tensor), c->shim[0] ? c->shim : "none");
     }
-    const char *from;
-    long host = host_family(in, &from);
     for (int k = 0; k < N_ROLES; k++) {
-        long over = in->have_caps[k] ? above_host(&in->caps[k], host) : 0;
+        if (k == ROLE_UNLOCKED)
+            continue; /* said below, with the tuning */
+        long over = above_host(t, k, host);
         if (over)
             printf("! the %s run reported Apple%ld (%ld), above the host chip's real Apple%ld (%ld, from %s): more than the "
                    "hardware has; vzcaps claims at most the host's family\n",
                    bench_role_names[k], over - 1000, over, host - 1000, host, from);
     }
+    if (vs && strcmp(vs, "above") == 0)
+        printf("! the unlocked run reported Apple%ld (%ld), above the host chip's real Apple%ld (%ld, from %s): more than the "
+               "hardware has, and llama.cpp chose tuning rows for another GPU generation; vzcaps claims at most the host's family\n",
+               unl - 1000, unl, host - 1000, host, from);
+    else if (vs && strcmp(vs, "below") == 0)
+        printf("! the unlocked run reported Apple%ld (%ld), below the host chip's Apple%ld (%ld, from %s): llama.cpp chose "
+               "tuning rows for an older GPU generation than the one that ran the work\n",
+               unl - 1000, unl, host - 1000, host, from);
 }
 
 /* What marks an output file as one vzcaps report wrote (replaced without --force): a comment in
@@ -259,14 +354,13 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
             dirs[nd++] = argv[i];
     }
     if (!nd && !nfiles)
-        return usage_error("report", "give bundle directories or --stock/--unlocked/--host files");
+        return usage_error("report", "give directories (bundles, or stock*.json, unlocked*.json, host*.json files) or --stock/--unlocked/--host files");
     for (int i = 0; i < nfiles; i++)
         if (report_add(&in, files[i].role, files[i].path, err, sizeof err) != 0) {
             eprintf("vzcaps report: %s", err);
             return 1;
         }
     for (int d = 0; d < nd; d++) {
-        int found = 0;
         char *envp = xformat("%s/environment.json", dirs[d]), err2[1400];
         size_t elen;
         char *etext = access(envp, F_OK) == 0 ? read_text_file(envp, &elen, err2, sizeof err2) : NULL;
@@ -278,31 +372,21 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
             vzcaps_clip(brand->string, 100, in.brand, sizeof in.brand); /* no chip has a longer name */
         jv_free(edoc);
         free(etext);
-        for (int k = 0; k < N_ROLES; k++) {
-            char *path = xformat("%s/%s.json", dirs[d], bench_role_names[k]);
-            int rc = access(path, R_OK) != 0 ? 0 : (found++, report_add(&in, (enum bench_role)k, path, err, sizeof err));
-            free(path);
-            if (rc != 0) {
-                eprintf("vzcaps report: %s", err);
-                return 1;
-            }
-        }
-        if (!found) {
-            eprintf("vzcaps report: %s: not a bundle (no stock.json, unlocked.json or host.json)", dirs[d]);
+        if (report_add_dir(&in, dirs[d]) != 0)
             return 1;
-        }
-        /* a guest bundle has both runs; one without the other is incomplete, not a smaller report */
-        char *s_path = xformat("%s/stock.json", dirs[d]), *u_path = xformat("%s/unlocked.json", dirs[d]);
-        bool has_s = access(s_path, F_OK) == 0, has_u = access(u_path, F_OK) == 0;
-        free(s_path);
-        free(u_path);
-        if (has_s != has_u) {
-            eprintf("vzcaps report: %s: incomplete bundle: %s is missing", dirs[d], has_s ? "unlocked.json" : "stock.json");
-            return 1;
-        }
     }
     if (bench_table_check(&in.table, err, sizeof err) != 0) {
         eprintf("vzcaps report: %s", err);
+        return 1;
+    }
+    struct vzcaps_chip chip; /* a bundle's own record of the machine names the chip first */
+    vzcaps_chip_from_brand(in.brand[0] ? in.brand : NULL, &chip);
+    if (chip.known) {
+        snprintf(in.table.chip, sizeof in.table.chip, "%s", chip.name);
+        snprintf(in.table.chip_from, sizeof in.table.chip_from, "environment.json's cpu_brand");
+    }
+    if (in.table.n == 0) { /* never a table of dashes with exit 0 */
+        eprintf("vzcaps report: no llama-bench runs were read");
         return 1;
     }
     const char *outs[3] = {svg, csv, md};

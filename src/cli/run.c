@@ -1,6 +1,7 @@
 /* vzcaps run: one workload with the library injected and the configuration checked first.
- * Never: starts a workload whose configuration the library would refuse; keeps running
- * after the exec (exit status and signals are the workload's own). */
+ * Never: starts a workload whose configuration the library would refuse, or that would pass
+ * the library on to children that cannot load it; keeps running after the exec (exit status
+ * and signals are the workload's own). */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
 
@@ -17,7 +18,7 @@ int run_target_check(const char *target, const char *library, const struct vzcap
 int cmd_run(int argc, char **argv)
 {
     struct cfg_opts o = {0};
-    bool dry = false, verify = false;
+    bool dry = false, verify = false, inherit_anyway = false;
     const char *library_opt = NULL;
     int i = 1;
     for (; i < argc; i++) {
@@ -35,6 +36,8 @@ int cmd_run(int argc, char **argv)
         }
         if (strcmp(argv[i], "--inherit") == 0)
             o.inherit = true;
+        else if (strcmp(argv[i], "--inherit-anyway") == 0)
+            inherit_anyway = true;
         else if (strcmp(argv[i], "--dry-run") == 0)
             dry = true;
         else if (strcmp(argv[i], "--verify") == 0)
@@ -64,6 +67,28 @@ int cmd_run(int argc, char **argv)
         eprintf("vzcaps run: note: %s: %s here", cmd[0], why);
         snprintf(target, sizeof target, "%s", cmd[0]);
     }
+    /* a script: the program that really starts (and, for #!/usr/bin/env NAME, NAME itself,
+     * since macOS removes the injection at env) */
+    static struct script_chain chain;
+    const char *image = target; /* the program the library is loaded into */
+    if (trc == 0) {
+        int src = script_chain(target, &chain, why, sizeof why);
+        if (src != 0 && !dry) {
+            eprintf("vzcaps run: cannot run %s: %s", target, why);
+            return src;
+        }
+        if (src != 0)
+            eprintf("vzcaps run: note: %s: %s", target, why);
+        else if (chain.script)
+            image = chain.image, o.exe = vzcaps_basename(image); /* the name the library sees */
+        if (src == 0 && chain.rewritten)
+            eprintf("vzcaps run: note: %s starts %s through env; starting %s directly, since macOS removes the injection "
+                    "at env, which SIP protects", target, chain.env_name, chain.start);
+        char advice[2400];
+        script_protected_advice(&chain, advice, sizeof advice);
+        if (src == 0 && advice[0])
+            eprintf("vzcaps run: warning: %s: %s", target, advice);
+    }
     char library[4096], tried[2400];
     if (library_opt) {
         if (strlen(library_opt) >= sizeof library) {
@@ -78,7 +103,7 @@ int cmd_run(int argc, char **argv)
                 library_opt ? library : library_file, tried);
         return EXIT_REFUSED;
     }
-    if (library_check(library, target, why, sizeof why) != 0) {
+    if (library_check(library, image, why, sizeof why) != 0) {
         eprintf("vzcaps run: not starting %s: library %s: %s", o.exe, library, why);
         return EXIT_REFUSED;
     }
@@ -90,8 +115,20 @@ int cmd_run(int argc, char **argv)
             eprintf("vzcaps run: pass --family off to run it stock on purpose");
         return EXIT_REFUSED;
     }
+    if (r.profile.state == VZCAPS_ENABLED && r.profile.inherit) {
+        char iwhy[600];
+        int d = vzcaps_inherit_decision(platform_is_macos, platform_is_macos ? sip_status() : VZCAPS_SIP_UNKNOWN,
+                                        library_has_arch(library, "arm64e"), inherit_anyway, iwhy, sizeof iwhy);
+        if (d == VZCAPS_INHERIT_REFUSED) {
+            eprintf("vzcaps run: not starting %s with the injection kept in its children: %s; drop --inherit (and inherit = yes), "
+                    "or pass --inherit-anyway to accept that", o.exe, iwhy);
+            return EXIT_REFUSED;
+        }
+        if (d == VZCAPS_INHERIT_NOTE)
+            eprintf("vzcaps run: note: the injection is kept in %s's children: %s", o.exe, iwhy);
+    }
     char arch[32];
-    int rc = run_target_check(target, library, &r.profile, arch, sizeof arch);
+    int rc = run_target_check(image, library, &r.profile, arch, sizeof arch);
     if (rc != 0)
         return rc;
     const char *pass = run_chip_to_pass(arch, &r.profile.chip, o.chip || getenv("VZCAPS_HOST_CHIP"));
@@ -100,11 +137,21 @@ int cmd_run(int argc, char **argv)
         snprintf(chip, sizeof chip, "%s", pass);
         o.chip = chip;
         eprintf("vzcaps run: note: %s runs as x86_64 (under Rosetta on Apple silicon), where the CPU brand does not name the chip; "
-                "passing VZCAPS_HOST_CHIP=\"%s\"", target, chip);
+                "passing VZCAPS_HOST_CHIP=\"%s\"", image, chip);
     }
     if (verify && r.profile.state == VZCAPS_ENABLED && (rc = verify_gate(&o)) != 0)
         return rc;
 
+    char **exec_argv = cmd;
+    const char *exec_path = target;
+    if (trc == 0 && chain.rewritten) {
+        exec_argv = script_argv(&chain, target, cmd);
+        exec_path = chain.start;
+        if (!exec_argv) {
+            eprintf("vzcaps run: cannot run %s: out of memory", target);
+            return 126;
+        }
+    }
     char **env = cli_child_env(&o, library);
     if (cli_preload_duplicates())
         eprintf("vzcaps run: note: %s was set %zu more time(s); the child gets one entry (the first, as getenv sees it)",
@@ -122,25 +169,27 @@ int cmd_run(int argc, char **argv)
             putchar(' ');
             shell_quote(stdout, *e);
         }
-        for (char **a = cmd; *a; a++) {
+        for (char **a = exec_argv; *a; a++) {
             putchar(' ');
             shell_quote(stdout, *a);
         }
         putchar('\n');
+        if (exec_argv != cmd)
+            free(exec_argv);
         return 0;
     }
     fflush(NULL);
-    execve(target, cmd, env); /* exactly the file checked above */
+    execve(exec_path, exec_argv, env); /* exactly the file checked above */
     int err = errno;
     if (err == ENOEXEC) { /* no #! line: a shell script, as execvp treats it */
         size_t n = 0;
-        while (cmd[n])
+        while (exec_argv[n])
             n++;
         char **sh = calloc(n + 2, sizeof *sh);
         if (sh) {
             sh[0] = "sh";
-            sh[1] = target;
-            memcpy(sh + 2, cmd + 1, n * sizeof *sh);
+            sh[1] = (char *)exec_path;
+            memcpy(sh + 2, exec_argv + 1, n * sizeof *sh);
             execve("/bin/sh", sh, env);
         }
         err = errno;

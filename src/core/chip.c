@@ -7,12 +7,30 @@
 #include <ctype.h>
 #include <string.h>
 
-/* M1 -> Apple7, M2 -> Apple8, M3 and M4 -> Apple9, M5 -> Apple10. */
-static const int64_t family_of_generation[] = {0, 1007, 1008, 1009, 1009, 1010};
-#define MAX_GENERATION 5
 /* "maximum total threadgroup memory is 32 KB for Apple4..Apple9, Metal3, Metal4 and Mac";
- * Apple10's limit is not published, so M5 is held at the same 32 KB (never above). */
+ * Apple10's limit is not published, so M5 and A19 are held at the same 32 KB (never above). */
 #define DOCUMENTED_THREADGROUP_MEMORY 32768u
+
+/* One row a chip generation. Brand strings, as machdep.cpu.brand_string reports them:
+ * "Apple M2 Pro" on a host, "Apple M2 Pro (Virtual)" in a guest; "Apple A18 Pro" and
+ * "Apple A18 Pro (Virtual)" likewise (a MacBook Neo host). A chip is added only with its
+ * source: a row without one is a guess, and an unknown chip has no safe answer. */
+#define FEATURE_TABLES_2026 "Apple, Metal feature set tables, May 2026"
+static const struct chip_row {
+    char series;                 /* 'M' or 'A' */
+    int generation;
+    const char *variants;        /* the suffixes the series uses, space-separated */
+    int64_t apple_family;
+    const char *source;
+} chip_rows[] = {
+    {'M', 1, "Pro Max Ultra", 1007, FEATURE_TABLES_2026 ": M1 is Apple7"},
+    {'M', 2, "Pro Max Ultra", 1008, FEATURE_TABLES_2026 ": M2 is Apple8"},
+    {'M', 3, "Pro Max Ultra", 1009, FEATURE_TABLES_2026 ": M3 is Apple9"},
+    {'M', 4, "Pro Max Ultra", 1009, FEATURE_TABLES_2026 ": M4 is Apple9"},
+    {'M', 5, "Pro Max Ultra", 1010, FEATURE_TABLES_2026 ": M5 is Apple10"},
+    {'A', 18, "Pro", 1009, FEATURE_TABLES_2026 ": the A18 series is Apple9"},
+    {'A', 19, "Pro", 1010, FEATURE_TABLES_2026 ": the A19 series is Apple10"},
+};
 
 static int ncase_cmp(const char *a, const char *b, size_t n)
 {
@@ -22,7 +40,27 @@ static int ncase_cmp(const char *a, const char *b, size_t n)
     return 0;
 }
 
-static const char *const variants[] = {"Pro", "Max", "Ultra"};
+/* The variant of `row` spelled by brand[0..len), or NULL. */
+static const char *row_variant(const struct chip_row *row, const char *brand, size_t len)
+{
+    for (const char *v = row->variants; *v;) {
+        size_t n = strcspn(v, " ");
+        if (n == len && ncase_cmp(brand, v, n) == 0)
+            return v;
+        v += n;
+        while (*v == ' ')
+            v++;
+    }
+    return NULL;
+}
+
+const char *vzcaps_chip_source(const struct vzcaps_chip *chip)
+{
+    for (size_t r = 0; r < sizeof chip_rows / sizeof chip_rows[0]; r++)
+        if (chip->known && chip_rows[r].series == chip->series && chip_rows[r].generation == chip->generation)
+            return chip_rows[r].source;
+    return NULL;
+}
 
 void vzcaps_chip_from_brand(const char *brand, struct vzcaps_chip *out)
 {
@@ -41,33 +79,41 @@ void vzcaps_chip_from_brand(const char *brand, struct vzcaps_chip *out)
         out->guest = true;
         len -= sizeof virt - 1;
     }
-    /* "Apple M<generation>[ <variant>]" */
-    if (len < 8 || ncase_cmp(brand, "Apple M", 7) != 0)
+    /* "Apple <series><generation>[ <variant>]" */
+    if (len < 8 || ncase_cmp(brand, "Apple ", 6) != 0)
         return;
+    /* ASCII upper case by hand: the injected library imports nothing it does not need */
+    char series = brand[6] >= 'a' && brand[6] <= 'z' ? (char)(brand[6] - 'a' + 'A') : brand[6];
     size_t i = 7;
     int gen = 0;
     while (i < len && brand[i] >= '0' && brand[i] <= '9' && gen < 1000)
         gen = gen * 10 + (brand[i++] - '0');
     if (i == 7 || brand[7] == '0')
         return;
-    const char *variant = "";
+    const char *variant_at = brand + len, *variant = NULL;
+    size_t variant_len = 0;
     if (i < len) {
         if (brand[i] != ' ')
             return;
-        i++;
-        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++)
-            if (len - i == strlen(variants[v]) && ncase_cmp(brand + i, variants[v], len - i) == 0)
-                variant = variants[v];
-        if (!*variant)
-            return;
+        variant_at = brand + i + 1;
+        variant_len = len - i - 1;
     }
-    if (gen > MAX_GENERATION)
-        return; /* a future chip: no safe answer */
-    out->known = true;
-    out->generation = gen;
-    out->apple_family = family_of_generation[gen];
-    out->max_threadgroup_memory = DOCUMENTED_THREADGROUP_MEMORY;
-    snprintf(out->name, sizeof out->name, "Apple M%d%s%s", gen, *variant ? " " : "", variant);
+    for (size_t r = 0; r < sizeof chip_rows / sizeof chip_rows[0]; r++) {
+        const struct chip_row *row = &chip_rows[r];
+        if (row->series != series || row->generation != gen)
+            continue;
+        if (variant_len && !(variant = row_variant(row, variant_at, variant_len)))
+            return; /* a suffix this series does not have */
+        out->known = true;
+        out->series = series;
+        out->generation = gen;
+        out->apple_family = row->apple_family;
+        out->max_threadgroup_memory = DOCUMENTED_THREADGROUP_MEMORY;
+        snprintf(out->name, sizeof out->name, "Apple %c%d%s%.*s", series, gen, variant ? " " : "",
+                 variant ? (int)strcspn(variant, " ") : 0, variant ? variant : "");
+        return;
+    }
+    /* a chip not in the table (a future one, or a series Macs do not use): no safe answer */
 }
 
 bool vzcaps_chip_has_family(const struct vzcaps_chip *chip, int64_t family)
@@ -76,7 +122,7 @@ bool vzcaps_chip_has_family(const struct vzcaps_chip *chip, int64_t family)
         return false;
     if (vzcaps_family_is_apple(family))
         return family <= chip->apple_family;
-    /* Every M-series Mac reports Mac2 (and so Mac1), Common1..3, MacCatalyst, Metal3;
+    /* Every Apple-silicon Mac reports Mac2 (and so Mac1), Common1..3, MacCatalyst, Metal3;
      * Metal4 on macOS 26 (a bare-metal M1 Ultra reports it). */
     return vzcaps_family_name(family) != NULL;
 }

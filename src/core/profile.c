@@ -405,7 +405,7 @@ void vzcaps_profile_describe(const struct vzcaps_profile *p, const char *exe, ch
     buf[0] = '\0';
     switch (p->state) {
     case VZCAPS_ENABLED:
-        vzcaps_appendf(buf, len, "enabled for %s: ", exe);
+        vzcaps_appendf(buf, len, "configured for %s: ", exe);
         break;
     case VZCAPS_STOCK_REFUSED:
         vzcaps_appendf(buf, len, "left stock for %s: ", exe);

@@ -31,7 +31,8 @@ int vzcaps_family_parse(const char *text, int64_t *out);
 
 struct vzcaps_chip {
     bool known;                      /* false: no safe answer for this chip */
-    int generation;                  /* 1 for M1 ... 5 for M5; 0 when unknown */
+    char series;                     /* 'M' (M1 ... M5) or 'A' (A18, A19); 0 when unknown */
+    int generation;                  /* the number after the series letter; 0 when unknown */
     int64_t apple_family;            /* real Apple family, 0 when unknown */
     uint64_t max_threadgroup_memory; /* documented maximum, 0 when unknown */
     bool guest;                      /* brand carried the " (Virtual)" suffix */
@@ -41,6 +42,8 @@ struct vzcaps_chip {
 /* Reads a CPU brand string ("Apple M4 Max (Virtual)"). Unrecognised brands give
  * known = false (not an error). Never fails. */
 void vzcaps_chip_from_brand(const char *brand, struct vzcaps_chip *out);
+/* Where the chip table's row for a known chip comes from (a dated source); NULL if unknown. */
+const char *vzcaps_chip_source(const struct vzcaps_chip *chip);
 /* Whether the chip has a non-Apple family (Mac, Common, MacCatalyst, Metal3/4). */
 bool vzcaps_chip_has_family(const struct vzcaps_chip *chip, int64_t family);
 
@@ -264,6 +267,54 @@ int vzcaps_file_trust(unsigned long owner, unsigned long mode, unsigned long uid
  * path has a launcher's shape; the caller confirms that file exists. Such a process passes
  * the injection on unchanged: the profile applies in the program it starts. ---- */
 bool vzcaps_launcher_target(const char *exe_path, char *target, size_t len);
+
+/* ---- how macOS starts a process (launch.c): decisions over facts the caller gathered ---- */
+
+/* Whether SIP protects the program at path (under /bin, /sbin, /usr/bin, /usr/sbin,
+ * /usr/libexec or /System; components compared without case, "//" and "/./" collapsed):
+ * macOS removes DYLD_* variables when it starts one. A relative path is never protected
+ * (resolve it first). The list, as text for messages: vzcaps_protected_dirs_text(). */
+bool vzcaps_path_protected(const char *path);
+const char *vzcaps_protected_dirs_text(void);
+
+/* A #! line, read as macOS reads it: at most VZCAPS_SHEBANG_MAX bytes, words split at spaces
+ * and tabs (word 0 the interpreter). */
+#define VZCAPS_SHEBANG_MAX 512
+struct vzcaps_shebang {
+    char text[VZCAPS_SHEBANG_MAX]; /* the words, each ending in NUL */
+    uint16_t off[VZCAPS_SHEBANG_MAX / 2];
+    size_t n_words;
+};
+/* Parses the first n bytes of a file (pass up to VZCAPS_SHEBANG_MAX + 1 of them; fewer means
+ * the file ends there). 0: no "#!", not a script; 1: parsed; -1: a #! line no kernel runs as
+ * meant (longer than the limit, a control byte or carriage return, no interpreter), with why. */
+int vzcaps_shebang_parse(const char *head, size_t n, struct vzcaps_shebang *sb, char *why, size_t len);
+/* Word i, or NULL past the last. */
+const char *vzcaps_shebang_word(const struct vzcaps_shebang *sb, size_t i);
+/* For an interpreter named env: 1 with *name_word the word naming the program env starts
+ * (the words after it are its arguments; -S and -- are read as env reads them); 0 when the
+ * interpreter is not env; -1 when env is used in a way that cannot be replaced by starting
+ * the program directly (another option, VAR=value, quotes or $ after -S), why says; -2 when
+ * env is given no program (the line cannot work: env would start the script itself). */
+int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char *why, size_t len);
+
+/* `csrutil status` output: enabled, disabled or unknown (a custom configuration, no output). */
+enum { VZCAPS_SIP_UNKNOWN = -1, VZCAPS_SIP_DISABLED = 0, VZCAPS_SIP_ENABLED = 1 };
+int vzcaps_sip_parse(const char *text);
+/* Whether a workload may keep the injection in its children (--inherit, inherit = yes): on
+ * macOS a library without an arm64e slice reaching an arm64e child makes dyld terminate it.
+ * OK: nothing to say; NOTE: allowed, why says what remains; REFUSED: why says why, and
+ * anyway (the user accepted it) turns it into NOTE. */
+enum { VZCAPS_INHERIT_OK, VZCAPS_INHERIT_NOTE, VZCAPS_INHERIT_REFUSED };
+int vzcaps_inherit_decision(bool macos, int sip, bool library_has_arm64e, bool anyway, char *why, size_t len);
+/* What an arm64e program at path is, for a message ("Apple's Command Line Tools Python", "a
+ * system program"), or NULL when it is none of the known kinds. */
+const char *vzcaps_arm64e_client(const char *path);
+
+/* The value (n bytes) of a com.apple.quarantine attribute, "flags;time;agent;uuid", described
+ * in out ("quarantined (downloaded by Safari, flags 0083)"); any value, even malformed, means
+ * the file is quarantined: returns true. */
+bool vzcaps_quarantine_describe(const char *value, size_t n, char *out, size_t len);
 
 /* ---- output: one documented escape form for every human-readable line ----
  * Control characters (C0), DEL, C1 controls (U+0080..U+009F) and bytes that are not valid

@@ -1,5 +1,6 @@
-/* llama-bench tables: reading runs, medians, merging by test, the checks between runs, and
- * the text/CSV/Markdown/SVG/JSON renderings. Never: runs anything. */
+/* llama-bench tables: reading runs, medians, merging by test, the checks between runs, what
+ * each run's stderr reported, and the text/CSV/Markdown/JSON renderings (the chart:
+ * benchchart.c). Never: runs anything. */
 #define _XOPEN_SOURCE 700
 #include "benchdata.h"
 
@@ -139,6 +140,24 @@ int bench_table_add_file(struct bench_table *t, enum bench_role role, const char
             t->build_number = (long long)bn->number;
         if (mt && mt->type == JV_STRING && !t->model_type[0])
             vzcaps_clip(mt->string, sizeof t->model_type - 16, t->model_type, sizeof t->model_type);
+        /* the chip: the last item of cpu_info ("Accelerate, Apple M1 Ultra (Virtual)"), when the
+         * chip table knows it (never an arbitrary string on the chart) */
+        const struct jv *ci = jv_get(run, "cpu_info"), *tt = jv_get(run, "test_time");
+        if (ci && ci->type == JV_STRING && !t->chip[0]) {
+            const char *last = strrchr(ci->string, ',');
+            struct vzcaps_chip chip;
+            vzcaps_chip_from_brand(last ? last + 1 : ci->string, &chip);
+            if (chip.known)
+                snprintf(t->chip, sizeof t->chip, "%s", chip.name);
+        }
+        /* the date: test_time "2026-08-09T18:13:03Z"; only a well-formed date is taken */
+        if (tt && tt->type == JV_STRING && strlen(tt->string) >= 10) {
+            bool date = true;
+            for (int i = 0; i < 10; i++)
+                date &= i == 4 || i == 7 ? tt->string[i] == '-' : tt->string[i] >= '0' && tt->string[i] <= '9';
+            if (date && (!t->date[0] || strncmp(tt->string, t->date, 10) < 0))
+                snprintf(t->date, sizeof t->date, "%.10s", tt->string);
+        }
     }
     rc = 0;
 out:
@@ -194,6 +213,31 @@ static int yes_no(const char *line, const char *label)
     return strncmp(p, "true", 4) == 0 ? 1 : strncmp(p, "false", 5) == 0 ? 0 : -1;
 }
 
+/* Which shim said on this line that it changed the answers: vzcaps's own line
+ * ("vzcaps: enabled for EXE: ...") or another's "[Tag] Enabled for" (the published data set's
+ * shim logs "[LumeMetalCapabilities] Enabled for llama-bench (...)"). vzcaps wins. */
+static void shim_of_line(const char *line, struct metal_caps *c)
+{
+    if (strncmp(line, "vzcaps: enabled for ", 20) == 0) {
+        snprintf(c->shim, sizeof c->shim, "vzcaps");
+        return;
+    }
+    const char *en = strstr(line, "] Enabled for ");
+    if (!en || c->shim[0])
+        return;
+    const char *open = en;
+    while (open > line && open[-1] != '[')
+        open--;
+    size_t n = (size_t)(en - open);
+    if (open == line || n == 0 || n >= sizeof c->shim || (open - 1 > line && open[-2] != ' '))
+        return; /* "[Tag]" stands alone: at the line's start or after a blank */
+    for (size_t i = 0; i < n; i++)
+        if (!((open[i] >= 'A' && open[i] <= 'Z') || (open[i] >= 'a' && open[i] <= 'z') || (open[i] >= '0' && open[i] <= '9') ||
+              open[i] == '_' || open[i] == '-' || open[i] == '.'))
+            return; /* only a plain name goes on a chart */
+    snprintf(c->shim, sizeof c->shim, "%.*s", (int)n, open);
+}
+
 void metal_caps_parse(const char *text, struct metal_caps *c)
 {
     memset(c, 0, sizeof *c);
@@ -205,6 +249,7 @@ void metal_caps_parse(const char *text, struct metal_caps *c)
         size_t n = nl ? (size_t)(nl - line) : strlen(line);
         char buf[512];
         snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), line);
+        shim_of_line(buf, c);
         if (strstr(buf, "ggml_metal")) {
             const char *p;
             int v;
@@ -220,9 +265,20 @@ void metal_caps_parse(const char *text, struct metal_caps *c)
                     snprintf(c->gpu_name, sizeof c->gpu_name, "%s", p);
             } else if ((p = strstr(buf, "GPU family:"))) {
                 const char *open = strrchr(p, '(');
+                long fam = open ? strtol(open + 1, NULL, 10) : 0;
                 if (open && c->n_families < 8)
-                    c->families[c->n_families++] = strtol(open + 1, NULL, 10);
+                    c->families[c->n_families++] = fam;
                 c->found = true;
+                /* the Apple line: "MTLGPUFamilyApple7  (1007)", kept as printed, spaces folded */
+                const char *name = strstr(p, "MTLGPUFamilyApple");
+                if (name && fam >= 1001 && fam <= 1099 && !c->apple_family) {
+                    c->apple_family = fam;
+                    size_t k = 0;
+                    for (const char *q = name; *q && k + 1 < sizeof c->gpu_family; q++)
+                        if ((unsigned char)*q >= 0x20 && *q != 0x7f && !(*q == ' ' && (k == 0 || c->gpu_family[k - 1] == ' ')))
+                            c->gpu_family[k++] = *q;
+                    c->gpu_family[k] = '\0';
+                }
             } else if ((v = yes_no(buf, "simdgroup reduction")) != -2) {
                 c->simdgroup_reduction = v;
             } else if ((v = yes_no(buf, "simdgroup matrix mul.")) != -2) {
@@ -255,6 +311,32 @@ int metal_caps_read(const char *path, struct metal_caps *c)
     metal_caps_parse(text, c);
     free(text);
     return 0;
+}
+
+int bench_table_add_stderr(struct bench_table *t, enum bench_role role, const char *path)
+{
+    if (t->have_caps[role])
+        return 0;
+    if (metal_caps_read(path, &t->caps[role]) != 0)
+        return -1;
+    t->have_caps[role] = true;
+    return 0;
+}
+
+void bench_series_label(const struct bench_table *t, enum bench_role role, char *buf, size_t len)
+{
+    static const char *const base[N_ROLES] = {"stock guest", "unlocked guest", "host (bare metal)"};
+    const struct metal_caps *c = &t->caps[role];
+    if (!t->have_caps[role])
+        snprintf(buf, len, "%s", base[role]); /* no stderr: nothing to credit */
+    else if (c->shim[0])
+        snprintf(buf, len, "%s (%s)", base[role], c->shim);
+    else if (role == ROLE_UNLOCKED)
+        snprintf(buf, len, "%s (no shim's log line in its stderr)", base[role]);
+    else
+        snprintf(buf, len, "%s", base[role]);
+    if (t->have_caps[role] && c->apple_family)
+        vzcaps_appendf(buf, len, ", GPU family Apple%ld", c->apple_family - 1000);
 }
 
 /* ---- renderings ---- */
@@ -295,6 +377,18 @@ void bench_render_text(const struct bench_table *t, FILE *out)
             if (t->rows[i].role[k].present)
                 fprintf(out, "%s %s %s %.2f..%.2f (n=%zu)", i || k ? ";" : "", t->rows[i].test, bench_role_names[k],
                         t->rows[i].role[k].min, t->rows[i].role[k].max, t->rows[i].role[k].n);
+    fprintf(out, "\n");
+    bool any = false;
+    for (int k = 0; k < N_ROLES; k++)
+        any |= t->have_caps[k];
+    if (!any)
+        return;
+    /* llama.cpp's own start-up line: the family that chose its tuning rows in each run */
+    fprintf(out, "GPU family (llama.cpp's start-up line):");
+    int shown = 0;
+    for (int k = 0; k < N_ROLES; k++)
+        if (t->have_caps[k])
+            fprintf(out, "%s %s %s", shown++ ? ";" : "", bench_role_names[k], t->caps[k].gpu_family[0] ? t->caps[k].gpu_family : "(not printed)");
     fprintf(out, "\n");
 }
 
@@ -349,189 +443,29 @@ void bench_render_md(const struct bench_table *t, FILE *out)
             fprintf(out, " %.4f %% |\n", h);
     }
     fprintf(out, "\nMedians of llama-bench `samples_ts` per test.\n");
-}
-
-static void xml_escape(FILE *out, const char *s)
-{
-    for (; *s; s++)
-        if (*s == '<')
-            fputs("&lt;", out);
-        else if (*s == '>')
-            fputs("&gt;", out);
-        else if (*s == '&')
-            fputs("&amp;", out);
-        else
-            fputc(*s, out);
-}
-
-/* Text width for the layout: measured from its length with a generous per-character width
- * (sans-serif digits and letters average about 0.55 em; 0.62 em leaves a margin), so the
- * layout is computed, not guessed, and cannot overflow its own canvas. */
-static double text_w(const char *text, double font)
-{
-    return (double)strlen(text) * font * 0.62 + 4;
-}
-
-static double nice_max(double v)
-{
-    double m = pow(10, ceil(log10(v > 0 ? v : 1)));
-    if (m / 5 >= v)
-        return m / 5;
-    if (m / 2 >= v)
-        return m / 2;
-    return m;
-}
-
-static void fmt_tick(char *buf, size_t len, double v)
-{
-    if (v >= 100 || v == floor(v))
-        snprintf(buf, len, "%.0f", v);
-    else
-        snprintf(buf, len, "%.2g", v);
-}
-
-void bench_render_svg(const struct bench_table *t, FILE *out)
-{
-    static const char *const colours[N_ROLES] = {"#9a9a9a", "#2b7bd6", "#2a9d5b"};
-    static const char *const legend[N_ROLES] = {"stock guest", "unlocked guest (vzcaps)", "host (bare metal)"};
-    const char *title = "Tokens per second by test (median of samples, higher is better; each test on its own axis)";
-    const double font = 12, margin = 20, plot_h = 220, bar_w = 34, gap = 6;
-    size_t nrows = t->n ? t->n : 1;
-    int nroles = 0;
+    bool any = false;
     for (int k = 0; k < N_ROLES; k++)
-        nroles += t->role_given[k];
-    nroles = nroles ? nroles : 1;
-
-    /* panel i: its own scale; width from its bars, its axis labels and its test name */
-    double panel_w[BENCH_MAX_ROWS], scale[BENCH_MAX_ROWS], axis_w[BENCH_MAX_ROWS];
-    double total_w = margin;
-    for (size_t i = 0; i < nrows; i++) {
-        double maxv = 0;
-        for (int k = 0; k < N_ROLES && i < t->n; k++)
-            if (t->rows[i].role[k].present && t->rows[i].role[k].median > maxv)
-                maxv = t->rows[i].role[k].median;
-        scale[i] = nice_max(maxv);
-        char tick[32];
-        fmt_tick(tick, sizeof tick, scale[i]);
-        axis_w[i] = text_w(tick, font) + 8;
-        double bars = nroles * (bar_w + gap) + gap;
-        double label = i < t->n ? text_w(t->rows[i].test, font) : 0;
-        double value_labels = 0;
-        for (int k = 0; k < N_ROLES && i < t->n; k++)
-            if (t->rows[i].role[k].present) {
-                char v[32];
-                snprintf(v, sizeof v, "%.1f", t->rows[i].role[k].median);
-                value_labels = fmax(value_labels, text_w(v, font - 2));
-            }
-        bars = fmax(bars, nroles * (value_labels + gap) + gap);
-        panel_w[i] = axis_w[i] + fmax(bars, label) + margin;
-        total_w += panel_w[i];
-    }
-    /* the legend: one entry a line, under the panels */
-    double legend_w = 0;
+        any |= t->have_caps[k];
+    if (!any)
+        return;
+    /* which tuning rows each run used: llama.cpp keys them by this family */
+    fprintf(out, "\n| run | GPU family (llama.cpp's start-up line) | shim that said it changed the answers |\n| --- | --- | --- |\n");
     for (int k = 0; k < N_ROLES; k++)
-        if (t->role_given[k])
-            legend_w = fmax(legend_w, 16 + text_w(legend[k], font));
-    /* the second chart: speed-up and percent of host, one row per test */
-    bool any_speed = false, any_host = false;
-    double max_speed = 1;
-    for (size_t i = 0; i < t->n; i++) {
-        double sp = bench_speedup(&t->rows[i]), ph = bench_percent_of_host(&t->rows[i]);
-        any_speed |= !isnan(sp), any_host |= !isnan(ph);
-        if (!isnan(sp))
-            max_speed = fmax(max_speed, sp);
-    }
-    const char *title2 = "Unlocked guest vs stock guest (speed-up) and vs the host (percent of host)";
-    double name_w = 0;
-    for (size_t i = 0; i < t->n; i++)
-        name_w = fmax(name_w, text_w(t->rows[i].test, font));
-    const double row_h = 22, bar2_w = 240;
-    double chart2_w = margin + name_w + 8 + bar2_w + 8 + text_w("100.00 % of host", font) + margin;
-    double width = fmax(fmax(total_w, margin * 2 + text_w(title, 14)), fmax(margin * 2 + legend_w, chart2_w));
-    if (any_speed || any_host)
-        width = fmax(width, margin * 2 + text_w(title2, 14));
-    double top = 44, legend_top = top + plot_h + 44, chart2_top = legend_top + nroles * 18 + 30;
-    int rows2 = (any_speed ? 1 : 0) + (any_host ? 1 : 0);
-    double height = (any_speed || any_host) ? chart2_top + 30 + (double)t->n * rows2 * row_h + margin : legend_top + nroles * 18 + margin;
+        if (t->have_caps[k])
+            fprintf(out, "| %s | %s | %s |\n", bench_role_names[k], t->caps[k].gpu_family[0] ? t->caps[k].gpu_family : "(not printed)",
+                    t->caps[k].shim[0] ? t->caps[k].shim : "none");
+}
 
-    fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"%.0f\">\n",
-            ceil(width), ceil(height), ceil(width), ceil(height), font);
-    fprintf(out, "<title>llama-bench tokens per second: stock, unlocked (vzcaps) and host</title>\n");
-    fprintf(out, "<rect width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", ceil(width), ceil(height));
-    fprintf(out, "<text x=\"%.0f\" y=\"22\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", margin, title);
-    double px = margin;
-    for (size_t i = 0; i < t->n; i++) {
-        const struct bench_row *r = &t->rows[i];
-        double ax = px + axis_w[i], base = top + plot_h;
-        for (int g = 0; g <= 4; g++) {
-            double v = scale[i] * g / 4, y = base - plot_h * g / 4;
-            char tick[32];
-            fmt_tick(tick, sizeof tick, v);
-            fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n", ax, y,
-                    px + panel_w[i] - margin, y);
-            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", ax - 4, y + 4, tick);
-        }
-        fprintf(out, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\"/>\n", ax, top, ax, base);
-        double slot = (panel_w[i] - margin - axis_w[i]) / nroles;
-        int drawn = 0;
-        for (int k = 0; k < N_ROLES; k++) {
-            if (!t->role_given[k])
-                continue;
-            double cx = ax + slot * (drawn++ + 0.5);
-            if (!r->role[k].present)
-                continue;
-            double h = plot_h * r->role[k].median / scale[i];
-            fprintf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\" fill=\"%s\"><title>",
-                    bench_role_names[k], cx - bar_w / 2, base - h, bar_w, h, colours[k]);
-            xml_escape(out, r->test);
-            fprintf(out, " %s: %.2f t/s</title></rect>\n", bench_role_names[k], r->role[k].median);
-            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"%.0f\">%.1f</text>\n", cx, base - h - 4,
-                    font - 2, r->role[k].median);
-        }
-        fprintf(out, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">", ax + (panel_w[i] - margin - axis_w[i]) / 2, base + 18);
-        xml_escape(out, r->test);
-        fprintf(out, "</text>\n");
-        px += panel_w[i];
+long bench_host_family(const struct bench_table *t, const char **from)
+{
+    if (t->have_caps[ROLE_HOST] && t->caps[ROLE_HOST].apple_family) {
+        *from = "the host run";
+        return t->caps[ROLE_HOST].apple_family;
     }
-    fprintf(out, "<text x=\"%.0f\" y=\"%.0f\">tokens per second (t/s); llama-bench test under each panel</text>\n", margin,
-            top + plot_h + 36);
-    double ly = legend_top;
-    for (int k = 0; k < N_ROLES; k++) {
-        if (!t->role_given[k])
-            continue;
-        fprintf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/><text x=\"%.0f\" y=\"%.0f\">%s</text>\n",
-                margin, ly, colours[k], margin + 16, ly + 10, legend[k]);
-        ly += 18;
-    }
-    if (any_speed || any_host) {
-        fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", margin, chart2_top, title2);
-        double y = chart2_top + 16, bx = margin + name_w + 8;
-        for (size_t i = 0; i < t->n; i++) {
-            double sp = bench_speedup(&t->rows[i]), ph = bench_percent_of_host(&t->rows[i]);
-            for (int which = 0; which < 2; which++) {
-                double v = which ? ph : sp;
-                if ((which ? !any_host : !any_speed))
-                    continue;
-                fprintf(out, "<text x=\"%.0f\" y=\"%.1f\">", margin, y + 14);
-                xml_escape(out, t->rows[i].test);
-                fprintf(out, "</text>\n");
-                if (!isnan(v)) {
-                    double w = which ? bar2_w * fmin(v, 100) / 100 : bar2_w * v / max_speed;
-                    fprintf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"14\" fill=\"%s\"/>\n",
-                            which ? "percent_of_host" : "speedup", bx, y + 3, w, which ? colours[ROLE_HOST] : colours[ROLE_UNLOCKED]);
-                    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">", bx + bar2_w + 8, y + 14);
-                    if (which)
-                        fprintf(out, "%.2f %% of host", v);
-                    else
-                        fprintf(out, "%.2fx speed-up", v);
-                    fprintf(out, "</text>\n");
-                }
-                y += row_h;
-            }
-        }
-    }
-    fprintf(out, "</svg>\n");
+    struct vzcaps_chip chip;
+    vzcaps_chip_from_brand(t->chip[0] ? t->chip : NULL, &chip);
+    *from = t->chip_from[0] ? t->chip_from : "the runs' cpu_info";
+    return chip.known ? (long)chip.apple_family : 0;
 }
 
 static void stat_json(struct json *j, const char *key, const struct bench_stat *s, bool median)
@@ -602,6 +536,12 @@ void metal_caps_json(const struct metal_caps *c, struct json *j, const char *key
     for (size_t i = 0; i < c->n_families; i++)
         json_int(j, NULL, c->families[i]);
     json_end_arr(j);
+    json_str(j, "gpu_family", c->gpu_family[0] ? c->gpu_family : NULL); /* the line that picks the tuning rows */
+    if (c->apple_family)
+        json_int(j, "apple_family", c->apple_family);
+    else
+        json_null(j, "apple_family");
+    json_str(j, "shim", c->shim[0] ? c->shim : NULL);
     tri(j, "simdgroup_reduction", c->simdgroup_reduction);
     tri(j, "simdgroup_matrix_mul", c->simdgroup_mm);
     tri(j, "bfloat", c->bfloat);

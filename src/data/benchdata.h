@@ -27,6 +27,24 @@ struct bench_row {
     struct bench_stat role[N_ROLES];
 };
 
+/* What the Metal backend printed at start-up (ggml_metal_device_init lines), and which shim
+ * said in the same stderr that it changed the answers. */
+struct metal_caps {
+    bool found;
+    char gpu_name[96];
+    long families[8];
+    size_t n_families;
+    /* llama.cpp's "GPU family: MTLGPUFamilyAppleN (100N)" line: the family that selects its
+     * tuning rows; 0 and "" when the run printed none */
+    long apple_family;
+    char gpu_family[48];
+    int simdgroup_reduction, simdgroup_mm, bfloat, tensor, unified_memory, residency_sets; /* -1 unknown */
+    double working_set_mb;
+    /* "vzcaps" when vzcaps's own "vzcaps: enabled for" line is there, else the tag of another
+     * shim's "[Tag] Enabled for" line; "" when no shim said it changed anything */
+    char shim[48];
+};
+
 struct bench_table {
     struct bench_row rows[BENCH_MAX_ROWS];
     size_t n;
@@ -34,16 +52,11 @@ struct bench_table {
     char build_commit[48]; /* clipped visibly ("...(N bytes)") when longer */
     long long build_number;
     char model_type[96];
-};
-
-/* What the Metal backend printed at start-up (ggml_metal_device_init lines). */
-struct metal_caps {
-    bool found;
-    char gpu_name[96];
-    long families[8];
-    size_t n_families;
-    int simdgroup_reduction, simdgroup_mm, bfloat, tensor, unified_memory, residency_sets; /* -1 unknown */
-    double working_set_mb;
+    char chip[48];       /* the host chip, canonical; "" when none known */
+    char chip_from[48];  /* where chip came from ("" for the runs' cpu_info) */
+    char date[11];       /* the earliest run's test_time, YYYY-MM-DD; "" when none */
+    struct metal_caps caps[N_ROLES];
+    bool have_caps[N_ROLES]; /* the role's stderr was read */
 };
 
 /* Adds every run of a llama-bench JSON file to role. 0, or -1 with "FILE: reason" in err. */
@@ -56,6 +69,15 @@ double bench_median(double *v, size_t n);                /* sorts v */
 
 void metal_caps_parse(const char *text, struct metal_caps *c);
 int metal_caps_read(const char *path, struct metal_caps *c); /* 0, -1 when unreadable */
+/* Reads a run's stderr into the table's capabilities of role (the first one read wins).
+ * 0, or -1 when unreadable (the table is unchanged). */
+int bench_table_add_stderr(struct bench_table *t, enum bench_role role, const char *path);
+/* The legend of a role's series: "unlocked guest (vzcaps)" only when vzcaps's line is in
+ * that run's stderr; another shim's name when its line is; no shim named when none is. */
+void bench_series_label(const struct bench_table *t, enum bench_role role, char *buf, size_t len);
+/* The host chip's real Apple family: the host run's GPU family line, else the table's chip;
+ * 0 when unknown. *from says which. */
+long bench_host_family(const struct bench_table *t, const char **from);
 
 void bench_render_text(const struct bench_table *t, FILE *out);
 void bench_render_csv(const struct bench_table *t, FILE *out);

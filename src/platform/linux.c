@@ -33,3 +33,15 @@ void self_path(char *buf, size_t len)
     ssize_t n = readlink("/proc/self/exe", buf, len);
     buf[n > 0 && (size_t)n < len ? n : 0] = '\0'; /* one that fills buf may be cut: unknown, as on macOS */
 }
+
+int sip_status(void)
+{
+    return VZCAPS_SIP_UNKNOWN; /* SIP is macOS's */
+}
+
+int quarantine_value(const char *path, char *buf, size_t cap, size_t *n, char *why, size_t len)
+{
+    (void)path, (void)buf, (void)cap, (void)why, (void)len;
+    *n = 0;
+    return 0; /* files here carry no quarantine mark */
+}

@@ -30,5 +30,12 @@ void self_path(char *buf, size_t len);
 extern const char preload_var[];      /* LD_PRELOAD or DYLD_INSERT_LIBRARIES */
 extern const char library_file[];     /* libvzcaps.so or libvzcaps.dylib */
 extern const bool platform_is_macos;
+/* SIP's state (VZCAPS_SIP_* of core): `/usr/bin/csrutil status` on macOS; unknown on Linux
+ * and when it cannot be run. */
+int sip_status(void);
+/* The com.apple.quarantine attribute of path (a link itself, not followed), at most cap
+ * bytes: 1 with *n set (0 when longer than cap: still a mark), 0 when there is none, -1 when
+ * it cannot be read (why says). Linux: always 0. */
+int quarantine_value(const char *path, char *buf, size_t cap, size_t *n, char *why, size_t len);
 
 #endif

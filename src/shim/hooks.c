@@ -286,7 +286,22 @@ out:
     return rc;
 }
 
-void vzcaps_hooks_on_device(id device)
+/* Set by the first call that finds a device class hooked: the "hooked" line is said once. */
+static atomic_flag announced = ATOMIC_FLAG_INIT;
+
+/* The line that says the hooks are really in place: the class, and the path that got there
+ * first. Once per process; through vzcaps_log, like the start line. */
+static void announce(Class cls, const char *path)
+{
+    if (atomic_flag_test_and_set_explicit(&announced, memory_order_relaxed))
+        return;
+    char label[160], exe[300], line[600];
+    vzcaps_clip(vzcaps_platform_exe_name(), 255, exe, sizeof exe);
+    snprintf(line, sizeof line, "vzcaps: hooked %s for %s via %s", class_label(cls, label), exe, path);
+    vzcaps_log(line, !vzcaps_effective.quiet);
+}
+
+void vzcaps_hooks_on_device(id device, const char *path)
 {
     if (!device || vzcaps_effective.state != VZCAPS_ENABLED)
         return;
@@ -302,6 +317,8 @@ void vzcaps_hooks_on_device(id device)
         char line[300];
         snprintf(line, sizeof line, "vzcaps: %s", why);
         vzcaps_log(line, !vzcaps_effective.quiet);
+    } else {
+        announce(cls, path);
     }
 }
 
@@ -314,7 +331,7 @@ static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void replaced_init_family(id self, SEL cmd)
 {
-    vzcaps_hooks_on_device(self);
+    vzcaps_hooks_on_device(self, VZCAPS_PATH_INIT_FAMILY);
     IMP orig = atomic_load_explicit(&original_init_family, memory_order_acquire);
     if (orig)
         ((void_imp)(void (*)(void))orig)(self, cmd);

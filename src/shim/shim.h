@@ -14,8 +14,11 @@
 /* The effective profile, written once by the constructor before any hook exists. */
 VZCAPS_HIDDEN extern struct vzcaps_profile vzcaps_effective;
 
-/* hooks.c */
-VZCAPS_HIDDEN void vzcaps_hooks_on_device(id device);
+/* hooks.c. vzcaps_hooks_on_device hooks device's class; path names the way the device
+ * reached it, for the one "hooked" line the first hooked class gets. */
+#define VZCAPS_PATH_INIT_FAMILY "initGPUFamilySupport"
+#define VZCAPS_PATH_FACTORY(fn) "factory interposer (" fn ")"
+VZCAPS_HIDDEN void vzcaps_hooks_on_device(id device, const char *path);
 VZCAPS_HIDDEN int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len);
 VZCAPS_HIDDEN void vzcaps_hooks_watch_base_class(void);
 

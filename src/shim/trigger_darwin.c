@@ -78,34 +78,34 @@ extern id MTLCopyAllDevicesWithObserver(id *observer, void *handler) __attribute
 typedef unsigned long (*count_fn)(id, SEL);
 typedef id (*index_fn)(id, SEL, unsigned long);
 
-static void on_array(id devices)
+static void on_array(id devices, const char *path)
 {
     if (!devices)
         return;
     SEL count = sel_registerName("count"), at = sel_registerName("objectAtIndex:");
     unsigned long n = ((count_fn)(void (*)(void))objc_msgSend)(devices, count);
     for (unsigned long i = 0; i < n; i++)
-        vzcaps_hooks_on_device(((index_fn)(void (*)(void))objc_msgSend)(devices, at, i));
+        vzcaps_hooks_on_device(((index_fn)(void (*)(void))objc_msgSend)(devices, at, i), path);
 }
 
 static id vz_create_default(void)
 {
     id device = MTLCreateSystemDefaultDevice();
-    vzcaps_hooks_on_device(device);
+    vzcaps_hooks_on_device(device, VZCAPS_PATH_FACTORY("MTLCreateSystemDefaultDevice"));
     return device;
 }
 
 static id vz_copy_all(void)
 {
     id devices = MTLCopyAllDevices();
-    on_array(devices);
+    on_array(devices, VZCAPS_PATH_FACTORY("MTLCopyAllDevices"));
     return devices;
 }
 
 static id vz_copy_all_observed(id *observer, void *handler)
 {
     id devices = MTLCopyAllDevicesWithObserver(observer, handler);
-    on_array(devices);
+    on_array(devices, VZCAPS_PATH_FACTORY("MTLCopyAllDevicesWithObserver"));
     return devices;
 }
 

@@ -68,7 +68,7 @@ id MTLCreateSystemDefaultDevice(void)
     if (!real)
         return nil;
     id device = real();
-    vzcaps_hooks_on_device(device);
+    vzcaps_hooks_on_device(device, VZCAPS_PATH_FACTORY("MTLCreateSystemDefaultDevice"));
     return device;
 }
 

@@ -4,13 +4,12 @@ import csv
 import hashlib
 import json
 import re
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUILD, ROOT, clean_env
+from conftest import BUILD, ROOT, clean_env, need_tool
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
 
@@ -67,6 +66,13 @@ def test_guest_bundle(tmp_path):
     assert env["mode"] == "guest" and env["vcpus"] >= 1 and env["memory_bytes"] > 0
     caps = json.loads((out / "capabilities.json").read_text())
     assert caps["stock"]["families"] == [1005, 3003] and caps["unlocked"]["simdgroup_matrix_mul"] is True
+    # the GPU family line of each run (it picks llama.cpp's tuning rows), in the bundle's results
+    assert caps["stock"]["gpu_family"] == "MTLGPUFamilyApple5 (1005)" and caps["unlocked"]["apple_family"] == 1009
+    assert caps["unlocked"]["shim"] == "vzcaps" and caps["stock"]["shim"] is None
+    md = (out / "results.md").read_text()
+    assert "| stock | MTLGPUFamilyApple5 (1005) | none |" in md and "| unlocked | MTLGPUFamilyApple9 (1009) | vzcaps |" in md
+    assert "GPU family (llama.cpp's start-up line): stock MTLGPUFamilyApple5 (1005); unlocked MTLGPUFamilyApple9 (1009)" in p.stdout
+    assert "unlocked guest (vzcaps), GPU family Apple9" in (out / "chart.svg").read_text()
     check = json.loads((out / "check-output.json").read_text())
     assert check["verdict"] == "pass" and check["perplexity_reference"] == 10.0 and check["perplexity_unlocked"] == 10.05
     for line in (out / "SHA256SUMS").read_text().splitlines():
@@ -111,8 +117,16 @@ def test_chart_is_valid_svg_with_three_series(tmp_path):
     assert len(bars) == 6
     texts = " ".join(t.text or "" for t in root.iter(f"{SVG}text"))
     assert "tokens per second (t/s)" in texts and "llama-bench test" in texts  # labelled axes with units
-    assert "stock guest" in texts and "unlocked guest (vzcaps)" in texts and "host (bare metal)" in texts
-    assert "11.08x speed-up" in texts and "98.25 % of host" in texts and "16.36x speed-up" in texts
+    # each series is credited to the shim its own stderr names, with the family llama.cpp printed
+    legend = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "legend"]
+    assert legend == ["stock guest, GPU family Apple5", "unlocked guest (vzcaps), GPU family Apple9",
+                      "host (bare metal), GPU family Apple7"]
+    about = [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "about"]
+    assert about == ["llama 1B Q4_K - Medium · Apple M1 Ultra · llama.cpp ee3d1b54c (build 10167) · 2026-08-09"]
+    assert "Speed-up: unlocked guest / stock guest" in texts and "Unlocked guest as a percentage of the host" in texts
+    assert "11.08x" in texts and "98.25 %" in texts and "16.36x" in texts
+    # the lower charts have axes: ticks with their units
+    assert "0x" in texts and "20x" in texts and "0 %" in texts and "100 %" in texts
     titles = [t.text for t in root.iter(f"{SVG}title")]
     assert "pp512 unlocked: 4786.70 t/s" in titles
     # bars are proportional to the medians
@@ -160,7 +174,6 @@ def png_pixels(path):
     return w, h, rows
 
 
-@pytest.mark.skipif(not shutil.which("rsvg-convert"), reason="rsvg-convert (librsvg2-bin) not installed")
 @pytest.mark.parametrize("runs", [("stock", "unlocked", "host"), ("stock", "unlocked"), ("host",)])
 def test_rendered_chart_stays_inside_its_canvas(tmp_path, runs):
     """Rendered with librsvg onto a larger, transparent canvas: nothing is drawn outside the
@@ -180,7 +193,7 @@ def test_rendered_chart_stays_inside_its_canvas(tmp_path, runs):
                    text, count=1)
     grown = re.sub(r'<rect width="[\d.]+" height="[\d.]+" fill="white"/>', "", grown, count=1)  # the background
     (tmp_path / "grown.svg").write_text(grown)
-    subprocess.run(["rsvg-convert", str(tmp_path / "grown.svg"), "-o", str(tmp_path / "c.png")], check=True)
+    subprocess.run([need_tool("rsvg-convert"), str(tmp_path / "grown.svg"), "-o", str(tmp_path / "c.png")], check=True)
     pw, ph, rows = png_pixels(tmp_path / "c.png")
     assert (pw, ph) == (int(w + 2 * m), int(h + 2 * m))
     outside = sum(1 for y in range(ph) for x in range(pw)
@@ -188,11 +201,18 @@ def test_rendered_chart_stays_inside_its_canvas(tmp_path, runs):
     assert outside == 0
     drawn = sum(1 for y in range(m, int(m + h)) for x in range(m, int(m + w)) if rows[y][4 * x + 3])
     assert drawn > 1000
-    legends = {"stock": "stock guest", "unlocked": "unlocked guest (vzcaps)", "host": "host (bare metal)"}
+    # plain llama-bench files with their .stderr: the unlocked run was another shim's, and the
+    # chart says so instead of crediting vzcaps
+    legends = {"stock": "stock guest, GPU family Apple5", "unlocked": "unlocked guest (LumeMetalCapabilities), GPU family Apple9",
+               "host": "host (bare metal), GPU family Apple7"}
     root = ET.fromstring(text.encode())
     texts = [t.text for t in root.iter(f"{SVG}text")]
-    for r in runs:
-        assert legends[r] in texts
+    assert [t.text for t in root.iter(f"{SVG}text") if t.get("class") == "legend"] == [legends[r] for r in runs]
+    assert not any("vzcaps" in t for t in texts)
+    if "host" not in runs:  # no host data: no host wording
+        assert not any("host" in t.lower() for t in texts + [root.find(f"{SVG}title").text]), texts
+    # the canvas is filled: something is drawn in its right-hand quarter
+    assert sum(1 for y in range(m, int(m + h)) for x in range(int(m + 0.75 * w), int(m + w)) if rows[y][4 * x + 3]) > 200
 
 
 def test_wrong_output_fails(tmp_path):

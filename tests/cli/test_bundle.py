@@ -200,7 +200,8 @@ def test_workload_stock_and_through_vzcaps_side_by_side(tmp_path):
     assert f"``{BUILD / 'probe'}``" in summary or f"`{BUILD / 'probe'}`" in summary
     assert "| exit status | exit 0 | exit 0 |" in summary
     row = next(l for l in summary.splitlines() if l.startswith("| `vzcaps:` lines"))
-    assert row.split(" | ")[1] == "(none)" and "vzcaps: enabled for probe" in row.split(" | ")[2]
+    assert row.split(" | ")[1] == "(none)" and "vzcaps: configured for probe" in row.split(" | ")[2]
+    assert "vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport" in row.split(" | ")[2]  # both lines
     assert "Steps: 5 ran, 0 failed, 16 skipped" in summary
     # ggml_metal_device_init: lines side by side, and a command that fails is a failed step
     script = tmp_path / "client.sh"
@@ -213,14 +214,18 @@ def test_workload_stock_and_through_vzcaps_side_by_side(tmp_path):
     cells = row.split(" | ")
     assert len(cells) == 3, row  # the | of the line is escaped
     assert "GPU name:   Apple M2 &#124; x" in cells[1] and "GPU name:   Apple M2 &#124; x" in cells[2]
-    assert "vzcaps: enabled for sh" in next(l for l in summary.splitlines() if l.startswith("| `vzcaps:` lines"))
+    assert "vzcaps: configured for sh" in next(l for l in summary.splitlines() if l.startswith("| `vzcaps:` lines"))
     assert "| exit status | exit 4 | exit 4 |" in summary
     assert "| workload-stock.txt | the command, stock | **FAILED**: exit 4 |" in summary
 
 
-def test_doctor_command_needs_bundle(tmp_path):
-    p = subprocess.run([str(BUILD / "vzcaps"), "doctor", "--", "true"], env=clean_env(), capture_output=True, text=True)
-    assert p.returncode == 2 and "-- CMD ARGS needs --bundle DIR" in p.stderr
+def test_doctor_without_bundle_runs_the_command_for_its_lines(tmp_path):
+    # without --bundle, -- CMD is the run whose vzcaps lines doctor records (test_scripts.py)
+    p = subprocess.run([str(BUILD / "vzcaps"), "doctor", "--json", "--", "true"], env=clean_env(), capture_output=True,
+                       text=True)
+    assert p.returncode == 0 and json.loads(p.stdout)["library_run"]["ran"]
+    p = subprocess.run([str(BUILD / "vzcaps"), "doctor", "--"], env=clean_env(), capture_output=True, text=True)
+    assert p.returncode == 2 and "no command after --" in p.stderr
 
 
 def test_newest_crash_report_of_the_workload_and_of_vzcaps(tmp_path):

@@ -191,6 +191,23 @@ def test_check_unknown_chip_is_valid_but_not_enabled():
     assert "VZCAPS_HOST_CHIP" in j["notes"][0]
 
 
+
+@pytest.mark.parametrize("brand,family", [
+    ("Apple A18 Pro", 1009), ("Apple A18 Pro (Virtual)", 1009), ("Apple A18", 1009),
+    ("Apple A19 Pro (Virtual)", 1010), ("Apple M5 Pro (Virtual)", 1010), ("Apple M1 Ultra (Virtual)", 1007),
+])
+def test_check_auto_names_the_chip_family(brand, family):
+    j = json.loads(vz("check", "--chip", brand, "--family", "auto", "--json").stdout)
+    assert j["enabled"] is True and j["apple_family_max"] == family, j
+
+
+@pytest.mark.parametrize("brand", ["Apple A20 Pro", "Apple M6 (Virtual)", "Apple A18 Max", "Apple A17 Pro"])
+def test_check_auto_refuses_an_unknown_chip_naming_it(brand):
+    p = vz("check", "--chip", brand, "--family", "auto", "--json")
+    j = json.loads(p.stdout)
+    assert p.returncode == 0 and j["enabled"] is False and j["apple_family_max"] is None
+    assert f'"{brand}"' in j["notes"][0] and "is not one" in j["notes"][0]
+
 def fake_program(tmp_path, name):
     (tmp_path / "bin").mkdir(exist_ok=True)
     prog = tmp_path / "bin" / name

@@ -86,7 +86,8 @@ def test_bundle_directory(tmp_path):
     j = json.loads(report("--json", str(b)).stdout)
     assert round(j["rows"][1]["percent_of_host"], 2) == 72.06 and j["capabilities"]["host"]["families"][0] == 1007
     p = report(str(tmp_path))
-    assert p.returncode == 1 and "not a bundle" in p.stderr
+    assert p.returncode == 1 and p.stderr == (f"vzcaps report: {tmp_path}: no llama-bench files: expected stock*.json, "
+                                              "unlocked*.json or host*.json (plain llama-bench -o json output, or a bundle of vzcaps bench)\n")
 
 
 def test_bundle_under_a_long_path_is_read_whole(tmp_path):
@@ -163,7 +164,8 @@ def test_incomplete_bundle_names_what_is_missing(tmp_path):
     b.mkdir()
     (b / "stock.json").write_text((FIXTURES / "stock-guest.json").read_text())
     p = subprocess.run([VZ, "report", str(b)], capture_output=True, text=True)
-    assert p.returncode == 1 and p.stderr == f"vzcaps report: {b}: incomplete bundle: unlocked.json is missing\n"
+    assert p.returncode == 1 and p.stderr == (f"vzcaps report: {b}: incomplete: unlocked*.json is missing (the stock and "
+                                              "unlocked runs of a guest come in pairs)\n")
 
 
 def test_families_above_the_host_chip_are_noted():
@@ -174,6 +176,127 @@ def test_families_above_the_host_chip_are_noted():
                                    str(FIXTURES / "unlocked-guest.json"), "--host", str(FIXTURES / "host.json")],
                                   capture_output=True, text=True).stdout)
     assert j["host_apple_family"] == 1007 and j["above_host_family"] == ["unlocked"]
+
+
+def test_a_directory_of_plain_files_named_by_role_gives_the_headline_numbers():
+    # the README's recompute command for its headline numbers
+    p = report(str(FIXTURES))
+    assert p.returncode == 0, p.stderr
+    for needle in ("11.08x", "16.36x", "98.25 %", "72.06 %", "llama.cpp ee3d1b54c (build 10167), Apple M1 Ultra, 2026-08-09"):
+        assert needle in p.stdout, needle
+    j = json.loads(report("--json", str(FIXTURES)).stdout)
+    assert [round(r["speedup"], 2) for r in j["rows"]] == [11.08, 16.36]
+    assert [round(r["percent_of_host"], 2) for r in j["rows"]] == [98.25, 72.06]
+    assert j["chip"] == "Apple M1 Ultra" and j["date"] == "2026-08-09"
+
+
+def test_the_gpu_family_line_of_each_run_and_the_shim_that_changed_it():
+    j = json.loads(report("--json", str(FIXTURES)).stdout)
+    caps = j["capabilities"]
+    assert [caps[r]["gpu_family"] for r in ("stock", "unlocked", "host")] == [
+        "MTLGPUFamilyApple5 (1005)", "MTLGPUFamilyApple9 (1009)", "MTLGPUFamilyApple7 (1007)"]
+    assert [caps[r]["apple_family"] for r in ("stock", "unlocked", "host")] == [1005, 1009, 1007]
+    assert [caps[r]["shim"] for r in ("stock", "unlocked", "host")] == [None, "LumeMetalCapabilities", None]
+    assert j["unlocked_family_vs_host"] == "above"
+    text = report(str(FIXTURES)).stdout
+    assert "GPU family (llama.cpp's start-up line): stock MTLGPUFamilyApple5 (1005); unlocked MTLGPUFamilyApple9 (1009); " \
+           "host MTLGPUFamilyApple7 (1007)" in text
+    assert "llama.cpp chose tuning rows for another GPU generation" in text
+
+
+def role_dir(tmp_path, unlocked_stderr=None, host_stderr=None):
+    d = tmp_path / "runs"
+    d.mkdir()
+    for f in ("stock-guest", "unlocked-guest", "host"):
+        shutil.copy(FIXTURES / f"{f}.json", d / f"{f}.json")
+        shutil.copy(FIXTURES / f"{f}.stderr", d / f"{f}.stderr")
+    if unlocked_stderr is not None:
+        (d / "unlocked-guest.stderr").write_text(unlocked_stderr)
+    if host_stderr is not None:
+        (d / "host.stderr").write_text(host_stderr)
+    return d
+
+
+def test_an_unlocked_family_below_the_hosts_is_warned_about(tmp_path):
+    fam = lambda n: f"ggml_metal_device_init: GPU family: MTLGPUFamilyApple{n}  ({1000 + n})\n"
+    d = role_dir(tmp_path, unlocked_stderr="vzcaps: enabled for llama-bench: Apple families up to 1007\n" + fam(7),
+                 host_stderr=fam(9))
+    p = report(str(d))
+    assert ("! the unlocked run reported Apple7 (1007), below the host chip's Apple9 (1009, from the host run): llama.cpp "
+            "chose tuning rows for an older GPU generation") in p.stdout
+    j = json.loads(report("--json", str(d)).stdout)
+    assert j["unlocked_family_vs_host"] == "below" and j["capabilities"]["unlocked"]["shim"] == "vzcaps"
+    # the same family: nothing to warn about
+    d2 = role_dir(tmp_path / "x", unlocked_stderr=fam(7), host_stderr=fam(7)) if (tmp_path / "x").mkdir() is None else None
+    p = report(str(d2))
+    assert "!" not in p.stdout and json.loads(report("--json", str(d2)).stdout)["unlocked_family_vs_host"] == "same"
+
+
+@pytest.mark.parametrize("stderr,shim,label", [
+    ("vzcaps: enabled for llama-bench: Apple families up to 1007 (Apple7)\n", "vzcaps", "unlocked guest (vzcaps)"),
+    ("2026-01-01 x[1:2] [OtherShim] Enabled for llama-bench\n", "OtherShim", "unlocked guest (OtherShim)"),
+    ("vzcaps: left stock for llama-bench: the host chip is unknown\n", None, "unlocked guest (no shim's log line in its stderr)"),
+    ("", None, "unlocked guest (no shim's log line in its stderr)"),
+    ("x [Bad\x1b[31mTag] Enabled for y\n", None, "unlocked guest (no shim's log line in its stderr)"),
+])
+def test_the_chart_credits_the_shim_the_runs_stderr_names(tmp_path, stderr, shim, label):
+    d = role_dir(tmp_path, unlocked_stderr=stderr)
+    assert json.loads(report("--json", str(d)).stdout)["capabilities"]["unlocked"]["shim"] == shim
+    chart = tmp_path / "c.svg"
+    assert report("--svg", str(chart), str(d)).returncode == 0
+    import xml.etree.ElementTree as ET
+    legend = [t.text for t in ET.parse(chart).getroot().iter("{http://www.w3.org/2000/svg}text") if t.get("class") == "legend"]
+    assert legend[1].split(",")[0] == label
+
+
+def test_without_stderr_a_series_credits_no_one(tmp_path):
+    d = tmp_path / "plain"
+    d.mkdir()
+    shutil.copy(S, d / "stock.json")
+    shutil.copy(U, d / "unlocked.json")
+    chart = tmp_path / "c.svg"
+    assert report("--svg", str(chart), str(d)).returncode == 0
+    import xml.etree.ElementTree as ET
+    texts = [t.text for t in ET.parse(chart).getroot().iter("{http://www.w3.org/2000/svg}text")]
+    assert "unlocked guest" in texts and not any("vzcaps" in t for t in texts)
+
+
+def test_several_files_of_one_role_merge_and_other_files_are_ignored(tmp_path):
+    d = tmp_path / "d"
+    d.mkdir()
+    s, u = split(tmp_path, S, "s"), split(tmp_path, U, "u")
+    for i in range(2):
+        shutil.copy(s[i], d / f"stock-{i}.json")
+        shutil.copy(u[i], d / f"unlocked-{i}.json")
+    (d / "notes.json").write_text("not read")
+    (d / "README.md").write_text("x")
+    j = json.loads(report("--json", str(d)).stdout)
+    assert [round(r["speedup"], 2) for r in j["rows"]] == [11.08, 16.36]
+
+
+def test_hostile_directories(tmp_path):
+    import os
+    d = tmp_path / "fifo"
+    d.mkdir()
+    shutil.copy(U, d / "unlocked.json")
+    os.mkfifo(d / "stock.json")
+    p = report(str(d))  # never blocks on the FIFO
+    assert p.returncode == 1 and "stock.json" in p.stderr and "not a regular file" in p.stderr
+    d = tmp_path / "dirs"
+    d.mkdir()
+    (d / "stock.json").mkdir()
+    shutil.copy(U, d / "unlocked.json")
+    p = report(str(d))
+    assert p.returncode == 1 and "stock.json" in p.stderr and len(p.stderr.splitlines()) == 1
+    p = report(str(tmp_path / "missing"))
+    assert p.returncode == 1 and p.stderr.startswith(f"vzcaps report: {tmp_path / 'missing'}: ")
+    p = report(S)  # a file where a directory is expected
+    assert p.returncode == 1 and p.stderr.startswith(f"vzcaps report: {S}: ") and p.stdout == ""
+    d = tmp_path / "stockonly"
+    d.mkdir()
+    shutil.copy(S, d / "stock-guest.json")
+    p = report(str(d))
+    assert p.returncode == 1 and "incomplete: unlocked*.json is missing" in p.stderr and p.stdout == ""
 
 
 def fixture_args():

@@ -156,6 +156,8 @@ def test_names_with_spaces(shell, cwd):
     assert unquoted(shell, got) == ["Apple M2 Pro"]
     if shell == "zsh":
         assert got == ["Apple\\ M2\\ Pro"]  # quoted as zsh inserts it
+    # the A series the core knows too (what vzcaps_chip_from_brand accepts)
+    assert {"Apple A18 Pro", "Apple A19 Pro"} <= set(unquoted(shell, complete(shell, cwd, "vzcaps check --chip Apple\\ A1")))
 
 
 def test_bash_inserts_names_quoted(cwd):

@@ -312,3 +312,28 @@ def test_vzcaps_own_binaries_are_not_clients():
         _, info = inspect(DIST / name, env=clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2"))
         for s in info["slices"]:
             assert s["clients"] == [] and s["effects"] == ["vzcaps's own binary: not a Metal client"], (name, s["effects"])
+
+
+def test_ollama_needs_inherit_for_its_llama_server_children(tmp_path):
+    """Ollama's server does no Metal work itself: it starts llama-server --list-devices and
+    then llama-server as the runner; inspect says whether the profile reaches them."""
+    f = write(tmp_path, "ollama", mg.build())
+    _, info = inspect(f, env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    s = info["slices"][0]
+    assert s["clients"] == ["ollama"]
+    assert s["effects"] == ["! Ollama: its llama-server children (--list-devices discovery, then the runner) do the GPU work and "
+                            "start stock: use vzcaps run --inherit, or inherit = yes in a section matching ollama llama-server"]
+    conf = tmp_path / "c.conf"
+    conf.write_text("[ollama]\nmatch = ollama llama-server\napple_family_max = auto\ninherit = yes\n")
+    _, info = inspect(f, "--config", str(conf), env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert info["profile"] == "ollama"
+    assert info["slices"][0]["effects"] == [
+        "Ollama: inherit is on: its llama-server children (--list-devices discovery, then the runner) get the profile"]
+    # the runner itself is a llama.cpp client, named by the same section
+    runner = write(tmp_path, "llama-server", mg.build(cstrings=["ggml_metal_device_init"]))
+    _, info = inspect(runner, "--config", str(conf), env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert info["profile"] == "ollama" and info["slices"][0]["clients"] == ["ggml"]
+    # a file merely containing the word is not Ollama
+    other = write(tmp_path, "ollama-helper", mg.build())
+    _, info = inspect(other, env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert "ollama" not in info["slices"][0]["clients"]

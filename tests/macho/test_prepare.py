@@ -1,9 +1,9 @@
 """vzcaps prepare on real Developer-ID-signed, hardened Mach-O files (issue: hardened apps).
 
 The input is the Sentry CLI for macOS, a universal (arm64 + x86_64), notarized binary signed
-with the hardened runtime, fetched from its public npm package in the test set-up (pinned by
+with the hardened runtime, fetched from its public npm package in the test set-up (over HTTPS, no npm needed) (pinned by
 version and SHA-256, cached under build/, never stored in the repository). Its thin slices and
-a universal file reassembled with llvm-lipo, laid out alone and inside an app bundle, are
+a universal file reassembled with lipo, laid out alone and inside an app bundle, are
 prepared; every copy must verify with vzcaps's verifier and with the independent one in
 machogen.py, be ad hoc without the hardened runtime, keep its code bytes, and leave the
 original untouched."""
@@ -14,12 +14,13 @@ import shutil
 import subprocess
 import sys
 import tarfile
+import urllib.request
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import machogen as mg  # noqa: E402
-from conftest import BUILD, ROOT, clean_env  # noqa: E402
+from conftest import BUILD, ROOT, clean_env, lipo_tool  # noqa: E402
 
 VZ = str(BUILD / "vzcaps")
 PACKAGE, VERSION = "@sentry/cli-darwin", "3.8.0"
@@ -27,11 +28,19 @@ TGZ_SHA256 = "711d8d61e448b2e8a10c217acbfe206db7456e0072f041136e3bf7935fdf5cfa"
 CACHE = BUILD / "test-downloads"
 
 
-def tool(name):
-    """llvm-lipo as Debian names it, or Apple's lipo (every Mac with the Command Line Tools)."""
-    found = shutil.which(name) or shutil.which(f"{name}-14") or (shutil.which("lipo") if name == "llvm-lipo" else None)
-    assert found, f"{name} is not installed: run scripts/install-deps"
-    return found
+def fetch_npm_package(package, version, dest):
+    """The package's tarball from the npm registry (npm's own URL layout, npm_config_registry
+    honoured), through Python's HTTPS client: no npm needed. A failure fails the test."""
+    registry = os.environ.get("npm_config_registry", os.environ.get("NPM_CONFIG_REGISTRY", "https://registry.npmjs.org/"))
+    url = f"{registry.rstrip('/')}/{package}/-/{package.split('/')[-1]}-{version}.tgz"
+    try:
+        with urllib.request.urlopen(url, timeout=120) as r:
+            data = r.read()
+    except OSError as e:
+        pytest.fail(f"could not fetch {url}: {e} (the hardened test binary comes from the npm registry)", pytrace=False)
+    tmp = dest.with_name(dest.name + ".part")
+    tmp.write_bytes(data)
+    tmp.replace(dest)
 
 
 @pytest.fixture(scope="session")
@@ -40,12 +49,7 @@ def hardened():
     CACHE.mkdir(parents=True, exist_ok=True)
     tgz = CACHE / f"sentry-cli-darwin-{VERSION}.tgz"
     if not tgz.exists():
-        if not shutil.which("npm"):
-            pytest.fail("npm is not installed (scripts/install-deps installs it): cannot fetch the hardened test binary")
-        p = subprocess.run(["npm", "pack", "--silent", f"{PACKAGE}@{VERSION}", "--pack-destination", str(CACHE)],
-                           capture_output=True, text=True, timeout=300)
-        if p.returncode != 0 or not tgz.exists():
-            pytest.fail(f"could not fetch {PACKAGE}@{VERSION} from the npm registry: {p.stderr.strip()[-200:]}")
+        fetch_npm_package(PACKAGE, VERSION, tgz)
     assert hashlib.sha256(tgz.read_bytes()).hexdigest() == TGZ_SHA256, "the fetched package is not the pinned one"
     with tarfile.open(tgz) as t:
         data = t.extractfile("package/bin/sentry-cli").read()
@@ -60,7 +64,7 @@ def inputs(tmp_path, hardened):
     d = tmp_path / "in"
     d.mkdir()
     (d / "universal").write_bytes(hardened)
-    lipo = tool("llvm-lipo")
+    lipo = lipo_tool()
     for arch in ("arm64", "x86_64"):
         subprocess.run([lipo, str(d / "universal"), "-thin", arch, "-output", str(d / f"thin-{arch}")], check=True)
     subprocess.run([lipo, "-create", str(d / "thin-x86_64"), str(d / "thin-arm64"), "-output", str(d / "assembled")], check=True)
@@ -277,7 +281,7 @@ def test_a_universal_file_with_an_unsigned_slice_is_signed_as_a_whole(tmp_path, 
     d.mkdir()
     (d / "x86_64").write_bytes(strip_signature((inputs / "thin-x86_64").read_bytes()))
     assert mg.verify((d / "x86_64").read_bytes())[0]["signed"] is False
-    subprocess.run([tool("llvm-lipo"), "-create", str(inputs / "thin-arm64"), str(d / "x86_64"), "-output", str(d / "tool")],
+    subprocess.run([lipo_tool(), "-create", str(inputs / "thin-arm64"), str(d / "x86_64"), "-output", str(d / "tool")],
                    check=True)
     out = tmp_path / "prepared"
     p = prepare("--into", str(out), str(d / "tool"))
@@ -287,6 +291,6 @@ def test_a_universal_file_with_an_unsigned_slice_is_signed_as_a_whole(tmp_path, 
     after = mg.verify((out / "tool").read_bytes())
     assert [r["ok"] and r["flags"] == mg.CS_ADHOC for r in after] == [True, True], after
     # with no signed slice at all it is not code vzcaps re-signs
-    subprocess.run([tool("llvm-lipo"), "-create", str(d / "x86_64"), "-output", str(d / "unsigned")], check=True)
+    subprocess.run([lipo_tool(), "-create", str(d / "x86_64"), "-output", str(d / "unsigned")], check=True)
     p = prepare("--yes", "--into", str(tmp_path / "o2"), str(d / "unsigned"))
     assert p.returncode == 1 and "not signed" in p.stderr

@@ -4,6 +4,7 @@
  *   (unset)  AppleParavirtDevice: every method inherited from _MTLDevice
  *   own      OwnParavirtDevice: implements supportsFamily: itself
  *   lacking  LackingDevice: has no maxThreadgroupMemoryLength
+ *   plain    PlainDevice: not an _MTLDevice (no -initGPUFamilySupport); only the factory sees it
  *   wrapper  WrapperDevice: not an _MTLDevice; implements the queries by asking the
  *            AppleParavirtDevice it wraps (as debug and capture layers do)
  *   forwarding ForwardingDevice: not an _MTLDevice; hands every message it lacks to the device
@@ -74,6 +75,17 @@
 @interface LackingDevice : LackingBase
 @end
 @implementation LackingDevice
+@end
+
+@interface PlainDevice : Object
+- (BOOL)supportsFamily:(long)family;
+- (unsigned long)maxThreadgroupMemoryLength;
+- (unsigned long long)recommendedMaxWorkingSetSize;
+@end
+@implementation PlainDevice
+- (BOOL)supportsFamily:(long)family { return (family >= 1001 && family <= 1005) || family == 2002 || (family >= 3001 && family <= 3003); }
+- (unsigned long)maxThreadgroupMemoryLength { return 32768; }
+- (unsigned long long)recommendedMaxWorkingSetSize { return 5010800640ull; }
 @end
 
 @interface WrapperDevice : Object {
@@ -158,6 +170,8 @@ id MTLCreateSystemDefaultDevice(void)
     Class cls = objc_getClass("AppleParavirtDevice");
     if (variant && strcmp(variant, "own") == 0)
         cls = objc_getClass("OwnParavirtDevice");
+    else if (variant && strcmp(variant, "plain") == 0)
+        return class_createInstance(objc_getClass("PlainDevice"), 0);
     else if (variant && strcmp(variant, "lacking") == 0)
         return class_createInstance(objc_getClass("LackingDevice"), 0);
     else if (variant && strcmp(variant, "lacking-long") == 0) {

@@ -1,9 +1,16 @@
 /* Prints every capability answer of the stand-in default device, one per line, so tests
  * can compare a stock run with a preloaded one. Test rig only.
- * probe [--threads N] [--child] [--spawn PROGRAM [ARGS]]
+ * probe [--threads N] [--child] [--no-device] [--list-devices] [--model NAME] [--spawn PROGRAM [ARGS]]
+ *       [--each PROGRAM [ARGS] [--and PROGRAM [ARGS]]...]
+ *   --no-device: creates no device at all (prints "no device" and exits)
+ *   a last argument naming a file: the script this probe runs as the interpreter of (printed
+ *            as "script PATH"), as a kernel passes it after a #! line's words
  *   --child: also runs itself once more as a child process
  *   --spawn: at the end, runs PROGRAM as a child with this process's environment (e.g.
- *            /usr/bin/env, to see what children inherit) */
+ *            /usr/bin/env, to see what children inherit)
+ *   --each:  at the end, runs each PROGRAM in turn as a child with this environment, as
+ *            Ollama's server starts `llama-server --list-devices` and then a runner
+ *   --list-devices, --model NAME: accepted as llama-server's, printed as a "role" line */
 #include <objc/Object.h>
 #include <objc/runtime.h>
 #include <pthread.h>
@@ -55,21 +62,38 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    int threads = 0, child = 0;
-    char **spawn = NULL;
+    int threads = 0, child = 0, no_device = 0;
+    char **spawn = NULL, **each = NULL;
+    const char *role = NULL, *model = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--child") == 0)
             child = 1;
+        else if (strcmp(argv[i], "--no-device") == 0)
+            no_device = 1;
+        else if (i == argc - 1 && access(argv[i], F_OK) == 0)
+            printf("script %s\n", argv[i]);
         else if (strcmp(argv[i], "--spawn") == 0 && i + 1 < argc) {
             spawn = argv + i + 1;
             break;
         }
+        else if (strcmp(argv[i], "--each") == 0 && i + 1 < argc) {
+            each = argv + i + 1;
+            break;
+        }
+        else if (strcmp(argv[i], "--list-devices") == 0)
+            role = "list-devices";
+        else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc)
+            role = "runner", model = argv[++i];
         else {
-            fprintf(stderr, "usage: probe [--threads N] [--child]\n");
+            fprintf(stderr, "usage: probe [--threads N] [--child] [--no-device] [--list-devices] [--model NAME] [--spawn|--each PROGRAM [ARGS]]\n");
             return 2;
         }
+    }
+    if (no_device) {
+        printf("no device\n");
+        return 0;
     }
     if (threads > 0) {
         /* every thread creates devices and queries at once; all answers must agree */
@@ -107,7 +131,33 @@ int main(int argc, char **argv)
         printf("apple7AtInit %d\n", ((BOOL (*)(id, SEL))(void (*)(void))objc_msg_lookup(dev, at_init))(dev, at_init) ? 1 : 0);
     const char *pre = getenv("LD_PRELOAD");
     printf("env LD_PRELOAD=%s\n", pre ? pre : "(unset)");
+    if (role)
+        printf("role %s%s%s\n", role, model ? " " : "", model ? model : "");
     fflush(stdout);
+    if (each) {
+        /* children one after another, each with this process's environment */
+        int worst = 0;
+        while (*each) {
+            char **next = each;
+            while (*next && strcmp(*next, "--and") != 0)
+                next++;
+            int last = *next == NULL;
+            *next = NULL;
+            pid_t pid = fork();
+            if (pid == 0) {
+                execv(each[0], each);
+                _exit(127);
+            }
+            int status;
+            waitpid(pid, &status, 0);
+            int rc = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+            worst = rc ? rc : worst;
+            if (last)
+                break;
+            each = next + 1;
+        }
+        return worst;
+    }
     if (spawn) {
         pid_t pid = fork();
         if (pid == 0) {

@@ -42,7 +42,9 @@ def test_wrapper_devices_answer_with_the_profile(variant):
     assert run["families"] == {f: 1 if v or 1001 <= f <= 1007 else 0 for f, v in STOCK_FAMILIES.items()}
     assert run["ws"] == ws
     lines = [l for l in p.stderr.splitlines() if l.startswith("vzcaps:")]
-    assert len(lines) == 1 and "enabled for probe" in lines[0]  # never "left stock" for a device that is not
+    # never "left stock" for a device that is not; the wrapped device's class is the one hooked
+    assert len(lines) == 2 and "configured for probe" in lines[0]
+    assert lines[1] == "vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport"
 
 
 def test_wrapper_devices_are_stock_without_the_library():

@@ -23,6 +23,9 @@ def probe(env, *args, **kw):
     return parse_probe(p.stdout), p.stderr
 
 
+HOOKED = "vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport"
+
+
 def log_lines(stderr):
     return [l for l in stderr.splitlines() if l.startswith("vzcaps:")]
 
@@ -49,7 +52,8 @@ def test_auto_follows_host_chip(build, brand, family):
     assert runs[0]["families"] == expect_families(family)
     assert (runs[0]["tg"], runs[0]["ws"]) == (STOCK_TG, STOCK_WS)
     lines = log_lines(err)
-    assert len(lines) == 1 and lines[0].startswith("vzcaps: enabled for probe: Apple families up to %d" % family)
+    assert len(lines) == 2 and lines[0].startswith("vzcaps: configured for probe: Apple families up to %d" % family)
+    assert lines[1] == HOOKED
 
 
 @pytest.mark.parametrize("brand", ["Apple M7 (Virtual)", "Intel Xeon", None])
@@ -80,7 +84,7 @@ def test_unsafe_override_skips_clamping(build):
                                 VZCAPS_UNSAFE_BEYOND_HARDWARE="1", VZCAPS_MAX_THREADGROUP_MEMORY="65536"))
     assert runs[0]["families"] == expect_families(1010)
     assert runs[0]["tg"] == 65536
-    assert "unsafe_beyond_hardware is set" in err and len(log_lines(err)) == 1
+    assert "unsafe_beyond_hardware is set" in err and len(log_lines(err)) == 2 and log_lines(err)[1] == HOOKED
 
 
 def test_stock_supported_kept_under_low_ceiling(build):
@@ -187,7 +191,9 @@ def test_stand_in_compiled_into_the_executable(build, variant):
         assert runs[0]["families"] == {f: 1 if 1001 <= f <= 1005 else 0 for f in ALL}
     else:
         assert runs[0]["families"] == expect_families(1008)
-    assert len(log_lines(err)) == 1
+    # lacking: its class is left stock (one line saying why) and nothing is hooked
+    cls = {"": "AppleParavirtDevice", "own": "OwnParavirtDevice"}.get(variant)
+    assert log_lines(err)[1:] == ([f"vzcaps: hooked {cls} for probe_static via initGPUFamilySupport"] if cls else [])
 
 
 def test_class_lacking_a_needed_method_stays_stock(build):
@@ -221,14 +227,14 @@ def test_children_start_stock(build):
     assert runs[0]["families"] == expect_families(1008)
     assert runs[0]["preload"] == "(unset)"
     assert runs[1]["families"] == STOCK_FAMILIES
-    assert len(log_lines(err)) == 1
+    assert log_lines(err)[1:] == [HOOKED]
 
 
 def test_children_keep_injection_with_inherit(build):
     runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2", VZCAPS_INHERIT="1"), "--child")
     assert runs[0]["families"] == expect_families(1008)
     assert runs[1]["families"] == expect_families(1008)
-    assert len(log_lines(err)) == 2  # one line per process
+    assert log_lines(err)[1::2] == [HOOKED, HOOKED]  # two lines per process
 
 
 def test_other_preloads_survive_stripping(build):

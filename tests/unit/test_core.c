@@ -73,42 +73,67 @@ static void test_chip_table(void **st)
     struct {
         const char *brand;
         bool known, guest;
+        char series;
         int gen;
         int64_t family;
         const char *name;
     } cases[] = {
-        {"Apple M1", true, false, 1, 1007, "Apple M1"},
-        {"Apple M1 Ultra", true, false, 1, 1007, "Apple M1 Ultra"},
-        {"Apple M1 Ultra (Virtual)", true, true, 1, 1007, "Apple M1 Ultra"},
-        {"Apple M2 (Virtual)", true, true, 2, 1008, "Apple M2"},
-        {"Apple M2 Pro (Virtual)", true, true, 2, 1008, "Apple M2 Pro"},
-        {"Apple M3 Max", true, false, 3, 1009, "Apple M3 Max"},
-        {"Apple M4 Max (Virtual)", true, true, 4, 1009, "Apple M4 Max"},
-        {"Apple M4 Pro (Virtual)", true, true, 4, 1009, "Apple M4 Pro"},
-        {"Apple M5 (Virtual)", true, true, 5, 1010, "Apple M5"},
-        {"apple m2 pro", true, false, 2, 1008, "Apple M2 Pro"},
-        {"  Apple M3  ", true, false, 3, 1009, "Apple M3"},
-        {"Apple M6", false, false, 0, 0, NULL},
-        {"Apple M6 (Virtual)", false, true, 0, 0, NULL},
-        {"Apple M0", false, false, 0, 0, NULL},
-        {"Apple M", false, false, 0, 0, NULL},
-        {"Apple M2 Mega", false, false, 0, 0, NULL},
-        {"Apple M2Pro", false, false, 0, 0, NULL},
-        {"Intel(R) Core(TM) i9", false, false, 0, 0, NULL},
-        {"Apple A17 Pro", false, false, 0, 0, NULL},
-        {"", false, false, 0, 0, NULL},
-        {"Apple M12", false, false, 0, 0, NULL},
+        {"Apple M1", true, false, 'M', 1, 1007, "Apple M1"},
+        {"Apple M1 Ultra", true, false, 'M', 1, 1007, "Apple M1 Ultra"},
+        {"Apple M1 Ultra (Virtual)", true, true, 'M', 1, 1007, "Apple M1 Ultra"},
+        {"Apple M2 (Virtual)", true, true, 'M', 2, 1008, "Apple M2"},
+        {"Apple M2 Pro (Virtual)", true, true, 'M', 2, 1008, "Apple M2 Pro"},
+        {"Apple M3 Max", true, false, 'M', 3, 1009, "Apple M3 Max"},
+        {"Apple M4 Max (Virtual)", true, true, 'M', 4, 1009, "Apple M4 Max"},
+        {"Apple M4 Pro (Virtual)", true, true, 'M', 4, 1009, "Apple M4 Pro"},
+        {"Apple M5 (Virtual)", true, true, 'M', 5, 1010, "Apple M5"},
+        {"Apple M5 Pro (Virtual)", true, true, 'M', 5, 1010, "Apple M5 Pro"},
+        {"apple m2 pro", true, false, 'M', 2, 1008, "Apple M2 Pro"},
+        {"  Apple M3  ", true, false, 'M', 3, 1009, "Apple M3"},
+        /* the A18 series is Apple9, the A19 series Apple10 (feature set tables, May 2026) */
+        {"Apple A18 Pro", true, false, 'A', 18, 1009, "Apple A18 Pro"},
+        {"Apple A18 Pro (Virtual)", true, true, 'A', 18, 1009, "Apple A18 Pro"},
+        {"Apple A18", true, false, 'A', 18, 1009, "Apple A18"},
+        {"Apple A18 (Virtual)", true, true, 'A', 18, 1009, "Apple A18"},
+        {"apple a18 pro", true, false, 'A', 18, 1009, "Apple A18 Pro"},
+        {"Apple A19", true, false, 'A', 19, 1010, "Apple A19"},
+        {"Apple A19 Pro (Virtual)", true, true, 'A', 19, 1010, "Apple A19 Pro"},
+        {"Apple A18 Max", false, false, 0, 0, 0, NULL},   /* a suffix the A series does not have */
+        {"Apple A18 Ultra (Virtual)", false, true, 0, 0, 0, NULL},
+        {"Apple A20 Pro", false, false, 0, 0, 0, NULL},   /* not in the table: no safe answer */
+        {"Apple A17 Pro", false, false, 0, 0, 0, NULL},   /* no Mac has it */
+        {"Apple A18Pro", false, false, 0, 0, 0, NULL},
+        {"Apple A", false, false, 0, 0, 0, NULL},
+        {"Apple M18 Pro", false, false, 0, 0, 0, NULL},   /* the series letter matters */
+        {"Apple B18 Pro", false, false, 0, 0, 0, NULL},
+        {"Apple M6", false, false, 0, 0, 0, NULL},
+        {"Apple M6 (Virtual)", false, true, 0, 0, 0, NULL},
+        {"Apple M0", false, false, 0, 0, 0, NULL},
+        {"Apple M", false, false, 0, 0, 0, NULL},
+        {"Apple M2 Mega", false, false, 0, 0, 0, NULL},
+        {"Apple M2Pro", false, false, 0, 0, 0, NULL},
+        {"Apple M2 Pro Max", false, false, 0, 0, 0, NULL},
+        {"Intel(R) Core(TM) i9", false, false, 0, 0, 0, NULL},
+        {"", false, false, 0, 0, 0, NULL},
+        {"Apple M12", false, false, 0, 0, 0, NULL},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct vzcaps_chip c;
         vzcaps_chip_from_brand(cases[i].brand, &c);
-        assert_int_equal(c.known, cases[i].known);
-        assert_int_equal(c.guest, cases[i].guest);
-        assert_int_equal(c.generation, cases[i].gen);
-        assert_int_equal(c.apple_family, cases[i].family);
+        if (c.known != cases[i].known || c.guest != cases[i].guest || c.series != cases[i].series ||
+            c.generation != cases[i].gen || c.apple_family != cases[i].family)
+            fail_msg("\"%s\": known %d guest %d series %c gen %d family %lld", cases[i].brand, c.known, c.guest,
+                     c.series ? c.series : '-', c.generation, (long long)c.apple_family);
         assert_int_equal(c.max_threadgroup_memory, cases[i].known ? 32768 : 0);
         if (cases[i].name)
             assert_string_equal(c.name, cases[i].name);
+        /* every known row names its source, with a date */
+        const char *src = vzcaps_chip_source(&c);
+        if (cases[i].known) {
+            assert_non_null(src);
+            assert_non_null(strstr(src, "2026"));
+        } else
+            assert_null(src);
     }
     struct vzcaps_chip c;
     vzcaps_chip_from_brand(NULL, &c);
@@ -715,7 +740,7 @@ static void test_describe(void **st)
     configure_env(env, "Apple M1 Ultra (Virtual)", 0);
     char line[1024];
     vzcaps_profile_describe(&R.profile, "llama-bench", line, sizeof line);
-    assert_string_equal(line, "enabled for llama-bench: Apple families up to 1007 (Apple7): 1009 clamped to the real family of Apple M1 Ultra (from test)");
+    assert_string_equal(line, "configured for llama-bench: Apple families up to 1007 (Apple7): 1009 clamped to the real family of Apple M1 Ultra (from test)");
     assert_null(strchr(line, '\n'));
     const char *bad[] = {"VZCAPS_APPLE_FAMILY_MAX=nine", NULL};
     configure_env(bad, "Apple M1", 0);
@@ -880,6 +905,192 @@ static void test_rosetta_names_the_way_out(void **st)
     assert_int_equal(R.profile.apple_family_max, 1007);
 }
 
+/* ---- launch.c: how macOS starts a process ---- */
+
+static void test_protected_locations(void **st)
+{
+    (void)st;
+    const char *yes[] = {"/bin/sh", "/usr/bin/env", "/usr/bin/python3", "/sbin/launchd", "/usr/sbin/sshd",
+                         "/usr/libexec/path_helper", "/System/Library/x", "//usr//bin/env", "/usr/./bin/env",
+                         "/USR/BIN/env", "/./bin/sh", "/usr/bin/sub/dir/x"};
+    const char *no[] = {"/usr/local/bin/python3", "/opt/homebrew/bin/python3", "/usr/binx/env", "/usr/bin",
+                        "/usr/bin/", "/binary", "usr/bin/env", "bin/sh", "", "/Library/Developer/CommandLineTools/usr/bin/python3",
+                        "/Systemx/a", "/usr/lib/libSystem.B.dylib", "/usr/../usr/bin/env" /* not collapsed: resolve first */};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++)
+        assert_true(vzcaps_path_protected(yes[i]));
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++)
+        assert_false(vzcaps_path_protected(no[i]));
+    assert_false(vzcaps_path_protected(NULL));
+    assert_non_null(strstr(vzcaps_protected_dirs_text(), "/usr/libexec"));
+}
+
+static int parse(const char *text, struct vzcaps_shebang *sb, char *why)
+{
+    return vzcaps_shebang_parse(text, strlen(text), sb, why, 200);
+}
+
+static void test_shebang_parse(void **st)
+{
+    (void)st;
+    static struct vzcaps_shebang sb;
+    char why[200];
+    assert_int_equal(parse("print(1)\n", &sb, why), 0);
+    assert_int_equal(parse("", &sb, why), 0);
+    assert_int_equal(parse("#", &sb, why), 0);
+    assert_int_equal(parse("# !/bin/sh\n", &sb, why), 0);
+    assert_int_equal(parse("#!/bin/sh\necho\n", &sb, why), 1);
+    assert_int_equal(sb.n_words, 1);
+    assert_string_equal(vzcaps_shebang_word(&sb, 0), "/bin/sh");
+    assert_null(vzcaps_shebang_word(&sb, 1));
+    /* spaces and tabs around and between words; words split as macOS splits them */
+    assert_int_equal(parse("#! \t/usr/bin/env  python3 \t-u -E  \nrest", &sb, why), 1);
+    assert_int_equal(sb.n_words, 4);
+    assert_string_equal(vzcaps_shebang_word(&sb, 1), "python3");
+    assert_string_equal(vzcaps_shebang_word(&sb, 3), "-E");
+    /* no newline: the end of the file ends the line */
+    assert_int_equal(parse("#!/bin/sh", &sb, why), 1);
+    assert_string_equal(vzcaps_shebang_word(&sb, 0), "/bin/sh");
+    /* no interpreter */
+    assert_int_equal(parse("#!\n", &sb, why), -1);
+    assert_non_null(strstr(why, "no interpreter"));
+    assert_int_equal(parse("#!  \t \n/bin/sh\n", &sb, why), -1);
+    /* control bytes, a carriage return, DEL */
+    assert_int_equal(parse("#!/bin/sh\r\n", &sb, why), -1);
+    assert_non_null(strstr(why, "carriage return"));
+    assert_int_equal(parse("#!/bin/s\x1b[0mh\n", &sb, why), -1);
+    assert_non_null(strstr(why, "0x1b"));
+    assert_int_equal(parse("#!/bin/sh\x7f\n", &sb, why), -1);
+    assert_int_equal(vzcaps_shebang_parse("#!/bin/s\0h\n", 11, &sb, why, sizeof why), -1);
+    assert_non_null(strstr(why, "0x00"));
+    /* a control byte after the line is not the line's business */
+    assert_int_equal(parse("#!/bin/sh\n\x1b\r\n", &sb, why), 1);
+    /* huge lines: 511 bytes and a newline fit; a longer line is refused, never cut */
+    static char big[4096];
+    memset(big, 'a', sizeof big);
+    memcpy(big, "#!/", 3);
+    big[VZCAPS_SHEBANG_MAX - 1] = '\n';
+    assert_int_equal(vzcaps_shebang_parse(big, sizeof big, &sb, why, sizeof why), 1);
+    assert_int_equal(strlen(vzcaps_shebang_word(&sb, 0)), VZCAPS_SHEBANG_MAX - 3);
+    big[VZCAPS_SHEBANG_MAX - 1] = 'a';
+    big[VZCAPS_SHEBANG_MAX] = '\n';
+    assert_int_equal(vzcaps_shebang_parse(big, sizeof big, &sb, why, sizeof why), -1);
+    assert_non_null(strstr(why, "longer than 512 bytes"));
+    /* exactly 512 bytes without a newline, and the file ends there: the whole line */
+    assert_int_equal(vzcaps_shebang_parse(big, VZCAPS_SHEBANG_MAX, &sb, why, sizeof why), 1);
+    /* the most words a line can hold */
+    memset(big, 0, sizeof big);
+    memcpy(big, "#!", 2);
+    for (size_t i = 2; i + 1 < VZCAPS_SHEBANG_MAX; i += 2)
+        big[i] = 'x', big[i + 1] = ' ';
+    assert_int_equal(vzcaps_shebang_parse(big, VZCAPS_SHEBANG_MAX, &sb, why, sizeof why), 1);
+    assert_int_equal(sb.n_words, (VZCAPS_SHEBANG_MAX - 2) / 2);
+}
+
+static int env_of(const char *line, size_t *name, char *why)
+{
+    static struct vzcaps_shebang sb;
+    assert_int_equal(parse(line, &sb, why), 1);
+    int e = vzcaps_shebang_env(&sb, name, why, 200);
+    if (e == 1)
+        strcpy(why, vzcaps_shebang_word(&sb, *name));
+    return e;
+}
+
+static void test_shebang_env(void **st)
+{
+    (void)st;
+    size_t name;
+    char why[200];
+    assert_int_equal(env_of("#!/bin/sh\n", &name, why), 0);
+    assert_int_equal(env_of("#!/usr/bin/envy x\n", &name, why), 0);
+    assert_int_equal(env_of("#!/usr/bin/env python3\n", &name, why), 1);
+    assert_int_equal(name, 1);
+    assert_string_equal(why, "python3");
+    assert_int_equal(env_of("#!/usr/bin/env python3 -u -E\n", &name, why), 1);
+    assert_int_equal(name, 1);
+    assert_int_equal(env_of("#!/bin/env -S python3 -u\n", &name, why), 1);
+    assert_int_equal(name, 2);
+    assert_string_equal(why, "python3");
+    assert_int_equal(env_of("#!/usr/bin/env -- python3\n", &name, why), 1);
+    assert_int_equal(name, 2);
+    assert_int_equal(env_of("#!/usr/bin/env /opt/py/bin/python3\n", &name, why), 1);
+    assert_string_equal(why, "/opt/py/bin/python3");
+    /* what starting NAME directly cannot reproduce */
+    assert_int_equal(env_of("#!/usr/bin/env -i python3\n", &name, why), -1);
+    assert_non_null(strstr(why, "option -i"));
+    assert_int_equal(env_of("#!/usr/bin/env -u HOME python3\n", &name, why), -1);
+    assert_int_equal(env_of("#!/usr/bin/env PYTHONPATH=/x python3\n", &name, why), -1);
+    assert_non_null(strstr(why, "sets a variable"));
+    assert_int_equal(env_of("#!/usr/bin/env\n", &name, why), -2);
+    assert_non_null(strstr(why, "no program"));
+    assert_int_equal(env_of("#!/usr/bin/env -S\n", &name, why), -2);
+    assert_int_equal(env_of("#!/usr/bin/env -S --\n", &name, why), -2);
+    assert_int_equal(env_of("#!/usr/bin/env -S python3 \"-c\"\n", &name, why), -1);
+    assert_non_null(strstr(why, "quotes"));
+    assert_int_equal(env_of("#!/usr/bin/env -S python3 $HOME\n", &name, why), -1);
+    assert_int_equal(env_of("#!/usr/bin/env python3 $HOME\n", &name, why), 1); /* no -S: a plain word */
+}
+
+static void test_sip_and_inherit(void **st)
+{
+    (void)st;
+    assert_int_equal(vzcaps_sip_parse("System Integrity Protection status: enabled.\n"), VZCAPS_SIP_ENABLED);
+    assert_int_equal(vzcaps_sip_parse("System Integrity Protection status: disabled.\n"), VZCAPS_SIP_DISABLED);
+    assert_int_equal(vzcaps_sip_parse("System Integrity Protection status: unknown (Custom Configuration).\n\nConfiguration:\n"
+                                      "\tFilesystem Protections: disabled\n"), VZCAPS_SIP_UNKNOWN);
+    assert_int_equal(vzcaps_sip_parse(""), VZCAPS_SIP_UNKNOWN);
+    assert_int_equal(vzcaps_sip_parse(NULL), VZCAPS_SIP_UNKNOWN);
+    assert_int_equal(vzcaps_sip_parse("System Integrity Protection status: enabledx"), VZCAPS_SIP_UNKNOWN);
+    char why[600];
+    /* not macOS, or a library that arm64e children can load: nothing to say */
+    assert_int_equal(vzcaps_inherit_decision(false, VZCAPS_SIP_DISABLED, false, false, why, sizeof why), VZCAPS_INHERIT_OK);
+    assert_int_equal(vzcaps_inherit_decision(true, VZCAPS_SIP_DISABLED, true, false, why, sizeof why), VZCAPS_INHERIT_OK);
+    /* SIP enabled: allowed, with what remains */
+    assert_int_equal(vzcaps_inherit_decision(true, VZCAPS_SIP_ENABLED, false, false, why, sizeof why), VZCAPS_INHERIT_NOTE);
+    assert_non_null(strstr(why, "Command Line Tools python3"));
+    /* disabled or unknown: refused unless accepted */
+    assert_int_equal(vzcaps_inherit_decision(true, VZCAPS_SIP_DISABLED, false, false, why, sizeof why), VZCAPS_INHERIT_REFUSED);
+    assert_non_null(strstr(why, "SIP is disabled"));
+    assert_non_null(strstr(why, "dyld would terminate them"));
+    assert_int_equal(vzcaps_inherit_decision(true, VZCAPS_SIP_UNKNOWN, false, false, why, sizeof why), VZCAPS_INHERIT_REFUSED);
+    assert_non_null(strstr(why, "unknown state"));
+    assert_int_equal(vzcaps_inherit_decision(true, VZCAPS_SIP_DISABLED, false, true, why, sizeof why), VZCAPS_INHERIT_NOTE);
+    /* arm64e clients by where they live */
+    assert_string_equal(vzcaps_arm64e_client("/Library/Developer/CommandLineTools/usr/bin/python3"),
+                        "Apple's Command Line Tools Python");
+    assert_string_equal(vzcaps_arm64e_client("/Library/Developer/CommandLineTools/Library/Frameworks/Python3.framework/"
+                                             "Versions/3.9/Resources/Python.app/Contents/MacOS/Python"),
+                        "Apple's Command Line Tools Python");
+    assert_string_equal(vzcaps_arm64e_client("/Applications/Xcode.app/Contents/Developer/usr/bin/python3"), "Xcode's Python");
+    assert_string_equal(vzcaps_arm64e_client("/usr/bin/python3"), "a system program");
+    assert_null(vzcaps_arm64e_client("/opt/homebrew/bin/python3"));
+    assert_null(vzcaps_arm64e_client(NULL));
+}
+
+static void test_quarantine(void **st)
+{
+    (void)st;
+    char out[200];
+    const char v[] = "0083;5f1e2a3b;Safari;0F0B2C5E-1234-4C6F-8C1D-0123456789AB";
+    assert_true(vzcaps_quarantine_describe(v, strlen(v), out, sizeof out));
+    assert_string_equal(out, "quarantined (downloaded by Safari, flags 0083)");
+    assert_true(vzcaps_quarantine_describe("00c1;5f1e2a3b;Google Chrome;", 29, out, sizeof out));
+    assert_string_equal(out, "quarantined (downloaded by Google Chrome, flags 00c1)");
+    /* the value is bytes, not a string: nothing past n is read */
+    assert_true(vzcaps_quarantine_describe("0083XXXX", 4, out, sizeof out));
+    assert_string_equal(out, "quarantined (flags 0083)");
+    assert_true(vzcaps_quarantine_describe("", 0, out, sizeof out));
+    assert_string_equal(out, "quarantined (the mark's value is not in the usual form)");
+    /* an agent with control bytes or of any length is not quoted */
+    assert_true(vzcaps_quarantine_describe("0083;1;Saf\x1b[2Jari;x", 20, out, sizeof out));
+    assert_string_equal(out, "quarantined (flags 0083)");
+    static char huge[5000];
+    memset(huge, 'A', sizeof huge);
+    memcpy(huge, "zz83;1;", 7);
+    assert_true(vzcaps_quarantine_describe(huge, sizeof huge, out, sizeof out));
+    assert_string_equal(out, "quarantined (the mark's value is not in the usual form)");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -893,7 +1104,9 @@ int main(void)
         cmocka_unit_test(test_describe),               cmocka_unit_test(test_escape),
         cmocka_unit_test(test_clip_and_append_say_when_they_cut), cmocka_unit_test(test_environment_scan),
         cmocka_unit_test(test_file_trust),             cmocka_unit_test(test_launcher_target),
-        cmocka_unit_test(test_rosetta_names_the_way_out),
+        cmocka_unit_test(test_rosetta_names_the_way_out), cmocka_unit_test(test_protected_locations),
+        cmocka_unit_test(test_shebang_parse),          cmocka_unit_test(test_shebang_env),
+        cmocka_unit_test(test_sip_and_inherit),        cmocka_unit_test(test_quarantine),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

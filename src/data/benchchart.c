@@ -1,0 +1,267 @@
+/* The benchmark chart (SVG): one panel and axis per test, the speed-up and percent-of-host
+ * charts with their own axes, what was measured and which shim each series ran with; its
+ * layout computed from text lengths. Never: reads files or runs anything. */
+#define _XOPEN_SOURCE 700
+#include "benchdata.h"
+
+#include "../common/text.h"
+#include "../core/vzcaps_core.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static void xml_escape(FILE *out, const char *s)
+{
+    for (; *s; s++)
+        if (*s == '<')
+            fputs("&lt;", out);
+        else if (*s == '>')
+            fputs("&gt;", out);
+        else if (*s == '&')
+            fputs("&amp;", out);
+        else
+            fputc(*s, out);
+}
+
+/* Text width for the layout: measured from its length with a generous per-character width
+ * (sans-serif digits and letters average about 0.55 em; 0.62 em leaves a margin), so the
+ * layout is computed, not guessed, and cannot overflow its own canvas. */
+static double text_w(const char *text, double font)
+{
+    return (double)strlen(text) * font * 0.62 + 4;
+}
+
+static double nice_max(double v)
+{
+    double m = pow(10, ceil(log10(v > 0 ? v : 1)));
+    if (m / 5 >= v)
+        return m / 5;
+    if (m / 2 >= v)
+        return m / 2;
+    return m;
+}
+
+static void fmt_tick(char *buf, size_t len, double v)
+{
+    if (v >= 100 || v == floor(v))
+        snprintf(buf, len, "%.0f", v);
+    else
+        snprintf(buf, len, "%.2g", v);
+}
+
+/* One horizontal bar chart with its own labelled x axis: one bar a test, values v[i] on
+ * 0..axis_max, ticks formatted by unit ("x" or " %"), a marked reference value. Returns the
+ * y below it. */
+static double hbar_chart(FILE *out, const struct bench_table *t, const double *v, double y, double width, double font,
+                         double margin, double name_w, const char *title, const char *unit, double axis_max, double ref,
+                         const char *ref_label, const char *cls, const char *colour)
+{
+    const double row_h = 22, value_w = text_w("100000.00 %", font);
+    double bx = margin + name_w + 8, bw = width - bx - value_w - margin;
+    fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", margin, y, title);
+    y += 14;
+    double top = y;
+    for (size_t i = 0; i < t->n; i++, y += row_h) {
+        fprintf(out, "<text x=\"%.0f\" y=\"%.1f\">", margin, y + 14);
+        xml_escape(out, t->rows[i].test);
+        fprintf(out, "</text>\n");
+        if (isnan(v[i]))
+            continue;
+        double w = bw * fmin(v[i], axis_max) / axis_max;
+        fprintf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"14\" fill=\"%s\"><title>", cls, bx, y + 3, w, colour);
+        xml_escape(out, t->rows[i].test);
+        fprintf(out, " %.2f%s</title></rect>\n", v[i], unit);
+        fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">%.2f%s</text>\n", bx + w + 6, y + 14, v[i], unit);
+    }
+    /* the axis: a baseline, ticks at quarters, their values with the unit, the reference */
+    fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", bx, y + 2, bx + bw, y + 2);
+    fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", bx, top, bx, y + 2);
+    for (int g = 0; g <= 4; g++) {
+        double tv = axis_max * g / 4, x = bx + bw * g / 4;
+        char tick[32];
+        fmt_tick(tick, sizeof tick, tv);
+        fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", x, y + 2, x, y + 6);
+        fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"%.0f\">%s%s</text>\n", x, y + 18, font - 1, tick, unit);
+    }
+    if (ref > 0 && ref <= axis_max) {
+        double x = bx + bw * ref / axis_max;
+        fprintf(out, "<line class=\"reference\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#c0392b\" stroke-dasharray=\"4 3\"/>\n",
+                x, top, x, y + 2);
+        fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"%.0f\" fill=\"#c0392b\" text-anchor=\"%s\">%s</text>\n", x + 3, top - 3,
+                font - 2, x + text_w(ref_label, font - 2) > width - margin ? "end" : "start", ref_label);
+    }
+    return y + 40;
+}
+
+void bench_render_svg(const struct bench_table *t, FILE *out)
+{
+    static const char *const colours[N_ROLES] = {"#9a9a9a", "#2b7bd6", "#2a9d5b"};
+    const double font = 12, margin = 20, plot_h = 220, gap = 6;
+    size_t nrows = t->n ? t->n : 1;
+    int nroles = 0;
+    for (int k = 0; k < N_ROLES; k++)
+        nroles += t->role_given[k];
+    nroles = nroles ? nroles : 1;
+    char legend[N_ROLES][160];
+    for (int k = 0; k < N_ROLES; k++)
+        bench_series_label(t, (enum bench_role)k, legend[k], sizeof legend[k]);
+
+    /* what was measured: model, chip, llama.cpp build, date (each only when known) */
+    char about[400] = "";
+    if (t->model_type[0])
+        vzcaps_appendf(about, sizeof about, "%s", t->model_type);
+    if (t->chip[0])
+        vzcaps_appendf(about, sizeof about, "%s%s", about[0] ? " · " : "", t->chip);
+    if (t->build_commit[0]) {
+        vzcaps_appendf(about, sizeof about, "%sllama.cpp %s", about[0] ? " · " : "", t->build_commit);
+        if (t->build_number)
+            vzcaps_appendf(about, sizeof about, " (build %lld)", t->build_number);
+    }
+    if (t->date[0])
+        vzcaps_appendf(about, sizeof about, "%s%s", about[0] ? " · " : "", t->date);
+    const char *title = "llama-bench: tokens per second", *caption = "median of samples, higher is better; each test on its own axis";
+    /* a run whose family differs from the host's: the chart says so, as the text report does */
+    char warn[240] = "";
+    const char *from;
+    long host = bench_host_family(t, &from), unl = t->have_caps[ROLE_UNLOCKED] ? t->caps[ROLE_UNLOCKED].apple_family : 0;
+    if (host && unl && unl != host)
+        snprintf(warn, sizeof warn, "! the unlocked run reported Apple%ld, %s %s's Apple%ld: tuning rows for another GPU generation%s",
+                 unl - 1000, unl > host ? "above" : "below", t->have_caps[ROLE_HOST] && t->caps[ROLE_HOST].apple_family ? "the host" : t->chip,
+                 host - 1000, unl > host ? ", and more than the hardware has" : "");
+
+    /* panel i: its own scale; its least width from its bars, axis labels and test name */
+    double panel_w[BENCH_MAX_ROWS], scale[BENCH_MAX_ROWS], axis_w[BENCH_MAX_ROWS], min_panels = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        double maxv = 0;
+        for (int k = 0; k < N_ROLES && i < t->n; k++)
+            if (t->rows[i].role[k].present && t->rows[i].role[k].median > maxv)
+                maxv = t->rows[i].role[k].median;
+        scale[i] = nice_max(maxv);
+        char tick[32];
+        fmt_tick(tick, sizeof tick, scale[i]);
+        axis_w[i] = text_w(tick, font) + 8;
+        double value_labels = 0;
+        for (int k = 0; k < N_ROLES && i < t->n; k++)
+            if (t->rows[i].role[k].present) {
+                char v[32];
+                snprintf(v, sizeof v, "%.1f", t->rows[i].role[k].median);
+                value_labels = fmax(value_labels, text_w(v, font - 2));
+            }
+        double bars = fmax(nroles * (34 + gap) + gap, nroles * (value_labels + gap) + gap);
+        double label = i < t->n ? text_w(t->rows[i].test, font) : 0;
+        panel_w[i] = axis_w[i] + fmax(bars, label) + margin;
+        min_panels += panel_w[i];
+    }
+    double legend_w = 0;
+    for (int k = 0; k < N_ROLES; k++)
+        if (t->role_given[k])
+            legend_w = fmax(legend_w, 16 + text_w(legend[k], font));
+    bool any_speed = false, any_host = false;
+    double max_speed = 1, max_pct = 100, speed[BENCH_MAX_ROWS], pct[BENCH_MAX_ROWS], name_w = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        speed[i] = bench_speedup(&t->rows[i]), pct[i] = bench_percent_of_host(&t->rows[i]);
+        any_speed |= !isnan(speed[i]), any_host |= !isnan(pct[i]);
+        if (!isnan(speed[i]))
+            max_speed = fmax(max_speed, speed[i]);
+        if (!isnan(pct[i]))
+            max_pct = fmax(max_pct, pct[i]);
+        name_w = fmax(name_w, text_w(t->rows[i].test, font));
+    }
+    const char *title_speed = "Speed-up: unlocked guest / stock guest";
+    const char *title_host = "Unlocked guest as a percentage of the host";
+    double lower_w = margin + name_w + 8 + 200 + text_w("100000.00 %", font) + margin;
+
+    /* the canvas is as wide as its widest content, and the panels share it */
+    double width = fmax(margin * 2 + min_panels - margin, margin * 2 + text_w(title, 14));
+    width = fmax(width, fmax(margin * 2 + text_w(about, font), margin * 2 + text_w(caption, font - 1)));
+    width = fmax(width, fmax(margin * 2 + legend_w, margin * 2 + text_w(warn, font)));
+    if (any_speed || any_host)
+        width = fmax(width, fmax(lower_w, margin * 2 + text_w(any_host ? title_host : title_speed, 14)));
+    double extra = (width - margin - min_panels) / (double)nrows;
+    for (size_t i = 0; i < nrows; i++)
+        panel_w[i] += extra > 0 ? extra : 0;
+    double y = 22, top = y + (about[0] ? 18 : 0) + 18 + 14;
+    double legend_top = top + plot_h + 44, after_legend = legend_top + nroles * 18 + (warn[0] ? 22 : 0) + 24;
+    double height = after_legend + (any_speed ? 14 + (double)t->n * 22 + 40 + 10 : 0) +
+                    (any_host ? 14 + (double)t->n * 22 + 40 + 10 : 0) + margin - 24;
+
+    fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                 "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" font-family=\"sans-serif\" font-size=\"%.0f\">\n",
+            ceil(width), ceil(height), ceil(width), ceil(height), font);
+    fprintf(out, "<title>llama-bench tokens per second:");
+    int listed = 0;
+    for (int k = 0; k < N_ROLES; k++)
+        if (t->role_given[k])
+            fprintf(out, "%s %s", listed++ ? ";" : "", legend[k]);
+    fprintf(out, "</title>\n");
+    fprintf(out, "<rect width=\"%.0f\" height=\"%.0f\" fill=\"white\"/>\n", ceil(width), ceil(height));
+    fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"14\" font-weight=\"bold\">%s</text>\n", margin, y, title);
+    if (about[0]) {
+        y += 18;
+        fprintf(out, "<text class=\"about\" x=\"%.0f\" y=\"%.0f\">", margin, y);
+        xml_escape(out, about);
+        fprintf(out, "</text>\n");
+    }
+    y += 16;
+    fprintf(out, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"%.0f\" fill=\"#555555\">%s</text>\n", margin, y, font - 1, caption);
+    double px = margin;
+    for (size_t i = 0; i < t->n; i++) {
+        const struct bench_row *r = &t->rows[i];
+        double ax = px + axis_w[i], base = top + plot_h, inner = panel_w[i] - margin - axis_w[i];
+        double slot = inner / nroles, bar_w = fmin(slot - gap, 60);
+        for (int g = 0; g <= 4; g++) {
+            double v = scale[i] * g / 4, gy = base - plot_h * g / 4;
+            char tick[32];
+            fmt_tick(tick, sizeof tick, v);
+            fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#dddddd\"/>\n", ax, gy, px + panel_w[i] - margin, gy);
+            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", ax - 4, gy + 4, tick);
+        }
+        fprintf(out, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"black\"/>\n", ax, top, ax, base);
+        int drawn = 0;
+        for (int k = 0; k < N_ROLES; k++) {
+            if (!t->role_given[k])
+                continue;
+            double cx = ax + slot * (drawn++ + 0.5);
+            if (!r->role[k].present)
+                continue;
+            double h = plot_h * r->role[k].median / scale[i];
+            fprintf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
+                    bench_role_names[k], cx - bar_w / 2, base - h, bar_w, h, colours[k]);
+            xml_escape(out, r->test);
+            fprintf(out, " %s: %.2f t/s</title></rect>\n", bench_role_names[k], r->role[k].median);
+            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"%.0f\">%.1f</text>\n", cx, base - h - 4,
+                    font - 2, r->role[k].median);
+        }
+        fprintf(out, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">", ax + inner / 2, base + 18);
+        xml_escape(out, r->test);
+        fprintf(out, "</text>\n");
+        px += panel_w[i];
+    }
+    fprintf(out, "<text x=\"%.0f\" y=\"%.0f\">tokens per second (t/s); llama-bench test under each panel</text>\n", margin,
+            top + plot_h + 36);
+    double ly = legend_top;
+    for (int k = 0; k < N_ROLES; k++) {
+        if (!t->role_given[k])
+            continue;
+        fprintf(out, "<rect x=\"%.0f\" y=\"%.0f\" width=\"12\" height=\"12\" fill=\"%s\"/><text class=\"legend\" x=\"%.0f\" y=\"%.0f\">",
+                margin, ly, colours[k], margin + 16, ly + 10);
+        xml_escape(out, legend[k]);
+        fprintf(out, "</text>\n");
+        ly += 18;
+    }
+    if (warn[0]) {
+        fprintf(out, "<text class=\"warning\" x=\"%.0f\" y=\"%.0f\" fill=\"#c0392b\">", margin, ly + 14);
+        xml_escape(out, warn);
+        fprintf(out, "</text>\n");
+    }
+    y = after_legend;
+    if (any_speed)
+        y = hbar_chart(out, t, speed, y, width, font, margin, name_w, title_speed, "x", nice_max(max_speed), 1, "1x: as fast as stock",
+                       "speedup", colours[ROLE_UNLOCKED]) + 10;
+    if (any_host)
+        hbar_chart(out, t, pct, y, width, font, margin, name_w, title_host, " %", nice_max(max_pct) < 125 ? 100 * ceil(max_pct / 100 - 1e-9) : nice_max(max_pct), 100,
+                   "100 %: as fast as the host", "percent_of_host", colours[ROLE_HOST]);
+    fprintf(out, "</svg>\n");
+}
+
