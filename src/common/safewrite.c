@@ -444,22 +444,34 @@ int vzcaps_mkdirat_new(int dirfd, const char *dirpath, const char *name, mode_t 
 int vzcaps_close_stdout(void)
 {
     /* As coreutils' close_stdout: an error that stdio saw, or one that flushing or closing
-     * reports now, is a failed write, except a closed descriptor with nothing to write. */
+     * reports now, is a failed write, except a closed descriptor with nothing to write. stdio
+     * forgets why an earlier write failed and drops what it could not write; what is still
+     * buffered is tried again for the reason, else the descriptor is asked (closed, or open
+     * read-only as vzcaps_guard_std_fds leaves a closed one: EBADF), else no reason is made up. */
     int e = 0;
-    if (ferror(stdout)) { /* a write failed earlier: try what is still buffered again, for the reason */
+    bool failed_before = ferror(stdout) != 0;
+    if (failed_before) {
         clearerr(stdout);
         errno = 0;
-        e = fflush(stdout) != 0 && errno ? errno : EIO;
+        if (fflush(stdout) != 0 && errno)
+            e = errno;
     }
-    if (fflush(stdout) != 0 && !e)
-        e = errno ? errno : EIO;
-    if (ferror(stdout) && !e)
-        e = EIO;
+    if (!e && fflush(stdout) != 0)
+        e = errno ? errno : -1;
+    if (!e && ferror(stdout))
+        failed_before = true;
+    if (!e && failed_before) {
+        int fl = fcntl(STDOUT_FILENO, F_GETFL);
+        e = fl < 0 ? errno : (fl & O_ACCMODE) == O_RDONLY ? EBADF : -1;
+    }
     if (fclose(stdout) != 0 && !e && errno != EBADF)
         e = errno;
     if (!e)
         return 0;
-    fprintf(stderr, "vzcaps: cannot write standard output: %s\n", strerror(e));
+    if (e > 0)
+        fprintf(stderr, "vzcaps: cannot write standard output: %s\n", strerror(e));
+    else
+        fprintf(stderr, "vzcaps: cannot write standard output: a write failed (stdio does not keep the reason)\n");
     return -1;
 }
 

@@ -83,7 +83,10 @@ def test_full_standard_output_is_an_error(tmp_path, name):
     with open("/dev/full", "w") as full:
         p = run(args_for(name, tmp_path), full)
     assert p.returncode == 1, p.stderr
-    assert p.stderr.splitlines()[-1] == "vzcaps: cannot write standard output: No space left on device"
+    # the reason, or, when the output outgrew stdio's buffer and an earlier write failed, the
+    # plain statement (stdio does not keep the reason; none is made up)
+    assert p.stderr.splitlines()[-1] in ("vzcaps: cannot write standard output: No space left on device",
+                                         "vzcaps: cannot write standard output: a write failed (stdio does not keep the reason)")
 
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))

@@ -50,8 +50,12 @@ def run(tmp_path, *vzcaps_args, retry=False, conf=None):
 def test_the_section_reaches_the_discovery_child_and_the_runner(tmp_path):
     got, log = run(tmp_path, conf=SECTION)
     assert got == [("server", M2), ("list-devices", M2), ("runner", M2)]
-    assert [line.split(":")[1].strip() for line in log] == ["enabled for ollama", "enabled for llama-server",
-                                                             "enabled for llama-server"]
+    assert [line.split(":")[1].strip() for line in log if " configured for " in line] == [
+        "configured for ollama", "configured for llama-server", "configured for llama-server"]
+    # and each process says that it really hooked its device
+    assert [line.split(" via ")[0] for line in log if " hooked " in line] == [
+        "vzcaps: hooked AppleParavirtDevice for ollama", "vzcaps: hooked AppleParavirtDevice for llama-server",
+        "vzcaps: hooked AppleParavirtDevice for llama-server"]
 
 
 def test_inherit_reaches_the_discovery_child_and_the_runner(tmp_path):
@@ -64,7 +68,7 @@ def test_the_discovery_retry_with_the_tensor_variable_keeps_the_injection(tmp_pa
     # nor sets; the child started through another program still gets the profile
     got, log = run(tmp_path, conf=SECTION, retry=True)
     assert got == [("server", M2), ("list-devices", M2), ("runner", M2)]
-    assert "enabled for env" not in " ".join(log)  # env is not in the section: it passes the injection on
+    assert "configured for env" not in " ".join(log)  # env is not in the section: it passes the injection on
     got, _ = run(tmp_path, "--inherit", retry=True)
     assert got == [("server", M2), ("list-devices", M2), ("runner", M2)]
 
@@ -72,4 +76,5 @@ def test_the_discovery_retry_with_the_tensor_variable_keeps_the_injection(tmp_pa
 def test_without_inherit_both_children_start_stock(tmp_path):
     got, log = run(tmp_path)
     assert got == [("server", M2), ("list-devices", STOCK_FAMILIES), ("runner", STOCK_FAMILIES)]
-    assert len(log) == 1 and "enabled for ollama" in log[0]
+    configured = [line for line in log if " configured for " in line]
+    assert len(configured) == 1 and "configured for ollama" in configured[0]
