@@ -51,7 +51,7 @@ STOCK_WS = 5010800640
 def clean_env(**extra):
     """The environment without any vzcaps or compatible variable, plus extra."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("VZCAPS_", "TART_METAL_", "LUME_METAL_", "LD_PRELOAD", "FAKEMETAL_"))}
+           if not k.startswith(("VZCAPS_", "TART_METAL_", "LUME_METAL_", "LD_PRELOAD", "FAKEMETAL_", "XDG_CONFIG_HOME"))}
     env["HOME"] = "/nonexistent-home"
     env.update({k: str(v) for k, v in extra.items()})
     return env

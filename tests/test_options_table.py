@@ -12,7 +12,7 @@ from conftest import BUILD, ROOT
 PARSERS = {
     "run": ["run.c"], "check": ["options.c#view_args", "VIEW"], "doctor": ["options.c#view_args", "doctor.c", "VIEW"],
     "inspect": ["inspect.c", "VIEW-NOEXE"], "launchd": ["launchd.c"], "report": ["report.c", "ROLES"], "bench": ["bench.c"],
-    "probe": ["probe.c#parse_common"], "verify": ["probe.c#parse_common"], "prepare": ["prepare.c"], "host": [],
+    "probe": ["probe.c#parse_common"], "verify": ["probe.c#parse_common"], "prepare": ["prepare.c"], "host": [], "help": [],
 }
 VIEW = {"--config", "--profile", "--exe", "--chip", "--family", "--bare"}
 
@@ -45,7 +45,8 @@ def parsed_options(cmd):
 def documented(cmd):
     out = subprocess.run([str(BUILD / "vzcaps"), "help", cmd], capture_output=True, text=True).stdout
     section = out.split("\noptions:\n", 1)[1].split("\n\n", 1)[0] if "\noptions:\n" in out else ""
-    return {line.split()[0] for line in section.splitlines() if line.strip()} - {"--"}
+    # an option's line starts "  -"; wrapped help continues on lines indented further
+    return {line.split()[0] for line in section.splitlines() if line.startswith("  -")} - {"--"}
 
 
 @pytest.mark.parametrize("cmd", sorted(PARSERS))
@@ -70,16 +71,99 @@ def test_man_page_and_completions_come_from_the_table():
     assert warnings.returncode == 0 and warnings.stderr == ""
 
 
-def test_bash_completion_completes(tmp_path):
-    script = f"source {BUILD / 'completions' / 'vzcaps.bash'}; COMP_WORDS=(vzcaps che); COMP_CWORD=1; _vzcaps; echo ${{COMPREPLY[@]}};" \
-             f"COMP_WORDS=(vzcaps launchd --keep); COMP_CWORD=2; _vzcaps; echo ${{COMPREPLY[@]}}"
-    out = subprocess.run(["bash", "-c", script], capture_output=True, text=True, cwd=tmp_path).stdout.splitlines()
-    assert out == ["check", "--keep-alive"]
-
-
 @pytest.mark.parametrize("cmd", ["check", "probe", "verify"])  # doctor takes -- CMD (test_scripts.py, test_bundle.py)
 def test_options_only_command_refuses_what_follows_dashdash(cmd):
     # regression: `vzcaps check -- foo` ignored foo and exited 0
     r = subprocess.run([str(BUILD / "vzcaps"), cmd, "--", "foo"], capture_output=True, text=True)
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.splitlines()[0] == f"vzcaps {cmd}: unexpected argument foo"
+
+
+def vz(*args):
+    return subprocess.run([str(BUILD / "vzcaps"), *args], capture_output=True, text=True, timeout=60)
+
+
+GROUPS = {"use it": ["run", "launchd", "prepare"], "check it": ["check", "doctor", "inspect"], "prove it": ["probe", "verify"],
+          "measure it": ["report", "bench"], "set up": ["host"]}
+
+
+def test_overview_is_one_summary_line_per_command_grouped():
+    out = vz("help").stdout
+    seen, group = {}, None
+    for line in out.splitlines():
+        if line in GROUPS:
+            group = line
+        elif line.startswith("   ") and group:
+            name, summary = line.split(None, 1)
+            assert name not in seen and len(summary) > 10, line
+            seen[name] = group
+        elif not line:
+            group = None
+    assert {g: [c for c in seen if seen[c] == g] for g in GROUPS} == GROUPS
+    assert "vzcaps help COMMAND" in out and "[--" not in out  # summaries, not option lists
+    assert vz("--help").stdout == out and vz("-h").stdout == out
+
+
+@pytest.mark.parametrize("args", [["help"], *[["help", c] for c in PARSERS], ["run", "--bogus"], ["launchd", "--nope"]])
+def test_help_lines_fit_100_columns(args):
+    p = vz(*args)
+    for line in (p.stdout + p.stderr).splitlines():
+        assert len(line) <= 100, line
+
+
+def test_required_options_are_shown_required():
+    launchd, bench = vz("help", "launchd").stdout, vz("help", "bench").stdout
+    assert launchd.startswith("usage: vzcaps launchd --label LABEL [--profile PROFILE]")
+    assert "[--label" not in launchd and "[-m MODEL]" not in bench and " -m MODEL " in bench.split("\n\n")[0]
+    assert re.search(r"^  --label LABEL +[^\n]*(\n {27}[^\n]*)*\(required\)$", launchd, re.M)
+    assert re.search(r"^  -m MODEL +the GGUF model \(required\)$", bench, re.M)
+    man = (BUILD / "vzcaps.1").read_text()
+    assert "\\-\\-label LABEL [\\-\\-profile PROFILE]" in man and "(required)" in man
+
+
+def test_help_help_and_unknown_commands():
+    p = vz("help", "help")
+    assert p.returncode == 0 and p.stdout.startswith("usage: vzcaps help [COMMAND]\n")
+    assert vz("help", "--help").stdout == p.stdout
+    p = vz("status")
+    assert p.returncode == 2
+    assert p.stderr.splitlines()[0] == 'vzcaps: unknown command "status" (did you mean doctor, or host status?)'
+    p = vz("help", "status")
+    assert p.returncode == 2
+    assert p.stderr.splitlines()[0] == 'vzcaps help: unknown command "status" (did you mean doctor, or host status?)'
+    assert vz("benchmark").stderr.startswith('vzcaps: unknown command "benchmark" (did you mean bench?)')
+    assert vz("help", "run", "check").returncode == 2
+
+
+def test_man_page_lists_the_commands_by_group():
+    man = (BUILD / "vzcaps.1").read_text()
+    commands = man.split(".SH COMMANDS\n", 1)[1].split(".SH ", 1)[0]
+    for group, names in GROUPS.items():
+        assert f".SS {group}\n" in commands
+        for name in names:
+            assert f".TP 10\n.B {name}\n" in commands
+    assert ".B vzcaps help\n[COMMAND]" in man or ".B vzcaps help\n" in man
+
+
+CONFIG_ORDER = ["$XDG_CONFIG_HOME/vzcaps/vzcaps.conf", "~/.config/vzcaps/vzcaps.conf", "/opt/homebrew/etc/vzcaps.conf",
+                "/usr/local/etc/vzcaps.conf"]
+
+
+def in_order(text, items):
+    at = [text.find(i) for i in items]
+    return all(a >= 0 for a in at) and at == sorted(at)
+
+
+def test_config_search_order_is_said_the_same_everywhere():
+    """The library, the command, the man page and the docs say one order (vzcaps_config_search)."""
+    man = (BUILD / "vzcaps.1").read_text().replace("\\-", "-")
+    files = man.split(".SH FILES\n", 1)[1].split(".SH ", 1)[0].replace("\n", " ")
+    assert in_order(files, ["$VZCAPS_CONFIG", *CONFIG_ORDER]), files
+    header = (ROOT / "src" / "core" / "vzcaps_core.h").read_text()
+    assert in_order(header.split("#define VZCAPS_CONFIG_ORDER_TEXT", 1)[1], CONFIG_ORDER)
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))] if (ROOT / "docs").is_dir() else [ROOT / "README.md"]
+    mentions = [d for d in docs if "/usr/local/etc/vzcaps.conf" in d.read_text()]
+    assert mentions
+    for d in mentions:
+        text = " ".join(d.read_text().replace("`", "").split())
+        assert in_order(text, CONFIG_ORDER), d

@@ -38,6 +38,11 @@ static void print_profile_json(const struct vzcaps_config_result *r, const struc
     json_str(&j, "host_chip_source", strcmp(p->chip_origin, "none") ? p->chip_origin : NULL);
     json_str(&j, "profile", r->section[0] ? r->section : NULL);
     json_str(&j, "config_file", r->config_path[0] ? r->config_path : NULL);
+    json_str(&j, "config_error", r->config_error[0] ? r->config_error : NULL);
+    json_arr(&j, "config_search");
+    for (int i = 0; i < r->n_searched; i++)
+        json_str(&j, NULL, r->searched[i]);
+    json_end_arr(&j);
     json_bool(&j, "inherit", p->inherit);
     /* the scope as the library will apply it (defaults included) */
     const char *lists[2] = {p->callers, p->stock_callers}, *keys[2] = {"callers", "stock_callers"};
@@ -61,6 +66,26 @@ static void print_profile_json(const struct vzcaps_config_result *r, const struc
     json_finish(&j);
 }
 
+/* The file the configuration came from, or the one refused and why, or where none was found:
+ * on the line itself, not only under "why". */
+static void print_config_file_line(const struct vzcaps_config_result *r)
+{
+    if (r->config_path[0] && r->config_error[0]) {
+        printf("config file    %s (refused: %s)", esc(r->config_path), esc(r->config_error));
+    } else if (r->config_path[0]) {
+        printf("config file    %s", esc(r->config_path));
+        if (r->section[0])
+            printf(" [%s]", r->section);
+    } else if (!r->n_searched) {
+        printf("config file    (not looked for: the configuration was refused first)");
+    } else {
+        printf("config file    (none found; looked at");
+        for (int i = 0; i < r->n_searched; i++)
+            printf("%s %s", i ? "," : "", esc(r->searched[i]));
+        printf(")");
+    }
+}
+
 void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o)
 {
     const struct vzcaps_profile *p = &r->profile;
@@ -69,9 +94,7 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
     printf("configuration  %s\n", p->invalid ? "INVALID" : "valid");
     printf("view           %s\n", cfg_view_text(o));
     printf("executable     %s\n", exe ? esc(exe) : "(any; no --exe given)");
-    printf("config file    %s", r->config_path[0] ? esc(r->config_path) : "(none found)");
-    if (r->section[0])
-        printf(" [%s]", r->section);
+    print_config_file_line(r);
     printf("\nhost chip      ");
     if (!p->chip_origin[0])
         printf("(not evaluated: the configuration was refused first)\n");

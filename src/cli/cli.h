@@ -21,6 +21,7 @@
 #define EXIT_REFUSED 125     /* run: configuration refused before the workload started */
 
 int cmd_run(int argc, char **argv);
+int cmd_help(int argc, char **argv);
 int cmd_check(int argc, char **argv);
 int cmd_launchd(int argc, char **argv);
 int cmd_host(int argc, char **argv);
@@ -39,6 +40,8 @@ int verify_gate(const struct cfg_opts *o);
 /* options.c */
 int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void print_help(const char *cmd, FILE *out);
+/* "vzcaps: unknown command \"WORD\" (did you mean ...?)" (from cmd "help": "vzcaps help: ..."); EXIT_USAGE. */
+int unknown_command(const char *cmd, const char *word);
 /* Matches "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (and *i advanced),
  * 0 when argv[*i] is another option, -1 when the value is missing. */
 int opt_take(int argc, char **argv, int *i, const char *name, const char **value);

@@ -1,7 +1,8 @@
-/* The command table: every subcommand's options, arguments, defaults and exit statuses, in
- * one place. It drives the parsing (cli_validate_args runs before every command: unknown
- * options, missing values and "did you mean"), `vzcaps help X`, the man page (`vzcaps __man`,
- * generated at build time) and the shell completions (`vzcaps __completions SHELL`).
+/* The command table: every subcommand's options, arguments, defaults, exit statuses, group
+ * and one-line summary, in one place. It drives the parsing (cli_validate_args runs before
+ * every command: unknown options, missing values and "did you mean"), `vzcaps help [X]`, the
+ * man page (`vzcaps __man`, generated at build time) and, through options.c, the bash,
+ * zsh and fish completions (`vzcaps __completions SHELL`).
  * Never: documents an option the parsers do not take (a test compares both ways). */
 #include "commands.h"
 
@@ -12,9 +13,11 @@
 
 #define END {0, 0, 0, 0}
 
+const char cli_required[] = "required";
+
 static const struct opt_spec run_opts[] = {
-    {"--profile", "NAME", "use section [NAME] of the config file (VZCAPS_PROFILE)", NULL},
-    {"--family", "VALUE", "auto, off, or an Apple family 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)",
+    {"--profile", "PROFILE", "use section [PROFILE] of the config file (VZCAPS_PROFILE)", NULL},
+    {"--family", "auto|off|FAMILY", "the Apple family to answer as: auto (the host chip's own), off, or 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)",
      "auto when nothing else configures vzcaps for CMD"},
     {"--inherit", NULL, "keep the injection in CMD's child processes (VZCAPS_INHERIT=1)", NULL},
     {"--inherit-anyway", NULL, "macOS: keep it even where SIP is not enabled and arm64e children would be terminated", NULL},
@@ -25,27 +28,27 @@ static const struct opt_spec run_opts[] = {
 /* The options that choose the configuration view (cfg_opt_take), shared by check, doctor and
  * inspect; --exe is theirs to describe (inspect has none). */
 #define CONFIG_OPT {"--config", "FILE", "config file (VZCAPS_CONFIG); default: the library's search order", NULL}, \
-                   {"--profile", "NAME", "section to use (VZCAPS_PROFILE)", NULL}
+                   {"--profile", "PROFILE", "section to use (VZCAPS_PROFILE)", NULL}
 #define VIEW_OPTS {"--chip", "BRAND", "host chip brand string, e.g. \"Apple M2 Pro\" (VZCAPS_HOST_CHIP)", "detected"}, \
-                  {"--family", "VALUE", "as vzcaps run --family (auto, off, or 1001..1010)", NULL}, \
+                  {"--family", "auto|off|FAMILY", "as vzcaps run --family (auto, off, or 1001..1010)", NULL}, \
                   {"--bare", NULL, "what the library alone does with this environment (no implied --family auto)", NULL}
 static const struct opt_spec view_opts[] = {
     CONFIG_OPT,
-    {"--exe", "NAME", "executable base name that picks a section by its match patterns", NULL},
+    {"--exe", "PROGRAM", "executable base name that picks a section by its match patterns", NULL},
     VIEW_OPTS,
     {"--json", NULL, "one JSON object instead of the text", NULL},
     END};
 static const struct opt_spec doctor_opts[] = {
     CONFIG_OPT,
-    {"--exe", "NAME", "the executable whose profile to show", NULL},
+    {"--exe", "PROGRAM", "the executable whose profile to show", NULL},
     VIEW_OPTS,
     {"--json", NULL, "one JSON object instead of the text", NULL},
     {"--bundle", "DIR", "write the first-run bundle to DIR instead (summary.md with the verdict, SHA256SUMS)", NULL},
     END};
 static const struct opt_spec launchd_opts[] = {
-    {"--label", "LABEL", "the job's label (letters, digits, '.', '_' and '-'); required", NULL},
-    {"--profile", "NAME", "section of the config file (VZCAPS_PROFILE)", NULL},
-    {"--family", "VALUE", "as vzcaps run --family", "auto when nothing else configures vzcaps"},
+    {"--label", "LABEL", "the job's label (letters, digits, '.', '_' and '-'), not with --list", REQUIRED},
+    {"--profile", "PROFILE", "section of the config file (VZCAPS_PROFILE)", NULL},
+    {"--family", "auto|off|FAMILY", "as vzcaps run --family", "auto when nothing else configures vzcaps"},
     {"--inherit", NULL, "keep the injection in the program's children (VZCAPS_INHERIT=1)", NULL},
     {"--keep-alive", NULL, "launchd starts the program again whenever it exits (KeepAlive)", NULL},
     {"--install", NULL, "write ~/Library/LaunchAgents/LABEL.plist and bootstrap it", "print the plist"},
@@ -70,26 +73,26 @@ static const struct opt_spec report_opts[] = {
                       "wrote carry a marker and are replaced without it; CSV files only with it)", NULL},
     END};
 static const struct opt_spec bench_opts[] = {
-    {"-m", "MODEL", "the GGUF model; required", NULL},
+    {"-m", "MODEL", "the GGUF model", REQUIRED},
     {"--llama-bench", "PATH", "the llama-bench to run", "llama-bench on PATH"},
     {"-p", "N", "prompt tokens", "512"},
     {"-n", "N", "generated tokens", "128"},
     {"-r", "N", "repetitions", "10"},
     {"--out", "DIR", "the bundle directory (new or empty)", "vzcaps-bench-<UTC time>"},
-    {"--profile", "NAME", "section of the config file for the unlocked run", NULL},
-    {"--mode", "MODE", "guest (stock and unlocked) or host (once, stock, on bare metal)", "guest"},
+    {"--profile", "PROFILE", "section of the config file for the unlocked run", NULL},
+    {"--mode", "guest|host", "guest (stock and unlocked) or host (once, stock, on bare metal)", "guest"},
     {"--check-output", NULL, "require the output check", "on when llama-perplexity is found"},
     {"--no-check-output", NULL, "skip the output check", NULL},
     {"--llama-perplexity", "PATH", "the llama-perplexity for the output check", "next to llama-bench, else on PATH"},
     END};
 static const struct opt_spec probe_opts[] = {
     {"--json", NULL, "one JSON object instead of the table", NULL},
-    {"--profile", "NAME", "section of the config file for the unlocked child", NULL},
+    {"--profile", "PROFILE", "section of the config file for the unlocked child", NULL},
     {"--replay", "STOCK.json UNLOCKED.json", "render two saved child outputs instead of probing", NULL},
     END};
 static const struct opt_spec verify_opts[] = {
     {"--json", NULL, "one JSON object instead of the table", NULL},
-    {"--profile", "NAME", "section of the config file for the unlocked children", NULL},
+    {"--profile", "PROFILE", "section of the config file for the unlocked children", NULL},
     {"--replay", "RESULT.json", "render a saved result instead of verifying", NULL},
     END};
 static const struct opt_spec prepare_opts[] = {
@@ -112,14 +115,16 @@ const struct cmd_spec cli_commands[] = {
      "command replaces this process (exec), so the exit status and signals are CMD's own.",
      "CMD's own; 125 when vzcaps refused to start it; 126 when it is not a regular executable file;\n"
      "127 when it is not found; 2 for a malformed command line.",
-     "vzcaps run -- llama-bench -m model.gguf"},
+     "vzcaps run -- llama-bench -m model.gguf",
+     GROUP_USE, "run a program with the host chip's Metal answers", "exec start launch use"},
     {"check", cmd_check, "", ARGS_NONE, view_opts,
-     "Validates a configuration and explains what `vzcaps run` would do for executable NAME on chip\n"
+     "Validates a configuration and explains what `vzcaps run` would do for executable PROGRAM on chip\n"
      "BRAND (its implied --family auto included), or with --bare what the library alone would do with\n"
      "this environment: each effective claim and where it came from.",
      "0 when the configuration is valid (even if this host cannot apply it), 1 when it is not, 2 for a\n"
      "malformed command line.",
-     "vzcaps check --exe llama-server --chip \"Apple M2 Pro\" --json"},
+     "vzcaps check --exe llama-server --chip \"Apple M2 Pro\" --json",
+     GROUP_CHECK, "validate a configuration and explain what run would do for a program", "validate config lint explain show"},
     {"launchd", cmd_launchd, "-- CMD [ARGS]", ARGS_COMMAND, launchd_opts,
      "Writes a LaunchAgent plist for one workload: ProgramArguments, EnvironmentVariables with the\n"
      "library and the settings, RunAtLoad, logs under ~/Library/Logs/vzcaps/. The program and the\n"
@@ -129,12 +134,14 @@ const struct cmd_spec cli_commands[] = {
      "Never uses `launchctl setenv`, which would inject every process of the session.",
      "0; 1 when it cannot write, finds a different plist without --force, or --remove finds no job or\n"
      "one vzcaps did not write; 2 for arguments a plist cannot carry or a malformed command line.",
-     "vzcaps launchd --label com.me.llama --keep-alive --install -- llama-server -m model.gguf"},
+     "vzcaps launchd --label com.me.llama --keep-alive --install -- llama-server -m model.gguf",
+     GROUP_USE, "write, install, list or remove LaunchAgents that run a program through vzcaps", "agent service daemon launchctl"},
     {"host", cmd_host, "status|enable|disable", ARGS_POSITIONAL, no_opts,
      "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
      "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some guides\n"
      "set before starting VMs. Running VMs must be restarted to see a change.",
-     "0; 3 where it cannot work (Linux, or a guest); 2 for a malformed command line.", "vzcaps host status"},
+     "0; 3 where it cannot work (Linux, or a guest); 2 for a malformed command line.", "vzcaps host status",
+     GROUP_SETUP, "on a Mac host, read or set the GPU preference some VM guides use", "vm"},
     {"doctor", cmd_doctor, "[-- CMD [ARGS]]", ARGS_REST, doctor_opts,
      "One screen on where this machine stands: guest or host, host chip and how it was found, OS\n"
      "version, SIP, the library and its slices, the config file, the effective profile, the library's\n"
@@ -148,7 +155,8 @@ const struct cmd_spec cli_commands[] = {
      "elsewhere (skipped, not failed).",
      "0; 1 when a file of the bundle could not be written or one of its steps failed (named in\n"
      "summary.md and on standard error); 2 for a malformed command line.",
-     "vzcaps doctor --bundle vzcaps-first-run -- llama-cli -m model.gguf -p hi -n 8"},
+     "vzcaps doctor --bundle vzcaps-first-run -- llama-cli -m model.gguf -p hi -n 8",
+     GROUP_CHECK, "show where this machine stands and which known pitfalls apply", "status info diagnose diag env"},
     {"inspect", cmd_inspect, "FILE...", ARGS_POSITIONAL, inspect_opts,
      "Reads Mach-O files (thin or universal, or an .app bundle's main executable) and reports per slice\n"
      "the architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"
@@ -156,7 +164,8 @@ const struct cmd_spec cli_commands[] = {
      "per recognised client, and the images whose calls the caller scope answers stock.",
      "0 when every file was read; 1 when any was unreadable, malformed, truncated or over 1 GiB, or\n"
      "the configuration is invalid; 2 for a malformed command line.",
-     "vzcaps inspect /opt/homebrew/bin/llama-server"},
+     "vzcaps inspect /opt/homebrew/bin/llama-server",
+     GROUP_CHECK, "tell whether a program will load the library, and what it asks Metal", "otool analyze analyse scan"},
     {"report", cmd_report, "(BUNDLE_DIR... | --stock FILE --unlocked FILE [--host FILE])", ARGS_POSITIONAL, report_opts,
      "Recomputes the benchmark table from llama-bench JSON files (rows merged by test): the median of\n"
      "samples_ts per test, the range, unlocked/stock speed-up and unlocked/host percentage, and what\n"
@@ -165,7 +174,8 @@ const struct cmd_spec cli_commands[] = {
      "host*.json.",
      "0; 1 on any input or output error (named, before anything is printed); 2 for a malformed command\n"
      "line.",
-     "vzcaps report --svg chart.svg evidence/"},
+     "vzcaps report --svg chart.svg evidence/",
+     GROUP_MEASURE, "recompute the speed-up table and chart from benchmark results", "chart table results"},
     {"bench", cmd_bench, "[-- LLAMA_BENCH_ARGS]", ARGS_REST, bench_opts,
      "Runs llama-bench stock and through `vzcaps run` (guest mode) or once stock (host mode) and writes\n"
      "an evidence bundle: the raw JSON and stderr of each run, environment.json, capabilities.json,\n"
@@ -173,13 +183,15 @@ const struct cmd_spec cli_commands[] = {
      "perplexity on the CPU with the unlocked GPU; more than 2 % apart is a failure. Arguments after\n"
      "-- go to every llama-bench run and are recorded.",
      "0; 1 when a run fails or the output check fails; 2 for a malformed command line.",
-     "vzcaps bench -m model.gguf --out evidence -- -t 8 -fa 1"},
+     "vzcaps bench -m model.gguf --out evidence -- -t 8 -fa 1",
+     GROUP_MEASURE, "benchmark llama-bench stock and unlocked into an evidence bundle", "benchmark perf speed"},
     {"probe", cmd_probe, "", ARGS_NONE, probe_opts,
      "macOS: creates the default Metal device in two child processes, stock and with the library, and\n"
      "shows every answer side by side with the llama.cpp gates each column implies.",
      "0; 1 when the library changed an answer the profile did not ask for; 3 without a macOS Metal\n"
      "device; 2 for a malformed command line.",
-     "vzcaps probe --json"},
+     "vzcaps probe --json",
+     GROUP_PROVE, "show Metal's answers stock and with the library, side by side", "caps capabilities query"},
     {"verify", cmd_verify, "", ARGS_NONE, verify_opts,
      "macOS: in child processes with the library, one per check, compiles and runs compute kernels for\n"
      "each path the profile unlocks and compares every element with a CPU reference; also checks\n"
@@ -187,7 +199,8 @@ const struct cmd_spec cli_commands[] = {
      "`vzcaps run --verify`.",
      "0; 1 when an unlocked path computes wrong results; 3 without a macOS Metal device; 2 for a\n"
      "malformed command line.",
-     "vzcaps verify"},
+     "vzcaps verify",
+     GROUP_PROVE, "run compute kernels on every unlocked path and check the results", "test selftest self-test validate-gpu"},
     {"prepare", cmd_prepare, "PATH...", ARGS_POSITIONAL, prepare_opts,
      "Makes a private copy of a program that ignores the library because it is signed with the hardened\n"
      "runtime: PATH is a Mach-O file or an .app bundle; every Mach-O file in the copy is re-signed ad\n"
@@ -198,8 +211,16 @@ const struct cmd_spec cli_commands[] = {
      "is refused before anything is written.",
      "0; 1 when it would need --yes, or on any error (nothing half-written left behind); 2 for a\n"
      "malformed command line.",
-     "vzcaps prepare --yes /Applications/Ollama.app"},
-    {0, 0, 0, 0, 0, 0, 0, 0},
+     "vzcaps prepare --yes /Applications/Ollama.app",
+     GROUP_USE, "make a private copy of a hardened app that will load the library", "resign codesign unharden copy"},
+    {"help", cmd_help, "[COMMAND]", ARGS_POSITIONAL, no_opts,
+     "Without COMMAND: every command, one line each, grouped by what it is for. With COMMAND: its\n"
+     "synopsis, what it does, its options, exit status and an example (the same as vzcaps COMMAND\n"
+     "--help). man vzcaps has all of it in one page.",
+     "0; 2 for an unknown command or a malformed command line.",
+     "vzcaps help run",
+     GROUP_NONE, "show the commands, or one command's options, exit status and an example", "usage manual man"},
+    {0},
 };
 
 const struct cmd_spec *cli_find_command(const char *name)
@@ -243,6 +264,30 @@ const char *cli_did_you_mean(const char *word, const char *const *candidates, si
 
 const char *cli_command_suggestion(const char *word)
 {
+    /* the commands that do the job: those that take word as an alias, or as an operand
+     * ("host status") */
+    static char found[256];
+    found[0] = '\0';
+    size_t n_found = 0;
+    for (int pass = 0; pass < 2; pass++) /* aliases first, then operands */
+        for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+            bool hit = false;
+            const char *list = pass == 0 ? (c->aliases ? c->aliases : "")
+                             : c->args_mode == ARGS_POSITIONAL && strchr(c->args, '|') ? c->args : "";
+            for (const char *p = list; *p && !hit;) {
+                size_t n = strcspn(p, pass == 0 ? " " : "|");
+                hit = n == strlen(word) && strncmp(p, word, n) == 0;
+                p += n + (p[n] != '\0');
+            }
+            if (hit && strlen(found) + strlen(c->name) + strlen(word) + 8 < sizeof found) {
+                size_t len = strlen(found);
+                snprintf(found + len, sizeof found - len, "%s%s%s%s", n_found ? ", or " : "", c->name, pass ? " " : "",
+                         pass ? word : "");
+                n_found++;
+            }
+        }
+    if (n_found)
+        return found;
     const char *names[32];
     size_t n = 0;
     for (const struct cmd_spec *c = cli_commands; c->name && n < 32; c++)
@@ -320,67 +365,156 @@ int cli_validate_args(const struct cmd_spec *c, int argc, char **argv)
 
 /* ---- help, man page, completions ---- */
 
-static void synopsis(FILE *out, const struct cmd_spec *c, bool roff)
+#define WIDTH 100
+
+void cli_wrap(FILE *out, const char *text, size_t start, size_t indent, size_t width)
 {
-    fprintf(out, roff ? ".B vzcaps %s\n" : "vzcaps %s", c->name);
+    size_t col = start;
     bool first = true;
-    for (const struct opt_spec *o = c->opts; o->name; o++) {
-        fprintf(out, roff ? (first ? "" : " ") : " ");
-        first = false;
-        if (roff) {
-            fputc('[', out);
-            for (const char *p = o->name; *p; p++)
-                fputs(*p == '-' ? "\\-" : (char[2]){*p, 0}, out);
-            if (o->arg)
-                fprintf(out, " %s", o->arg);
-            fputc(']', out);
-        } else {
-            fprintf(out, "[%s%s%s]", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+    for (const char *p = text; *p;) {
+        while (*p == ' ' || *p == '\n')
+            p++;
+        size_t n = strcspn(p, " \n");
+        if (!n)
+            break;
+        if (!first && col + 1 + n > width) {
+            fprintf(out, "\n%*s", (int)indent, "");
+            col = indent;
+        } else if (!first) {
+            fputc(' ', out);
+            col++;
         }
+        fwrite(p, 1, n, out);
+        col += n;
+        first = false;
+        p += n;
     }
-    if (c->args[0]) {
-        fputc(' ', out);
-        for (const char *p = c->args; *p; p++)
-            fputs(roff && *p == '-' ? "\\-" : (char[2]){*p, 0}, out);
+}
+
+static const char *const group_titles[GROUP_COUNT] = {
+    [GROUP_USE] = "use it", [GROUP_CHECK] = "check it", [GROUP_PROVE] = "prove it",
+    [GROUP_MEASURE] = "measure it", [GROUP_SETUP] = "set up",
+};
+
+static void write_roff(FILE *out, const char *s, size_t n);
+
+/* One synopsis element ("[--profile PROFILE]", "--label LABEL"), on the heap. */
+static char *synopsis_item(const struct opt_spec *o)
+{
+    return xformat("%s%s%s%s%s", o->def == REQUIRED ? "" : "[", o->name, o->arg ? " " : "", o->arg ? o->arg : "",
+                   o->def == REQUIRED ? "" : "]");
+}
+
+void cli_print_synopsis(FILE *out, const struct cmd_spec *c, size_t prefix_len)
+{
+    fprintf(out, "vzcaps %s", c->name);
+    size_t indent = prefix_len + strlen("vzcaps ") + strlen(c->name) + 1, col = indent - 1;
+    for (const struct opt_spec *o = c->opts;; o++) {
+        char *item;
+        if (o->name)
+            item = synopsis_item(o);
+        else if (c->args[0])
+            item = xformat("%s", c->args);
+        else
+            break;
+        size_t n = strlen(item);
+        if (col + 1 + n > WIDTH && col > indent) {
+            fprintf(out, "\n%*s", (int)indent, "");
+            col = indent;
+        } else {
+            fputc(' ', out);
+            col++;
+        }
+        fputs(item, out);
+        free(item);
+        col += n;
+        if (!o->name)
+            break;
     }
     fputc('\n', out);
 }
 
-void cli_print_synopsis(FILE *out, const struct cmd_spec *c)
+void cli_print_overview(FILE *out)
 {
-    synopsis(out, c, false);
+    fprintf(out, "vzcaps %s: Metal capability answers for macOS guests, from the host's real chip\n\n"
+                 "usage: vzcaps COMMAND [OPTIONS] [ARGS]\n", VZCAPS_VERSION);
+    size_t w = 0;
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        w = strlen(c->name) > w ? strlen(c->name) : w;
+    for (int g = GROUP_USE; g < GROUP_COUNT; g++) {
+        fprintf(out, "\n%s\n", group_titles[g]);
+        for (const struct cmd_spec *c = cli_commands; c->name; c++)
+            if (c->group == (enum cmd_group)g) {
+                fprintf(out, "   %-*s  ", (int)w, c->name);
+                cli_wrap(out, c->summary, 5 + w, 5 + w, WIDTH);
+                fputc('\n', out);
+            }
+    }
+    fputs("\n`vzcaps help COMMAND` (or `vzcaps COMMAND --help`) shows a command's options, exit status and an\n"
+          "example; `vzcaps --version` the version; `man vzcaps` everything on one page.\n\n", out);
+    size_t col = fprintf(out, "The library reads:");
+    for (const struct env_spec *e = cli_environment; e->name; e++) {
+        size_t n = strlen(e->name) + 1;
+        if (col + 1 + n > WIDTH)
+            col = fprintf(out, "\n ");
+        col += fprintf(out, " %s%s", e->name, e[1].name ? "," : ".");
+    }
+    fputs("\n", out);
 }
 
 void cli_print_help(FILE *out, const struct cmd_spec *c)
 {
     fprintf(out, "usage: ");
-    synopsis(out, c, false);
-    fprintf(out, "\n%s\n", c->about);
+    cli_print_synopsis(out, c, strlen("usage: "));
+    fprintf(out, "\n%s: ", c->name);
+    cli_wrap(out, c->summary, strlen(c->name) + 2, 0, WIDTH);
+    fputs("\n\n", out);
+    cli_wrap(out, c->about, 0, 0, WIDTH);
+    fputc('\n', out);
     if (c->opts[0].name) {
         fprintf(out, "\noptions:\n");
         for (const struct opt_spec *o = c->opts; o->name; o++) {
-            char head[64];
-            snprintf(head, sizeof head, "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
-            fprintf(out, "  %-24s %s%s%s%s\n", head, o->help, o->def ? " (default: " : "", o->def ? o->def : "", o->def ? ")" : "");
+            char *head = xformat("%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+            bool has_def = o->def && o->def != REQUIRED;
+            char *text = xformat("%s%s%s%s%s", o->help, o->def == REQUIRED ? " (required)" : "", has_def ? " (default: " : "",
+                                 has_def ? o->def : "", has_def ? ")" : "");
+            if (strlen(head) > 23) /* a long head gets a line of its own */
+                fprintf(out, "  %s\n%*s", head, 27, "");
+            else
+                fprintf(out, "  %-24s ", head);
+            cli_wrap(out, text, 27, 27, WIDTH);
+            fputc('\n', out);
+            free(text);
+            free(head);
         }
         fprintf(out, "  %-24s %s\n", "--", "ends the options");
     }
-    fprintf(out, "\nexit status: %s\n\nexample: %s\n", c->exits, c->example);
+    fputs("\nexit status: ", out);
+    cli_wrap(out, c->exits, 13, 2, WIDTH);
+    fputs("\n\nexample: ", out);
+    fputs(c->example, out);
+    fputc('\n', out);
 }
 
 static void roff_text(FILE *out, const char *s)
 {
+    write_roff(out, s, strlen(s));
+}
+
+static void write_roff(FILE *out, const char *s, size_t n)
+{
     bool bol = true;
-    for (; *s; s++) {
-        if (bol && (*s == '.' || *s == '\''))
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        if (bol && (ch == '.' || ch == '\''))
             fputs("\\&", out);
-        if (*s == '\\')
+        if (ch == '\\')
             fputs("\\e", out);
-        else if (*s == '-')
+        else if (ch == '-')
             fputs("\\-", out);
         else
-            fputc(*s, out);
-        bol = *s == '\n';
+            fputc(ch, out);
+        bol = ch == '\n';
     }
 }
 
@@ -388,13 +522,20 @@ void cli_print_man(FILE *out)
 {
     fprintf(out, ".\\\" generated by `vzcaps __man` from the command table in src/cli/commands.c: do not edit\n"
                  ".TH VZCAPS 1 \"2026\" \"vzcaps %s\" \"User Commands\"\n.SH NAME\n"
-                 "vzcaps \\- Metal capability answers for macOS guests, from the host's real chip\n.SH SYNOPSIS\n",
+                 "vzcaps \\- Metal capability answers for macOS guests, from the host's real chip\n.SH SYNOPSIS\n.nh\n",
             VZCAPS_VERSION);
     for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-        synopsis(out, c, true);
-        fputs(".br\n", out);
+        fprintf(out, ".B vzcaps %s\n", c->name);
+        for (const struct opt_spec *o = c->opts; o->name; o++) {
+            char *item = synopsis_item(o);
+            roff_text(out, item);
+            fputc(' ', out);
+            free(item);
+        }
+        roff_text(out, c->args);
+        fputs("\n.br\n", out);
     }
-    fputs(".B vzcaps help\n[COMMAND]\n.br\n.B vzcaps \\-\\-version\n", out);
+    fputs(".B vzcaps \\-\\-version\n.hy\n", out);
     fputs(".SH DESCRIPTION\n", out);
     roff_text(out, "A macOS guest on Apple silicon sees a paravirtual GPU that answers Metal capability queries as an\n"
                    "Apple family 5 part. vzcaps injects a small library (libvzcaps.dylib) into one process with\n"
@@ -402,6 +543,16 @@ void cli_print_man(FILE *out)
                    "working-set limits) the way the host's real chip would, and never claims more than that chip has\n"
                    "unless VZCAPS_UNSAFE_BEYOND_HARDWARE=1 is set. Anything in doubt leaves the process exactly\n"
                    "stock, with one log line saying why.\n");
+    fputs(".SH COMMANDS\n", out);
+    for (int g = GROUP_USE; g < GROUP_COUNT; g++) {
+        fprintf(out, ".SS %s\n", group_titles[g]);
+        for (const struct cmd_spec *c = cli_commands; c->name; c++)
+            if (c->group == (enum cmd_group)g) {
+                fprintf(out, ".TP 10\n.B %s\n", c->name);
+                roff_text(out, c->summary);
+                fputc('\n', out);
+            }
+    }
     fputs(".SH OPTIONS\n", out);
     for (const struct cmd_spec *c = cli_commands; c->name; c++) {
         fprintf(out, ".SS vzcaps %s\n", c->name);
@@ -416,7 +567,9 @@ void cli_print_man(FILE *out)
             }
             fputc('\n', out);
             roff_text(out, o->help);
-            if (o->def) {
+            if (o->def == REQUIRED)
+                fputs(" (required)", out);
+            if (o->def && o->def != REQUIRED) {
                 fputs(" (default: ", out);
                 roff_text(out, o->def);
                 fputs(")", out);
@@ -437,9 +590,10 @@ void cli_print_man(FILE *out)
         fputc('\n', out);
     }
     fputs(".SH FILES\n", out);
-    roff_text(out, "$VZCAPS_CONFIG if set, else ~/.config/vzcaps/vzcaps.conf, else /usr/local/etc/vzcaps.conf: sections\n"
-                   "[name] with match = globs and the keys of the variables above (apple_family_max, ...). A file\n"
-                   "that others can write is not trusted. ~/Library/Caches/vzcaps: cached verify verdicts.\n"
+    roff_text(out, "The config file: " VZCAPS_CONFIG_ORDER_TEXT ". The library, vzcaps run and vzcaps check search in this\n"
+                   "order, and vzcaps check names the file it used. It holds sections [name] with match = globs\n"
+                   "and the keys of the variables above (apple_family_max, ...). A file that others can write\n"
+                   "is not trusted. ~/Library/Caches/vzcaps: cached verify verdicts.\n"
                    "~/Library/Application Support/vzcaps/prepared: copies made by vzcaps prepare.\n");
     fputs(".SH EXAMPLES\n", out);
     for (const struct cmd_spec *c = cli_commands; c->name; c++) {
@@ -449,75 +603,6 @@ void cli_print_man(FILE *out)
     }
     fputs(".SH SEE ALSO\nThe documentation installed with vzcaps, one page per topic: share/doc/vzcaps/ under its prefix\n"
           "(/usr/local/share/doc/vzcaps/; with Homebrew, $(brew \\-\\-prefix)/share/doc/vzcaps/).\n", out);
-}
-
-static void words(FILE *out, const struct cmd_spec *c)
-{
-    for (const struct opt_spec *o = c->opts; o->name; o++)
-        fprintf(out, "%s%s", o == c->opts ? "" : " ", o->name);
-}
-
-/* bash and zsh share one shape: the commands at the first word, then one case per command
- * offering its options and file names. */
-struct case_shell {
-    const char *shell, *head, *after_commands, *case_open, *case_close, *foot;
-};
-static const struct case_shell case_shells[] = {
-    {"bash",
-     "# bash completion for vzcaps (generated by `vzcaps __completions bash`)\n_vzcaps() {\n"
-     "    local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]}\n"
-     "    if [ \"$COMP_CWORD\" -eq 1 ]; then\n        COMPREPLY=($(compgen -W \"",
-     "help --version\" -- \"$cur\"))\n        return\n    fi\n    case $cmd in\n", ") COMPREPLY=($(compgen -W \"",
-     "\" -- \"$cur\") $(compgen -f -- \"$cur\")) ;;\n", "    esac\n}\ncomplete -F _vzcaps vzcaps\n"},
-    {"zsh",
-     "#compdef vzcaps\n# zsh completion for vzcaps (generated by `vzcaps __completions zsh`)\n"
-     "_vzcaps() {\n  if (( CURRENT == 2 )); then\n    compadd -- ",
-     "help --version\n    return\n  fi\n  case $words[2] in\n", ") compadd -- ", "; _files ;;\n",
-     "  esac\n}\n_vzcaps \"$@\"\n"},
-};
-
-/* s up to stop (or its end) inside fish's single quotes */
-static void fish_quoted(FILE *out, const char *s, const char *stop)
-{
-    fputc('\'', out);
-    for (; *s && !strchr(stop, *s); s++)
-        fputs(*s == '\'' ? "\\'" : (char[2]){*s, 0}, out);
-    fputs("'\n", out);
-}
-
-int cli_print_completions(FILE *out, const char *shell)
-{
-    for (size_t k = 0; k < sizeof case_shells / sizeof case_shells[0]; k++) {
-        const struct case_shell *f = &case_shells[k];
-        if (strcmp(shell, f->shell) != 0)
-            continue;
-        fputs(f->head, out);
-        for (const struct cmd_spec *c = cli_commands; c->name; c++)
-            fprintf(out, "%s ", c->name);
-        fputs(f->after_commands, out);
-        for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-            fprintf(out, "    %s%s", c->name, f->case_open);
-            words(out, c);
-            fputs(f->case_close, out);
-        }
-        fputs(f->foot, out);
-        return 0;
-    }
-    if (strcmp(shell, "fish") == 0) {
-        fputs("# fish completion for vzcaps (generated by `vzcaps __completions fish`)\n", out);
-        for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-            fprintf(out, "complete -c vzcaps -n __fish_use_subcommand -a %s -d ", c->name);
-            fish_quoted(out, c->about, "\n."); /* its first sentence */
-            for (const struct opt_spec *o = c->opts; o->name; o++) {
-                bool lng = o->name[1] == '-';
-                fprintf(out, "complete -c vzcaps -n '__fish_seen_subcommand_from %s' %s %s%s -d ", c->name, lng ? "-l" : "-o",
-                        o->name + (lng ? 2 : 1), o->arg ? " -r" : "");
-                fish_quoted(out, o->help, "");
-            }
-        }
-        return 0;
-    }
-    return -1;
 }
 
 const struct env_spec cli_environment[] = {
@@ -531,7 +616,7 @@ const struct env_spec cli_environment[] = {
     {"VZCAPS_LOG", "quiet: no line on standard error (the unified log still gets it)."},
     {"VZCAPS_CALLERS", "blank-separated globs of image base names whose calls get the profile's answers (default *)."},
     {"VZCAPS_STOCK_CALLERS", "globs of images whose calls always get the stock answers, checked first (default libtorch_cpu.dylib libtorch_cpu.so; none empties it)."},
-    {"VZCAPS_CONFIG", "the config file to use instead of the search order under FILES."},
+    {"VZCAPS_CONFIG", "the config file to use instead of the search order under FILES (XDG_CONFIG_HOME or ~/.config, then /opt/homebrew/etc, then /usr/local/etc)."},
     {"VZCAPS_PROFILE", "the config section to use."},
     {"TART_METAL_*, LUME_METAL_*", "APPLE_FAMILY_MAX, MAX_THREADGROUP_MEMORY and RECOMMENDED_WORKING_SET_SIZE under the existing shims' names, unless VZCAPS_ variables configure claims."},
     {0, 0},

@@ -297,6 +297,7 @@ int cmd_doctor(int argc, char **argv)
         json_str(&j, "library", have_lib ? library : NULL);
         json_str(&j, "library_archs", have_lib ? archs : NULL);
         json_str(&j, "config_file", r.config_path[0] ? r.config_path : NULL);
+        json_str(&j, "config_error", r.config_error[0] ? r.config_error : NULL);
         json_bool(&j, "config_valid", !r.profile.invalid);
         json_str(&j, "profile", r.section[0] ? r.section : NULL);
         json_bool(&j, "enabled", r.profile.state == VZCAPS_ENABLED);

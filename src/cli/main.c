@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+extern char **environ;
+
 __attribute__((used)) static const char *const self_marker = VZCAPS_SELF_MARKER " command " VZCAPS_VERSION;
 
 #ifndef VZCAPS_NO_MAIN
@@ -26,19 +28,15 @@ static int dispatch(int argc, char **argv)
         printf("vzcaps %s\n", VZCAPS_VERSION);
         return 0;
     }
-    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
-        if (argc > 2 && !cli_find_command(argv[2])) {
-            const char *hint = cli_command_suggestion(argv[2]);
-            return hint ? usage_error("help", "unknown command \"%s\" (did you mean %s?)", argv[2], hint)
-                        : usage_error("help", "unknown command \"%s\"", argv[2]);
-        }
-        print_help(argc > 2 ? argv[2] : "", stdout);
-        return 0;
-    }
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)
+        cmd = argv[1] = "help"; /* the help command in the table */
     if (strcmp(cmd, "__man") == 0) /* hidden: the man page, generated from the command table */
         return cli_print_man(stdout), 0;
     if (strcmp(cmd, "__completions") == 0)
         return argc > 2 && cli_print_completions(stdout, argv[2]) == 0 ? 0 : usage_error("help", "__completions bash|zsh|fish");
+    if (strcmp(cmd, "__profiles") == 0) /* hidden: the config file's sections, for the completions */
+        return cli_print_profiles(stdout, (const char *const *)environ,
+                                  argc > 3 && strcmp(argv[2], "--config") == 0 ? argv[3] : NULL);
     if (strcmp(cmd, "__probe-child") == 0) /* hidden: the children of probe and verify */
         return child_probe();
     if (strcmp(cmd, "__device-class") == 0) /* hidden: the device's class chain, for doctor --bundle */
@@ -46,15 +44,8 @@ static int dispatch(int argc, char **argv)
     if (strcmp(cmd, "__verify-child") == 0)
         return child_verify(argc - 1, argv + 1);
     const struct cmd_spec *c = cli_find_command(cmd);
-    if (!c) {
-        const char *hint = cli_command_suggestion(cmd);
-        if (hint)
-            eprintf("vzcaps: unknown command \"%s\" (did you mean %s?)", cmd, hint);
-        else
-            eprintf("vzcaps: unknown command \"%s\"", cmd);
-        fprintf(stderr, "run vzcaps help for the list of commands\n");
-        return EXIT_USAGE;
-    }
+    if (!c)
+        return unknown_command(NULL, cmd);
     for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             print_help(cmd, stdout);

@@ -1,7 +1,9 @@
-/* Options and help shared by the subcommands: the overview, usage errors, option values, and
- * the configuration view that check, doctor and inspect share.
- * Owns: how a command line's values are taken. Never: decides what an option means for
- * the library (that is the core's configuration step). */
+/* Options and help shared by the subcommands: the overview, usage errors, option values, the
+ * configuration view that check, doctor and inspect share, and the bash, zsh and fish
+ * completions generated from the command table (`vzcaps __completions SHELL`: what completes a
+ * value follows from its metavariable, cli_value_kind; `vzcaps __profiles` lists sections).
+ * Owns: how a command line's values are taken and completed. Never: decides what an option
+ * means for the library (that is the core's configuration step). */
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "commands.h"
@@ -12,28 +14,41 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static void print_overview(FILE *out)
-{
-    fprintf(out, "vzcaps %s: Metal capability answers for macOS guests, from the host's real chip\n\n"
-                 "usage: vzcaps COMMAND [OPTIONS]\n\n", VZCAPS_VERSION);
-    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-        fputs("  ", out);
-        cli_print_synopsis(out, c);
-    }
-    fprintf(out, "\n  vzcaps help [COMMAND]   vzcaps --version\n\n"
-                 "Variables read by the library:");
-    for (const struct env_spec *e = cli_environment; e->name; e++)
-        fprintf(out, "%s %s", e == cli_environment ? "" : ",", e->name);
-    fprintf(out, ".\nSee man vzcaps.\n");
-}
-
 void print_help(const char *cmd, FILE *out)
 {
     const struct cmd_spec *c = cli_find_command(cmd);
     if (!c)
-        print_overview(out);
+        cli_print_overview(out);
     else
         cli_print_help(out, c);
+}
+
+int unknown_command(const char *cmd, const char *word)
+{
+    const char *hint = cli_command_suggestion(word);
+    const char *prefix = cmd ? "vzcaps help" : "vzcaps";
+    if (hint)
+        eprintf("%s: unknown command \"%s\" (did you mean %s?)", prefix, word, hint);
+    else
+        eprintf("%s: unknown command \"%s\"", prefix, word);
+    fprintf(stderr, "run vzcaps help for the list of commands\n");
+    return EXIT_USAGE;
+}
+
+int cmd_help(int argc, char **argv)
+{
+    const char *name = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            continue;
+        if (name)
+            return usage_error("help", "one command at a time (got %s and %s)", name, argv[i]);
+        name = argv[i];
+    }
+    if (name && !cli_find_command(name))
+        return unknown_command("help", name);
+    print_help(name ? name : "", stdout);
+    return 0;
 }
 
 int usage_error(const char *cmd, const char *fmt, ...)
@@ -47,7 +62,7 @@ int usage_error(const char *cmd, const char *fmt, ...)
     const struct cmd_spec *c = cli_find_command(cmd);
     fputs("usage: ", stderr);
     if (c)
-        cli_print_synopsis(stderr, c);
+        cli_print_synopsis(stderr, c, strlen("usage: "));
     else
         fputs("vzcaps COMMAND [OPTIONS]\n", stderr);
     return EXIT_USAGE;
@@ -140,5 +155,565 @@ const char *cfg_view_text(const struct cfg_opts *o)
     if (o->family_implied)
         return "what vzcaps run would do: --family auto implied, since nothing else configures vzcaps here";
     return "what vzcaps run would do (the same as the library with these settings)";
+}
+
+/* ---- completions: bash, zsh and fish scripts generated from the table ---- */
+
+enum value_kind cli_value_kind(const char *m)
+{
+    static const struct { const char *metavar; enum value_kind kind; } kinds[] = {
+        {"PROFILE", VALUE_PROFILE}, {"BRAND", VALUE_CHIP},  {"PROGRAM", VALUE_PROGRAM}, {"CMD", VALUE_PROGRAM},
+        {"FILE", VALUE_FILE},       {"PATH", VALUE_FILE},   {"MODEL", VALUE_FILE},      {"BUNDLE_DIR", VALUE_FILE},
+        {"DIR", VALUE_DIR},         {"COMMAND", VALUE_COMMAND}, {"N", VALUE_NONE},      {"LABEL", VALUE_NONE},
+    };
+    if (!m)
+        return VALUE_NONE;
+    size_t n = strcspn(m, " ");
+    if (memchr(m, '|', n))
+        return VALUE_WORDS;
+    if (n > 5 && strncmp(m + n - 5, ".json", 5) == 0)
+        return VALUE_FILE;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (strlen(kinds[i].metavar) == n && strncmp(kinds[i].metavar, m, n) == 0)
+            return kinds[i].kind;
+    return VALUE_UNKNOWN;
+}
+
+static const char *const kind_names[] = {"none", "none", "words", "profile", "chip", "program", "file", "dir", "command"};
+
+/* What a command's operands are: "exec" (a command with its own arguments), "rest" (after --,
+ * passed on), "restcmd" (after --, a command: doctor --bundle DIR -- CMD), or a value kind; token gets the operand's metavariable ("status|enable|disable"). */
+static const char *operand_kind(const struct cmd_spec *c, char *token, size_t cap)
+{
+    token[0] = '\0';
+    if (c->args_mode == ARGS_COMMAND)
+        return "exec";
+    if (c->args_mode == ARGS_REST)
+        return strstr(c->args, "-- CMD") ? "restcmd" : "rest";
+    if (c->args_mode == ARGS_NONE)
+        return "none";
+    const char *a = c->args + strspn(c->args, "[(");
+    snprintf(token, cap, "%.*s", (int)strcspn(a, " ].)"), a);
+    enum value_kind k = cli_value_kind(token);
+    return kind_names[k];
+}
+
+/* Calls fn for every word a metavariable's choices stand for ("auto|off|FAMILY": auto, off,
+ * and each Apple family the core accepts), with a short description. */
+static void each_word(const char *metavar, void (*fn)(FILE *, const char *, const char *), FILE *out)
+{
+    const char *p = metavar;
+    size_t end = strcspn(metavar, " ");
+    while (p < metavar + end) {
+        size_t n = strcspn(p, "| ");
+        char *w = xformat("%.*s", (int)n, p);
+        if (strcmp(w, "FAMILY") == 0) {
+            size_t count;
+            const int64_t *all = vzcaps_family_all(&count);
+            for (size_t i = 0; i < count; i++)
+                if (vzcaps_family_is_apple(all[i])) {
+                    char num[24];
+                    snprintf(num, sizeof num, "%lld", (long long)all[i]);
+                    fn(out, num, vzcaps_family_name(all[i]));
+                }
+        } else {
+            fn(out, w, strcmp(w, "auto") == 0 ? "the host chip's own family" : strcmp(w, "off") == 0 ? "stock answers" : "");
+        }
+        free(w);
+        p += n + (p[n] == '|');
+    }
+}
+
+/* Calls fn for each chip brand the core recognises ("Apple M2 Pro", "Apple A18 Pro"): every
+ * M and A generation up to 40 with each variant, as vzcaps_chip_from_brand reads them. */
+static void each_chip(void (*fn)(FILE *, const char *, const char *), FILE *out)
+{
+    static const char *const variants[] = {"", " Pro", " Max", " Ultra"};
+    for (const char *series = "MA"; *series; series++)
+        for (int g = 1; g <= 40; g++)
+            for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+                char brand[48];
+                struct vzcaps_chip chip;
+                snprintf(brand, sizeof brand, "Apple %c%d%s", *series, g, variants[v]);
+                vzcaps_chip_from_brand(brand, &chip);
+                if (chip.known)
+                    fn(out, brand, vzcaps_family_name(chip.apple_family));
+            }
+}
+
+/* s inside single quotes: bash and zsh ('\'' for a quote), fish (\' and \\) */
+static void squote(FILE *out, const char *s, bool fish)
+{
+    fputc('\'', out);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputs(fish ? "\\'" : "'\\''", out);
+        else if (fish && *s == '\\')
+            fputs("\\\\", out);
+        else if (*s == '\n')
+            fputc(' ', out);
+        else
+            fputc(*s, out);
+    }
+    fputc('\'', out);
+}
+
+static void word_sh(FILE *out, const char *w, const char *desc)
+{
+    (void)desc;
+    fputc(' ', out);
+    squote(out, w, false);
+}
+
+/* zsh _describe entries: "word:description", a ':' in the word escaped */
+static void word_zsh(FILE *out, const char *w, const char *desc)
+{
+    char *e = xformat("%s%s%s", w, desc && *desc ? ":" : "", desc ? desc : "");
+    char *buf = xformat("%*s", (int)(2 * strlen(e) + 1), "");
+    size_t k = 0;
+    for (const char *p = w; *p; p++) {
+        if (*p == ':')
+            buf[k++] = '\\';
+        buf[k++] = *p;
+    }
+    snprintf(buf + k, strlen(e) + 1, "%s", e + strlen(w));
+    fputc(' ', out);
+    squote(out, buf, false);
+    free(buf);
+    free(e);
+}
+
+static void word_fish(FILE *out, const char *w, const char *desc)
+{
+    char *e = xformat("%s%s%s", w, desc && *desc ? "\t" : "", desc ? desc : "");
+    fputc(' ', out);
+    squote(out, e, true);
+    free(e);
+}
+
+static const char bash_head[] =
+    "# bash completion for vzcaps (generated by `vzcaps __completions bash` from the command table)\n"
+    "_vzcaps_add() { # PREFIX WORD...: the words that start with PREFIX\n"
+    "    local p=$1 w\n"
+    "    shift\n"
+    "    for w in \"$@\"; do [[ $w == \"$p\"* ]] && COMPREPLY+=(\"$w\"); done\n"
+    "}\n"
+    "_vzcaps_kind() { # KIND PREFIX\n"
+    "    local IFS=$'\\n'\n"
+    "    case $1 in\n"
+    "        file) COMPREPLY+=($(compgen -f -- \"$2\")) ;;\n"
+    "        dir) COMPREPLY+=($(compgen -d -- \"$2\")) ;;\n"
+    "        program) COMPREPLY+=($(compgen -c -- \"$2\")) ;;\n"
+    "        profile)\n"
+    "            local a=()\n"
+    "            [[ -n $_vzcaps_cfg ]] && a=(--config \"${_vzcaps_cfg/#\\~/$HOME}\")\n"
+    "            COMPREPLY+=($(compgen -W \"$(\"$_vzcaps_self\" __profiles \"${a[@]}\" 2>/dev/null)\" -- \"$2\")) ;;\n";
+static const char bash_body[] =
+    "_vzcaps_after() { # CMD INDEX PREFIX: what follows --, from word INDEX\n"
+    "    _vzcaps_cmd \"$1\"\n"
+    "    case $_vz_a in\n"
+    "        exec|restcmd)\n"
+    "            if (( COMP_CWORD == $2 )); then _vzcaps_kind program \"$3\"\n"
+    "            elif declare -F _command_offset >/dev/null; then _command_offset \"$2\" # bash-completion: its own\n"
+    "            else _vzcaps_kind file \"$3\"; fi ;;\n"
+    "        rest) _vzcaps_kind file \"$3\" ;;\n"
+    "        words) _vzcaps_add \"$3\" \"${_vz_w[@]}\" ;;\n"
+    "        *) _vzcaps_kind \"$_vz_a\" \"$3\" ;;\n"
+    "    esac\n"
+    "}\n"
+    "_vzcaps() {\n"
+    "    local cur=${COMP_WORDS[COMP_CWORD]} cmd=${COMP_WORDS[1]} w opt= want=0 i\n"
+    "    local _vzcaps_cfg= _vzcaps_self=${COMP_WORDS[0]} _vz_n _vz_k _vz_a _vz_w _vz_o\n"
+    "    COMPREPLY=()\n"
+    "    [[ $cur == = ]] && cur=\n"
+    "    cur=${cur#[\\\"\\']}\n"
+    "    cur=${cur//\\\\/}\n"
+    "    if (( COMP_CWORD == 1 )); then\n"
+    "        _vzcaps_kind command \"$cur\"\n"
+    "        _vzcaps_add \"$cur\" --version --help\n"
+    "        return\n"
+    "    fi\n"
+    "    _vzcaps_cmd \"$cmd\"\n"
+    "    for (( i = 2; i < COMP_CWORD; i++ )); do\n"
+    "        w=${COMP_WORDS[i]}\n"
+    "        [[ $w == = ]] && continue\n"
+    "        if (( want > 0 )); then\n"
+    "            want=$((want - 1))\n"
+    "            if [[ $opt == --config ]]; then # as typed: drop its quotes and escapes\n"
+    "                _vzcaps_cfg=${w//\\\\/}\n"
+    "                _vzcaps_cfg=${_vzcaps_cfg//[\\\"\\']/}\n"
+    "            fi\n"
+    "        elif [[ $w == -- ]]; then\n"
+    "            _vzcaps_after \"$cmd\" $((i + 1)) \"$cur\"\n"
+    "            return\n"
+    "        elif [[ $w == -?* ]]; then\n"
+    "            opt=${w%%=*}\n"
+    "            _vzcaps_opt \"$cmd\" \"$opt\"\n"
+    "            want=$_vz_n\n"
+    "            [[ $w == *=* && $want -gt 0 ]] && want=$((want - 1))\n"
+    "        elif [[ $_vz_a == exec ]]; then # the command starts here\n"
+    "            _vzcaps_after \"$cmd\" \"$i\" \"$cur\"\n"
+    "            return\n"
+    "        fi\n"
+    "    done\n"
+    "    if (( want > 0 )); then\n"
+    "        _vzcaps_opt \"$cmd\" \"$opt\"\n"
+    "        if [[ $_vz_k == words ]]; then _vzcaps_add \"$cur\" \"${_vz_w[@]}\"; else _vzcaps_kind \"$_vz_k\" \"$cur\"; fi\n"
+    "        return\n"
+    "    fi\n"
+    "    _vzcaps_cmd \"$cmd\"\n"
+    "    case $_vz_a in\n"
+    "        none|rest|restcmd) _vzcaps_add \"$cur\" \"${_vz_o[@]}\" ;;\n"
+    "        *)\n"
+    "            if [[ $cur == -* ]]; then _vzcaps_add \"$cur\" \"${_vz_o[@]}\"\n"
+    "            elif [[ $_vz_a == words ]]; then _vzcaps_add \"$cur\" \"${_vz_w[@]}\"\n"
+    "            elif [[ $_vz_a == exec ]]; then _vzcaps_kind program \"$cur\"\n"
+    "            else _vzcaps_kind \"$_vz_a\" \"$cur\"; fi ;;\n"
+    "    esac\n"
+    "}\n"
+    "# -o filenames: bash quotes what it inserts (a name with a space stays one word)\n"
+    "complete -o filenames -F _vzcaps vzcaps\n";
+
+static const char zsh_head[] =
+    "#compdef vzcaps\n"
+    "# zsh completion for vzcaps (generated by `vzcaps __completions zsh` from the command table)\n"
+    "_vzcaps_kind() { # KIND\n"
+    "  case $1 in\n"
+    "    file) _files ;;\n"
+    "    dir) _files -/ ;;\n"
+    "    program) _command_names -e ;;\n"
+    "    profile) local -a a\n"
+    "      [[ -n $_vzcaps_cfg ]] && a=(--config ${${(Q)_vzcaps_cfg}/#\\~/$HOME})\n"
+    "      compadd -- ${(f)\"$(${(Q)_vzcaps_self} __profiles $a 2>/dev/null)\"} ;;\n";
+static const char zsh_body[] =
+    "_vzcaps_after() { # CMD INDEX: what follows the word at INDEX (--, or the word before the command)\n"
+    "  _vzcaps_cmd $1\n"
+    "  case $_vz_a in\n"
+    "    exec|restcmd) words=(\"${(@)words[$2+1,-1]}\"); (( CURRENT -= $2 )); _normal ;;\n"
+    "    rest) _files ;;\n"
+    "    words) _describe -t values value _vz_w ;;\n"
+    "    *) _vzcaps_kind $_vz_a ;;\n"
+    "  esac\n"
+    "}\n"
+    "_vzcaps() {\n"
+    "  local cmd=$words[2] w opt= want=0 i _vzcaps_cfg= _vzcaps_self=$words[1] _vz_n _vz_k _vz_a\n"
+    "  local -a _vz_w _vz_o\n"
+    "  if (( CURRENT == 2 )); then\n"
+    "    _vzcaps_kind command\n"
+    "    [[ $PREFIX == -* ]] && compadd -- --version --help\n"
+    "    return\n"
+    "  fi\n"
+    "  _vzcaps_cmd $cmd\n"
+    "  for (( i = 3; i < CURRENT; i++ )); do\n"
+    "    w=$words[i]\n"
+    "    if (( want > 0 )); then\n"
+    "      (( want-- ))\n"
+    "      [[ $opt == --config ]] && _vzcaps_cfg=$w\n"
+    "    elif [[ $w == -- ]]; then\n"
+    "      _vzcaps_after $cmd $i\n"
+    "      return\n"
+    "    elif [[ $w == -?* ]]; then\n"
+    "      opt=${w%%=*}\n"
+    "      _vzcaps_opt $cmd $opt\n"
+    "      want=$_vz_n\n"
+    "      [[ $w == *=* ]] && (( want > 0 )) && (( want-- ))\n"
+    "    elif [[ $_vz_a == exec ]]; then\n"
+    "      _vzcaps_after $cmd $(( i - 1 ))\n"
+    "      return\n"
+    "    fi\n"
+    "  done\n"
+    "  if (( want == 0 )) && [[ $PREFIX == --*=* ]]; then\n"
+    "    opt=${PREFIX%%=*}\n"
+    "    compset -P '*='\n"
+    "    _vzcaps_opt $cmd $opt\n"
+    "    want=$_vz_n\n"
+    "  fi\n"
+    "  if (( want > 0 )); then\n"
+    "    _vzcaps_opt $cmd $opt\n"
+    "    if [[ $_vz_k == words ]]; then _describe -t values value _vz_w; else _vzcaps_kind $_vz_k; fi\n"
+    "    return\n"
+    "  fi\n"
+    "  _vzcaps_cmd $cmd\n"
+    "  if [[ $PREFIX == -* || $_vz_a == (none|rest|restcmd) ]]; then\n"
+    "    _describe -t options option _vz_o\n"
+    "  elif [[ $_vz_a == exec ]]; then\n"
+    "    _command_names -e\n"
+    "  elif [[ $_vz_a == words ]]; then\n"
+    "    _describe -t values value _vz_w\n"
+    "  else\n"
+    "    _vzcaps_kind $_vz_a\n"
+    "  fi\n"
+    "}\n"
+    "_vzcaps \"$@\"\n";
+
+static const char fish_head[] =
+    "# fish completion for vzcaps (generated by `vzcaps __completions fish` from the command table)\n"
+    "function __vzcaps_words # the words before the cursor, up to and without --\n"
+    "    set -l t (commandline -opc)\n"
+    "    set -l i (contains -i -- -- $t)\n"
+    "    and set t $t[1..(math $i - 1)]\n"
+    "    string join \\n -- $t\n"
+    "end\n"
+    "function __vzcaps_none # no command yet\n"
+    "    test (count (commandline -opc)) -eq 1\n"
+    "end\n"
+    "function __vzcaps_using -a name # the command is NAME, and no -- yet\n"
+    "    set -l t (commandline -opc)\n"
+    "    test \"$t[2]\" = \"$name\"; and not contains -- -- $t[3..-1]\n"
+    "end\n"
+    "function __vzcaps_after -a name # the command is NAME, after --\n"
+    "    set -l t (commandline -opc)\n"
+    "    test \"$t[2]\" = \"$name\"; and contains -- -- $t[3..-1]\n"
+    "end\n"
+    "function __vzcaps_rest # what follows --, completed as its own command line\n"
+    "    set -l t (commandline -opc)\n"
+    "    set -l i (contains -i -- -- $t)\n"
+    "    set -l rest\n"
+    "    test $i -lt (count $t); and set rest (string escape -- $t[(math $i + 1)..-1])\n"
+    "    complete -C (string join ' ' -- $rest (commandline -ct))\n"
+    "end\n"
+    "function __vzcaps_profiles # the config file's sections, read now\n"
+    "    set -l t (commandline -opc)\n"
+    "    set -l i (contains -i -- --config $t)\n"
+    "    if test -n \"$i\"; and test $i -lt (count $t)\n"
+    "        $t[1] __profiles --config (string replace -r '^~' $HOME -- $t[(math $i + 1)]) 2>/dev/null\n"
+    "    else\n"
+    "        $t[1] __profiles 2>/dev/null\n"
+    "    end\n"
+    "end\n"
+    "function __vzcaps_value -a n opt # the word N before the cursor is OPT (its Nth value is next)\n"
+    "    set -l t (commandline -opc)\n"
+    "    set -l i (math (count $t) - $n + 1)\n"
+    "    test $i -ge 1; and test \"$t[$i]\" = \"$opt\"\n"
+    "end\n"
+    "complete -c vzcaps -f # files only where a file is expected\n";
+
+static void bash_words_array(FILE *out, const char *var, const char *metavar)
+{
+    fprintf(out, " %s=(", var);
+    each_word(metavar, word_sh, out);
+    fputs(" )", out);
+}
+
+static void bash_kind_case(FILE *out, const char *name, void (*fn)(FILE *, const char *, const char *))
+{
+    fprintf(out, "        %s) _vzcaps_add \"$2\"", name);
+    if (fn)
+        each_chip(fn, out);
+    else
+        for (const struct cmd_spec *c = cli_commands; c->name; c++)
+            fprintf(out, " %s", c->name);
+    fputs(" ;;\n", out);
+}
+
+static size_t opt_values(const struct opt_spec *o)
+{
+    size_t need = 0;
+    for (const char *p = o->arg; p && *p; need++)
+        p += strcspn(p, " "), p += *p == ' ';
+    return need;
+}
+
+static void print_bash(FILE *out)
+{
+    fputs(bash_head, out);
+    bash_kind_case(out, "command", NULL);
+    bash_kind_case(out, "chip", word_sh);
+    fputs("    esac\n}\n_vzcaps_opt() { # CMD OPTION: it takes _vz_n values of kind _vz_k (words: _vz_w)\n"
+          "    _vz_n=0 _vz_k=none _vz_w=()\n    case $1:$2 in\n", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            if (o->arg) {
+                enum value_kind k = cli_value_kind(o->arg);
+                fprintf(out, "        %s:%s) _vz_n=%zu _vz_k=%s", c->name, o->name, opt_values(o), kind_names[k]);
+                if (k == VALUE_WORDS)
+                    bash_words_array(out, "_vz_w", o->arg);
+                fputs(" ;;\n", out);
+            }
+    fputs("    esac\n}\n_vzcaps_cmd() { # CMD: its options _vz_o and what its operands are, _vz_a (words: _vz_w)\n"
+          "    _vz_o=() _vz_a=none _vz_w=()\n    case $1 in\n", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        char token[128];
+        const char *kind = operand_kind(c, token, sizeof token);
+        fprintf(out, "        %s) _vz_o=(", c->name);
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            fprintf(out, "%s%s", o == c->opts ? "" : " ", o->name);
+        fprintf(out, "%s) _vz_a=%s", c->args_mode == ARGS_COMMAND || c->args_mode == ARGS_REST ? " --" : "", kind);
+        if (strcmp(kind, "words") == 0)
+            bash_words_array(out, "_vz_w", token);
+        fputs(" ;;\n", out);
+    }
+    fputs("    esac\n}\n", out);
+    fputs(bash_body, out);
+}
+
+static void print_zsh(FILE *out)
+{
+    fputs(zsh_head, out);
+    fputs("    command) local -a c\n      c=(", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        word_zsh(out, c->name, c->summary);
+    fputs(" )\n      _describe -t commands 'vzcaps command' c ;;\n    chip) local -a c\n      c=(", out);
+    each_chip(word_zsh, out);
+    fputs(" )\n      _describe -t chips chip c ;;\n  esac\n}\n"
+          "_vzcaps_opt() { # CMD OPTION: it takes _vz_n values of kind _vz_k (words: _vz_w)\n"
+          "  _vz_n=0 _vz_k=none _vz_w=()\n  case $1:$2 in\n", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            if (o->arg) {
+                enum value_kind k = cli_value_kind(o->arg);
+                fprintf(out, "    %s:%s) _vz_n=%zu _vz_k=%s", c->name, o->name, opt_values(o), kind_names[k]);
+                if (k == VALUE_WORDS) {
+                    fputs(" _vz_w=(", out);
+                    each_word(o->arg, word_zsh, out);
+                    fputs(" )", out);
+                }
+                fputs(" ;;\n", out);
+            }
+    fputs("  esac\n}\n_vzcaps_cmd() { # CMD: its options _vz_o and what its operands are, _vz_a (words: _vz_w)\n"
+          "  _vz_o=() _vz_a=none _vz_w=()\n  case $1 in\n", out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        char token[128];
+        const char *kind = operand_kind(c, token, sizeof token);
+        fprintf(out, "    %s) _vz_o=(", c->name);
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            word_zsh(out, o->name, o->help);
+        if (c->args_mode == ARGS_COMMAND || c->args_mode == ARGS_REST)
+            word_zsh(out, "--", strcmp(kind, "rest") != 0 ? "ends the options; the command follows" : "ends the options");
+        fprintf(out, " ) _vz_a=%s", kind);
+        if (strcmp(kind, "words") == 0) {
+            fputs(" _vz_w=(", out);
+            each_word(token, word_zsh, out);
+            fputs(" )", out);
+        }
+        fputs(" ;;\n", out);
+    }
+    fputs("  esac\n}\n", out);
+    fputs(zsh_body, out);
+}
+
+static void fish_values(FILE *out, enum value_kind k, const char *metavar)
+{
+    switch (k) {
+    case VALUE_WORDS:
+        fputs(" -x -a \"", out);
+        each_word(metavar, word_fish, out);
+        fputs("\"", out);
+        break;
+    case VALUE_PROFILE: fputs(" -x -a '(__vzcaps_profiles)'", out); break;
+    case VALUE_CHIP:
+        fputs(" -x -a \"", out);
+        each_chip(word_fish, out);
+        fputs("\"", out);
+        break;
+    case VALUE_PROGRAM: fputs(" -x -a '(__fish_complete_command)'", out); break;
+    case VALUE_FILE: fputs(" -r -F", out); break;
+    case VALUE_DIR: fputs(" -x -a '(__fish_complete_directories)'", out); break;
+    case VALUE_COMMAND:
+        fputs(" -x -a \"", out);
+        for (const struct cmd_spec *c = cli_commands; c->name; c++)
+            word_fish(out, c->name, c->summary);
+        fputs("\"", out);
+        break;
+    default: fputs(" -x", out); break;
+    }
+}
+
+static void print_fish(FILE *out)
+{
+    fputs(fish_head, out);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        fprintf(out, "complete -c vzcaps -n __vzcaps_none -a %s -d ", c->name);
+        squote(out, c->summary, true);
+        fputc('\n', out);
+    }
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        for (const struct opt_spec *o = c->opts; o->name; o++) {
+            bool lng = o->name[1] == '-';
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s' %s %s", c->name, lng ? "-l" : "-o", o->name + (lng ? 2 : 1));
+            if (o->arg)
+                fish_values(out, cli_value_kind(o->arg), o->arg);
+            char *d = xformat("%s%s", o->help, o->def == REQUIRED ? " (required)" : "");
+            fputs(" -d ", out);
+            squote(out, d, true);
+            free(d);
+            fputc('\n', out);
+            for (size_t k = 2; k <= opt_values(o); k++) { /* the later values of "--replay A B" */
+                fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s; and __vzcaps_value %zu %s'", c->name, k, o->name);
+                fish_values(out, cli_value_kind(o->arg), o->arg);
+                fputc('\n', out);
+            }
+        }
+        char token[128];
+        const char *kind = operand_kind(c, token, sizeof token);
+        if (c->args_mode == ARGS_COMMAND) {
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s' -a -- -d 'ends the options; the command follows'\n", c->name);
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_after %s' -x -a '(__vzcaps_rest)'\n", c->name);
+        } else if (c->args_mode == ARGS_REST && strcmp(kind, "restcmd") == 0) {
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s' -a -- -d 'ends the options; the command follows'\n", c->name);
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_after %s' -x -a '(__vzcaps_rest)'\n", c->name);
+        } else if (c->args_mode == ARGS_REST) {
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s' -a -- -d 'ends the options'\n", c->name);
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_after %s' -F\n", c->name);
+        } else if (c->args_mode == ARGS_POSITIONAL) {
+            fprintf(out, "complete -c vzcaps -n '__vzcaps_using %s'", c->name);
+            enum value_kind k = strcmp(kind, "words") == 0 ? VALUE_WORDS : cli_value_kind(token);
+            if (k == VALUE_FILE)
+                fputs(" -F\n", out);
+            else {
+                fish_values(out, k, token);
+                fputc('\n', out);
+            }
+            if (k == VALUE_FILE)
+                fprintf(out, "complete -c vzcaps -n '__vzcaps_after %s' -F\n", c->name);
+        }
+    }
+}
+
+int cli_print_completions(FILE *out, const char *shell)
+{
+    if (strcmp(shell, "bash") == 0)
+        print_bash(out);
+    else if (strcmp(shell, "zsh") == 0)
+        print_zsh(out);
+    else if (strcmp(shell, "fish") == 0)
+        print_fish(out);
+    else
+        return -1;
+    return 0;
+}
+
+int cli_print_profiles(FILE *out, const char *const *envp, const char *config)
+{
+    static char paths[VZCAPS_CONFIG_SEARCH_MAX][VZCAPS_PATH_MAX + 1], buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    char why[VZCAPS_NOTE_LEN], section[64];
+    bool named = false;
+    int n = config ? (snprintf(paths[0], sizeof paths[0], "%s", config), strlen(config) <= VZCAPS_PATH_MAX ? 1 : -1)
+                   : vzcaps_config_search(envp, NULL, paths, &named, why, sizeof why);
+    for (int i = 0; i < n; i++) {
+        size_t len = 0;
+        bool missing = false;
+        if (vzcaps_read_file(NULL, paths[i], buf, sizeof buf, &len, &missing, why, sizeof why) != 0) {
+            if (missing && !config && !named)
+                continue;
+            return 1;
+        }
+        struct vzcaps_settings s;
+        memset(&s, 0, sizeof s);
+        if (vzcaps_config_apply(buf, len, paths[i], NULL, NULL, &s, section, sizeof section, why, sizeof why) != 0)
+            return 1;
+        /* the file is valid: every line that starts with [ is a section header */
+        for (const char *p = buf; *p;) {
+            size_t n_line = strcspn(p, "\n");
+            const char *q = p + strspn(p, " \t");
+            if (*q == '[') {
+                size_t k = strcspn(q + 1, "]");
+                fprintf(out, "%.*s\n", (int)k, q + 1);
+            }
+            p += n_line + (p[n_line] == '\n');
+        }
+        return 0;
+    }
+    return 1;
 }
 

@@ -282,6 +282,44 @@ static int scan_env(const struct vzcaps_inputs *in, unsigned seen[N_PREFIXES], c
     return 0;
 }
 
+int vzcaps_config_search(const char *const *envp, const char *root, char paths[][VZCAPS_PATH_MAX + 1], bool *named,
+                         char *why, size_t len)
+{
+    static const char *const system_files[] = {"/opt/homebrew/etc/vzcaps.conf", "/usr/local/etc/vzcaps.conf"};
+    char clip[128];
+    const char *config = vzcaps_env_get(envp, "VZCAPS_CONFIG");
+    *named = config != NULL;
+    if (config) {
+        if (!*config)
+            return snprintf(why, len, "VZCAPS_CONFIG is empty: name a config file or unset it"), -1;
+        if (strlen(config) > VZCAPS_PATH_MAX)
+            return snprintf(why, len, "VZCAPS_CONFIG %s: too long (limit %d bytes)", vzcaps_clip(config, 64, clip, sizeof clip),
+                            VZCAPS_PATH_MAX), -1;
+        snprintf(paths[0], VZCAPS_PATH_MAX + 1, "%s", config);
+        return 1;
+    }
+    int n = 0;
+    const char *xdg = vzcaps_env_get(envp, "XDG_CONFIG_HOME"), *home = vzcaps_env_get(envp, "HOME");
+    bool use_xdg = xdg && xdg[0] == '/';
+    const char *var = use_xdg ? "XDG_CONFIG_HOME" : "HOME";
+    const char *dir = use_xdg ? xdg : home && *home ? home : NULL;
+    const char *tail = use_xdg ? "/vzcaps/vzcaps.conf" : "/.config/vzcaps/vzcaps.conf";
+    if (dir) {
+        if (strlen(dir) + strlen(tail) > VZCAPS_PATH_MAX)
+            return snprintf(why, len, "%s %s: too long for the user config file path (limit %d bytes)", var,
+                            vzcaps_clip(dir, 64, clip, sizeof clip), VZCAPS_PATH_MAX), -1;
+        snprintf(paths[n++], VZCAPS_PATH_MAX + 1, "%s%s", dir, tail);
+    }
+    root = root ? root : "";
+    for (size_t i = 0; i < sizeof system_files / sizeof system_files[0]; i++) {
+        if (strlen(root) + strlen(system_files[i]) > VZCAPS_PATH_MAX)
+            return snprintf(why, len, "system config root %s: too long (limit %d bytes)", vzcaps_clip(root, 64, clip, sizeof clip),
+                            VZCAPS_PATH_MAX), -1;
+        snprintf(paths[n++], VZCAPS_PATH_MAX + 1, "%s%s", root, system_files[i]);
+    }
+    return n;
+}
+
 void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
                       struct vzcaps_config_result *out)
 {
@@ -289,8 +327,6 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
      * once in the library and one call at a time in the command */
     static struct vzcaps_settings s;
     static char err[VZCAPS_NOTE_LEN], why[VZCAPS_NOTE_LEN], name[128];
-    static char candidates[2][VZCAPS_PATH_MAX + 1];
-    static const char user_conf[] = "/.config/vzcaps/vzcaps.conf";
     unsigned seen[N_PREFIXES];
     memset(out, 0, sizeof *out);
     memset(&s, 0, sizeof s);
@@ -330,40 +366,23 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         snprintf(ignored, sizeof ignored, "LUME_METAL_* ignored: TART_METAL_* is set and comes first");
     }
 
-    /* 1. the config file: VZCAPS_CONFIG, else ~/.config/vzcaps/vzcaps.conf, else /usr/local/etc/vzcaps.conf */
-    const char *named = vzcaps_env_get(in->envp, "VZCAPS_CONFIG");
-    const char *home = vzcaps_env_get(in->envp, "HOME");
-    int n_cand = 0;
-    if (named) {
-        if (!*named) {
-            vzcaps_profile_refuse(&out->profile, "VZCAPS_CONFIG is empty: name a config file or unset it");
-            return;
-        }
-        if (strlen(named) > VZCAPS_PATH_MAX) {
-            snprintf(why, sizeof why, "VZCAPS_CONFIG %s: too long (limit %d bytes)", vzcaps_clip(named, 64, name, sizeof name),
-                     VZCAPS_PATH_MAX);
-            vzcaps_profile_refuse(&out->profile, why);
-            return;
-        }
-        snprintf(candidates[n_cand++], sizeof candidates[0], "%s", named);
-    } else {
-        if (home && *home) {
-            if (strlen(home) + sizeof user_conf - 1 > VZCAPS_PATH_MAX) {
-                snprintf(why, sizeof why, "HOME %s: too long for the user config file path (limit %d bytes)",
-                         vzcaps_clip(home, 64, name, sizeof name), VZCAPS_PATH_MAX);
-                vzcaps_profile_refuse(&out->profile, why);
-                return;
-            }
-            snprintf(candidates[n_cand++], sizeof candidates[0], "%s%s", home, user_conf);
-        }
-        snprintf(candidates[n_cand++], sizeof candidates[0], "%s", "/usr/local/etc/vzcaps.conf");
+    /* 1. the config file, in vzcaps_config_search's order */
+    bool named = false;
+    int n_cand = vzcaps_config_search(in->envp, in->sys_root, out->searched, &named, why, sizeof why);
+    if (n_cand < 0) {
+        vzcaps_profile_refuse(&out->profile, why);
+        return;
     }
+    out->n_searched = n_cand;
+    char (*candidates)[VZCAPS_PATH_MAX + 1] = out->searched;
     for (int i = 0; i < n_cand && in->read_file; i++) {
         size_t len = 0;
         bool missing = false;
         if (in->read_file(in->read_ctx, candidates[i], file_buf, file_cap, &len, &missing, err, sizeof err) != 0) {
             if (missing && !named)
                 continue;
+            snprintf(out->config_path, sizeof out->config_path, "%s", candidates[i]);
+            snprintf(out->config_error, sizeof out->config_error, "%s", err);
             snprintf(why, sizeof why, "%s: %s%s", candidates[i], err, named ? " (named by VZCAPS_CONFIG)" : "");
             vzcaps_profile_refuse(&out->profile, why);
             return;
@@ -371,6 +390,7 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         snprintf(out->config_path, sizeof out->config_path, "%s", candidates[i]);
         if (vzcaps_config_apply(file_buf, len, candidates[i], in->exe, vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), &s,
                                 out->section, sizeof out->section, err, sizeof err) != 0) {
+            snprintf(out->config_error, sizeof out->config_error, "%s", err);
             vzcaps_profile_refuse(&out->profile, err);
             return;
         }

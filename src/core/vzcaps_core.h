@@ -120,6 +120,25 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
                         const char *profile, struct vzcaps_settings *s, char *section,
                         size_t section_len, char *err, size_t errlen);
 
+/* Where the config file is: one order for the library, the command, the man page and the
+ * docs. VZCAPS_CONFIG alone when it is set (the file must then exist); otherwise the first of
+ * these that exists:
+ *   $XDG_CONFIG_HOME/vzcaps/vzcaps.conf, when XDG_CONFIG_HOME is an absolute path (the XDG
+ *     rule: a relative or empty one is ignored), else $HOME/.config/vzcaps/vzcaps.conf;
+ *   ROOT/opt/homebrew/etc/vzcaps.conf  ($(brew --prefix)/etc on Apple silicon);
+ *   ROOT/usr/local/etc/vzcaps.conf     ($(brew --prefix)/etc on Intel, and the usual place).
+ * root is prefixed to the system paths: "" (or NULL) in use, a directory in tests. Writes
+ * the candidates to paths in order and returns how many (1..VZCAPS_CONFIG_SEARCH_MAX), with
+ * *named telling whether VZCAPS_CONFIG chose the file; or -1 with the reason in why when a
+ * path would be longer than VZCAPS_PATH_MAX (refused, never cut) or VZCAPS_CONFIG is empty. */
+#define VZCAPS_CONFIG_SEARCH_MAX 3
+#define VZCAPS_CONFIG_ORDER_TEXT                                                                      \
+    "$VZCAPS_CONFIG if set; else the first that exists of $XDG_CONFIG_HOME/vzcaps/vzcaps.conf (when " \
+    "XDG_CONFIG_HOME is set; else ~/.config/vzcaps/vzcaps.conf), /opt/homebrew/etc/vzcaps.conf, "      \
+    "/usr/local/etc/vzcaps.conf"
+int vzcaps_config_search(const char *const *envp, const char *root, char paths[][VZCAPS_PATH_MAX + 1], bool *named,
+                         char *why, size_t len);
+
 /* Glob with '*' and '?' over a whole string. */
 bool vzcaps_glob_match(const char *pattern, const char *text);
 
@@ -205,11 +224,15 @@ struct vzcaps_inputs {
                      bool *missing, char *err, size_t errlen);
     void *read_ctx;
     struct vzcaps_host host;
+    const char *sys_root;     /* vzcaps_config_search's root: NULL in use, a directory in tests */
 };
 
 struct vzcaps_config_result {
     struct vzcaps_profile profile;
-    char config_path[VZCAPS_PATH_MAX + 1]; /* file read, empty when none */
+    char config_path[VZCAPS_PATH_MAX + 1]; /* the file found (read, or refused), empty when none */
+    char config_error[VZCAPS_NOTE_LEN];    /* why that file was refused, empty when it was used */
+    char searched[VZCAPS_CONFIG_SEARCH_MAX][VZCAPS_PATH_MAX + 1]; /* the search order, as looked at */
+    int n_searched;
     char section[64];        /* chosen section, empty when none */
     char env_prefix[16];     /* "VZCAPS_", "TART_METAL_", "LUME_METAL_" or "" */
 };

@@ -21,8 +21,8 @@ def test_version_and_help():
     p = vz("--version")
     assert p.returncode == 0 and p.stdout.startswith("vzcaps ")
     p = vz("help")
-    assert p.returncode == 0 and "vzcaps run" in p.stdout and "vzcaps check" in p.stdout
-    for cmd in ("run", "check", "launchd", "host", "doctor", "inspect", "report", "bench", "probe", "verify"):
+    assert p.returncode == 0 and "\n   run " in p.stdout and "\n   check " in p.stdout
+    for cmd in ("run", "check", "launchd", "host", "doctor", "inspect", "report", "bench", "probe", "verify", "help"):
         p = vz("help", cmd)
         assert p.returncode == 0 and p.stdout.startswith(f"usage: vzcaps {cmd}"), cmd
         assert vz(cmd, "--help").stdout == p.stdout
@@ -31,7 +31,7 @@ def test_version_and_help():
 @pytest.mark.parametrize("args,needle", [
     ([], "usage: vzcaps"), (["frobnicate"], 'unknown command "frobnicate"'), (["help", "nope"], 'unknown command "nope"'),
     (["run"], "no command given"), (["run", "--bogus", "--", "x"], "unknown option --bogus"),
-    (["run", "--profile"], "--profile needs NAME"), (["check", "--exe"], "--exe needs NAME"),
+    (["run", "--profile"], "--profile needs PROFILE"), (["check", "--exe"], "--exe needs PROGRAM"),
     (["check", "extra"], "unexpected argument extra"), (["launchd", "--", "x"], "--label is required"),
     (["launchd", "--label", "bad label", "--", "x"], "must be letters"),
     (["launchd", "--label", "a", "--install", "--remove"], "exclude each other"),

@@ -58,4 +58,15 @@ def test_check_launchd_doctor_help(tmp_path):
     assert run("doctor", "--json").returncode == 0
     assert run("doctor", "--bundle", str(tmp_path / "bundle")).returncode == 0
     assert run("help", "bench").returncode == 0
+    assert run("help").returncode == 0 and run("help", "help").returncode == 0
+    assert run("status").returncode == 2 and run("help", "x" * 5000).returncode == 2
+    for shell in ("bash", "zsh", "fish"):
+        assert run("__completions", shell).returncode == 0
+    assert run("__man").returncode == 0
+    conf.chmod(0o644)
+    assert run("__profiles", "--config", str(conf)).stdout == "a\n"
+    conf.chmod(0o664)  # refused: named on the config-file line
+    p = run("check", "--config", str(conf))
+    assert p.returncode == 1 and f"config file    {conf} (refused: not trusted" in p.stdout
+    assert run("check", env=clean_env(HOME=str(tmp_path), XDG_CONFIG_HOME="/" + "x" * 2000)).returncode == 1
     assert run("run", "--bogus").returncode == 2

@@ -3,6 +3,8 @@
  * its stripping for children, with the rules checked on every input:
  *   - an unknown VZCAPS_ name, one of ours without '=', or a name of ours or the preload
  *     variable present twice leaves the process stock (refused);
+ *   - the config search (vzcaps_config_search) ends with the system files in their order, and
+ *     a user file it names is whole (ends in /vzcaps/vzcaps.conf, never cut);
  *   - after stripping, no entry of ours and no copy of the library remain, every other entry
  *     is kept in order, and a one-line description never holds a newline. */
 #include <stdint.h>
@@ -78,6 +80,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     vzcaps_configure(&in, buf, sizeof buf, &r);
     if (must_refuse && r.profile.state != VZCAPS_STOCK_REFUSED)
         __builtin_trap();
+    if (r.n_searched > 1) {
+        if (strcmp(r.searched[r.n_searched - 2], "/opt/homebrew/etc/vzcaps.conf") != 0 ||
+            strcmp(r.searched[r.n_searched - 1], "/usr/local/etc/vzcaps.conf") != 0)
+            __builtin_trap();
+        const char *user = r.searched[0];
+        size_t ul = strlen(user);
+        if (r.n_searched == 3 && (ul < 19 || strcmp(user + ul - 19, "/vzcaps/vzcaps.conf") != 0))
+            __builtin_trap();
+    }
     static char line[VZCAPS_MAX_NOTES * (VZCAPS_NOTE_LEN + 2) + 64];
     vzcaps_profile_describe(&r.profile, "probe", line, sizeof line);
     static char escaped[4 * sizeof line + 1];

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../../src/cli/cli.h"
+#include "../../src/cli/commands.h"
 #include "../../src/data/jsonread.h"
 #include "../../src/common/sha256.h"
 #include "../../src/device/verify_core.h"
@@ -428,6 +429,64 @@ static void test_bundle_verdicts(void **st)
     assert_string_equal(bundle_verdict(true, NULL, NULL, why, sizeof why), "CANNOT TELL");
 }
 
+/* The command table is complete for help and the completions: every command has a group (or
+ * is help), a one-line summary and aliases that are not command names; every metavariable
+ * is one the completions know. */
+static void test_command_table_for_help_and_completions(void **st)
+{
+    (void)st;
+    size_t n = 0;
+    for (const struct cmd_spec *c = cli_commands; c->name; c++, n++) {
+        assert_true(c->group != GROUP_NONE || strcmp(c->name, "help") == 0);
+        assert_non_null(c->summary);
+        assert_true(strlen(c->summary) > 10 && strlen(c->summary) <= 80 && !strchr(c->summary, '\n'));
+        char word[64];
+        for (const char *p = c->aliases ? c->aliases : ""; *p;) {
+            size_t k = strcspn(p, " ");
+            snprintf(word, sizeof word, "%.*s", (int)k, p);
+            assert_null(cli_find_command(word));
+            p += k + (p[k] == ' ');
+        }
+        assert_true(strlen(c->args) < 128); /* the completions read its first operand from 128 bytes */
+        if (c->args_mode == ARGS_POSITIONAL) {
+            const char *a = c->args + strspn(c->args, "[(");
+            snprintf(word, sizeof word, "%.*s", (int)strcspn(a, " ].)"), a);
+            assert_int_not_equal(cli_value_kind(word), VALUE_UNKNOWN);
+        }
+        for (const struct opt_spec *o = c->opts; o->name; o++) {
+            assert_int_not_equal(cli_value_kind(o->arg), VALUE_UNKNOWN);
+            assert_true(o->def != REQUIRED || o->arg); /* a required flag would mean nothing */
+        }
+    }
+    assert_true(n >= 12);
+    assert_int_equal(cli_value_kind("auto|off|FAMILY"), VALUE_WORDS);
+    assert_int_equal(cli_value_kind("STOCK.json UNLOCKED.json"), VALUE_FILE);
+    assert_int_equal(cli_value_kind("PROFILE"), VALUE_PROFILE);
+    assert_int_equal(cli_value_kind("SOMETHING"), VALUE_UNKNOWN);
+    assert_int_equal(cli_value_kind(NULL), VALUE_NONE);
+    /* suggestions: the closest name, or the commands that do the job */
+    assert_string_equal(cli_command_suggestion("chek"), "check");
+    assert_string_equal(cli_command_suggestion("status"), "doctor, or host status");
+    assert_string_equal(cli_command_suggestion("enable"), "host enable");
+    assert_string_equal(cli_command_suggestion("benchmark"), "bench");
+    assert_null(cli_command_suggestion("frobnicate"));
+}
+
+/* cli_wrap never cuts a word and keeps lines within the width */
+static void test_wrap(void **st)
+{
+    (void)st;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cli_wrap(f, "aaaa bbbb\ncccc dddd", 2, 4, 13);
+    fputs("|", f);
+    cli_wrap(f, "averyveryverylongword x", 0, 0, 10); /* longer than the width: alone on its line */
+    fclose(f);
+    assert_string_equal(buf, "aaaa bbbb\n    cccc dddd|averyveryverylongword\nx");
+    free(buf);
+}
+
 static void test_bundle_device_classes_and_crash_reports(void **st)
 {
     (void)st;
@@ -583,6 +642,7 @@ int main(void)
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_run_passes_the_native_chip_to_x86_64_targets),
         cmocka_unit_test(test_verify_one_child_per_check), cmocka_unit_test(test_bundle_verdicts),
+        cmocka_unit_test(test_command_table_for_help_and_completions), cmocka_unit_test(test_wrap),
         cmocka_unit_test(test_bundle_device_classes_and_crash_reports),
         cmocka_unit_test(test_sha1),                   cmocka_unit_test(test_coderesources_rules),
         cmocka_unit_test(test_coderesources_xml),      cmocka_unit_test(test_macho_classify),

@@ -451,6 +451,8 @@ static int fake_read(void *ctx, const char *path, char *buf, size_t cap, size_t 
     (void)ctx;
     for (int i = 0; i < 3; i++)
         if (FILES.path[i] && strcmp(FILES.path[i], path) == 0) {
+            if (!FILES.text[i]) /* there, but not to be read */
+                return snprintf(err, errlen, "not trusted: writable by others (mode 0664)"), -1;
             size_t n = strlen(FILES.text[i]);
             if (n >= cap)
                 return snprintf(err, errlen, "too large"), -1;
@@ -537,6 +539,101 @@ static void test_config_sections(void **st)
     configure_file("bar", env);
     assert_int_equal(R.profile.state, VZCAPS_STOCK_UNCONFIGURED);
     assert_string_equal(R.section, "");
+}
+
+/* The search order: one function for the library, the command and the docs. */
+static void test_config_search_order(void **st)
+{
+    (void)st;
+    static char paths[VZCAPS_CONFIG_SEARCH_MAX][VZCAPS_PATH_MAX + 1];
+    char why[300] = "";
+    bool named = true;
+    const char *xdg[] = {"HOME=/home/u", "XDG_CONFIG_HOME=/home/u/cfg", NULL};
+    assert_int_equal(vzcaps_config_search(xdg, NULL, paths, &named, why, sizeof why), 3);
+    assert_false(named);
+    assert_string_equal(paths[0], "/home/u/cfg/vzcaps/vzcaps.conf");
+    assert_string_equal(paths[1], "/opt/homebrew/etc/vzcaps.conf"); /* Homebrew on Apple silicon first */
+    assert_string_equal(paths[2], "/usr/local/etc/vzcaps.conf");
+    /* XDG: a relative or empty XDG_CONFIG_HOME is ignored, and ~/.config is used */
+    const char *rel[] = {"HOME=/home/u", "XDG_CONFIG_HOME=cfg", NULL}, *empty[] = {"XDG_CONFIG_HOME=", "HOME=/home/u", NULL};
+    assert_int_equal(vzcaps_config_search(rel, "", paths, &named, why, sizeof why), 3);
+    assert_string_equal(paths[0], "/home/u/.config/vzcaps/vzcaps.conf");
+    assert_int_equal(vzcaps_config_search(empty, "", paths, &named, why, sizeof why), 3);
+    assert_string_equal(paths[0], "/home/u/.config/vzcaps/vzcaps.conf");
+    /* no HOME: the system files only; root prefixes them (the test seam) */
+    const char *none[] = {NULL};
+    assert_int_equal(vzcaps_config_search(none, "/tmp/root", paths, &named, why, sizeof why), 2);
+    assert_string_equal(paths[0], "/tmp/root/opt/homebrew/etc/vzcaps.conf");
+    assert_string_equal(paths[1], "/tmp/root/usr/local/etc/vzcaps.conf");
+    /* VZCAPS_CONFIG replaces the search */
+    const char *named_env[] = {"XDG_CONFIG_HOME=/x", "VZCAPS_CONFIG=/etc/my.conf", NULL};
+    assert_int_equal(vzcaps_config_search(named_env, NULL, paths, &named, why, sizeof why), 1);
+    assert_true(named);
+    assert_string_equal(paths[0], "/etc/my.conf");
+    const char *named_empty[] = {"VZCAPS_CONFIG=", NULL};
+    assert_int_equal(vzcaps_config_search(named_empty, NULL, paths, &named, why, sizeof why), -1);
+    assert_string_equal(why, "VZCAPS_CONFIG is empty: name a config file or unset it");
+    /* a path that would not fit is refused, naming the variable, never cut */
+    static char long_xdg[VZCAPS_PATH_MAX + 40];
+    snprintf(long_xdg, sizeof long_xdg, "XDG_CONFIG_HOME=/%0*d", VZCAPS_PATH_MAX - 10, 0);
+    const char *too_long[] = {long_xdg, NULL};
+    assert_int_equal(vzcaps_config_search(too_long, NULL, paths, &named, why, sizeof why), -1);
+    assert_non_null(strstr(why, "XDG_CONFIG_HOME /000"));
+    assert_non_null(strstr(why, "too long for the user config file path"));
+    snprintf(long_xdg, sizeof long_xdg, "XDG_CONFIG_HOME=/%0*d", VZCAPS_PATH_MAX - 20, 0); /* exactly the limit */
+    assert_int_equal(vzcaps_config_search(too_long, NULL, paths, &named, why, sizeof why), 3);
+    assert_int_equal(strlen(paths[0]), VZCAPS_PATH_MAX);
+    static char long_root[VZCAPS_PATH_MAX];
+    memset(long_root, 'r', sizeof long_root - 1);
+    long_root[0] = '/';
+    assert_int_equal(vzcaps_config_search(none, long_root, paths, &named, why, sizeof why), -1);
+    assert_non_null(strstr(why, "too long"));
+}
+
+/* vzcaps_configure reads the first file of the search that exists, and says which. */
+static void test_config_search_in_configure(void **st)
+{
+    (void)st;
+    static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    memset(&FILES, 0, sizeof FILES);
+    FILES.path[0] = "/r/opt/homebrew/etc/vzcaps.conf", FILES.text[0] = "[default]\napple_family_max = 1007\n";
+    FILES.path[1] = "/r/usr/local/etc/vzcaps.conf", FILES.text[1] = "[default]\napple_family_max = 1006\n";
+    const char *env[] = {"HOME=/home/u", "XDG_CONFIG_HOME=/home/u/xdg", NULL};
+    struct vzcaps_inputs in = {.envp = env, .exe = "x", .read_file = fake_read, .sys_root = "/r",
+                               .host = {"Apple M2 (Virtual)", "test", 0, 0}};
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_string_equal(R.config_path, "/r/opt/homebrew/etc/vzcaps.conf");
+    assert_int_equal(R.profile.apple_family_max, 1007);
+    assert_int_equal(R.n_searched, 3);
+    assert_string_equal(R.searched[0], "/home/u/xdg/vzcaps/vzcaps.conf");
+    assert_string_equal(R.config_error, "");
+    FILES.path[0] = NULL; /* no Homebrew file on Apple silicon: /usr/local/etc */
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_string_equal(R.config_path, "/r/usr/local/etc/vzcaps.conf");
+    assert_int_equal(R.profile.apple_family_max, 1006);
+    FILES.path[2] = "/home/u/xdg/vzcaps/vzcaps.conf", FILES.text[2] = "[default]\napple_family_max = 1008\n";
+    vzcaps_configure(&in, buf, sizeof buf, &R); /* the user's file comes first */
+    assert_string_equal(R.config_path, "/home/u/xdg/vzcaps/vzcaps.conf");
+    assert_int_equal(R.profile.apple_family_max, 1008);
+    /* a file that is there but refused is named with its reason, and nothing later is read */
+    FILES.text[2] = NULL;
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
+    assert_string_equal(R.config_path, "/home/u/xdg/vzcaps/vzcaps.conf");
+    assert_string_equal(R.config_error, "not trusted: writable by others (mode 0664)");
+    assert_true(any_note_contains(&R.profile, "/home/u/xdg/vzcaps/vzcaps.conf: not trusted"));
+    /* a file that does not parse is named with its error too */
+    FILES.text[2] = "[s]\nbogus = 1\n";
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_string_equal(R.config_path, "/home/u/xdg/vzcaps/vzcaps.conf");
+    assert_string_equal(R.config_error, "/home/u/xdg/vzcaps/vzcaps.conf:2: unknown key bogus");
+    /* the library's own call has no root: the real system paths */
+    FILES.path[2] = NULL;
+    in.sys_root = NULL;
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_UNCONFIGURED);
+    assert_string_equal(R.config_path, "");
+    assert_string_equal(R.searched[1], "/opt/homebrew/etc/vzcaps.conf");
 }
 
 static void test_config_errors(void **st)
@@ -1001,7 +1098,8 @@ int main(void)
         cmocka_unit_test(test_settings_values),        cmocka_unit_test(test_resolve_family_rules),
         cmocka_unit_test(test_resolve_floors),         cmocka_unit_test(test_resolve_refusals),
         cmocka_unit_test(test_compat_variables),       cmocka_unit_test(test_answer_matrix),
-        cmocka_unit_test(test_answer_limits),          cmocka_unit_test(test_config_sections),
+        cmocka_unit_test(test_answer_limits),          cmocka_unit_test(test_config_sections), cmocka_unit_test(test_config_search_order),
+        cmocka_unit_test(test_config_search_in_configure),
         cmocka_unit_test(test_config_errors),          cmocka_unit_test(test_glob_and_strip),
         cmocka_unit_test(test_describe),               cmocka_unit_test(test_escape),
         cmocka_unit_test(test_clip_and_append_say_when_they_cut), cmocka_unit_test(test_environment_scan),
