@@ -131,7 +131,8 @@ const struct cmd_spec cli_commands[] = {
      "config file are written as given, made absolute against the current directory, links not\n"
      "resolved (a Homebrew bin/ path stays valid across upgrades); every argument reads back byte for\n"
      "byte. The plist carries a comment by which --list, --remove and a later --install recognise it.\n"
-     "Never uses `launchctl setenv`, which would inject every process of the session.",
+     "Never uses `launchctl setenv`, which would inject every process of the session. Two more forms\n"
+     "take no CMD: vzcaps launchd --label LABEL --remove, and vzcaps launchd --list (no --label).",
      "0; 1 when it cannot write, finds a different plist without --force, or --remove finds no job or\n"
      "one vzcaps did not write; 2 for arguments a plist cannot carry or a malformed command line.",
      "vzcaps launchd --label com.me.llama --keep-alive --install -- llama-server -m model.gguf",
