@@ -196,3 +196,15 @@ def test_the_shipped_example_config_serves_the_recipes(exe, section):
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)
     assert (got["profile"], got["enabled"], got["apple_family_max"], got["family_implied"]) == (section, True, 1008, False)
+
+
+def test_the_readme_stays_a_short_manual_with_its_two_set_up_commands():
+    """At most 300 lines; its code blocks run exactly two make commands, make demo and make
+    check, before the install section; it says once, near the top, that nothing ran on macOS."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 300
+    makes = [(n, line.split("#")[0].strip()) for n, line, inside in fenced_split(text) if inside and line.startswith("make")]
+    assert [m for _, m in makes] == ["make demo", "make check"], makes
+    install = next(n for n, line, _ in fenced_split(text) if line.startswith("## Install"))
+    assert all(n < install for n, _ in makes)
+    assert text.index("None of it has been run on macOS") < text.index("## For developers")
