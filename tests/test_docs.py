@@ -38,17 +38,18 @@ def fenced_split(text):
 
 def command_lines():
     """(page:line, command) for every vzcaps command line: in code blocks the lines that start
-    with vzcaps (after an optional `$ ` or `sudo `), in prose the code spans that do."""
+    with vzcaps (after an optional `$ `, `sudo ` and VAR=value words), in prose the code spans
+    that do."""
     out = []
     for page in PAGES:
         for n, line, inside in fenced_split(page.read_text()):
             found = []
             if inside:
-                m = re.match(r"\s*(?:\$ )?(?:sudo )?(vzcaps .*)", line)
+                m = re.match(r"\s*(?:\$ )?(?:sudo )?(?:[A-Z_]+=\S* )*(vzcaps .*)", line)
                 if m:
                     found.append(re.sub(r"\s+#\s.*$", "", m.group(1)).strip())
             else:
-                found += [m.group(1).strip() for m in re.finditer(r"`(vzcaps [^`]*)`", line)]
+                found += [m.group(1).strip() for m in re.finditer(r"`(?:[A-Z_]+=\S* )*(vzcaps [^`]*)`", line)]
             out += [(f"{rel(page)}:{n}", c) for c in found if c not in NOT_COMMAND_LINES]
     return out
 
