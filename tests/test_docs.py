@@ -146,6 +146,8 @@ def test_every_link_between_pages_resolves():
             dest = (page.parent / path) if path else page
             if not dest.exists():
                 bad.append(f"{rel(page)}: {target} (no such file)")
+            elif page.parent.name == "docs" and dest.resolve().parent != page.parent.resolve():
+                bad.append(f"{rel(page)}: {target} (outside docs/: the pages are installed on their own)")
             elif frag and dest.suffix == ".md":
                 anchors = {slug(h) for h in re.findall(r"^#+\s+(.*)$", dest.read_text(), re.M)}
                 if frag not in anchors:
