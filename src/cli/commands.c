@@ -131,7 +131,8 @@ const struct cmd_spec cli_commands[] = {
      "config file are written as given, made absolute against the current directory, links not\n"
      "resolved (a Homebrew bin/ path stays valid across upgrades); every argument reads back byte for\n"
      "byte. The plist carries a comment by which --list, --remove and a later --install recognise it.\n"
-     "Never uses `launchctl setenv`, which would inject every process of the session.",
+     "Never uses `launchctl setenv`, which would inject every process of the session. Two more forms\n"
+     "take no CMD: vzcaps launchd --label LABEL --remove, and vzcaps launchd --list (no --label).",
      "0; 1 when it cannot write, finds a different plist without --force, or --remove finds no job or\n"
      "one vzcaps did not write; 2 for arguments a plist cannot carry or a malformed command line.",
      "vzcaps launchd --label com.me.llama --keep-alive --install -- llama-server -m model.gguf",
@@ -246,6 +247,8 @@ static int edit_distance(const char *a, const char *b)
             int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
             int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
             d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < d[i][j])
+                d[i][j] = d[i - 2][j - 2] + 1; /* two letters swapped is one typo */
         }
     return d[la][lb];
 }
@@ -262,11 +265,10 @@ const char *cli_did_you_mean(const char *word, const char *const *candidates, si
     return best;
 }
 
-const char *cli_command_suggestion(const char *word)
+/* The commands that take word as an alias, or as an operand ("host status"), into found;
+ * how many. */
+static size_t commands_for_job(const char *word, char *found, size_t size)
 {
-    /* the commands that do the job: those that take word as an alias, or as an operand
-     * ("host status") */
-    static char found[256];
     found[0] = '\0';
     size_t n_found = 0;
     for (int pass = 0; pass < 2; pass++) /* aliases first, then operands */
@@ -279,20 +281,50 @@ const char *cli_command_suggestion(const char *word)
                 hit = n == strlen(word) && strncmp(p, word, n) == 0;
                 p += n + (p[n] != '\0');
             }
-            if (hit && strlen(found) + strlen(c->name) + strlen(word) + 8 < sizeof found) {
+            if (hit && strlen(found) + strlen(c->name) + strlen(word) + 8 < size) {
                 size_t len = strlen(found);
-                snprintf(found + len, sizeof found - len, "%s%s%s%s", n_found ? ", or " : "", c->name, pass ? " " : "",
+                snprintf(found + len, size - len, "%s%s%s%s", n_found ? ", or " : "", c->name, pass ? " " : "",
                          pass ? word : "");
                 n_found++;
             }
         }
-    if (n_found)
+    return n_found;
+}
+
+const char *cli_command_suggestion(const char *word)
+{
+    static char found[256];
+    if (commands_for_job(word, found, sizeof found))
         return found;
     const char *names[32];
     size_t n = 0;
     for (const struct cmd_spec *c = cli_commands; c->name && n < 32; c++)
         names[n++] = c->name;
-    return cli_did_you_mean(word, names, n);
+    const char *name = cli_did_you_mean(word, names, n);
+    if (name)
+        return name;
+    /* a typo of an alias or an operand ("stauts"): only words of five letters or more, since
+     * two edits turn any short word into another ("ls" into "vm") */
+    static char words[64][24];
+    const char *cands[64];
+    size_t nw = 0;
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        for (int pass = 0; pass < 2; pass++) {
+            const char *list = pass == 0 ? (c->aliases ? c->aliases : "")
+                             : c->args_mode == ARGS_POSITIONAL && strchr(c->args, '|') ? c->args : "";
+            for (const char *p = list; *p && nw < 64;) {
+                size_t len = strcspn(p, pass == 0 ? " " : "|");
+                if (len >= 5 && len < sizeof words[0]) {
+                    memcpy(words[nw], p, len);
+                    words[nw][len] = '\0';
+                    cands[nw] = words[nw];
+                    nw++;
+                }
+                p += len + (p[len] != '\0');
+            }
+        }
+    const char *near = strlen(word) >= 4 ? cli_did_you_mean(word, cands, nw) : NULL;
+    return near && commands_for_job(near, found, sizeof found) ? found : NULL;
 }
 
 static const struct opt_spec *find_opt(const struct cmd_spec *c, const char *arg, size_t len)

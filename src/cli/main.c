@@ -43,6 +43,12 @@ static int dispatch(int argc, char **argv)
         return child_device_class();
     if (strcmp(cmd, "__verify-child") == 0)
         return child_verify(argc - 1, argv + 1);
+    if (strcmp(cmd, "__validate") == 0) { /* hidden: check a command line against the table only (the docs' test) */
+        const struct cmd_spec *v = argc > 2 ? cli_find_command(argv[2]) : NULL;
+        if (!v)
+            return unknown_command(NULL, argc > 2 ? argv[2] : "");
+        return cli_validate_args(v, argc - 2, argv + 2);
+    }
     const struct cmd_spec *c = cli_find_command(cmd);
     if (!c)
         return unknown_command(NULL, cmd);

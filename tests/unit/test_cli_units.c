@@ -470,6 +470,12 @@ static void test_command_table_for_help_and_completions(void **st)
     assert_string_equal(cli_command_suggestion("enable"), "host enable");
     assert_string_equal(cli_command_suggestion("benchmark"), "bench");
     assert_null(cli_command_suggestion("frobnicate"));
+    /* a typo of a job's word gets the commands for that job; a short word gets nothing */
+    assert_string_equal(cli_command_suggestion("stauts"), "doctor, or host status");
+    assert_string_equal(cli_command_suggestion("disabel"), "host disable");
+    assert_string_equal(cli_command_suggestion("benchmrk"), "bench");
+    assert_null(cli_command_suggestion("ls"));
+    assert_null(cli_command_suggestion("vmm"));
 }
 
 /* cli_wrap never cuts a word and keeps lines within the width */
