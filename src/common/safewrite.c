@@ -90,6 +90,25 @@ static int open_parent(const char *path, char **name, char **err)
     return fd;
 }
 
+bool vzcaps_same_output(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (lstat(a, &sa) == 0 && lstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino)
+        return true; /* one existing file (another spelling, a hard link) */
+    /* names not made yet: the same name in the same directory, however the directory is spelled */
+    char *na = NULL, *nb = NULL;
+    int da = open_parent(a, &na, NULL), db = da >= 0 ? open_parent(b, &nb, NULL) : -1;
+    bool same = db >= 0 && fstat(da, &sa) == 0 && fstat(db, &sb) == 0 && sa.st_dev == sb.st_dev &&
+                sa.st_ino == sb.st_ino && strcmp(na, nb) == 0;
+    if (da >= 0)
+        close(da);
+    if (db >= 0)
+        close(db);
+    free(na);
+    free(nb);
+    return same;
+}
+
 static unsigned long tmp_counter;
 
 static int out_start(struct vzcaps_out *o, int dirfd, const char *path, const char *name,

@@ -91,6 +91,10 @@ int vzcaps_close_stdout(void);
  * it fails, so no file the command opens later becomes its standard output. */
 void vzcaps_guard_std_fds(void);
 
+/* Whether two output paths name one file: the same existing file (however spelled, or a hard
+ * link), or the same name in the same directory (however the directory is spelled). */
+bool vzcaps_same_output(const char *a, const char *b);
+
 /* A heap message "PATH: reason" (reason from errno when why is NULL), for callers that refuse
  * something themselves in the same form. */
 char *vzcaps_write_error(const char *path, const char *why, int errnum);
