@@ -156,11 +156,39 @@ static void remove_stale(int intofd, const char *into)
     free(stale);
 }
 
+/* realpath of a directory that may not exist yet: its deepest existing ancestor resolved, the
+ * missing rest appended (those names cannot be links; "." and ".." among them are taken as
+ * mkdir_parents will meet them). NULL when even "/" or "." cannot be resolved. */
+static char *realpath_to_be(const char *path)
+{
+    char *r = realpath(path, NULL);
+    if (r || errno != ENOENT)
+        return r;
+    char *parent = xformat("%s", path);
+    size_t n = strlen(parent);
+    while (n > 1 && parent[n - 1] == '/')
+        parent[--n] = '\0';
+    char *slash = strrchr(parent, '/');
+    const char *name = slash ? slash + 1 : parent;
+    char *base = slash == parent ? xformat("/") : slash ? (*slash = '\0', realpath_to_be(parent)) : realpath(".", NULL);
+    if (!base || strcmp(name, ".") == 0) {
+    } else if (strcmp(name, "..") == 0) {
+        char *up = strrchr(base, '/');
+        up[up == base ? 1 : 0] = '\0';
+    } else {
+        char *joined = strcmp(base, "/") == 0 ? xformat("/%s", name) : xformat("%s/%s", base, name);
+        free(base);
+        base = joined;
+    }
+    free(parent);
+    return base;
+}
+
 /* Why the copy of in may not be placed (NULL: it may): a destination it did not make, one
  * inside the source or holding it. */
 static char *dest_problem(const struct input *in, const char *into, int intofd)
 {
-    char *dest_real = NULL, *into_real = realpath(into, NULL);
+    char *dest_real = NULL, *into_real = realpath_to_be(into);
     size_t rl = strlen(in->root);
     char *problem = NULL;
     if (into_real) {

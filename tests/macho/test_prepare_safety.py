@@ -170,6 +170,21 @@ def app_bundle(root, name="Demo", exe=None, mode=None):
     return root / f"{name}.app"
 
 
+def test_an_into_inside_the_source_that_does_not_exist_yet_is_refused_before_it_is_made(tmp_path):
+    """regression: the check needed --into to exist, so prepare first made --into (and its
+    parents) inside the source bundle, then refused: the original was changed."""
+    app = app_bundle(tmp_path / "src")
+    before = tree(app)
+    for into in (app / "Contents" / "new" / "sub", app / "new" / ".." / "x", tmp_path / "src" / "x" / ".." / "Demo.app" / "a",
+                 str(app / "q") + "/"):
+        p = prepare("--yes", "--into", into, app)
+        assert p.returncode == 1 and "is inside the source" in p.stderr and p.stderr.count("\n") == 1, (into, p.stderr)
+        assert tree(app) == before, into
+    assert sorted(os.listdir(tmp_path / "src")) == ["Demo.app"]
+    p = prepare("--yes", "--into", tmp_path / "out" / "a" / ".." / "b", app)  # a new --into outside it is fine
+    assert p.returncode == 0 and (tmp_path / "out" / "b" / "Demo.app").is_dir(), p.stderr
+
+
 def test_modes_are_made_safe_and_the_umask_is_respected(tmp_path):
     src = tmp_path / "src"
     app = app_bundle(src, mode=0o4777)
