@@ -27,6 +27,15 @@
 
 #define MARKER "vzcaps prepare\n" /* the first line of the file that says a copy is vzcaps's */
 
+/* A copy is named by its device, inode and modification time: an inode number is reused at
+ * once on some file systems (ext4), so a file of the user's made where a copy was deleted can
+ * have the copy's inode, never its modification time to the nanosecond. */
+#ifdef __APPLE__
+#define MTIME_NSEC(st) ((long)(st).st_mtimespec.tv_nsec)
+#else
+#define MTIME_NSEC(st) ((long)(st).st_mtim.tv_nsec)
+#endif
+
 static void on_signal(int sig)
 {
     bc_stop_signal = sig;
@@ -35,7 +44,7 @@ static void on_signal(int sig)
 /* ---- the destination ---- */
 
 /* Whether name in into was placed there by vzcaps prepare: its marker file beside it names
- * the same device and inode. */
+ * the same device, inode and modification time. */
 static bool made_by_vzcaps(int intofd, const char *name)
 {
     struct stat st, ms;
@@ -53,9 +62,12 @@ static bool made_by_vzcaps(int intofd, const char *name)
         return false;
     buf[got] = '\0';
     unsigned long long dev, ino;
+    long long sec;
+    long nsec;
     const char *copy = strstr(buf, "\ncopy ");
-    return strncmp(buf, MARKER, strlen(MARKER)) == 0 && copy && sscanf(copy, "\ncopy %llu %llu", &dev, &ino) == 2 &&
-           dev == (unsigned long long)st.st_dev && ino == (unsigned long long)st.st_ino;
+    return strncmp(buf, MARKER, strlen(MARKER)) == 0 && copy &&
+           sscanf(copy, "\ncopy %llu %llu %lld.%ld", &dev, &ino, &sec, &nsec) == 4 && dev == (unsigned long long)st.st_dev &&
+           ino == (unsigned long long)st.st_ino && sec == (long long)st.st_mtime && nsec == MTIME_NSEC(st);
 }
 
 static int open_into(const char *into, bool create, char *err, size_t errlen)
@@ -373,8 +385,8 @@ static int place(struct input *in, const char *into, int intofd)
         /* the marker that lets a later run replace this copy, and nothing else */
         char *mname = xformat(".%s.vzcaps-prepared", in->name), *text = NULL, *why = NULL;
         if (fstatat(intofd, in->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-            text = xformat(MARKER "copy %llu %llu\nsource %s\n", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-                           in->root);
+            text = xformat(MARKER "copy %llu %llu %lld.%09ld\nsource %s\n", (unsigned long long)st.st_dev,
+                           (unsigned long long)st.st_ino, (long long)st.st_mtime, MTIME_NSEC(st), in->root);
         struct vzcaps_wopts o = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = MARKER};
         if (!text || vzcaps_write_fileat(intofd, into, mname, text, strlen(text), &o, &why) != 0) {
             eprintf("vzcaps prepare: %s (the copy is in place, but a later run will not replace it)", why ? why : in->dest);

@@ -134,6 +134,27 @@ def test_a_destination_vzcaps_did_not_make_is_refused(tmp_path):
     assert sorted(os.listdir(out)) == [".tool.vzcaps-prepared", "tool"]
 
 
+def test_a_file_of_the_users_where_a_copy_was_deleted_is_not_replaced(tmp_path):
+    """regression: the marker named the copy by device and inode only, and ext4 gives a new
+    file the inode of one just deleted: the user's file was replaced, exit 0."""
+    src = tmp_path / "src" / "tool"
+    src.parent.mkdir()
+    src.write_bytes(tool_bytes())
+    out = tmp_path / "out"
+    assert prepare("--yes", "--into", out, src).returncode == 0
+    marker = out / ".tool.vzcaps-prepared"
+    os.unlink(out / "tool")
+    (out / "tool").write_text("a user's file")
+    st = os.stat(out / "tool")
+    # the inode given again, as ext4 does (whatever this file system did): the marker names it
+    head, copy, rest = marker.read_text().split("\n", 2)
+    assert copy.startswith("copy ")
+    marker.write_text("\n".join([head, " ".join(["copy", str(st.st_dev), str(st.st_ino), *copy.split()[3:]]), rest]))
+    p = prepare("--yes", "--into", out, src)
+    assert p.returncode == 1 and "was not made by vzcaps prepare" in p.stderr, p.stderr
+    assert (out / "tool").read_text() == "a user's file"
+
+
 def test_two_inputs_with_one_name_are_refused_before_anything_is_written(tmp_path):
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
