@@ -81,8 +81,11 @@ static int open_into(const char *into, bool create, char *err, size_t errlen)
         }
     }
     int fd = open(into, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        snprintf(err, errlen, "%s: %s", into, errno == ELOOP ? "is a symbolic link (refusing to write through it)" : strerror(errno));
+    struct stat st;
+    if (fd < 0) /* Linux says ENOTDIR for a link with O_DIRECTORY|O_NOFOLLOW, macOS ELOOP */
+        snprintf(err, errlen, "%s: %s", into,
+                 errno == ELOOP || (lstat(into, &st) == 0 && S_ISLNK(st.st_mode)) ? "is a symbolic link (refusing to write through it)"
+                                                                                  : strerror(errno));
     return fd;
 }
 
@@ -480,6 +483,14 @@ int cmd_prepare(int argc, char **argv)
     if (!*into) {
         free(dir);
         return usage_error("prepare", "--into needs a directory");
+    }
+    /* "DIR/" or "DIR/." is DIR: a link there is refused as DIR would be */
+    char *given_into = dir;
+    into = dir = vzcaps_dir_name(into);
+    free(given_into);
+    if (!dir) {
+        eprintf("vzcaps prepare: out of memory");
+        return 1;
     }
     struct input *ins = calloc((size_t)count, sizeof *ins);
     if (!ins) {

@@ -383,15 +383,29 @@ int vzcaps_mkdir_parents(const char *path, char **err)
 
 static int dir_open_output(const char *path, const char *marker, char **err);
 
-int vzcaps_dir_open_output(const char *given, const char *marker, char **err)
+char *vzcaps_dir_name(const char *given)
 {
-    /* "DIR/" would make lstat and open follow a link at DIR: the name is taken without its
-     * trailing slashes */
+    /* "DIR/" and "DIR/." would make lstat and open follow a link at DIR: the name is taken
+     * without its trailing slashes and "." components ("." and "/" stay) */
     char *path = msg("%s", given);
     if (!path)
+        return NULL;
+    for (size_t n = strlen(path);;) {
+        if (n > 1 && path[n - 1] == '/')
+            path[--n] = '\0';
+        else if (n >= 2 && path[n - 1] == '.' && path[n - 2] == '/')
+            path[--n] = '\0';
+        else
+            break;
+    }
+    return path;
+}
+
+int vzcaps_dir_open_output(const char *given, const char *marker, char **err)
+{
+    char *path = vzcaps_dir_name(given);
+    if (!path)
         return fail(err, given, NULL, ENOMEM);
-    for (size_t n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
-        path[n - 1] = '\0';
     int fd = dir_open_output(path, marker, err);
     int e = errno;
     free(path);

@@ -320,7 +320,7 @@ def test_out_is_never_a_link(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "link").symlink_to(elsewhere)
-    for given in (str(tmp_path / "link"), f"{tmp_path}/link/"):
+    for given in (str(tmp_path / "link"), f"{tmp_path}/link/", f"{tmp_path}/link/.", f"{tmp_path}/link//./"):
         p, _, _ = bench(tmp_path, "--out", given)
         assert p.returncode == 1 and "is a symbolic link (refusing to write through it)" in p.stderr, given
     assert list(elsewhere.iterdir()) == []

@@ -110,7 +110,7 @@ def test_bundle_directory_that_is_a_link_is_refused(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "link").symlink_to(elsewhere)
-    for given in (tmp_path / "link", f"{tmp_path}/link/"):
+    for given in (tmp_path / "link", f"{tmp_path}/link/", f"{tmp_path}/link/.", f"{tmp_path}/link/./"):  # each spelling of it
         p = doctor_bundle(given)
         assert p.returncode == 1 and "is a symbolic link (refusing to write through it)" in p.stderr, given
     assert list(elsewhere.iterdir()) == []

@@ -75,6 +75,22 @@ def test_a_link_given_is_read_and_the_copy_is_a_real_file(tmp_path):
     assert [r["ok"] and r["flags"] == mg.CS_ADHOC for r in mg.verify(copy.read_bytes())] == [True]
 
 
+def test_an_into_that_is_a_link_is_refused_however_spelled(tmp_path):
+    """regression: --into link/ or link/. wrote through the link (only "link" was refused, and
+    on Linux as "Not a directory")."""
+    (tmp_path / "tool").write_bytes(tool_bytes())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "link").symlink_to(elsewhere)
+    for given in ("link", "link/", "link/.", "link/./", "link//.//"):
+        p = prepare("--yes", "--into", f"{tmp_path}/{given}", tmp_path / "tool")
+        assert p.returncode == 1, (given, p.stdout)
+        assert p.stderr == f"vzcaps prepare: {tmp_path}/link: is a symbolic link (refusing to write through it)\n", p.stderr
+    assert list(elsewhere.iterdir()) == []
+    p = prepare("--yes", "--into", f"{tmp_path}/new/.", tmp_path / "tool")
+    assert p.returncode == 0 and (tmp_path / "new" / "tool").is_file(), p.stderr
+
+
 def test_a_destination_holding_the_source_is_refused(tmp_path):
     w = tmp_path / "w"
     (w / "tool").mkdir(parents=True)
