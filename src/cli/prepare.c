@@ -427,9 +427,9 @@ static void report(const struct input *in)
            in->n_code == 1 ? "" : "s");
     if (in->nu)
         printf("; %zu bundle%s sealed", in->nu, in->nu == 1 ? "" : "s");
-    printf("\nrun it through vzcaps with:\n");
+    printf("\n");
     const char **list = verify_list(in);
-    size_t n = 0;
+    size_t n = 0, shown = 0;
     while (list[n])
         n++;
     for (size_t k = n; k-- > 0;) { /* the main executable first */
@@ -439,6 +439,8 @@ static void report(const struct input *in)
         char *file = *list[k] ? xformat("%s/%s", in->dest, list[k]) : xformat("%s", in->dest), err[600];
         static struct macho_file mf;
         if (macho_load(file, &mf, err, sizeof err) == 0 && mf.slices[0].filetype == 2 /* MH_EXECUTE */) {
+            if (!shown++) /* a library alone has nothing to run */
+                printf("run it through vzcaps with:\n");
             printf("  vzcaps run --inherit -- ");
             shell_quote(stdout, file);
             printf("\n");

@@ -368,3 +368,17 @@ def test_the_plan_covers_only_accepted_inputs(tmp_path):
     assert p.returncode == 1 and "not a Mach-O file" in p.stderr
     assert f"would copy {tmp_path / 'tool'}" in p.stdout and f"would copy {tmp_path / 'text'}" not in p.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_the_run_line_is_offered_only_for_an_executable(tmp_path):
+    """regression: a library alone printed "run it through vzcaps with:" and nothing under it."""
+    (tmp_path / "lib.dylib").write_bytes(tool_bytes())
+    exe = bytearray(tool_bytes())
+    exe[12] = 2  # MH_EXECUTE (the signer signs it again)
+    (tmp_path / "tool").write_bytes(bytes(exe))
+    p = prepare("--yes", "--into", tmp_path / "out", tmp_path / "lib.dylib")
+    assert p.returncode == 0 and p.stdout == (f"prepared {tmp_path}/out/lib.dylib: 1 Mach-O file re-signed ad hoc, "
+                                              "no hardened runtime\n"), p.stdout
+    p = prepare("--yes", "--into", tmp_path / "out", tmp_path / "tool")
+    assert p.returncode == 0 and p.stdout.endswith(f"\nrun it through vzcaps with:\n  vzcaps run --inherit -- "
+                                                   f"{tmp_path}/out/tool\n"), p.stdout
