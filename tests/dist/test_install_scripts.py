@@ -686,3 +686,24 @@ def test_an_upgrade_replaces_the_old_files_and_keeps_the_record_of_the_rest(rel,
     p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
     assert p.returncode == 0, p.stderr
     assert not prefix.exists()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_messages_never_carry_control_characters(rel, tmp_path, mac, shell):
+    """regression: a release unpacked under a name with an escape sequence (or a prepared entry
+    named so) was printed raw in the messages, for the terminal to act on."""
+    odd = tmp_path / "rel\x1b[31m\nname"
+    shutil.copytree(rel, odd)
+    (odd / "SHA256SUMS").unlink()
+    p = run(shell, odd / "install.sh", "--prefix", str(tmp_path / "p"), env=mac)
+    assert p.returncode == 1 and "is missing (a damaged release)" in p.stderr, p.stderr
+    assert "\x1b" not in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert f"'{tmp_path}/rel?[31m?name/SHA256SUMS'" in p.stderr
+    prepared = tmp_path / "home" / "Library" / "Application Support" / "vzcaps" / "prepared"
+    prepared.mkdir(parents=True)
+    (prepared / "x\x1b]0;title\x07").write_text("a user's file")
+    prefix = tmp_path / "prefix"
+    assert run(shell, rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    p = run(shell, rel / "uninstall.sh", "--all", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0 and "not a copy vzcaps prepare made" in p.stdout, (p.stdout, p.stderr)
+    assert not any(c in p.stdout + p.stderr for c in "\x1b\x07"), p.stdout
