@@ -89,19 +89,20 @@ static int open_into(const char *into, bool create, char *err, size_t errlen)
     return fd;
 }
 
-/* Removes name in dirfd and everything below it, never following a link. */
-static void remove_at(int dirfd, const char *name, int depth)
+/* Removes name in dirfd and everything below it, never following a link: 0 when it is gone,
+ * else -1 with errno of the first failure. */
+static int remove_at(int dirfd, const char *name, int depth)
 {
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return;
-    if (!S_ISDIR(st.st_mode) || depth > MAX_DEPTH + 8) {
-        unlinkat(dirfd, name, 0);
-        return;
-    }
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode) || depth > MAX_DEPTH + 8)
+        return unlinkat(dirfd, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES && fchmodat(dirfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0) /* a directory made unreadable */
+        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return;
+        return -1;
     fchmod(fd, 0700); /* a copy of a read-only directory */
     int fd2 = dup(fd);
     DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
@@ -125,7 +126,7 @@ static void remove_at(int dirfd, const char *name, int depth)
         close(fd2);
     }
     close(fd);
-    unlinkat(dirfd, name, AT_REMOVEDIR);
+    return unlinkat(dirfd, name, AT_REMOVEDIR); /* fails (ENOTEMPTY) when anything below stayed */
 }
 
 /* Temporaries of earlier runs that were interrupted: .NAME.vzcaps-new.PID,
@@ -164,8 +165,10 @@ static void remove_stale(int intofd, const char *into)
     }
     closedir(d);
     for (size_t i = 0; i < n; i++) {
-        remove_at(intofd, stale[i], 0);
-        printf("vzcaps prepare: removed %s/%s, left by an interrupted run\n", esc(into), esc(stale[i]));
+        if (remove_at(intofd, stale[i], 0) == 0)
+            printf("vzcaps prepare: removed %s/%s, left by an interrupted run\n", esc(into), esc(stale[i]));
+        else
+            eprintf("vzcaps prepare: warning: cannot remove %s/%s, left by an interrupted run: %s", into, stale[i], strerror(errno));
         free(stale[i]);
     }
     free(stale);
@@ -383,8 +386,11 @@ static int place(struct input *in, const char *into, int intofd)
         remove_at(intofd, r.tmpname, 0);
         eprintf("vzcaps prepare: %s", err);
     } else {
-        if (had_old)
-            remove_at(intofd, oldname, 0);
+        if (had_old && remove_at(intofd, oldname, 0) != 0) {
+            eprintf("vzcaps prepare: the copy is in place, but the previous one, moved aside to %s/%s, cannot be removed: %s",
+                    into, oldname, strerror(errno));
+            rc = -1;
+        }
         /* the marker that lets a later run replace this copy, and nothing else */
         char *mname = xformat(".%s.vzcaps-prepared", in->name), *text = NULL, *why = NULL;
         if (fstatat(intofd, in->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
