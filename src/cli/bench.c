@@ -238,6 +238,10 @@ static int bench_main(int argc, char **argv)
 
     char lp[1100];
     bool have_ppl = find_executable(o.llama_perplexity ? o.llama_perplexity : "llama-perplexity", o.llama_perplexity ? NULL : lb, lp, sizeof lp);
+    if (o.llama_perplexity && !have_ppl) { /* given, so never skipped in silence */
+        eprintf("vzcaps bench: %s not found or not executable; give --llama-perplexity PATH", o.llama_perplexity);
+        return 1;
+    }
     bool do_check = guest && o.check != 0 && have_ppl;
     if (guest && o.check == 1 && !have_ppl) {
         eprintf("vzcaps bench: --check-output needs llama-perplexity (next to llama-bench, on PATH, or --llama-perplexity)");

@@ -264,6 +264,16 @@ def test_failures_and_bad_arguments(tmp_path):
                            env=clean_env(VZCAPS_HOST_CHIP="Apple M1 Ultra (Virtual)"))
         assert p.returncode == 1 and p.stderr == f"vzcaps bench: {model}: cannot read the model: not a regular file\n", p.stderr
         assert not out.exists()
+    # regression: a --llama-perplexity given but not found was ignored: "output check: skipped:
+    # llama-perplexity not found next to llama-bench or on PATH", exit 0
+    for given in (tmp_path / "none" / "llama-perplexity", tmp_path / "model-fifo"):
+        out = tmp_path / "out-ppl"
+        p = subprocess.run([VZ, "bench", "-m", str(tmp_path / "tiny.gguf"), "--llama-bench", str(STANDINS / "llama-bench"),
+                            "--llama-perplexity", str(given), "--out", str(out)], capture_output=True, text=True, timeout=30,
+                           env=clean_env(VZCAPS_HOST_CHIP="Apple M1 Ultra (Virtual)"))
+        assert p.returncode == 1 and p.stderr == (f"vzcaps bench: {given} not found or not executable; give "
+                                                  "--llama-perplexity PATH\n"), p.stderr
+        assert not out.exists()
     # regression: an overlong --out was cut at 1100 bytes and the bundle written elsewhere
     for opt in ("--out", "--llama-bench", "--llama-perplexity"):
         p = subprocess.run([VZ, "bench", "-m", "x", opt, "/" + "d" * 1100], capture_output=True, text=True)
