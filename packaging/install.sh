@@ -28,10 +28,11 @@ while [ $# -gt 0 ]; do
 done
 
 # ---- shared with uninstall.sh (kept identical; a test compares them) ----
-# q PATH: PATH as one shell word (quoted when it needs it), for messages a user may paste
+# q PATH: PATH as one shell word (quoted when it needs it), for messages a user may paste; a
+# control character (which a terminal would act on) is shown as ?
 q() {
     case $1 in
-        '' | *[!A-Za-z0-9_./+:@%,=-]*) printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")" ;;
+        '' | *[!A-Za-z0-9_./+:@%,=-]*) printf "'%s'" "$(printf '%s' "$1" | tr '[:cntrl:]' '?' | sed "s/'/'\\\\''/g")" ;;
         *) printf '%s' "$1" ;;
     esac
 }

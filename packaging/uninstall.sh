@@ -43,10 +43,11 @@ if [ -z "$prefix" ]; then
 fi
 
 # ---- shared with uninstall.sh (kept identical; a test compares them) ----
-# q PATH: PATH as one shell word (quoted when it needs it), for messages a user may paste
+# q PATH: PATH as one shell word (quoted when it needs it), for messages a user may paste; a
+# control character (which a terminal would act on) is shown as ?
 q() {
     case $1 in
-        '' | *[!A-Za-z0-9_./+:@%,=-]*) printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")" ;;
+        '' | *[!A-Za-z0-9_./+:@%,=-]*) printf "'%s'" "$(printf '%s' "$1" | tr '[:cntrl:]' '?' | sed "s/'/'\\\\''/g")" ;;
         *) printf '%s' "$1" ;;
     esac
 }
@@ -189,17 +190,33 @@ for d in "$HOME/Library/Logs/vzcaps" "$HOME/Library/Caches/vzcaps"; do
     fi
 done
 prepared="$HOME/Library/Application Support/vzcaps/prepared"
+# made_by_prepare NAME: NAME in $prepared is a copy vzcaps prepare made: not a link, and its
+# marker .NAME.vzcaps-prepared (a plain file starting "vzcaps prepare") names its inode
+made_by_prepare() {
+    _m="$prepared/.$1.vzcaps-prepared"
+    [ -f "$_m" ] && [ ! -L "$_m" ] && [ ! -L "$prepared/$1" ] && [ -e "$prepared/$1" ] || return 1
+    [ "$(sed -n 1p "$_m")" = "vzcaps prepare" ] || return 1
+    _ino=$(ls -di "$prepared/$1" | sed -n '1s/^ *\([0-9][0-9]*\) .*/\1/p')
+    _named=$(sed -n '2s/^copy [0-9][0-9]* \([0-9][0-9]*\)\( .*\)\{0,1\}$/\1/p' "$_m")
+    [ -n "$_ino" ] && [ "$_ino" = "$_named" ]
+}
 np=0
 if [ -d "$prepared" ] && [ ! -L "$prepared" ]; then
     set +f
     for c in "$prepared"/* "$prepared"/.[!.]* "$prepared"/..?*; do
         set -f
         [ -e "$c" ] || [ -L "$c" ] || continue
+        n=${c##*/}
+        case $n in .*.vzcaps-prepared) continue ;; esac # a marker goes with its copy
+        if ! made_by_prepare "$n"; then
+            say "kept $(q "$c"): not a copy vzcaps prepare made (no marker beside it names it)"
+            continue
+        fi
         np=$((np + 1))
         if [ $yes = no ]; then
             say "prepared copy: $(q "$c") (kept; uninstall.sh --all --yes removes it)"
-        elif rm -rf "$c"; then
-            say "removed the prepared copy $(q "$c")"
+        elif chmod -R u+w "$c" 2>/dev/null; rm -rf "$c" && rm -f "$prepared/.$n.vzcaps-prepared"; then
+            say "removed the prepared copy $(q "$c")" # a copy of a read-only tree is made writable first
         else
             warn "cannot remove all of $(q "$c")"; rc=1
         fi

@@ -4,6 +4,7 @@
 #define _XOPEN_SOURCE 700
 #include "../data/benchdata.h"
 #include "cli.h"
+#include "../common/readfile.h"
 #include "../common/sha256.h"
 
 #include <errno.h>
@@ -182,10 +183,15 @@ static int bench_main(int argc, char **argv)
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         if (paths[i][1] && strlen(paths[i][1]) > VZCAPS_PATH_MAX)
             return usage_error("bench", "%s: too long (limit %d bytes)", paths[i][0], VZCAPS_PATH_MAX);
-    if (access(o.model, R_OK) != 0) {
-        eprintf("vzcaps bench: %s: cannot read the model: %s", o.model, strerror(errno));
+    struct stat mst;
+    char mwhy[200];
+    int mfd = vzcaps_open_regular(o.model, &mst, mwhy, sizeof mwhy); /* a FIFO never hangs the hash below */
+    if (mfd < 0) {
+        const char *why = strncmp(mwhy, "cannot open: ", 13) == 0 ? mwhy + 13 : mwhy;
+        eprintf("vzcaps bench: %s: cannot read the model: %s", o.model, why);
         return 1;
     }
+    close(mfd);
     char lb[1100];
     if (!find_executable(o.llama_bench ? o.llama_bench : "llama-bench", NULL, lb, sizeof lb)) {
         eprintf("vzcaps bench: %s not found or not executable; give --llama-bench PATH", o.llama_bench ? o.llama_bench : "llama-bench");
@@ -232,6 +238,10 @@ static int bench_main(int argc, char **argv)
 
     char lp[1100];
     bool have_ppl = find_executable(o.llama_perplexity ? o.llama_perplexity : "llama-perplexity", o.llama_perplexity ? NULL : lb, lp, sizeof lp);
+    if (o.llama_perplexity && !have_ppl) { /* given, so never skipped in silence */
+        eprintf("vzcaps bench: %s not found or not executable; give --llama-perplexity PATH", o.llama_perplexity);
+        return 1;
+    }
     bool do_check = guest && o.check != 0 && have_ppl;
     if (guest && o.check == 1 && !have_ppl) {
         eprintf("vzcaps bench: --check-output needs llama-perplexity (next to llama-bench, on PATH, or --llama-perplexity)");

@@ -692,6 +692,7 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
         failures_before ? " (they are missing from SHA256SUMS; see the messages of vzcaps doctor)" : "", table, workload,
         files_table);
     put_text("summary.md", summary);
+    bool summary_written = od.failures == failures_before;
     free(summary);
     free(table);
     free(workload);
@@ -703,7 +704,7 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
     bundle_reset();
     if (files || failed) {
         eprintf("vzcaps doctor: the bundle in %s is incomplete: %d of its files could not be written (above), %zu of its steps "
-                "failed (see summary.md)", dir, files, failed);
+                "failed %s", dir, files, failed, summary_written ? "(see summary.md)" : "(summary.md could not be written either)");
         return 1;
     }
     printf("%s: %s.\nwrote %s (summary.md, SHA256SUMS and %zu more files; %zu steps ran, %zu skipped: not available on this system)\n",

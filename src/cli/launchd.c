@@ -328,6 +328,10 @@ static int launchd_main(int argc, char **argv)
         eprintf("vzcaps launchd: HOME is not set");
         return 1;
     }
+    if (home[0] != '/') { /* the plist's log paths: launchd takes a relative path from / */
+        eprintf("vzcaps launchd: HOME %s is not an absolute path", home);
+        return 1;
+    }
     const char *why;
     if ((why = xml_unfit(home)))
         return usage_error("launchd", "HOME %s has %s, which a plist cannot carry", esc(home), why);

@@ -27,6 +27,15 @@
 
 #define MARKER "vzcaps prepare\n" /* the first line of the file that says a copy is vzcaps's */
 
+/* A copy is named by its device, inode and modification time: an inode number is reused at
+ * once on some file systems (ext4), so a file of the user's made where a copy was deleted can
+ * have the copy's inode, never its modification time to the nanosecond. */
+#ifdef __APPLE__
+#define MTIME_NSEC(st) ((long)(st).st_mtimespec.tv_nsec)
+#else
+#define MTIME_NSEC(st) ((long)(st).st_mtim.tv_nsec)
+#endif
+
 static void on_signal(int sig)
 {
     bc_stop_signal = sig;
@@ -35,7 +44,7 @@ static void on_signal(int sig)
 /* ---- the destination ---- */
 
 /* Whether name in into was placed there by vzcaps prepare: its marker file beside it names
- * the same device and inode. */
+ * the same device, inode and modification time. */
 static bool made_by_vzcaps(int intofd, const char *name)
 {
     struct stat st, ms;
@@ -53,9 +62,12 @@ static bool made_by_vzcaps(int intofd, const char *name)
         return false;
     buf[got] = '\0';
     unsigned long long dev, ino;
+    long long sec;
+    long nsec;
     const char *copy = strstr(buf, "\ncopy ");
-    return strncmp(buf, MARKER, strlen(MARKER)) == 0 && copy && sscanf(copy, "\ncopy %llu %llu", &dev, &ino) == 2 &&
-           dev == (unsigned long long)st.st_dev && ino == (unsigned long long)st.st_ino;
+    return strncmp(buf, MARKER, strlen(MARKER)) == 0 && copy &&
+           sscanf(copy, "\ncopy %llu %llu %lld.%ld", &dev, &ino, &sec, &nsec) == 4 && dev == (unsigned long long)st.st_dev &&
+           ino == (unsigned long long)st.st_ino && sec == (long long)st.st_mtime && nsec == MTIME_NSEC(st);
 }
 
 static int open_into(const char *into, bool create, char *err, size_t errlen)
@@ -69,24 +81,28 @@ static int open_into(const char *into, bool create, char *err, size_t errlen)
         }
     }
     int fd = open(into, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        snprintf(err, errlen, "%s: %s", into, errno == ELOOP ? "is a symbolic link (refusing to write through it)" : strerror(errno));
+    struct stat st;
+    if (fd < 0) /* Linux says ENOTDIR for a link with O_DIRECTORY|O_NOFOLLOW, macOS ELOOP */
+        snprintf(err, errlen, "%s: %s", into,
+                 errno == ELOOP || (lstat(into, &st) == 0 && S_ISLNK(st.st_mode)) ? "is a symbolic link (refusing to write through it)"
+                                                                                  : strerror(errno));
     return fd;
 }
 
-/* Removes name in dirfd and everything below it, never following a link. */
-static void remove_at(int dirfd, const char *name, int depth)
+/* Removes name in dirfd and everything below it, never following a link: 0 when it is gone,
+ * else -1 with errno of the first failure. */
+static int remove_at(int dirfd, const char *name, int depth)
 {
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        return;
-    if (!S_ISDIR(st.st_mode) || depth > MAX_DEPTH + 8) {
-        unlinkat(dirfd, name, 0);
-        return;
-    }
+        return errno == ENOENT ? 0 : -1;
+    if (!S_ISDIR(st.st_mode) || depth > MAX_DEPTH + 8)
+        return unlinkat(dirfd, name, S_ISDIR(st.st_mode) ? AT_REMOVEDIR : 0);
     int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES && fchmodat(dirfd, name, 0700, AT_SYMLINK_NOFOLLOW) == 0) /* a directory made unreadable */
+        fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return;
+        return -1;
     fchmod(fd, 0700); /* a copy of a read-only directory */
     int fd2 = dup(fd);
     DIR *d = fd2 >= 0 ? fdopendir(fd2) : NULL;
@@ -110,7 +126,7 @@ static void remove_at(int dirfd, const char *name, int depth)
         close(fd2);
     }
     close(fd);
-    unlinkat(dirfd, name, AT_REMOVEDIR);
+    return unlinkat(dirfd, name, AT_REMOVEDIR); /* fails (ENOTEMPTY) when anything below stayed */
 }
 
 /* Temporaries of earlier runs that were interrupted: .NAME.vzcaps-new.PID,
@@ -149,18 +165,48 @@ static void remove_stale(int intofd, const char *into)
     }
     closedir(d);
     for (size_t i = 0; i < n; i++) {
-        remove_at(intofd, stale[i], 0);
-        printf("vzcaps prepare: removed %s/%s, left by an interrupted run\n", esc(into), esc(stale[i]));
+        if (remove_at(intofd, stale[i], 0) == 0)
+            printf("vzcaps prepare: removed %s/%s, left by an interrupted run\n", esc(into), esc(stale[i]));
+        else
+            eprintf("vzcaps prepare: warning: cannot remove %s/%s, left by an interrupted run: %s", into, stale[i], strerror(errno));
         free(stale[i]);
     }
     free(stale);
+}
+
+/* realpath of a directory that may not exist yet: its deepest existing ancestor resolved, the
+ * missing rest appended (those names cannot be links; "." and ".." among them are taken as
+ * mkdir_parents will meet them). NULL when even "/" or "." cannot be resolved. */
+static char *realpath_to_be(const char *path)
+{
+    char *r = realpath(path, NULL);
+    if (r || errno != ENOENT)
+        return r;
+    char *parent = xformat("%s", path);
+    size_t n = strlen(parent);
+    while (n > 1 && parent[n - 1] == '/')
+        parent[--n] = '\0';
+    char *slash = strrchr(parent, '/');
+    const char *name = slash ? slash + 1 : parent;
+    char *base = slash == parent ? xformat("/") : slash ? (*slash = '\0', realpath_to_be(parent)) : realpath(".", NULL);
+    if (!base || strcmp(name, ".") == 0) {
+    } else if (strcmp(name, "..") == 0) {
+        char *up = strrchr(base, '/');
+        up[up == base ? 1 : 0] = '\0';
+    } else {
+        char *joined = strcmp(base, "/") == 0 ? xformat("/%s", name) : xformat("%s/%s", base, name);
+        free(base);
+        base = joined;
+    }
+    free(parent);
+    return base;
 }
 
 /* Why the copy of in may not be placed (NULL: it may): a destination it did not make, one
  * inside the source or holding it. */
 static char *dest_problem(const struct input *in, const char *into, int intofd)
 {
-    char *dest_real = NULL, *into_real = realpath(into, NULL);
+    char *dest_real = NULL, *into_real = realpath_to_be(into);
     size_t rl = strlen(in->root);
     char *problem = NULL;
     if (into_real) {
@@ -340,13 +386,16 @@ static int place(struct input *in, const char *into, int intofd)
         remove_at(intofd, r.tmpname, 0);
         eprintf("vzcaps prepare: %s", err);
     } else {
-        if (had_old)
-            remove_at(intofd, oldname, 0);
+        if (had_old && remove_at(intofd, oldname, 0) != 0) {
+            eprintf("vzcaps prepare: the copy is in place, but the previous one, moved aside to %s/%s, cannot be removed: %s",
+                    into, oldname, strerror(errno));
+            rc = -1;
+        }
         /* the marker that lets a later run replace this copy, and nothing else */
         char *mname = xformat(".%s.vzcaps-prepared", in->name), *text = NULL, *why = NULL;
         if (fstatat(intofd, in->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-            text = xformat(MARKER "copy %llu %llu\nsource %s\n", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
-                           in->root);
+            text = xformat(MARKER "copy %llu %llu %lld.%09ld\nsource %s\n", (unsigned long long)st.st_dev,
+                           (unsigned long long)st.st_ino, (long long)st.st_mtime, MTIME_NSEC(st), in->root);
         struct vzcaps_wopts o = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = MARKER};
         if (!text || vzcaps_write_fileat(intofd, into, mname, text, strlen(text), &o, &why) != 0) {
             eprintf("vzcaps prepare: %s (the copy is in place, but a later run will not replace it)", why ? why : in->dest);
@@ -384,9 +433,9 @@ static void report(const struct input *in)
            in->n_code == 1 ? "" : "s");
     if (in->nu)
         printf("; %zu bundle%s sealed", in->nu, in->nu == 1 ? "" : "s");
-    printf("\nrun it through vzcaps with:\n");
+    printf("\n");
     const char **list = verify_list(in);
-    size_t n = 0;
+    size_t n = 0, shown = 0;
     while (list[n])
         n++;
     for (size_t k = n; k-- > 0;) { /* the main executable first */
@@ -396,6 +445,8 @@ static void report(const struct input *in)
         char *file = *list[k] ? xformat("%s/%s", in->dest, list[k]) : xformat("%s", in->dest), err[600];
         static struct macho_file mf;
         if (macho_load(file, &mf, err, sizeof err) == 0 && mf.slices[0].filetype == 2 /* MH_EXECUTE */) {
+            if (!shown++) /* a library alone has nothing to run */
+                printf("run it through vzcaps with:\n");
             printf("  vzcaps run --inherit -- ");
             shell_quote(stdout, file);
             printf("\n");
@@ -440,6 +491,14 @@ int cmd_prepare(int argc, char **argv)
     if (!*into) {
         free(dir);
         return usage_error("prepare", "--into needs a directory");
+    }
+    /* "DIR/" or "DIR/." is DIR: a link there is refused as DIR would be */
+    char *given_into = dir;
+    into = dir = vzcaps_dir_name(into);
+    free(given_into);
+    if (!dir) {
+        eprintf("vzcaps prepare: out of memory");
+        return 1;
     }
     struct input *ins = calloc((size_t)count, sizeof *ins);
     if (!ins) {

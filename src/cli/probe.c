@@ -189,13 +189,17 @@ int cmd_probe(int argc, char **argv)
 
 /* ---- verify ---- */
 
-/* Where the verdict for key is cached (on the heap: never a cut path). */
+/* Where the verdict for key is cached (on the heap: never a cut path), or NULL: without an
+ * absolute XDG_CACHE_HOME or HOME there is no cache (never a shared directory such as /tmp,
+ * where anyone could leave a verdict). */
 static char *cache_path(const char *key)
 {
     const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (xdg && *xdg)
+    if (xdg && xdg[0] == '/')
         return xformat("%s/vzcaps/verify-%s.json", xdg, key);
-    return xformat("%s/%s/vzcaps/verify-%s.json", home ? home : "/tmp", platform_is_macos ? "Library/Caches" : ".cache", key);
+    if (!home || home[0] != '/')
+        return NULL;
+    return xformat("%s/%s/vzcaps/verify-%s.json", home, platform_is_macos ? "Library/Caches" : ".cache", key);
 }
 
 /* The verdict's cache key: host chip, macOS build, library hash and the effective claims. */
@@ -310,7 +314,10 @@ static const char cache_marker[] = "\"nocopy_guest_fault\":";
 
 static void write_cache(const char *key, const struct vresult *res)
 {
-    char *path = cache_path(key), *dir = xformat("%s", path), *err = NULL, *buf = NULL;
+    char *path = cache_path(key), *dir, *err = NULL, *buf = NULL;
+    if (!path)
+        return;
+    dir = xformat("%s", path);
     *strrchr(dir, '/') = '\0';
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
@@ -347,7 +354,7 @@ int verify_gate(const struct cfg_opts *co)
     verify_key(&o, &r, &child, key);
     char *path = cache_path(key), err[1300];
     size_t len;
-    char *text = read_text_file(path, &len, err, sizeof err);
+    char *text = path ? read_text_file(path, &len, err, sizeof err) : NULL;
     int cached = text && vresult_parse(text, &res) == 0;
     free(text);
     if (cached) {
@@ -369,7 +376,8 @@ int verify_gate(const struct cfg_opts *co)
         if (res.checks[i].unlocked && res.checks[i].status == VCHECK_FAIL)
             eprintf("  %s (%s)%s%s", res.checks[i].name, res.checks[i].path, res.checks[i].reason[0] ? ": " : "", res.checks[i].reason);
     eprintf("vzcaps run: lower the claim (--family 1006 keeps SIMD-group paths off), drop the floor that failed, "
-            "or run without --verify to accept the risk; `vzcaps verify` shows the details (cached in %s)", path);
+            "or run without --verify to accept the risk; `vzcaps verify` shows the details%s%s%s",
+            path ? " (cached in " : "", path ? path : "", path ? ")" : "");
     free(path);
     return EXIT_REFUSED;
 }

@@ -403,8 +403,11 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
             continue;
         }
         for (int m = 0; m < k; m++)
-            if (outs[m] && strcmp(outs[m], outs[k]) == 0)
-                return usage_error("report", "%s is given as two outputs", outs[k]);
+            if (outs[m] && strcmp(outs[m], "-") != 0 && vzcaps_same_output(outs[m], outs[k])) {
+                if (strcmp(outs[m], outs[k]) == 0)
+                    return usage_error("report", "%s is given as two outputs", outs[k]);
+                return usage_error("report", "%s and %s are one file, given as two outputs", outs[m], outs[k]);
+            }
         const char *why = output_refusal(outs[k], k, force);
         if (why) {
             eprintf("vzcaps report: cannot write %s: %s", outs[k], why);

@@ -90,6 +90,25 @@ static int open_parent(const char *path, char **name, char **err)
     return fd;
 }
 
+bool vzcaps_same_output(const char *a, const char *b)
+{
+    struct stat sa, sb;
+    if (lstat(a, &sa) == 0 && lstat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino)
+        return true; /* one existing file (another spelling, a hard link) */
+    /* names not made yet: the same name in the same directory, however the directory is spelled */
+    char *na = NULL, *nb = NULL;
+    int da = open_parent(a, &na, NULL), db = da >= 0 ? open_parent(b, &nb, NULL) : -1;
+    bool same = db >= 0 && fstat(da, &sa) == 0 && fstat(db, &sb) == 0 && sa.st_dev == sb.st_dev &&
+                sa.st_ino == sb.st_ino && strcmp(na, nb) == 0;
+    if (da >= 0)
+        close(da);
+    if (db >= 0)
+        close(db);
+    free(na);
+    free(nb);
+    return same;
+}
+
 static unsigned long tmp_counter;
 
 static int out_start(struct vzcaps_out *o, int dirfd, const char *path, const char *name,
@@ -364,15 +383,29 @@ int vzcaps_mkdir_parents(const char *path, char **err)
 
 static int dir_open_output(const char *path, const char *marker, char **err);
 
-int vzcaps_dir_open_output(const char *given, const char *marker, char **err)
+char *vzcaps_dir_name(const char *given)
 {
-    /* "DIR/" would make lstat and open follow a link at DIR: the name is taken without its
-     * trailing slashes */
+    /* "DIR/" and "DIR/." would make lstat and open follow a link at DIR: the name is taken
+     * without its trailing slashes and "." components ("." and "/" stay) */
     char *path = msg("%s", given);
     if (!path)
+        return NULL;
+    for (size_t n = strlen(path);;) {
+        if (n > 1 && path[n - 1] == '/')
+            path[--n] = '\0';
+        else if (n >= 2 && path[n - 1] == '.' && path[n - 2] == '/')
+            path[--n] = '\0';
+        else
+            break;
+    }
+    return path;
+}
+
+int vzcaps_dir_open_output(const char *given, const char *marker, char **err)
+{
+    char *path = vzcaps_dir_name(given);
+    if (!path)
         return fail(err, given, NULL, ENOMEM);
-    for (size_t n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
-        path[n - 1] = '\0';
     int fd = dir_open_output(path, marker, err);
     int e = errno;
     free(path);

@@ -69,9 +69,12 @@ int vzcaps_write_fileat(int dirfd, const char *dirpath, const char *name, const 
 /* An output directory for a bundle: created (with missing parents, mode 0777 & ~umask) or, when
  * it exists, accepted only if it is a real directory (not a link) that is empty, or, when marker
  * is not NULL, that holds a regular file of that name (a bundle vzcaps made before). A link
- * at path (also written "path/") is refused. Returns a descriptor opened with
+ * at path (also written "path/" or "path/.") is refused. Returns a descriptor opened with
  * O_DIRECTORY|O_NOFOLLOW, or -1 with *err. */
 int vzcaps_dir_open_output(const char *path, const char *marker, char **err);
+/* A directory's name as given, without trailing slashes and "." components ("DIR/" and "DIR/."
+ * name DIR itself, so a link there is seen as one); on the heap, NULL when out of memory. */
+char *vzcaps_dir_name(const char *given);
 /* A subdirectory created inside dirfd (it must not exist); returns its descriptor or -1. */
 int vzcaps_mkdirat_new(int dirfd, const char *dirpath, const char *name, mode_t mode, char **err);
 /* Creates path and its missing parents (mode 0777 & ~umask); an existing directory or a link
@@ -90,6 +93,10 @@ int vzcaps_close_stdout(void);
 /* At start: a closed descriptor 0, 1 or 2 is filled with /dev/null opened so that writing to
  * it fails, so no file the command opens later becomes its standard output. */
 void vzcaps_guard_std_fds(void);
+
+/* Whether two output paths name one file: the same existing file (however spelled, or a hard
+ * link), or the same name in the same directory (however the directory is spelled). */
+bool vzcaps_same_output(const char *a, const char *b);
 
 /* A heap message "PATH: reason" (reason from errno when why is NULL), for callers that refuse
  * something themselves in the same form. */

@@ -15,6 +15,7 @@ void sha256_init(struct sha256 *s);
 void sha256_update(struct sha256 *s, const void *data, size_t n);
 void sha256_final(struct sha256 *s, uint8_t out[32]);
 void sha256_hex(const void *data, size_t n, char hex[65]);
+/* A regular file's hash, read without ever blocking (a FIFO or device: -1, as an unreadable file). */
 int sha256_file_hex(const char *path, char hex[65]);
 
 #endif

@@ -3,6 +3,7 @@ real fixture output: arguments, environment, files, hashes, the output check."""
 import csv
 import hashlib
 import json
+import os
 import re
 import subprocess
 import xml.etree.ElementTree as ET
@@ -252,6 +253,27 @@ def test_failures_and_bad_arguments(tmp_path):
         assert p.returncode == 2 and needle in p.stderr, args
     p = subprocess.run([VZ, "bench", "-m", str(tmp_path / "none.gguf")], capture_output=True, text=True)
     assert p.returncode == 1 and "cannot read the model" in p.stderr
+    # regression: a FIFO as the model hung bench for ever when it hashed the model (after both
+    # runs, with a half-written bundle); like a directory, it is refused before anything runs
+    for kind in ("fifo", "dir"):
+        model = tmp_path / f"model-{kind}"
+        os.mkfifo(model) if kind == "fifo" else model.mkdir()
+        out = tmp_path / f"out-{kind}"
+        p = subprocess.run([VZ, "bench", "-m", str(model), "--llama-bench", str(STANDINS / "llama-bench"), "--out", str(out)],
+                           capture_output=True, text=True, timeout=30,
+                           env=clean_env(VZCAPS_HOST_CHIP="Apple M1 Ultra (Virtual)"))
+        assert p.returncode == 1 and p.stderr == f"vzcaps bench: {model}: cannot read the model: not a regular file\n", p.stderr
+        assert not out.exists()
+    # regression: a --llama-perplexity given but not found was ignored: "output check: skipped:
+    # llama-perplexity not found next to llama-bench or on PATH", exit 0
+    for given in (tmp_path / "none" / "llama-perplexity", tmp_path / "model-fifo"):
+        out = tmp_path / "out-ppl"
+        p = subprocess.run([VZ, "bench", "-m", str(tmp_path / "tiny.gguf"), "--llama-bench", str(STANDINS / "llama-bench"),
+                            "--llama-perplexity", str(given), "--out", str(out)], capture_output=True, text=True, timeout=30,
+                           env=clean_env(VZCAPS_HOST_CHIP="Apple M1 Ultra (Virtual)"))
+        assert p.returncode == 1 and p.stderr == (f"vzcaps bench: {given} not found or not executable; give "
+                                                  "--llama-perplexity PATH\n"), p.stderr
+        assert not out.exists()
     # regression: an overlong --out was cut at 1100 bytes and the bundle written elsewhere
     for opt in ("--out", "--llama-bench", "--llama-perplexity"):
         p = subprocess.run([VZ, "bench", "-m", "x", opt, "/" + "d" * 1100], capture_output=True, text=True)
@@ -308,7 +330,7 @@ def test_out_is_never_a_link(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "link").symlink_to(elsewhere)
-    for given in (str(tmp_path / "link"), f"{tmp_path}/link/"):
+    for given in (str(tmp_path / "link"), f"{tmp_path}/link/", f"{tmp_path}/link/.", f"{tmp_path}/link//./"):
         p, _, _ = bench(tmp_path, "--out", given)
         assert p.returncode == 1 and "is a symbolic link (refusing to write through it)" in p.stderr, given
     assert list(elsewhere.iterdir()) == []

@@ -110,7 +110,7 @@ def test_bundle_directory_that_is_a_link_is_refused(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     (tmp_path / "link").symlink_to(elsewhere)
-    for given in (tmp_path / "link", f"{tmp_path}/link/"):
+    for given in (tmp_path / "link", f"{tmp_path}/link/", f"{tmp_path}/link/.", f"{tmp_path}/link/./"):  # each spelling of it
         p = doctor_bundle(given)
         assert p.returncode == 1 and "is a symbolic link (refusing to write through it)" in p.stderr, given
     assert list(elsewhere.iterdir()) == []
@@ -136,8 +136,11 @@ def test_full_disk_counts_every_file_not_written(tmp_path):
     assert p.returncode == 1 and "wrote" not in p.stdout
     lost = [l for l in p.stderr.splitlines() if l.startswith(f"vzcaps doctor: cannot write {disk}/b/")]
     assert lost and all(l.endswith(": No space left on device") for l in lost), p.stderr
+    # regression: "(see summary.md)" although summary.md was among the files not written
+    assert f"vzcaps doctor: cannot write {disk}/b/summary.md: No space left on device" in lost
     assert p.stderr.splitlines()[-1] == (f"vzcaps doctor: the bundle in {disk}/b is incomplete: {len(lost)} of its files "
-                                         "could not be written (above), 0 of its steps failed (see summary.md)")
+                                         "could not be written (above), 0 of its steps failed (summary.md could not be "
+                                         "written either)")
 
 
 def test_a_file_size_limit_counts_as_a_failed_write(tmp_path):

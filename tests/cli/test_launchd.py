@@ -139,3 +139,13 @@ def test_install_respects_the_umask(tmp_path):
                        env=env, capture_output=True, text=True, preexec_fn=lambda: os.umask(0o077))
     assert p.returncode == 0, p.stderr
     assert os.stat(tmp_path / "Library" / "LaunchAgents" / "com.example.x.plist").st_mode & 0o777 == 0o600
+
+
+def test_a_relative_home_is_refused(tmp_path):
+    """regression: HOME=rel wrote rel/Library/LaunchAgents/LABEL.plist with relative log paths,
+    which launchd takes from /, exit 0."""
+    for args in ((), ("--install",)):
+        p = launchd("rel", "--label", "com.example.x", "--family", "1007", *args, "--", "/bin/true", cwd=tmp_path)
+        assert p.returncode == 1 and p.stdout == "", (args, p.stdout)
+        assert p.stderr == "vzcaps launchd: HOME rel is not an absolute path\n", p.stderr
+    assert list(tmp_path.iterdir()) == []

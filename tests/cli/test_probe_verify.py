@@ -1,7 +1,9 @@
 """vzcaps probe and verify on Linux: the one-line refusal, and their renderers through
 --replay of saved child outputs (the JSON checked by a real parser)."""
 import json
+import shutil
 import subprocess
+from pathlib import Path
 
 from conftest import BUILD, LINUX_ONLY, clean_env
 
@@ -128,6 +130,40 @@ def test_run_verify_finds_a_cached_verdict_under_a_long_cache_home(tmp_path):
     path.write_text(json.dumps({"device": "d", "ok": True, "nocopy_guest_fault": False, "checks": [check]}))
     p = vz("run", "--verify", "--", "sh", "-c", "echo ran", env=env)
     assert p.returncode == 0 and p.stdout == "ran\n" and f"cached verify verdict {path}" in p.stderr
+
+
+@LINUX_ONLY
+def test_without_a_home_no_verdict_is_taken_from_a_shared_directory(tmp_path):
+    """regression: with HOME unset the cache was /tmp/.cache/vzcaps, where any user can leave a
+    passing verdict, and run --verify took it; a relative XDG_CACHE_HOME was taken from the
+    current directory. Without an absolute cache home there is no cache."""
+    import hashlib
+    lib = hashlib.sha256((BUILD / "libvzcaps.so").read_bytes()).hexdigest()
+    name = f"verify-{cache_key('Apple M2', '', lib, 1008)}.json"
+    check = {"name": "simdgroup_mm_f16_13x7x11", "path": "SIMD-group matrix multiply (half)", "result": "pass",
+             "unlocked": True, "max_abs_error": 0, "max_rel_error": 0, "tolerance_abs": 0.001, "tolerance_rel": 0,
+             "compared": 143, "mismatched": 0, "reason": None}
+    verdict = json.dumps({"device": "d", "ok": True, "nocopy_guest_fault": False, "checks": [check]})
+    shared = Path("/tmp/.cache/vzcaps")
+    made = not shared.exists()
+    shared.mkdir(parents=True, exist_ok=True)
+    (shared / name).write_text(verdict)
+    (tmp_path / "relative" / "vzcaps").mkdir(parents=True)
+    (tmp_path / "relative" / "vzcaps" / name).write_text(verdict)
+    try:
+        for xdg in (None, "relative"):
+            env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
+            env.pop("HOME", None)
+            env.pop("XDG_CACHE_HOME", None)
+            if xdg:
+                env["XDG_CACHE_HOME"] = xdg
+            p = subprocess.run([VZ, "run", "--verify", "--", "sh", "-c", "echo ran"], capture_output=True, text=True,
+                               env=env, cwd=tmp_path, timeout=60)
+            assert p.returncode == 3 and "ran" not in p.stdout and "cached" not in p.stderr, (xdg, p.stderr)
+    finally:
+        (shared / name).unlink()
+        if made:
+            shutil.rmtree(shared)
 
 
 def test_replay_errors_name_the_file(tmp_path):

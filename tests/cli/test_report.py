@@ -327,6 +327,30 @@ def test_an_output_that_is_an_input_is_refused(tmp_path, opt):
     assert s.read_bytes() == before
 
 
+def test_one_file_given_as_two_outputs_is_refused_however_spelled(tmp_path):
+    """regression: --md o.md --svg ./o.md wrote both into one file, kept the last, exit 0."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "link").symlink_to("sub")
+    spellings = [("o.md", "./o.md"), ("o.md", "sub/../o.md"), ("sub/o.md", "link/o.md")]
+    for a, b in spellings:
+        for existing in (False, True):
+            (tmp_path / a).unlink(missing_ok=True)
+            if existing:
+                (tmp_path / a).write_text("<!-- written by vzcaps report -->\n")
+            p = subprocess.run([VZ, "report", *fixture_args(), "--md", a, "--svg", b], capture_output=True, text=True,
+                               cwd=tmp_path)
+            assert p.returncode == 2 and p.stdout == "", (a, b, p.stdout)
+            assert p.stderr.startswith(f"vzcaps report: {b} and {a} are one file, given as two outputs\n"), p.stderr
+            assert existing == (tmp_path / a).exists(), (a, b)
+    os.link(tmp_path / "o.md", tmp_path / "hard.md")
+    p = subprocess.run([VZ, "report", *fixture_args(), "--md", "o.md", "--svg", "hard.md"], capture_output=True, text=True,
+                       cwd=tmp_path)
+    assert p.returncode == 2 and "are one file" in p.stderr
+    p = subprocess.run([VZ, "report", *fixture_args(), "--md", "o.md", "--svg", "sub/o.md", "--csv", "-", "--force"],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert p.returncode == 0, p.stderr  # same name, other directory: two files
+
+
 def test_a_directory_as_output_is_refused_before_anything_is_printed(tmp_path):
     # regression: --md DIR failed only after the table was printed
     for opt in ("--md", "--csv", "--svg"):

@@ -523,6 +523,42 @@ def launchd_plist(home, label, *cmd):
     return home / "Library" / "LaunchAgents" / f"{label}.plist"
 
 
+def mark_prepared(prepared, name, ino=None):
+    """The marker vzcaps prepare leaves beside a copy, naming its device and inode."""
+    st = os.stat(prepared / name)
+    (prepared / f".{name}.vzcaps-prepared").write_text(
+        f"vzcaps prepare\ncopy {st.st_dev} {ino or st.st_ino} {int(st.st_mtime)}.000000000\nsource /x/{name}\n")
+
+
+def test_uninstall_all_removes_only_the_copies_prepare_made(rel, tmp_path):
+    """regression: --all listed every entry of the prepared directory as a copy (markers too)
+    and --all --yes removed them all, a user's own directory there included."""
+    home = tmp_path / "home"
+    d = standins(tmp_path / "standins", launchctl=True)
+    env = env_with(d, HOME=str(home))
+    prepared = home / "Library" / "Application Support" / "vzcaps" / "prepared"
+    (prepared / "Demo.app" / "Contents").mkdir(parents=True)
+    mark_prepared(prepared, "Demo.app")
+    (prepared / "My Notes").mkdir()
+    (prepared / "My Notes" / "n.txt").write_text("mine")
+    (prepared / "tool").write_text("a user's file where a copy was")
+    mark_prepared(prepared, "tool", ino=os.stat(prepared / "My Notes").st_ino)  # names another inode
+    (prepared / "forged").write_text("mine too")
+    (prepared / ".forged.vzcaps-prepared").write_text("my notes\n")
+    (prepared / "link").symlink_to(prepared / "My Notes")
+    mark_prepared(prepared, "link")
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    p = run("dash", rel / "uninstall.sh", "--all", "--yes", "--prefix", str(prefix), env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("removed the prepared copy") == 1 and "prepared/Demo.app" in p.stdout
+    for kept in ("My Notes", "tool", "forged", "link"):
+        assert f"kept {shlex.quote(str(prepared / kept))}: not a copy vzcaps prepare made" in p.stdout, (kept, p.stdout)
+    assert sorted(os.listdir(prepared)) == [".forged.vzcaps-prepared", ".link.vzcaps-prepared", ".tool.vzcaps-prepared",
+                                            "My Notes", "forged", "link", "tool"]
+    assert (prepared / "My Notes" / "n.txt").read_text() == "mine"
+
+
 def test_uninstall_all_removes_agents_logs_caches_and_lists_prepared_copies(rel, tmp_path):
     home = tmp_path / "home"
     d = standins(tmp_path / "standins", launchctl=True)
@@ -542,6 +578,8 @@ def test_uninstall_all_removes_agents_logs_caches_and_lists_prepared_copies(rel,
     prepared = home / "Library" / "Application Support" / "vzcaps" / "prepared"
     (prepared / "Ollama.app" / "Contents").mkdir(parents=True)
     (prepared / "llama-server").write_text("copy")
+    for copy in ("Ollama.app", "llama-server"):
+        mark_prepared(prepared, copy)
     prefix = tmp_path / "prefix"
     assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
 
@@ -648,3 +686,24 @@ def test_an_upgrade_replaces_the_old_files_and_keeps_the_record_of_the_rest(rel,
     p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
     assert p.returncode == 0, p.stderr
     assert not prefix.exists()
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_messages_never_carry_control_characters(rel, tmp_path, mac, shell):
+    """regression: a release unpacked under a name with an escape sequence (or a prepared entry
+    named so) was printed raw in the messages, for the terminal to act on."""
+    odd = tmp_path / "rel\x1b[31m\nname"
+    shutil.copytree(rel, odd)
+    (odd / "SHA256SUMS").unlink()
+    p = run(shell, odd / "install.sh", "--prefix", str(tmp_path / "p"), env=mac)
+    assert p.returncode == 1 and "is missing (a damaged release)" in p.stderr, p.stderr
+    assert "\x1b" not in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    assert f"'{tmp_path}/rel?[31m?name/SHA256SUMS'" in p.stderr
+    prepared = tmp_path / "home" / "Library" / "Application Support" / "vzcaps" / "prepared"
+    prepared.mkdir(parents=True)
+    (prepared / "x\x1b]0;title\x07").write_text("a user's file")
+    prefix = tmp_path / "prefix"
+    assert run(shell, rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    p = run(shell, rel / "uninstall.sh", "--all", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0 and "not a copy vzcaps prepare made" in p.stdout, (p.stdout, p.stderr)
+    assert not any(c in p.stdout + p.stderr for c in "\x1b\x07"), p.stdout

@@ -113,6 +113,28 @@ def test_two_releases_from_one_commit_are_byte_identical(made, fake_dist, tmp_pa
         assert m.mode == want, (m.name, oct(m.mode))
 
 
+def test_a_tap_directory_release_did_not_write_is_never_removed(fake_dist, tmp_path):
+    """regression: make release ran rm -rf OUT/homebrew-vzcaps, whatever it was (a clone of a
+    published tap, with its history, say). Its own tap, or a link there, is replaced."""
+    out = tmp_path / "o"
+    assert release(out, fake_dist).returncode == 0
+    assert release(out, fake_dist).returncode == 0  # its own tap: replaced
+    tap = out / "homebrew-vzcaps"
+    (tap / "Formula" / "other.rb").write_text("# a formula of mine\n")
+    p = release(out, fake_dist)
+    assert p.returncode == 1 and p.stderr == (f"release: {tap} exists and is not a tap make release wrote (a repository "
+                                              "of yours?): move it away (nothing was released)\n"), p.stderr
+    assert (tap / "Formula" / "other.rb").read_text() == "# a formula of mine\n"
+    (tap / "Formula" / "other.rb").unlink()
+    (tap / "README.md").write_text("changed\n")  # a change to a file it wrote, committed or not
+    assert release(out, fake_dist).returncode == 1 and (tap / "README.md").read_text() == "changed\n"
+    shutil.rmtree(tap)
+    mine = tmp_path / "mine"
+    (mine / "Formula").mkdir(parents=True)
+    tap.symlink_to(mine)
+    assert release(out, fake_dist).returncode == 0 and mine.is_dir() and tap.is_dir() and not tap.is_symlink()
+
+
 def test_source_date_epoch_sets_the_times(fake_dist, tmp_path):
     p = release(tmp_path / "o", fake_dist, SOURCE_DATE_EPOCH="1700000000")
     assert p.returncode == 0, p.stderr

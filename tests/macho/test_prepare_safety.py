@@ -75,6 +75,22 @@ def test_a_link_given_is_read_and_the_copy_is_a_real_file(tmp_path):
     assert [r["ok"] and r["flags"] == mg.CS_ADHOC for r in mg.verify(copy.read_bytes())] == [True]
 
 
+def test_an_into_that_is_a_link_is_refused_however_spelled(tmp_path):
+    """regression: --into link/ or link/. wrote through the link (only "link" was refused, and
+    on Linux as "Not a directory")."""
+    (tmp_path / "tool").write_bytes(tool_bytes())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "link").symlink_to(elsewhere)
+    for given in ("link", "link/", "link/.", "link/./", "link//.//"):
+        p = prepare("--yes", "--into", f"{tmp_path}/{given}", tmp_path / "tool")
+        assert p.returncode == 1, (given, p.stdout)
+        assert p.stderr == f"vzcaps prepare: {tmp_path}/link: is a symbolic link (refusing to write through it)\n", p.stderr
+    assert list(elsewhere.iterdir()) == []
+    p = prepare("--yes", "--into", f"{tmp_path}/new/.", tmp_path / "tool")
+    assert p.returncode == 0 and (tmp_path / "new" / "tool").is_file(), p.stderr
+
+
 def test_a_destination_holding_the_source_is_refused(tmp_path):
     w = tmp_path / "w"
     (w / "tool").mkdir(parents=True)
@@ -134,6 +150,27 @@ def test_a_destination_vzcaps_did_not_make_is_refused(tmp_path):
     assert sorted(os.listdir(out)) == [".tool.vzcaps-prepared", "tool"]
 
 
+def test_a_file_of_the_users_where_a_copy_was_deleted_is_not_replaced(tmp_path):
+    """regression: the marker named the copy by device and inode only, and ext4 gives a new
+    file the inode of one just deleted: the user's file was replaced, exit 0."""
+    src = tmp_path / "src" / "tool"
+    src.parent.mkdir()
+    src.write_bytes(tool_bytes())
+    out = tmp_path / "out"
+    assert prepare("--yes", "--into", out, src).returncode == 0
+    marker = out / ".tool.vzcaps-prepared"
+    os.unlink(out / "tool")
+    (out / "tool").write_text("a user's file")
+    st = os.stat(out / "tool")
+    # the inode given again, as ext4 does (whatever this file system did): the marker names it
+    head, copy, rest = marker.read_text().split("\n", 2)
+    assert copy.startswith("copy ")
+    marker.write_text("\n".join([head, " ".join(["copy", str(st.st_dev), str(st.st_ino), *copy.split()[3:]]), rest]))
+    p = prepare("--yes", "--into", out, src)
+    assert p.returncode == 1 and "was not made by vzcaps prepare" in p.stderr, p.stderr
+    assert (out / "tool").read_text() == "a user's file"
+
+
 def test_two_inputs_with_one_name_are_refused_before_anything_is_written(tmp_path):
     for d in ("a", "b"):
         (tmp_path / d).mkdir()
@@ -170,6 +207,21 @@ def app_bundle(root, name="Demo", exe=None, mode=None):
     return root / f"{name}.app"
 
 
+def test_an_into_inside_the_source_that_does_not_exist_yet_is_refused_before_it_is_made(tmp_path):
+    """regression: the check needed --into to exist, so prepare first made --into (and its
+    parents) inside the source bundle, then refused: the original was changed."""
+    app = app_bundle(tmp_path / "src")
+    before = tree(app)
+    for into in (app / "Contents" / "new" / "sub", app / "new" / ".." / "x", tmp_path / "src" / "x" / ".." / "Demo.app" / "a",
+                 str(app / "q") + "/"):
+        p = prepare("--yes", "--into", into, app)
+        assert p.returncode == 1 and "is inside the source" in p.stderr and p.stderr.count("\n") == 1, (into, p.stderr)
+        assert tree(app) == before, into
+    assert sorted(os.listdir(tmp_path / "src")) == ["Demo.app"]
+    p = prepare("--yes", "--into", tmp_path / "out" / "a" / ".." / "b", app)  # a new --into outside it is fine
+    assert p.returncode == 0 and (tmp_path / "out" / "b" / "Demo.app").is_dir(), p.stderr
+
+
 def test_modes_are_made_safe_and_the_umask_is_respected(tmp_path):
     src = tmp_path / "src"
     app = app_bundle(src, mode=0o4777)
@@ -204,6 +256,40 @@ def test_read_only_sources_are_copied_by_a_normal_user(request):
         assert sorted(os.listdir(out)) == [".Demo.app.vzcaps-prepared", "Demo.app"], os.listdir(out)
     assert stat.S_IMODE(os.stat(out / "Demo.app" / "Contents").st_mode) == 0o555
     assert stat.S_IMODE(os.stat(out / "Demo.app" / "Contents" / "Resources" / "notes.txt").st_mode) == 0o555
+
+
+def test_a_copy_with_an_unreadable_directory_is_replaced_and_what_stays_is_said(request):
+    """regression: a previous copy with a directory made unreadable (mode 0) was moved aside and
+    never removed, exit 0; the next run said "removed ..., left by an interrupted run" while it
+    stayed. Run as an unprivileged user when the tests run as root."""
+    base = Path(tempfile.mkdtemp(prefix="vzcaps-unreadable-", dir="/tmp"))
+    os.chmod(base, 0o777)
+    request.addfinalizer(lambda: subprocess.run(["rm", "-rf", str(base)]))
+    user = 65534 if os.geteuid() == 0 else None
+    app = app_bundle(base / "src")
+    subprocess.run(["chmod", "-R", "a+rX", str(base / "src")], check=True)
+    out = base / "out"
+    out.mkdir()
+    if user is not None:
+        os.chown(out, user, user)
+    assert prepare("--yes", "--into", out, app, user=user).returncode == 0
+    os.chmod(out / "Demo.app" / "Contents" / "Resources", 0)
+    p = prepare("--yes", "--into", out, app, user=user)
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(out)) == [".Demo.app.vzcaps-prepared", "Demo.app"], os.listdir(out)
+    if user is None:
+        return
+    # what cannot be removed is said, not reported removed: a directory of root's in a leftover
+    dead = 4194304 + 23
+    stale = out / f".Demo.app.vzcaps-old.{dead}"
+    (stale / "Contents").mkdir(parents=True)
+    (stale / "Contents" / "f").write_text("x")
+    os.chown(stale, user, user)
+    p = prepare("--yes", "--into", out, app, user=user)
+    assert p.returncode == 0 and "left by an interrupted run" not in p.stdout, p.stdout
+    assert p.stderr == (f"vzcaps prepare: warning: cannot remove {out}/{stale.name}, left by an interrupted run: "
+                        "Directory not empty\n"), p.stderr
+    assert stale.exists()
 
 
 def test_stale_temporaries_of_interrupted_runs_are_removed(tmp_path):
@@ -316,3 +402,17 @@ def test_the_plan_covers_only_accepted_inputs(tmp_path):
     assert p.returncode == 1 and "not a Mach-O file" in p.stderr
     assert f"would copy {tmp_path / 'tool'}" in p.stdout and f"would copy {tmp_path / 'text'}" not in p.stdout
     assert not (tmp_path / "out").exists()
+
+
+def test_the_run_line_is_offered_only_for_an_executable(tmp_path):
+    """regression: a library alone printed "run it through vzcaps with:" and nothing under it."""
+    (tmp_path / "lib.dylib").write_bytes(tool_bytes())
+    exe = bytearray(tool_bytes())
+    exe[12] = 2  # MH_EXECUTE (the signer signs it again)
+    (tmp_path / "tool").write_bytes(bytes(exe))
+    p = prepare("--yes", "--into", tmp_path / "out", tmp_path / "lib.dylib")
+    assert p.returncode == 0 and p.stdout == (f"prepared {tmp_path}/out/lib.dylib: 1 Mach-O file re-signed ad hoc, "
+                                              "no hardened runtime\n"), p.stdout
+    p = prepare("--yes", "--into", tmp_path / "out", tmp_path / "tool")
+    assert p.returncode == 0 and p.stdout.endswith(f"\nrun it through vzcaps with:\n  vzcaps run --inherit -- "
+                                                   f"{tmp_path}/out/tool\n"), p.stdout

@@ -377,6 +377,32 @@ static void test_standard_output(void **st)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* The names a user may give one output or directory by: another spelling is the same one. */
+static void test_spellings(void **st)
+{
+    (void)st;
+    const char *cases[][2] = {{"d", "d"}, {"d/", "d"}, {"d/.", "d"}, {"d//.//", "d"}, {"d/./.", "d"}, {".", "."},
+                              {"./", "."}, {"/", "/"}, {"/.", "/"}, {"//", "/"}, {"d/..", "d/.."}, {"a.b", "a.b"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *n = vzcaps_dir_name(cases[i][0]);
+        assert_non_null(n);
+        assert_string_equal(n, cases[i][1]);
+        free(n);
+    }
+    assert_int_equal(mkdir(at("sub"), 0755), 0);
+    assert_int_equal(symlink("sub", at("link")), 0);
+    assert_true(vzcaps_same_output(at("sub/o.md"), at("link/o.md")));          /* neither exists yet */
+    assert_true(vzcaps_same_output(at("o.md"), at("sub/../o.md")));
+    assert_false(vzcaps_same_output(at("o.md"), at("sub/o.md")));
+    assert_false(vzcaps_same_output(at("missing/o.md"), at("missing/o.md"))); /* no directory: nothing to compare */
+    char *a = at("sub/x");
+    FILE *f = fopen(a, "w");
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(link(a, at("hard")), 0);
+    assert_true(vzcaps_same_output(at("hard"), at("sub/x")));                  /* a hard link */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +414,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_abort_places_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_output_directories, setup, teardown),
         cmocka_unit_test_setup_teardown(test_standard_output, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spellings, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
