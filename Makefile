@@ -141,7 +141,7 @@ check: deps
 	$(B)/test_core
 	$(B)/test_cli_units
 	$(B)/test_safewrite
-	python3 -m pytest -q -rs tests
+	VZTEST_MAKE_CHECK=1 python3 -m pytest -q -rs tests
 	$(CHECK_FUZZ)
 	@if sh scripts/have-cross; then $(MAKE) audit; fi
 	@if [ "$(UNAME_S)" != Darwin ] && sh scripts/have-cross; then sh scripts/repro-check; fi

@@ -20,6 +20,28 @@ LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ne
 CROSS_BUILD = pytest.mark.skipif(sys.platform == "darwin", reason="tests the Linux cross build; a Mac builds natively")
 
 
+def require_built(*paths, how):
+    """For a test of artifacts that `make check` builds before pytest runs (dist/, build/san/,
+    build/xlink/): when one is missing, a skip if pytest runs alone, and a failure under make
+    check (VZTEST_MAKE_CHECK=1), where a missing artifact means a build step did not run."""
+    missing = [p for p in paths if not os.path.exists(p)]
+    if not missing:
+        return
+    if os.environ.get("VZTEST_MAKE_CHECK") == "1":
+        pytest.fail(f"{missing[0]} not built by make check ({how}): a build step did not run", pytrace=False)
+    pytest.skip(f"{missing[0]} not built ({how}; make check builds it first)")
+
+
+def built(*paths, how):
+    """require_built as a mark: @built(DIST / "libvzcaps.dylib", how="make dist")."""
+    return pytest.mark.vzcaps_built(paths=paths, how=how)
+
+
+def pytest_runtest_setup(item):
+    for m in item.iter_markers("vzcaps_built"):
+        require_built(*m.kwargs["paths"], how=m.kwargs["how"])
+
+
 def need_tool(*names):
     """The path of the first of names found in PATH (with Debian's -14 suffixed LLVM names); a
     failure naming the install step when none is."""

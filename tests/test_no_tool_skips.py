@@ -1,7 +1,8 @@
 """A test that skips because a tool is missing did not run: every tool a test needs is installed
 by scripts/install-deps, and a missing one fails the test naming that step (conftest.need_tool).
 The skips left are explicit and name why the test does not apply: the platform (Linux-only,
-the Linux cross build), root, or an artifact `make check` builds first."""
+the Linux cross build), root, or an artifact `make check` builds first (conftest.require_built:
+a skip only when pytest runs alone; under make check a missing artifact fails)."""
 import re
 
 import pytest
@@ -42,3 +43,16 @@ def test_no_test_skips_for_a_missing_tool(path):
             bad.append(f"{line}: {call}")
     assert not bad, f"{path.relative_to(ROOT)}: skips that are not about the platform, root or a build step " \
                     f"(install the tool in scripts/install-deps and use conftest.need_tool):\n" + "\n".join(bad)
+
+
+def test_a_missing_build_artifact_fails_under_make_check(tmp_path, monkeypatch):
+    from conftest import require_built
+    missing = tmp_path / "libvzcaps.dylib"
+    monkeypatch.setenv("VZTEST_MAKE_CHECK", "1")
+    with pytest.raises(pytest.fail.Exception, match="not built by make check"):
+        require_built(missing, how="make dist")
+    monkeypatch.delenv("VZTEST_MAKE_CHECK")
+    with pytest.raises(pytest.skip.Exception):
+        require_built(missing, how="make dist")
+    missing.write_bytes(b"")
+    require_built(missing, how="make dist")  # present: nothing happens

@@ -6,13 +6,13 @@ import sys
 
 import pytest
 
-from conftest import BUILD, FIXTURES, ROOT, clean_env
+from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT, built, clean_env
 
 sys.path.insert(0, str(ROOT / "tests" / "macho"))
 import machogen as mg  # noqa: E402
 
 SAN = BUILD / "san" / "vzcaps"
-pytestmark = pytest.mark.skipif(not SAN.exists(), reason="build/san/vzcaps not built (make check builds it)")
+pytestmark = [LINUX_ONLY, built(SAN, how="the sanitized build")]  # make check builds build/san on Linux
 
 
 def run(*args, env=None):

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import BUILD, ROOT, STOCK_FAMILIES, clean_env, parse_probe
+from conftest import BUILD, ROOT, STOCK_FAMILIES, built, clean_env, parse_probe
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
@@ -172,7 +172,7 @@ def test_interpreter_that_is_a_script(tmp_path, fakepy):
     assert p.returncode == 0 and p.stdout.endswith(f" {tmp_path / 'bin' / 'wrapped'} ./viaenv\n")
 
 
-@pytest.mark.skipif(not (DIST / "libvzcaps.dylib").exists(), reason="dist/ not built (make dist)")
+@built(DIST / "libvzcaps.dylib", how="make dist")
 def test_arm64e_interpreter_is_refused_like_an_arm64e_target(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

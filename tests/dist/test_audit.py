@@ -7,13 +7,12 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, CROSS_BUILD, ROOT, need_tool
+from conftest import BUILD, CROSS_BUILD, ROOT, built, need_tool
 
 DIST = ROOT / "dist"
 WORK = BUILD / "dist"
 pytestmark = [CROSS_BUILD,  # relinks the cross-built objects with ld64.lld
-              pytest.mark.skipif(not (DIST / "libvzcaps.dylib").exists() or not (WORK / "arm64" / "obj-lib").exists(),
-                                 reason="dist/ not built (make dist)")]
+              built(DIST / "libvzcaps.dylib", WORK / "arm64" / "obj-lib", how="make dist")]
 
 
 def tool(name):

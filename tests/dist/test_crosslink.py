@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, CROSS_BUILD, ROOT, need_tool
+from conftest import BUILD, CROSS_BUILD, ROOT, built, need_tool
 
 XLINK = BUILD / "xlink"
 pytestmark = CROSS_BUILD
@@ -20,7 +20,7 @@ def needs_cross():
         pytest.fail("the cross toolchain (ziglang, llvm-lipo) is missing: run sh scripts/install-deps", pytrace=False)
 
 
-@pytest.mark.skipif(not (XLINK / "arm64" / "test_cli_units").exists(), reason="make cross-link has not run")
+@built(XLINK / "arm64" / "test_cli_units", how="make cross-link")
 @pytest.mark.parametrize("arch", ["arm64", "x86_64"])
 @pytest.mark.parametrize("name,kind", [("libvzcaps.dylib", "DYLIB"), ("vzcaps", "EXECUTE"), ("test_core", "EXECUTE"),
                                        ("test_cli_units", "EXECUTE")])

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, built
 
 NAME = "vzcaps-0.1.0-macos"
 DOCS = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
@@ -233,7 +233,7 @@ def test_a_local_path_with_blanks_is_a_valid_file_url(fake_dist, tmp_path):
     assert shlex.split(tap_line) == ["brew", "tap", "vzcaps/vzcaps", str(out / "homebrew-vzcaps")]
 
 
-@pytest.mark.skipif(not (ROOT / "dist" / "libvzcaps.dylib").exists(), reason="dist/ not built (make dist)")
+@built(ROOT / "dist" / "libvzcaps.dylib", how="make dist")
 def test_install_and_uninstall_round_trip_with_the_real_binaries(tmp_path):
     out = tmp_path / "out"
     p = release(out, ROOT / "dist")

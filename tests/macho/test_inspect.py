@@ -11,7 +11,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import machogen as mg  # noqa: E402
-from conftest import BUILD, ROOT, clean_env  # noqa: E402
+from conftest import BUILD, ROOT, built, clean_env  # noqa: E402
 
 VZ = str(BUILD / "vzcaps")
 DIST = ROOT / "dist"
@@ -196,7 +196,7 @@ def test_text_output(tmp_path):
     assert "universal Mach-O, 2 slices" in p.stdout and "injection   ignored" in p.stdout
 
 
-needs_dist = pytest.mark.skipif(not (DIST / "libvzcaps.dylib").exists(), reason="dist/ not built (make dist)")
+needs_dist = built(DIST / "libvzcaps.dylib", how="make dist")
 needs_no_arm64e = pytest.mark.skipif(sys.platform == "darwin", reason="a native macOS build has an arm64e slice")
 
 

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, STOCK_FAMILIES, STOCK_WS, clean_env, parse_probe
+from conftest import BUILD, STOCK_FAMILIES, STOCK_WS, clean_env, parse_probe, require_built
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
@@ -81,8 +81,7 @@ def test_sixteen_threads_keep_per_caller_answers():
 
 def test_sixteen_threads_under_asan_and_ubsan():
     san = BUILD / "san" / "libvzcaps.so"
-    if not san.exists():
-        pytest.skip("build/san/libvzcaps.so not built (make check builds it)")
+    require_built(san, how="the sanitized build")
     asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
     env = clean_env(ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="halt_on_error=1", **M1)
     got, threads, err = callers(env, "--threads", "16", preload_extra=f"{asan}:{san}")

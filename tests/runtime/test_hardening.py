@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, STOCK_FAMILIES, clean_env, parse_probe
+from conftest import BUILD, STOCK_FAMILIES, clean_env, parse_probe, require_built
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
@@ -376,8 +376,7 @@ def test_unconfigured_process_passes_everything_on_unchanged():
 def test_sanitized_library_on_hostile_environment():
     """The ASan/UBSan build of the library through the hostile cases above."""
     san = BUILD / "san" / "libvzcaps.so"
-    if not san.exists():
-        pytest.skip("build/san/libvzcaps.so not built (make check builds it)")
+    require_built(san, how="the sanitized build")
     asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
     extra = [f"VZCAPS_U{i}=1" for i in range(80)] + ["VZCAPS_" + "Y" * 300 + "=1", "VZCAPS_NOEQ",
                                                       "TART_METAL_APPLE_FAMILY_MAX=1009", "TART_METAL_APPLE_FAMILY_MAX=1",

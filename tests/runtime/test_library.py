@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import (BUILD, STOCK_FAMILIES, STOCK_TG, STOCK_WS, clean_env, parse_probe, run_probe)
+from conftest import (BUILD, STOCK_FAMILIES, STOCK_TG, STOCK_WS, clean_env, parse_probe, require_built, run_probe)
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
 
@@ -290,8 +290,7 @@ def test_home_config_is_found(build, tmp_path):
 def test_sanitized_library(build):
     """The library built with ASan and UBSan, preloaded after the ASan runtime."""
     san = BUILD / "san" / "libvzcaps.so"
-    if not san.exists():
-        pytest.skip("build/san/libvzcaps.so not built (make check builds it)")
+    require_built(san, how="the sanitized build")
     asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
     env = clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2", VZCAPS_MAX_THREADGROUP_MEMORY="65536",
                     VZCAPS_EXTRA_FAMILIES="metal3", ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="halt_on_error=1")
