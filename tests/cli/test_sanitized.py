@@ -1,10 +1,8 @@
 """The command built with ASan and UBSan, over the inputs that exercise its parsers and
 renderers (report, inspect, check, launchd, doctor, help): no sanitizer report, same results."""
-import os
 import subprocess
 import sys
 
-import pytest
 
 from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT, built, clean_env
 

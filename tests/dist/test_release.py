@@ -3,7 +3,6 @@ reproducibility), and the Homebrew tap with the archive's URL and real checksum.
 stand-in binaries for dist/ (the packaging is what they test); the round trip with the real
 cross-built binaries needs dist/ (make dist). install.sh and uninstall.sh themselves:
 test_install_scripts.py."""
-import gzip
 import hashlib
 import os
 import shlex

@@ -2,7 +2,6 @@
 signatures, the cross-built artifacts, and truncated, corrupted and patched variants."""
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys

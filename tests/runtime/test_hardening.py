@@ -5,7 +5,6 @@ import ctypes
 import os
 import select
 import shutil
-import stat
 import subprocess
 import time
 
