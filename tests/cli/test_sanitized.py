@@ -3,7 +3,6 @@ renderers (report, inspect, check, launchd, doctor, help): no sanitizer report, 
 import subprocess
 import sys
 
-
 from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT, built, clean_env
 
 sys.path.insert(0, str(ROOT / "tests" / "macho"))
