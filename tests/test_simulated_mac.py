@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from conftest import BUILD, ROOT
+from conftest import BUILD, ROOT, ROOT_BUILD
 
 pytestmark = pytest.mark.skipif(sys.platform == "darwin", reason="simulates a Mac on Linux; on a Mac the real suite runs")
-SIM_CACHE = BUILD / "simulated-mac"
+SIM_CACHE = ROOT_BUILD / "simulated-mac"
 PIP_VERSION = "21.2.4"
 # what a stock macOS has in /usr/bin and /bin that these scripts may use (no groff since macOS 13,
 # no rsvg-convert, no llvm tools, no pytest)

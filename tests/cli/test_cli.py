@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, STOCK_FAMILIES, clean_env, parse_probe
+from conftest import BUILD, ROOT, STOCK_FAMILIES, clean_env, parse_probe
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
 
@@ -307,7 +307,7 @@ def test_check_doctor_inspect_agree_with_run(tmp_path, env_extra, opts, name):
     """What check, doctor and inspect say vzcaps run would do is what the run --dry-run line
     does when a shell executes it (the probe, named like the workload, reports its answers)."""
     import sys
-    sys.path.insert(0, str(BUILD.parent / "tests" / "macho"))
+    sys.path.insert(0, str(ROOT / "tests" / "macho"))
     import machogen as mg
     conf = tmp_path / "c.conf"
     conf.write_text("[llama]\nmatch = llama-*\napple_family_max = 1007\n[mlx]\nmatch = python3*\napple_family_max = off\n")

@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, CROSS_BUILD, ROOT, built, need_tool
+from conftest import BUILD, CROSS_BUILD, ROOT, ROOT_BUILD, built, need_tool
 
 DIST = ROOT / "dist"
-WORK = BUILD / "dist"
+WORK = ROOT_BUILD / "dist"
 pytestmark = [CROSS_BUILD,  # relinks the cross-built objects with ld64.lld
               built(DIST / "libvzcaps.dylib", WORK / "arm64" / "obj-lib", how="make dist")]
 

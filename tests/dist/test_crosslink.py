@@ -7,9 +7,9 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, CROSS_BUILD, ROOT, built, need_tool
+from conftest import BUILD, CROSS_BUILD, ROOT, ROOT_BUILD, built, need_tool
 
-XLINK = BUILD / "xlink"
+XLINK = ROOT_BUILD / "xlink"
 pytestmark = CROSS_BUILD
 
 

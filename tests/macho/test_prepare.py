@@ -20,12 +20,12 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import machogen as mg  # noqa: E402
-from conftest import BUILD, ROOT, clean_env, lipo_tool  # noqa: E402
+from conftest import BUILD, ROOT, ROOT_BUILD, clean_env, lipo_tool  # noqa: E402
 
 VZ = str(BUILD / "vzcaps")
 PACKAGE, VERSION = "@sentry/cli-darwin", "3.8.0"
 TGZ_SHA256 = "711d8d61e448b2e8a10c217acbfe206db7456e0072f041136e3bf7935fdf5cfa"
-CACHE = BUILD / "test-downloads"
+CACHE = ROOT_BUILD / "test-downloads"
 
 
 def fetch_npm_package(package, version, dest):
