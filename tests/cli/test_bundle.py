@@ -3,10 +3,10 @@ Mac). On Linux: the same layout, the Mac-only parts marked, verdict NOT ON MACOS
 import hashlib
 import json
 import os
+import pwd
 import resource
 import shutil
 import signal
-import pwd
 import subprocess
 
 import pytest
