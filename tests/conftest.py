@@ -72,6 +72,12 @@ LINUX_ONLY = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ne
 CROSS_BUILD = pytest.mark.skipif(sys.platform == "darwin", reason="tests the Linux cross build; a Mac builds natively")
 
 
+def needs_root(why):
+    """A mark for a test that only root can set up (a tmpfs mount, a file given away): as
+    another user it is skipped with one line saying so (README: the developers' set-up)."""
+    return pytest.mark.skipif(os.geteuid() != 0, reason=f"needs root: {why}")
+
+
 def require_built(*paths, how):
     """For a test of artifacts that `make check` builds before pytest runs (dist/, build/san/,
     build/xlink/): when one is missing, a skip if pytest runs alone, and a failure under make

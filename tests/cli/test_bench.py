@@ -10,7 +10,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUILD, ROOT, clean_env, need_tool
+from conftest import BUILD, ROOT, clean_env, need_tool, needs_root
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
 
@@ -336,6 +336,7 @@ def test_out_is_never_a_link(tmp_path):
     assert list(elsewhere.iterdir()) == []
 
 
+@needs_root("mounts a 64 KiB tmpfs")
 def test_full_disk_is_a_failure_not_a_bundle(tmp_path):
     # regression: on a full 64 KiB tmpfs bench printed "output check: pass ... bundle: DIR", exit 0, with 0-byte files
     disk = tmp_path / "disk"

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, clean_env
+from conftest import BUILD, clean_env, needs_root
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
@@ -126,6 +126,7 @@ def small_filesystem(path):
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(path)], check=True)
 
 
+@needs_root("mounts a 16 KiB tmpfs")
 def test_full_disk_counts_every_file_not_written(tmp_path):
     # regression: failed writes were not all counted and the summary said nothing of them
     disk = tmp_path / "disk"

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT
+from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT, needs_root
 
 VZ = str(BUILD / "vzcaps")
 S, U, H = (str(FIXTURES / f) for f in ("stock-guest.json", "unlocked-guest.json", "host.json"))
@@ -400,6 +400,7 @@ def test_outputs_never_go_through_links_or_special_files(tmp_path):
     assert victim.read_text() == "precious\n"
 
 
+@needs_root("mounts a 4 KiB tmpfs")
 @LINUX_ONLY  # /dev/full and a tmpfs (make check runs as root on Linux)
 def test_a_full_disk_fails_before_the_table_is_printed(tmp_path):
     p = subprocess.run([VZ, "report", *fixture_args(), "--md", "/dev/full"], capture_output=True, text=True)
