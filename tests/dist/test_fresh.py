@@ -85,7 +85,9 @@ def test_passes_copies_in_what_a_container_gets_and_unmounts(cache):
     root = cache / "root"
     args = (root / "env-args.txt").read_text().splitlines()
     assert args[0] == "-i" and "CI=true" in args and "PIP_INDEX_URL=https://pypi.example/simple" in args
-    assert args[-3:] == ["/bin/sh", "-c", "cd /src/vzcaps && make demo && make check"]
+    # cloned under root's home (mode 0700), in a path with a space, as a reader of the README would
+    assert args[-5:] == ["/bin/sh", "-c", 'cd "$1" && make demo && make check', "sh", "/root/src/vzcaps checkout"]
+    assert (root / "root").stat().st_mode & 0o777 == 0o700
     assert not any(a.startswith(("VZCAPS_FRESH", "PYTEST", "PWD=")) for a in args), args
     with open("/etc/resolv.conf", "rb") as f:
         assert (root / "etc" / "resolv.conf").read_bytes() == f.read()
@@ -93,7 +95,7 @@ def test_passes_copies_in_what_a_container_gets_and_unmounts(cache):
         if os.path.isfile(f):
             assert (root / f.lstrip("/")).read_bytes() == open(f, "rb").read(), f
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
-    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=root / "src" / "vzcaps", capture_output=True,
+    assert subprocess.run(["git", "rev-parse", "HEAD"], cwd=root / "root" / "src" / "vzcaps checkout", capture_output=True,
                           text=True).stdout == head
 
 
