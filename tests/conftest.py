@@ -12,52 +12,21 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 ROOT_BUILD = ROOT / "build"
 
 
-def plain_path_problem(path, euid=None):
-    """Why the artifacts at path cannot be run as the tests run them, or None. glibc splits
-    LD_PRELOAD at spaces and colons with no escape (ld.so(8)), so a library under a path holding
-    one cannot be preloaded on the rig (the command refuses such a path); and as root, the tests
-    that start the command as another user (nobody) need every directory above it searchable by
-    others, which /root (mode 0700) is not."""
-    s = str(path)
-    for c in " \t\n:":
-        if c in s:
-            return f"the path holds {c!r}, which LD_PRELOAD cannot carry"
-    if (os.geteuid() if euid is None else euid) == 0:
-        p = pathlib.Path(s)
-        for d in [p, *p.parents]:
-            try:
-                if not os.stat(d).st_mode & 0o001:
-                    return f"{d} is not searchable by other users"
-            except OSError as e:
-                return f"{d}: {e.strerror}"
-    return None
-
-
 def runnable_build():
-    """The directory the tests run the built command, library and rig from: build/ itself, or,
-    when plain_path_problem names a reason (a clone under /root, or in a path with a space), a
-    copy of its artifacts in a fresh directory of /tmp that every user can search, removed when
-    the session ends. The command and the rig find their neighbours relative to themselves, so
-    the copy runs exactly as build/ would."""
-    if not ROOT_BUILD.is_dir() or plain_path_problem(ROOT_BUILD) is None:
+    """The directory the tests run the built command, library and rig from: build/ itself, or a
+    copy of its artifacts in /tmp when build/ lies where they cannot run as the tests run them
+    (scripts/rig-build says why: a path LD_PRELOAD cannot carry, or, as root, one that the tests
+    that start the command as another user cannot reach). The copy is removed when the session
+    ends; everything in it finds its neighbours relative to itself, so it runs as build/ would."""
+    if not ROOT_BUILD.is_dir():
         return ROOT_BUILD
-    import atexit
-    import tempfile
-    top = pathlib.Path(tempfile.mkdtemp(prefix="vzcaps-build-", dir="/tmp"))
-    os.chmod(top, 0o755)
-    atexit.register(shutil.rmtree, top, ignore_errors=True)
-    # make's caches and the other targets' trees stay where they are (ROOT_BUILD)
-    skip = {"fresh", "llama", "fuzz", "test-downloads", "simulated-mac", "dist", "xlink"}
-    copy = top / "build"
-    copy.mkdir()
-    for entry in ROOT_BUILD.iterdir():
-        if entry.name in skip:
-            continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.copytree(entry, copy / entry.name, symlinks=True)
-        else:
-            shutil.copy2(entry, copy / entry.name, follow_symlinks=False)
-    return copy
+    out = subprocess.run(["sh", str(ROOT / "scripts" / "rig-build"), "--for-others", str(ROOT_BUILD)],
+                         capture_output=True, text=True, check=True).stdout.rstrip("\n")
+    path = pathlib.Path(out)
+    if path != ROOT_BUILD.resolve():
+        import atexit
+        atexit.register(shutil.rmtree, path.parent, ignore_errors=True)
+    return path
 
 
 BUILD = runnable_build()
