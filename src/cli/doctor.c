@@ -284,6 +284,12 @@ int cmd_doctor(int argc, char **argv)
         PITFALL("the library was configured in %s but hooked no device class: the program created no Metal device, or its class "
                 "was never reached (the lines above say which)", lr.command);
 
+    /* the page that explains every pitfall: installed with the docs, or beside build/ in a checkout */
+    static const char *const pages[] = {"share/doc/vzcaps/troubleshooting.md", "docs/troubleshooting.md"};
+    char help_page[1200];
+    if (!installed_file(pages, 2, help_page, sizeof help_page))
+        snprintf(help_page, sizeof help_page, "troubleshooting.md in vzcaps's documentation (share/doc/vzcaps/ under its prefix)");
+
     const char *guest = machine_kind(&m);
     if (json) {
         struct json j;
@@ -338,6 +344,7 @@ int cmd_doctor(int argc, char **argv)
         for (size_t i = 0; i < np; i++)
             json_str(&j, NULL, pitfalls[i]);
         json_end_arr(&j);
+        json_str(&j, "troubleshooting", np ? help_page : NULL);
         json_end_obj(&j);
         json_finish(&j);
         return 0;
@@ -361,5 +368,7 @@ int cmd_doctor(int argc, char **argv)
     printf("pitfalls       %s\n", np ? "" : "none found");
     for (size_t i = 0; i < np; i++)
         printf("  ! %s\n", esc(pitfalls[i]));
+    if (np)
+        printf("  causes and fixes: %s\n", esc(help_page));
     return 0;
 }
