@@ -22,7 +22,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 RECORD = ROOT / "tests" / "fixtures" / "client"
 RUNS = ("stock.txt", "vzcaps-on-an-M2.txt")  # tests/client/runs.py: the run titles, blanks as -
-PAGES = (ROOT / "README.md", ROOT / "docs" / "troubleshooting.md")
+PAGES = (ROOT / "README.md", ROOT / "docs" / "troubleshooting.md", ROOT / "packaging" / "README")  # the archive's
 MAC_STDERR = ROOT / "tests" / "fixtures" / "llama-bench" / "tinyllama-m1-ultra" / "unlocked-guest.stderr"
 PREFIX = "ggml_metal_device_init: "
 
@@ -69,7 +69,7 @@ def test_the_pages_quote_the_real_clients_lines():
     for key in ("simdgroup reduction   = true", "simdgroup matrix mul. = true", "has bfloat            = true"):
         assert PREFIX + key in lines, key
     assert fams and greps
-    assert q["troubleshooting.md"][0], "the troubleshooting page quotes the lines too"
+    assert q["troubleshooting.md"][0] and q["README"][0], "the troubleshooting page and the archive's README quote them too"
     assert mismatches(RECORD) == []
 
 
