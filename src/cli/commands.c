@@ -264,7 +264,7 @@ static const struct {
     const char *word, *command, *line;
 } jobs[] = {
     {"list", "launchd", "launchd --list"},
-    {"list", "shims", "shims --list"},
+    {"list", "shims", "shims --dir DIR --list"},
 };
 
 static size_t job_lines(const char *word, char *found, size_t size)

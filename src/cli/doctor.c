@@ -248,7 +248,12 @@ int cmd_doctor(int argc, char **argv)
         PITFALL("not macOS: only the portable parts run here (configuration, reports, inspect); probe, verify and host need a Mac");
     if (platform_is_macos && m.guest == 0)
         PITFALL("this is a host, not a guest: its Metal answers are already the chip's own, vzcaps changes nothing useful here");
-    if (!r.profile.chip.known)
+    char near[48];
+    if (!r.profile.chip.known && o.chip && vzcaps_chip_suggest(o.chip, near, sizeof near))
+        PITFALL("host chip unknown: --chip \"%s\" is not a chip vzcaps knows (did you mean \"%s\"?)", o.chip, near);
+    else if (!r.profile.chip.known && o.chip)
+        PITFALL("host chip unknown: --chip \"%s\" is not a chip vzcaps knows (brand strings such as \"Apple M2 Pro\")", o.chip);
+    else if (!r.profile.chip.known)
         PITFALL("host chip unknown: apple_family_max=auto leaves processes stock; set VZCAPS_HOST_CHIP (e.g. \"Apple M2 Pro\") or pass --chip to check");
     if (!have_lib)
         PITFALL("library not found (looked at %s)", tried);

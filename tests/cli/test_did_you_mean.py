@@ -48,6 +48,9 @@ def test_a_chip_without_apple_gets_its_brand_and_the_option_is_named():
     # through the variable the line names the variable
     lib = vz("check", "--bare", env=clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="m3 max"))
     assert '(did you mean "Apple M3 Max"?): fix VZCAPS_HOST_CHIP' in lib.stdout
+    # doctor's pitfall names the option too
+    doc = vz("doctor", "--chip", "M2 Pro").stdout
+    assert '  ! host chip unknown: --chip "M2 Pro" is not a chip vzcaps knows (did you mean "Apple M2 Pro"?)' in doc.splitlines()
 
 
 def test_family_names_get_the_family():
@@ -74,7 +77,7 @@ def test_run_profile_without_a_config_names_the_option(tmp_path):
 def test_list_points_to_the_commands_that_list():
     p = vz("list")
     assert p.returncode == 2
-    want = "launchd --list, or shims --list" if vz("help", "shims").returncode == 0 else "launchd --list"
+    want = "launchd --list, or shims --dir DIR --list" if vz("help", "shims").returncode == 0 else "launchd --list"
     assert p.stderr.splitlines()[0] == f'vzcaps: unknown command "list" (did you mean {want}?)'
 
 
