@@ -73,6 +73,19 @@ def test_the_pages_quote_the_real_clients_lines():
     assert mismatches(RECORD) == []
 
 
+def test_the_hooked_line_the_readme_quotes_is_the_one_the_library_prints():
+    """The README's proof line is a template (CLASS, PATH): the library's real line on the rig fits it."""
+    readme = (ROOT / "README.md").read_text()
+    quoted = [l for l in readme.splitlines() if l.startswith("vzcaps: hooked ")]
+    assert len(quoted) == 1
+    pattern = re.escape(quoted[0]).replace("CLASS", r"\S+").replace("PATH", r"\S+").replace("llama\\-server", "probe")
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LD_PRELOAD": str(ROOT / "build" / "libvzcaps.so"),
+           "VZCAPS_APPLE_FAMILY_MAX": "auto", "VZCAPS_HOST_CHIP": "Apple M2"}
+    p = subprocess.run([str(ROOT / "build" / "probe")], env=env, capture_output=True, text=True, timeout=60)
+    hooked = [l for l in p.stderr.splitlines() if l.startswith("vzcaps: hooked ")]
+    assert len(hooked) == 1 and re.fullmatch(pattern, hooked[0]), (pattern, p.stderr)
+
+
 def test_the_record_is_in_the_format_a_mac_prints():
     mac = set(MAC_STDERR.read_text().splitlines())
     unlocked = (RECORD / "vzcaps-on-an-M2.txt").read_text().splitlines()
