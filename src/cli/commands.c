@@ -622,7 +622,8 @@ void cli_print_man(FILE *out)
         fputc('\n', out);
     }
     fputs(".SH SEE ALSO\nThe documentation installed with vzcaps, one page per topic: share/doc/vzcaps/ under its prefix\n"
-          "(/usr/local/share/doc/vzcaps/; with Homebrew, $(brew \\-\\-prefix)/share/doc/vzcaps/).\n", out);
+          "(/usr/local/share/doc/vzcaps/; with Homebrew, $(brew \\-\\-prefix)/share/doc/vzcaps/).\n"
+          "troubleshooting.md there lists every line vzcaps prints that needs an action, its cause and the fix.\n", out);
 }
 
 const struct env_spec cli_environment[] = {

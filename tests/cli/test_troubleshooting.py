@@ -34,3 +34,9 @@ def test_the_page_is_installed_and_doctor_names_the_installed_copy(tmp_path):
     page.mkdir()
     assert doctor(prefix / "bin" / "vzcaps").stdout.splitlines()[-1] == \
         "  causes and fixes: troubleshooting.md in vzcaps's documentation (share/doc/vzcaps/ under its prefix)"
+
+
+def test_the_man_page_names_the_page():
+    page = subprocess.run([str(BUILD / "vzcaps"), "__man"], capture_output=True, text=True).stdout
+    see_also = page[page.index(".SH SEE ALSO"):]
+    assert "troubleshooting.md there lists every line vzcaps prints that needs an action" in see_also
