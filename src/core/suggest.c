@@ -1,7 +1,6 @@
-/* Did-you-mean: the one suggestion for every name a user types (commands, options, config keys,
- * VZCAPS_ variables, sections, chip and family names). Owns: the edit distance and the choice of
- * the nearest candidate. Never: allocates, does I/O, or runs on a hook's path (the library calls
- * it only while configuring, in its constructor). */
+/* Did-you-mean, one for every name a user types (commands, options, keys, variables, sections,
+ * chips, families). Owns: the edit distance and the nearest candidate. Never: allocates, does
+ * I/O, or runs on a hook's path (the library calls it only in its constructor). */
 #include "vzcaps_core.h"
 
 #include <string.h>
