@@ -18,8 +18,8 @@ VZCAPS = ROOT / "build" / "vzcaps"
 PAGES = [ROOT / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 
 # Command-line spans that name something other than a command to type: the help's own
-# placeholder, an unknown command shown for its suggestion, and the hidden completions printer.
-NOT_COMMAND_LINES = {"vzcaps COMMAND --help", "vzcaps status", "vzcaps __completions bash|zsh|fish"}
+# placeholder, unknown commands shown for their suggestions, and the hidden completions printer.
+NOT_COMMAND_LINES = {"vzcaps COMMAND --help", "vzcaps status", "vzcaps list", "vzcaps uninstall", "vzcaps __completions bash|zsh|fish"}
 
 
 def rel(path):
