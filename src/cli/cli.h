@@ -42,6 +42,9 @@ int usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(pri
 void print_help(const char *cmd, FILE *out);
 /* "vzcaps: unknown command \"WORD\" (did you mean ...?)" (from cmd "help": "vzcaps help: ..."); EXIT_USAGE. */
 int unknown_command(const char *cmd, const char *word);
+/* The first of ../PATH... next to this command (an install: share/doc/vzcaps/X; a checkout:
+ * docs/X beside build/) that is a regular file, into buf; false when none is. */
+bool installed_file(const char *const *rels, size_t n, char *buf, size_t len);
 /* Matches "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (and *i advanced),
  * 0 when argv[*i] is another option, -1 when the value is missing. */
 int opt_take(int argc, char **argv, int *i, const char *name, const char **value);

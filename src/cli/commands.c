@@ -232,39 +232,6 @@ const struct cmd_spec *cli_find_command(const char *name)
     return NULL;
 }
 
-static int edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 40 || lb > 40)
-        return 99;
-    int d[41][41];
-    for (size_t i = 0; i <= la; i++)
-        d[i][0] = (int)i;
-    for (size_t j = 0; j <= lb; j++)
-        d[0][j] = (int)j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            int sub = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
-            int del = d[i - 1][j] + 1, ins = d[i][j - 1] + 1;
-            d[i][j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < d[i][j])
-                d[i][j] = d[i - 2][j - 2] + 1; /* two letters swapped is one typo */
-        }
-    return d[la][lb];
-}
-
-const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n)
-{
-    const char *best = NULL;
-    int best_d = 3; /* at most two edits away */
-    for (size_t i = 0; i < n; i++) {
-        int d = edit_distance(word, candidates[i]);
-        if (d < best_d)
-            best_d = d, best = candidates[i];
-    }
-    return best;
-}
-
 /* The commands that take word as an alias, or as an operand ("host status"), into found;
  * how many. */
 static size_t commands_for_job(const char *word, char *found, size_t size)
@@ -291,16 +258,37 @@ static size_t commands_for_job(const char *word, char *found, size_t size)
     return n_found;
 }
 
+/* Words people type for a job that an option of a command does ("list"), with the command lines
+ * that do it; a line whose command the table lacks is left out. */
+static const struct {
+    const char *word, *command, *line;
+} jobs[] = {
+    {"list", "launchd", "launchd --list"},
+    {"list", "shims", "shims --dir DIR --list"},
+};
+
+static size_t job_lines(const char *word, char *found, size_t size)
+{
+    size_t n = 0;
+    found[0] = '\0';
+    for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++)
+        if (strcmp(jobs[i].word, word) == 0 && cli_find_command(jobs[i].command)) {
+            size_t len = strlen(found);
+            snprintf(found + len, size - len, "%s%s", n++ ? ", or " : "", jobs[i].line);
+        }
+    return n;
+}
+
 const char *cli_command_suggestion(const char *word)
 {
     static char found[256];
-    if (commands_for_job(word, found, sizeof found))
+    if (job_lines(word, found, sizeof found) || commands_for_job(word, found, sizeof found))
         return found;
     const char *names[32];
     size_t n = 0;
     for (const struct cmd_spec *c = cli_commands; c->name && n < 32; c++)
         names[n++] = c->name;
-    const char *name = cli_did_you_mean(word, names, n);
+    const char *name = vzcaps_did_you_mean(word, names, n);
     if (name)
         return name;
     /* a typo of an alias or an operand ("stauts"): only words of five letters or more, since
@@ -323,7 +311,7 @@ const char *cli_command_suggestion(const char *word)
                 p += len + (p[len] != '\0');
             }
         }
-    const char *near = strlen(word) >= 4 ? cli_did_you_mean(word, cands, nw) : NULL;
+    const char *near = strlen(word) >= 4 ? vzcaps_did_you_mean(word, cands, nw) : NULL;
     return near && commands_for_job(near, found, sizeof found) ? found : NULL;
 }
 
@@ -369,7 +357,7 @@ int cli_validate_args(const struct cmd_spec *c, int argc, char **argv)
             for (const struct opt_spec *x = c->opts; x->name && n < 32; x++)
                 names[n++] = x->name;
             char *name = xformat("%.*s", (int)len, a);
-            const char *hint = cli_did_you_mean(name, names, n);
+            const char *hint = vzcaps_did_you_mean(name, names, n);
             int rc = hint ? usage_error(c->name, "unknown option %s (did you mean %s?)", name, hint)
                           : usage_error(c->name, "unknown option %s", name);
             free(name);
@@ -634,7 +622,8 @@ void cli_print_man(FILE *out)
         fputc('\n', out);
     }
     fputs(".SH SEE ALSO\nThe documentation installed with vzcaps, one page per topic: share/doc/vzcaps/ under its prefix\n"
-          "(/usr/local/share/doc/vzcaps/; with Homebrew, $(brew \\-\\-prefix)/share/doc/vzcaps/).\n", out);
+          "(/usr/local/share/doc/vzcaps/; with Homebrew, $(brew \\-\\-prefix)/share/doc/vzcaps/).\n"
+          "troubleshooting.md there lists every line vzcaps prints that needs an action, its cause and the fix.\n", out);
 }
 
 const struct env_spec cli_environment[] = {

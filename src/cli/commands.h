@@ -54,8 +54,6 @@ extern const struct cmd_spec cli_commands[];   /* {0}-terminated */
 extern const struct env_spec cli_environment[];
 
 const struct cmd_spec *cli_find_command(const char *name);
-/* The candidate at most two edits from word (the closest), or NULL. */
-const char *cli_did_you_mean(const char *word, const char *const *candidates, size_t n);
 /* What to suggest for an unknown command: the closest name, or the commands that do the job
  * (an alias, or an operand such as "host status"); NULL when nothing fits. Static storage. */
 const char *cli_command_suggestion(const char *word);

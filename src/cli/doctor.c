@@ -248,7 +248,12 @@ int cmd_doctor(int argc, char **argv)
         PITFALL("not macOS: only the portable parts run here (configuration, reports, inspect); probe, verify and host need a Mac");
     if (platform_is_macos && m.guest == 0)
         PITFALL("this is a host, not a guest: its Metal answers are already the chip's own, vzcaps changes nothing useful here");
-    if (!r.profile.chip.known)
+    char near[48];
+    if (!r.profile.chip.known && o.chip && vzcaps_chip_suggest(o.chip, near, sizeof near))
+        PITFALL("host chip unknown: --chip \"%s\" is not a chip vzcaps knows (did you mean \"%s\"?)", o.chip, near);
+    else if (!r.profile.chip.known && o.chip)
+        PITFALL("host chip unknown: --chip \"%s\" is not a chip vzcaps knows (brand strings such as \"Apple M2 Pro\")", o.chip);
+    else if (!r.profile.chip.known)
         PITFALL("host chip unknown: apple_family_max=auto leaves processes stock; set VZCAPS_HOST_CHIP (e.g. \"Apple M2 Pro\") or pass --chip to check");
     if (!have_lib)
         PITFALL("library not found (looked at %s)", tried);
@@ -283,6 +288,12 @@ int cmd_doctor(int argc, char **argv)
     else if (lr.ran && lr.hooked < 0 && strncmp(lr.lines[lr.configured], "vzcaps: configured", 18) == 0)
         PITFALL("the library was configured in %s but hooked no device class: the program created no Metal device, or its class "
                 "was never reached (the lines above say which)", lr.command);
+
+    /* the page that explains every pitfall: installed with the docs, or beside build/ in a checkout */
+    static const char *const pages[] = {"share/doc/vzcaps/troubleshooting.md", "docs/troubleshooting.md"};
+    char help_page[1200];
+    if (!installed_file(pages, 2, help_page, sizeof help_page))
+        snprintf(help_page, sizeof help_page, "troubleshooting.md in vzcaps's documentation (share/doc/vzcaps/ under its prefix)");
 
     const char *guest = machine_kind(&m);
     if (json) {
@@ -338,6 +349,7 @@ int cmd_doctor(int argc, char **argv)
         for (size_t i = 0; i < np; i++)
             json_str(&j, NULL, pitfalls[i]);
         json_end_arr(&j);
+        json_str(&j, "troubleshooting", np ? help_page : NULL);
         json_end_obj(&j);
         json_finish(&j);
         return 0;
@@ -361,5 +373,7 @@ int cmd_doctor(int argc, char **argv)
     printf("pitfalls       %s\n", np ? "" : "none found");
     for (size_t i = 0; i < np; i++)
         printf("  ! %s\n", esc(pitfalls[i]));
+    if (np)
+        printf("  causes and fixes: %s\n", esc(help_page));
     return 0;
 }

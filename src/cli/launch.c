@@ -361,6 +361,8 @@ void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r)
     size_t nl = 0;
     if (o->chip)
         labels[nl++] = "VZCAPS_HOST_CHIP", labels[nl++] = "--chip";
+    if (o->profile)
+        labels[nl++] = "VZCAPS_PROFILE", labels[nl++] = "--profile";
     if (o->family)
         labels[nl++] = "VZCAPS_APPLE_FAMILY_MAX", labels[nl++] = o->family_implied ? "vzcaps run's implied --family" : "--family";
     if (o->inherit)

@@ -4,7 +4,7 @@
  * value follows from its metavariable, cli_value_kind; `vzcaps __profiles` lists sections).
  * Owns: how a command line's values are taken and completed. Never: decides what an option
  * means for the library (that is the core's configuration step). */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700
 #include "cli.h"
 #include "commands.h"
 
@@ -23,10 +23,46 @@ void print_help(const char *cmd, FILE *out)
         cli_print_help(out, c);
 }
 
+bool installed_file(const char *const *rels, size_t n, char *buf, size_t len)
+{
+    char self[1024];
+    self_path(self, sizeof self);
+    char *slash = strrchr(self, '/');
+    if (!slash)
+        return false;
+    *slash = '\0';
+    for (size_t i = 0; i < n; i++) {
+        struct stat st;
+        int w = snprintf(buf, len, "%s/../%s", self, rels[i]);
+        if (w < 0 || (size_t)w >= len || stat(buf, &st) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        char *real = realpath(buf, NULL);
+        if (real && strlen(real) < len)
+            snprintf(buf, len, "%s", real);
+        free(real);
+        return true;
+    }
+    buf[0] = '\0';
+    return false;
+}
+
 int unknown_command(const char *cmd, const char *word)
 {
     const char *hint = cli_command_suggestion(word);
     const char *prefix = cmd ? "vzcaps help" : "vzcaps";
+    if (strcmp(word, "uninstall") == 0) {
+        /* removing vzcaps is the uninstall script's job: it knows what install.sh put where */
+        static const char *const script[] = {"share/vzcaps/uninstall.sh"};
+        char path[1200];
+        if (installed_file(script, 1, path, sizeof path))
+            eprintf("%s: unknown command \"%s\": to remove vzcaps, run %s (add --all for its LaunchAgents, logs and "
+                    "caches; see the install page)", prefix, word, path);
+        else
+            eprintf("%s: unknown command \"%s\": to remove vzcaps, run the uninstall.sh of the release archive it came "
+                    "from (installed as PREFIX/share/vzcaps/uninstall.sh), make uninstall in a checkout, or brew "
+                    "uninstall vzcaps", prefix, word);
+        return EXIT_USAGE;
+    }
     if (hint)
         eprintf("%s: unknown command \"%s\" (did you mean %s?)", prefix, word, hint);
     else

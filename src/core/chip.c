@@ -126,3 +126,49 @@ bool vzcaps_chip_has_family(const struct vzcaps_chip *chip, int64_t family)
      * Metal4 on macOS 26 (a bare-metal M1 Ultra reports it). */
     return vzcaps_family_name(family) != NULL;
 }
+
+bool vzcaps_chip_suggest(const char *text, char *out, size_t len)
+{
+    struct vzcaps_chip c;
+    char buf[160];
+    while (*text == ' ' || *text == '\t')
+        text++;
+    if (strlen(text) > 100)
+        return false;
+    /* the brand without its "Apple " ("M2 Pro", "m2 pro"): the chip it names */
+    if (ncase_cmp(text, "Apple ", 6) != 0) {
+        snprintf(buf, sizeof buf, "Apple %s", text);
+        vzcaps_chip_from_brand(buf, &c);
+        if (c.known)
+            return snprintf(out, len, "%s", c.name), true;
+    }
+    /* a typo of a brand in the table ("Apple M2 Por", "Aple M4 Max") */
+    char names[sizeof chip_rows / sizeof chip_rows[0] * 4][24];
+    const char *cands[sizeof names / sizeof names[0]];
+    size_t n = 0;
+    for (size_t r = 0; r < sizeof chip_rows / sizeof chip_rows[0]; r++) {
+        const struct chip_row *row = &chip_rows[r];
+        for (const char *v = row->variants, *at = NULL; n < sizeof names / sizeof names[0]; at = v) {
+            size_t vn = at ? strcspn(at, " ") : 0; /* the bare name first, then each variant */
+            snprintf(names[n], sizeof names[n], "Apple %c%d%s%.*s", row->series, row->generation, at ? " " : "",
+                     (int)vn, at ? at : "");
+            cands[n] = names[n];
+            n++;
+            if (at)
+                for (v = at + vn; *v == ' '; v++)
+                    ;
+            if (!*v)
+                break;
+        }
+    }
+    size_t tl = strlen(text);
+    static const char virt[] = " (Virtual)";
+    if (tl >= sizeof virt - 1 && ncase_cmp(text + tl - (sizeof virt - 1), virt, sizeof virt - 1) == 0)
+        tl -= sizeof virt - 1;
+    snprintf(buf, sizeof buf, "%.*s", (int)tl, text);
+    const char *near = vzcaps_did_you_mean(buf, cands, n);
+    if (!near)
+        return false;
+    snprintf(out, len, "%s", near);
+    return true;
+}

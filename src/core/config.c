@@ -142,8 +142,15 @@ static int parse(const char *text, size_t len, struct parse_state *st, char *err
             continue;
         }
         int kk = vzcaps_key_from_name(key);
-        if (kk < 0)
+        if (kk < 0) {
+            const char *known[VZCAPS_KEY_COUNT + 1] = {"match"};
+            for (int k = 0; k < VZCAPS_KEY_COUNT; k++)
+                known[k + 1] = vzcaps_key_name((enum vzcaps_key)k);
+            const char *near = vzcaps_did_you_mean(key, known, VZCAPS_KEY_COUNT + 1);
+            if (near)
+                BAD("unknown key %s (did you mean %s?)", key, near);
             BAD("unknown key %s", key);
+        }
         if (scratch.set & (1u << kk))
             BAD("duplicate key %s in [%s]", key, st->names[section]);
         snprintf(origin, sizeof origin, "%s:%u: %s", st->file, line_no, key); /* names the key, as a variable does */
@@ -175,7 +182,13 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
                 chosen = i;
         if (chosen < 0) {
             char clipped[96];
-            snprintf(err, errlen, "%s: no section [%s] (asked for by the profile)", file, vzcaps_clip(profile, 64, clipped, sizeof clipped));
+            const char *names[MAX_SECTIONS];
+            for (int i = 0; i < st.n_sections; i++)
+                names[i] = st.names[i];
+            const char *near = vzcaps_did_you_mean(profile, names, (size_t)st.n_sections);
+            snprintf(err, errlen, "%s: no section [%s] (asked for by the profile%s%s%s)", file,
+                     vzcaps_clip(profile, 64, clipped, sizeof clipped), near ? "; did you mean [" : "", near ? near : "",
+                     near ? "]?" : "");
             return -1;
         }
     } else if (st.chosen_by_match >= 0) {
@@ -234,6 +247,30 @@ static int env_slot(const char *rest, size_t n, bool ours)
     return -1;
 }
 
+/* The VZCAPS_ name nearest to the unknown one whose tail is rest[0..n), into out. */
+static bool env_suggest(const char *rest, size_t n, char *out, size_t len)
+{
+    char word[48];
+    const char *known[VZCAPS_KEY_COUNT + sizeof other_names / sizeof other_names[0]];
+    size_t nk = 0;
+    if (n >= sizeof word)
+        return false;
+    memcpy(word, rest, n);
+    word[n] = '\0';
+    for (int k = 0; k < VZCAPS_KEY_COUNT; k++)
+        known[nk++] = vzcaps_key_name((enum vzcaps_key)k); /* case is ignored: apple_family_max */
+    for (size_t i = 0; i < sizeof other_names / sizeof other_names[0]; i++)
+        known[nk++] = other_names[i];
+    const char *near = vzcaps_did_you_mean(word, known, nk);
+    if (!near)
+        return false;
+    size_t w = (size_t)snprintf(out, len, "VZCAPS_"); /* len is at least 8 */
+    for (size_t i = 0; near[i] && w + 1 < len; i++)
+        out[w++] = near[i] >= 'a' && near[i] <= 'z' ? (char)(near[i] - 'a' + 'A') : near[i];
+    out[w] = '\0';
+    return true;
+}
+
 /* Reads which of our names the environment holds. Refuses (returns -1 with a reason) an
  * unknown VZCAPS_ name, an entry of ours without '=', and any name of ours or the preload
  * variable present twice: which entry a reader sees would then depend on the reader. */
@@ -264,8 +301,12 @@ static int scan_env(const struct vzcaps_inputs *in, unsigned seen[N_PREFIXES], c
             }
             int slot = env_slot(*e + xl, n - xl, i == 0);
             if (slot < 0 && i == 0) {
-                snprintf(why, len, "unknown variable %s (known: VZCAPS_APPLE_FAMILY_MAX, VZCAPS_MAX_THREADGROUP_MEMORY, ... see vzcaps help)",
-                         vzcaps_clipn(*e, n, 64, name, sizeof name));
+                char near[64];
+                if (env_suggest(*e + xl, n - xl, near, sizeof near))
+                    snprintf(why, len, "unknown variable %s (did you mean %s?)", vzcaps_clipn(*e, n, 64, name, sizeof name), near);
+                else
+                    snprintf(why, len, "unknown variable %s (known: VZCAPS_APPLE_FAMILY_MAX, VZCAPS_MAX_THREADGROUP_MEMORY, ... see vzcaps help)",
+                             vzcaps_clipn(*e, n, 64, name, sizeof name));
                 return -1;
             }
             if (slot < 0)
@@ -397,7 +438,13 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         break;
     }
     if (!out->config_path[0] && vzcaps_env_get(in->envp, "VZCAPS_PROFILE")) {
-        vzcaps_profile_refuse(&out->profile, "VZCAPS_PROFILE is set but no config file was found");
+        const char *given = "VZCAPS_PROFILE"; /* or the option it came from (--profile) */
+        for (const char *const *l = in->labels; l && l[0]; l += 2)
+            if (strcmp(l[0], given) == 0)
+                given = l[1];
+        snprintf(why, sizeof why, "%s is set but no config file was found: create one with a [%s] section, or drop %s",
+                 given, vzcaps_clip(vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), 64, name, sizeof name), given);
+        vzcaps_profile_refuse(&out->profile, why);
         return;
     }
 

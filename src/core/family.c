@@ -56,3 +56,8 @@ int vzcaps_family_parse(const char *text, int64_t *out)
     }
     return -1;
 }
+
+const char *vzcaps_family_suggest(const char *text)
+{
+    return vzcaps_did_you_mean(text, names, sizeof names / sizeof names[0]);
+}

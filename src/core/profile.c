@@ -57,6 +57,15 @@ static int fail(char *err, size_t errlen, const char *fmt, const char *value)
     return -1;
 }
 
+/* fail(), then " (did you mean NEAR?)" */
+static int fail_near(char *err, size_t errlen, const char *fmt, const char *value, const char *near)
+{
+    fail(err, errlen, fmt, value);
+    size_t n = strlen(err);
+    snprintf(err + n, errlen - n, " (did you mean %s?)", near);
+    return -1;
+}
+
 static int parse_bool(const char *v, bool *out)
 {
     static const char *const yes[] = {"1", "yes", "true"}, *const no[] = {"0", "no", "false"};
@@ -95,8 +104,13 @@ static int parse_extra(struct vzcaps_settings *s, const char *v, char *err, size
         memcpy(item, p, len);
         item[len] = '\0';
         int64_t f;
-        if (vzcaps_family_parse(item, &f) != 0)
+        if (vzcaps_family_parse(item, &f) != 0) {
+            const char *near = vzcaps_family_suggest(item);
+            int64_t nf = 0;
+            if (near && vzcaps_family_parse(near, &nf) == 0 && !vzcaps_family_is_apple(nf))
+                return fail_near(err, errlen, "unknown family \"%s\"", item, near);
             return fail(err, errlen, "unknown family \"%s\" (e.g. metal3, metal4, mac2, common3)", item);
+        }
         if (vzcaps_family_is_apple(f))
             return fail(err, errlen, "\"%s\" is an Apple family: set Apple families with apple_family_max", item);
         bool dup = false;
@@ -163,8 +177,14 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
             s->family_mode = VZCAPS_FAMILY_OFF;
         } else {
             int64_t f;
-            if (vzcaps_family_parse(value, &f) != 0 || !vzcaps_family_is_apple(f))
+            if (vzcaps_family_parse(value, &f) != 0 || !vzcaps_family_is_apple(f)) {
+                static const char *const words[] = {"auto", "off", "apple1", "apple2", "apple3", "apple4", "apple5",
+                                                    "apple6", "apple7", "apple8", "apple9", "apple10"};
+                const char *near = vzcaps_did_you_mean(value, words, sizeof words / sizeof words[0]);
+                if (near)
+                    return fail_near(err, errlen, "\"%s\" is not auto, off, 0, or an Apple family 1001..1010", value, near);
                 return fail(err, errlen, "\"%s\" is not auto, off, 0, or an Apple family 1001..1010 (apple1..apple10)", value);
+            }
             s->family_mode = VZCAPS_FAMILY_NUMBER;
             s->family_max = f;
         }
@@ -293,9 +313,15 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
         return;
     case VZCAPS_FAMILY_AUTO:
         if (!chip->known) {
-            char why[VZCAPS_NOTE_LEN];
+            char why[VZCAPS_NOTE_LEN], near[48];
             if (host && host->translated == 1)
                 snprintf(why, sizeof why, "%s=auto needs the host chip, and this process runs under Rosetta, where the CPU brand (\"%s\") does not name it: start it with vzcaps run, which passes the chip it reads natively, or set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand ? brand : "none");
+            else if (brand && HAS(s, VZCAPS_KEY_HOST_CHIP) && vzcaps_chip_suggest(brand, near, sizeof near))
+                snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one (did you mean \"%s\"?): fix %s",
+                         fam_origin, brand, origin, near, origin);
+            else if (brand && HAS(s, VZCAPS_KEY_HOST_CHIP))
+                snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: fix %s, e.g. \"Apple M2 Pro\", or give a family number",
+                         fam_origin, brand, origin, origin);
             else if (brand)
                 snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand, origin);
             else

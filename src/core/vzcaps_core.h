@@ -332,6 +332,21 @@ char *vzcaps_clip(const char *s, size_t max, char *out, size_t outlen);
 /* vzcaps_clip of the n bytes at s (no NUL needed), such as an environment entry's name. */
 char *vzcaps_clipn(const char *s, size_t n, size_t max, char *out, size_t outlen);
 
+/* ---- did you mean (suggest.c): one suggestion for every name a user types ---- */
+
+/* Edits (insert, remove, replace, swap two neighbours; ASCII case ignored) from a to b; 99 when
+ * either is over 40 bytes. Stack only. */
+int vzcaps_edit_distance(const char *a, const char *b);
+/* The candidate nearest to word, at most two edits away (one for words of three letters or
+ * fewer) and with the same digits (a typo never changes a number), the first of equals; NULL
+ * when none is near or word is itself a candidate. NULL entries are skipped. Allocates nothing. */
+const char *vzcaps_did_you_mean(const char *word, const char *const *candidates, size_t n);
+/* The family name nearest to text ("Metal3" for "metl3"), or NULL. */
+const char *vzcaps_family_suggest(const char *text);
+/* A known chip's canonical brand for text: "Apple M2 Pro" for "M2 Pro", "m2 pro" or
+ * "Apple M2 Por"; into out, true when there is one. */
+bool vzcaps_chip_suggest(const char *text, char *out, size_t len);
+
 /* ---- small helpers ---- */
 
 /* Plain decimal (no sign, blank, prefix or trailing text); 0 or -1. */

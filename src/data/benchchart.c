@@ -50,6 +50,38 @@ static void fmt_tick(char *buf, size_t len, double v)
         snprintf(buf, len, "%.2g", v);
 }
 
+void bench_about(const struct bench_table *t, char *about, size_t len)
+{
+    about[0] = '\0';
+    if (t->model_type[0])
+        vzcaps_appendf(about, len, "%s", t->model_type);
+    if (t->chip[0])
+        vzcaps_appendf(about, len, "%s%s", about[0] ? " · " : "", t->chip);
+    if (t->build_commit[0]) {
+        vzcaps_appendf(about, len, "%sllama.cpp %s", about[0] ? " · " : "", t->build_commit);
+        if (t->build_number)
+            vzcaps_appendf(about, len, " (build %lld)", t->build_number);
+    }
+    if (t->date[0])
+        vzcaps_appendf(about, len, "%s%s", about[0] ? " · " : "", t->date);
+}
+
+void bench_render_about_md(const struct bench_table *t, FILE *out)
+{
+    char about[400], shown[4 * sizeof about + 1];
+    bench_about(t, about, sizeof about);
+    if (!about[0])
+        return;
+    vzcaps_escape(about, strlen(about), shown, sizeof shown); /* control bytes and bad UTF-8 as \xNN */
+    fputs("\nMeasured: ", out);
+    for (const char *c = shown; *c; c++) {
+        if (strchr("\\`*_[]<>|#", *c)) /* Markdown's punctuation, shown as itself */
+            fputc('\\', out);
+        fputc(*c, out);
+    }
+    fputs(".\n", out);
+}
+
 /* One horizontal bar chart with its own labelled x axis: one bar a test, values v[i] on
  * 0..axis_max, ticks formatted by unit ("x" or " %"), a marked reference value. Returns the
  * y below it. */
@@ -72,7 +104,13 @@ static double hbar_chart(FILE *out, const struct bench_table *t, const double *v
         fprintf(out, "<rect class=\"%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"14\" fill=\"%s\"><title>", cls, bx, y + 3, w, colour);
         xml_escape(out, t->rows[i].test);
         fprintf(out, " %.2f%s</title></rect>\n", v[i], unit);
-        fprintf(out, "<text x=\"%.1f\" y=\"%.1f\">%.2f%s</text>\n", bx + w + 6, y + 14, v[i], unit);
+        char label[48];
+        snprintf(label, sizeof label, "%.2f%s", v[i], unit);
+        /* the value beside its bar, or past the reference line when it would sit on it */
+        double lx = bx + w + 6, rx = ref > 0 && ref <= axis_max ? bx + bw * ref / axis_max : -1;
+        if (rx >= lx - 3 && rx <= lx + text_w(label, font) + 3)
+            lx = rx + 6;
+        fprintf(out, "<text class=\"value\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", lx, y + 14, label);
     }
     /* the axis: a baseline, ticks at quarters, their values with the unit, the reference */
     fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"black\"/>\n", bx, y + 2, bx + bw, y + 2);
@@ -107,19 +145,8 @@ void bench_render_svg(const struct bench_table *t, FILE *out)
     for (int k = 0; k < N_ROLES; k++)
         bench_series_label(t, (enum bench_role)k, legend[k], sizeof legend[k]);
 
-    /* what was measured: model, chip, llama.cpp build, date (each only when known) */
-    char about[400] = "";
-    if (t->model_type[0])
-        vzcaps_appendf(about, sizeof about, "%s", t->model_type);
-    if (t->chip[0])
-        vzcaps_appendf(about, sizeof about, "%s%s", about[0] ? " · " : "", t->chip);
-    if (t->build_commit[0]) {
-        vzcaps_appendf(about, sizeof about, "%sllama.cpp %s", about[0] ? " · " : "", t->build_commit);
-        if (t->build_number)
-            vzcaps_appendf(about, sizeof about, " (build %lld)", t->build_number);
-    }
-    if (t->date[0])
-        vzcaps_appendf(about, sizeof about, "%s%s", about[0] ? " · " : "", t->date);
+    char about[400];
+    bench_about(t, about, sizeof about);
     const char *title = "llama-bench: tokens per second", *caption = "median of samples, higher is better; each test on its own axis";
     /* a run whose family differs from the host's: the chart says so, as the text report does */
     char warn[240] = "";

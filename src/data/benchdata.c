@@ -444,6 +444,7 @@ void bench_render_md(const struct bench_table *t, FILE *out)
             fprintf(out, " %.4f %% |\n", h);
     }
     fprintf(out, "\nMedians of llama-bench `samples_ts` per test.\n");
+    bench_render_about_md(t, out);
     bool any = false;
     for (int k = 0; k < N_ROLES; k++)
         any |= t->have_caps[k];

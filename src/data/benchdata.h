@@ -79,6 +79,11 @@ void bench_series_label(const struct bench_table *t, enum bench_role role, char 
  * 0 when unknown. *from says which. */
 long bench_host_family(const struct bench_table *t, const char **from);
 
+/* What was measured, as the chart shows it: model, chip, llama.cpp build, date (each only when
+ * known, " · " between), into buf; "" when none is known. */
+void bench_about(const struct bench_table *t, char *buf, size_t len);
+/* The same for --md: "\nMeasured: ....\n", escaped; nothing when none is known. */
+void bench_render_about_md(const struct bench_table *t, FILE *out);
 void bench_render_text(const struct bench_table *t, FILE *out);
 void bench_render_csv(const struct bench_table *t, FILE *out);
 void bench_render_md(const struct bench_table *t, FILE *out);

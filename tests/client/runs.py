@@ -84,6 +84,10 @@ def main():
         ("vzcaps on an M2", {"VZCAPS_HOST_CHIP": CHIP}, ["--family", "auto"]),
         ("ggml in stock_callers", {"VZCAPS_HOST_CHIP": CHIP, "VZCAPS_STOCK_CALLERS": IMAGE}, ["--family", "auto"]),
     ]
+    # ggml's own lines of each run, as printed, beside the client: the README's quote is checked
+    # against the unlocked run's (tests/test_readme_client_lines.py, run next by check-client)
+    lines_dir = os.path.join(os.path.dirname(client), "ggml-lines")
+    os.makedirs(lines_dir, exist_ok=True)
     failed = 0
     for title, extra, run_opts in runs:
         env = dict(base, **extra)
@@ -105,6 +109,8 @@ def main():
         text = p.stdout.decode("utf-8", "replace")
         got = parse(text)
         want = predict(view)
+        with open(os.path.join(lines_dir, title.replace(" ", "-") + ".txt"), "w") as f:
+            f.write("".join(l + "\n" for l in text.splitlines() if l.startswith("ggml_metal_device_init: ")))
         print("check-client: %s%s" % (title, "" if p.returncode == 0 else " (exit %d)" % p.returncode))
         bad = p.returncode != 0
         for key, value in want.items():

@@ -476,6 +476,8 @@ static void test_command_table_for_help_and_completions(void **st)
     assert_string_equal(cli_command_suggestion("benchmrk"), "bench");
     assert_null(cli_command_suggestion("ls"));
     assert_null(cli_command_suggestion("vmm"));
+    /* "list" is a job two commands do with an option (shims arrives with fleet mode) */
+    assert_string_equal(cli_command_suggestion("list"), cli_find_command("shims") ? "launchd --list, or shims --dir DIR --list" : "launchd --list");
 }
 
 /* cli_wrap never cuts a word and keeps lines within the width */

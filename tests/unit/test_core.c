@@ -1091,6 +1091,91 @@ static void test_quarantine(void **st)
     assert_string_equal(out, "quarantined (the mark's value is not in the usual form)");
 }
 
+/* ---- did you mean: one suggestion for every name a user types ---- */
+
+static void test_did_you_mean(void **st)
+{
+    (void)st;
+    assert_int_equal(vzcaps_edit_distance("apple_family_maxx", "apple_family_max"), 1);
+    assert_int_equal(vzcaps_edit_distance("FAMLY", "family"), 1); /* case is ignored */
+    assert_int_equal(vzcaps_edit_distance("rnu", "run"), 1);       /* a swap is one edit */
+    assert_int_equal(vzcaps_edit_distance("", "abc"), 3);
+    const char *words[] = {"run", "check", NULL, "host"};
+    assert_string_equal(vzcaps_did_you_mean("chekc", words, 4), "check");
+    assert_null(vzcaps_did_you_mean("check", words, 4)); /* the word itself is no suggestion */
+    assert_null(vzcaps_did_you_mean("frobnicate", words, 4));
+    assert_null(vzcaps_did_you_mean("rx", words, 4)); /* short words: one edit at most */
+    assert_string_equal(vzcaps_did_you_mean("RUN", words, 4), "run");
+    char long_word[200];
+    memset(long_word, 'r', sizeof long_word - 1);
+    long_word[sizeof long_word - 1] = '\0';
+    assert_null(vzcaps_did_you_mean(long_word, words, 4));
+    /* chips: the brand without "Apple ", a typo, never another generation */
+    char chip[48];
+    assert_true(vzcaps_chip_suggest("M2 Pro", chip, sizeof chip));
+    assert_string_equal(chip, "Apple M2 Pro");
+    assert_true(vzcaps_chip_suggest("m4 max (Virtual)", chip, sizeof chip));
+    assert_string_equal(chip, "Apple M4 Max");
+    assert_true(vzcaps_chip_suggest("Apple M2 Por", chip, sizeof chip));
+    assert_string_equal(chip, "Apple M2 Pro");
+    assert_true(vzcaps_chip_suggest("Aple A18 Pro", chip, sizeof chip));
+    assert_string_equal(chip, "Apple A18 Pro");
+    assert_false(vzcaps_chip_suggest("Apple M6", chip, sizeof chip));
+    assert_false(vzcaps_chip_suggest("Apple M1 Turbo", chip, sizeof chip));
+    assert_false(vzcaps_chip_suggest("Intel(R) Core(TM) i9", chip, sizeof chip));
+    /* families */
+    assert_string_equal(vzcaps_family_suggest("metl3"), "Metal3");
+    assert_string_equal(vzcaps_family_suggest("comon3"), "Common3");
+    assert_null(vzcaps_family_suggest("metal5")); /* a typo never changes a number */
+    assert_null(vzcaps_family_suggest("apple11"));
+    assert_string_equal(vzcaps_family_suggest("aple7"), "Apple7");
+
+    /* where a user types them: a config key, a variable, a section, a family, a chip */
+    struct vzcaps_settings s;
+    char section[64], err[300] = "";
+    memset(&s, 0, sizeof s);
+    const char key[] = "[s]\napple_family_maxx = auto\n";
+    assert_int_equal(vzcaps_config_apply(key, sizeof key - 1, "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err), -1);
+    assert_string_equal(err, "f.conf:2: unknown key apple_family_maxx (did you mean apple_family_max?)");
+    const char mtch[] = "[s]\nmach = x\n";
+    assert_int_equal(vzcaps_config_apply(mtch, sizeof mtch - 1, "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err), -1);
+    assert_string_equal(err, "f.conf:2: unknown key mach (did you mean match?)");
+    const char sect[] = "[llama]\napple_family_max = auto\n";
+    assert_int_equal(vzcaps_config_apply(sect, sizeof sect - 1, "f.conf", "x", "lama", &s, section, sizeof section, err, sizeof err), -1);
+    assert_string_equal(err, "f.conf: no section [lama] (asked for by the profile; did you mean [llama]?)");
+    const char *typo[] = {"VZCAPS_APPLE_FAMLY_MAX=auto", NULL};
+    configure_env(typo, "Apple M2", 0);
+    assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
+    assert_string_equal(R.profile.notes[0], "unknown variable VZCAPS_APPLE_FAMLY_MAX (did you mean VZCAPS_APPLE_FAMILY_MAX?)");
+    const char *prof[] = {"VZCAPS_PROFLE=llama", NULL};
+    configure_env(prof, "Apple M2", 0);
+    assert_string_equal(R.profile.notes[0], "unknown variable VZCAPS_PROFLE (did you mean VZCAPS_PROFILE?)");
+    const char *fam[] = {"VZCAPS_APPLE_FAMILY_MAX=aple8", NULL};
+    configure_env(fam, "Apple M2", 0);
+    assert_true(any_note_contains(&R.profile, "\"aple8\" is not auto, off, 0, or an Apple family 1001..1010 (did you mean apple8?)"));
+    const char *extra[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_EXTRA_FAMILIES=metal3,mettal4", NULL};
+    configure_env(extra, "Apple M2", 0);
+    assert_true(any_note_contains(&R.profile, "unknown family \"mettal4\" (did you mean Metal4?)"));
+    const char *chip_env[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_HOST_CHIP=M2 Pro", NULL};
+    configure_env(chip_env, "Apple M1", 0);
+    assert_string_equal(R.profile.notes[0], "VZCAPS_APPLE_FAMILY_MAX=auto needs a known host chip, and \"M2 Pro\" (from "
+                                            "VZCAPS_HOST_CHIP) is not one (did you mean \"Apple M2 Pro\"?): fix VZCAPS_HOST_CHIP");
+    /* the option a setting came from is named, not the variable it travels in */
+    static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    const char *labels[] = {"VZCAPS_HOST_CHIP", "--chip", "VZCAPS_PROFILE", "--profile", NULL, NULL};
+    struct vzcaps_inputs in = {.envp = chip_env, .exe = "x", .labels = labels};
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_true(any_note_contains(&R.profile, "(from --chip) is not one (did you mean \"Apple M2 Pro\"?): fix --chip"));
+    const char *no_file[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_PROFILE=nosuch", NULL};
+    in.envp = no_file;
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_string_equal(R.profile.notes[0], "--profile is set but no config file was found: create one with a [nosuch] section, or drop --profile");
+    /* a detected chip the table lacks keeps the advice to set the variable */
+    const char *detected[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", NULL};
+    configure_env(detected, "Apple M9", 0);
+    assert_true(any_note_contains(&R.profile, "is not one: set VZCAPS_HOST_CHIP"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1107,6 +1192,7 @@ int main(void)
         cmocka_unit_test(test_rosetta_names_the_way_out), cmocka_unit_test(test_protected_locations),
         cmocka_unit_test(test_shebang_parse),          cmocka_unit_test(test_shebang_env),
         cmocka_unit_test(test_sip_and_inherit),        cmocka_unit_test(test_quarantine),
+        cmocka_unit_test(test_did_you_mean),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
