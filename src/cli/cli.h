@@ -32,6 +32,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_prepare(int argc, char **argv);
+int cmd_shims(int argc, char **argv);
 int child_probe(void);
 int child_verify(int argc, char **argv);
 struct cfg_opts;
@@ -175,6 +176,21 @@ int child_device_class(void);
 void device_classes_json(FILE *out, const char *const *chain, size_t n, const char *init_owner);
 /* Whether a file name in DiagnosticReports is a crash report of the program prog. */
 bool crash_report_matches(const char *name, const char *prog);
+
+/* shims.c: entries named after client programs that are links to this command */
+/* Whether argv[0] names a shim (its base name is not vzcaps...): main then runs shim_main. */
+bool shim_is_started_as(const char *argv0);
+/* Started as NAME: the real NAME (shim_real) through `vzcaps run`; 127 with one line when none. */
+int shim_main(int argc, char **argv);
+/* The next NAME on PATH after the shim directory dir (any spelling of it; NULL: the first PATH
+ * entry whose NAME is this command), never this command however reached: 0 with out, or 127
+ * with why. */
+int shim_real(const char *name, const char *dir, char *out, size_t len, char *why, size_t whylen);
+/* The one test of an entry vzcaps made in a shim directory: a link that leads to this command. */
+bool shim_entry_ours(int dirfd, const char *name);
+/* One sentence when name, as exec finds it on PATH, is a vzcaps shim: where, and the real one
+ * it runs (or that there is none); "" otherwise. */
+void shim_describe(const char *name, char *out, size_t len);
 
 /* check.c */
 void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o);

@@ -99,6 +99,11 @@ static const struct opt_spec prepare_opts[] = {
     {"--into", "DIR", "where the copy goes", "~/Library/Application Support/vzcaps/prepared"},
     {"--yes", NULL, "do it (without it: print what it would do and what is given up; write nothing)", NULL},
     END};
+static const struct opt_spec shims_opts[] = {
+    {"--dir", "DIR", "the shim directory (created when missing; never a link); put it first on PATH", REQUIRED},
+    {"--list", NULL, "list the entries vzcaps made in DIR and the real program each runs, tab-separated (no NAME)", NULL},
+    {"--remove", NULL, "remove the entries NAME... (only ones vzcaps made)", NULL},
+    END};
 static const struct opt_spec no_opts[] = {END};
 
 const struct cmd_spec cli_commands[] = {
@@ -137,6 +142,21 @@ const struct cmd_spec cli_commands[] = {
      "one vzcaps did not write; 2 for arguments a plist cannot carry or a malformed command line.",
      "vzcaps launchd --label com.me.llama --keep-alive --install -- llama-server -m model.gguf",
      GROUP_USE, "write, install, list or remove LaunchAgents that run a program through vzcaps", "agent service daemon launchctl"},
+    {"shims", cmd_shims, "NAME...", ARGS_POSITIONAL, shims_opts,
+     "Makes DIR a directory of entries named after client programs (llama-server, ollama, python3...),\n"
+     "each a link to this command, as ccache's masquerade directory does. Started as NAME, vzcaps\n"
+     "finds the next NAME on PATH after DIR (never DIR itself, however spelled or linked, and never\n"
+     "another shim: no loop) and runs it exactly as vzcaps run -- NAME ARGS would, with the profile\n"
+     "the configuration gives NAME. With DIR first on PATH, a script, a Makefile or a Python subprocess\n"
+     "that starts NAME gets the injection through any shell, SIP on or off, and nothing else in the\n"
+     "process tree loads the library. An existing file at DIR/NAME that vzcaps did not make is never\n"
+     "replaced; --remove removes only entries vzcaps made. A shim whose real program is missing exits\n"
+     "127 with one line.",
+     "0; 1 when an entry could not be made or removed (a file vzcaps did not make is in the way, DIR is\n"
+     "a link or not a directory); 2 for a malformed command line or NAME (a '/', '..', a leading '-').",
+     "vzcaps shims --dir ~/.vzcaps/shims llama-server llama-cli python3",
+     GROUP_SETUP, "make a directory of program names that start the real program through vzcaps run",
+     "shim masquerade wrapper path"},
     {"host", cmd_host, "status|enable|disable", ARGS_POSITIONAL, no_opts,
      "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
      "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some guides\n"
