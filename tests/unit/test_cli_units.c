@@ -429,6 +429,28 @@ static void test_bundle_verdicts(void **st)
     assert_string_equal(bundle_verdict(true, NULL, NULL, why, sizeof why), "CANNOT TELL");
 }
 
+/* The summary's device line: MTLDevice's name and architecture.name from probe --json, null and
+ * absent ones said so (issue 26 item 8). */
+static void test_probe_device_describe(void **st)
+{
+    (void)st;
+    char out[400];
+    probe_device_describe("{\"device\":{\"name\":\"Apple Paravirtual device\",\"architecture\":{\"name\":\"applegpu_g13g\"}}}", out,
+                          sizeof out);
+    assert_string_equal(out, "Apple Paravirtual device, architecture applegpu_g13g");
+    probe_device_describe("{\"device\":{\"name\":\"Apple Paravirtual device\",\"architecture\":{\"name\":null}}}", out, sizeof out);
+    assert_string_equal(out, "Apple Paravirtual device, architecture not reported");
+    probe_device_describe("{\"device\":{\"name\":\"a\\nb\"}}", out, sizeof out); /* escaped, never a raw line break */
+    assert_string_equal(out, "a\\x0ab, architecture not reported");
+    const char *none[] = {"null", "not json", "{\"device\":\"old string form\"}", ""};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        probe_device_describe(none[i], out, sizeof out);
+        assert_string_equal(out, "not reported (no probe result with a device name)");
+    }
+    probe_device_describe(NULL, out, sizeof out);
+    assert_string_equal(out, "not reported (no probe result with a device name)");
+}
+
 /* The command table is complete for help and the completions: every command has a group (or
  * is help), a one-line summary and aliases that are not command names; every metavariable
  * is one the completions know. */
@@ -647,7 +669,7 @@ int main(void)
         cmocka_unit_test(test_probe_gates_and_unexpected), cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_run_passes_the_native_chip_to_x86_64_targets),
-        cmocka_unit_test(test_verify_one_child_per_check), cmocka_unit_test(test_bundle_verdicts),
+        cmocka_unit_test(test_verify_one_child_per_check), cmocka_unit_test(test_bundle_verdicts), cmocka_unit_test(test_probe_device_describe),
         cmocka_unit_test(test_command_table_for_help_and_completions), cmocka_unit_test(test_wrap),
         cmocka_unit_test(test_bundle_device_classes_and_crash_reports),
         cmocka_unit_test(test_sha1),                   cmocka_unit_test(test_coderesources_rules),
