@@ -38,16 +38,16 @@ done
 [ -z "$server" ] || [ $# -gt 0 ] || bad "--server $server needs the program after --"
 [ -n "$home" ] || home=/Users/$user
 [ -n "$shims" ] || shims=$prefix/libexec/vzcaps/shims
-# paths that go into shell start-up files and .path are plain: nothing in them needs quoting
 for p in "$prefix" "$etc" "$shims" "$home" ${runner:+"$runner"}; do
     case $p in
         /*) ;;
         *) bad "$p is not an absolute path" ;;
     esac
-    case $p in
-        *[!A-Za-z0-9_./+-]* | */../* | */..) bad "$p has a character a PATH entry in a start-up file cannot carry plainly (or ..)" ;;
-    esac
 done
+# the shim directory goes into shell start-up files and .path: plain, nothing in it needs quoting
+case $shims in
+    *[!A-Za-z0-9_./+-]* | */../* | */..) bad "$shims has a character a PATH entry in a start-up file cannot carry plainly (or ..)" ;;
+esac
 names=$programs # split on blanks where used, never globbed (set -f)
 [ -n "$(printf '%s' "$names" | tr -d ' \t\n')" ] || bad "--programs names no program"
 [ -f "$archive" ] || fail "$archive is not a file"
@@ -71,11 +71,16 @@ done
 sh "$release/install.sh" --prefix "$prefix" || fail "install.sh failed (above): nothing more done"
 vz=$prefix/bin/vzcaps
 
+# plain_or_absent PATH: fails unless PATH is absent or a regular file (never a link, a FIFO that
+# would hang a read, a device or a directory)
+plain_or_absent() {
+    [ ! -L "$1" ] || fail "$1 is a symbolic link: not written through it"
+    [ ! -e "$1" ] || [ -f "$1" ] || fail "$1 is not a regular file: left alone"
+}
 # write_new DEST SOURCE: SOURCE's bytes to DEST through a temporary file beside it, renamed
 # (never through a link; mode 644)
 write_new() {
-    [ ! -L "$1" ] || fail "$1 is a symbolic link: not written through it"
-    [ ! -d "$1" ] || fail "$1 is a directory"
+    plain_or_absent "$1"
     _t=$(mktemp "$(dirname "$1")/.vzcaps-provision.XXXXXX") || fail "cannot write beside $1"
     if cat "$2" >"$_t" && chmod 644 "$_t" && mv -f "$_t" "$1"; then return 0; fi
     rm -f "$_t"
@@ -85,27 +90,31 @@ write_new() {
 # ---- 2. the system config: per-program sections, validated before the image keeps it ----
 [ -n "$config" ] || config=$release/vzcaps.conf.example
 [ -f "$config" ] || fail "config $config is not a file"
+# checked as the image will hold it (a copy, mode 644) before anything is written
+cat "$config" >"$work/vzcaps.conf" && chmod 644 "$work/vzcaps.conf" || fail "cannot read $config"
+set -f
+for name in $names; do
+    "$vz" check --config "$work/vzcaps.conf" --exe "$name" >"$work/check.txt" 2>&1 ||
+        { sed "s|$work/vzcaps.conf|$config|g" "$work/check.txt" >&2; fail "vzcaps check refused $config for $name (above): nothing written"; }
+done
+set +f
+config=$work/vzcaps.conf
 mkdir -p "$etc"
 conf=$etc/vzcaps.conf
-if [ -e "$conf" ] || [ -L "$conf" ]; then
-    if [ ! -L "$conf" ] && [ -f "$conf" ] && cmp -s "$conf" "$config"; then
+plain_or_absent "$conf"
+if [ -e "$conf" ]; then
+    if cmp -s "$conf" "$config"; then
         say "config: $conf is already this config"
     elif [ $force = yes ]; then
         write_new "$conf" "$config"
         say "config: replaced $conf (--force)"
     else
-        fail "$conf exists and differs from $config: not replaced (pass --force)"
+        fail "$conf exists and differs from the config to install: not replaced (pass --force)"
     fi
 else
     write_new "$conf" "$config"
     say "config: wrote $conf"
 fi
-set -f
-for name in $names; do
-    "$vz" check --config "$conf" --exe "$name" >"$work/check.txt" 2>&1 ||
-        { cat "$work/check.txt" >&2; fail "vzcaps check refused $conf for $name (above)"; }
-done
-set +f
 
 # ---- 3. shims, owned by whoever provisions (the runner's user cannot change them) ----
 set -f
@@ -122,7 +131,7 @@ case \"\$PATH\" in $shims | $shims:*) ;; *) PATH=$shims:\$PATH; export PATH ;; e
 $end"
 put_block() { # put_block FILE: FILE with the block, owned by the user
     f=$home/$1
-    [ ! -L "$f" ] || fail "$f is a symbolic link: not written through it"
+    plain_or_absent "$f"
     if [ -f "$f" ]; then
         awk -v b="$begin" -v e="$end" '$0 == b { skip = 1 } !skip { print } $0 == e { skip = 0 }' "$f" >"$work/rc" ||
             fail "cannot read $f"
@@ -146,7 +155,7 @@ put_block .profile
 if [ -n "$runner" ]; then
     [ -d "$runner" ] || fail "--runner-dir $runner is not a directory"
     p=$runner/.path
-    [ ! -L "$p" ] || fail "$p is a symbolic link: not written through it"
+    plain_or_absent "$p"
     if [ -f "$p" ]; then rest=$(cat "$p"); else rest=/usr/bin:/bin:/usr/sbin:/sbin; fi # launchd's own PATH
     rest=$(printf '%s\n' "$rest" | head -n 1 | tr ':' '\n' | awk -v s="$shims" 'NF && $0 != s' | paste -s -d : -)
     printf '%s\n' "$shims${rest:+:$rest}" >"$work/path"

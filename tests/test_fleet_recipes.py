@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import tarfile
@@ -339,7 +340,8 @@ def test_provisioning_twice_changes_nothing_and_keeps_the_users_lines(mac, tmp_p
     assert "PATH:" not in p.stdout and "already this config" in p.stdout
 
 
-@pytest.mark.parametrize("case", ["config-differs", "rc-is-link", "path-is-link", "bad-config", "unsafe-dir"])
+@pytest.mark.parametrize("case", ["config-differs", "rc-is-link", "path-is-link", "rc-is-fifo", "path-is-fifo", "bad-config",
+                                  "unsafe-dir"])
 def test_provisioning_refuses_what_it_did_not_make(mac, tmp_path, archive, case):
     env, _ = mac
     etc = tmp_path / "usr" / "local" / "etc"
@@ -361,18 +363,29 @@ def test_provisioning_refuses_what_it_did_not_make(mac, tmp_path, archive, case)
         (runner / ".path").symlink_to(victim)
         extra = ["--runner-dir", str(runner)]
         needle = "is a symbolic link"
+    elif case == "rc-is-fifo":  # read, it would hang the provisioning
+        os.mkfifo(home / ".zshenv")
+        needle = "is not a regular file"
+    elif case == "path-is-fifo":
+        os.mkfifo(runner / ".path")
+        extra = ["--runner-dir", str(runner)]
+        needle = "is not a regular file"
     elif case == "bad-config":
         bad = tmp_path / "bad.conf"
         bad.write_text("[llama]\nmatch = llama-server\napple_family_mx = auto\n")
         bad.chmod(0o644)
         extra = ["--config", str(bad)]
-        needle = "vzcaps check refused"
+        needle = f"vzcaps check refused {bad} for probe (above): nothing written"
     else:
         extra = ["--shim-dir", str(tmp_path / "my shims")]
         needle = "cannot carry plainly"
     p, _ = provision(env, tmp_path, "dash", archive, *extra)
     assert p.returncode != 0 and needle in p.stderr, p.stdout + p.stderr
     assert victim.read_text() == "keep\n"
+    if case == "bad-config":
+        assert not (etc / "vzcaps.conf").exists() and "apple_family_mx" in p.stderr and "vzcaps-provision." not in p.stderr
+    if case.endswith("fifo"):
+        assert stat.S_ISFIFO(os.lstat(home / ".zshenv" if case == "rc-is-fifo" else runner / ".path").st_mode)
     if case == "config-differs":
         assert (etc / "vzcaps.conf").read_text() == "[mine]\nmatch = x\n"
         p, _ = provision(env, tmp_path, "dash", archive, "--force")
