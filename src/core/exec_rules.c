@@ -203,6 +203,32 @@ int vzcaps_inherit_decision(bool macos, int sip, bool library_has_arm64e, bool a
     return anyway ? VZCAPS_INHERIT_NOTE : VZCAPS_INHERIT_REFUSED;
 }
 
+const char *vzcaps_stock_reason(const struct vzcaps_profile *p, char *why, size_t len)
+{
+    switch (p->state) {
+    case VZCAPS_STOCK_REFUSED:
+        snprintf(why, len, "refused: %s", p->n_notes ? p->notes[0] : "the configuration was refused");
+        return why;
+    case VZCAPS_STOCK_OFF:
+        snprintf(why, len, "off: the configuration turns vzcaps off for it");
+        return why;
+    case VZCAPS_STOCK_UNCONFIGURED:
+        snprintf(why, len, "out of scope: nothing configures vzcaps for it");
+        return why;
+    case VZCAPS_ENABLED:
+        break;
+    }
+    if (!p->apple_family_max && !p->n_extra && !p->max_threadgroup_memory && !p->recommended_working_set_size) {
+        snprintf(why, len, "nothing to change: the profile changes no answer");
+        return why;
+    }
+    if (!p->callers[0]) {
+        snprintf(why, len, "out of scope: callers is empty, so no call gets the profile's answers");
+        return why;
+    }
+    return NULL;
+}
+
 const char *vzcaps_arm64e_client(const char *path)
 {
     if (!path)
