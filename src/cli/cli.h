@@ -192,6 +192,15 @@ bool shim_entry_ours(int dirfd, const char *name);
  * it runs (or that there is none); "" otherwise. */
 void shim_describe(const char *name, char *out, size_t len);
 
+/* launchd.c: the domain a LaunchAgent goes into and how it gets there, given the launchctl to
+ * ask (NULL: not macOS; the commands are printed, nothing runs). */
+/* gui/UID when `launchctl print gui/UID` succeeds (a GUI login session), else user/UID (a guest
+ * used over SSH): true for gui. */
+bool launchd_domain(const char *launchctl, unsigned uid, char *out, size_t len);
+/* Says the domain, boots out label where it is loaded, then (plist given: --install) bootstraps
+ * plist into the domain: 0, or 1 when a launchctl step failed. */
+int launchd_apply(const char *launchctl, unsigned uid, const char *label, const char *plist);
+
 /* check.c */
 void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o);
 

@@ -53,10 +53,13 @@ static const struct opt_spec launchd_opts[] = {
     {"--family", "auto|off|FAMILY", "as vzcaps run --family", "auto when nothing else configures vzcaps"},
     {"--inherit", NULL, "keep the injection in the program's children (VZCAPS_INHERIT=1)", NULL},
     {"--keep-alive", NULL, "launchd starts the program again whenever it exits (KeepAlive)", NULL},
-    {"--install", NULL, "write ~/Library/LaunchAgents/LABEL.plist and bootstrap it", "print the plist"},
+    {"--install", NULL, "write ~/Library/LaunchAgents/LABEL.plist and bootstrap it into gui/UID, or user/UID when there is "
+                        "no GUI login session (launchctl print gui/UID fails); a loaded LABEL is booted out first",
+     "print the plist"},
     {"--force", NULL, "with --install: replace an existing LABEL.plist that differs", NULL},
     {"--remove", NULL, "bootout the job and delete its plist (one vzcaps wrote; --force for another)", NULL},
     {"--list", NULL, "list the agents vzcaps wrote in ~/Library/LaunchAgents: LABEL, plist and program, tab-separated", NULL},
+    {"--json", NULL, "with --list: {\"dir\", \"agents\": [{\"label\", \"plist\", \"program\"}]} instead", NULL},
     END};
 static const struct opt_spec inspect_opts[] = {
     CONFIG_OPT,
