@@ -121,9 +121,43 @@ int vzcaps_shebang_parse(const char *head, size_t n, struct vzcaps_shebang *sb, 
     return 1;
 }
 
+/* The next component of a path at *p ("//" and "." components skipped): its length, 0 at the end. */
+static size_t component(const char **p)
+{
+    for (;;) {
+        while (**p == '/')
+            (*p)++;
+        if ((*p)[0] == '.' && ((*p)[1] == '/' || (*p)[1] == '\0'))
+            (*p)++;
+        else
+            break;
+    }
+    return strcspn(*p, "/");
+}
+
+bool vzcaps_path_is_system_env(const char *path)
+{
+    /* by path, never by name: a user's ./tools/env is a program of its own, not env(1) */
+    static const char sys[] = "/usr/bin/env";
+    if (!path || path[0] != '/')
+        return false;
+    const char *p = path, *d = sys;
+    for (;;) {
+        size_t m = component(&p), n = component(&d);
+        if (m != n)
+            return false;
+        if (!n)
+            return true;
+        for (size_t i = 0; i < n; i++)
+            if (lower(p[i]) != lower(d[i])) /* macOS's default file system ignores case */
+                return false;
+        p += m, d += n;
+    }
+}
+
 static bool is_env(const char *interp)
 {
-    return strcmp(vzcaps_basename(interp), "env") == 0;
+    return vzcaps_path_is_system_env(interp);
 }
 
 int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char *why, size_t len)

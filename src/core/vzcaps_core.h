@@ -291,7 +291,10 @@ struct vzcaps_shebang {
 int vzcaps_shebang_parse(const char *head, size_t n, struct vzcaps_shebang *sb, char *why, size_t len);
 /* Word i, or NULL past the last. */
 const char *vzcaps_shebang_word(const struct vzcaps_shebang *sb, size_t i);
-/* For an interpreter named env: 1 with *name_word the word naming the program env starts
+/* Whether path is the system's env, /usr/bin/env ("//" and "." components aside; case
+ * ignored, as macOS's default file system does): by path, never by name. */
+bool vzcaps_path_is_system_env(const char *path);
+/* For an interpreter that is the system's env (vzcaps_path_is_system_env): 1 with *name_word the word naming the program env starts
  * (the words after it are its arguments; -S and -- are read as env reads them); 0 when the
  * interpreter is not env; -1 when env is used in a way that cannot be replaced by starting
  * the program directly (another option, VAR=value, quotes or $ after -S), why says; -2 when
