@@ -118,6 +118,53 @@ int spawn_wait(const char *path, char *const argv[]);
  * the target's architecture (ELF) — Mach-O slices are checked by run_target_check. 0, or -1
  * with a reason. */
 int library_check(const char *library, const char *target, char *why, size_t len);
+/* launch.c: the launch plan, the one decision of what starts when a command is launched through
+ * vzcaps, taken and shown the same way by run, run --dry-run, launchd, check, inspect and doctor:
+ * the program exec finds, its #! chain (env only as /usr/bin/env, by path), the program started
+ * (NAME itself for #!/usr/bin/env NAME), what dyld does with the injection there (signature,
+ * __RESTRICT, FairPlay, setuid/setgid), the SIP/arm64e decision for inheritance, and the one
+ * line a POSIX shell runs as it is. */
+#define PLAN_NOTES 8
+struct launch_plan {
+    char *const *cmd;
+    int rc;                 /* 0, or 126/127: it cannot start (why) */
+    bool found;             /* cmd[0] was found */
+    char why[1400];
+    char target[4096];      /* what exec runs for cmd[0] */
+    struct script_chain chain;
+    const char *image;      /* the program the library is loaded into */
+    const char *exe;        /* its base name: the name the library sees */
+    const char *exec_path;  /* what run starts: target, or NAME for #!/usr/bin/env NAME */
+    char **exec_argv;
+    bool macho, setugid, prepare_helps;
+    int injection;          /* enum macho_injection of the running slice (macho) */
+    char arch[32], injection_why[300];
+    int inherit;            /* VZCAPS_INHERIT_* once launch_plan_inherit ran */
+    char inherit_why[600];
+    char notes[PLAN_NOTES][2800];
+    bool warning[PLAN_NOTES];
+    size_t n_notes;
+};
+/* The plan for cmd: 0, or 126/127 when it cannot start (p->why); with dry, a program that is
+ * not found or not a valid script still gets a plan (p->rc says why). */
+int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry);
+/* The SIP/arm64e decision for a workload that keeps the injection in its children (a note when
+ * allowed with a caveat): VZCAPS_INHERIT_*. */
+int launch_plan_inherit(struct launch_plan *p, const char *library, bool anyway);
+/* The plan's notes and warnings on stderr, each "WHO: note: ..." or "WHO: warning: ...". */
+void launch_plan_notes(const struct launch_plan *p, const char *who);
+/* The line a POSIX shell runs as it is: env, the variables env changes from base, the program
+ * and its arguments, each quoted; a program word env would take for an assignment (one with
+ * '=') is started by the shell's own assignments and as a path instead. */
+void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, char *const *base);
+void launch_plan_free(struct launch_plan *p);
+/* inspect.c: the slice that runs on Apple silicon (arm64e, arm64, then x86_64), and whether
+ * vzcaps prepare's copy would honour the injection where the original ignores it. */
+struct macho_file;
+struct macho_slice;
+const struct macho_slice *macho_running_slice(const struct macho_file *mf);
+bool macho_prepare_helps(const struct macho_slice *s);
+
 /* The chip run passes to its target as VZCAPS_HOST_CHIP: the one this command read natively,
  * when the target runs as x86_64 (under Rosetta on Apple silicon), the chip is known and
  * none was given; else NULL. */

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -481,4 +482,154 @@ int cli_capture(char *const argv[], char *const env[], int flags, struct cli_buf
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
     return ok ? st : -1;
+}
+
+/* ---- the launch plan: what run, --dry-run, launchd, check, inspect and doctor show ---- */
+
+static void plan_note(struct launch_plan *p, bool warning, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void plan_note(struct launch_plan *p, bool warning, const char *fmt, ...)
+{
+    if (p->n_notes == PLAN_NOTES) { /* never dropped silently: the last one says so */
+        snprintf(p->notes[PLAN_NOTES - 1], sizeof p->notes[0], "more notes than vzcaps shows (%d)", PLAN_NOTES);
+        return;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->notes[p->n_notes], sizeof p->notes[0], fmt, ap);
+    va_end(ap);
+    p->warning[p->n_notes++] = warning;
+}
+
+/* What dyld does with the injection in the program at path: its running slice's verdict
+ * (signature, __RESTRICT, FairPlay) and the setuid/setgid bits. */
+static void plan_restrictions(struct launch_plan *p, const char *path)
+{
+    static struct macho_file mf;
+    char err[4600];
+    struct stat st;
+    p->setugid = stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID));
+    if (p->setugid)
+        plan_note(p, true, "%s will ignore the library: setuid/setgid bits, for which dyld (and ld.so on Linux) ignores the "
+                  "injection whenever they change the user or group", path);
+    if (macho_load(path, &mf, err, sizeof err) != 0)
+        return; /* not Mach-O (an ELF here, or unreadable): dyld's verdicts do not apply */
+    const struct macho_slice *s = macho_running_slice(&mf);
+    if (!s)
+        return;
+    p->macho = true;
+    snprintf(p->arch, sizeof p->arch, "%s", s->arch);
+    p->injection = s->injection;
+    snprintf(p->injection_why, sizeof p->injection_why, "%s", s->injection_reason);
+    p->prepare_helps = macho_prepare_helps(s);
+    if (s->injection == MACHO_INJECTION_IGNORED)
+        plan_note(p, true, "%s will ignore the library: %s%s", path, s->injection_reason,
+                  p->prepare_helps ? "; vzcaps prepare makes a private copy that accepts it"
+                  : s->restrict_section || s->cryptid ? "; vzcaps prepare cannot change that" : "");
+}
+
+int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry)
+{
+    memset(p, 0, sizeof *p);
+    p->cmd = cmd;
+    p->exe = vzcaps_basename(cmd[0]);
+    p->image = p->exec_path = p->target;
+    p->exec_argv = (char **)cmd;
+    int rc = resolve_target(cmd[0], p->target, sizeof p->target, p->why, sizeof p->why);
+    if (rc != 0) {
+        p->rc = rc;
+        p->found = false;
+        snprintf(p->target, sizeof p->target, "%s", cmd[0]); /* a dry run shows it anyway */
+        return dry ? 0 : rc;
+    }
+    p->found = true;
+    /* a script: the program that really starts (and, for #!/usr/bin/env NAME, NAME itself,
+     * since macOS removes the injection at env) */
+    rc = script_chain(p->target, &p->chain, p->why, sizeof p->why);
+    if (rc != 0) {
+        p->rc = rc;
+        return dry ? 0 : rc;
+    }
+    if (p->chain.script)
+        p->image = p->chain.image, p->exe = vzcaps_basename(p->image); /* the name the library sees */
+    if (p->chain.rewritten) {
+        p->exec_argv = script_argv(&p->chain, p->target, cmd);
+        p->exec_path = p->chain.start;
+        if (!p->exec_argv) {
+            snprintf(p->why, sizeof p->why, "out of memory");
+            return p->rc = 126;
+        }
+        plan_note(p, false, "%s starts %s through env; starting %s directly, since macOS removes the injection at env, "
+                  "which SIP protects", p->target, p->chain.env_name, p->chain.start);
+    }
+    char advice[2400];
+    script_protected_advice(&p->chain, advice, sizeof advice);
+    if (advice[0])
+        plan_note(p, true, "%s: %s", p->target, advice);
+    plan_restrictions(p, p->image);
+    return 0;
+}
+
+int launch_plan_inherit(struct launch_plan *p, const char *library, bool anyway)
+{
+    p->inherit = vzcaps_inherit_decision(platform_is_macos, platform_is_macos ? sip_status() : VZCAPS_SIP_UNKNOWN,
+                                         library_has_arch(library, "arm64e"), anyway, p->inherit_why, sizeof p->inherit_why);
+    if (p->inherit == VZCAPS_INHERIT_NOTE)
+        plan_note(p, false, "the injection is kept in %s's children: %s", p->exe, p->inherit_why);
+    return p->inherit;
+}
+
+void launch_plan_free(struct launch_plan *p)
+{
+    if (p->exec_argv != (char **)p->cmd)
+        free(p->exec_argv);
+    p->exec_argv = (char **)p->cmd;
+}
+
+void launch_plan_notes(const struct launch_plan *p, const char *who)
+{
+    for (size_t i = 0; i < p->n_notes; i++)
+        eprintf("%s: %s: %s", who, p->warning[i] ? "warning" : "note", p->notes[i]);
+}
+
+/* NAME=value with the value quoted: an assignment word a POSIX shell reads as one. */
+static void shell_assignment(FILE *out, const char *entry)
+{
+    const char *eq = strchr(entry, '=');
+    fprintf(out, "%.*s=", (int)(eq - entry), entry);
+    shell_quote(out, eq + 1);
+}
+
+void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, char *const *base)
+{
+    /* env(1) takes every leading word with '=' for an assignment (macOS's as FreeBSD's: env.c),
+     * `--` included, so a program word with '=' cannot follow env: then the shell's own
+     * assignments start it, the program as a path (a word with '/' before '=' is no assignment) */
+    const char *prog = p->exec_argv[0];
+    bool with_env = !strchr(prog, '=');
+    if (with_env)
+        fputs("env", out);
+    bool first = true;
+    for (char *const *e = env; *e; e++) {
+        bool same = false;
+        for (char *const *c = base; c && *c && !same; c++)
+            same = strcmp(*c, *e) == 0;
+        if (same || !strchr(*e, '='))
+            continue; /* unchanged */
+        if (!first || with_env)
+            fputc(' ', out);
+        first = false;
+        if (with_env)
+            shell_quote(out, *e);
+        else
+            shell_assignment(out, *e);
+    }
+    if (!first || with_env)
+        fputc(' ', out);
+    /* found on PATH, the path exec runs always holds a '/' */
+    shell_quote(out, vzcaps_shell_word_is_assignment(prog) && strchr(p->exec_path, '/') ? p->exec_path : prog);
+    for (char *const *a = p->exec_argv + 1; *a; a++) {
+        fputc(' ', out);
+        shell_quote(out, *a);
+    }
+    fputc('\n', out);
 }

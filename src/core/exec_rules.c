@@ -202,6 +202,19 @@ int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char 
     return 1;
 }
 
+/* ---- the printed command line ---- */
+
+bool vzcaps_shell_word_is_assignment(const char *word)
+{
+    /* NAME=..., NAME a letter or '_' and then letters, digits and '_' (POSIX "name") */
+    const char *p = word;
+    if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_'))
+        return false;
+    while ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')
+        p++;
+    return *p == '=';
+}
+
 /* ---- SIP, --inherit and arm64e ---- */
 
 int vzcaps_sip_parse(const char *text)

@@ -301,6 +301,10 @@ bool vzcaps_path_is_system_env(const char *path);
  * env is given no program (the line cannot work: env would start the script itself). */
 int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char *why, size_t len);
 
+/* Whether a POSIX shell reads word, as the first word of a command, as an assignment
+ * (NAME=value, NAME a POSIX name): a program word like that is printed as a path instead. */
+bool vzcaps_shell_word_is_assignment(const char *word);
+
 /* `csrutil status` output: enabled, disabled or unknown (a custom configuration, no output). */
 enum { VZCAPS_SIP_UNKNOWN = -1, VZCAPS_SIP_DISABLED = 0, VZCAPS_SIP_ENABLED = 1 };
 int vzcaps_sip_parse(const char *text);
