@@ -4,6 +4,21 @@
 
 #include <string.h>
 
+bool exe_launch_plan(const char *exe, struct launch_plan *p)
+{
+    static char real[4096];
+    static char *cmd[2];
+    if (!exe || !*exe)
+        return false;
+    cmd[0] = (char *)exe;
+    if (shim_real_for(exe, real, sizeof real)) {
+        if (!real[0])
+            return false;
+        cmd[0] = real;
+    }
+    return launch_plan_make(p, cmd, true) == 0 && p->found;
+}
+
 static void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_opts *o)
 {
     const struct vzcaps_profile *p = &r->profile;
@@ -17,6 +32,11 @@ static void print_profile_json(const struct vzcaps_config_result *r, const struc
     char shim[9000];
     shim_describe(o->exe, shim, sizeof shim);
     json_str(&j, "shim", shim[0] ? shim : NULL);
+    static struct launch_plan plan;
+    if (exe_launch_plan(o->exe, &plan))
+        launch_plan_json(&j, "launch", &plan);
+    else
+        json_null(&j, "launch");
     json_bool(&j, "enabled", en);
     const char *states[] = {"unconfigured", "off", "refused", "enabled"};
     json_str(&j, "state", states[p->state]);
@@ -101,6 +121,9 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
     shim_describe(exe, shim, sizeof shim);
     if (shim[0])
         printf("shim           %s\n", esc(shim));
+    static struct launch_plan plan;
+    if (exe_launch_plan(exe, &plan))
+        launch_plan_text(stdout, &plan);
     print_config_file_line(r);
     printf("\nhost chip      ");
     if (!p->chip_origin[0])
@@ -162,6 +185,13 @@ int cmd_check(int argc, char **argv)
     char why[VZCAPS_NOTE_LEN + 100];
     if (strict && vzcaps_stock_reason(&r.profile, why, sizeof why)) {
         eprintf("vzcaps check: --strict: %s would run stock: %s", o.exe ? o.exe : "the program", why);
+        return 1;
+    }
+    static struct launch_plan plan; /* the program as exec finds it here: what dyld would do with it */
+    const char *inj = strict && exe_launch_plan(o.exe, &plan) ? launch_plan_injection(&plan) : "honoured";
+    if (strcmp(inj, "ignored") == 0 || strcmp(inj, "removed") == 0) {
+        eprintf("vzcaps check: --strict: %s would run stock: the injection is %s where the library would load (%s)%s%s", o.exe,
+                inj, plan.image, plan.n_notes ? ": " : "", plan.n_notes ? plan.notes[plan.n_notes - 1] : "");
         return 1;
     }
     return 0;

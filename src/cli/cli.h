@@ -158,6 +158,12 @@ void launch_plan_notes(const struct launch_plan *p, const char *who);
  * '=') is started by the shell's own assignments and as a path instead. */
 void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, char *const *base);
 void launch_plan_free(struct launch_plan *p);
+/* What happens to the injection where the library would load: "honoured", "ignored",
+ * "unknown" (macho_injection_name) or "removed" (a program SIP protects). */
+const char *launch_plan_injection(const struct launch_plan *p);
+/* The plan as check, doctor and inspect show it: a "launch" block, or a "launch" member. */
+void launch_plan_text(FILE *out, const struct launch_plan *p);
+void launch_plan_json(struct json *j, const char *key, const struct launch_plan *p);
 /* inspect.c: the slice that runs on Apple silicon (arm64e, arm64, then x86_64), and whether
  * vzcaps prepare's copy would honour the injection where the original ignores it. */
 struct macho_file;
@@ -191,6 +197,9 @@ int shim_main(int argc, char **argv);
 int shim_real(const char *name, const char *dir, char *out, size_t len, char *why, size_t whylen);
 /* The one test of an entry vzcaps made in a shim directory: a link that leads to this command. */
 bool shim_entry_ours(int dirfd, const char *name);
+/* Whether name, as exec finds it on PATH, is a vzcaps shim: true with the real program it runs
+ * in out ("" when there is none). */
+bool shim_real_for(const char *name, char *out, size_t len);
 /* One sentence when name, as exec finds it on PATH, is a vzcaps shim: where, and the real one
  * it runs (or that there is none); "" otherwise. */
 void shim_describe(const char *name, char *out, size_t len);
@@ -206,5 +215,8 @@ int launchd_apply(const char *launchctl, unsigned uid, const char *label, const 
 
 /* check.c */
 void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o);
+/* The launch plan for --exe PROGRAM as exec finds it on PATH (through a shim: the real program
+ * it runs): true with p filled, false when PROGRAM is not found here (nothing to show). */
+bool exe_launch_plan(const char *exe, struct launch_plan *p);
 
 #endif

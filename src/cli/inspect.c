@@ -106,7 +106,15 @@ static bool library_arm64e(void)
 
 /* A #! script: 1 reported, 0 not a script, -1 a #! line no kernel runs as meant (reported
  * as an error). */
-static int script_report(const char *path, struct json *j)
+static void plan_member(struct json *j, const struct launch_plan *pl)
+{
+    if (pl)
+        launch_plan_json(j, "launch", pl);
+    else
+        json_null(j, "launch");
+}
+
+static int script_report(const char *path, struct json *j, const struct launch_plan *pl)
 {
     struct vzcaps_shebang sb;
     char why[1400];
@@ -148,10 +156,13 @@ static int script_report(const char *path, struct json *j)
         json_str(j, "injection", injection);
         json_str(j, "reason", verdict);
         json_end_obj(j);
+        plan_member(j, pl);
         json_end_obj(j);
     } else {
         printf("%s: script, %s\n", esc(path), esc(k ? c.line : "no #! line (started with /bin/sh)"));
         printf("    injection   %s: %s\n", injection, esc(verdict));
+        if (pl)
+            launch_plan_text(stdout, pl);
     }
     return 1;
 }
@@ -365,7 +376,15 @@ static int inspect_main(int argc, char **argv, const char **files)
         static struct macho_file mf;
         static struct vzcaps_config_result r;
         char err[4600];
-        int sk = script_report(files[f], json ? &j : NULL);
+        /* the launch plan of the file as a command (an executable only): what run would start */
+        static struct launch_plan plan;
+        static char as_cmd[4200];
+        snprintf(as_cmd, sizeof as_cmd, "%s%s", strchr(files[f], '/') ? "" : "./", files[f]);
+        char *cmd[] = {as_cmd, NULL};
+        const struct launch_plan *pl = launch_plan_make(&plan, cmd, false) == 0 ? &plan : NULL;
+        int sk = script_report(files[f], json ? &j : NULL, pl);
+        if (pl)
+            launch_plan_free(&plan);
         if (sk < 0)
             rc = 1;
         if (sk != 0)
@@ -400,11 +419,14 @@ static int inspect_main(int argc, char **argv, const char **files)
             for (size_t i = 0; i < mf.n_slices; i++)
                 slice_json(&j, &mf.slices[i], &r.profile, o.exe, files[f], lib_arm64e);
             json_end_arr(&j);
+            plan_member(&j, pl);
             json_end_obj(&j);
         } else {
             printf("%s: %s Mach-O, %zu slice%s\n", esc(files[f]), mf.fat ? "universal" : "thin", mf.n_slices, mf.n_slices == 1 ? "" : "s");
             for (size_t i = 0; i < mf.n_slices; i++)
                 slice_text(&mf.slices[i], &r.profile, o.exe, files[f], lib_arm64e);
+            if (pl)
+                launch_plan_text(stdout, pl);
         }
     }
     if (json) {

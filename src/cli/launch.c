@@ -633,3 +633,47 @@ void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, 
     }
     fputc('\n', out);
 }
+
+const char *launch_plan_injection(const struct launch_plan *p)
+{
+    if (p->rc != 0)
+        return "unknown";
+    if (p->chain.protected_image)
+        return "removed";
+    if (p->setugid)
+        return "ignored";
+    return p->macho ? macho_injection_name((enum macho_injection)p->injection) : "honoured";
+}
+
+void launch_plan_text(FILE *out, const struct launch_plan *p)
+{
+    if (p->rc != 0) {
+        fprintf(out, "launch         %s: %s\n", esc(p->found ? p->target : p->cmd[0]), esc(p->why));
+        return;
+    }
+    fprintf(out, "launch         %s", esc(p->target));
+    if (p->chain.script)
+        fprintf(out, " (a script: %s)", esc(p->chain.line));
+    fprintf(out, "\n  starts       %s\n", esc(p->exec_path));
+    fprintf(out, "  library in   %s: %s%s%s\n", esc(p->image), launch_plan_injection(p), p->injection_why[0] ? ", " : "",
+            esc(p->injection_why));
+    for (size_t i = 0; i < p->n_notes; i++)
+        fprintf(out, "  - %s: %s\n", p->warning[i] ? "warning" : "note", esc(p->notes[i]));
+}
+
+void launch_plan_json(struct json *j, const char *key, const struct launch_plan *p)
+{
+    json_obj(j, key);
+    json_str(j, "program", p->found ? p->target : NULL);
+    json_str(j, "error", p->rc ? p->why : NULL);
+    json_str(j, "script_line", p->rc == 0 && p->chain.script ? p->chain.line : NULL);
+    json_str(j, "starts", p->rc == 0 ? p->exec_path : NULL);
+    json_str(j, "image", p->rc == 0 ? p->image : NULL);
+    json_str(j, "injection", launch_plan_injection(p));
+    json_bool(j, "setuid_or_setgid", p->setugid);
+    json_arr(j, "notes");
+    for (size_t i = 0; i < p->n_notes; i++)
+        json_str(j, NULL, p->notes[i]);
+    json_end_arr(j);
+    json_end_obj(j);
+}

@@ -483,18 +483,49 @@ static int launchd_main(int argc, char **argv)
         return 1;
     }
     cmd[0] = keep(abs);
+    /* the launch plan, as run takes it: for #!/usr/bin/env NAME the job starts NAME itself
+     * (macOS removes the injection at env), and what dyld would ignore is said now */
+    static struct launch_plan plan;
+    if (launch_plan_make(&plan, cmd, false) != 0) {
+        eprintf("vzcaps launchd: %s: %s", cmd[0], plan.why);
+        return 1;
+    }
+    launch_plan_notes(&plan, "vzcaps launchd");
+    if (plan.exec_argv != cmd) {
+        char *start = absolute_as_given(plan.exec_path);
+        if (!start) {
+            eprintf("vzcaps launchd: %s: %s", plan.exec_path, strerror(errno));
+            launch_plan_free(&plan);
+            return 1;
+        }
+        cmd = (char **)keep((char *)plan.exec_argv); /* freed with the strings this command keeps */
+        cmd[0] = keep(start);
+        for (char **a = cmd; *a; a++)
+            if ((why = xml_unfit(*a)))
+                return usage_error("launchd", "%s has %s, which a plist cannot carry", esc(*a), why);
+    }
 
     char library[4096], tried[2400];
     if (find_library(library, sizeof library, tried, sizeof tried) != 0) {
         eprintf("vzcaps launchd: %s not found (looked at %s)", library_file, tried);
         return 1;
     }
-    o.exe = vzcaps_basename(cmd[0]);
+    o.exe = plan.exe; /* the name the library sees */
     static struct vzcaps_config_result r;
     cli_configure_run(&o, &r);
     if (r.profile.invalid) {
         eprintf("vzcaps launchd: configuration refused: %s", r.profile.notes[0]);
         return 1;
+    }
+    if (r.profile.state == VZCAPS_ENABLED && r.profile.inherit) { /* run's SIP/arm64e decision */
+        int d = launch_plan_inherit(&plan, library, false);
+        if (d == VZCAPS_INHERIT_REFUSED) {
+            eprintf("vzcaps launchd: not writing a job that keeps the injection in %s's children: %s; drop --inherit "
+                    "(and inherit = yes)", o.exe, plan.inherit_why);
+            return 1;
+        }
+        if (d == VZCAPS_INHERIT_NOTE)
+            eprintf("vzcaps launchd: note: the injection is kept in %s's children: %s", o.exe, plan.inherit_why);
     }
     /* Only what this workload needs: the settings and the library, nothing of this shell. */
     char *env[10];
