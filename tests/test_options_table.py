@@ -10,7 +10,7 @@ from conftest import BUILD, ROOT
 
 # which source files parse each command's options; "VIEW" stands for cfg_opt_take's options
 PARSERS = {
-    "run": ["run.c"], "check": ["options.c#view_args", "VIEW"], "doctor": ["options.c#view_args", "doctor.c", "VIEW"],
+    "run": ["run.c"], "check": ["options.c#view_args", "check.c", "VIEW"], "doctor": ["options.c#view_args", "doctor.c", "VIEW"],
     "inspect": ["inspect.c", "VIEW-NOEXE"], "launchd": ["launchd.c"], "report": ["report.c", "ROLES"], "bench": ["bench.c"],
     "probe": ["probe.c#parse_common"], "verify": ["probe.c#parse_common"], "prepare": ["prepare.c"], "host": [], "shims": ["shims.c"], "help": [],
 }

@@ -305,6 +305,14 @@ int cmd_doctor(int argc, char **argv)
         json_bool(&j, "enabled", r.profile.state == VZCAPS_ENABLED);
         json_str(&j, "view", o.bare ? "library" : "run");
         json_bool(&j, "family_implied", o.family_implied);
+        char shim[9000];
+        shim_describe(o.exe, shim, sizeof shim);
+        json_str(&j, "shim", shim[0] ? shim : NULL);
+        static struct launch_plan plan;
+        if (exe_launch_plan(o.exe, &plan))
+            launch_plan_json(&j, "launch", &plan);
+        else
+            json_null(&j, "launch");
         if (r.profile.state == VZCAPS_ENABLED)
             json_int(&j, "apple_family_max", r.profile.apple_family_max);
         else

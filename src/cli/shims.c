@@ -163,6 +163,21 @@ bool shim_is_started_as(const char *argv0)
     return *base && strncmp(base, "vzcaps", 6) != 0;
 }
 
+bool shim_real_for(const char *name, char *out, size_t len)
+{
+    char first[4096], why[4400];
+    out[0] = '\0';
+    if (!name || !*name || strchr(name, '/') || resolve_target(name, first, sizeof first, why, sizeof why) != 0 ||
+        !is_vzcaps_command(first))
+        return false;
+    char *slash = strrchr(first, '/');
+    if (slash)
+        *(slash == first ? slash + 1 : slash) = '\0';
+    if (shim_real(name, slash ? first : NULL, out, len, why, sizeof why) != 0)
+        out[0] = '\0';
+    return true;
+}
+
 void shim_describe(const char *name, char *out, size_t len)
 {
     out[0] = '\0';
