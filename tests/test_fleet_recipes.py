@@ -161,6 +161,9 @@ def test_the_action_unlocks_the_shimmed_program_and_nothing_else(mac, tmp_path, 
     assert job["PATH"].split(":")[:2] == [str(prefix / "shims"), str(prefix / "bin")]
     assert os.path.islink(prefix / "shims" / "probe")
     assert job["VZCAPS_HOST_CHIP"] == CHIP and not any(k.startswith(("LD_PRELOAD", "DYLD_")) for k in job)
+    # the documented gate, from the job's PATH (bin/ behind the shims)
+    gate = subprocess.run(["sh", "-c", "vzcaps check --strict --exe probe"], env=job, capture_output=True, text=True)
+    assert gate.returncode == 0, gate.stdout + gate.stderr
     # a later step's shell, and a Python subprocess, start `probe` by name: unlocked
     for cmd in (["sh", "-c", "probe"], ["python3", "-c", "import subprocess; subprocess.run(['probe'], check=True)"]):
         p = subprocess.run(cmd, env=job, capture_output=True, text=True, timeout=60)
@@ -179,9 +182,11 @@ def test_the_action_reports_stock_when_nothing_unlocks(mac, tmp_path):
     """No host chip known (the rig's CPU brand names none) and no Metal program run: doctor's
     JSON says apple_family_max null and no hooked line, and the outputs say so."""
     env, _ = mac
-    outputs, _, ran = run_action(env, tmp_path, "dash", programs="probe llama-server")
+    outputs, job, ran = run_action(env, tmp_path, "dash", programs="probe llama-server")
     assert outputs is not None, failed(ran)
     assert (outputs["family"], outputs["unlocked"]) == ("", "false")
+    gate = subprocess.run(["sh", "-c", "vzcaps check --strict --exe probe"], env=job, capture_output=True, text=True)
+    assert gate.returncode == 1 and gate.stderr, gate.stdout + gate.stderr
     shims = sorted(os.listdir(tmp_path / "runner-temp" / "vzcaps" / "shims"))
     assert shims == ["llama-server", "probe"]
 
