@@ -223,6 +223,9 @@ def test_the_action_fails_its_step_on_bad_inputs(mac, tmp_path, given, message):
     assert outputs is None and ran[-1][0] == "Shims first on PATH", failed(ran)
     assert message in ran[-1][1].stderr
     assert not (tmp_path / "github_env").exists() or "LD_PRELOAD" not in (tmp_path / "github_env").read_text()
+    assert not (tmp_path / "github_path").exists()  # the job's PATH is untouched
+    if "host_chip" in given:  # refused before anything was made
+        assert not (tmp_path / "runner-temp" / "vzcaps" / "shims").exists()
 
 
 def python_snippets(text):
