@@ -10,7 +10,8 @@ from conftest import ROOT
 # (the GNU-runtime rig, fuzzing, the cross build, benchmarks on callgrind) are not listed.
 MAC_FILES = ["Makefile", "mk/darwin.mk", ".github/workflows/macos.yml", "scripts/dist", "scripts/install",
              "scripts/install-deps", "scripts/embed-kernels", "scripts/have-cross", "scripts/check-llama",
-             "scripts/repro-check", "scripts/release", "packaging/install.sh", "packaging/uninstall.sh"]
+             "scripts/repro-check", "scripts/release", "packaging/install.sh", "packaging/uninstall.sh", "action.yml",
+             "packaging/provision-image.sh"]
 
 # GNU-only tools and options, each with what macOS offers instead.
 LINUX_ONLY = [

@@ -10,9 +10,9 @@ from conftest import BUILD, ROOT
 
 # which source files parse each command's options; "VIEW" stands for cfg_opt_take's options
 PARSERS = {
-    "run": ["run.c"], "check": ["options.c#view_args", "VIEW"], "doctor": ["options.c#view_args", "doctor.c", "VIEW"],
+    "run": ["run.c"], "check": ["options.c#view_args", "check.c", "VIEW"], "doctor": ["options.c#view_args", "doctor.c", "VIEW"],
     "inspect": ["inspect.c", "VIEW-NOEXE"], "launchd": ["launchd.c"], "report": ["report.c", "ROLES"], "bench": ["bench.c"],
-    "probe": ["probe.c#parse_common"], "verify": ["probe.c#parse_common"], "prepare": ["prepare.c"], "host": [], "help": [],
+    "probe": ["probe.c#parse_common"], "verify": ["probe.c#parse_common"], "prepare": ["prepare.c"], "host": [], "shims": ["shims.c"], "help": [],
 }
 VIEW = {"--config", "--profile", "--exe", "--chip", "--family", "--bare"}
 
@@ -84,7 +84,7 @@ def vz(*args):
 
 
 GROUPS = {"use it": ["run", "launchd", "prepare"], "check it": ["check", "doctor", "inspect"], "prove it": ["probe", "verify"],
-          "measure it": ["report", "bench"], "set up": ["host"]}
+          "measure it": ["report", "bench"], "set up": ["shims", "host"]}
 
 
 def test_overview_is_one_summary_line_per_command_grouped():

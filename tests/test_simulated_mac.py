@@ -6,6 +6,7 @@ PATH holds only tools a stock Mac has. In it, scripts/install-deps must succeed 
 run installs nothing), and the whole suite must collect without errors under sys.platform
 "darwin", with the Linux-only and cross-build tests skipped by their explicit marks."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -90,10 +91,23 @@ case "${1:-}" in
         librsvg) printf '#!/bin/sh\necho "rsvg-convert (simulated)"\n' >"$P/bin/rsvg-convert"; chmod +x "$P/bin/rsvg-convert" ;;
         cmocka) mkdir -p "$P/lib/pkgconfig"; : >"$P/lib/pkgconfig/cmocka.pc" ;;
         llvm) printf '#!/bin/sh\nexit 0\n' >"$P/opt/llvm/bin/llvm-objdump"; chmod +x "$P/opt/llvm/bin/llvm-objdump" ;;
+        go) cp "@SIM@/go-standin" "$P/bin/go" ;;
       esac
     done ;;
   list) ls "$P/opt" ;;
   *) echo "brew: ${1:-} is not simulated" >&2; exit 1 ;;
+esac
+"""
+# Homebrew's go: `go version`, and `go install` of actionlint into GOBIN (a stand-in that prints
+# the version asked for), logged to go.log
+GO = r"""#!/bin/sh
+case "${1:-}" in
+  version) echo "go version go1.25.0 darwin/arm64" ;;
+  install)
+    echo "GOBIN=$GOBIN GOTOOLCHAIN=$GOTOOLCHAIN install $2" >>"@SIM@/go.log"
+    v=${2##*@}
+    printf '#!/bin/sh\necho %s\n' "$v" >"$GOBIN/actionlint"; chmod +x "$GOBIN/actionlint" ;;
+  *) echo "go: ${1:-} is not simulated" >&2; exit 1 ;;
 esac
 """
 PKG_CONFIG = r"""#!/bin/sh
@@ -155,6 +169,7 @@ def mac(tmp_path_factory):
     write(sim / "bin" / "xcrun", XCRUN, SIM=sim)
     write(sim / "clt" / "lipo", LIPO, LLVM_LIPO=llvm_lipo)
     write(sim / "bin" / "brew", BREW, SIM=sim)
+    write(sim / "go-standin", GO, SIM=sim)
     write(sim / "bin" / "pkg-config", PKG_CONFIG, SIM=sim)
     write(sim / "bin" / "python3", PYTHON3, VENV=venv)
     for name in STOCK:
@@ -191,7 +206,7 @@ def test_the_stand_ins_look_like_a_mac(mac):
     assert "--break-system-packages" not in run(env, "python3", "-m", "pip", "help", "install").stdout
     assert run(env, "python3", "-c", "import pytest").returncode == 1
     assert run(env, "python3", "-c", "import yaml").returncode == 1
-    for tool in ("groff", "rsvg-convert", "llvm-lipo", "llvm-objdump", "zig", "gcc"):
+    for tool in ("groff", "rsvg-convert", "llvm-lipo", "llvm-objdump", "zig", "gcc", "go", "actionlint"):
         assert run(env, "sh", "-c", f"command -v {tool}").returncode != 0, tool
 
 
@@ -201,7 +216,12 @@ def test_install_deps_succeeds_on_a_stock_mac_and_twice(mac):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "no such option" not in p.stderr
     # Homebrew brought what a stock Mac lacks, in one call
-    assert (sim / "brew.log").read_text().split() == ["install", "cmocka", "llvm", "groff", "librsvg"]
+    assert (sim / "brew.log").read_text().split() == ["install", "cmocka", "llvm", "groff", "librsvg", "go"]
+    # actionlint, pinned, built by that go into Homebrew's bin (on PATH)
+    version = re.search(r"^ACTIONLINT_VERSION=(\S+)$", (ROOT / "scripts" / "install-deps").read_text(), re.M).group(1)
+    assert (sim / "go.log").read_text().split() == [f"GOBIN={sim}/homebrew/bin", "GOTOOLCHAIN=go1.25.0+auto", "install",
+                                                   f"github.com/rhysd/actionlint/cmd/actionlint@v{version}"]
+    assert run(env, "actionlint", "-version").stdout == f"v{version}\n"
     assert "installing pytest" in p.stdout and "installing pyyaml" in p.stdout
     assert "--break-system-packages" not in p.stdout  # pip 21.2.4 has no such option
     assert run(env, "python3", "-c", "import pytest, yaml").returncode == 0
@@ -209,6 +229,7 @@ def test_install_deps_succeeds_on_a_stock_mac_and_twice(mac):
     again = run(env, "sh", "scripts/install-deps")
     assert again.returncode == 0, again.stderr
     assert again.stdout == "" and (sim / "brew.log").read_text().count("install") == 1
+    assert (sim / "go.log").read_text().count("install") == 1
 
 
 def test_install_deps_names_the_missing_command_line_tools(mac, tmp_path):

@@ -1,11 +1,14 @@
-"""The macOS workflow fails where it should and always reports (issue: first Mac)."""
+"""The macOS workflow fails where it should and always reports (issue: first Mac); it and
+action.yml pass actionlint (issue 26 items 7 and 8)."""
+import json
+import re
 import subprocess
 import sys
 
 import pytest
 import yaml
 
-from conftest import ROOT
+from conftest import ROOT, need_tool
 
 WF = yaml.safe_load((ROOT / ".github" / "workflows" / "macos.yml").read_text())
 STEPS = WF["jobs"]["guest"]["steps"]
@@ -97,3 +100,89 @@ def test_dyld_check_fails_without_each_piece_of_evidence(tmp_path, drop, needle)
 def test_dyld_check_fails_on_a_trace_the_old_grep_accepted(tmp_path):
     lines = [f"dyld[1]: <4C4C4471-5555-3144-A1B2-0123456789AB> {EXE}", "vzcaps: enabled"]
     assert dyld_check(tmp_path, lines).returncode == 1
+
+
+# ---- actionlint: the workflow, and action.yml's steps as a workflow of their own ----
+
+ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
+
+
+def action_as_workflow(action):
+    """A composite action's steps are workflow steps; its inputs are a reusable workflow's."""
+    inputs = {k: {"type": "string", "required": False, "default": v.get("default", "")} for k, v in action["inputs"].items()}
+    return {"name": "action.yml", "on": {"workflow_call": {"inputs": inputs}},
+            "jobs": {"action": {"runs-on": "macos-15", "steps": action["runs"]["steps"]}}}
+
+
+def actionlint(where, workflow, action):
+    """actionlint on workflow (which uses ./, read from where/action.yml) and on action's steps."""
+    (where / ".github" / "workflows").mkdir(parents=True, exist_ok=True)
+    (where / ".github" / "workflows" / "macos.yml").write_text(workflow)
+    (where / "action.yml").write_text(yaml.safe_dump(action, sort_keys=False))
+    (where / ".github" / "workflows" / "action-steps.yml").write_text(json.dumps(action_as_workflow(action)))
+    tool = need_tool("actionlint")
+    subprocess.run(["git", "init", "-q", str(where)], check=True)  # actionlint finds ./ from the repository's root
+    return subprocess.run([tool, "-no-color", ".github/workflows/macos.yml", ".github/workflows/action-steps.yml"],
+                          cwd=where, capture_output=True, text=True, timeout=120)
+
+
+def test_actionlint_passes_the_workflow_and_the_action(tmp_path):
+    version = re.search(r"^ACTIONLINT_VERSION=(\S+)$", (ROOT / "scripts" / "install-deps").read_text(), re.M).group(1)
+    assert subprocess.run([need_tool("actionlint"), "-version"], capture_output=True, text=True).stdout.split()[0] == f"v{version}"
+    p = subprocess.run([need_tool("actionlint"), "-no-color", ".github/workflows/macos.yml"], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    p = actionlint(tmp_path, (ROOT / ".github" / "workflows" / "macos.yml").read_text(), ACTION)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("break_it,needle", [
+    (lambda wf, a: (wf.replace("          programs: llama-bench", "          programz: llama-bench"), a), 'input "programz" is not defined'),
+    (lambda wf, a: (wf.replace("steps.vzcaps.outputs.shim-dir", "steps.vzcaps.outputs.shimdir"), a), 'property "shimdir" is not defined'),
+    (lambda wf, a: (wf, {**a, "runs": {**a["runs"], "steps": [dict(a["runs"]["steps"][2], env={"X": "${{ inputs.program }}"})]}}),
+     'property "program" is not defined'),
+])
+def test_actionlint_fails_a_broken_workflow_or_action(tmp_path, break_it, needle):
+    wf, action = break_it((ROOT / ".github" / "workflows" / "macos.yml").read_text(), ACTION)
+    p = actionlint(tmp_path, wf, action)
+    assert p.returncode == 1 and needle in p.stdout, p.stdout + p.stderr
+
+
+# ---- issue 26 item 8: macos-26, a small real model through the action's shims ----
+
+def test_the_matrix_has_the_macos_26_runner():
+    assert WF["jobs"]["guest"]["strategy"]["matrix"]["os"] == ["macos-14", "macos-15", "macos-26"]
+
+
+def test_the_action_runs_in_the_workflow_with_llama_cpps_programs():
+    s = step("vzcaps action")
+    assert s["uses"] == "./" and s["id"] == "vzcaps" and s["if"] == "always() && steps.build.outcome == 'success'"
+    assert {"llama-bench", "llama-server"} <= set(s["with"]["programs"].split())
+    order = [x.get("name", "") for x in STEPS]
+    assert order.index(step("llama.cpp through vzcaps run")["name"]) < order.index(s["name"])  # brew installed it
+
+
+def test_the_model_is_pinned_checked_before_use_and_only_downloaded_on_github():
+    s = step("Small real model through the shims")
+    assert "github.server_url == 'https://github.com'" in s["if"] and "steps.vzcaps.outcome == 'success'" in s["if"]
+    assert re.fullmatch(r"https://huggingface\.co/[\w.-]+/[\w.-]+/resolve/\w+/[\w.-]+\.gguf", s["env"]["MODEL_URL"])
+    assert re.fullmatch(r"[0-9a-f]{64}", s["env"]["MODEL_SHA256"])
+    run = s["run"].splitlines()
+    fetch = next(i for i, line in enumerate(run) if "curl" in line)
+    check = next(i for i, line in enumerate(run) if 'shasum -a 256 -c' in line and "$MODEL_SHA256" in line)
+    first_use = next(i for i, line in enumerate(run) if "-m small-model.gguf" in line)
+    assert fetch < check < first_use
+    # the only step that downloads anything, and the pin is the one docs/fleet.md names
+    assert [x.get("name") for x in STEPS if "curl" in x.get("run", "") or "huggingface" in str(x.get("env", ""))] == [s["name"]]
+    fleet = (ROOT / "docs" / "fleet.md").read_text()
+    assert s["env"]["MODEL_URL"] in fleet and s["env"]["MODEL_SHA256"] in fleet
+
+
+def test_the_model_runs_stock_by_the_real_path_and_unlocked_through_the_shim():
+    run = step("Small real model through the shims")["run"]
+    assert '[ "$shim" = "$SHIM_DIR/llama-bench" ]' in run  # PATH leads to the shim, or the step fails
+    stock = next(line for line in run.splitlines() if "stock.json" in line and "-m small-model.gguf" in line)
+    unlocked = next(line for line in run.splitlines() if "unlocked.json" in line and "-m small-model.gguf" in line)
+    assert stock.startswith('"$real" ') and unlocked.startswith("llama-bench ")
+    assert "--svg model-bench/chart.svg" in run and "--md model-bench/report.md" in run
+    upload = [x for x in STEPS if x.get("uses", "").startswith("actions/upload-artifact")][0]
+    assert {"model-bench/", "action-doctor.json"} <= set(upload["with"]["path"].split())

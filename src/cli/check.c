@@ -4,6 +4,21 @@
 
 #include <string.h>
 
+bool exe_launch_plan(const char *exe, struct launch_plan *p)
+{
+    static char real[4096];
+    static char *cmd[2];
+    if (!exe || !*exe)
+        return false;
+    cmd[0] = (char *)exe;
+    if (shim_real_for(exe, real, sizeof real)) {
+        if (!real[0])
+            return false;
+        cmd[0] = real;
+    }
+    return launch_plan_make(p, cmd, true) == 0 && p->found;
+}
+
 static void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_opts *o)
 {
     const struct vzcaps_profile *p = &r->profile;
@@ -14,6 +29,14 @@ static void print_profile_json(const struct vzcaps_config_result *r, const struc
     json_bool(&j, "valid", !p->invalid);
     json_str(&j, "view", o->bare ? "library" : "run");
     json_bool(&j, "family_implied", o->family_implied);
+    char shim[9000];
+    shim_describe(o->exe, shim, sizeof shim);
+    json_str(&j, "shim", shim[0] ? shim : NULL);
+    static struct launch_plan plan;
+    if (exe_launch_plan(o->exe, &plan))
+        launch_plan_json(&j, "launch", &plan);
+    else
+        json_null(&j, "launch");
     json_bool(&j, "enabled", en);
     const char *states[] = {"unconfigured", "off", "refused", "enabled"};
     json_str(&j, "state", states[p->state]);
@@ -94,6 +117,13 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
     printf("configuration  %s\n", p->invalid ? "INVALID" : "valid");
     printf("view           %s\n", cfg_view_text(o));
     printf("executable     %s\n", exe ? esc(exe) : "(any; no --exe given)");
+    char shim[9000];
+    shim_describe(exe, shim, sizeof shim);
+    if (shim[0])
+        printf("shim           %s\n", esc(shim));
+    static struct launch_plan plan;
+    if (exe_launch_plan(exe, &plan))
+        launch_plan_text(stdout, &plan);
     print_config_file_line(r);
     printf("\nhost chip      ");
     if (!p->chip_origin[0])
@@ -127,8 +157,19 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
 int cmd_check(int argc, char **argv)
 {
     struct cfg_opts o = {0};
-    bool json = false;
-    int bad = view_args("check", argc, argv, &o, &json, NULL, NULL);
+    bool json = false, strict = false;
+    /* --strict is check's own; the rest are the view's (view_args) */
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && strcmp(argv[i], "--strict") == 0)
+            strict = true;
+        else
+            argv[n++] = argv[i];
+        if (strcmp(argv[i], "--") == 0)
+            while (++i < argc)
+                argv[n++] = argv[i];
+    }
+    int bad = view_args("check", n, argv, &o, &json, NULL, NULL);
     if (bad)
         return bad;
     static struct vzcaps_config_result r;
@@ -139,5 +180,19 @@ int cmd_check(int argc, char **argv)
         print_profile_text(&r, &o);
     if (r.profile.invalid && !json)
         eprintf("vzcaps check: %s", r.profile.notes[0]);
-    return r.profile.invalid ? 1 : 0;
+    if (r.profile.invalid)
+        return 1;
+    char why[VZCAPS_NOTE_LEN + 100];
+    if (strict && vzcaps_stock_reason(&r.profile, why, sizeof why)) {
+        eprintf("vzcaps check: --strict: %s would run stock: %s", o.exe ? o.exe : "the program", why);
+        return 1;
+    }
+    static struct launch_plan plan; /* the program as exec finds it here: what dyld would do with it */
+    const char *inj = strict && exe_launch_plan(o.exe, &plan) ? launch_plan_injection(&plan) : "honoured";
+    if (strcmp(inj, "ignored") == 0 || strcmp(inj, "removed") == 0) {
+        eprintf("vzcaps check: --strict: %s would run stock: the injection is %s where the library would load (%s)%s%s", o.exe,
+                inj, plan.image, plan.n_notes ? ": " : "", plan.n_notes ? plan.notes[plan.n_notes - 1] : "");
+        return 1;
+    }
+    return 0;
 }

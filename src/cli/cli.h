@@ -11,6 +11,7 @@
 #include "../core/vzcaps_core.h"
 #include "../data/json.h"
 #include "../platform/platform.h"
+#include "../platform/exec.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,6 +33,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_probe(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_prepare(int argc, char **argv);
+int cmd_shims(int argc, char **argv);
 int child_probe(void);
 int child_verify(int argc, char **argv);
 struct cfg_opts;
@@ -114,55 +116,63 @@ void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opt
 int find_library(char *buf, size_t len, char *tried, size_t tried_len);
 /* Runs path with argv and waits: its exit status, 127 when it could not run, 1 on a signal. */
 int spawn_wait(const char *path, char *const argv[]);
-/* What exec would run for name (a '/' in it: as given; else the first regular executable
- * file on PATH): 0 with the path in out, or 127 (not found) / 126 (not a regular file, not
- * executable, too long) with the reason in why. */
-int resolve_target(const char *name, char *out, size_t len, char *why, size_t whylen);
 /* Whether library is a shared library the target can load: a regular file, ELF ET_DYN or a
  * Mach-O dylib, named like ours (the library finds its own preload entry by that name), of
  * the target's architecture (ELF) — Mach-O slices are checked by run_target_check. 0, or -1
  * with a reason. */
 int library_check(const char *library, const char *target, char *why, size_t len);
-/* An executable: name with a '/' as given, else next to the file near (if given), else on PATH. */
-bool find_executable(const char *name, const char *near, char *out, size_t len);
-/* Whether the Mach-O library has a slice of arch ("arm64e"); false when unreadable. */
-bool library_has_arch(const char *library, const char *arch);
-
-/* launch.c: #! scripts for run and inspect: what program a script really starts, and how run
- * starts it so that the injection survives. */
-/* How many scripts deep an interpreter chain is followed (Linux allows a few levels). */
-#define SCRIPT_DEPTH 4
-
-struct script_chain {
-    bool script;            /* a #! script, or a file with no executable format (started with /bin/sh) */
-    bool binary_script;     /* the latter */
-    bool rewritten;         /* #!.../env NAME: run starts start (NAME found on PATH) directly */
-    bool nested;            /* an interpreter was itself a script */
-    bool protected_image;   /* image is a program SIP protects: the injection is removed there */
-    int depth;
-    char line[VZCAPS_SHEBANG_MAX + 8]; /* the #! line as read, words joined by one space */
-    char env_name[256];     /* NAME as the line writes it */
-    char start[4096];       /* rewritten: the program run starts */
-    char image[4096];       /* the first program started that SIP protects, else the program
-                               that runs the script in the end (not a script) */
-    char cannot_rewrite[200]; /* why env could not be replaced by starting NAME directly */
-    struct vzcaps_shebang sb; /* the target's #! line */
-    size_t first_arg;       /* rewritten: the first word after NAME */
+/* launch.c: the launch plan, the one decision of what starts when a command is launched through
+ * vzcaps, taken and shown the same way by run, run --dry-run, launchd, check, inspect and doctor:
+ * the program exec finds, its #! chain (env only as /usr/bin/env, by path), the program started
+ * (NAME itself for #!/usr/bin/env NAME), what dyld does with the injection there (signature,
+ * __RESTRICT, FairPlay, setuid/setgid), the SIP/arm64e decision for inheritance, and the one
+ * line a POSIX shell runs as it is. */
+#define PLAN_NOTES 8
+struct launch_plan {
+    char *const *cmd;
+    int rc;                 /* 0, or 126/127: it cannot start (why) */
+    bool found;             /* cmd[0] was found */
+    char why[1400];
+    char target[4096];      /* what exec runs for cmd[0] */
+    struct script_chain chain;
+    const char *image;      /* the program the library is loaded into */
+    const char *exe;        /* its base name: the name the library sees */
+    const char *exec_path;  /* what run starts: target, or NAME for #!/usr/bin/env NAME */
+    char **exec_argv;
+    bool macho, setugid, prepare_helps;
+    int injection;          /* enum macho_injection of the running slice (macho) */
+    char arch[32], injection_why[300];
+    int inherit;            /* VZCAPS_INHERIT_* once launch_plan_inherit ran */
+    char inherit_why[600];
+    char notes[PLAN_NOTES][2800];
+    bool warning[PLAN_NOTES];
+    size_t n_notes;
 };
-
-/* Reads a file's #! line: as vzcaps_shebang_parse, or -2 (unreadable, not a regular file) with why. */
-int script_read(const char *path, struct vzcaps_shebang *sb, char *why, size_t len);
-/* Whether the file starts with an ELF or Mach-O magic (an executable format). */
-bool script_is_binary(const char *path);
-/* What target starts: 0 (c filled; c->script false for a program), or an exit status for
- * run (127 an interpreter or NAME not found, 126 otherwise) with why. */
-int script_chain(const char *target, struct script_chain *c, char *why, size_t len);
-/* For a rewritten chain: start, the words after NAME, target, cmd[1..] (malloc'd array of
- * pointers into c, target and cmd; NULL when out of memory). */
-char **script_argv(const struct script_chain *c, const char *target, char *const *cmd);
-/* One sentence for a chain whose image SIP protects ("" otherwise): where the injection is
- * removed, and the two ways around it. */
-void script_protected_advice(const struct script_chain *c, char *out, size_t len);
+/* The plan for cmd: 0, or 126/127 when it cannot start (p->why); with dry, a program that is
+ * not found or not a valid script still gets a plan (p->rc says why). */
+int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry);
+/* The SIP/arm64e decision for a workload that keeps the injection in its children (a note when
+ * allowed with a caveat): VZCAPS_INHERIT_*. */
+int launch_plan_inherit(struct launch_plan *p, const char *library, bool anyway);
+/* The plan's notes and warnings on stderr, each "WHO: note: ..." or "WHO: warning: ...". */
+void launch_plan_notes(const struct launch_plan *p, const char *who);
+/* The line a POSIX shell runs as it is: env, the variables env changes from base, the program
+ * and its arguments, each quoted; a program word env would take for an assignment (one with
+ * '=') is started by the shell's own assignments and as a path instead. */
+void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, char *const *base);
+void launch_plan_free(struct launch_plan *p);
+/* What happens to the injection where the library would load: "honoured", "ignored",
+ * "unknown" (macho_injection_name) or "removed" (a program SIP protects). */
+const char *launch_plan_injection(const struct launch_plan *p);
+/* The plan as check, doctor and inspect show it: a "launch" block, or a "launch" member. */
+void launch_plan_text(FILE *out, const struct launch_plan *p);
+void launch_plan_json(struct json *j, const char *key, const struct launch_plan *p);
+/* inspect.c: the slice that runs on Apple silicon (arm64e, arm64, then x86_64), and whether
+ * vzcaps prepare's copy would honour the injection where the original ignores it. */
+struct macho_file;
+struct macho_slice;
+const struct macho_slice *macho_running_slice(const struct macho_file *mf);
+bool macho_prepare_helps(const struct macho_slice *s);
 
 /* The chip run passes to its target as VZCAPS_HOST_CHIP: the one this command read natively,
  * when the target runs as x86_64 (under Rosetta on Apple silicon), the chip is known and
@@ -179,7 +189,37 @@ void device_classes_json(FILE *out, const char *const *chain, size_t n, const ch
 /* Whether a file name in DiagnosticReports is a crash report of the program prog. */
 bool crash_report_matches(const char *name, const char *prog);
 
+/* shims.c: entries named after client programs that are links to this command */
+/* Whether argv[0] names a shim (its base name is not vzcaps...): main then runs shim_main. */
+bool shim_is_started_as(const char *argv0);
+/* Started as NAME: the real NAME (shim_real) through `vzcaps run`; 127 with one line when none. */
+int shim_main(int argc, char **argv);
+/* The next NAME on PATH after the shim directory dir (any spelling of it; NULL: the first PATH
+ * entry whose NAME is this command), never this command however reached: 0 with out, or 127
+ * with why. */
+int shim_real(const char *name, const char *dir, char *out, size_t len, char *why, size_t whylen);
+/* The one test of an entry vzcaps made in a shim directory: a link that leads to this command. */
+bool shim_entry_ours(int dirfd, const char *name);
+/* Whether name, as exec finds it on PATH, is a vzcaps shim: true with the real program it runs
+ * in out ("" when there is none). */
+bool shim_real_for(const char *name, char *out, size_t len);
+/* One sentence when name, as exec finds it on PATH, is a vzcaps shim: where, and the real one
+ * it runs (or that there is none); "" otherwise. */
+void shim_describe(const char *name, char *out, size_t len);
+
+/* launchd.c: the domain a LaunchAgent goes into and how it gets there, given the launchctl to
+ * ask (NULL: not macOS; the commands are printed, nothing runs). */
+/* gui/UID when `launchctl print gui/UID` succeeds (a GUI login session), else user/UID (a guest
+ * used over SSH): true for gui. */
+bool launchd_domain(const char *launchctl, unsigned uid, char *out, size_t len);
+/* Says the domain, boots out label where it is loaded, then (plist given: --install) bootstraps
+ * plist into the domain: 0, or 1 when a launchctl step failed. */
+int launchd_apply(const char *launchctl, unsigned uid, const char *label, const char *plist);
+
 /* check.c */
 void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o);
+/* The launch plan for --exe PROGRAM as exec finds it on PATH (through a shim: the real program
+ * it runs): true with p filled, false when PROGRAM is not found here (nothing to show). */
+bool exe_launch_plan(const char *exe, struct launch_plan *p);
 
 #endif

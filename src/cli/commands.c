@@ -32,11 +32,13 @@ static const struct opt_spec run_opts[] = {
 #define VIEW_OPTS {"--chip", "BRAND", "host chip brand string, e.g. \"Apple M2 Pro\" (VZCAPS_HOST_CHIP)", "detected"}, \
                   {"--family", "auto|off|FAMILY", "as vzcaps run --family (auto, off, or 1001..1010)", NULL}, \
                   {"--bare", NULL, "what the library alone does with this environment (no implied --family auto)", NULL}
-static const struct opt_spec view_opts[] = {
+static const struct opt_spec check_opts[] = {
     CONFIG_OPT,
     {"--exe", "PROGRAM", "executable base name that picks a section by its match patterns", NULL},
     VIEW_OPTS,
     {"--json", NULL, "one JSON object instead of the text", NULL},
+    {"--strict", NULL, "a gate for CI: exit 1 when PROGRAM would run stock (refused, off, out of scope, nothing to "
+                       "change), with the reason on standard error", NULL},
     END};
 static const struct opt_spec doctor_opts[] = {
     CONFIG_OPT,
@@ -51,10 +53,13 @@ static const struct opt_spec launchd_opts[] = {
     {"--family", "auto|off|FAMILY", "as vzcaps run --family", "auto when nothing else configures vzcaps"},
     {"--inherit", NULL, "keep the injection in the program's children (VZCAPS_INHERIT=1)", NULL},
     {"--keep-alive", NULL, "launchd starts the program again whenever it exits (KeepAlive)", NULL},
-    {"--install", NULL, "write ~/Library/LaunchAgents/LABEL.plist and bootstrap it", "print the plist"},
+    {"--install", NULL, "write ~/Library/LaunchAgents/LABEL.plist and bootstrap it into gui/UID, or user/UID when there is "
+                        "no GUI login session (launchctl print gui/UID fails); a loaded LABEL is booted out first",
+     "print the plist"},
     {"--force", NULL, "with --install: replace an existing LABEL.plist that differs", NULL},
     {"--remove", NULL, "bootout the job and delete its plist (one vzcaps wrote; --force for another)", NULL},
     {"--list", NULL, "list the agents vzcaps wrote in ~/Library/LaunchAgents: LABEL, plist and program, tab-separated", NULL},
+    {"--json", NULL, "with --list: {\"dir\", \"agents\": [{\"label\", \"plist\", \"program\"}]} instead", NULL},
     END};
 static const struct opt_spec inspect_opts[] = {
     CONFIG_OPT,
@@ -99,6 +104,11 @@ static const struct opt_spec prepare_opts[] = {
     {"--into", "DIR", "where the copy goes", "~/Library/Application Support/vzcaps/prepared"},
     {"--yes", NULL, "do it (without it: print what it would do and what is given up; write nothing)", NULL},
     END};
+static const struct opt_spec shims_opts[] = {
+    {"--dir", "DIR", "the shim directory (created when missing; never a link); put it first on PATH", REQUIRED},
+    {"--list", NULL, "list the entries vzcaps made in DIR and the real program each runs, tab-separated (no NAME)", NULL},
+    {"--remove", NULL, "remove the entries NAME... (only ones vzcaps made)", NULL},
+    END};
 static const struct opt_spec no_opts[] = {END};
 
 const struct cmd_spec cli_commands[] = {
@@ -117,12 +127,12 @@ const struct cmd_spec cli_commands[] = {
      "127 when it is not found; 2 for a malformed command line.",
      "vzcaps run -- llama-bench -m model.gguf",
      GROUP_USE, "run a program with the host chip's Metal answers", "exec start launch use"},
-    {"check", cmd_check, "", ARGS_NONE, view_opts,
+    {"check", cmd_check, "", ARGS_NONE, check_opts,
      "Validates a configuration and explains what `vzcaps run` would do for executable PROGRAM on chip\n"
      "BRAND (its implied --family auto included), or with --bare what the library alone would do with\n"
      "this environment: each effective claim and where it came from.",
-     "0 when the configuration is valid (even if this host cannot apply it), 1 when it is not, 2 for a\n"
-     "malformed command line.",
+     "0 when the configuration is valid (even if this host cannot apply it), 1 when it is not or, with\n"
+     "--strict, when PROGRAM would run stock; 2 for a malformed command line.",
      "vzcaps check --exe llama-server --chip \"Apple M2 Pro\" --json",
      GROUP_CHECK, "validate a configuration and explain what run would do for a program", "validate config lint explain show"},
     {"launchd", cmd_launchd, "-- CMD [ARGS]", ARGS_COMMAND, launchd_opts,
@@ -137,6 +147,21 @@ const struct cmd_spec cli_commands[] = {
      "one vzcaps did not write; 2 for arguments a plist cannot carry or a malformed command line.",
      "vzcaps launchd --label com.me.llama --keep-alive --install -- llama-server -m model.gguf",
      GROUP_USE, "write, install, list or remove LaunchAgents that run a program through vzcaps", "agent service daemon launchctl"},
+    {"shims", cmd_shims, "NAME...", ARGS_POSITIONAL, shims_opts,
+     "Makes DIR a directory of entries named after client programs (llama-server, ollama, python3...),\n"
+     "each a link to this command, as ccache's masquerade directory does. Started as NAME, vzcaps\n"
+     "finds the next NAME on PATH after DIR (never DIR itself, however spelled or linked, and never\n"
+     "another shim: no loop) and runs it exactly as vzcaps run -- NAME ARGS would, with the profile\n"
+     "the configuration gives NAME. With DIR first on PATH, a script, a Makefile or a Python subprocess\n"
+     "that starts NAME gets the injection through any shell, SIP on or off, and nothing else in the\n"
+     "process tree loads the library. An existing file at DIR/NAME that vzcaps did not make is never\n"
+     "replaced; --remove removes only entries vzcaps made. A shim whose real program is missing exits\n"
+     "127 with one line.",
+     "0; 1 when an entry could not be made or removed (a file vzcaps did not make is in the way, DIR is\n"
+     "a link or not a directory); 2 for a malformed command line or NAME (a '/', '..', a leading '-').",
+     "vzcaps shims --dir ~/.vzcaps/shims llama-server llama-cli python3",
+     GROUP_SETUP, "make a directory of program names that start the real program through vzcaps run",
+     "shim masquerade wrapper path"},
     {"host", cmd_host, "status|enable|disable", ARGS_POSITIONAL, no_opts,
      "On a macOS host (not in a guest), reads, sets or deletes the user preference\n"
      "ForceUnrestrictedDeviceFeatureLevel in com.apple.gpusw.ParavirtualizedGraphics, which some guides\n"

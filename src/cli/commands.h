@@ -20,7 +20,7 @@ extern const char cli_required[];
  *   a|b|FAMILY  those words (FAMILY: every Apple family the core accepts)
  *   PROFILE     the sections of the config file that would be read (vzcaps __profiles)
  *   BRAND       the chip brand strings the core recognises
- *   PROGRAM     command names
+ *   PROGRAM, NAME  command names
  *   FILE, PATH, MODEL, *.json, BUNDLE_DIR   file names;  DIR  directory names
  *   COMMAND     vzcaps's commands;  N, LABEL  nothing to offer */
 

@@ -665,6 +665,8 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
 
     char reason[600];
     const char *verdict = bundle_verdict(platform_is_macos, probe_out.data, verify_out.data, reason, sizeof reason);
+    char device[400];
+    probe_device_describe(probe_out.data, device, sizeof device);
     cli_buf_free(&probe_out), cli_buf_free(&probe_err), cli_buf_free(&verify_out);
     size_t ran = 0, failed = 0, skipped = 0;
     char *table = xformat("%s", "| file | step | result |\n| --- | --- | --- |\n");
@@ -684,12 +686,13 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
         "vzcaps %s first-run bundle. Attach the whole directory to an issue; it holds no environment, user or host\n"
         "names, and the home directory is written as ~.\n\n"
         "Steps: %zu ran, %zu failed, %zu skipped (not available on this system). Files: %d could not be written%s.\n\n"
+        "Device (MTLDevice name and architecture.name, from probe.json): %s.\n\n"
         "%s%s\n%s\n"
         "Verdicts: WORKS (answers changed as asked and every unlocked check computed correct results), PARTIAL\n"
         "(answers changed, but a check failed or did not run), DOES NOT WORK (nothing changed, or something\n"
         "changed that was not asked for), CANNOT TELL (the device could not be read), NOT ON MACOS.\n",
         verdict, reason, VZCAPS_VERSION, ran, failed, skipped, failures_before,
-        failures_before ? " (they are missing from SHA256SUMS; see the messages of vzcaps doctor)" : "", table, workload,
+        failures_before ? " (they are missing from SHA256SUMS; see the messages of vzcaps doctor)" : "", device, table, workload,
         files_table);
     put_text("summary.md", summary);
     bool summary_written = od.failures == failures_before;

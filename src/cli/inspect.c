@@ -106,7 +106,15 @@ static bool library_arm64e(void)
 
 /* A #! script: 1 reported, 0 not a script, -1 a #! line no kernel runs as meant (reported
  * as an error). */
-static int script_report(const char *path, struct json *j)
+static void plan_member(struct json *j, const struct launch_plan *pl)
+{
+    if (pl)
+        launch_plan_json(j, "launch", pl);
+    else
+        json_null(j, "launch");
+}
+
+static int script_report(const char *path, struct json *j, const struct launch_plan *pl)
 {
     struct vzcaps_shebang sb;
     char why[1400];
@@ -148,19 +156,24 @@ static int script_report(const char *path, struct json *j)
         json_str(j, "injection", injection);
         json_str(j, "reason", verdict);
         json_end_obj(j);
+        plan_member(j, pl);
         json_end_obj(j);
     } else {
         printf("%s: script, %s\n", esc(path), esc(k ? c.line : "no #! line (started with /bin/sh)"));
         printf("    injection   %s: %s\n", injection, esc(verdict));
+        if (pl)
+            launch_plan_text(stdout, pl);
     }
     return 1;
 }
 
 /* Whether vzcaps prepare would make a copy that honours injection: ignored because of the
  * hardened runtime, library validation or a restricted signature, not because it is Apple's. */
-static bool prepare_helps(const struct macho_slice *s)
+bool macho_prepare_helps(const struct macho_slice *s)
 {
-    return s->injection == MACHO_INJECTION_IGNORED && !s->platform_binary;
+    /* a re-signed copy keeps a __RESTRICT section and encrypted segments */
+    return s->injection == MACHO_INJECTION_IGNORED && !s->platform_binary && !s->restrict_section &&
+           !(s->encryption_cmd && s->cryptid);
 }
 
 /* Why an image's calls get stock answers, or NULL when they get the profile's. */
@@ -248,7 +261,7 @@ static void slice_json(struct json *j, const struct macho_slice *s, const struct
     json_end_obj(j);
     json_str(j, "injection", macho_injection_name(s->injection));
     json_str(j, "injection_reason", s->injection_reason);
-    json_bool(j, "prepare_helps", prepare_helps(s)); /* vzcaps prepare makes a copy that accepts the library */
+    json_bool(j, "prepare_helps", macho_prepare_helps(s)); /* vzcaps prepare makes a copy that accepts the library */
     json_arr(j, "clients");
     if (s->ggml)
         json_str(j, NULL, "ggml");
@@ -290,7 +303,7 @@ static void slice_text(const struct macho_slice *s, const struct vzcaps_profile 
     printf("    injection   %s: %s\n", macho_injection_name(s->injection), esc(s->injection_reason));
     if (a64e[0])
         printf("    arm64e      %s\n", esc(a64e));
-    if (prepare_helps(s))
+    if (macho_prepare_helps(s))
         printf("    remedy      vzcaps prepare makes a private, ad-hoc-signed copy without the hardened runtime, which accepts the library\n");
     printf("    links      ");
     size_t shown = 0;
@@ -363,7 +376,15 @@ static int inspect_main(int argc, char **argv, const char **files)
         static struct macho_file mf;
         static struct vzcaps_config_result r;
         char err[4600];
-        int sk = script_report(files[f], json ? &j : NULL);
+        /* the launch plan of the file as a command (an executable only): what run would start */
+        static struct launch_plan plan;
+        static char as_cmd[4200];
+        snprintf(as_cmd, sizeof as_cmd, "%s%s", strchr(files[f], '/') ? "" : "./", files[f]);
+        char *cmd[] = {as_cmd, NULL};
+        const struct launch_plan *pl = launch_plan_make(&plan, cmd, false) == 0 ? &plan : NULL;
+        int sk = script_report(files[f], json ? &j : NULL, pl);
+        if (pl)
+            launch_plan_free(&plan);
         if (sk < 0)
             rc = 1;
         if (sk != 0)
@@ -398,11 +419,14 @@ static int inspect_main(int argc, char **argv, const char **files)
             for (size_t i = 0; i < mf.n_slices; i++)
                 slice_json(&j, &mf.slices[i], &r.profile, o.exe, files[f], lib_arm64e);
             json_end_arr(&j);
+            plan_member(&j, pl);
             json_end_obj(&j);
         } else {
             printf("%s: %s Mach-O, %zu slice%s\n", esc(files[f]), mf.fat ? "universal" : "thin", mf.n_slices, mf.n_slices == 1 ? "" : "s");
             for (size_t i = 0; i < mf.n_slices; i++)
                 slice_text(&mf.slices[i], &r.profile, o.exe, files[f], lib_arm64e);
+            if (pl)
+                launch_plan_text(stdout, pl);
         }
     }
     if (json) {
@@ -423,7 +447,7 @@ int cmd_inspect(int argc, char **argv)
 }
 
 /* Which slice runs: on Apple silicon arm64e, then arm64, then x86_64 (Rosetta). */
-static const struct macho_slice *running_slice(const struct macho_file *mf)
+const struct macho_slice *macho_running_slice(const struct macho_file *mf)
 {
     const char *order[] = {"arm64e", "arm64", "x86_64", "x86_64h"};
     for (size_t k = 0; k < 4; k++)
@@ -442,7 +466,7 @@ int run_target_check(const char *target, const char *library, const struct vzcap
     static struct macho_file tf, lf;
     if (macho_load(target, &tf, err, sizeof err) != 0)
         return 0;
-    const struct macho_slice *s = running_slice(&tf);
+    const struct macho_slice *s = macho_running_slice(&tf);
     if (!s)
         return 0;
     snprintf(arch, arch_len, "%s", s->arch);
@@ -462,9 +486,7 @@ int run_target_check(const char *target, const char *library, const struct vzcap
             return EXIT_REFUSED;
         }
     }
-    if (s->injection == MACHO_INJECTION_IGNORED)
-        eprintf("vzcaps run: warning: %s will ignore the library: %s%s", target, s->injection_reason,
-                prepare_helps(s) ? "; vzcaps prepare makes a private copy that accepts it" : "");
+    /* what dyld ignores is the launch plan's to say (launch_plan_make) */
     if (profile && profile->state == VZCAPS_ENABLED) {
         char stock[512] = "";
         for (size_t i = 0; i < s->n_libs; i++)

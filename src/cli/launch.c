@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -41,63 +42,6 @@ int find_library(char *buf, size_t len, char *tried, size_t tried_len)
         }
     }
     return -1;
-}
-
-/* A candidate for exec: 0 when it is a regular file we may execute, else an errno-like
- * reason (ENOENT, EISDIR/EINVAL for anything not a regular file, EACCES). */
-static int exec_candidate(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return errno == ENOENT || errno == ENOTDIR ? ENOENT : errno;
-    if (!S_ISREG(st.st_mode))
-        return EINVAL;
-    return access(path, X_OK) == 0 ? 0 : EACCES;
-}
-
-int resolve_target(const char *name, char *out, size_t len, char *why, size_t whylen)
-{
-    int rc;
-    if (strchr(name, '/')) {
-        if (strlen(name) >= len) {
-            snprintf(why, whylen, "path longer than %zu bytes", len - 1);
-            return 126;
-        }
-        snprintf(out, len, "%s", name);
-        rc = exec_candidate(out);
-    } else {
-        rc = ENOENT;
-        for (const char *path = getenv("PATH"); path && *path && rc;) {
-            size_t n = strcspn(path, ":");
-            int w = snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name);
-            int c = w > 0 && (size_t)w < len ? exec_candidate(out) : ENOENT;
-            if (c == 0 || (c != ENOENT && rc == ENOENT))
-                rc = c; /* remember why a found file would not do; keep looking, as execvp does */
-            path += n + (path[n] == ':');
-        }
-    }
-    if (rc == 0)
-        return 0;
-    snprintf(why, whylen, "%s", rc == ENOENT ? "not found" : rc == EINVAL ? "not a regular file" :
-                                rc == EACCES ? "not executable" : strerror(rc));
-    return rc == ENOENT ? 127 : 126;
-}
-
-bool find_executable(const char *name, const char *near, char *out, size_t len)
-{
-    /* a candidate that does not fit in out is not tried: a cut path names another file */
-    if (strchr(name, '/'))
-        return (size_t)snprintf(out, len, "%s", name) < len && access(out, X_OK) == 0;
-    const char *slash = near ? strrchr(near, '/') : NULL;
-    if (slash && (size_t)snprintf(out, len, "%.*s/%s", (int)(slash - near), near, name) < len && access(out, X_OK) == 0)
-        return true;
-    for (const char *path = getenv("PATH"); path && *path;) {
-        size_t n = strcspn(path, ":");
-        if ((size_t)snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name) < len && access(out, X_OK) == 0)
-            return true;
-        path += n + (path[n] == ':');
-    }
-    return false;
 }
 
 int spawn_wait(const char *path, char *const argv[])
@@ -542,219 +486,196 @@ int cli_capture(char *const argv[], char *const env[], int flags, struct cli_buf
     return ok ? st : -1;
 }
 
-/* ---- #! scripts: what a script really starts (core/exec_rules.c reads the lines) ---- */
+/* ---- the launch plan: what run, --dry-run, launchd, check, inspect and doctor show ---- */
 
-/* The first bytes of path: 0 with n set, or -1 with a reason (not a regular file, unreadable). */
-static int read_head(const char *path, char *head, size_t cap, size_t *n, char *why, size_t len)
+static void plan_note(struct launch_plan *p, bool warning, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void plan_note(struct launch_plan *p, bool warning, const char *fmt, ...)
 {
-    struct stat st;
-    char err[300];
-    int fd = vzcaps_open_regular(path, &st, err, sizeof err);
-    if (fd < 0) {
-        snprintf(why, len, "%s", err);
-        return -1;
-    }
-    size_t got = 0;
-    while (got < cap) {
-        ssize_t r = read(fd, head + got, cap - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            snprintf(why, len, "%s: %s", path, strerror(errno));
-            close(fd);
-            return -1;
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    *n = got;
-    return 0;
-}
-
-int script_read(const char *path, struct vzcaps_shebang *sb, char *why, size_t len)
-{
-    char head[VZCAPS_SHEBANG_MAX + 1];
-    size_t n = 0;
-    if (read_head(path, head, sizeof head, &n, why, len) != 0)
-        return -2;
-    return vzcaps_shebang_parse(head, n, sb, why, len);
-}
-
-bool script_is_binary(const char *path)
-{
-    char head[4];
-    size_t n = 0;
-    char why[300];
-    if (read_head(path, head, sizeof head, &n, why, sizeof why) != 0 || n < 4)
-        return false;
-    static const char *const magics[] = {"\177ELF", "\xca\xfe\xba\xbe", "\xca\xfe\xba\xbf", "\xcf\xfa\xed\xfe",
-                                         "\xce\xfa\xed\xfe", "\xfe\xed\xfa\xcf", "\xfe\xed\xfa\xce"};
-    for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
-        if (memcmp(head, magics[i], 4) == 0)
-            return true;
-    return false;
-}
-
-/* Whether SIP protects path, as given or with its links resolved. */
-static bool protected_file(const char *path)
-{
-    if (vzcaps_path_protected(path))
-        return true;
-    char *real = realpath(path, NULL);
-    bool p = real && vzcaps_path_protected(real);
-    free(real);
-    return p;
-}
-
-static void line_text(const struct vzcaps_shebang *sb, char *out, size_t len)
-{
-    out[0] = '\0';
-    vzcaps_appendf(out, len, "#!");
-    for (size_t i = 0; i < sb->n_words; i++)
-        vzcaps_appendf(out, len, "%s%s", i ? " " : "", vzcaps_shebang_word(sb, i));
-}
-
-static int copy_path(char *out, size_t len, const char *path, char *why, size_t whylen)
-{
-    if (strlen(path) >= len) {
-        snprintf(why, whylen, "path longer than %zu bytes: %.200s...", len - 1, path);
-        return -1;
-    }
-    memcpy(out, path, strlen(path) + 1);
-    return 0;
-}
-
-int script_chain(const char *target, struct script_chain *c, char *why, size_t len)
-{
-    memset(c, 0, sizeof *c);
-    struct vzcaps_shebang sb;
-    int k = script_read(target, &sb, why, len);
-    if (k == -2) /* executable but unreadable (mode 0111): exec can still run it; nothing to read */
-        return copy_path(c->image, sizeof c->image, target, why, len) != 0 ? 126 : 0;
-    if (k == 0) {
-        c->binary_script = !script_is_binary(target);
-        if (c->binary_script) { /* no #! and no executable format: started with /bin/sh, as execvp does */
-            c->script = true;
-            snprintf(c->line, sizeof c->line, "(no #! line)");
-            snprintf(c->image, sizeof c->image, "/bin/sh");
-            c->protected_image = protected_file("/bin/sh");
-        } else if (copy_path(c->image, sizeof c->image, target, why, len) != 0)
-            return 126;
-        return 0;
-    }
-    c->script = true;
-    if (k < 0)
-        return 126;
-    line_text(&sb, c->line, sizeof c->line);
-    c->sb = sb;
-    /* the program the kernel starts: the interpreter, through further #! lines */
-    struct vzcaps_shebang cur = sb;
-    for (c->depth = 1;; c->depth++) {
-        size_t name = 0;
-        char env_why[200] = "", found[4096];
-        int e = vzcaps_shebang_env(&cur, &name, env_why, sizeof env_why);
-        const char *interp = vzcaps_shebang_word(&cur, 0);
-        if (e == 1 && c->depth == 1) {
-            /* run starts NAME itself, found on PATH as env finds it */
-            const char *prog = vzcaps_shebang_word(&cur, name);
-            char nwhy[200];
-            int rc = resolve_target(prog, found, sizeof found, nwhy, sizeof nwhy);
-            if (rc != 0) {
-                snprintf(why, len, "its #! line starts %s through env, and %s is %s%s", prog, prog, nwhy,
-                         strchr(prog, '/') ? "" : " on PATH");
-                return rc;
-            }
-            snprintf(c->env_name, sizeof c->env_name, "%s", prog);
-            if (copy_path(c->start, sizeof c->start, found, why, len) != 0)
-                return 126;
-            c->rewritten = true;
-            c->first_arg = name + 1;
-            interp = found;
-        } else if (e == -2) {
-            snprintf(why, len, "its #! line%s: %s", c->depth == 1 ? "" : " of an interpreter", env_why);
-            return 126;
-        } else if (e < 0 && c->depth == 1) {
-            snprintf(c->cannot_rewrite, sizeof c->cannot_rewrite, "%s", env_why);
-        }
-        if (protected_file(interp)) {
-            c->protected_image = true;
-            return copy_path(c->image, sizeof c->image, interp, why, len) != 0 ? 126 : 0;
-        }
-        struct vzcaps_shebang next;
-        char iwhy[300];
-        int ik = script_read(interp, &next, iwhy, sizeof iwhy);
-        struct stat ist;
-        if (ik == -2 && stat(interp, &ist) == 0 && S_ISREG(ist.st_mode) && access(interp, X_OK) == 0)
-            /* a program we may not read (mode 0111), but the kernel may run */
-            return copy_path(c->image, sizeof c->image, interp, why, len) != 0 ? 126 : 0;
-        if (ik == -2) {
-            snprintf(why, len, "its interpreter %s: %s", interp, iwhy);
-            return access(interp, F_OK) != 0 ? 127 : 126;
-        }
-        if (ik == 0)
-            return copy_path(c->image, sizeof c->image, interp, why, len) != 0 ? 126 : 0;
-        if (ik < 0) {
-            snprintf(why, len, "its interpreter %s is a script, and %s", interp, iwhy);
-            return 126;
-        }
-        if (c->depth >= SCRIPT_DEPTH) {
-            snprintf(why, len, "its #! line leads through more than %d scripts before a program", SCRIPT_DEPTH);
-            return 126;
-        }
-        c->nested = true; /* the interpreter is a script: the kernel goes on to its interpreter */
-        cur = next;
-    }
-}
-
-char **script_argv(const struct script_chain *c, const char *target, char *const *cmd)
-{
-    size_t n = 0;
-    while (cmd[n])
-        n++;
-    size_t extra = c->sb.n_words > c->first_arg ? c->sb.n_words - c->first_arg : 0;
-    char **argv = calloc(n + extra + 3, sizeof *argv);
-    if (!argv)
-        return NULL;
-    size_t k = 0;
-    argv[k++] = (char *)c->start;
-    for (size_t i = 0; i < extra; i++)
-        argv[k++] = (char *)vzcaps_shebang_word(&c->sb, c->first_arg + i);
-    argv[k++] = (char *)target;
-    for (size_t i = 1; i < n; i++)
-        argv[k++] = cmd[i];
-    argv[k] = NULL;
-    return argv;
-}
-
-void script_protected_advice(const struct script_chain *c, char *out, size_t len)
-{
-    out[0] = '\0';
-    if (!c->protected_image)
+    if (p->n_notes == PLAN_NOTES) { /* never dropped silently: the last one says so */
+        snprintf(p->notes[PLAN_NOTES - 1], sizeof p->notes[0], "more notes than vzcaps shows (%d)", PLAN_NOTES);
         return;
-    if (c->rewritten && strcmp(c->start, c->image) == 0)
-        vzcaps_appendf(out, len, "vzcaps run starts %s (found on PATH for its #!.../env line) directly, but that is", c->image);
-    else
-        vzcaps_appendf(out, len, "%s starts %s,", c->binary_script ? "with no #! line, it" : "its #! line", c->image);
-    vzcaps_appendf(out, len, " a program SIP protects: macOS removes %s there, so the script and everything it starts run stock",
-                   "DYLD_INSERT_LIBRARIES");
-    if (c->cannot_rewrite[0])
-        vzcaps_appendf(out, len, " (vzcaps run cannot start the program directly: %s)", c->cannot_rewrite);
-    vzcaps_appendf(out, len, "; name an interpreter outside %s in its #! line, or run vzcaps run -- INTERPRETER SCRIPT with one",
-                   vzcaps_protected_dirs_text());
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->notes[p->n_notes], sizeof p->notes[0], fmt, ap);
+    va_end(ap);
+    p->warning[p->n_notes++] = warning;
 }
 
-bool library_has_arch(const char *library, const char *arch)
+/* What dyld does with the injection in the program at path: its running slice's verdict
+ * (signature, __RESTRICT, FairPlay) and the setuid/setgid bits. */
+static void plan_restrictions(struct launch_plan *p, const char *path)
 {
-    char archs[128] = "", err[256];
-    if (macho_arch_list(library, archs, sizeof archs, err, sizeof err) != 0)
-        return false;
-    for (const char *p = archs; *p;) {
-        size_t k = strcspn(p, " ");
-        if (k == strlen(arch) && strncmp(p, arch, k) == 0)
-            return true;
-        p += k + (p[k] == ' ');
+    static struct macho_file mf;
+    char err[4600];
+    struct stat st;
+    p->setugid = stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID));
+    if (p->setugid)
+        plan_note(p, true, "%s will ignore the library: setuid/setgid bits, for which dyld (and ld.so on Linux) ignores the "
+                  "injection whenever they change the user or group", path);
+    if (macho_load(path, &mf, err, sizeof err) != 0)
+        return; /* not Mach-O (an ELF here, or unreadable): dyld's verdicts do not apply */
+    const struct macho_slice *s = macho_running_slice(&mf);
+    if (!s)
+        return;
+    p->macho = true;
+    snprintf(p->arch, sizeof p->arch, "%s", s->arch);
+    p->injection = s->injection;
+    snprintf(p->injection_why, sizeof p->injection_why, "%s", s->injection_reason);
+    p->prepare_helps = macho_prepare_helps(s);
+    if (s->injection == MACHO_INJECTION_IGNORED)
+        plan_note(p, true, "%s will ignore the library: %s%s", path, s->injection_reason,
+                  p->prepare_helps ? "; vzcaps prepare makes a private copy that accepts it"
+                  : s->restrict_section || s->cryptid ? "; vzcaps prepare cannot change that" : "");
+}
+
+int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry)
+{
+    memset(p, 0, sizeof *p);
+    p->cmd = cmd;
+    p->exe = vzcaps_basename(cmd[0]);
+    p->image = p->exec_path = p->target;
+    p->exec_argv = (char **)cmd;
+    int rc = resolve_target(cmd[0], p->target, sizeof p->target, p->why, sizeof p->why);
+    if (rc != 0) {
+        p->rc = rc;
+        p->found = false;
+        snprintf(p->target, sizeof p->target, "%s", cmd[0]); /* a dry run shows it anyway */
+        return dry ? 0 : rc;
     }
-    return false;
+    p->found = true;
+    /* a script: the program that really starts (and, for #!/usr/bin/env NAME, NAME itself,
+     * since macOS removes the injection at env) */
+    rc = script_chain(p->target, &p->chain, p->why, sizeof p->why);
+    if (rc != 0) {
+        p->rc = rc;
+        return dry ? 0 : rc;
+    }
+    if (p->chain.script)
+        p->image = p->chain.image, p->exe = vzcaps_basename(p->image); /* the name the library sees */
+    if (p->chain.rewritten) {
+        p->exec_argv = script_argv(&p->chain, p->target, cmd);
+        p->exec_path = p->chain.start;
+        if (!p->exec_argv) {
+            snprintf(p->why, sizeof p->why, "out of memory");
+            return p->rc = 126;
+        }
+        plan_note(p, false, "%s starts %s through env; starting %s directly, since macOS removes the injection at env, "
+                  "which SIP protects", p->target, p->chain.env_name, p->chain.start);
+    }
+    char advice[2400];
+    script_protected_advice(&p->chain, advice, sizeof advice);
+    if (advice[0])
+        plan_note(p, true, "%s: %s", p->target, advice);
+    plan_restrictions(p, p->image);
+    return 0;
+}
+
+int launch_plan_inherit(struct launch_plan *p, const char *library, bool anyway)
+{
+    p->inherit = vzcaps_inherit_decision(platform_is_macos, platform_is_macos ? sip_status() : VZCAPS_SIP_UNKNOWN,
+                                         library_has_arch(library, "arm64e"), anyway, p->inherit_why, sizeof p->inherit_why);
+    if (p->inherit == VZCAPS_INHERIT_NOTE)
+        plan_note(p, false, "the injection is kept in %s's children: %s", p->exe, p->inherit_why);
+    return p->inherit;
+}
+
+void launch_plan_free(struct launch_plan *p)
+{
+    if (p->exec_argv != (char **)p->cmd)
+        free(p->exec_argv);
+    p->exec_argv = (char **)p->cmd;
+}
+
+void launch_plan_notes(const struct launch_plan *p, const char *who)
+{
+    for (size_t i = 0; i < p->n_notes; i++)
+        eprintf("%s: %s: %s", who, p->warning[i] ? "warning" : "note", p->notes[i]);
+}
+
+/* NAME=value with the value quoted: an assignment word a POSIX shell reads as one. */
+static void shell_assignment(FILE *out, const char *entry)
+{
+    const char *eq = strchr(entry, '=');
+    fprintf(out, "%.*s=", (int)(eq - entry), entry);
+    shell_quote(out, eq + 1);
+}
+
+void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, char *const *base)
+{
+    /* env(1) takes every leading word with '=' for an assignment (macOS's as FreeBSD's: env.c),
+     * `--` included, so a program word with '=' cannot follow env: then the shell's own
+     * assignments start it, the program as a path (a word with '/' before '=' is no assignment) */
+    const char *prog = p->exec_argv[0];
+    bool with_env = !strchr(prog, '=');
+    if (with_env)
+        fputs("env", out);
+    bool first = true;
+    for (char *const *e = env; *e; e++) {
+        bool same = false;
+        for (char *const *c = base; c && *c && !same; c++)
+            same = strcmp(*c, *e) == 0;
+        if (same || !strchr(*e, '='))
+            continue; /* unchanged */
+        if (!first || with_env)
+            fputc(' ', out);
+        first = false;
+        if (with_env)
+            shell_quote(out, *e);
+        else
+            shell_assignment(out, *e);
+    }
+    if (!first || with_env)
+        fputc(' ', out);
+    /* found on PATH, the path exec runs always holds a '/' */
+    shell_quote(out, vzcaps_shell_word_is_assignment(prog) && strchr(p->exec_path, '/') ? p->exec_path : prog);
+    for (char *const *a = p->exec_argv + 1; *a; a++) {
+        fputc(' ', out);
+        shell_quote(out, *a);
+    }
+    fputc('\n', out);
+}
+
+const char *launch_plan_injection(const struct launch_plan *p)
+{
+    if (p->rc != 0)
+        return "unknown";
+    if (p->chain.protected_image)
+        return "removed";
+    if (p->setugid)
+        return "ignored";
+    return p->macho ? macho_injection_name((enum macho_injection)p->injection) : "honoured";
+}
+
+void launch_plan_text(FILE *out, const struct launch_plan *p)
+{
+    if (p->rc != 0) {
+        fprintf(out, "launch         %s: %s\n", esc(p->found ? p->target : p->cmd[0]), esc(p->why));
+        return;
+    }
+    fprintf(out, "launch         %s", esc(p->target));
+    if (p->chain.script)
+        fprintf(out, " (a script: %s)", esc(p->chain.line));
+    fprintf(out, "\n  starts       %s\n", esc(p->exec_path));
+    fprintf(out, "  library in   %s: %s%s%s\n", esc(p->image), launch_plan_injection(p), p->injection_why[0] ? ", " : "",
+            esc(p->injection_why));
+    for (size_t i = 0; i < p->n_notes; i++)
+        fprintf(out, "  - %s: %s\n", p->warning[i] ? "warning" : "note", esc(p->notes[i]));
+}
+
+void launch_plan_json(struct json *j, const char *key, const struct launch_plan *p)
+{
+    json_obj(j, key);
+    json_str(j, "program", p->found ? p->target : NULL);
+    json_str(j, "error", p->rc ? p->why : NULL);
+    json_str(j, "script_line", p->rc == 0 && p->chain.script ? p->chain.line : NULL);
+    json_str(j, "starts", p->rc == 0 ? p->exec_path : NULL);
+    json_str(j, "image", p->rc == 0 ? p->image : NULL);
+    json_str(j, "injection", launch_plan_injection(p));
+    json_bool(j, "setuid_or_setgid", p->setugid);
+    json_arr(j, "notes");
+    for (size_t i = 0; i < p->n_notes; i++)
+        json_str(j, NULL, p->notes[i]);
+    json_end_arr(j);
+    json_end_obj(j);
 }

@@ -153,18 +153,95 @@ static char *plist_bytes(const char *label, char **cmd, char **env, const char *
     return buf;
 }
 
-/* Prints the launchctl command; runs it on macOS only. */
-static int launchctl(const char *verb, const char *target)
+/* ---- launchctl: which domain, and a label loaded before ---- */
+
+/* Runs launchctl with argv, its output discarded: the exit status, or -1 when it cannot run. */
+static int launchctl_quiet(const char *launchctl, char *const argv[])
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int fd = open("/dev/null", O_RDWR);
+        if (fd >= 0) {
+            dup2(fd, 0), dup2(fd, 1), dup2(fd, 2);
+            if (fd > 2)
+                close(fd);
+        }
+        execv(launchctl, argv);
+        _exit(127);
+    }
+    int st;
+    while (pid > 0 && waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return pid > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Whether launchctl knows target (a domain or a service): `launchctl print TARGET` exits 0. */
+static bool launchctl_has(const char *launchctl, const char *target)
+{
+    char *av[] = {"launchctl", "print", (char *)target, NULL};
+    return launchctl_quiet(launchctl, av) == 0;
+}
+
+/* Prints a launchctl command, then runs it when launchctl is given: its exit status (0 when
+ * only printed). */
+static int launchctl_run(const char *launchctl, const char *verb, const char *a, const char *b)
+{
+    printf("launchctl %s %s%s%s\n", verb, esc(a), b ? " " : "", b ? esc(b) : "");
+    if (!launchctl)
+        return 0;
+    char *av[] = {"launchctl", (char *)verb, (char *)a, (char *)b, NULL};
+    fflush(NULL);
+    return spawn_wait(launchctl, av);
+}
+
+bool launchd_domain(const char *launchctl, unsigned uid, char *out, size_t len)
+{
+    snprintf(out, len, "gui/%u", uid);
+    if (launchctl_has(launchctl, out))
+        return true;
+    snprintf(out, len, "user/%u", uid);
+    return false;
+}
+
+int launchd_apply(const char *launchctl, unsigned uid, const char *label, const char *plist)
 {
     char domain[64];
-    snprintf(domain, sizeof domain, "gui/%u", (unsigned)getuid());
-    bool bootout = strcmp(verb, "bootout") == 0;
-    char *arg = bootout ? xformat("%s/%s", domain, target) : xformat("%s", target);
-    char *av[] = {"launchctl", (char *)verb, bootout ? arg : domain, bootout ? NULL : arg, NULL};
-    printf("launchctl %s %s%s%s\n", verb, esc(av[2]), av[3] ? " " : "", av[3] ? esc(av[3]) : "");
-    int rc = platform_is_macos ? spawn_wait("/bin/launchctl", av) : 0;
-    free(arg);
-    return rc;
+    if (!launchctl) { /* not macOS: what to run there, for the usual GUI session */
+        snprintf(domain, sizeof domain, "gui/%u", uid);
+        if (plist)
+            printf("(in a session with no GUI login, as over SSH, the domain is user/%u instead)\n", uid);
+    } else {
+        bool gui = launchd_domain(launchctl, uid, domain, sizeof domain);
+        printf("launchd domain %s (%s)\n", domain,
+               gui ? "a GUI login session" : "no GUI login session: launchctl print gui/UID failed, as over SSH");
+    }
+    /* a label of ours already loaded, in either domain, is booted out first: bootstrap refuses it */
+    const char *domains[2] = {domain, strncmp(domain, "gui/", 4) == 0 ? "user" : "gui"};
+    char other[64], target[400];
+    snprintf(other, sizeof other, "%s/%u", domains[1], uid);
+    domains[1] = other;
+    int rc = 0;
+    bool loaded = false;
+    for (int d = 0; d < 2; d++) {
+        snprintf(target, sizeof target, "%s/%s", domains[d], label);
+        if (launchctl ? launchctl_has(launchctl, target) : d == 0 && !plist) {
+            loaded = true;
+            if (launchctl_run(launchctl, "bootout", target, NULL) != 0)
+                rc = 1;
+        }
+    }
+    if (!plist) {
+        if (launchctl && !loaded)
+            printf("%s was not loaded\n", esc(label));
+        return rc;
+    }
+    if (rc) {
+        eprintf("vzcaps launchd: launchctl bootout of the loaded %s failed; not bootstrapping it again", label);
+        return 1;
+    }
+    return launchctl_run(launchctl, "bootstrap", domain, plist) == 0 ? 0 : 1;
 }
 
 /* The text of the first <string> after <key>key</key> in a plist vzcaps wrote, entities
@@ -201,34 +278,44 @@ static int by_name(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* vzcaps launchd --list: one line per agent vzcaps wrote in dir, LABEL<TAB>PLIST<TAB>PROGRAM. */
-static int list_agents(const char *dir)
+/* vzcaps launchd --list: one line per agent vzcaps wrote in dir, LABEL<TAB>PLIST<TAB>PROGRAM,
+ * or with json {"agents": [{"label", "plist", "program"}...]}. */
+static int list_agents(const char *dir, bool json)
 {
     DIR *d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT) {
-            eprintf("vzcaps launchd: no LaunchAgent written by vzcaps (no %s)", dir);
-            return 0;
-        }
+    if (!d && errno != ENOENT) {
         eprintf("vzcaps launchd: %s: %s", dir, strerror(errno));
         return 1;
     }
     char **names = NULL;
     size_t n = 0, cap = 0;
     struct dirent *e;
-    while ((e = readdir(d))) {
+    while (d && (e = readdir(d))) {
         size_t l = strlen(e->d_name);
         if (l <= 6 || strcmp(e->d_name + l - 6, ".plist") != 0 || e->d_name[0] == '.')
             continue;
         if (n == cap) {
             char **more = realloc(names, (cap = cap * 2 + 16) * sizeof *names);
-            if (!more)
-                break;
+            if (!more) { /* never a list that silently lacks entries */
+                eprintf("vzcaps launchd: %s: out of memory", dir);
+                closedir(d);
+                return 1;
+            }
             names = more;
         }
         names[n++] = xformat("%s", e->d_name);
     }
-    closedir(d);
+    if (d)
+        closedir(d);
+    else
+        eprintf("vzcaps launchd: no LaunchAgent written by vzcaps (no %s)", dir);
+    struct json j;
+    if (json) { /* valid JSON whenever the command succeeds, nothing when it fails */
+        json_begin(&j, stdout);
+        json_obj(&j, NULL);
+        json_str(&j, "dir", dir);
+        json_arr(&j, "agents");
+    }
     qsort(names, n, sizeof *names, by_name);
     size_t found = 0;
     for (size_t i = 0; i < n; i++) {
@@ -239,7 +326,15 @@ static int list_agents(const char *dir)
         char *text = lstat(path, &st) == 0 && S_ISREG(st.st_mode) ? read_text_file(path, &len, err, sizeof err) : NULL;
         if (text && plist_is_ours(text)) {
             char *label = plist_string_after(text, "Label"), *program = plist_string_after(text, "ProgramArguments");
-            printf("%s\t%s\t%s\n", esc(label ? label : "?"), esc(path), esc(program ? program : "?"));
+            if (json) {
+                json_obj(&j, NULL);
+                json_str(&j, "label", label);
+                json_str(&j, "plist", path);
+                json_str(&j, "program", program);
+                json_end_obj(&j);
+            } else {
+                printf("%s\t%s\t%s\n", esc(label ? label : "?"), esc(path), esc(program ? program : "?"));
+            }
             free(label);
             free(program);
             found++;
@@ -249,7 +344,12 @@ static int list_agents(const char *dir)
         free(names[i]);
     }
     free(names);
-    if (!found)
+    if (json) {
+        json_end_arr(&j);
+        json_end_obj(&j);
+        json_finish(&j);
+    }
+    if (!found && d)
         eprintf("vzcaps launchd: no LaunchAgent written by vzcaps in %s", dir);
     return 0;
 }
@@ -269,7 +369,7 @@ static int launchd_main(int argc, char **argv)
 {
     struct cfg_opts o = {0};
     const char *label = NULL;
-    bool install = false, remove_ = false, force = false, list = false;
+    bool install = false, remove_ = false, force = false, list = false, json = false;
     int i = 1;
     for (; i < argc; i++) {
         int t;
@@ -295,11 +395,15 @@ static int launchd_main(int argc, char **argv)
             force = true;
         else if (strcmp(argv[i], "--list") == 0)
             list = true;
+        else if (strcmp(argv[i], "--json") == 0)
+            json = true;
         else if (argv[i][0] == '-')
             return usage_error("launchd", "unknown option %s", argv[i]);
         else
             break;
     }
+    if (json && !list)
+        return usage_error("launchd", "--json goes with --list");
     if (list) {
         if (label || install || remove_ || i < argc)
             return usage_error("launchd", "--list takes no label, command, --install or --remove");
@@ -309,7 +413,7 @@ static int launchd_main(int argc, char **argv)
             return 1;
         }
         char *agents = keep(xformat("%s/Library/LaunchAgents", home));
-        return list_agents(agents);
+        return list_agents(agents, json);
     }
     if (!label)
         return usage_error("launchd", "--label is required");
@@ -355,7 +459,7 @@ static int launchd_main(int argc, char **argv)
                     S_ISREG(st.st_mode) ? " (--force removes it)" : " (not a regular file)");
             return 1;
         }
-        launchctl("bootout", label);
+        launchd_apply(platform_is_macos ? "/bin/launchctl" : NULL, (unsigned)getuid(), label, NULL);
         if (unlink(plist) != 0) {
             eprintf("vzcaps launchd: cannot remove %s: %s", plist, strerror(errno));
             return 1;
@@ -379,18 +483,49 @@ static int launchd_main(int argc, char **argv)
         return 1;
     }
     cmd[0] = keep(abs);
+    /* the launch plan, as run takes it: for #!/usr/bin/env NAME the job starts NAME itself
+     * (macOS removes the injection at env), and what dyld would ignore is said now */
+    static struct launch_plan plan;
+    if (launch_plan_make(&plan, cmd, false) != 0) {
+        eprintf("vzcaps launchd: %s: %s", cmd[0], plan.why);
+        return 1;
+    }
+    launch_plan_notes(&plan, "vzcaps launchd");
+    if (plan.exec_argv != cmd) {
+        char *start = absolute_as_given(plan.exec_path);
+        if (!start) {
+            eprintf("vzcaps launchd: %s: %s", plan.exec_path, strerror(errno));
+            launch_plan_free(&plan);
+            return 1;
+        }
+        cmd = (char **)keep((char *)plan.exec_argv); /* freed with the strings this command keeps */
+        cmd[0] = keep(start);
+        for (char **a = cmd; *a; a++)
+            if ((why = xml_unfit(*a)))
+                return usage_error("launchd", "%s has %s, which a plist cannot carry", esc(*a), why);
+    }
 
     char library[4096], tried[2400];
     if (find_library(library, sizeof library, tried, sizeof tried) != 0) {
         eprintf("vzcaps launchd: %s not found (looked at %s)", library_file, tried);
         return 1;
     }
-    o.exe = vzcaps_basename(cmd[0]);
+    o.exe = plan.exe; /* the name the library sees */
     static struct vzcaps_config_result r;
     cli_configure_run(&o, &r);
     if (r.profile.invalid) {
         eprintf("vzcaps launchd: configuration refused: %s", r.profile.notes[0]);
         return 1;
+    }
+    if (r.profile.state == VZCAPS_ENABLED && r.profile.inherit) { /* run's SIP/arm64e decision */
+        int d = launch_plan_inherit(&plan, library, false);
+        if (d == VZCAPS_INHERIT_REFUSED) {
+            eprintf("vzcaps launchd: not writing a job that keeps the injection in %s's children: %s; drop --inherit "
+                    "(and inherit = yes)", o.exe, plan.inherit_why);
+            return 1;
+        }
+        if (d == VZCAPS_INHERIT_NOTE)
+            eprintf("vzcaps launchd: note: the injection is kept in %s's children: %s", o.exe, plan.inherit_why);
     }
     /* Only what this workload needs: the settings and the library, nothing of this shell. */
     char *env[10];
@@ -454,7 +589,7 @@ static int launchd_main(int argc, char **argv)
     printf("wrote %s\n", esc(plist));
     if (!platform_is_macos)
         printf("not macOS: run these on the Mac instead:\n");
-    return launchctl("bootstrap", plist) == 0 ? 0 : 1;
+    return launchd_apply(platform_is_macos ? "/bin/launchctl" : NULL, (unsigned)getuid(), label, plist);
 }
 
 int cmd_launchd(int argc, char **argv)

@@ -66,7 +66,8 @@ static int dispatch(int argc, char **argv)
 int main(int argc, char **argv)
 {
     vzcaps_guard_std_fds();
-    int rc = dispatch(argc, argv);
+    /* started as NAME through a shim directory's link: the real NAME, through vzcaps run */
+    int rc = argc > 0 && shim_is_started_as(argv[0]) ? shim_main(argc, argv) : dispatch(argc, argv);
     /* standard output is a file too: a failed write of it fails the command */
     if (vzcaps_close_stdout() != 0 && rc == 0)
         rc = 1;

@@ -198,7 +198,7 @@ const char *cfg_view_text(const struct cfg_opts *o)
 enum value_kind cli_value_kind(const char *m)
 {
     static const struct { const char *metavar; enum value_kind kind; } kinds[] = {
-        {"PROFILE", VALUE_PROFILE}, {"BRAND", VALUE_CHIP},  {"PROGRAM", VALUE_PROGRAM}, {"CMD", VALUE_PROGRAM},
+        {"PROFILE", VALUE_PROFILE}, {"BRAND", VALUE_CHIP},  {"PROGRAM", VALUE_PROGRAM}, {"CMD", VALUE_PROGRAM}, {"NAME", VALUE_PROGRAM},
         {"FILE", VALUE_FILE},       {"PATH", VALUE_FILE},   {"MODEL", VALUE_FILE},      {"BUNDLE_DIR", VALUE_FILE},
         {"DIR", VALUE_DIR},         {"COMMAND", VALUE_COMMAND}, {"N", VALUE_NONE},      {"LABEL", VALUE_NONE},
     };

@@ -283,8 +283,11 @@ static void describe(const char *path, const char *shown)
         return;
     }
     bool dev = false, hard = false, lv = false, ents = false, unsig = false;
+    const char *kept = NULL; /* what dyld restricts that a re-signed copy keeps (issue 25 row 10) */
     for (size_t i = 0; i < mf.n_slices; i++) {
         const struct macho_slice *s = &mf.slices[i];
+        if (s->restrict_section || (s->encryption_cmd && s->cryptid))
+            kept = s->injection_reason;
         vzcaps_appendf(archs, sizeof archs, "%s%s", i ? " " : "", s->arch);
         dev |= s->signed_ && !s->adhoc;
         hard |= s->hardened_runtime;
@@ -295,6 +298,8 @@ static void describe(const char *path, const char *shown)
     printf("  %s (%s): %s; hardened runtime %s; library validation %s; entitlements %s\n", esc(shown), archs,
            unsig ? "unsigned slices signed too -> ad hoc" : dev ? "developer signature -> ad hoc" : "ad hoc -> ad hoc",
            hard ? "on -> off" : "off", lv ? "on -> off" : "off", ents ? "dropped" : "none");
+    if (kept)
+        printf("  %s: the copy will still ignore the library: %s, which re-signing does not change\n", esc(shown), esc(kept));
 }
 
 static void plan(const struct input *in, const char *problem)

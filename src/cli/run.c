@@ -53,43 +53,21 @@ int cmd_run(int argc, char **argv)
     if (bad)
         return bad;
     char **cmd = argv + i;
-    o.exe = vzcaps_basename(cmd[0]);
 
-    /* what exec would run: a FIFO, a directory or a missing file stops here, before anything
-     * reads it */
-    char target[4096], why[1400];
-    int trc = resolve_target(cmd[0], target, sizeof target, why, sizeof why);
-    if (trc != 0 && !dry) {
-        eprintf("vzcaps run: cannot run %s: %s", cmd[0], why);
-        return trc;
+    /* the launch plan: what exec runs (a FIFO, a directory or a missing file stops here,
+     * before anything reads it), its #! chain, what starts, what dyld will ignore */
+    static struct launch_plan plan;
+    int prc = launch_plan_make(&plan, cmd, dry);
+    if (prc != 0) {
+        eprintf("vzcaps run: cannot run %s: %s", plan.found ? plan.target : cmd[0], plan.why);
+        return prc;
     }
-    if (trc != 0) { /* a dry run still shows the environment, for a program installed elsewhere */
-        eprintf("vzcaps run: note: %s: %s here", cmd[0], why);
-        snprintf(target, sizeof target, "%s", cmd[0]);
-    }
-    /* a script: the program that really starts (and, for #!/usr/bin/env NAME, NAME itself,
-     * since macOS removes the injection at env) */
-    static struct script_chain chain;
-    const char *image = target; /* the program the library is loaded into */
-    if (trc == 0) {
-        int src = script_chain(target, &chain, why, sizeof why);
-        if (src != 0 && !dry) {
-            eprintf("vzcaps run: cannot run %s: %s", target, why);
-            return src;
-        }
-        if (src != 0)
-            eprintf("vzcaps run: note: %s: %s", target, why);
-        else if (chain.script)
-            image = chain.image, o.exe = vzcaps_basename(image); /* the name the library sees */
-        if (src == 0 && chain.rewritten)
-            eprintf("vzcaps run: note: %s starts %s through env; starting %s directly, since macOS removes the injection "
-                    "at env, which SIP protects", target, chain.env_name, chain.start);
-        char advice[2400];
-        script_protected_advice(&chain, advice, sizeof advice);
-        if (src == 0 && advice[0])
-            eprintf("vzcaps run: warning: %s: %s", target, advice);
-    }
-    char library[4096], tried[2400];
+    if (plan.rc != 0) /* a dry run still shows the environment, for a program installed elsewhere */
+        eprintf("vzcaps run: note: %s: %s%s", plan.found ? plan.target : cmd[0], plan.why, plan.found ? "" : " here");
+    o.exe = plan.exe;
+    const char *image = plan.image; /* the program the library is loaded into */
+    launch_plan_notes(&plan, "vzcaps run");
+    char library[4096], tried[2400], why[1400];
     if (library_opt) {
         if (strlen(library_opt) >= sizeof library) {
             eprintf("vzcaps run: --library: path longer than %zu bytes", sizeof library - 1);
@@ -116,9 +94,8 @@ int cmd_run(int argc, char **argv)
         return EXIT_REFUSED;
     }
     if (r.profile.state == VZCAPS_ENABLED && r.profile.inherit) {
-        char iwhy[600];
-        int d = vzcaps_inherit_decision(platform_is_macos, platform_is_macos ? sip_status() : VZCAPS_SIP_UNKNOWN,
-                                        library_has_arch(library, "arm64e"), inherit_anyway, iwhy, sizeof iwhy);
+        int d = launch_plan_inherit(&plan, library, inherit_anyway);
+        const char *iwhy = plan.inherit_why;
         if (d == VZCAPS_INHERIT_REFUSED) {
             eprintf("vzcaps run: not starting %s with the injection kept in its children: %s; drop --inherit (and inherit = yes), "
                     "or pass --inherit-anyway to accept that", o.exe, iwhy);
@@ -142,40 +119,16 @@ int cmd_run(int argc, char **argv)
     if (verify && r.profile.state == VZCAPS_ENABLED && (rc = verify_gate(&o)) != 0)
         return rc;
 
-    char **exec_argv = cmd;
-    const char *exec_path = target;
-    if (trc == 0 && chain.rewritten) {
-        exec_argv = script_argv(&chain, target, cmd);
-        exec_path = chain.start;
-        if (!exec_argv) {
-            eprintf("vzcaps run: cannot run %s: out of memory", target);
-            return 126;
-        }
-    }
+    char **exec_argv = plan.exec_argv;
+    const char *exec_path = plan.exec_path;
     char **env = cli_child_env(&o, library);
     if (cli_preload_duplicates())
         eprintf("vzcaps run: note: %s was set %zu more time(s); the child gets one entry (the first, as getenv sees it)",
                 preload_var, cli_preload_duplicates());
     if (dry) {
-        /* one line a shell runs as it is: env, every variable this run sets or changes, the
-         * command; each word quoted (byte-exact; see shell_quote) */
-        printf("env");
-        for (char **e = env; *e; e++) {
-            bool same = false;
-            for (char **c = environ; c && *c && !same; c++)
-                same = strcmp(*c, *e) == 0;
-            if (same || !strchr(*e, '='))
-                continue; /* unchanged */
-            putchar(' ');
-            shell_quote(stdout, *e);
-        }
-        for (char **a = exec_argv; *a; a++) {
-            putchar(' ');
-            shell_quote(stdout, *a);
-        }
-        putchar('\n');
-        if (exec_argv != cmd)
-            free(exec_argv);
+        /* one line a shell runs as it is: every variable this run sets or changes, the command */
+        launch_plan_line(stdout, &plan, env, environ);
+        launch_plan_free(&plan);
         return 0;
     }
     fflush(NULL);
@@ -194,6 +147,6 @@ int cmd_run(int argc, char **argv)
         }
         err = errno;
     }
-    eprintf("vzcaps run: cannot run %s: %s", target, strerror(err));
+    eprintf("vzcaps run: cannot run %s: %s", plan.target, strerror(err));
     return err == ENOENT ? 127 : 126;
 }

@@ -121,9 +121,43 @@ int vzcaps_shebang_parse(const char *head, size_t n, struct vzcaps_shebang *sb, 
     return 1;
 }
 
+/* The next component of a path at *p ("//" and "." components skipped): its length, 0 at the end. */
+static size_t component(const char **p)
+{
+    for (;;) {
+        while (**p == '/')
+            (*p)++;
+        if ((*p)[0] == '.' && ((*p)[1] == '/' || (*p)[1] == '\0'))
+            (*p)++;
+        else
+            break;
+    }
+    return strcspn(*p, "/");
+}
+
+bool vzcaps_path_is_system_env(const char *path)
+{
+    /* by path, never by name: a user's ./tools/env is a program of its own, not env(1) */
+    static const char sys[] = "/usr/bin/env";
+    if (!path || path[0] != '/')
+        return false;
+    const char *p = path, *d = sys;
+    for (;;) {
+        size_t m = component(&p), n = component(&d);
+        if (m != n)
+            return false;
+        if (!n)
+            return true;
+        for (size_t i = 0; i < n; i++)
+            if (lower(p[i]) != lower(d[i])) /* macOS's default file system ignores case */
+                return false;
+        p += m, d += n;
+    }
+}
+
 static bool is_env(const char *interp)
 {
-    return strcmp(vzcaps_basename(interp), "env") == 0;
+    return vzcaps_path_is_system_env(interp);
 }
 
 int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char *why, size_t len)
@@ -168,6 +202,19 @@ int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char 
     return 1;
 }
 
+/* ---- the printed command line ---- */
+
+bool vzcaps_shell_word_is_assignment(const char *word)
+{
+    /* NAME=..., NAME a letter or '_' and then letters, digits and '_' (POSIX "name") */
+    const char *p = word;
+    if (!((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || *p == '_'))
+        return false;
+    while ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_')
+        p++;
+    return *p == '=';
+}
+
 /* ---- SIP, --inherit and arm64e ---- */
 
 int vzcaps_sip_parse(const char *text)
@@ -201,6 +248,32 @@ int vzcaps_inherit_decision(bool macos, int sip, bool library_has_arm64e, bool a
                        "which has no arm64e slice, and dyld would terminate them",
              sip == VZCAPS_SIP_DISABLED ? "disabled" : "in an unknown state");
     return anyway ? VZCAPS_INHERIT_NOTE : VZCAPS_INHERIT_REFUSED;
+}
+
+const char *vzcaps_stock_reason(const struct vzcaps_profile *p, char *why, size_t len)
+{
+    switch (p->state) {
+    case VZCAPS_STOCK_REFUSED:
+        snprintf(why, len, "refused: %s", p->n_notes ? p->notes[0] : "the configuration was refused");
+        return why;
+    case VZCAPS_STOCK_OFF:
+        snprintf(why, len, "off: the configuration turns vzcaps off for it");
+        return why;
+    case VZCAPS_STOCK_UNCONFIGURED:
+        snprintf(why, len, "out of scope: nothing configures vzcaps for it");
+        return why;
+    case VZCAPS_ENABLED:
+        break;
+    }
+    if (!p->apple_family_max && !p->n_extra && !p->max_threadgroup_memory && !p->recommended_working_set_size) {
+        snprintf(why, len, "nothing to change: the profile changes no answer");
+        return why;
+    }
+    if (!p->callers[0]) {
+        snprintf(why, len, "out of scope: callers is empty, so no call gets the profile's answers");
+        return why;
+    }
+    return NULL;
 }
 
 const char *vzcaps_arm64e_client(const char *path)

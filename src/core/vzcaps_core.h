@@ -291,12 +291,19 @@ struct vzcaps_shebang {
 int vzcaps_shebang_parse(const char *head, size_t n, struct vzcaps_shebang *sb, char *why, size_t len);
 /* Word i, or NULL past the last. */
 const char *vzcaps_shebang_word(const struct vzcaps_shebang *sb, size_t i);
-/* For an interpreter named env: 1 with *name_word the word naming the program env starts
+/* Whether path is the system's env, /usr/bin/env ("//" and "." components aside; case
+ * ignored, as macOS's default file system does): by path, never by name. */
+bool vzcaps_path_is_system_env(const char *path);
+/* For an interpreter that is the system's env (vzcaps_path_is_system_env): 1 with *name_word the word naming the program env starts
  * (the words after it are its arguments; -S and -- are read as env reads them); 0 when the
  * interpreter is not env; -1 when env is used in a way that cannot be replaced by starting
  * the program directly (another option, VAR=value, quotes or $ after -S), why says; -2 when
  * env is given no program (the line cannot work: env would start the script itself). */
 int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char *why, size_t len);
+
+/* Whether a POSIX shell reads word, as the first word of a command, as an assignment
+ * (NAME=value, NAME a POSIX name): a program word like that is printed as a path instead. */
+bool vzcaps_shell_word_is_assignment(const char *word);
 
 /* `csrutil status` output: enabled, disabled or unknown (a custom configuration, no output). */
 enum { VZCAPS_SIP_UNKNOWN = -1, VZCAPS_SIP_DISABLED = 0, VZCAPS_SIP_ENABLED = 1 };
@@ -307,6 +314,10 @@ int vzcaps_sip_parse(const char *text);
  * anyway (the user accepted it) turns it into NOTE. */
 enum { VZCAPS_INHERIT_OK, VZCAPS_INHERIT_NOTE, VZCAPS_INHERIT_REFUSED };
 int vzcaps_inherit_decision(bool macos, int sip, bool library_has_arm64e, bool anyway, char *why, size_t len);
+/* Why a program with profile p would run stock (check --strict): refused, off, nothing
+ * configured, a profile that changes no answer, or callers that leave every call out of scope;
+ * NULL when the library changes answers for it. */
+const char *vzcaps_stock_reason(const struct vzcaps_profile *p, char *why, size_t len);
 /* What an arm64e program at path is, for a message ("Apple's Command Line Tools Python", "a
  * system program"), or NULL when it is none of the known kinds. */
 const char *vzcaps_arm64e_client(const char *path);

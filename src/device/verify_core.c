@@ -512,6 +512,14 @@ void probe_render_json(const struct probe_answers *s, const struct probe_answers
 {
     char unexpected[32][200];
     size_t nu = probe_unexpected(s, u, p, unexpected, 32);
+    /* MTLDevice's name and architecture.name as the stock device gives them (vzcaps never
+     * changes either: a difference is in "unexpected"); null when it has no architecture */
+    json_obj(j, "device");
+    json_str(j, "name", s->device);
+    json_obj(j, "architecture");
+    json_str(j, "name", s->architecture[0] ? s->architecture : NULL);
+    json_end_obj(j);
+    json_end_obj(j);
     answers_obj(j, "stock", s);
     answers_obj(j, "unlocked", u);
     json_arr(j, "changed");
@@ -529,6 +537,18 @@ void probe_render_json(const struct probe_answers *s, const struct probe_answers
     gates_json(j, "stock", s);
     gates_json(j, "unlocked", u);
     json_end_obj(j);
+}
+
+void probe_device_describe(const char *probe_json, char *out, size_t len)
+{
+    char err[200];
+    struct jv *doc = probe_json ? jv_parse(probe_json, strlen(probe_json), err, sizeof err) : NULL;
+    const struct jv *dev = jv_get(doc, "device"), *name = jv_get(dev, "name"), *arch = jv_get(jv_get(dev, "architecture"), "name");
+    if (!name || name->type != JV_STRING)
+        snprintf(out, len, "not reported (no probe result with a device name)");
+    else
+        snprintf(out, len, "%s, architecture %s", esc(name->string), arch && arch->type == JV_STRING ? esc(arch->string) : "not reported");
+    jv_free(doc);
 }
 
 int vresult_parse(const char *text, struct vresult *r)

@@ -119,5 +119,8 @@ size_t probe_unexpected(const struct probe_answers *stock, const struct probe_an
                         const struct vzcaps_profile *p, char out[][200], size_t max);
 void probe_render_text(const struct probe_answers *s, const struct probe_answers *u, const struct vzcaps_profile *p, FILE *out);
 void probe_render_json(const struct probe_answers *s, const struct probe_answers *u, const struct vzcaps_profile *p, struct json *j);
+/* "NAME, architecture ARCH" (or "... not reported") from a probe --json document's device
+ * object, for a summary line; "not reported (...)" when there is none. */
+void probe_device_describe(const char *probe_json, char *out, size_t len);
 
 #endif

@@ -34,6 +34,8 @@
 #define LC_CODE_SIGNATURE 0x1du
 #define LC_BUILD_VERSION 0x32u
 #define LC_VERSION_MIN_MACOSX 0x24u
+#define LC_ENCRYPTION_INFO 0x21u
+#define LC_ENCRYPTION_INFO_64 0x2cu
 #define CSMAGIC_EMBEDDED_SIGNATURE 0xfade0cc0u
 #define CSMAGIC_CODEDIRECTORY 0xfade0c02u
 #define CSMAGIC_EMBEDDED_ENTITLEMENTS 0xfade7171u
@@ -240,7 +242,18 @@ static void injection_verdict(struct macho_slice *s)
                  "a plugin: whether the library is honoured depends on the executable that loads it (inspect that one)");
         return;
     }
-    if (!s->signed_) {
+    /* what dyld tells AMFI besides the signature (DyldProcessConfig.cpp, getAMFI): such a
+     * process is restricted and its DYLD_* variables are removed; a re-signed copy keeps both */
+    if (s->restrict_section) {
+        s->injection = MACHO_INJECTION_IGNORED;
+        snprintf(s->injection_reason, sizeof s->injection_reason,
+                 "a __RESTRICT,__restrict section: dyld treats the program as restricted and ignores DYLD_* variables");
+    } else if (s->encryption_cmd && s->cryptid != 0) {
+        s->injection = MACHO_INJECTION_IGNORED;
+        snprintf(s->injection_reason, sizeof s->injection_reason,
+                 "FairPlay-encrypted segments (LC_ENCRYPTION_INFO cryptid %u): dyld treats the program as restricted and "
+                 "ignores DYLD_* variables", s->cryptid);
+    } else if (!s->signed_) {
         s->injection = s->cputype == CPU_ARM64 ? MACHO_INJECTION_UNKNOWN : MACHO_INJECTION_HONOURED;
         snprintf(s->injection_reason, sizeof s->injection_reason, "%s",
                  s->cputype == CPU_ARM64 ? "unsigned arm64 code does not run on Apple silicon at all"
@@ -318,6 +331,15 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
                 s->lib_weak[s->n_libs++] = cmd == LC_LOAD_WEAK_DYLIB;
             }
             break;
+        case LC_ENCRYPTION_INFO:
+        case LC_ENCRYPTION_INFO_64:
+            if (cmdsize < 20)
+                FAIL("load command %u: short encryption info command", i);
+            if (!s->encryption_cmd) { /* the first, as dyld's findFairPlayEncryptionLoadCommand */
+                s->encryption_cmd = true;
+                s->cryptid = le32(c + 16);
+            }
+            break;
         case LC_CODE_SIGNATURE:
             if (cmdsize < 16)
                 FAIL("load command %u: short code signature command", i);
@@ -336,8 +358,11 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
                 FAIL("load command %u: %u sections do not fit in %u bytes", i, nsects, cmdsize);
             for (uint32_t k = 0; k < nsects; k++) {
                 const uint8_t *sec = c + 72 + 80 * k;
-                char sect[17] = {0};
+                char sect[17] = {0}, seg[17] = {0};
                 memcpy(sect, sec, 16);
+                memcpy(seg, sec + 16, 16);
+                if (strcmp(seg, "__RESTRICT") == 0 && strcmp(sect, "__restrict") == 0)
+                    s->restrict_section = true; /* dyld's UnsafeHeader::isRestricted */
                 bool meth = strcmp(sect, "__objc_methname") == 0, cstr = strcmp(sect, "__cstring") == 0;
                 if (!meth && !cstr)
                     continue;

@@ -35,6 +35,10 @@ struct macho_slice {
     char signature_problem[200];
     char identifier[128];
     bool entitlements_present, allow_dyld_env, disable_library_validation;
+    /* what makes dyld restrict a program besides its signature (dyld's ProcessConfig, AMFI) */
+    bool restrict_section;         /* a __RESTRICT,__restrict section */
+    bool encryption_cmd;           /* LC_ENCRYPTION_INFO or LC_ENCRYPTION_INFO_64 */
+    uint32_t cryptid;              /* its cryptid: != 0 FairPlay-encrypted */
     enum macho_injection injection;
     char injection_reason[240];
 };

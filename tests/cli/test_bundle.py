@@ -39,6 +39,7 @@ def test_bundle_on_linux(tmp_path):
     assert EXPECTED <= names, EXPECTED - names
     summary = (out / "summary.md").read_text().splitlines()
     assert summary[0].startswith("NOT ON MACOS: ") and summary[0].endswith(".")
+    assert "Device (MTLDevice name and architecture.name, from probe.json): not reported (no probe result with a device name)." in summary
     for mac_only in MAC_ONLY:
         assert (out / mac_only).read_text().startswith("not available on this system"), mac_only
     # each macOS-only step is recorded as skipped, not failed

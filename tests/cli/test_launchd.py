@@ -149,3 +149,27 @@ def test_a_relative_home_is_refused(tmp_path):
         assert p.returncode == 1 and p.stdout == "", (args, p.stdout)
         assert p.stderr == "vzcaps launchd: HOME rel is not an absolute path\n", p.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_list_json_is_valid_json_with_every_agent(tmp_path):
+    import json
+    p = launchd(tmp_path, "--list", "--json")  # no LaunchAgents directory yet: an empty list, still JSON
+    assert p.returncode == 0 and json.loads(p.stdout) == {"dir": f"{tmp_path}/Library/LaunchAgents", "agents": []}
+    odd = 'a"b\\c\tä'
+    for label in ("one.job", "two.job"):
+        assert launchd(tmp_path, "--label", label, "--family", "1008", "--install", "--", "/bin/echo", odd).returncode == 0
+    (tmp_path / "Library" / "LaunchAgents" / "users.plist").write_text("<plist/>")  # not ours: not listed
+    p = launchd(tmp_path, "--list", "--json")
+    assert p.returncode == 0, p.stderr
+    agents = json.loads(p.stdout)["agents"]
+    assert [a["label"] for a in agents] == ["one.job", "two.job"]
+    assert agents[0] == {"label": "one.job", "plist": f"{tmp_path}/Library/LaunchAgents/one.job.plist", "program": "/bin/echo"}
+    assert launchd(tmp_path, "--json").returncode == 2  # --json goes with --list
+
+
+def test_install_says_the_domain_on_another_system(tmp_path):
+    # on Linux nothing runs; the commands for the Mac name gui/UID and the headless alternative
+    p = launchd(tmp_path, "--label", "x.y", "--family", "1008", "--install", "--", "/bin/true")
+    assert p.returncode == 0, p.stderr
+    assert f"the domain is user/{os.getuid()} instead" in p.stdout
+    assert f"launchctl bootstrap gui/{os.getuid()} " in p.stdout

@@ -51,6 +51,8 @@ def test_probe_replay(tmp_path):
     assert j["llama_gates"]["stock"] == {"simdgroup_reduction": False, "simdgroup_matrix_mul": False, "bfloat": False, "tensor": False}
     assert j["llama_gates"]["unlocked"] == {"simdgroup_reduction": True, "simdgroup_matrix_mul": True, "bfloat": True, "tensor": False}
     assert j["unlocked"]["families"]["1007"] is True and j["host_chip"] == "Apple M1 Ultra"
+    # MTLDevice's name and architecture.name (issue 26 item 8)
+    assert j["device"] == {"name": "Apple Paravirtual device", "architecture": {"name": "air64_v26"}}
     p = vz("probe", "--replay", str(s), str(u), env=env)
     assert "supportsFamily(Apple7 1007)" in p.stdout and "<- changed" in p.stdout and "simdgroup matrix mul." in p.stdout
     # a change beyond what the profile asked for is an error
@@ -60,6 +62,18 @@ def test_probe_replay(tmp_path):
     assert json.loads(p.stdout)["unexpected"] == ["supportsFamily(Apple8 1008): yes, but the profile implies no"]
     p = vz("probe", "--replay", str(s), str(u), env=env)
     assert "ERROR: unexpected change: supportsFamily(Apple8 1008)" in p.stdout
+
+
+def test_probe_json_reports_a_device_without_an_architecture_as_null(tmp_path):
+    """A device that does not respond to architecture (before macOS 14): null, not a guess."""
+    s, u = tmp_path / "s.json", tmp_path / "u.json"
+    plain = answers()
+    del plain["architecture"]
+    s.write_text(json.dumps(plain))
+    u.write_text(json.dumps(answers(extra={1006, 1007}, architecture=None)))
+    p = vz("probe", "--json", "--replay", str(s), str(u), env=clean_env(VZCAPS_HOST_CHIP="Apple M1 (Virtual)"))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout)["device"] == {"name": "Apple Paravirtual device", "architecture": {"name": None}}
 
 
 def test_verify_replay(tmp_path):

@@ -6,6 +6,7 @@ import struct
 
 CPU_ARM64, CPU_X86_64 = 0x0100000C, 0x01000007
 LC_SEGMENT_64, LC_CODE_SIGNATURE, LC_BUILD_VERSION, LC_LOAD_DYLIB = 0x19, 0x1D, 0x32, 0xC
+LC_ENCRYPTION_INFO_64 = 0x2C
 CS_ADHOC, CS_RUNTIME, CS_REQUIRE_LV = 0x2, 0x10000, 0x2000
 PAGE = 4096
 
@@ -20,8 +21,10 @@ def entitlements_xml(**ents):
 
 
 def build(cputype=CPU_ARM64, cpusubtype=0, flags=CS_ADHOC, entitlements=None, libs=(),
-          methnames=(), cstrings=(), minos=(13, 0), signed=True, platform=0, ident=b"demo"):
-    """Returns the bytes of a thin MH_DYLIB; its signature hashes are correct."""
+          methnames=(), cstrings=(), minos=(13, 0), signed=True, platform=0, ident=b"demo", restrict=False,
+          cryptid=None):
+    """Returns the bytes of a thin MH_DYLIB; its signature hashes are correct. restrict adds a
+    __RESTRICT segment with an empty __restrict section; cryptid an LC_ENCRYPTION_INFO_64."""
     strings = b"".join(s.encode() + b"\0" for s in methnames)
     cstr = b"".join(s.encode() + b"\0" for s in cstrings)
     cmds = []
@@ -31,6 +34,12 @@ def build(cputype=CPU_ARM64, cpusubtype=0, flags=CS_ADHOC, entitlements=None, li
     seg += b"\0" * (80 * nsect)  # sections, filled in once the offsets are known
     cmds.append(seg)
     cmds.append(bytearray(struct.pack("<IIIIII", LC_BUILD_VERSION, 24, 1, minos[0] << 16 | minos[1] << 8, 0, 0)))
+    if restrict:
+        rseg = struct.pack("<II16sQQQQiiII", LC_SEGMENT_64, 72 + 80, b"__RESTRICT", 0, 0, 0, 0, 1, 1, 1, 0)
+        rseg += struct.pack("<16s16sQQIIIIIIII", b"__restrict", b"__RESTRICT", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        cmds.append(bytearray(rseg))
+    if cryptid is not None:
+        cmds.append(bytearray(struct.pack("<IIIIII", LC_ENCRYPTION_INFO_64, 24, 0, 0, cryptid, 0)))
     for lib in libs:
         name = _pad8((lib if isinstance(lib, bytes) else lib.encode()) + b"\0")
         cmds.append(bytearray(struct.pack("<IIIIII", LC_LOAD_DYLIB, 24 + len(name), 24, 2, 0x10000, 0x10000) + name))

@@ -429,6 +429,28 @@ static void test_bundle_verdicts(void **st)
     assert_string_equal(bundle_verdict(true, NULL, NULL, why, sizeof why), "CANNOT TELL");
 }
 
+/* The summary's device line: MTLDevice's name and architecture.name from probe --json, null and
+ * absent ones said so (issue 26 item 8). */
+static void test_probe_device_describe(void **st)
+{
+    (void)st;
+    char out[400];
+    probe_device_describe("{\"device\":{\"name\":\"Apple Paravirtual device\",\"architecture\":{\"name\":\"applegpu_g13g\"}}}", out,
+                          sizeof out);
+    assert_string_equal(out, "Apple Paravirtual device, architecture applegpu_g13g");
+    probe_device_describe("{\"device\":{\"name\":\"Apple Paravirtual device\",\"architecture\":{\"name\":null}}}", out, sizeof out);
+    assert_string_equal(out, "Apple Paravirtual device, architecture not reported");
+    probe_device_describe("{\"device\":{\"name\":\"a\\nb\"}}", out, sizeof out); /* escaped, never a raw line break */
+    assert_string_equal(out, "a\\x0ab, architecture not reported");
+    const char *none[] = {"null", "not json", "{\"device\":\"old string form\"}", ""};
+    for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+        probe_device_describe(none[i], out, sizeof out);
+        assert_string_equal(out, "not reported (no probe result with a device name)");
+    }
+    probe_device_describe(NULL, out, sizeof out);
+    assert_string_equal(out, "not reported (no probe result with a device name)");
+}
+
 /* The command table is complete for help and the completions: every command has a group (or
  * is help), a one-line summary and aliases that are not command names; every metavariable
  * is one the completions know. */
@@ -639,6 +661,63 @@ static void test_macho_classify(void **st)
     assert_int_equal(macho_classify(obj, 4, why, sizeof why), MACHO_KIND_NONE);
 }
 
+/* ---- launchd --install's domain, with the stand-in launchctl (tests/cli/standins) ---- */
+
+static char *launchctl_log(const char *path)
+{
+    static char text[4096];
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(text, 1, sizeof text - 1, f) : 0;
+    text[n] = '\0';
+    if (f)
+        fclose(f);
+    remove(path);
+    return text;
+}
+
+static void test_launchd_domain_gui_or_user(void **st)
+{
+    (void)st;
+    const char *lc = "tests/cli/standins/launchctl", *log = "build/launchctl-standin.log";
+    char domain[64];
+    remove(log);
+    setenv("FAKE_LOG", log, 1);
+    unsetenv("FAKE_LOADED");
+    /* a GUI login session: gui/UID */
+    setenv("FAKE_GUI", "1", 1);
+    assert_true(launchd_domain(lc, 501, domain, sizeof domain));
+    assert_string_equal(domain, "gui/501");
+    assert_string_equal(launchctl_log(log), "launchctl print gui/501\n");
+    /* a guest used over SSH: no gui/UID domain, so user/UID */
+    setenv("FAKE_GUI", "0", 1);
+    assert_false(launchd_domain(lc, 501, domain, sizeof domain));
+    assert_string_equal(domain, "user/501");
+    launchctl_log(log);
+    /* install into user/UID with nothing loaded: asks, then bootstraps */
+    assert_int_equal(launchd_apply(lc, 501, "com.me.x", "/h/com.me.x.plist"), 0);
+    assert_string_equal(launchctl_log(log), "launchctl print gui/501\nlaunchctl print user/501/com.me.x\n"
+                                            "launchctl print gui/501/com.me.x\nlaunchctl bootstrap user/501 /h/com.me.x.plist\n");
+    /* a label already loaded (in either domain) is booted out before it is bootstrapped again */
+    setenv("FAKE_GUI", "1", 1);
+    setenv("FAKE_LOADED", "user/501/com.me.x gui/501/com.me.x", 1);
+    assert_int_equal(launchd_apply(lc, 501, "com.me.x", "/h/com.me.x.plist"), 0);
+    assert_string_equal(launchctl_log(log),
+                        "launchctl print gui/501\nlaunchctl print gui/501/com.me.x\nlaunchctl bootout gui/501/com.me.x\n"
+                        "launchctl print user/501/com.me.x\nlaunchctl bootout user/501/com.me.x\n"
+                        "launchctl bootstrap gui/501 /h/com.me.x.plist\n");
+    /* a failed bootout: no bootstrap, a failure */
+    setenv("FAKE_RC", "5", 1);
+    setenv("FAKE_LOADED", "gui/501/com.me.x", 1);
+    assert_int_equal(launchd_apply(lc, 501, "com.me.x", "/h/com.me.x.plist"), 1);
+    assert_null(strstr(launchctl_log(log), "bootstrap"));
+    /* --remove: boots out where it is loaded, bootstraps nothing */
+    unsetenv("FAKE_RC");
+    assert_int_equal(launchd_apply(lc, 501, "com.me.x", NULL), 0);
+    assert_string_equal(launchctl_log(log), "launchctl print gui/501\nlaunchctl print gui/501/com.me.x\n"
+                                            "launchctl bootout gui/501/com.me.x\nlaunchctl print user/501/com.me.x\n");
+    unsetenv("FAKE_LOG"), unsetenv("FAKE_GUI"), unsetenv("FAKE_LOADED");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -649,11 +728,12 @@ int main(void)
         cmocka_unit_test(test_probe_gates_and_unexpected), cmocka_unit_test(test_sha256),
         cmocka_unit_test(test_json_reader),
         cmocka_unit_test(test_run_passes_the_native_chip_to_x86_64_targets),
-        cmocka_unit_test(test_verify_one_child_per_check), cmocka_unit_test(test_bundle_verdicts),
+        cmocka_unit_test(test_verify_one_child_per_check), cmocka_unit_test(test_bundle_verdicts), cmocka_unit_test(test_probe_device_describe),
         cmocka_unit_test(test_command_table_for_help_and_completions), cmocka_unit_test(test_wrap),
         cmocka_unit_test(test_bundle_device_classes_and_crash_reports),
         cmocka_unit_test(test_sha1),                   cmocka_unit_test(test_coderesources_rules),
         cmocka_unit_test(test_coderesources_xml),      cmocka_unit_test(test_macho_classify),
+        cmocka_unit_test(test_launchd_domain_gui_or_user),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }

@@ -1003,12 +1003,22 @@ static void test_shebang_env(void **st)
     char why[200];
     assert_int_equal(env_of("#!/bin/sh\n", &name, why), 0);
     assert_int_equal(env_of("#!/usr/bin/envy x\n", &name, why), 0);
+    /* env by path, never by name (issue 25 row 11): a user's env is a program of its own */
+    assert_int_equal(env_of("#!/path/to/your/env sh\n", &name, why), 0);
+    assert_int_equal(env_of("#!./tools/env sh\n", &name, why), 0);
+    assert_int_equal(env_of("#!/bin/env python3\n", &name, why), 0); /* not macOS's env */
+    assert_int_equal(env_of("#!/usr/local/bin/env python3\n", &name, why), 0);
+    assert_int_equal(env_of("#!//usr/./bin//env python3\n", &name, why), 1);
+    assert_int_equal(env_of("#!/USR/bin/ENV python3\n", &name, why), 1);
+    assert_false(vzcaps_path_is_system_env("/usr/bin/env/x"));
+    assert_false(vzcaps_path_is_system_env("/usr/bin"));
+    assert_false(vzcaps_path_is_system_env("usr/bin/env"));
     assert_int_equal(env_of("#!/usr/bin/env python3\n", &name, why), 1);
     assert_int_equal(name, 1);
     assert_string_equal(why, "python3");
     assert_int_equal(env_of("#!/usr/bin/env python3 -u -E\n", &name, why), 1);
     assert_int_equal(name, 1);
-    assert_int_equal(env_of("#!/bin/env -S python3 -u\n", &name, why), 1);
+    assert_int_equal(env_of("#!/usr/bin/env -S python3 -u\n", &name, why), 1);
     assert_int_equal(name, 2);
     assert_string_equal(why, "python3");
     assert_int_equal(env_of("#!/usr/bin/env -- python3\n", &name, why), 1);

@@ -1,0 +1,397 @@
+/* vzcaps shims: a directory of entries named after client programs, each a link to this
+ * command, and what such an entry does when it is started (the real program, next on PATH,
+ * through `vzcaps run`), as ccache's masquerade directory does for compilers.
+ * Never: replaces or removes an entry vzcaps did not make, follows a link at DIR or DIR/NAME
+ * when it writes, or starts a shim itself (a loop) as the real program. */
+#define _XOPEN_SOURCE 700
+#include "../common/safewrite.h"
+#include "cli.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ---- which files are this command ---- */
+
+/* The running command's device and inode: 0, or -1 when its path is unknown. */
+static int self_id(struct stat *st)
+{
+    static struct stat cached;
+    static int state; /* 0 not looked, 1 known, -1 unknown */
+    if (!state) {
+        char self[4096];
+        self_path(self, sizeof self);
+        state = self[0] && stat(self, &cached) == 0 ? 1 : -1;
+    }
+    *st = cached;
+    return state > 0 ? 0 : -1;
+}
+
+/* Whether path (links followed) is this command, however it is reached (a link, a chain of
+ * links, a hard link): starting it would start vzcaps again. */
+static bool is_vzcaps_command(const char *path)
+{
+    struct stat me, st;
+    return self_id(&me) == 0 && stat(path, &st) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
+}
+
+bool shim_entry_ours(int dirfd, const char *name)
+{
+    /* The one test of "an entry vzcaps made" for shims: a symbolic link (not followed) that leads
+     * to this command. */
+    struct stat l, st, me;
+    return fstatat(dirfd, name, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode) && fstatat(dirfd, name, &st, 0) == 0 &&
+           self_id(&me) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
+}
+
+/* ---- where the real program is ---- */
+
+/* PATH's entries in order, as execvp reads them (an empty entry is the current directory). */
+struct path_walk {
+    const char *p;
+    char entry[4096];
+    bool done;
+};
+
+static bool path_next(struct path_walk *w)
+{
+    while (!w->done) {
+        size_t n = strcspn(w->p, ":");
+        bool fits = n < sizeof w->entry;
+        if (fits)
+            snprintf(w->entry, sizeof w->entry, "%.*s", (int)n, n ? w->p : ".");
+        w->done = w->p[n] == '\0';
+        w->p += n + !w->done;
+        if (fits) /* an entry longer than a path names nothing exec could start */
+            return true;
+    }
+    return false;
+}
+
+static bool same_dir(const char *a, const struct stat *b)
+{
+    struct stat st;
+    return stat(a, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == b->st_dev && st.st_ino == b->st_ino;
+}
+
+int shim_real(const char *name, const char *dir, char *out, size_t len, char *why, size_t whylen)
+{
+    const char *path = getenv("PATH");
+    if (!path || !*path) {
+        snprintf(why, whylen, "PATH is empty, so there is no %s to start", name);
+        return 127;
+    }
+    /* where the search starts: after the first entry that is dir (any spelling, a link to it),
+     * or, with no dir, after the first entry whose NAME is this command (the one exec found) */
+    struct stat dst;
+    bool have_dir = dir && stat(dir, &dst) == 0;
+    size_t start = 0, i = 0, skipped = 0;
+    char cand[4096], found_dir[4096] = "";
+    struct path_walk w = {path, "", false};
+    while (path_next(&w)) {
+        i++;
+        bool here = have_dir ? same_dir(w.entry, &dst)
+                             : !dir && (size_t)snprintf(cand, sizeof cand, "%s/%s", w.entry, name) < sizeof cand &&
+                                   is_vzcaps_command(cand);
+        if (here) {
+            start = i;
+            snprintf(found_dir, sizeof found_dir, "%s", w.entry);
+            break;
+        }
+    }
+    w = (struct path_walk){path, "", false};
+    i = 0;
+    while (path_next(&w)) {
+        if (++i <= start)
+            continue;
+        if ((size_t)snprintf(cand, sizeof cand, "%s/%s", w.entry, name) >= sizeof cand)
+            continue;
+        if (is_vzcaps_command(cand)) { /* DIR again, another shim directory, a link to one: never a loop */
+            skipped++;
+            continue;
+        }
+        char cwhy[200];
+        if (resolve_target(cand, out, len, cwhy, sizeof cwhy) == 0)
+            return 0;
+    }
+    const char *shown = dir ? dir : found_dir;
+    snprintf(why, whylen, "no %s on PATH after the shim directory%s%s%s", name, *shown ? " " : "", shown,
+             skipped ? " (only vzcaps shims: refused, as starting one would loop)" : "");
+    return 127;
+}
+
+int shim_main(int argc, char **argv)
+{
+    const char *name = vzcaps_basename(argv[0]);
+    char dir[4096];
+    const char *d = NULL;
+    const char *slash = strrchr(argv[0], '/');
+    if (slash) { /* started by its path: that directory is the shim directory */
+        size_t n = slash == argv[0] ? 1 : (size_t)(slash - argv[0]);
+        if (n < sizeof dir) {
+            snprintf(dir, sizeof dir, "%.*s", (int)n, argv[0]);
+            d = dir;
+        }
+    }
+    char real[4096], why[4400];
+    if (shim_real(name, d, real, sizeof real, why, sizeof why) != 0) {
+        eprintf("vzcaps: %s: %s", name, why);
+        return 127;
+    }
+    /* exactly `vzcaps run -- REAL ARGS`: the configuration for NAME, every launch decision */
+    char **av = calloc((size_t)argc + 3, sizeof *av);
+    if (!av) {
+        eprintf("vzcaps: %s: out of memory", name);
+        return 126;
+    }
+    av[0] = "run", av[1] = "--", av[2] = real;
+    for (int k = 1; k < argc; k++)
+        av[k + 2] = argv[k];
+    return cmd_run(argc + 2, av);
+}
+
+bool shim_is_started_as(const char *argv0)
+{
+    if (!argv0 || !*argv0)
+        return false;
+    const char *base = vzcaps_basename(argv0);
+    return *base && strncmp(base, "vzcaps", 6) != 0;
+}
+
+bool shim_real_for(const char *name, char *out, size_t len)
+{
+    char first[4096], why[4400];
+    out[0] = '\0';
+    if (!name || !*name || strchr(name, '/') || resolve_target(name, first, sizeof first, why, sizeof why) != 0 ||
+        !is_vzcaps_command(first))
+        return false;
+    char *slash = strrchr(first, '/');
+    if (slash)
+        *(slash == first ? slash + 1 : slash) = '\0';
+    if (shim_real(name, slash ? first : NULL, out, len, why, sizeof why) != 0)
+        out[0] = '\0';
+    return true;
+}
+
+void shim_describe(const char *name, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (!name || !*name || strchr(name, '/'))
+        return;
+    char first[4096], why[4400], real[4096];
+    if (resolve_target(name, first, sizeof first, why, sizeof why) != 0 || !is_vzcaps_command(first))
+        return;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", first);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    if (shim_real(name, slash ? dir : NULL, real, sizeof real, why, sizeof why) == 0)
+        snprintf(out, len, "%s on PATH is a vzcaps shim (%s), which runs %s through vzcaps run", name, first, real);
+    else
+        snprintf(out, len, "%s on PATH is a vzcaps shim (%s), and %s: it exits 127", name, first, why);
+}
+
+/* ---- the command ---- */
+
+/* Why name cannot be an entry ("" when it can). */
+static const char *bad_name(const char *name)
+{
+    if (!*name)
+        return "an empty name";
+    if (strchr(name, '/'))
+        return "a program name, not a path (no '/')";
+    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+        return "not a program name";
+    if (name[0] == '-')
+        return "a program name may not start with '-'";
+    if (strncmp(name, "vzcaps", 6) == 0)
+        return "vzcaps itself (an entry named vzcaps... would start vzcaps, not a shim)";
+    if (strlen(name) > 255)
+        return "longer than 255 bytes";
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            return "it holds a control character";
+    return "";
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int list_shims(int dirfd, const char *dir)
+{
+    int fd = dup(dirfd);
+    DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!dp) {
+        eprintf("vzcaps shims: %s: %s", dir, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return 1;
+    }
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+        if (e->d_name[0] == '.' || !shim_entry_ours(dirfd, e->d_name))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **grown = realloc(names, cap * sizeof *names);
+            if (!grown) {
+                eprintf("vzcaps shims: %s: out of memory", dir);
+                closedir(dp);
+                return 1;
+            }
+            names = grown;
+        }
+        names[n++] = xformat("%s", e->d_name);
+    }
+    closedir(dp);
+    qsort(names, n, sizeof *names, by_name);
+    for (size_t i = 0; i < n; i++) {
+        char real[4096], why[4400];
+        bool found = shim_real(names[i], dir, real, sizeof real, why, sizeof why) == 0;
+        printf("%s\t%s\n", esc(names[i]), found ? esc(real) : "(not found on PATH after DIR)");
+        free(names[i]);
+    }
+    free(names);
+    return 0;
+}
+
+static int make_shim(int dirfd, const char *dir, const char *name, const char *self)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (shim_entry_ours(dirfd, name)) {
+            printf("%s/%s: already a shim\n", esc(dir), esc(name));
+            return 0;
+        }
+        eprintf("vzcaps shims: %s/%s: exists and vzcaps did not make it; left as it is", dir, name);
+        return 1;
+    }
+    if (symlinkat(self, dirfd, name) != 0) { /* never replaces: an entry made meanwhile is EEXIST */
+        eprintf("vzcaps shims: %s/%s: %s", dir, name, strerror(errno));
+        return 1;
+    }
+    printf("%s/%s -> %s\n", esc(dir), esc(name), esc(self));
+    char real[4096], why[4400];
+    if (shim_real(name, dir, real, sizeof real, why, sizeof why) != 0)
+        eprintf("vzcaps shims: note: %s/%s: %s yet; started now it would exit 127", dir, name, why);
+    return 0;
+}
+
+static int remove_shim(int dirfd, const char *dir, const char *name)
+{
+    struct stat st;
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        eprintf("vzcaps shims: %s/%s: %s", dir, name, strerror(errno));
+        return 1;
+    }
+    if (!shim_entry_ours(dirfd, name)) {
+        eprintf("vzcaps shims: %s/%s: not a shim vzcaps made; left as it is", dir, name);
+        return 1;
+    }
+    if (unlinkat(dirfd, name, 0) != 0) {
+        eprintf("vzcaps shims: %s/%s: %s", dir, name, strerror(errno));
+        return 1;
+    }
+    printf("removed %s/%s\n", esc(dir), esc(name));
+    return 0;
+}
+
+/* DIR for writing: created when missing; a link (also spelled DIR/ or DIR/.) or another kind of
+ * file is refused. A descriptor, or -1 after the message. */
+static int open_dir(const char *dir, bool create, bool read_only)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0 && errno == ENOENT && create) {
+        char *err = NULL;
+        if (vzcaps_mkdir_parents(dir, &err) != 0) {
+            eprintf("vzcaps shims: %s", err ? err : dir);
+            free(err);
+            return -1;
+        }
+    }
+    if (lstat(dir, &st) != 0) {
+        eprintf("vzcaps shims: %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    if (S_ISLNK(st.st_mode) && read_only) /* --list reads through a link as the user named it */
+        stat(dir, &st);
+    if ((S_ISLNK(st.st_mode) && !read_only) || !S_ISDIR(st.st_mode)) {
+        eprintf("vzcaps shims: %s: %s", dir,
+                S_ISLNK(st.st_mode) ? "a link; give the directory it leads to (vzcaps never writes through a link)"
+                                    : "not a directory");
+        return -1;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | (read_only ? 0 : O_NOFOLLOW));
+    if (fd < 0)
+        eprintf("vzcaps shims: %s: %s", dir, strerror(errno));
+    return fd;
+}
+
+int cmd_shims(int argc, char **argv)
+{
+    const char *dir_opt = NULL;
+    bool list = false, remove = false;
+    char **names = calloc((size_t)argc + 1, sizeof *names);
+    size_t n = 0;
+    if (!names)
+        return eprintf("vzcaps shims: out of memory"), 1;
+    for (int i = 1; i < argc; i++) {
+        int t = opt_take(argc, argv, &i, "--dir", &dir_opt);
+        if (t < 0)
+            return free(names), usage_error("shims", "--dir needs a value");
+        if (t)
+            continue;
+        if (strcmp(argv[i], "--list") == 0)
+            list = true;
+        else if (strcmp(argv[i], "--remove") == 0)
+            remove = true;
+        else if (strcmp(argv[i], "--") == 0)
+            for (i++; i < argc; i++)
+                names[n++] = argv[i];
+        else if (argv[i][0] == '-')
+            return free(names), usage_error("shims", "unknown option %s", argv[i]);
+        else
+            names[n++] = argv[i];
+    }
+    int rc = 0;
+    if (!dir_opt || !*dir_opt)
+        rc = usage_error("shims", "--dir DIR is required");
+    else if (list && (remove || n))
+        rc = usage_error("shims", "--list takes no NAME and no --remove");
+    else if (!list && !n)
+        rc = usage_error("shims", "no NAME given (or --list)");
+    for (size_t k = 0; !rc && k < n; k++)
+        if (*bad_name(names[k]))
+            rc = usage_error("shims", "NAME \"%s\": %s", names[k], bad_name(names[k]));
+    if (rc)
+        return free(names), rc;
+    char *dir = vzcaps_dir_name(dir_opt);
+    char self[4096];
+    self_path(self, sizeof self);
+    struct stat me;
+    if (!dir || (!list && !remove && (self[0] != '/' || self_id(&me) != 0))) {
+        eprintf("vzcaps shims: %s", dir ? "cannot tell where this command is, so no link to it can be made" : "out of memory");
+        return free(dir), free(names), 1;
+    }
+    int dirfd = open_dir(dir, !list && !remove, list);
+    if (dirfd < 0)
+        return free(dir), free(names), 1;
+    if (list)
+        rc = list_shims(dirfd, dir);
+    for (size_t k = 0; k < n; k++)
+        rc |= remove ? remove_shim(dirfd, dir, names[k]) : make_shim(dirfd, dir, names[k], self);
+    close(dirfd);
+    free(dir);
+    free(names);
+    return rc;
+}

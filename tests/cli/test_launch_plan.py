@@ -1,0 +1,149 @@
+"""One launch plan (issue 25 rule 5, rows 10-13): run, run --dry-run, launchd, check, inspect and
+doctor take the same decision of what starts: env only as /usr/bin/env by path, the program
+started for #!/usr/bin/env NAME, what dyld ignores (signature, __RESTRICT, FairPlay, setuid/setgid),
+and a printed line a POSIX shell runs as it is, even for a program whose path holds '='."""
+import json
+import os
+import plistlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "macho"))
+import machogen as mg  # noqa: E402
+from conftest import BUILD, clean_env, parse_probe  # noqa: E402
+
+VZ = str(BUILD / "vzcaps")
+
+
+def vz(*args, env=None, cwd=None):
+    return subprocess.run([VZ, *args], env=env or clean_env(VZCAPS_HOST_CHIP="Apple M2"), capture_output=True, text=True,
+                          timeout=60, cwd=cwd)
+
+
+def executable(path, data):
+    path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data)
+    path.chmod(0o755)
+    return path
+
+
+# ---- row 10: what dyld ignores besides the signature ----
+
+@pytest.mark.parametrize("kind,needle", [
+    ("restrict", "a __RESTRICT,__restrict section"),
+    ("fairplay", "FairPlay-encrypted segments (LC_ENCRYPTION_INFO cryptid 1)"),
+    ("setuid", "setuid/setgid bits"),
+])
+def test_run_check_and_inspect_say_what_dyld_ignores(tmp_path, kind, needle):
+    data = mg.build(restrict=kind == "restrict", cryptid=1 if kind == "fairplay" else None, methnames=["supportsFamily:"])
+    prog = executable(tmp_path / "llama-server", data)
+    if kind == "setuid":
+        prog.chmod(0o4755)
+    p = vz("run", "--dry-run", "--", str(prog))
+    assert p.returncode == 0
+    assert f"vzcaps run: warning: {prog} will ignore the library: {needle}" in p.stderr
+    if kind != "setuid":
+        assert "vzcaps prepare cannot change that" in p.stderr  # a re-signed copy keeps both
+    info = json.loads(vz("inspect", "--json", str(prog)).stdout)["files"][0]
+    assert info["launch"]["injection"] == "ignored"
+    assert info["launch"]["setuid_or_setgid"] == (kind == "setuid")
+    if kind != "setuid":
+        assert info["slices"][0]["injection"] == "ignored" and needle in info["slices"][0]["injection_reason"]
+        assert info["slices"][0]["prepare_helps"] is False
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2", PATH=f"{tmp_path}:/usr/bin:/bin")
+    check = json.loads(vz("check", "--exe", "llama-server", "--json", env=env).stdout)
+    assert check["launch"]["injection"] == "ignored" and check["launch"]["program"] == str(prog)
+    p = vz("check", "--strict", "--exe", "llama-server", env=env)
+    assert p.returncode == 1 and "the injection is ignored where the library would load" in p.stderr
+
+
+def test_an_unencrypted_encryption_command_is_honoured(tmp_path):
+    prog = executable(tmp_path / "tool", mg.build(cryptid=0))
+    info = json.loads(vz("inspect", "--json", str(prog)).stdout)["files"][0]
+    assert info["slices"][0]["injection"] == "honoured" and info["launch"]["injection"] == "honoured"
+    assert "will ignore" not in vz("run", "--dry-run", "--", str(prog)).stderr
+
+
+# ---- row 11: env is /usr/bin/env by path ----
+
+def test_a_users_env_in_a_shebang_is_a_program_not_env(tmp_path):
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    executable(tools / "env", "#!/bin/sh\necho \"my env was given: $*\"\n")
+    script = executable(tmp_path / "job", f"#!{tools}/env sh\necho never\n")
+    p = vz("run", "--family", "1007", "--", str(script))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == f"my env was given: sh {script}\n"  # the user's env ran, with its arguments
+    assert "through env" not in p.stderr and "SIP protects\n" not in p.stderr
+    info = json.loads(vz("inspect", "--json", str(script)).stdout)["files"][0]
+    assert info["script"]["env_program"] is None
+    assert info["launch"]["starts"] == str(script)
+    # the system's env, by path, is still replaced by the program it names
+    executable(tmp_path / "python3", "#!/bin/sh\necho py\n")
+    sysenv = executable(tmp_path / "job2", "#!/usr/bin/env python3\n")
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2", PATH=f"{tmp_path}:/usr/bin:/bin")
+    p = vz("run", "--dry-run", "--family", "1007", "--", str(sysenv), env=env)
+    assert p.stdout.rstrip("\n").endswith(f" {tmp_path}/python3 {sysenv}") and "starts python3 through env" in p.stderr
+
+
+# ---- row 12: the dry-run line runs in a POSIX shell as it is ----
+
+@pytest.mark.parametrize("shell", ["sh", "bash", "dash"])
+@pytest.mark.parametrize("how", ["dot-slash", "on-path", "plain"])
+def test_dry_run_line_starts_a_program_whose_path_holds_an_equals_sign(tmp_path, shell, how):
+    if not shutil.which(shell):
+        pytest.fail(f"{shell} not found: run sh scripts/install-deps", pytrace=False)
+    name = "plain-tool" if how == "plain" else "a=b"
+    (tmp_path / name).symlink_to(BUILD / "probe")  # the stand-in Metal client: its answers show the injection
+    word = f"./{name}" if how != "on-path" else name
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2", PATH=f"{tmp_path}:/usr/bin:/bin")
+    dry = vz("run", "--dry-run", "--family", "1007", "--", word, env=env, cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    replay = subprocess.run([shell, "-c", dry.stdout], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert replay.returncode == 0, (dry.stdout, replay.stderr)
+    fams = [r for r in parse_probe(replay.stdout) if "families" in r][0]["families"]
+    assert fams[1007] == 1 and fams[1008] == 0, dry.stdout  # unlocked up to Apple7, as asked
+    real = subprocess.run([VZ, "run", "--family", "1007", "--", word], env=env, capture_output=True,
+                          text=True, timeout=60, cwd=tmp_path)
+    assert real.stdout == replay.stdout
+    assert dry.stdout.startswith("env ") == (how == "plain")  # env(1) takes any word with '=' for an assignment
+
+
+# ---- row 13: launchd takes the same plan ----
+
+def test_launchd_starts_the_program_an_env_shebang_names_with_the_note(tmp_path):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    py = executable(bindir / "python3", mg.build())
+    script = executable(tmp_path / "serve.py", "#!/usr/bin/env python3\nprint('hi')\n")
+    env = clean_env(HOME=str(tmp_path), PATH=f"{bindir}:/usr/bin:/bin")
+    p = subprocess.run([VZ, "launchd", "--label", "x.y", "--family", "1008", "--", str(script), "--port", "8080"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert plistlib.loads(p.stdout.encode())["ProgramArguments"] == [str(py), str(script), "--port", "8080"]
+    assert f"vzcaps launchd: note: {script} starts python3 through env; starting {py} directly" in p.stderr
+    # a user's env stays the program the job starts
+    executable(bindir / "env", "#!/bin/sh\n")
+    own = executable(tmp_path / "own.sh", f"#!{bindir}/env sh\n")
+    p = subprocess.run([VZ, "launchd", "--label", "x.z", "--family", "1008", "--", str(own)], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert plistlib.loads(p.stdout.encode())["ProgramArguments"] == [str(own)]
+    assert "through env" not in p.stderr
+
+
+def test_check_and_doctor_show_the_same_plan_as_run(tmp_path):
+    executable(tmp_path / "python3", "#!/bin/sh\n")
+    script = executable(tmp_path / "tool", "#!/usr/bin/env python3\n")
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2", PATH=f"{tmp_path}:/usr/bin:/bin")
+    check = json.loads(vz("check", "--exe", "tool", "--json", env=env).stdout)["launch"]
+    doctor = json.loads(vz("doctor", "--exe", "tool", "--json", env=env).stdout)["launch"]
+    inspect = json.loads(vz("inspect", "--json", str(script), env=env).stdout)["files"][0]["launch"]
+    assert check == doctor == inspect
+    assert check["starts"] == f"{tmp_path}/python3" and check["script_line"] == "#!/usr/bin/env python3"
+    run = vz("run", "--dry-run", "--family", "1007", "--", "tool", env=env)
+    assert f" {tmp_path}/python3 {script}\n" in run.stdout
+    assert all(f"vzcaps run: {'warning' if 'protects:' in n else 'note'}: {n}" in run.stderr for n in check["notes"])
+    text = vz("check", "--exe", "tool", env=env).stdout
+    assert f"launch         {script} (a script: #!/usr/bin/env python3)\n  starts       {tmp_path}/python3\n" in text

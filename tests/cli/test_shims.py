@@ -1,0 +1,229 @@
+"""vzcaps shims (issue 26 item 1): a directory of links to vzcaps named after client programs.
+Started as NAME, vzcaps runs the next NAME on PATH after the directory through `vzcaps run`, so
+a shell or a Python subprocess that starts NAME gets the injection and nothing else in the tree
+does. Hostile cases: the directory as a link, PATH with empty, relative and repeated entries,
+the directory spelled differently, link chains, odd names, files vzcaps did not make."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import BUILD, clean_env, parse_probe
+
+from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (LD_PRELOAD, /proc)
+
+VZ = str(BUILD / "vzcaps")
+CHIP = "Apple M2 Pro"  # auto: Apple8
+
+
+def vz(*args, env=None, cwd=None):
+    return subprocess.run([VZ, *args], env=env or clean_env(), capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+def shim_env(*path, **extra):
+    return clean_env(PATH=":".join(str(p) for p in path), VZCAPS_HOST_CHIP=CHIP, **extra)
+
+
+def real_bin(tmp_path):
+    """A directory holding the stand-in Metal client as `probe` (a link to build/probe)."""
+    d = tmp_path / "real"
+    d.mkdir()
+    (d / "probe").symlink_to(BUILD / "probe")
+    return d
+
+
+def make_shims(tmp_path, *names, dirname="shims"):
+    d = tmp_path / dirname
+    p = vz("shims", "--dir", str(d), *names)
+    assert p.returncode == 0, p.stderr
+    return d
+
+
+def families(out):
+    runs = [r for r in parse_probe(out) if "families" in r]
+    assert len(runs) == 1, out
+    return runs[0]["families"]
+
+
+def test_a_shell_and_a_python_subprocess_get_the_unlocked_answers_and_nothing_else_loads(tmp_path):
+    real = real_bin(tmp_path)
+    shims = make_shims(tmp_path, "probe")
+    env = shim_env(shims, real, "/usr/bin", "/bin")
+    # through sh: the probe is unlocked (Apple8 on an M2 Pro); sh itself, and env started after it, load nothing
+    p = subprocess.run(["sh", "-c", "probe; grep -c libvzcaps /proc/$$/maps; echo ENV; env"], env=env, capture_output=True,
+                       text=True, timeout=60)
+    assert families(p.stdout)[1008] == 1, p.stderr
+    assert "\n0\n" in p.stdout  # sh's own maps hold no libvzcaps
+    after = p.stdout.split("\nENV\n", 1)[1]  # what env, a later child of sh, was given
+    assert "LD_PRELOAD" not in after and "VZCAPS_" not in after.replace(f"VZCAPS_HOST_CHIP={CHIP}", "")
+    assert sum(line.startswith("vzcaps: configured for probe") for line in p.stderr.splitlines()) == 1
+    # through Python's subprocess (execvp on PATH)
+    code = ("import subprocess, sys; subprocess.run(['probe'], check=True); "
+            "print('py-maps', 'libvzcaps' in open('/proc/self/maps').read())")
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert families(p.stdout)[1008] == 1
+    assert "py-maps False" in p.stdout
+
+
+def test_an_unshimmed_program_gets_nothing(tmp_path):
+    real = real_bin(tmp_path)
+    (real / "other-probe").symlink_to(BUILD / "probe")
+    shims = make_shims(tmp_path, "probe")
+    p = subprocess.run(["sh", "-c", "other-probe"], env=shim_env(shims, real, "/usr/bin", "/bin"), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0
+    assert families(p.stdout)[1008] == 0 and p.stderr == ""  # stock, and not a word from vzcaps
+
+
+def test_the_real_program_runs_with_its_arguments_and_exit_status(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    tool = real / "tool"
+    tool.write_text("#!/bin/sh\necho \"args:$*\"\ngrep -c libvzcaps /proc/$$/maps\nexit 7\n")
+    tool.chmod(0o755)
+    shims = make_shims(tmp_path, "tool")
+    p = subprocess.run(["sh", "-c", "tool 'a b' c"], env=shim_env(shims, real, "/usr/bin", "/bin", VZCAPS_APPLE_FAMILY_MAX="1008"),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 7, p.stderr
+    assert "args:a b c" in p.stdout
+    assert p.stdout.splitlines()[1] != "0"  # exactly as vzcaps run -- tool: its interpreter loaded the library
+
+
+def test_a_missing_real_program_exits_127_with_one_line(tmp_path):
+    shims = make_shims(tmp_path, "probe")
+    p = subprocess.run(["sh", "-c", "probe"], env=shim_env(shims, "/usr/bin", "/bin"), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 127
+    assert p.stderr.splitlines() == [f"vzcaps: probe: no probe on PATH after the shim directory {shims}"]
+
+
+@pytest.mark.parametrize("spelling", ["same", "dot", "slash", "link", "relative"])
+def test_a_shim_directory_that_finds_itself_is_refused_not_looped(tmp_path, spelling):
+    shims = make_shims(tmp_path, "probe")
+    (tmp_path / "shims-link").symlink_to(shims)
+    again = {"same": shims, "dot": f"{shims}/.", "slash": f"{shims}/", "link": tmp_path / "shims-link",
+             "relative": "shims"}[spelling]
+    p = subprocess.run(["sh", "-c", "probe"], env=shim_env(shims, again, "/usr/bin", "/bin"), capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path)
+    assert p.returncode == 127
+    assert len(p.stderr.splitlines()) == 1
+    assert "only vzcaps shims: refused, as starting one would loop" in p.stderr
+
+
+def test_the_directory_twice_and_empty_and_relative_entries(tmp_path):
+    real = real_bin(tmp_path)
+    shims = make_shims(tmp_path, "probe")
+    # DIR twice, the real program after it: found, once
+    p = subprocess.run(["sh", "-c", "probe"], env=shim_env(shims, shims, real, "/bin"), capture_output=True, text=True,
+                       timeout=60)
+    assert families(p.stdout)[1008] == 1, p.stderr
+    # an empty entry (the current directory) as the shim directory, a relative entry for the real one
+    env = clean_env(PATH=":real:/usr/bin:/bin", VZCAPS_HOST_CHIP=CHIP)
+    p = subprocess.run(["sh", "-c", "cd shims && PATH=:../real:/usr/bin:/bin probe"], env=env, capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path)
+    assert families(p.stdout)[1008] == 1, p.stderr
+    # the shim started by its path: that directory is the shim directory, PATH after it is searched
+    p = subprocess.run([str(shims / "probe")], env=shim_env(real, shims, "/bin"), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 127 and "after the shim directory" in p.stderr
+    p = subprocess.run([str(shims / "probe")], env=shim_env(shims, real, "/bin"), capture_output=True, text=True,
+                       timeout=60)
+    assert families(p.stdout)[1008] == 1, p.stderr
+
+
+def test_a_link_chain_to_vzcaps_is_a_shim_and_never_the_real_program(tmp_path):
+    real = real_bin(tmp_path)
+    chain = tmp_path / "chain"
+    chain.mkdir()
+    (chain / "one").symlink_to(VZ)
+    (chain / "two").symlink_to(chain / "one")
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "probe").symlink_to(chain / "two")
+    other = tmp_path / "other-shims"
+    other.mkdir()
+    (other / "probe").symlink_to(chain / "two")  # another shim directory later on PATH: skipped, no loop
+    p = subprocess.run(["sh", "-c", "probe"], env=shim_env(shims, other, real, "/bin"), capture_output=True, text=True,
+                       timeout=60)
+    assert families(p.stdout)[1008] == 1, p.stderr
+    p = vz("shims", "--dir", str(shims), "--list", env=shim_env(shims, other, real, "/bin"))
+    assert p.stdout == f"probe\t{real}/probe\n"
+
+
+def test_list_and_remove_only_what_vzcaps_made(tmp_path):
+    real = real_bin(tmp_path)
+    shims = make_shims(tmp_path, "probe", "llama-server")
+    (shims / "mine").write_text("#!/bin/sh\n")
+    (shims / "alink").symlink_to("/bin/true")
+    env = shim_env(shims, real, "/bin")
+    p = vz("shims", "--dir", str(shims), "--list", env=env)
+    assert p.returncode == 0
+    assert p.stdout == f"llama-server\t(not found on PATH after DIR)\nprobe\t{real}/probe\n"
+    p = vz("shims", "--dir", str(shims), "--remove", "mine", "alink", "probe", "nothere", env=env)
+    assert p.returncode == 1
+    assert p.stdout == f"removed {shims}/probe\n"
+    assert f"{shims}/mine: not a shim vzcaps made; left as it is" in p.stderr
+    assert f"{shims}/alink: not a shim vzcaps made; left as it is" in p.stderr
+    assert f"{shims}/nothere: No such file or directory" in p.stderr
+    assert sorted(os.listdir(shims)) == ["alink", "llama-server", "mine"]
+    # made again: idempotent; an existing file of the user's is never replaced
+    p = vz("shims", "--dir", str(shims), "llama-server", "mine", env=env)
+    assert p.returncode == 1
+    assert f"{shims}/llama-server: already a shim" in p.stdout
+    assert p.stderr.splitlines() == [f"vzcaps shims: {shims}/mine: exists and vzcaps did not make it; left as it is"]
+    assert (shims / "mine").read_text() == "#!/bin/sh\n"
+
+
+@pytest.mark.parametrize("name,why", [
+    ("a/b", "a program name, not a path"), ("..", "not a program name"), (".", "not a program name"),
+    ("../probe", "a program name, not a path"), ("-x", "may not start with '-'"), ("vzcaps", "vzcaps itself"),
+    ("a\x01b", "control character"), ("x" * 256, "longer than 255 bytes"),
+])
+def test_odd_names_are_refused_before_anything_is_made(tmp_path, name, why):
+    d = tmp_path / "shims"
+    p = vz("shims", "--dir", str(d), "probe", "--", name)
+    assert p.returncode == 2
+    assert why in p.stderr and "NAME" in p.stderr
+    assert not d.exists()
+
+
+@pytest.mark.parametrize("spelling", ["", "/", "/."])
+def test_a_directory_that_is_a_link_is_refused_for_writing(tmp_path, spelling):
+    target = tmp_path / "target"
+    target.mkdir()
+    (tmp_path / "dirlink").symlink_to(target)
+    p = vz("shims", "--dir", f"{tmp_path / 'dirlink'}{spelling}", "probe")
+    assert p.returncode == 1
+    assert "a link; give the directory it leads to" in p.stderr
+    assert os.listdir(target) == []
+    p = vz("shims", "--dir", f"{tmp_path / 'dirlink'}{spelling}", "--remove", "probe")
+    assert p.returncode == 1 and os.listdir(target) == []
+
+
+def test_a_directory_that_is_a_file_and_malformed_lines(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("")
+    p = vz("shims", "--dir", str(f), "probe")
+    assert p.returncode == 1 and "not a directory" in p.stderr
+    assert vz("shims", "probe").returncode == 2
+    assert vz("shims", "--dir", str(tmp_path / "d")).returncode == 2
+    assert vz("shims", "--dir", str(tmp_path / "d"), "--list", "probe").returncode == 2
+
+
+def test_check_and_doctor_name_a_shimmed_program_and_its_real_one(tmp_path):
+    real = real_bin(tmp_path)
+    shims = make_shims(tmp_path, "probe")
+    env = shim_env(shims, real, "/bin")
+    want = f"probe on PATH is a vzcaps shim ({shims}/probe), which runs {real}/probe through vzcaps run"
+    p = vz("check", "--exe", "probe", env=env)
+    assert f"shim           {want}\n" in p.stdout
+    import json
+    assert json.loads(vz("check", "--exe", "probe", "--json", env=env).stdout)["shim"] == want
+    assert json.loads(vz("check", "--exe", "other", "--json", env=env).stdout)["shim"] is None
+    p = vz("doctor", "--exe", "probe", env=env)
+    assert f"shim           {want}\n" in p.stdout
+    assert json.loads(vz("doctor", "--exe", "probe", "--json", env=env).stdout)["shim"] == want
+    p = vz("check", "--exe", "probe", env=shim_env(shims, "/bin"))
+    assert f"({shims}/probe), and no probe on PATH after the shim directory {shims}: it exits 127" in p.stdout

@@ -1,0 +1,41 @@
+"""vzcaps check --strict (issue 26 item 5): a CI gate that exits 1, with the reason on standard
+error, when the program would run stock (refused, off, out of scope, nothing to change), and 0
+when the library would change its answers."""
+import subprocess
+
+import pytest
+
+from conftest import BUILD, clean_env
+
+VZ = str(BUILD / "vzcaps")
+
+
+def check(*args, **env):
+    return subprocess.run([VZ, "check", *args], env=clean_env(**env), capture_output=True, text=True, timeout=30)
+
+
+def test_strict_passes_for_a_program_that_unlocks():
+    p = check("--strict", "--exe", "llama-server", VZCAPS_HOST_CHIP="Apple M2 Pro")
+    assert p.returncode == 0 and p.stderr == ""
+    assert check("--exe", "llama-server", "--strict", "--json", VZCAPS_HOST_CHIP="Apple M2 Pro").returncode == 0
+
+
+@pytest.mark.parametrize("args,env,reason", [
+    (["--exe", "llama-server"], {}, "refused: vzcaps run's implied --family=auto needs the host chip"),
+    (["--exe", "llama-server", "--family", "off"], {"VZCAPS_HOST_CHIP": "Apple M2 Pro"}, "off: "),
+    (["--exe", "llama-server", "--bare"], {"VZCAPS_HOST_CHIP": "Apple M2 Pro"}, "out of scope: nothing configures vzcaps"),
+    (["--exe", "llama-server"], {"VZCAPS_HOST_CHIP": "Apple M2 Pro", "VZCAPS_CALLERS": "none"}, "out of scope: callers is empty"),
+])
+def test_strict_fails_for_a_program_that_would_run_stock(args, env, reason):
+    p = check("--strict", *args, **env)
+    assert p.returncode == 1
+    assert p.stderr.splitlines()[-1].startswith("vzcaps check: --strict: llama-server would run stock: " + reason), p.stderr
+    # without --strict the same view is only explained: exit 0
+    assert check(*args, **env).returncode == 0
+
+
+def test_strict_is_in_help_man_and_completions():
+    assert "--strict" in subprocess.run([VZ, "help", "check"], capture_output=True, text=True).stdout
+    assert "\\-\\-strict" in subprocess.run([VZ, "__man"], capture_output=True, text=True).stdout
+    for shell in ("bash", "zsh", "fish"):
+        assert "strict" in subprocess.run([VZ, "__completions", shell], capture_output=True, text=True).stdout
