@@ -255,3 +255,51 @@ def test_a_truncated_file_is_one_line(tmp_path, cut):
     assert p.returncode == 1
     assert "t.dylib [?]: unreadable:" in p.stdout or "t.dylib: " in p.stdout, p.stdout
     assert "Traceback" not in p.stderr
+
+
+def audit_module():
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("vzcaps_audit", str(ROOT / "scripts" / "audit"))
+    spec = importlib.util.spec_from_loader("vzcaps_audit", loader)
+    mod = importlib.util.module_from_spec(spec)
+    loader.exec_module(mod)
+    return mod
+
+
+def test_hostile_stub_text_gives_a_reason_never_a_crash():
+    """Every prefix and many one-byte changes of a real-looking stub: parsed, or TbdError."""
+    a = audit_module()
+    text = V4_SYSTEM
+    import random
+    rnd = random.Random(27)
+    cases = [text[:n] for n in range(0, len(text), 7)]
+    cases.append("--- !tapi-tbd\n" + "".join(f"{' ' * k}k{k}:\n" for k in range(3000)))  # deeper than Python recurses
+    cases.append("{" + '"a": [' * 5000)
+    for _ in range(3000):
+        i = rnd.randrange(len(text))
+        cases.append(text[:i] + rnd.choice("[]{}:,'\"#-\n\t x") + text[i + 1:])
+    for case in cases:
+        try:
+            a.parse_tbd(case)
+        except a.TbdError:
+            pass
+
+
+def test_hostile_macho_bytes_give_a_reason_never_a_crash(tmp_path):
+    a = audit_module()
+    good = lib(tmp_path).read_bytes()
+    import random
+    rnd = random.Random(9)
+    cases = [good[:n] for n in range(0, 400, 3)]
+    for _ in range(400):
+        b = bytearray(good)
+        for _ in range(4):
+            b[rnd.randrange(32, 400)] = rnd.randrange(256)
+        cases.append(bytes(b))
+    for case in cases:
+        try:
+            for part in a.slices(case):
+                a.dyld_problems(a.read_slice(part))
+        except a.MachOError:
+            pass
