@@ -5,6 +5,7 @@
  * host runs in a guest or on Linux, where the preference has no effect. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
+#include "../macho/inheritsafe.h"
 #include "../macho/macho.h"
 
 #include <errno.h>
@@ -235,8 +236,10 @@ int cmd_doctor(int argc, char **argv)
     bool lib_arm64e = have_lib && library_has_arch(library, "arm64e");
     int sip = platform_is_macos ? sip_status() : VZCAPS_SIP_UNKNOWN;
     const char *sip_text = !platform_is_macos ? "not macOS" : sip == VZCAPS_SIP_ENABLED ? "enabled" : sip == VZCAPS_SIP_DISABLED ? "disabled" : "unknown";
-    char clients[2][600];
+    char clients[2][600], inherit_line[600];
     size_t n_clients = arm64e_clients(lib_arm64e, clients, 2);
+    int apple_silicon = strncmp(m.brand, "Apple", 5) == 0 ? 1 : strstr(m.brand, "Intel") ? 0 : -1;
+    int inherit = inherit_safety(platform_is_macos, apple_silicon, sip, have_lib ? archs : NULL, inherit_line, sizeof inherit_line);
     char q_cmd[4600] = "", q_lib[4600] = "";
     if (self[0])
         quarantine_line("the command", self, q_cmd, sizeof q_cmd);
@@ -345,6 +348,8 @@ int cmd_doctor(int argc, char **argv)
         json_end_arr(&j);
         json_end_obj(&j);
         json_str(&j, "sip", sip_text);
+        json_str(&j, "inherit_safety", inherit_safety_name(inherit));
+        json_str(&j, "inherit_safety_why", inherit_line);
         json_arr(&j, "arm64e_clients");
         for (size_t i = 0; i < n_clients; i++)
             json_str(&j, NULL, clients[i]);
@@ -370,6 +375,7 @@ int cmd_doctor(int argc, char **argv)
     printf("cpu            %s (%u cpus, %.1f GiB)\n", m.brand[0] ? esc(m.brand) : "(no brand string)", m.ncpu, (double)m.memory / 1073741824.0);
     printf("library        %s%s%s%s\n", have_lib ? esc(library) : "NOT FOUND", have_lib ? " (" : "", have_lib ? archs : "", have_lib ? ")" : "");
     printf("sip            %s\n", sip_text);
+    printf("inherit        %s\n", inherit_line);
     print_profile_text(&r, &o);
     if (lr.ran) {
         printf("library run    %s (%s)\n", esc(lr.command), lr.status);

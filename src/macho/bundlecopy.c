@@ -264,7 +264,8 @@ static int add_unit(struct input *in, const char *dir, const char *base, const c
     u->parent = parent;
     char *res = join(base, "Resources");
     int r = bc_find_node(in, res);
-    u->with_resources = r >= 0 && in->n[r].type == N_DIR;
+    u->with_resources = cr_layout_with_resources(strcmp(base, dir) != 0 && strcmp(last_name(base), "Contents") == 0,
+                                                 r >= 0 && (in->n[r].type == N_DIR || in->n[r].type == N_LINK));
     free(res);
     in->n[e].main_exe = true;
     return (int)in->nu - 1;

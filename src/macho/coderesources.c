@@ -15,7 +15,8 @@ struct rule {
     unsigned weight, flags;
 };
 
-/* codesign's defaults for an executable bundle with a Resources directory ... */
+/* codesign's defaults (Security-61901, OSX/libsecurity_codesigning/lib/bundlediskrep.cpp,
+ * BundleDiskRep::defaultResourceRules) for a bundle whose resources path is Resources/ ... */
 static const struct rule rules1_res[] = {
     {"^version.plist$", 1, 0},
     {"^Resources/", 1, 0},
@@ -39,7 +40,7 @@ static const struct rule rules2_res[] = {
     {"^Resources/Base\\.lproj/", 1010, 0},
     {"^Resources/.*\\.lproj/locversion.plist$", 1100, CR_OMIT},
 };
-/* ... and without one */
+/* ... and for one whose resources are at its top (no nested-code rules: flat bundles have none) */
 static const struct rule rules1_flat[] = {
     {"^version.plist$", 1, 0},
     {"^.*", 1, 0},
@@ -91,6 +92,11 @@ unsigned cr_match(int version, bool with_resources, const char *key)
         if (regexec(&rs->re[i], key, 0, NULL, 0) == 0 && (!best || rs->r[i].weight > best->weight))
             best = &rs->r[i];
     return best ? CR_MATCHED | best->flags : 0;
+}
+
+bool cr_layout_with_resources(bool contents_layout, bool resources_entry)
+{
+    return contents_layout || resources_entry;
 }
 
 enum { E_HASH, E_LINK, E_NESTED };

@@ -19,6 +19,14 @@
  * files). The highest weight wins. 0 when no rule matches: the path is not sealed. */
 unsigned cr_match(int version, bool with_resources, const char *key);
 
+/* Which of the two rule sets codesign takes, from the bundle's layout as CFBundle reads it
+ * (Security's BundleDiskRep::resourcesRelativePath compares CFBundleCopyResourcesDirectoryURL
+ * with the support-files directory): a bundle with a Contents directory has its resources in
+ * Contents/Resources whether or not that directory exists (rules with Resources/ and nested
+ * code); any other bundle has them in Resources when a directory or link of that name is
+ * there, else at its top (the flat rules). */
+bool cr_layout_with_resources(bool contents_layout, bool resources_entry);
+
 struct cr_entry;
 struct cr_seal {
     struct cr_entry *e;

@@ -37,7 +37,7 @@ def copy_dist(tmp_path):
     return d
 
 
-def relink_library(tmp_path, extra_c=None, extra_inputs=()):
+def relink_library(tmp_path, extra_c=None, extra_inputs=(), sdk="15.1", headerpad=("-headerpad_max_install_names",)):
     """The arm64 library linked as make dist links it, plus the given defect."""
     import ziglang
     zlib = os.path.join(os.path.dirname(ziglang.__file__), "lib")
@@ -50,7 +50,7 @@ def relink_library(tmp_path, extra_c=None, extra_inputs=()):
         objs.append(str(tmp_path / "extra.o"))
     out = tmp_path / "arm64.dylib"
     subprocess.run([tool("ld64.lld"), "-dylib", "-install_name", "@rpath/libvzcaps.dylib", "-o", str(out), *objs,
-                    "-arch", "arm64", "-platform_version", "macos", "13.0", "15.1", "-adhoc_codesign",
+                    "-arch", "arm64", "-platform_version", "macos", "13.0", sdk, "-adhoc_codesign", *headerpad,
                     "-F", str(ROOT / "stubs"), "-weak_framework", "Metal", str(ROOT / "stubs" / "libobjc.tbd"),
                     f"{zlib}/libc/darwin/libSystem.tbd", *extra_inputs], check=True)
     d = copy_dist(tmp_path)
@@ -156,3 +156,51 @@ def test_cross_built_library_has_apple_clangs_stack_protector():
     out = subprocess.run([tool("llvm-nm"), "-u", "--arch=arm64", str(DIST / "libvzcaps.dylib")], capture_output=True,
                          text=True).stdout.split()
     assert "___stack_chk_guard" in out and "___stack_chk_fail" in out
+
+
+def test_ld64_lld_output_against_sdk_26_fails_for_sg_read_only(tmp_path):
+    """ld64.lld 14 writes no SG_READ_ONLY: harmless at SDK 15.1, refused by dyld from SDK 26."""
+    p = audit(relink_library(tmp_path, sdk="26.0"))
+    assert p.returncode == 1
+    assert ("libvzcaps.dylib [arm64]: __DATA_CONST lacks SG_READ_ONLY (0x10), which dyld requires of a file built "
+            "against SDK 26.0 or later (SDK 26.0)") in p.stdout, p.stdout
+
+
+def test_link_without_headerpad_fails(tmp_path):
+    p = audit(relink_library(tmp_path, headerpad=()))
+    assert p.returncode == 1
+    assert "libvzcaps.dylib [arm64]: 0x20 bytes of header padding after the load commands, fewer than 0x100" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("name", ["libvzcaps.dylib", "vzcaps"])
+@pytest.mark.parametrize("arch", ["arm64", "x86_64"])
+def test_dist_has_room_for_homebrews_install_name(name, arch):
+    """install_name_tool can give the library a Homebrew opt path of MAXPATHLEN (1024), read with
+    llvm-objdump, independently of the audit's own reading."""
+    out = subprocess.run([tool("llvm-objdump"), "--macho", f"--arch={arch}", "--private-headers", str(DIST / name)],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    head = next(i for i, line in enumerate(out) if line.startswith("MH_MAGIC_64"))
+    sizeofcmds = int(out[head].split()[6])
+    offsets, size = [], None
+    for line in out:
+        f = line.split()
+        if f[:1] == ["size"]:
+            size = int(f[1], 16)
+        elif f[:1] == ["offset"] and size:
+            offsets.append(int(f[1]))
+    assert min(o for o in offsets if o) - (32 + sizeofcmds) >= 1024
+
+
+def test_an_arm64e_slice_fails(tmp_path):
+    """dyld would give every arm64 process the arm64e slice first (docs/artifacts.md)."""
+    d = copy_dist(tmp_path)
+    data = bytearray((WORK / "arm64" / "libvzcaps.dylib").read_bytes())
+    data[8:12] = (0x80000002).to_bytes(4, "little")  # CPU_SUBTYPE_ARM64E with the ABI flag
+    (tmp_path / "e.dylib").write_bytes(bytes(data))
+    subprocess.run([tool("llvm-lipo"), "-create", str(WORK / "arm64" / "libvzcaps.dylib"), str(tmp_path / "e.dylib"),
+                    str(WORK / "x86_64" / "libvzcaps.dylib"), "-output", str(d / "libvzcaps.dylib")], check=True)
+    sums(d)
+    p = audit(d)
+    assert p.returncode == 1
+    assert ("libvzcaps.dylib: slices ['arm64', 'arm64e', 'x86_64'], expected ['arm64', 'x86_64'] (an arm64e slice would "
+            "be what every arm64 process loads)") in p.stdout, p.stdout

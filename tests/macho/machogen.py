@@ -7,6 +7,7 @@ import struct
 CPU_ARM64, CPU_X86_64 = 0x0100000C, 0x01000007
 LC_SEGMENT_64, LC_CODE_SIGNATURE, LC_BUILD_VERSION, LC_LOAD_DYLIB = 0x19, 0x1D, 0x32, 0xC
 LC_ENCRYPTION_INFO_64 = 0x2C
+LC_SYMTAB, SG_READ_ONLY = 0x2, 0x10
 CS_ADHOC, CS_RUNTIME, CS_REQUIRE_LV = 0x2, 0x10000, 0x2000
 PAGE = 4096
 
@@ -22,9 +23,12 @@ def entitlements_xml(**ents):
 
 def build(cputype=CPU_ARM64, cpusubtype=0, flags=CS_ADHOC, entitlements=None, libs=(),
           methnames=(), cstrings=(), minos=(13, 0), signed=True, platform=0, ident=b"demo", restrict=False,
-          cryptid=None):
+          cryptid=None, sdk=None, data_const=None, imports=(), headerpad=0):
     """Returns the bytes of a thin MH_DYLIB; its signature hashes are correct. restrict adds a
-    __RESTRICT segment with an empty __restrict section; cryptid an LC_ENCRYPTION_INFO_64."""
+    __RESTRICT segment with an empty __restrict section; cryptid an LC_ENCRYPTION_INFO_64. sdk:
+    (major, minor) in LC_BUILD_VERSION (else 0); data_const: the flags of a __DATA_CONST segment
+    (None: no such segment); imports: (name, library ordinal) undefined symbols in an LC_SYMTAB;
+    headerpad: zero bytes between the load commands and the first section."""
     strings = b"".join(s.encode() + b"\0" for s in methnames)
     cstr = b"".join(s.encode() + b"\0" for s in cstrings)
     cmds = []
@@ -33,7 +37,11 @@ def build(cputype=CPU_ARM64, cpusubtype=0, flags=CS_ADHOC, entitlements=None, li
     seg = bytearray(struct.pack("<II16sQQQQiiII", LC_SEGMENT_64, 72 + 80 * nsect, b"__TEXT", 0, 0, 0, 0, 5, 5, nsect, 0))
     seg += b"\0" * (80 * nsect)  # sections, filled in once the offsets are known
     cmds.append(seg)
-    cmds.append(bytearray(struct.pack("<IIIIII", LC_BUILD_VERSION, 24, 1, minos[0] << 16 | minos[1] << 8, 0, 0)))
+    if data_const is not None:
+        cmds.append(bytearray(struct.pack("<II16sQQQQiiII", LC_SEGMENT_64, 72, b"__DATA_CONST", 0x4000, 0x4000, 0, 0, 3, 3,
+                                          0, data_const)))
+    sdk_v = sdk[0] << 16 | sdk[1] << 8 if sdk else 0
+    cmds.append(bytearray(struct.pack("<IIIIII", LC_BUILD_VERSION, 24, 1, minos[0] << 16 | minos[1] << 8, sdk_v, 0)))
     if restrict:
         rseg = struct.pack("<II16sQQQQiiII", LC_SEGMENT_64, 72 + 80, b"__RESTRICT", 0, 0, 0, 0, 1, 1, 1, 0)
         rseg += struct.pack("<16s16sQQIIIIIIII", b"__restrict", b"__RESTRICT", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -43,16 +51,30 @@ def build(cputype=CPU_ARM64, cpusubtype=0, flags=CS_ADHOC, entitlements=None, li
     for lib in libs:
         name = _pad8((lib if isinstance(lib, bytes) else lib.encode()) + b"\0")
         cmds.append(bytearray(struct.pack("<IIIIII", LC_LOAD_DYLIB, 24 + len(name), 24, 2, 0x10000, 0x10000) + name))
+    symtab = None
+    if imports:
+        symtab = bytearray(struct.pack("<IIIIII", LC_SYMTAB, 24, 0, 0, 0, 0))
+        cmds.append(symtab)
     if signed:
         cmds.append(bytearray(struct.pack("<IIII", LC_CODE_SIGNATURE, 16, 0, 0)))
     sizeofcmds = sum(len(c) for c in cmds)
-    data_off = 32 + sizeofcmds
+    data_off = 32 + sizeofcmds + headerpad
     meth_off, cstr_off = data_off, data_off + len(strings)
     sects = b""
     for name, off, size in ((b"__objc_methname", meth_off, len(strings)), (b"__cstring", cstr_off, len(cstr))):
         sects += struct.pack("<16s16sQQIIIIIIII", name, b"__TEXT", off, size, off, 0, 0, 0, 0, 0, 0, 0)
     seg[72:] = sects
     body = strings + cstr
+    if imports:
+        body = _pad8(body)
+        strtab = b"\0" + b"".join(n.encode() + b"\0" for n, _ in imports)
+        nl, at = b"", 1
+        for n, ordinal in imports:
+            nl += struct.pack("<IBBHQ", at, 0x01, 0, ordinal << 8, 0)  # N_UNDF | N_EXT, two-level ordinal
+            at += len(n) + 1
+        struct.pack_into("<IIII", symtab, 8, data_off + len(body), len(imports), data_off + len(body) + len(nl), len(strtab))
+        body += nl + strtab
+    body = b"\0" * headerpad + body
     code = bytearray(struct.pack("<IIIIIIII", 0xFEEDFACF, cputype, cpusubtype, 6, len(cmds), sizeofcmds, 0, 0))
     for c in cmds:
         code += c

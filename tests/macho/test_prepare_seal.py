@@ -191,3 +191,42 @@ def test_a_non_bundle_directory_in_a_code_location_is_refused(tmp_path):
     p = prepare("--yes", "--into", tmp_path / "out", app)
     assert p.returncode == 1 and "odd.d" in p.stderr and "nested bundle" in p.stderr and p.stderr.count("\n") == 1, p.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_an_app_without_contents_resources_keeps_nested_code_rules(tmp_path):
+    """codesign takes the resources path from the layout (CFBundle: a Contents bundle's is
+    Contents/Resources, present or not), so the rules with Resources/ and nested code apply and
+    a framework in Contents/Frameworks is sealed as code, by cdhash (bundlediskrep.cpp)."""
+    app = make_app(tmp_path / "src")
+    c = app / "Contents"
+    for rel in sorted((c / "Resources").rglob("*"), key=lambda p: -len(p.parts)):
+        rel.unlink() if rel.is_file() or rel.is_symlink() else rel.rmdir()
+    (c / "Resources").rmdir()
+    p = prepare("--yes", "--into", tmp_path / "out", app)
+    assert p.returncode == 0, p.stderr
+    oc = tmp_path / "out" / "Demo.app" / "Contents"
+    cr = check_bound(oc / "MacOS" / "Demo", oc / "Info.plist", oc)
+    h = mg.cdhash((oc / "Frameworks" / "Inner.framework" / "Versions" / "A" / "Inner").read_bytes())
+    assert cr["files2"]["Frameworks/Inner.framework"] == {"cdhash": h, "requirement": f'cdhash H"{h.hex()}"'}
+    assert not any(k.startswith("Frameworks/Inner.framework/") for k in cr["files2"])
+    assert cr["rules"]["^Resources/"] is True and "^.*" not in cr["rules"]
+    assert cr["rules2"]["^[^/]+$"] == {"nested": True, "weight": 10.0}
+
+
+def test_a_framework_version_without_resources_takes_the_flat_rules(tmp_path):
+    """A version directory with no Resources is a flat bundle to CFBundle: its resources path
+    is its top, so the flat rules (no nested code) seal it."""
+    app = make_app(tmp_path / "src")
+    v = app / "Contents" / "Frameworks" / "Inner.framework" / "Versions" / "A"
+    (v / "Resources" / "data.txt").unlink()
+    (v / "Resources" / "Info.plist").rename(v / "Info.plist")
+    (v / "Resources").rmdir()
+    (v / "notes.txt").write_bytes(b"top")
+    os.unlink(app / "Contents" / "Frameworks" / "Inner.framework" / "Resources")
+    p = prepare("--yes", "--into", tmp_path / "out", app)
+    assert p.returncode == 0, p.stderr
+    ov = tmp_path / "out" / "Demo.app" / "Contents" / "Frameworks" / "Inner.framework" / "Versions" / "A"
+    cr = plistlib.loads((ov / "_CodeSignature" / "CodeResources").read_bytes())
+    assert cr["rules"]["^.*"] is True and "^Resources/" not in cr["rules"]
+    assert "^[^/]+$" not in cr["rules2"]
+    assert cr["files2"]["notes.txt"] == {"hash2": sha256(b"top")}

@@ -19,6 +19,7 @@
 #include "../../src/device/verify_core.h"
 #include "../../src/common/sha1.h"
 #include "../../src/macho/coderesources.h"
+#include "../../src/macho/inheritsafe.h"
 #include "../../src/macho/macho.h"
 
 static void test_bf16_and_half_rounding(void **st)
@@ -718,6 +719,38 @@ static void test_launchd_domain_gui_or_user(void **st)
     unsetenv("FAKE_LOG"), unsetenv("FAKE_GUI"), unsetenv("FAKE_LOADED");
 }
 
+static void test_inherit_safety(void **state)
+{
+    (void)state;
+    char line[600];
+    assert_int_equal(inherit_safety(false, 1, VZCAPS_SIP_DISABLED, "arm64 x86_64", line, sizeof line), INHERIT_NOT_MACOS);
+    assert_int_equal(inherit_safety(true, 1, VZCAPS_SIP_ENABLED, NULL, line, sizeof line), INHERIT_UNSAFE);
+    assert_string_equal(line, "unsafe: no library found");
+    /* Apple silicon, the release's slices: the SIP state decides */
+    assert_int_equal(inherit_safety(true, 1, VZCAPS_SIP_ENABLED, "arm64 x86_64", line, sizeof line), INHERIT_LIMITED);
+    assert_non_null(strstr(line, "limited: SIP is enabled"));
+    assert_int_equal(inherit_safety(true, 1, VZCAPS_SIP_DISABLED, "arm64 x86_64", line, sizeof line), INHERIT_UNSAFE);
+    assert_non_null(strstr(line, "unsafe: SIP is disabled, so arm64e system programs"));
+    assert_int_equal(inherit_safety(true, -1, VZCAPS_SIP_UNKNOWN, "arm64 x86_64", line, sizeof line), INHERIT_UNSAFE);
+    assert_non_null(strstr(line, "SIP is in an unknown state"));
+    assert_non_null(strstr(line, "shims start only the programs named"));
+    /* an arm64e slice is what arm64 processes would load: never safe */
+    assert_int_equal(inherit_safety(true, 1, VZCAPS_SIP_ENABLED, "arm64 arm64e x86_64", line, sizeof line), INHERIT_UNSAFE);
+    assert_non_null(strstr(line, "arm64e slice, which dyld loads in place of arm64"));
+    /* slices are words: "arm64e" alone is no arm64 slice */
+    assert_int_equal(inherit_safety(true, 1, VZCAPS_SIP_ENABLED, "arm64e x86_64", line, sizeof line), INHERIT_UNSAFE);
+    assert_non_null(strstr(line, "no arm64 slice"));
+    /* Intel: no arm64e programs at all */
+    assert_int_equal(inherit_safety(true, 0, VZCAPS_SIP_DISABLED, "arm64 x86_64", line, sizeof line), INHERIT_SAFE);
+    assert_int_equal(inherit_safety(true, 0, VZCAPS_SIP_DISABLED, "arm64", line, sizeof line), INHERIT_UNSAFE);
+    assert_non_null(strstr(line, "no x86_64 slice"));
+    assert_string_equal(inherit_safety_name(INHERIT_LIMITED), "limited");
+    /* a short buffer is cut, never overrun */
+    char tiny[8];
+    assert_int_equal(inherit_safety(true, 1, VZCAPS_SIP_DISABLED, "arm64", tiny, sizeof tiny), INHERIT_UNSAFE);
+    assert_string_equal(tiny, "unsafe:");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -734,6 +767,7 @@ int main(void)
         cmocka_unit_test(test_sha1),                   cmocka_unit_test(test_coderesources_rules),
         cmocka_unit_test(test_coderesources_xml),      cmocka_unit_test(test_macho_classify),
         cmocka_unit_test(test_launchd_domain_gui_or_user),
+        cmocka_unit_test(test_inherit_safety),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }
