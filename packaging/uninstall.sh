@@ -100,6 +100,79 @@ check_manifest() {
         END { exit bad }' "$1"
 }
 # ---- end of the shared part ----
+# ---- the record of what vzcaps made (kept identical in packaging/uninstall.sh and scripts/release;
+# the same test as src/common/record.c, and tests/unit/test_record.c runs one table through both) ----
+# made_stat PATH: "DEV INO SEC.NNNNNNNNN" of PATH itself (a link is not followed): GNU stat's
+# form first (macOS's stat has no -c and prints nothing), then BSD stat's (%Fm: the seconds with
+# nine digits of nanoseconds, file_cmds stat.c); nothing when PATH cannot be read
+made_stat() {
+    stat -c '%d %i %.9Y' -- "$1" 2>/dev/null || stat -f '%d %i %Fm' -- "$1" 2>/dev/null
+}
+# made_sum: the SHA-256 of standard input
+made_sum() {
+    if command -v shasum >/dev/null 2>&1; then shasum -a 256; else sha256sum; fi | cut -c1-64
+}
+# made_this PATH FIELDS: PATH is the entry FIELDS names as it is now. FIELDS is a record's
+# "DEV INO SEC.NNNNNNNNN", then " SHA256" of its content (a file's bytes, a link's target and a
+# newline; compared) or " -" (not compared) or nothing; anything else says no
+made_this() {
+    _mp=$1 _mf=$2 _mh=none
+    case $_mf in
+        *' '*' '*' '*' '*) return 1 ;;
+        *' '*' '*' '*) _mh=${_mf##* } _mf=${_mf% *} ;;
+    esac
+    case $_mh in
+        none | -) ;;
+        *[!0-9a-f]*) return 1 ;;
+        *) [ ${#_mh} -eq 64 ] || return 1 ;;
+    esac
+    _mn=$(made_stat "$_mp") && [ -n "$_mn" ] && [ "$_mn" = "$_mf" ] || return 1
+    case $_mh in none | -) return 0 ;; esac
+    if [ -L "$_mp" ]; then _mc=$(readlink -- "$_mp" | made_sum)
+    elif [ -f "$_mp" ]; then _mc=$(made_sum <"$_mp")
+    else return 1
+    fi
+    [ "$_mc" = "$_mh" ]
+}
+# made_by_record PATH RECORD MAKER: RECORD is a plain file (not a link, at most 64 KiB, no NUL
+# byte) whose first line is MAKER and whose second line "copy FIELDS" names PATH as it is now
+made_by_record() {
+    [ -f "$2" ] && [ ! -L "$2" ] || return 1
+    _ms=$(wc -c <"$2" | tr -d ' ') && [ "$_ms" -le 65536 ] && [ "$(tr -d '\000' <"$2" | wc -c | tr -d ' ')" = "$_ms" ] || return 1
+    [ "$(sed -n 1p "$2")" = "$3" ] || return 1
+    _ml=$(sed -n 2p "$2")
+    case $_ml in 'copy '*) made_this "$1" "${_ml#copy }" ;; *) return 1 ;; esac
+}
+# made_record PATH MAKER: the record's first two lines for PATH (its hash when a file or link)
+made_record() {
+    _mn=$(made_stat "$1") && [ -n "$_mn" ] || return 1
+    if [ -L "$1" ]; then _mc=$(readlink -- "$1" | made_sum)
+    elif [ -f "$1" ]; then _mc=$(made_sum <"$1")
+    else _mc=-
+    fi
+    printf '%s\ncopy %s %s\n' "$2" "$_mn" "$_mc"
+}
+# made_marked FILE MARKER WHERE: the plain file FILE (not a link) carries MARKER as a whole line,
+# ended by a newline within its first 4096 bytes (no NUL byte among them), where WHERE says:
+# line1; after-xml (the line after an XML declaration, else the first); after-doctype (line 3,
+# after the XML declaration and the DOCTYPE line)
+made_marked() {
+    [ -f "$1" ] && [ ! -L "$1" ] || return 1
+    _mt=$(head -c 4096 <"$1" | tr -d '\000' | wc -c | tr -d ' ')
+    [ "$_mt" -gt 0 ] && [ "$_mt" = "$(head -c 4096 <"$1" | wc -c | tr -d ' ')" ] || return 1
+    _mt=$(head -c 4096 <"$1" | wc -l | tr -d ' ')
+    _m1=$(head -c 4096 <"$1" | sed -n 1p)
+    case $3 in
+        line1) _mk=1 ;;
+        after-xml) case $_m1 in '<?xml '*'?>') _mk=2 ;; *) _mk=1 ;; esac ;;
+        after-doctype)
+            case $_m1 in '<?xml '*'?>') ;; *) return 1 ;; esac
+            case $(head -c 4096 <"$1" | sed -n 2p) in '<!DOCTYPE '*'>') _mk=3 ;; *) return 1 ;; esac ;;
+        *) return 1 ;;
+    esac
+    [ "$_mt" -ge $_mk ] && [ "$(head -c 4096 <"$1" | sed -n "${_mk}p")" = "$2" ]
+}
+# ---- end of the record ----
 resolve_prefix
 base=${prefix%/}
 say() { printf '%s\n' "$*" || exit 1; } # a failed write to standard output is an error
@@ -169,10 +242,13 @@ for plist in "$agents"/*.plist; do
     label=${plist##*/}
     label=${label%.plist}
     case $label in '' | .* | *[!A-Za-z0-9._-]*) continue ;; esac
-    # what `vzcaps launchd` writes: its label, the library as DYLD_INSERT_LIBRARIES, and the
-    # job's logs under ~/Library/Logs/vzcaps/
-    grep -Fq "<string>$label</string>" "$plist" && grep -Eq '/libvzcaps[.](dylib|so)</string>' "$plist" &&
-        grep -Fq "/Library/Logs/vzcaps/$label.err.log</string>" "$plist" || continue
+    # what `vzcaps launchd` writes: its marker as the line after the DOCTYPE line; or, written
+    # before it had one, its label, the library as DYLD_INSERT_LIBRARIES and the job's logs under
+    # ~/Library/Logs/vzcaps/
+    made_marked "$plist" "<!-- written by vzcaps launchd -->" after-doctype || {
+        grep -Fq "<string>$label</string>" "$plist" && grep -Eq '/libvzcaps[.](dylib|so)</string>' "$plist" &&
+            grep -Fq "/Library/Logs/vzcaps/$label.err.log</string>" "$plist"
+    } || continue
     if command -v launchctl >/dev/null 2>&1; then
         if launchctl bootout "gui/$(id -u)/$label" >/dev/null 2>&1; then say "stopped $label (launchctl bootout)"
         else say "$label was not running (launchctl bootout had nothing to stop)"
@@ -190,15 +266,10 @@ for d in "$HOME/Library/Logs/vzcaps" "$HOME/Library/Caches/vzcaps"; do
     fi
 done
 prepared="$HOME/Library/Application Support/vzcaps/prepared"
-# made_by_prepare NAME: NAME in $prepared is a copy vzcaps prepare made: not a link, and its
-# marker .NAME.vzcaps-prepared (a plain file starting "vzcaps prepare") names its inode
+# made_by_prepare NAME: NAME in $prepared is a copy vzcaps prepare made: its record
+# .NAME.vzcaps-prepared names it as it is now (device, inode, modification time, content)
 made_by_prepare() {
-    _m="$prepared/.$1.vzcaps-prepared"
-    [ -f "$_m" ] && [ ! -L "$_m" ] && [ ! -L "$prepared/$1" ] && [ -e "$prepared/$1" ] || return 1
-    [ "$(sed -n 1p "$_m")" = "vzcaps prepare" ] || return 1
-    _ino=$(ls -di "$prepared/$1" | sed -n '1s/^ *\([0-9][0-9]*\) .*/\1/p')
-    _named=$(sed -n '2s/^copy [0-9][0-9]* \([0-9][0-9]*\)\( .*\)\{0,1\}$/\1/p' "$_m")
-    [ -n "$_ino" ] && [ "$_ino" = "$_named" ]
+    made_by_record "$prepared/$1" "$prepared/.$1.vzcaps-prepared" "vzcaps prepare"
 }
 np=0
 if [ -d "$prepared" ] && [ ! -L "$prepared" ]; then
@@ -209,7 +280,7 @@ if [ -d "$prepared" ] && [ ! -L "$prepared" ]; then
         n=${c##*/}
         case $n in .*.vzcaps-prepared) continue ;; esac # a marker goes with its copy
         if ! made_by_prepare "$n"; then
-            say "kept $(q "$c"): not a copy vzcaps prepare made (no marker beside it names it)"
+            say "kept $(q "$c"): not a copy vzcaps prepare made (no record beside it names it as it is now)"
             continue
         fi
         np=$((np + 1))

@@ -62,7 +62,7 @@ static int hash_file(int dirfd, const char *name, const struct stat *st, char he
     return 0;
 }
 
-/* The SHA-256 of a link's target text (the bytes readlink gives, no newline). */
+/* The SHA-256 of a link's target and a newline (what readlink(1) prints, so the scripts agree). */
 static int hash_link(int dirfd, const char *name, const struct stat *st, char hex[65])
 {
     size_t cap = st->st_size > 0 ? (size_t)st->st_size + 1 : 256;
@@ -72,8 +72,13 @@ static int hash_link(int dirfd, const char *name, const struct stat *st, char he
             return -1;
         ssize_t n = readlinkat(dirfd, name, buf, cap);
         if (n < 0 || (size_t)n < cap) {
-            if (n >= 0)
-                sha256_hex(buf, (size_t)n, hex);
+            if (n >= 0) {
+                struct sha256 s;
+                sha256_init(&s);
+                sha256_update(&s, buf, (size_t)n);
+                sha256_update(&s, "\n", 1);
+                hex_of(&s, hex);
+            }
             free(buf);
             return n < 0 ? -1 : 0;
         }
@@ -120,64 +125,34 @@ char *vzcaps_made_format(const struct vzcaps_made *m)
     return s;
 }
 
-/* A run of decimal digits at *p (at most 20), as a number; advances *p. */
-static bool digits(const char **p, unsigned long long *v, int max_len)
-{
-    const char *s = *p;
-    unsigned long long x = 0;
-    int k = 0;
-    for (; *s >= '0' && *s <= '9'; s++, k++) {
-        if (k >= max_len || x > (~0ULL - 9) / 10)
-            return false;
-        x = x * 10 + (unsigned)(*s - '0');
-    }
-    if (k == 0)
-        return false;
-    *p = s;
-    *v = x;
-    return true;
-}
-
-/* Parses "DEV INO SEC.NNNNNNNNN[ SHA256|-]" ending at the end of the string or a newline. */
-static bool parse_fields(const char *p, struct vzcaps_made *m)
-{
-    unsigned long long sec, nsec;
-    const char *q;
-    if (!digits(&p, &m->dev, 20) || *p++ != ' ' || !digits(&p, &m->ino, 20) || *p++ != ' ' || !digits(&p, &sec, 19) ||
-        *p++ != '.')
-        return false;
-    q = p;
-    if (!digits(&p, &nsec, 9) || p - q != 9)
-        return false;
-    m->sec = (long long)sec;
-    m->nsec = (long)nsec;
-    snprintf(m->sha256, sizeof m->sha256, "-");
-    if (*p == ' ') {
-        p++;
-        size_t k = strspn(p, "0123456789abcdef");
-        if (k == 64) {
-            memcpy(m->sha256, p, 64);
-            m->sha256[64] = '\0';
-            p += 64;
-        } else if (*p == '-') {
-            p++;
-        } else {
-            return false;
-        }
-    }
-    return *p == '\0' || *p == '\n';
-}
-
+/* The record is compared as text with the entry's own fields, as vzcaps_made_format writes
+ * them now: "DEV INO SEC.NNNNNNNNN", then " SHA256" (64 lowercase hex digits, compared) or " -"
+ * (not compared) or nothing (a record from before the hash), then the end of the line. The shell
+ * scripts' made_this does exactly this (tests/unit/test_record.c runs a table through both). */
 bool vzcaps_made_this(int dirfd, const char *name, const char *fields)
 {
-    struct vzcaps_made rec, now;
-    if (!fields || !parse_fields(fields, &rec))
+    if (!fields)
         return false;
-    bool hash = strcmp(rec.sha256, "-") != 0;
-    if (vzcaps_made_stat(dirfd, name, hash, &now) != 0)
+    size_t len = strcspn(fields, "\n");
+    const char *hash = NULL;
+    size_t base = len;
+    int spaces = 0;
+    for (size_t i = 0; i < len; i++)
+        if (fields[i] == ' ' && ++spaces == 3) {
+            base = i;
+            hash = fields + i + 1;
+        }
+    size_t hl = hash ? len - base - 1 : 0;
+    if (spaces > 3 || (hash && !(hl == 1 && *hash == '-') && !(hl == 64 && strspn(hash, "0123456789abcdef") >= 64)))
         return false;
-    return rec.dev == now.dev && rec.ino == now.ino && rec.sec == now.sec && rec.nsec == now.nsec &&
-           (!hash || strcmp(rec.sha256, now.sha256) == 0);
+    bool compare = hash && hl == 64;
+    struct vzcaps_made now;
+    if (vzcaps_made_stat(dirfd, name, compare, &now) != 0)
+        return false;
+    char mine[96];
+    int ml = snprintf(mine, sizeof mine, "%llu %llu %lld.%09ld", now.dev, now.ino, now.sec, now.nsec);
+    return ml > 0 && (size_t)ml == base && memcmp(mine, fields, base) == 0 &&
+           (!compare || (strlen(now.sha256) == 64 && memcmp(now.sha256, hash, 64) == 0));
 }
 
 /* The first max bytes of the regular file name in dirfd (opened without following a link or

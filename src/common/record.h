@@ -12,7 +12,8 @@
 /* An entry as vzcaps records it when it has made it, taken without following a link: device,
  * inode, modification time to the nanosecond (an inode is reused at once on ext4 and APFS; its
  * modification time to the nanosecond is not), and the SHA-256 of its content where that is
- * cheap: a regular file's bytes, a link's target; a directory has none ("-"). */
+ * cheap: a regular file's bytes, a link's target and a newline (as readlink(1) prints it); a
+ * directory, FIFO or device has none ("-"). */
 struct vzcaps_made {
     unsigned long long dev, ino;
     long long sec;

@@ -471,12 +471,14 @@ def test_a_system_other_than_macos_is_told_plainly(rel, tmp_path):
 
 def test_only_tools_a_stock_mac_has(rel, tmp_path):
     """install.sh and uninstall.sh --all with a PATH of the tools macOS ships (no sha256sum,
-    readlink, realpath, stat, install), the stand-ins first."""
+    realpath, install; stat and readlink are macOS's own in BSD form, and the record's shell
+    functions try GNU's form first, then BSD's), the stand-ins first, with a prepared copy to
+    recognise by its record."""
     d = standins(tmp_path / "standins", xattr="absent", launchctl=True)
     mac_bin = tmp_path / "macbin"
     mac_bin.mkdir()
     for tool in ("sh", "awk", "sed", "grep", "find", "sort", "mktemp", "chmod", "mv", "rm", "rmdir", "mkdir", "cat",
-                 "cut", "tr", "head", "dirname", "shasum", "perl", "id"):
+                 "cut", "tr", "head", "dirname", "shasum", "perl", "id", "stat", "readlink", "wc"):
         (mac_bin / tool).symlink_to(shutil.which("dash") if tool == "sh" else shutil.which(tool))
     env = dict(os.environ, PATH=f"{d}:{mac_bin}", HOME=str(tmp_path / "home"))
     prefix = tmp_path / "prefix"
@@ -484,10 +486,15 @@ def test_only_tools_a_stock_mac_has(rel, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "command not found" not in p.stderr and "not found" not in p.stderr
     (tmp_path / "home" / "Library" / "Logs" / "vzcaps").mkdir(parents=True)
-    p = run(str(mac_bin / "sh"), rel / "uninstall.sh", "--all", "--prefix", str(prefix), env=env)
+    prepared = tmp_path / "home" / "Library" / "Application Support" / "vzcaps" / "prepared"
+    prepared.mkdir(parents=True)
+    (prepared / "tool").write_text("a copy\n")
+    mark_prepared(prepared, "tool")
+    p = run(str(mac_bin / "sh"), rel / "uninstall.sh", "--all", "--yes", "--prefix", str(prefix), env=env)
     assert p.returncode == 0, p.stderr
     assert "not found" not in p.stderr and not prefix.exists()
     assert not (tmp_path / "home" / "Library" / "Logs" / "vzcaps").exists()
+    assert "removed the prepared copy" in p.stdout and not (prepared / "tool").exists()
 
 
 def test_the_shared_part_of_both_scripts_is_identical():
@@ -524,10 +531,13 @@ def launchd_plist(home, label, *cmd):
 
 
 def mark_prepared(prepared, name, ino=None):
-    """The marker vzcaps prepare leaves beside a copy, naming its device and inode."""
+    """The record vzcaps prepare leaves beside a copy (src/common/record.c): its device, inode,
+    modification time to the nanosecond and, for a file, the SHA-256 of its bytes."""
     st = os.stat(prepared / name)
+    digest = hashlib.sha256((prepared / name).read_bytes()).hexdigest() if (prepared / name).is_file() else "-"
     (prepared / f".{name}.vzcaps-prepared").write_text(
-        f"vzcaps prepare\ncopy {st.st_dev} {ino or st.st_ino} {int(st.st_mtime)}.000000000\nsource /x/{name}\n")
+        f"vzcaps prepare\ncopy {st.st_dev} {ino or st.st_ino} {st.st_mtime_ns // 10**9}.{st.st_mtime_ns % 10**9:09d} "
+        f"{digest}\nsource /x/{name}\n")
 
 
 def test_uninstall_all_removes_only_the_copies_prepare_made(rel, tmp_path):
@@ -557,6 +567,51 @@ def test_uninstall_all_removes_only_the_copies_prepare_made(rel, tmp_path):
     assert sorted(os.listdir(prepared)) == [".forged.vzcaps-prepared", ".link.vzcaps-prepared", ".tool.vzcaps-prepared",
                                             "My Notes", "forged", "link", "tool"]
     assert (prepared / "My Notes" / "n.txt").read_text() == "mine"
+
+
+def test_uninstall_all_keeps_a_users_file_at_a_freed_copys_inode(rel, tmp_path):
+    """regression (issue 25 row 1): --all --yes recognised a prepared copy by its inode alone, so
+    a file of the user's that got a deleted copy's inode (ext4 reuses them at once) was removed
+    as the copy. The record names device, inode, modification time and content, and the script
+    tests them as prepare does (src/common/record.c)."""
+    home = tmp_path / "home"
+    env = env_with(standins(tmp_path / "standins", launchctl=True), HOME=str(home))
+    prepared = home / "Library" / "Application Support" / "vzcaps" / "prepared"
+    prepared.mkdir(parents=True)
+    kept = {}
+    # deleted, and a file of the user's made at its name: the same inode when the file system
+    # reuses it at once (ext4 does), another otherwise; kept either way
+    (prepared / "llama-server").write_text("the prepared copy\n")
+    mark_prepared(prepared, "llama-server")
+    (prepared / "llama-server").unlink()
+    (prepared / "llama-server").write_text("the user's own llama-server\n")
+    kept["llama-server"] = "the user's own llama-server\n"
+    # the inode certainly the copy's: written over in place, a second later
+    (prepared / "ollama").write_text("the prepared copy\n")
+    mark_prepared(prepared, "ollama")
+    t = os.stat(prepared / "ollama").st_mtime_ns
+    with open(prepared / "ollama", "w") as f:
+        f.write("the user's notes\n")
+    os.utime(prepared / "ollama", ns=(t + 10**9, t + 10**9))
+    kept["ollama"] = "the user's notes\n"
+    # ... and with the old time put back: the content tells
+    (prepared / "tool").write_text("the prepared copy\n")
+    mark_prepared(prepared, "tool")
+    t = os.stat(prepared / "tool").st_mtime_ns
+    with open(prepared / "tool", "w") as f:
+        f.write("the user's own \n")
+    os.utime(prepared / "tool", ns=(t, t))
+    kept["tool"] = "the user's own \n"
+    (prepared / "ours").write_text("a copy\n")
+    mark_prepared(prepared, "ours")
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    p = run("dash", rel / "uninstall.sh", "--all", "--yes", "--prefix", str(prefix), env=env)
+    assert p.returncode == 0, p.stderr
+    for name, text in kept.items():
+        assert (prepared / name).read_text() == text, name
+        assert f"kept {shlex.quote(str(prepared / name))}: not a copy vzcaps prepare made" in p.stdout, p.stdout
+    assert not (prepared / "ours").exists() and "removed the prepared copy" in p.stdout
 
 
 def test_uninstall_all_removes_agents_logs_caches_and_lists_prepared_copies(rel, tmp_path):
