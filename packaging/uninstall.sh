@@ -82,7 +82,8 @@ lookup() { printf '%s\n' "$1" | awk -v p="$2" '$2 == p { print $1; exit }'; }
 # shasum ships with macOS; sha256sum is the fallback elsewhere
 if command -v shasum >/dev/null 2>&1; then sumtool="shasum -a 256"; elif command -v sha256sum >/dev/null 2>&1; then sumtool=sha256sum; else sumtool=""; fi
 [ -n "$sumtool" ] || { echo "$me: shasum is needed to check the files" >&2; exit 1; }
-# check_manifest FILE: the manifest's lines ("dir PATH" and "file SHA256 PATH") on stdout, or
+# check_manifest FILE: the manifest's lines ("dir PATH", "file SHA256 PATH" and "parent N DEV INO":
+# the Nth directory above the prefix, made by install.sh, by its device and inode) on stdout, or
 # a message per bad line on stderr and status 1
 check_manifest() {
     awk -v me="$me" -v file="$1" '
@@ -92,14 +93,26 @@ check_manifest() {
             ok = 0
             if ($1 == "dir" && NF == 2) { p = $2; ok = 1 }
             if ($1 == "file" && NF == 3 && length($2) == 64 && $2 ~ /^[0-9a-f]+$/) { p = $3; ok = 1 }
-            if (ok && p != "." && (p !~ /^[A-Za-z0-9._+][A-Za-z0-9._+\/-]*$/ || p ~ /(^|\/)\.\.?(\/|$)/ || p ~ /\/\/|\/$/)) ok = 0
+            if ($1 == "parent" && NF == 4 && $2 ~ /^[1-9][0-9]*$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/) { p = "parent " $2; ok = 2 }
+            if (ok == 1 && p != "." && (p !~ /^[A-Za-z0-9._+][A-Za-z0-9._+\/-]*$/ || p ~ /(^|\/)\.\.?(\/|$)/ || p ~ /\/\/|\/$/)) ok = 0
             if (ok && (p in seen)) ok = 0
             if (!ok) { printf "%s: %s line %d is malformed\n", me, file, NR > "/dev/stderr"; bad = 1 }
             else { seen[p] = 1; print }
         }
         END { exit bad }' "$1"
 }
-# ---- end of the shared part ----
+# parent_dir N: the Nth directory above the prefix
+parent_dir() {
+    _pd=$prefix _pn=0
+    while [ $_pn -lt "$1" ]; do _pd=$(dirname "$_pd"); _pn=$((_pn + 1)); done
+    printf '%s\n' "$_pd"
+}
+# made_parent N DEV INO: the Nth directory above the prefix is the one install.sh made there (a
+# directory, not a link, of that device and inode; its time changes with what it holds)
+made_parent() {
+    _pd=$(parent_dir "$1") && [ -d "$_pd" ] && [ ! -L "$_pd" ] || return 1
+    _pi=$(made_stat "$_pd") && [ "${_pi% *}" = "$2 $3" ]
+}
 # ---- the record of what vzcaps made (kept identical in packaging/uninstall.sh and scripts/release;
 # the same test as src/common/record.c, and tests/unit/test_record.c runs one table through both) ----
 # made_stat PATH: "DEV INO SEC.NNNNNNNNN" of PATH itself (a link is not followed): GNU stat's
@@ -173,6 +186,7 @@ made_marked() {
     [ "$_mt" -ge $_mk ] && [ "$(head -c 4096 <"$1" | sed -n "${_mk}p")" = "$2" ]
 }
 # ---- end of the record ----
+# ---- end of the shared part ----
 resolve_prefix
 base=${prefix%/}
 say() { printf '%s\n' "$*" || exit 1; } # a failed write to standard output is an error
@@ -223,6 +237,16 @@ EOF
             [ -d "$dd" ] && [ ! -L "$dd" ] || continue
             rmdir "$dd" 2>/dev/null || say "kept $(q "$dd"): not empty"
         done
+        # then the directories it made above the prefix, nearest first, when they are the ones it
+        # made and empty
+        if [ ! -e "$prefix" ]; then
+            printf '%s\n' "$entries" | awk '$1 == "parent"' | sort -k2,2n | while read -r _k n dv in; do
+                dd=$(parent_dir "$n")
+                if ! made_parent "$n" "$dv" "$in"; then say "kept $(q "$dd"): not the directory install.sh made there"
+                elif ! rmdir "$dd" 2>/dev/null; then say "kept $(q "$dd"): not empty"
+                fi
+            done
+        fi
     fi
     msg="removed $removed files from $(q "$prefix")"
     [ $gone = 0 ] || msg="$msg ($gone already gone)"

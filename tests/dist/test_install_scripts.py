@@ -369,6 +369,38 @@ def test_the_manifest_records_files_with_checksums_and_created_directories(rel, 
     assert not [n for n in tree(prefix) if ".vzcaps-install" in n or "install-manifest." in n]
 
 
+@pytest.mark.parametrize("shell", SHELLS)
+def test_directories_made_above_the_prefix_are_recorded_and_removed(shell, rel, mac, tmp_path):
+    """regression (issue 25 row 17): install.sh made the missing parents of the prefix with
+    mkdir -p (mode 0700 under umask 077) and recorded none of them, so uninstall.sh left them."""
+    top = tmp_path / "top"
+    top.mkdir()
+    prefix = top / "a b" / "c" / "prefix"
+    def umask077(script):
+        return subprocess.run([*shell.split(), str(rel / script), "--prefix", str(prefix)], env=mac, capture_output=True,
+                              text=True, timeout=60, umask=0o077)
+    p = umask077("install.sh")
+    assert p.returncode == 0, p.stderr
+    for d in (top / "a b", top / "a b" / "c", prefix, prefix / "bin"):
+        assert os.stat(d).st_mode & 0o777 == 0o755, d
+    assert os.stat(prefix / "bin" / "vzcaps").st_mode & 0o777 == 0o755
+    parents = [ln.split() for ln in (prefix / MANIFEST).read_text().splitlines() if ln.startswith("parent ")]
+    st1, st2 = os.stat(top / "a b" / "c"), os.stat(top / "a b")
+    assert sorted(parents) == [["parent", "1", str(st1.st_dev), str(st1.st_ino)], ["parent", "2", str(st2.st_dev), str(st2.st_ino)]]
+    p = umask077("uninstall.sh")
+    assert p.returncode == 0, p.stderr
+    assert os.listdir(top) == [], p.stdout
+    # a directory of the user's made at a parent's place since is not the one install.sh made
+    assert run(shell, rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    (top / "a b" / "c").rename(top / "moved")
+    (top / "a b" / "c").mkdir()
+    (top / "moved" / "prefix").rename(top / "a b" / "c" / "prefix")
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert f"kept {shlex.quote(str(top / 'a b' / 'c'))}: not the directory install.sh made there" in p.stdout
+    assert sorted(os.listdir(top)) == ["a b", "moved"] and os.listdir(top / "a b") == ["c"]
+
+
 def test_reinstall_replaces_its_own_files_and_keeps_the_record(rel, mac, tmp_path):
     prefix = tmp_path / "prefix"
     assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
