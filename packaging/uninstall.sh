@@ -1,19 +1,22 @@
 #!/bin/sh
-# uninstall.sh [--prefix DIR] [--all [--yes]]: removes what install.sh installed under DIR
-# (default /usr/local, or the prefix this copy was installed into): exactly the files listed in
-# DIR/share/vzcaps/install-manifest whose SHA-256 still matches (a changed file is kept and
-# named), then the directories install.sh created, when empty. --all also removes the
-# LaunchAgents `vzcaps launchd` installed (after launchctl bootout), ~/Library/Logs/vzcaps and
-# ~/Library/Caches/vzcaps, and lists prepared copies; --yes removes those too. Never: removes a
-# file the manifest does not list, a changed file, or a non-empty directory. Only what a stock
-# Mac has.
+# uninstall.sh [--prefix DIR] [--all [--yes [--config]]]: removes what install.sh installed under
+# DIR (default /usr/local, or the prefix this copy was installed into): exactly the files listed
+# in DIR/share/vzcaps/install-manifest whose SHA-256 still matches (a changed file is kept and
+# named), then the directories install.sh created, when empty; without --all, while vzcaps made
+# anything for this user, it keeps its installed copy so that --all can run later. --all also
+# removes the LaunchAgents `vzcaps launchd` installed (after launchctl bootout),
+# ~/Library/Logs/vzcaps and ~/Library/Caches/vzcaps, and lists prepared copies and config files;
+# --yes removes the copies, --yes --config the config files. Never: removes a file the manifest
+# does not list, a changed file, a non-empty directory, or something of the user's that vzcaps's
+# record does not name. Only what a stock Mac has.
 set -u
 set -f
 me=uninstall.sh
-usage="usage: uninstall.sh [--prefix DIR] [--all [--yes]]   (default prefix /usr/local; DIR relative to the current directory)"
+usage="usage: uninstall.sh [--prefix DIR] [--all [--yes [--config]]]   (default prefix /usr/local; DIR relative to the current directory)"
 prefix=""
 all=no
 yes=no
+config=no
 while [ $# -gt 0 ]; do
     case $1 in
         --prefix) [ $# -ge 2 ] || { echo "$me: --prefix needs a directory ($usage)" >&2; exit 2; }; prefix=$2; shift 2
@@ -22,17 +25,22 @@ while [ $# -gt 0 ]; do
             [ -n "$prefix" ] || { echo "$me: --prefix is empty ($usage)" >&2; exit 2; } ;;
         --all) all=yes; shift ;;
         --yes) yes=yes; shift ;;
+        --config) config=yes; shift ;;
         -h|--help)
             echo "$usage"
             echo "Removes the files install.sh recorded in PREFIX/share/vzcaps/install-manifest that are unchanged,"
             echo "then the directories it created, when empty."
             echo "--all: also the LaunchAgents vzcaps installed, ~/Library/Logs/vzcaps and ~/Library/Caches/vzcaps,"
-            echo "and lists the prepared copies in ~/Library/Application Support/vzcaps/prepared (--yes removes them)."
+            echo "and lists the prepared copies in ~/Library/Application Support/vzcaps/prepared (--yes removes them)"
+            echo "and the config files the library would read (--yes --config removes them)."
+            echo "Without --all, while vzcaps has made any of those for you, this script keeps its installed copy,"
+            echo "PREFIX/share/vzcaps/uninstall.sh, so that --all can run later (and remove it then)."
             exit 0 ;;
         *) echo "$me: unknown argument \"$1\" ($usage)" >&2; exit 2 ;;
     esac
 done
 [ $yes = no ] || [ $all = yes ] || { echo "$me: --yes goes with --all ($usage)" >&2; exit 2; }
+[ $config = no ] || [ $all = yes ] || { echo "$me: --config goes with --all ($usage)" >&2; exit 2; }
 if [ -z "$prefix" ]; then
     # installed as PREFIX/share/vzcaps/uninstall.sh: that prefix; else /usr/local
     self=$(cd -P -- "$(dirname -- "$0")" 2>/dev/null && pwd -P) || self=""
@@ -193,6 +201,79 @@ say() { printf '%s\n' "$*" || exit 1; } # a failed write to standard output is a
 warn() { printf '%s: %s\n' "$me" "$*" >&2; }
 rc=0
 
+# ---- what vzcaps made for this user (--all removes it), looked for before anything goes ----
+# (nothing without an absolute HOME)
+case ${HOME:-} in /*) home=$HOME ;; *) home="" ;; esac
+agents=$home/Library/LaunchAgents
+prepared="$home/Library/Application Support/vzcaps/prepared"
+# our_agents: the LaunchAgents `vzcaps launchd` wrote, one path a line: its marker as the line
+# after the DOCTYPE line; or, written before it had one, its label, the library as
+# DYLD_INSERT_LIBRARIES and the job's logs under ~/Library/Logs/vzcaps/
+our_agents() {
+    [ -n "$home" ] || return 0
+    set +f
+    for _a in "$agents"/*.plist; do
+        set -f
+        [ -f "$_a" ] && [ ! -L "$_a" ] || continue
+        _l=${_a##*/}
+        _l=${_l%.plist}
+        case $_l in '' | .* | *[!A-Za-z0-9._-]*) continue ;; esac
+        made_marked "$_a" "<!-- written by vzcaps launchd -->" after-doctype || {
+            grep -Fq "<string>$_l</string>" "$_a" && grep -Eq '/libvzcaps[.](dylib|so)</string>' "$_a" &&
+                grep -Fq "/Library/Logs/vzcaps/$_l.err.log</string>" "$_a"
+        } || continue
+        printf '%s\n' "$_a"
+    done
+    set -f
+}
+# made_by_prepare NAME: NAME in $prepared is a copy vzcaps prepare made: its record
+# .NAME.vzcaps-prepared names it as it is now (device, inode, modification time, content)
+made_by_prepare() {
+    made_by_record "$prepared/$1" "$prepared/.$1.vzcaps-prepared" "vzcaps prepare"
+}
+# prepared_entries: every entry of the prepared directory but the records, one path a line
+prepared_entries() {
+    [ -n "$home" ] && [ -d "$prepared" ] && [ ! -L "$prepared" ] || return 0
+    set +f
+    for _c in "$prepared"/* "$prepared"/.[!.]* "$prepared"/..?*; do
+        set -f
+        [ -e "$_c" ] || [ -L "$_c" ] || continue
+        case ${_c##*/} in .*.vzcaps-prepared) continue ;; esac # a record goes with its copy
+        printf '%s\n' "$_c"
+    done
+    set -f
+}
+# config_files: the config files the library would look at (docs/config.md, vzcaps_config_search
+# in src/core/config.c) that exist, one path a line: $VZCAPS_CONFIG alone when it is set; else
+# $XDG_CONFIG_HOME/vzcaps/vzcaps.conf (an absolute XDG_CONFIG_HOME) or ~/.config/vzcaps/vzcaps.conf
+# (an absolute HOME), then /opt/homebrew/etc/vzcaps.conf and /usr/local/etc/vzcaps.conf
+config_files() {
+    if [ -n "${VZCAPS_CONFIG+set}" ]; then
+        _l=$VZCAPS_CONFIG
+    else
+        case ${XDG_CONFIG_HOME:-} in
+            /*) _l=$XDG_CONFIG_HOME/vzcaps/vzcaps.conf ;;
+            *) if [ -n "$home" ]; then _l=$home/.config/vzcaps/vzcaps.conf; else _l=""; fi ;;
+        esac
+        _l="$_l
+/opt/homebrew/etc/vzcaps.conf
+/usr/local/etc/vzcaps.conf"
+    fi
+    printf '%s\n' "$_l" | while IFS= read -r _f; do
+        [ -n "$_f" ] && { [ -e "$_f" ] || [ -L "$_f" ]; } && printf '%s\n' "$_f"
+    done
+}
+# leftovers: what --all would act on, one line each (empty: nothing)
+leftovers() {
+    our_agents
+    [ -n "$home" ] || return 0
+    for _d in "$home/Library/Logs/vzcaps" "$home/Library/Caches/vzcaps"; do
+        if [ -e "$_d" ] || [ -L "$_d" ]; then printf '%s\n' "$_d"; fi
+    done
+    prepared_entries | while IFS= read -r _c; do made_by_prepare "${_c##*/}" && printf '%s\n' "$_c"; done
+    config_files
+}
+
 # ---- the files install.sh installed, by its manifest ----
 manifest=$base/share/vzcaps/install-manifest
 if [ -L "$manifest" ] || { [ -e "$manifest" ] && [ ! -f "$manifest" ]; }; then
@@ -205,6 +286,14 @@ elif [ ! -e "$manifest" ]; then
 else
     entries=$(check_manifest "$manifest") || { warn "nothing removed"; exit 1; }
     removed=0 kept=0 gone=0
+    # without --all, while vzcaps made anything for this user, the installed copy of this script
+    # stays (with a manifest naming it) so that --all can run later; it removes itself then
+    self_rel=share/vzcaps/uninstall.sh
+    keep_self=no kept_self=""
+    if [ $all = no ] && printf '%s\n' "$entries" | awk -v p="$self_rel" '$1 == "file" && $3 == p { f = 1 } END { exit !f }'; then
+        later=$(leftovers)
+        [ -z "$later" ] || keep_self=yes
+    fi
     present=""
     for p in $(printf '%s\n' "$entries" | awk '$1 == "file" { print $3 }'); do
         if [ -f "$base/$p" ] && [ ! -L "$base/$p" ]; then present="$present $p"; fi
@@ -221,6 +310,8 @@ else
             say "kept $(q "$f"): not a regular file now"; kept=$((kept + 1))
         elif [ "$(lookup "$current" "$p")" != "$h" ]; then
             say "kept $(q "$f"): changed since install.sh installed it"; kept=$((kept + 1))
+        elif [ $keep_self = yes ] && [ "$p" = "$self_rel" ]; then
+            kept_self="file $h $p"
         elif rm -f "$f"; then
             removed=$((removed + 1))
         else
@@ -229,7 +320,17 @@ else
     done <<EOF
 $entries
 EOF
-    if [ $rc = 0 ]; then
+    if [ $rc = 0 ] && [ -n "$kept_self" ]; then
+        _t=$(mktemp "$base/share/vzcaps/.install-manifest.XXXXXX") && {
+            echo "# vzcaps install-manifest 1"
+            echo "# what is left of an install: uninstall.sh --all removes this copy of itself, then these directories"
+            printf '%s\n' "$entries" | grep -v '^file '
+            printf '%s\n' "$kept_self"
+        } >"$_t" && chmod 644 "$_t" && mv -f "$_t" "$manifest" || { rm -f "${_t:-}"; warn "cannot write $(q "$manifest")"; rc=1; }
+        say "kept $(q "$base/$self_rel") to finish later: vzcaps made things for you that only --all removes:"
+        printf '%s\n' "$later" | while IFS= read -r _x; do say "  $(q "$_x")"; done
+        say "run: sh $(q "$base/$self_rel") --all (it lists them and removes them, then itself)"
+    elif [ $rc = 0 ]; then
         rm -f "$manifest" || { warn "cannot remove $(q "$manifest")"; rc=1; }
         # the directories install.sh made, deepest (last made) first, when empty
         for d in $(printf '%s\n' "$entries" | awk '$1 == "dir" { l[++n] = $2 } END { while (n) print l[n--] }'); do
@@ -256,70 +357,69 @@ fi
 [ $all = yes ] || exit $rc
 
 # ---- --all: what vzcaps made for this user ----
-[ -n "${HOME:-}" ] || { warn "--all: HOME is not set"; exit 1; }
-agents=$HOME/Library/LaunchAgents
+[ -n "$home" ] || { warn "--all: HOME is not an absolute path"; exit 1; }
 na=0
-set +f
-for plist in "$agents"/*.plist; do
-    set -f
-    [ -f "$plist" ] && [ ! -L "$plist" ] || continue
+while IFS= read -r plist; do
+    [ -n "$plist" ] || continue
     label=${plist##*/}
     label=${label%.plist}
-    case $label in '' | .* | *[!A-Za-z0-9._-]*) continue ;; esac
-    # what `vzcaps launchd` writes: its marker as the line after the DOCTYPE line; or, written
-    # before it had one, its label, the library as DYLD_INSERT_LIBRARIES and the job's logs under
-    # ~/Library/Logs/vzcaps/
-    made_marked "$plist" "<!-- written by vzcaps launchd -->" after-doctype || {
-        grep -Fq "<string>$label</string>" "$plist" && grep -Eq '/libvzcaps[.](dylib|so)</string>' "$plist" &&
-            grep -Fq "/Library/Logs/vzcaps/$label.err.log</string>" "$plist"
-    } || continue
     if command -v launchctl >/dev/null 2>&1; then
         if launchctl bootout "gui/$(id -u)/$label" >/dev/null 2>&1; then say "stopped $label (launchctl bootout)"
         else say "$label was not running (launchctl bootout had nothing to stop)"
         fi
     fi
     if rm -f "$plist"; then say "removed $(q "$plist")"; na=$((na + 1)); else warn "cannot remove $(q "$plist")"; rc=1; fi
-done
-set -f
+done <<EOF
+$(our_agents)
+EOF
 [ $na -gt 0 ] || say "no LaunchAgent of vzcaps in $(q "$agents")"
-for d in "$HOME/Library/Logs/vzcaps" "$HOME/Library/Caches/vzcaps"; do
+for d in "$home/Library/Logs/vzcaps" "$home/Library/Caches/vzcaps"; do
     if [ -L "$d" ]; then
         if rm -f "$d"; then say "removed the link $(q "$d")"; else warn "cannot remove $(q "$d")"; rc=1; fi
     elif [ -e "$d" ]; then
         if rm -rf "$d"; then say "removed $(q "$d")"; else warn "cannot remove all of $(q "$d")"; rc=1; fi
     fi
 done
-prepared="$HOME/Library/Application Support/vzcaps/prepared"
-# made_by_prepare NAME: NAME in $prepared is a copy vzcaps prepare made: its record
-# .NAME.vzcaps-prepared names it as it is now (device, inode, modification time, content)
-made_by_prepare() {
-    made_by_record "$prepared/$1" "$prepared/.$1.vzcaps-prepared" "vzcaps prepare"
-}
 np=0
-if [ -d "$prepared" ] && [ ! -L "$prepared" ]; then
-    set +f
-    for c in "$prepared"/* "$prepared"/.[!.]* "$prepared"/..?*; do
-        set -f
-        [ -e "$c" ] || [ -L "$c" ] || continue
-        n=${c##*/}
-        case $n in .*.vzcaps-prepared) continue ;; esac # a marker goes with its copy
-        if ! made_by_prepare "$n"; then
-            say "kept $(q "$c"): not a copy vzcaps prepare made (no record beside it names it as it is now)"
-            continue
-        fi
-        np=$((np + 1))
-        if [ $yes = no ]; then
-            say "prepared copy: $(q "$c") (kept; uninstall.sh --all --yes removes it)"
-        elif chmod -R u+w "$c" 2>/dev/null; rm -rf "$c" && rm -f "$prepared/.$n.vzcaps-prepared"; then
-            say "removed the prepared copy $(q "$c")" # a copy of a read-only tree is made writable first
-        else
-            warn "cannot remove all of $(q "$c")"; rc=1
-        fi
-    done
-    set -f
-    if [ $yes = yes ]; then
-        rmdir "$prepared" 2>/dev/null && rmdir "$HOME/Library/Application Support/vzcaps" 2>/dev/null
+while IFS= read -r c; do
+    [ -n "$c" ] || continue
+    n=${c##*/}
+    if ! made_by_prepare "$n"; then
+        say "kept $(q "$c"): not a copy vzcaps prepare made (no record beside it names it as it is now)"
+        continue
     fi
+    np=$((np + 1))
+    if [ $yes = no ]; then
+        say "prepared copy: $(q "$c") (kept; uninstall.sh --all --yes removes it)"
+    elif chmod -R u+w "$c" 2>/dev/null; rm -rf "$c" && rm -f "$prepared/.$n.vzcaps-prepared"; then
+        say "removed the prepared copy $(q "$c")" # a copy of a read-only tree is made writable first
+    else
+        warn "cannot remove all of $(q "$c")"; rc=1
+    fi
+done <<EOF
+$(prepared_entries)
+EOF
+if [ $yes = yes ] && [ -d "$prepared" ] && [ ! -L "$prepared" ]; then
+    rmdir "$prepared" 2>/dev/null && rmdir "$home/Library/Application Support/vzcaps" 2>/dev/null
 fi
 [ $np -gt 0 ] || say "no prepared copies in $(q "$prepared") (copies made with prepare --into elsewhere are not looked for)"
+# the config files: yours, not vzcaps's, so listed, and removed only with --yes --config
+nc=0
+while IFS= read -r f; do
+    [ -n "$f" ] || continue
+    nc=$((nc + 1))
+    if [ $yes = no ] || [ $config = no ]; then
+        say "config file: $(q "$f") (kept; uninstall.sh --all --yes --config removes it)"
+    elif [ -d "$f" ] && [ ! -L "$f" ]; then
+        warn "$(q "$f") is a directory, not a config file: kept"; rc=1
+    elif rm -f "$f"; then
+        say "removed the config file $(q "$f")"
+        case $f in */vzcaps/vzcaps.conf) rmdir "${f%/vzcaps.conf}" 2>/dev/null ;; esac # its directory, when empty
+    else
+        warn "cannot remove $(q "$f")"; rc=1
+    fi
+done <<EOF
+$(config_files)
+EOF
+[ $nc -gt 0 ] || say "no config files (looked where the library looks: docs/config.md)"
 exit $rc

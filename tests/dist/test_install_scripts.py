@@ -694,6 +694,75 @@ def test_uninstall_all_removes_agents_logs_caches_and_lists_prepared_copies(rel,
     assert "no LaunchAgent of vzcaps" in p.stdout
 
 
+def user_env(tmp_path, **extra):
+    """HOME in tmp_path, the stand-ins first, no VZCAPS_CONFIG or XDG_CONFIG_HOME of the caller's."""
+    env = env_with(standins(tmp_path / "standins", launchctl=True), HOME=str(tmp_path / "home"))
+    for k in ("VZCAPS_CONFIG", "XDG_CONFIG_HOME"):
+        env.pop(k, None)
+    env.update(extra)
+    return env
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_uninstall_all_lists_config_files_and_removes_them_only_with_yes_config(shell, rel, tmp_path):
+    """issue 27 item 5: --all never mentioned the config files; it lists those the library would
+    read (docs/config.md's search) and removes them only with --yes --config."""
+    home = tmp_path / "home"
+    conf = home / ".config" / "vzcaps" / "vzcaps.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("[llama]\napple_family_max = auto\n")
+    prefix = tmp_path / "prefix"
+    env = user_env(tmp_path)
+    assert run(shell, rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    for args in (["--all"], ["--all", "--yes"]):
+        p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), *args, env=env)
+        assert f"config file: {shlex.quote(str(conf))} (kept; uninstall.sh --all --yes --config removes it)" in p.stdout, p.stdout
+        assert conf.exists()
+    # VZCAPS_CONFIG names the one file the library reads: only it is listed
+    named = tmp_path / "my named.conf"
+    named.write_text("[x]\n")
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=user_env(tmp_path, VZCAPS_CONFIG=str(named)))
+    assert f"config file: {shlex.quote(str(named))} (kept" in p.stdout and str(conf) not in p.stdout, p.stdout
+    # an absolute XDG_CONFIG_HOME replaces ~/.config; a relative one is ignored
+    xdg = tmp_path / "xdg" / "vzcaps" / "vzcaps.conf"
+    xdg.parent.mkdir(parents=True)
+    xdg.write_text("[y]\n")
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=user_env(tmp_path, XDG_CONFIG_HOME=str(tmp_path / "xdg")))
+    assert f"config file: {shlex.quote(str(xdg))} (kept" in p.stdout and str(conf) not in p.stdout, p.stdout
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=user_env(tmp_path, XDG_CONFIG_HOME="xdg"))
+    assert f"config file: {shlex.quote(str(conf))} (kept" in p.stdout, p.stdout
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", "--yes", "--config", env=env)
+    assert f"removed the config file {shlex.quote(str(conf))}" in p.stdout, p.stdout
+    assert not conf.exists() and not conf.parent.exists() and (home / ".config").is_dir()
+    assert named.exists() and xdg.exists()  # not the files this environment names
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=env)
+    assert "no config files" in p.stdout
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--config", env=env)
+    assert p.returncode == 2 and "--config goes with --all" in p.stderr
+
+
+def test_the_installed_uninstaller_stays_while_only_all_can_finish(rel, tmp_path):
+    """issue 27 item 5: the installed share/vzcaps/uninstall.sh removed itself, so a later --all
+    needed the archive. While vzcaps made anything for the user, a plain uninstall keeps it (and a
+    manifest naming it), says so and how to finish; that --all removes it and the rest."""
+    home = tmp_path / "home"
+    env = user_env(tmp_path)
+    plist = launchd_plist(home, "com.me.llama-server", "/bin/echo", "hi")
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=env)
+    assert p.returncode == 0, p.stderr
+    kept = prefix / "share" / "vzcaps" / "uninstall.sh"
+    assert tree(prefix) == ["share/vzcaps/install-manifest", "share/vzcaps/uninstall.sh"]
+    assert f"kept {shlex.quote(str(kept))} to finish later" in p.stdout and f"  {shlex.quote(str(plist))}" in p.stdout
+    assert f"run: sh {shlex.quote(str(kept))} --all" in p.stdout
+    assert plist.exists()
+    p = run("dash", kept, "--all", "--yes", cwd=tmp_path, env=env)  # it knows its prefix
+    assert p.returncode == 0, p.stderr
+    assert not prefix.exists() and not plist.exists()
+    assert "removed 1 files from" in p.stdout
+
+
 def test_uninstall_all_leaves_links_in_place_of_logs(rel, tmp_path):
     home = tmp_path / "home"
     d = standins(tmp_path / "standins", launchctl=True)
