@@ -98,8 +98,8 @@ made_parent() {
     _pd=$(parent_dir "$1") && [ -d "$_pd" ] && [ ! -L "$_pd" ] || return 1
     _pi=$(made_stat "$_pd") && [ "${_pi% *}" = "$2 $3" ]
 }
-# ---- the record of what vzcaps made (kept identical in packaging/uninstall.sh and scripts/release;
-# the same test as src/common/record.c, and tests/unit/test_record.c runs one table through both) ----
+# ---- the record of what vzcaps made (kept identical in packaging/*install.sh and scripts/release;
+# the same test as src/common/record.c: tests/dist/test_record.py runs one table through both) ----
 # made_stat PATH: "DEV INO SEC.NNNNNNNNN" of PATH itself (a link is not followed): GNU stat's
 # form first (macOS's stat has no -c and prints nothing), then BSD stat's (%Fm: the seconds with
 # nine digits of nanoseconds, file_cmds stat.c); nothing when PATH cannot be read

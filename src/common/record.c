@@ -128,7 +128,7 @@ char *vzcaps_made_format(const struct vzcaps_made *m)
 /* The record is compared as text with the entry's own fields, as vzcaps_made_format writes
  * them now: "DEV INO SEC.NNNNNNNNN", then " SHA256" (64 lowercase hex digits, compared) or " -"
  * (not compared) or nothing (a record from before the hash), then the end of the line. The shell
- * scripts' made_this does exactly this (tests/unit/test_record.c runs a table through both). */
+ * scripts' made_this does exactly this (tests/dist/test_record.py runs a table through both). */
 bool vzcaps_made_this(int dirfd, const char *name, const char *fields)
 {
     if (!fields)

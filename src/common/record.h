@@ -1,6 +1,6 @@
 /* The one record of what vzcaps made: the test every command uses before it replaces or removes
  * something because vzcaps made it (packaging/uninstall.sh and scripts/release run the same test
- * in shell, kept in agreement by tests/unit/test_record.c and tests/dist/test_install_scripts.py).
+ * in shell, kept in agreement by tests/dist/test_record.py, which runs one table through both).
  * Never: takes an entry for vzcaps's by its name, its inode alone, or a marker elsewhere than
  * where docs/safety.md (rule 4) says it stands. */
 #ifndef VZCAPS_RECORD_H

@@ -24,7 +24,7 @@ def block(path):
 
 
 def test_the_record_block_is_identical_in_every_script():
-    assert block("packaging/uninstall.sh") == block("scripts/release")
+    assert block("packaging/install.sh") == block("packaging/uninstall.sh") == block("scripts/release")
 
 
 @pytest.fixture(scope="module")
