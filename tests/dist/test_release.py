@@ -144,7 +144,7 @@ def test_a_clone_of_its_tap_at_that_path_is_not_taken_for_its_own(fake_dist, tmp
     tap = out / "homebrew-vzcaps"
     record = out / ".homebrew-vzcaps.vzcaps-made"
     st = os.lstat(tap)
-    assert record.read_text() == (f"vzcaps release\ncopy {st.st_dev} {st.st_ino} {st.st_mtime_ns // 10**9}."
+    assert record.read_text() == (f"make release\ncopy {st.st_dev} {st.st_ino} {st.st_mtime_ns // 10**9}."
                                   f"{st.st_mtime_ns % 10**9:09d} -\n")
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "-q", str(tap), str(clone)], check=True)
@@ -156,7 +156,7 @@ def test_a_clone_of_its_tap_at_that_path_is_not_taken_for_its_own(fake_dist, tmp
     # a record that is not the release's (a link, or naming another directory) is not believed
     shutil.rmtree(tap)
     assert release(out, fake_dist).returncode == 0
-    record.write_text("vzcaps release\ncopy 1 2 3.000000000 -\n")
+    record.write_text("make release\ncopy 1 2 3.000000000 -\n")
     assert release(out, fake_dist).returncode == 1 and tap.is_dir()
 
 
