@@ -202,8 +202,8 @@ warn() { printf '%s: %s\n' "$me" "$*" >&2; }
 rc=0
 
 # ---- what vzcaps made for this user (--all removes it), looked for before anything goes ----
-# (nothing without an absolute HOME)
-case ${HOME:-} in /*) home=$HOME ;; *) home="" ;; esac
+# (nothing without an absolute HOME; paths go one a line, so none with a control character)
+case ${HOME:-} in *[[:cntrl:]]*) home="" ;; /*) home=$HOME ;; *) home="" ;; esac
 agents=$home/Library/LaunchAgents
 prepared="$home/Library/Application Support/vzcaps/prepared"
 # our_agents: the LaunchAgents `vzcaps launchd` wrote, one path a line: its marker as the line
@@ -231,15 +231,20 @@ our_agents() {
 made_by_prepare() {
     made_by_record "$prepared/$1" "$prepared/.$1.vzcaps-prepared" "vzcaps prepare"
 }
-# prepared_entries: every entry of the prepared directory but the records, one path a line
+# prepared_entries [odd]: the name of every entry of the prepared directory but the records, one
+# a line; with odd, instead, a "kept" line for each name with a control character (which prepare
+# never makes, and which one name a line could not carry)
 prepared_entries() {
     [ -n "$home" ] && [ -d "$prepared" ] && [ ! -L "$prepared" ] || return 0
     set +f
     for _c in "$prepared"/* "$prepared"/.[!.]* "$prepared"/..?*; do
         set -f
         [ -e "$_c" ] || [ -L "$_c" ] || continue
-        case ${_c##*/} in .*.vzcaps-prepared) continue ;; esac # a record goes with its copy
-        printf '%s\n' "$_c"
+        case ${_c##*/} in
+            .*.vzcaps-prepared) ;; # a record goes with its copy
+            *[[:cntrl:]]*) [ $# = 0 ] || say "kept $(q "$_c"): not a copy vzcaps prepare made (a control character in its name)" ;;
+            *) [ $# = 1 ] || printf '%s\n' "${_c##*/}" ;;
+        esac
     done
     set -f
 }
@@ -249,19 +254,21 @@ prepared_entries() {
 # (an absolute HOME), then /opt/homebrew/etc/vzcaps.conf and /usr/local/etc/vzcaps.conf
 config_files() {
     if [ -n "${VZCAPS_CONFIG+set}" ]; then
-        _l=$VZCAPS_CONFIG
-    else
-        case ${XDG_CONFIG_HOME:-} in
-            /*) _l=$XDG_CONFIG_HOME/vzcaps/vzcaps.conf ;;
-            *) if [ -n "$home" ]; then _l=$home/.config/vzcaps/vzcaps.conf; else _l=""; fi ;;
+        case $VZCAPS_CONFIG in
+            *[[:cntrl:]]*) warn "VZCAPS_CONFIG has a control character: not looked at" ;;
+            ?*) [ -e "$VZCAPS_CONFIG" ] || [ -L "$VZCAPS_CONFIG" ] && printf '%s\n' "$VZCAPS_CONFIG" ;;
         esac
-        _l="$_l
-/opt/homebrew/etc/vzcaps.conf
-/usr/local/etc/vzcaps.conf"
+        return 0
     fi
-    printf '%s\n' "$_l" | while IFS= read -r _f; do
+    case ${XDG_CONFIG_HOME:-} in
+        *[[:cntrl:]]*) _u="" ;;
+        /*) _u=$XDG_CONFIG_HOME/vzcaps/vzcaps.conf ;;
+        *) if [ -n "$home" ]; then _u=$home/.config/vzcaps/vzcaps.conf; else _u=""; fi ;;
+    esac
+    for _f in "$_u" /opt/homebrew/etc/vzcaps.conf /usr/local/etc/vzcaps.conf; do
         [ -n "$_f" ] && { [ -e "$_f" ] || [ -L "$_f" ]; } && printf '%s\n' "$_f"
     done
+    return 0
 }
 # leftovers: what --all would act on, one line each (empty: nothing)
 leftovers() {
@@ -270,7 +277,7 @@ leftovers() {
     for _d in "$home/Library/Logs/vzcaps" "$home/Library/Caches/vzcaps"; do
         if [ -e "$_d" ] || [ -L "$_d" ]; then printf '%s\n' "$_d"; fi
     done
-    prepared_entries | while IFS= read -r _c; do made_by_prepare "${_c##*/}" && printf '%s\n' "$_c"; done
+    prepared_entries | while IFS= read -r _c; do made_by_prepare "$_c" && printf '%s\n' "$prepared/$_c"; done
     config_files
 }
 
@@ -357,7 +364,7 @@ fi
 [ $all = yes ] || exit $rc
 
 # ---- --all: what vzcaps made for this user ----
-[ -n "$home" ] || { warn "--all: HOME is not an absolute path"; exit 1; }
+[ -n "$home" ] || { warn "--all: HOME is not an absolute path (without control characters)"; exit 1; }
 na=0
 while IFS= read -r plist; do
     [ -n "$plist" ] || continue
@@ -381,9 +388,10 @@ for d in "$home/Library/Logs/vzcaps" "$home/Library/Caches/vzcaps"; do
     fi
 done
 np=0
-while IFS= read -r c; do
-    [ -n "$c" ] || continue
-    n=${c##*/}
+prepared_entries odd
+while IFS= read -r n; do
+    [ -n "$n" ] || continue
+    c=$prepared/$n
     if ! made_by_prepare "$n"; then
         say "kept $(q "$c"): not a copy vzcaps prepare made (no record beside it names it as it is now)"
         continue

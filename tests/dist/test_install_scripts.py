@@ -741,6 +741,32 @@ def test_uninstall_all_lists_config_files_and_removes_them_only_with_yes_config(
     assert p.returncode == 2 and "--config goes with --all" in p.stderr
 
 
+def test_uninstall_all_never_acts_on_part_of_a_name_with_a_newline(rel, tmp_path):
+    """--all reads what it found one path a line: a name with a newline must never be taken
+    apart into names of other files (a file in the current directory, a config file, a copy)."""
+    home = tmp_path / "home"
+    prepared = home / "Library" / "Application Support" / "vzcaps" / "prepared"
+    prepared.mkdir(parents=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "b").mkdir()  # the part after the newline, in the current directory
+    (prepared / "b").mkdir()
+    mark_prepared(prepared, "b")  # a copy of ours named b ...
+    (prepared / "a\nb").write_text("mine\n")  # ... and a file of the user's named a<LF>b
+    (tmp_path / "conf").write_text("[x]\n")
+    env = user_env(tmp_path, VZCAPS_CONFIG=f"{tmp_path / 'conf'}\n{tmp_path / 'conf'}")
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), "--all", "--yes", "--config", cwd=work, env=env)
+    assert p.returncode == 0, p.stderr
+    assert (work / "b").is_dir() and (prepared / "a\nb").read_text() == "mine\n"
+    assert not (prepared / "b").exists() and "removed the prepared copy" in p.stdout
+    assert "control character in its name" in p.stdout
+    assert (tmp_path / "conf").exists() and "VZCAPS_CONFIG has a control character: not looked at" in p.stderr
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=user_env(tmp_path, HOME=f"{home}\n/x"))
+    assert p.returncode == 1 and "HOME is not an absolute path (without control characters)" in p.stderr
+
+
 def test_the_installed_uninstaller_stays_while_only_all_can_finish(rel, tmp_path):
     """issue 27 item 5: the installed share/vzcaps/uninstall.sh removed itself, so a later --all
     needed the archive. While vzcaps made anything for the user, a plain uninstall keeps it (and a
