@@ -100,11 +100,12 @@ made_parent() {
 }
 # ---- the record of what vzcaps made (kept identical in packaging/*install.sh and scripts/release;
 # the same test as src/common/record.c: tests/dist/test_record.py runs one table through both) ----
-# made_stat PATH: "DEV INO SEC.NNNNNNNNN" of PATH itself (a link is not followed): GNU stat's
-# form first (macOS's stat has no -c and prints nothing), then BSD stat's (%Fm: the seconds with
-# nine digits of nanoseconds, file_cmds stat.c); nothing when PATH cannot be read
+# made_stat PATH: "DEV INO SEC.NNNNNNNNN" of PATH itself (a link is not followed): macOS's (BSD)
+# stat first (%Fm: the seconds with nine digits of nanoseconds, file_cmds stat.c), its output
+# used only when it succeeds (GNU's reads -f as --file-system and fails on the format), then
+# GNU's form; nothing when PATH cannot be read
 made_stat() {
-    stat -c '%d %i %.9Y' -- "$1" 2>/dev/null || stat -f '%d %i %Fm' -- "$1" 2>/dev/null
+    _mo=$(stat -f '%d %i %Fm' -- "$1" 2>/dev/null) && printf '%s\n' "$_mo" || stat -c '%d %i %.9Y' -- "$1" 2>/dev/null
 }
 # made_sum: the SHA-256 of standard input
 made_sum() {
