@@ -829,6 +829,29 @@ def test_a_failed_copy_places_nothing_and_leaves_no_temporary_file(rel, tmp_path
     assert os.listdir(prefix) == []
 
 
+def test_a_failed_copy_under_missing_parents_records_them_too(rel, tmp_path):
+    """The directories made above the prefix are in the manifest a failed run leaves, so
+    uninstall.sh takes them away too; a run that fails before anything is recorded removes them
+    itself."""
+    d = standins(tmp_path / "standins")
+    failing_cat(d, "vzcaps.1", "echo 'cat: write error: No space left on device' >&2; exit 1")
+    top = tmp_path / "top"
+    top.mkdir()
+    prefix = top / "a" / "b" / "prefix"
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=env_with(d))
+    assert p.returncode == 1 and "stopped" in p.stderr
+    assert sum(ln.startswith("parent ") for ln in (prefix / MANIFEST).read_text().splitlines()) == 2
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=env_with(d))
+    assert p.returncode == 0, p.stderr
+    assert os.listdir(top) == []
+    # the prefix cannot be made (a file named like it is in the way of share/): nothing is left
+    (d / "mkdir").write_text('#!/bin/sh\nfor a; do case $a in */prefix) exit 1 ;; esac; done\nexec /bin/mkdir "$@"\n')
+    (d / "mkdir").chmod(0o755)
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=env_with(d))
+    assert p.returncode == 1 and "cannot create" in p.stderr, p.stderr
+    assert os.listdir(top) == []
+
+
 def test_an_interrupted_install_cleans_up(rel, tmp_path):
     import signal
     import time as _time
