@@ -102,7 +102,7 @@ $(B)/test_core: tests/unit/test_core.c $(CORE_SRC) $(HEADERS)
 	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CORE_LINK)
 $(B)/test_cli_units: tests/unit/test_cli_units.c $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) -DVZCAPS_NO_MAIN $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CLI_LINK)
-$(B)/test_safewrite: tests/unit/test_safewrite.c src/common/safewrite.c src/common/safewrite.h
+$(B)/test_safewrite: tests/unit/test_safewrite.c src/common/safewrite.c src/common/record.c src/common/sha256.c src/common/readfile.c $(CORE_SRC) src/common/safewrite.h src/common/record.h
 	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA)
 $(B)/san/libvzcaps.so: $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(B)/san

@@ -67,7 +67,8 @@ lookup() { printf '%s\n' "$1" | awk -v p="$2" '$2 == p { print $1; exit }'; }
 # shasum ships with macOS; sha256sum is the fallback elsewhere
 if command -v shasum >/dev/null 2>&1; then sumtool="shasum -a 256"; elif command -v sha256sum >/dev/null 2>&1; then sumtool=sha256sum; else sumtool=""; fi
 [ -n "$sumtool" ] || { echo "$me: shasum is needed to check the files" >&2; exit 1; }
-# check_manifest FILE: the manifest's lines ("dir PATH" and "file SHA256 PATH") on stdout, or
+# check_manifest FILE: the manifest's lines ("dir PATH", "file SHA256 PATH" and "parent N DEV INO":
+# the Nth directory above the prefix, made by install.sh, by its device and inode) on stdout, or
 # a message per bad line on stderr and status 1
 check_manifest() {
     awk -v me="$me" -v file="$1" '
@@ -77,13 +78,100 @@ check_manifest() {
             ok = 0
             if ($1 == "dir" && NF == 2) { p = $2; ok = 1 }
             if ($1 == "file" && NF == 3 && length($2) == 64 && $2 ~ /^[0-9a-f]+$/) { p = $3; ok = 1 }
-            if (ok && p != "." && (p !~ /^[A-Za-z0-9._+][A-Za-z0-9._+\/-]*$/ || p ~ /(^|\/)\.\.?(\/|$)/ || p ~ /\/\/|\/$/)) ok = 0
+            if ($1 == "parent" && NF == 4 && $2 ~ /^[1-9][0-9]*$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/) { p = "parent " $2; ok = 2 }
+            if (ok == 1 && p != "." && (p !~ /^[A-Za-z0-9._+][A-Za-z0-9._+\/-]*$/ || p ~ /(^|\/)\.\.?(\/|$)/ || p ~ /\/\/|\/$/)) ok = 0
             if (ok && (p in seen)) ok = 0
             if (!ok) { printf "%s: %s line %d is malformed\n", me, file, NR > "/dev/stderr"; bad = 1 }
             else { seen[p] = 1; print }
         }
         END { exit bad }' "$1"
 }
+# parent_dir N: the Nth directory above the prefix
+parent_dir() {
+    _pd=$prefix _pn=0
+    while [ $_pn -lt "$1" ]; do _pd=$(dirname "$_pd"); _pn=$((_pn + 1)); done
+    printf '%s\n' "$_pd"
+}
+# made_parent N DEV INO: the Nth directory above the prefix is the one install.sh made there (a
+# directory, not a link, of that device and inode; its time changes with what it holds)
+made_parent() {
+    _pd=$(parent_dir "$1") && [ -d "$_pd" ] && [ ! -L "$_pd" ] || return 1
+    _pi=$(made_stat "$_pd") && [ "${_pi% *}" = "$2 $3" ]
+}
+# ---- the record of what vzcaps made (kept identical in packaging/*install.sh and scripts/release;
+# the same test as src/common/record.c: tests/dist/test_record.py runs one table through both) ----
+# made_stat PATH: "DEV INO SEC.NNNNNNNNN" of PATH itself (a link is not followed): macOS's (BSD)
+# stat first (%Fm: the seconds with nine digits of nanoseconds, file_cmds stat.c), its output
+# used only when it succeeds (GNU's reads -f as --file-system and fails on the format), then
+# GNU's form; nothing when PATH cannot be read
+made_stat() {
+    _mo=$(stat -f '%d %i %Fm' -- "$1" 2>/dev/null) && printf '%s\n' "$_mo" || stat -c '%d %i %.9Y' -- "$1" 2>/dev/null
+}
+# made_sum: the SHA-256 of standard input
+made_sum() {
+    if command -v shasum >/dev/null 2>&1; then shasum -a 256; else sha256sum; fi | cut -c1-64
+}
+# made_this PATH FIELDS: PATH is the entry FIELDS names as it is now. FIELDS is a record's
+# "DEV INO SEC.NNNNNNNNN", then " SHA256" of its content (a file's bytes, a link's target and a
+# newline; compared) or " -" (not compared) or nothing; anything else says no
+made_this() {
+    _mp=$1 _mf=$2 _mh=none
+    case $_mf in
+        *' '*' '*' '*' '*) return 1 ;;
+        *' '*' '*' '*) _mh=${_mf##* } _mf=${_mf% *} ;;
+    esac
+    case $_mh in
+        none | -) ;;
+        *[!0-9a-f]*) return 1 ;;
+        *) [ ${#_mh} -eq 64 ] || return 1 ;;
+    esac
+    _mn=$(made_stat "$_mp") && [ -n "$_mn" ] && [ "$_mn" = "$_mf" ] || return 1
+    case $_mh in none | -) return 0 ;; esac
+    if [ -L "$_mp" ]; then _mc=$(readlink -- "$_mp" | made_sum)
+    elif [ -f "$_mp" ]; then _mc=$(made_sum <"$_mp")
+    else return 1
+    fi
+    [ "$_mc" = "$_mh" ]
+}
+# made_by_record PATH RECORD MAKER: RECORD is a plain file (not a link, at most 64 KiB, no NUL
+# byte) whose first line is MAKER and whose second line "copy FIELDS" names PATH as it is now
+made_by_record() {
+    [ -f "$2" ] && [ ! -L "$2" ] || return 1
+    _ms=$(wc -c <"$2" | tr -d ' ') && [ "$_ms" -le 65536 ] && [ "$(tr -d '\000' <"$2" | wc -c | tr -d ' ')" = "$_ms" ] || return 1
+    [ "$(sed -n 1p "$2")" = "$3" ] || return 1
+    _ml=$(sed -n 2p "$2")
+    case $_ml in 'copy '*) made_this "$1" "${_ml#copy }" ;; *) return 1 ;; esac
+}
+# made_record PATH MAKER: the record's first two lines for PATH (its hash when a file or link)
+made_record() {
+    _mn=$(made_stat "$1") && [ -n "$_mn" ] || return 1
+    if [ -L "$1" ]; then _mc=$(readlink -- "$1" | made_sum)
+    elif [ -f "$1" ]; then _mc=$(made_sum <"$1")
+    else _mc=-
+    fi
+    printf '%s\ncopy %s %s\n' "$2" "$_mn" "$_mc"
+}
+# made_marked FILE MARKER WHERE: the plain file FILE (not a link) carries MARKER as a whole line,
+# ended by a newline within its first 4096 bytes (no NUL byte among them), where WHERE says:
+# line1; after-xml (the line after an XML declaration, else the first); after-doctype (line 3,
+# after the XML declaration and the DOCTYPE line)
+made_marked() {
+    [ -f "$1" ] && [ ! -L "$1" ] || return 1
+    _mt=$(head -c 4096 <"$1" | tr -d '\000' | wc -c | tr -d ' ')
+    [ "$_mt" -gt 0 ] && [ "$_mt" = "$(head -c 4096 <"$1" | wc -c | tr -d ' ')" ] || return 1
+    _mt=$(head -c 4096 <"$1" | wc -l | tr -d ' ')
+    _m1=$(head -c 4096 <"$1" | sed -n 1p)
+    case $3 in
+        line1) _mk=1 ;;
+        after-xml) case $_m1 in '<?xml '*'?>') _mk=2 ;; *) _mk=1 ;; esac ;;
+        after-doctype)
+            case $_m1 in '<?xml '*'?>') ;; *) return 1 ;; esac
+            case $(head -c 4096 <"$1" | sed -n 2p) in '<!DOCTYPE '*'>') _mk=3 ;; *) return 1 ;; esac ;;
+        *) return 1 ;;
+    esac
+    [ "$_mt" -ge $_mk ] && [ "$(head -c 4096 <"$1" | sed -n "${_mk}p")" = "$2" ]
+}
+# ---- end of the record ----
 # ---- end of the shared part ----
 
 resolve_prefix
@@ -194,6 +282,7 @@ done
 
 # ---- 3. copy: each file to a new temporary file beside its destination, checked, renamed ----
 created=""    # directories this run made, in the order made
+parents=""    # "parent N DEV INO" lines: the directories above the prefix this run made
 installed=""  # "file SHA256 PATH" lines
 tmps=""       # "TEMPORARY PATH" lines, relative to the prefix
 write_manifest() {
@@ -204,6 +293,7 @@ write_manifest() {
         echo "# what install.sh of $name installed under this prefix; uninstall.sh removes these files"
         echo "# when they are unchanged, then these directories when empty"
         { printf '%s\n' "$old" | grep '^dir '; printf '%s' "$created" | sed 's/^/dir /'; } | awk 'NF && !seen[$0]++'
+        { printf '%s\n' "$old" | grep '^parent '; printf '%s' "$parents"; } | awk 'NF && !seen[$2]++'
         printf '%s\n' "$installed" | grep '^file '
         # files of an earlier install that this one did not replace
         printf '%s\n' "$old" | grep '^file ' | while read -r _k _h _p; do
@@ -218,6 +308,13 @@ abort() {
     if [ -n "$installed$created" ] && write_manifest; then
         printf '%s: %s: stopped; the files installed so far are in %s (uninstall.sh removes them)\n' "$me" "$1" "$(q "$manifest")" >&2
     else
+        # nothing recorded: the directories this run made go again, when empty
+        for _d in $(printf '%s' "$created" | awk '{ l[++n] = $0 } END { while (n) print l[n--] }'); do
+            if [ "$_d" = . ]; then rmdir "$prefix" 2>/dev/null; else rmdir "$base/$_d" 2>/dev/null; fi
+        done
+        printf '%s' "$parents" | sort -k2,2n | while read -r _k _n _dv _in; do
+            made_parent "$_n" "$_dv" "$_in" && rmdir "$(parent_dir "$_n")" 2>/dev/null
+        done
         printf '%s: %s: stopped\n' "$me" "$1" >&2
     fi
     exit 1
@@ -230,7 +327,23 @@ make_dir() { # make_dir REL: creates PREFIX/REL (mode 755) and records it
     fi
 }
 if [ ! -d "$prefix" ]; then
-    mkdir -p "$(dirname "$prefix")" 2>/dev/null
+    # the missing directories above the prefix, outermost first: each made (mode 755, whatever
+    # the umask) and recorded by its device and inode, so uninstall.sh removes them again
+    _up=0 _d=$prefix _missing=""
+    while _d=$(dirname "$_d") && [ ! -d "$_d" ]; do
+        _up=$((_up + 1))
+        _missing="$_up $_d
+$_missing"
+    done
+    while read -r _n _d; do
+        [ -n "$_n" ] || continue
+        mkdir -m 755 "$_d" 2>/dev/null || abort "cannot create $(q "$_d")"
+        _id=$(made_stat "$_d") && [ -n "$_id" ] || abort "cannot read $(q "$_d")"
+        parents="${parents}parent $_n ${_id% *}
+"
+    done <<EOF
+$_missing
+EOF
     mkdir -m 755 "$prefix" 2>/dev/null || abort "cannot create $(q "$prefix")"
     created=".
 "

@@ -1,19 +1,22 @@
 #!/bin/sh
-# uninstall.sh [--prefix DIR] [--all [--yes]]: removes what install.sh installed under DIR
-# (default /usr/local, or the prefix this copy was installed into): exactly the files listed in
-# DIR/share/vzcaps/install-manifest whose SHA-256 still matches (a changed file is kept and
-# named), then the directories install.sh created, when empty. --all also removes the
-# LaunchAgents `vzcaps launchd` installed (after launchctl bootout), ~/Library/Logs/vzcaps and
-# ~/Library/Caches/vzcaps, and lists prepared copies; --yes removes those too. Never: removes a
-# file the manifest does not list, a changed file, or a non-empty directory. Only what a stock
-# Mac has.
+# uninstall.sh [--prefix DIR] [--all [--yes [--config]]]: removes what install.sh installed under
+# DIR (default /usr/local, or the prefix this copy was installed into): exactly the files listed
+# in DIR/share/vzcaps/install-manifest whose SHA-256 still matches (a changed file is kept and
+# named), then the directories install.sh created, when empty; without --all, while vzcaps made
+# anything for this user, it keeps its installed copy so that --all can run later. --all also
+# removes the LaunchAgents `vzcaps launchd` installed (after launchctl bootout),
+# ~/Library/Logs/vzcaps and ~/Library/Caches/vzcaps, and lists prepared copies and config files;
+# --yes removes the copies, --yes --config the config files. Never: removes a file the manifest
+# does not list, a changed file, a non-empty directory, or something of the user's that vzcaps's
+# record does not name. Only what a stock Mac has.
 set -u
 set -f
 me=uninstall.sh
-usage="usage: uninstall.sh [--prefix DIR] [--all [--yes]]   (default prefix /usr/local; DIR relative to the current directory)"
+usage="usage: uninstall.sh [--prefix DIR] [--all [--yes [--config]]]   (default prefix /usr/local; DIR relative to the current directory)"
 prefix=""
 all=no
 yes=no
+config=no
 while [ $# -gt 0 ]; do
     case $1 in
         --prefix) [ $# -ge 2 ] || { echo "$me: --prefix needs a directory ($usage)" >&2; exit 2; }; prefix=$2; shift 2
@@ -22,17 +25,22 @@ while [ $# -gt 0 ]; do
             [ -n "$prefix" ] || { echo "$me: --prefix is empty ($usage)" >&2; exit 2; } ;;
         --all) all=yes; shift ;;
         --yes) yes=yes; shift ;;
+        --config) config=yes; shift ;;
         -h|--help)
             echo "$usage"
             echo "Removes the files install.sh recorded in PREFIX/share/vzcaps/install-manifest that are unchanged,"
             echo "then the directories it created, when empty."
             echo "--all: also the LaunchAgents vzcaps installed, ~/Library/Logs/vzcaps and ~/Library/Caches/vzcaps,"
-            echo "and lists the prepared copies in ~/Library/Application Support/vzcaps/prepared (--yes removes them)."
+            echo "and lists the prepared copies in ~/Library/Application Support/vzcaps/prepared (--yes removes them)"
+            echo "and the config files the library would read (--yes --config removes them)."
+            echo "Without --all, while vzcaps has made any of those for you, this script keeps its installed copy,"
+            echo "PREFIX/share/vzcaps/uninstall.sh, so that --all can run later (and remove it then)."
             exit 0 ;;
         *) echo "$me: unknown argument \"$1\" ($usage)" >&2; exit 2 ;;
     esac
 done
 [ $yes = no ] || [ $all = yes ] || { echo "$me: --yes goes with --all ($usage)" >&2; exit 2; }
+[ $config = no ] || [ $all = yes ] || { echo "$me: --config goes with --all ($usage)" >&2; exit 2; }
 if [ -z "$prefix" ]; then
     # installed as PREFIX/share/vzcaps/uninstall.sh: that prefix; else /usr/local
     self=$(cd -P -- "$(dirname -- "$0")" 2>/dev/null && pwd -P) || self=""
@@ -82,7 +90,8 @@ lookup() { printf '%s\n' "$1" | awk -v p="$2" '$2 == p { print $1; exit }'; }
 # shasum ships with macOS; sha256sum is the fallback elsewhere
 if command -v shasum >/dev/null 2>&1; then sumtool="shasum -a 256"; elif command -v sha256sum >/dev/null 2>&1; then sumtool=sha256sum; else sumtool=""; fi
 [ -n "$sumtool" ] || { echo "$me: shasum is needed to check the files" >&2; exit 1; }
-# check_manifest FILE: the manifest's lines ("dir PATH" and "file SHA256 PATH") on stdout, or
+# check_manifest FILE: the manifest's lines ("dir PATH", "file SHA256 PATH" and "parent N DEV INO":
+# the Nth directory above the prefix, made by install.sh, by its device and inode) on stdout, or
 # a message per bad line on stderr and status 1
 check_manifest() {
     awk -v me="$me" -v file="$1" '
@@ -92,19 +101,186 @@ check_manifest() {
             ok = 0
             if ($1 == "dir" && NF == 2) { p = $2; ok = 1 }
             if ($1 == "file" && NF == 3 && length($2) == 64 && $2 ~ /^[0-9a-f]+$/) { p = $3; ok = 1 }
-            if (ok && p != "." && (p !~ /^[A-Za-z0-9._+][A-Za-z0-9._+\/-]*$/ || p ~ /(^|\/)\.\.?(\/|$)/ || p ~ /\/\/|\/$/)) ok = 0
+            if ($1 == "parent" && NF == 4 && $2 ~ /^[1-9][0-9]*$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/) { p = "parent " $2; ok = 2 }
+            if (ok == 1 && p != "." && (p !~ /^[A-Za-z0-9._+][A-Za-z0-9._+\/-]*$/ || p ~ /(^|\/)\.\.?(\/|$)/ || p ~ /\/\/|\/$/)) ok = 0
             if (ok && (p in seen)) ok = 0
             if (!ok) { printf "%s: %s line %d is malformed\n", me, file, NR > "/dev/stderr"; bad = 1 }
             else { seen[p] = 1; print }
         }
         END { exit bad }' "$1"
 }
+# parent_dir N: the Nth directory above the prefix
+parent_dir() {
+    _pd=$prefix _pn=0
+    while [ $_pn -lt "$1" ]; do _pd=$(dirname "$_pd"); _pn=$((_pn + 1)); done
+    printf '%s\n' "$_pd"
+}
+# made_parent N DEV INO: the Nth directory above the prefix is the one install.sh made there (a
+# directory, not a link, of that device and inode; its time changes with what it holds)
+made_parent() {
+    _pd=$(parent_dir "$1") && [ -d "$_pd" ] && [ ! -L "$_pd" ] || return 1
+    _pi=$(made_stat "$_pd") && [ "${_pi% *}" = "$2 $3" ]
+}
+# ---- the record of what vzcaps made (kept identical in packaging/*install.sh and scripts/release;
+# the same test as src/common/record.c: tests/dist/test_record.py runs one table through both) ----
+# made_stat PATH: "DEV INO SEC.NNNNNNNNN" of PATH itself (a link is not followed): macOS's (BSD)
+# stat first (%Fm: the seconds with nine digits of nanoseconds, file_cmds stat.c), its output
+# used only when it succeeds (GNU's reads -f as --file-system and fails on the format), then
+# GNU's form; nothing when PATH cannot be read
+made_stat() {
+    _mo=$(stat -f '%d %i %Fm' -- "$1" 2>/dev/null) && printf '%s\n' "$_mo" || stat -c '%d %i %.9Y' -- "$1" 2>/dev/null
+}
+# made_sum: the SHA-256 of standard input
+made_sum() {
+    if command -v shasum >/dev/null 2>&1; then shasum -a 256; else sha256sum; fi | cut -c1-64
+}
+# made_this PATH FIELDS: PATH is the entry FIELDS names as it is now. FIELDS is a record's
+# "DEV INO SEC.NNNNNNNNN", then " SHA256" of its content (a file's bytes, a link's target and a
+# newline; compared) or " -" (not compared) or nothing; anything else says no
+made_this() {
+    _mp=$1 _mf=$2 _mh=none
+    case $_mf in
+        *' '*' '*' '*' '*) return 1 ;;
+        *' '*' '*' '*) _mh=${_mf##* } _mf=${_mf% *} ;;
+    esac
+    case $_mh in
+        none | -) ;;
+        *[!0-9a-f]*) return 1 ;;
+        *) [ ${#_mh} -eq 64 ] || return 1 ;;
+    esac
+    _mn=$(made_stat "$_mp") && [ -n "$_mn" ] && [ "$_mn" = "$_mf" ] || return 1
+    case $_mh in none | -) return 0 ;; esac
+    if [ -L "$_mp" ]; then _mc=$(readlink -- "$_mp" | made_sum)
+    elif [ -f "$_mp" ]; then _mc=$(made_sum <"$_mp")
+    else return 1
+    fi
+    [ "$_mc" = "$_mh" ]
+}
+# made_by_record PATH RECORD MAKER: RECORD is a plain file (not a link, at most 64 KiB, no NUL
+# byte) whose first line is MAKER and whose second line "copy FIELDS" names PATH as it is now
+made_by_record() {
+    [ -f "$2" ] && [ ! -L "$2" ] || return 1
+    _ms=$(wc -c <"$2" | tr -d ' ') && [ "$_ms" -le 65536 ] && [ "$(tr -d '\000' <"$2" | wc -c | tr -d ' ')" = "$_ms" ] || return 1
+    [ "$(sed -n 1p "$2")" = "$3" ] || return 1
+    _ml=$(sed -n 2p "$2")
+    case $_ml in 'copy '*) made_this "$1" "${_ml#copy }" ;; *) return 1 ;; esac
+}
+# made_record PATH MAKER: the record's first two lines for PATH (its hash when a file or link)
+made_record() {
+    _mn=$(made_stat "$1") && [ -n "$_mn" ] || return 1
+    if [ -L "$1" ]; then _mc=$(readlink -- "$1" | made_sum)
+    elif [ -f "$1" ]; then _mc=$(made_sum <"$1")
+    else _mc=-
+    fi
+    printf '%s\ncopy %s %s\n' "$2" "$_mn" "$_mc"
+}
+# made_marked FILE MARKER WHERE: the plain file FILE (not a link) carries MARKER as a whole line,
+# ended by a newline within its first 4096 bytes (no NUL byte among them), where WHERE says:
+# line1; after-xml (the line after an XML declaration, else the first); after-doctype (line 3,
+# after the XML declaration and the DOCTYPE line)
+made_marked() {
+    [ -f "$1" ] && [ ! -L "$1" ] || return 1
+    _mt=$(head -c 4096 <"$1" | tr -d '\000' | wc -c | tr -d ' ')
+    [ "$_mt" -gt 0 ] && [ "$_mt" = "$(head -c 4096 <"$1" | wc -c | tr -d ' ')" ] || return 1
+    _mt=$(head -c 4096 <"$1" | wc -l | tr -d ' ')
+    _m1=$(head -c 4096 <"$1" | sed -n 1p)
+    case $3 in
+        line1) _mk=1 ;;
+        after-xml) case $_m1 in '<?xml '*'?>') _mk=2 ;; *) _mk=1 ;; esac ;;
+        after-doctype)
+            case $_m1 in '<?xml '*'?>') ;; *) return 1 ;; esac
+            case $(head -c 4096 <"$1" | sed -n 2p) in '<!DOCTYPE '*'>') _mk=3 ;; *) return 1 ;; esac ;;
+        *) return 1 ;;
+    esac
+    [ "$_mt" -ge $_mk ] && [ "$(head -c 4096 <"$1" | sed -n "${_mk}p")" = "$2" ]
+}
+# ---- end of the record ----
 # ---- end of the shared part ----
 resolve_prefix
 base=${prefix%/}
 say() { printf '%s\n' "$*" || exit 1; } # a failed write to standard output is an error
 warn() { printf '%s: %s\n' "$me" "$*" >&2; }
 rc=0
+
+# ---- what vzcaps made for this user (--all removes it), looked for before anything goes ----
+# (nothing without an absolute HOME; paths go one a line, so none with a control character)
+case ${HOME:-} in *[[:cntrl:]]*) home="" ;; /*) home=$HOME ;; *) home="" ;; esac
+agents=$home/Library/LaunchAgents
+prepared="$home/Library/Application Support/vzcaps/prepared"
+# our_agents: the LaunchAgents `vzcaps launchd` wrote, one path a line: its marker as the line
+# after the DOCTYPE line; or, written before it had one, its label, the library as
+# DYLD_INSERT_LIBRARIES and the job's logs under ~/Library/Logs/vzcaps/
+our_agents() {
+    [ -n "$home" ] || return 0
+    set +f
+    for _a in "$agents"/*.plist; do
+        set -f
+        [ -f "$_a" ] && [ ! -L "$_a" ] || continue
+        _l=${_a##*/}
+        _l=${_l%.plist}
+        case $_l in '' | .* | *[!A-Za-z0-9._-]*) continue ;; esac
+        made_marked "$_a" "<!-- written by vzcaps launchd -->" after-doctype || {
+            grep -Fq "<string>$_l</string>" "$_a" && grep -Eq '/libvzcaps[.](dylib|so)</string>' "$_a" &&
+                grep -Fq "/Library/Logs/vzcaps/$_l.err.log</string>" "$_a"
+        } || continue
+        printf '%s\n' "$_a"
+    done
+    set -f
+}
+# made_by_prepare NAME: NAME in $prepared is a copy vzcaps prepare made: its record
+# .NAME.vzcaps-prepared names it as it is now (device, inode, modification time, content)
+made_by_prepare() {
+    made_by_record "$prepared/$1" "$prepared/.$1.vzcaps-prepared" "vzcaps prepare"
+}
+# prepared_entries [odd]: the name of every entry of the prepared directory but the records, one
+# a line; with odd, instead, a "kept" line for each name with a control character (which prepare
+# never makes, and which one name a line could not carry)
+prepared_entries() {
+    [ -n "$home" ] && [ -d "$prepared" ] && [ ! -L "$prepared" ] || return 0
+    set +f
+    for _c in "$prepared"/* "$prepared"/.[!.]* "$prepared"/..?*; do
+        set -f
+        [ -e "$_c" ] || [ -L "$_c" ] || continue
+        case ${_c##*/} in
+            .*.vzcaps-prepared) ;; # a record goes with its copy
+            *[[:cntrl:]]*) [ $# = 0 ] || say "kept $(q "$_c"): not a copy vzcaps prepare made (a control character in its name)" ;;
+            *) [ $# = 1 ] || printf '%s\n' "${_c##*/}" ;;
+        esac
+    done
+    set -f
+}
+# config_files: the config files the library would look at (docs/config.md, vzcaps_config_search
+# in src/core/config.c) that exist, one path a line: $VZCAPS_CONFIG alone when it is set; else
+# $XDG_CONFIG_HOME/vzcaps/vzcaps.conf (an absolute XDG_CONFIG_HOME) or ~/.config/vzcaps/vzcaps.conf
+# (an absolute HOME), then /opt/homebrew/etc/vzcaps.conf and /usr/local/etc/vzcaps.conf
+config_files() {
+    if [ -n "${VZCAPS_CONFIG+set}" ]; then
+        case $VZCAPS_CONFIG in
+            *[[:cntrl:]]*) warn "VZCAPS_CONFIG has a control character: not looked at" ;;
+            ?*) [ -e "$VZCAPS_CONFIG" ] || [ -L "$VZCAPS_CONFIG" ] && printf '%s\n' "$VZCAPS_CONFIG" ;;
+        esac
+        return 0
+    fi
+    case ${XDG_CONFIG_HOME:-} in
+        *[[:cntrl:]]*) _u="" ;;
+        /*) _u=$XDG_CONFIG_HOME/vzcaps/vzcaps.conf ;;
+        *) if [ -n "$home" ]; then _u=$home/.config/vzcaps/vzcaps.conf; else _u=""; fi ;;
+    esac
+    for _f in "$_u" /opt/homebrew/etc/vzcaps.conf /usr/local/etc/vzcaps.conf; do
+        [ -n "$_f" ] && { [ -e "$_f" ] || [ -L "$_f" ]; } && printf '%s\n' "$_f"
+    done
+    return 0
+}
+# leftovers: what --all would act on, one line each (empty: nothing)
+leftovers() {
+    our_agents
+    [ -n "$home" ] || return 0
+    for _d in "$home/Library/Logs/vzcaps" "$home/Library/Caches/vzcaps"; do
+        if [ -e "$_d" ] || [ -L "$_d" ]; then printf '%s\n' "$_d"; fi
+    done
+    prepared_entries | while IFS= read -r _c; do made_by_prepare "$_c" && printf '%s\n' "$prepared/$_c"; done
+    config_files
+}
 
 # ---- the files install.sh installed, by its manifest ----
 manifest=$base/share/vzcaps/install-manifest
@@ -118,6 +294,14 @@ elif [ ! -e "$manifest" ]; then
 else
     entries=$(check_manifest "$manifest") || { warn "nothing removed"; exit 1; }
     removed=0 kept=0 gone=0
+    # without --all, while vzcaps made anything for this user, the installed copy of this script
+    # stays (with a manifest naming it) so that --all can run later; it removes itself then
+    self_rel=share/vzcaps/uninstall.sh
+    keep_self=no kept_self=""
+    if [ $all = no ] && printf '%s\n' "$entries" | awk -v p="$self_rel" '$1 == "file" && $3 == p { f = 1 } END { exit !f }'; then
+        later=$(leftovers)
+        [ -z "$later" ] || keep_self=yes
+    fi
     present=""
     for p in $(printf '%s\n' "$entries" | awk '$1 == "file" { print $3 }'); do
         if [ -f "$base/$p" ] && [ ! -L "$base/$p" ]; then present="$present $p"; fi
@@ -134,6 +318,8 @@ else
             say "kept $(q "$f"): not a regular file now"; kept=$((kept + 1))
         elif [ "$(lookup "$current" "$p")" != "$h" ]; then
             say "kept $(q "$f"): changed since install.sh installed it"; kept=$((kept + 1))
+        elif [ $keep_self = yes ] && [ "$p" = "$self_rel" ]; then
+            kept_self="file $h $p"
         elif rm -f "$f"; then
             removed=$((removed + 1))
         else
@@ -142,7 +328,17 @@ else
     done <<EOF
 $entries
 EOF
-    if [ $rc = 0 ]; then
+    if [ $rc = 0 ] && [ -n "$kept_self" ]; then
+        _t=$(mktemp "$base/share/vzcaps/.install-manifest.XXXXXX") && {
+            echo "# vzcaps install-manifest 1"
+            echo "# what is left of an install: uninstall.sh --all removes this copy of itself, then these directories"
+            printf '%s\n' "$entries" | grep -v '^file '
+            printf '%s\n' "$kept_self"
+        } >"$_t" && chmod 644 "$_t" && mv -f "$_t" "$manifest" || { rm -f "${_t:-}"; warn "cannot write $(q "$manifest")"; rc=1; }
+        say "kept $(q "$base/$self_rel") to finish later: vzcaps made things for you that only --all removes:"
+        printf '%s\n' "$later" | while IFS= read -r _x; do say "  $(q "$_x")"; done
+        say "run: sh $(q "$base/$self_rel") --all (it lists them and removes them, then itself)"
+    elif [ $rc = 0 ]; then
         rm -f "$manifest" || { warn "cannot remove $(q "$manifest")"; rc=1; }
         # the directories install.sh made, deepest (last made) first, when empty
         for d in $(printf '%s\n' "$entries" | awk '$1 == "dir" { l[++n] = $2 } END { while (n) print l[n--] }'); do
@@ -150,6 +346,16 @@ EOF
             [ -d "$dd" ] && [ ! -L "$dd" ] || continue
             rmdir "$dd" 2>/dev/null || say "kept $(q "$dd"): not empty"
         done
+        # then the directories it made above the prefix, nearest first, when they are the ones it
+        # made and empty
+        if [ ! -e "$prefix" ]; then
+            printf '%s\n' "$entries" | awk '$1 == "parent"' | sort -k2,2n | while read -r _k n dv in; do
+                dd=$(parent_dir "$n")
+                if ! made_parent "$n" "$dv" "$in"; then say "kept $(q "$dd"): not the directory install.sh made there"
+                elif ! rmdir "$dd" 2>/dev/null; then say "kept $(q "$dd"): not empty"
+                fi
+            done
+        fi
     fi
     msg="removed $removed files from $(q "$prefix")"
     [ $gone = 0 ] || msg="$msg ($gone already gone)"
@@ -159,72 +365,70 @@ fi
 [ $all = yes ] || exit $rc
 
 # ---- --all: what vzcaps made for this user ----
-[ -n "${HOME:-}" ] || { warn "--all: HOME is not set"; exit 1; }
-agents=$HOME/Library/LaunchAgents
+[ -n "$home" ] || { warn "--all: HOME is not an absolute path (without control characters)"; exit 1; }
 na=0
-set +f
-for plist in "$agents"/*.plist; do
-    set -f
-    [ -f "$plist" ] && [ ! -L "$plist" ] || continue
+while IFS= read -r plist; do
+    [ -n "$plist" ] || continue
     label=${plist##*/}
     label=${label%.plist}
-    case $label in '' | .* | *[!A-Za-z0-9._-]*) continue ;; esac
-    # what `vzcaps launchd` writes: its label, the library as DYLD_INSERT_LIBRARIES, and the
-    # job's logs under ~/Library/Logs/vzcaps/
-    grep -Fq "<string>$label</string>" "$plist" && grep -Eq '/libvzcaps[.](dylib|so)</string>' "$plist" &&
-        grep -Fq "/Library/Logs/vzcaps/$label.err.log</string>" "$plist" || continue
     if command -v launchctl >/dev/null 2>&1; then
         if launchctl bootout "gui/$(id -u)/$label" >/dev/null 2>&1; then say "stopped $label (launchctl bootout)"
         else say "$label was not running (launchctl bootout had nothing to stop)"
         fi
     fi
     if rm -f "$plist"; then say "removed $(q "$plist")"; na=$((na + 1)); else warn "cannot remove $(q "$plist")"; rc=1; fi
-done
-set -f
+done <<EOF
+$(our_agents)
+EOF
 [ $na -gt 0 ] || say "no LaunchAgent of vzcaps in $(q "$agents")"
-for d in "$HOME/Library/Logs/vzcaps" "$HOME/Library/Caches/vzcaps"; do
+for d in "$home/Library/Logs/vzcaps" "$home/Library/Caches/vzcaps"; do
     if [ -L "$d" ]; then
         if rm -f "$d"; then say "removed the link $(q "$d")"; else warn "cannot remove $(q "$d")"; rc=1; fi
     elif [ -e "$d" ]; then
         if rm -rf "$d"; then say "removed $(q "$d")"; else warn "cannot remove all of $(q "$d")"; rc=1; fi
     fi
 done
-prepared="$HOME/Library/Application Support/vzcaps/prepared"
-# made_by_prepare NAME: NAME in $prepared is a copy vzcaps prepare made: not a link, and its
-# marker .NAME.vzcaps-prepared (a plain file starting "vzcaps prepare") names its inode
-made_by_prepare() {
-    _m="$prepared/.$1.vzcaps-prepared"
-    [ -f "$_m" ] && [ ! -L "$_m" ] && [ ! -L "$prepared/$1" ] && [ -e "$prepared/$1" ] || return 1
-    [ "$(sed -n 1p "$_m")" = "vzcaps prepare" ] || return 1
-    _ino=$(ls -di "$prepared/$1" | sed -n '1s/^ *\([0-9][0-9]*\) .*/\1/p')
-    _named=$(sed -n '2s/^copy [0-9][0-9]* \([0-9][0-9]*\)\( .*\)\{0,1\}$/\1/p' "$_m")
-    [ -n "$_ino" ] && [ "$_ino" = "$_named" ]
-}
 np=0
-if [ -d "$prepared" ] && [ ! -L "$prepared" ]; then
-    set +f
-    for c in "$prepared"/* "$prepared"/.[!.]* "$prepared"/..?*; do
-        set -f
-        [ -e "$c" ] || [ -L "$c" ] || continue
-        n=${c##*/}
-        case $n in .*.vzcaps-prepared) continue ;; esac # a marker goes with its copy
-        if ! made_by_prepare "$n"; then
-            say "kept $(q "$c"): not a copy vzcaps prepare made (no marker beside it names it)"
-            continue
-        fi
-        np=$((np + 1))
-        if [ $yes = no ]; then
-            say "prepared copy: $(q "$c") (kept; uninstall.sh --all --yes removes it)"
-        elif chmod -R u+w "$c" 2>/dev/null; rm -rf "$c" && rm -f "$prepared/.$n.vzcaps-prepared"; then
-            say "removed the prepared copy $(q "$c")" # a copy of a read-only tree is made writable first
-        else
-            warn "cannot remove all of $(q "$c")"; rc=1
-        fi
-    done
-    set -f
-    if [ $yes = yes ]; then
-        rmdir "$prepared" 2>/dev/null && rmdir "$HOME/Library/Application Support/vzcaps" 2>/dev/null
+prepared_entries odd
+while IFS= read -r n; do
+    [ -n "$n" ] || continue
+    c=$prepared/$n
+    if ! made_by_prepare "$n"; then
+        say "kept $(q "$c"): not a copy vzcaps prepare made (no record beside it names it as it is now)"
+        continue
     fi
+    np=$((np + 1))
+    if [ $yes = no ]; then
+        say "prepared copy: $(q "$c") (kept; uninstall.sh --all --yes removes it)"
+    elif chmod -R u+w "$c" 2>/dev/null; rm -rf "$c" && rm -f "$prepared/.$n.vzcaps-prepared"; then
+        say "removed the prepared copy $(q "$c")" # a copy of a read-only tree is made writable first
+    else
+        warn "cannot remove all of $(q "$c")"; rc=1
+    fi
+done <<EOF
+$(prepared_entries)
+EOF
+if [ $yes = yes ] && [ -d "$prepared" ] && [ ! -L "$prepared" ]; then
+    rmdir "$prepared" 2>/dev/null && rmdir "$home/Library/Application Support/vzcaps" 2>/dev/null
 fi
 [ $np -gt 0 ] || say "no prepared copies in $(q "$prepared") (copies made with prepare --into elsewhere are not looked for)"
+# the config files: yours, not vzcaps's, so listed, and removed only with --yes --config
+nc=0
+while IFS= read -r f; do
+    [ -n "$f" ] || continue
+    nc=$((nc + 1))
+    if [ $yes = no ] || [ $config = no ]; then
+        say "config file: $(q "$f") (kept; uninstall.sh --all --yes --config removes it)"
+    elif [ -d "$f" ] && [ ! -L "$f" ]; then
+        warn "$(q "$f") is a directory, not a config file: kept"; rc=1
+    elif rm -f "$f"; then
+        say "removed the config file $(q "$f")"
+        case $f in */vzcaps/vzcaps.conf) rmdir "${f%/vzcaps.conf}" 2>/dev/null ;; esac # its directory, when empty
+    else
+        warn "cannot remove $(q "$f")"; rc=1
+    fi
+done <<EOF
+$(config_files)
+EOF
+[ $nc -gt 0 ] || say "no config files (looked where the library looks: docs/config.md)"
 exit $rc

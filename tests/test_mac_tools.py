@@ -23,7 +23,7 @@ LINUX_ONLY = [
 ]
 
 # A line may name a Linux-only tool only as a guarded fallback: it tries the macOS tool first.
-GUARDS = {"sha256sum": "command -v shasum"}
+GUARDS = {"sha256sum": "command -v shasum", "stat -c": "stat -f"}
 
 
 def mac_lines(rel):

@@ -49,17 +49,15 @@ static bool valid_label(const char *l)
     return *l && strspn(l, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") == strlen(l) && l[0] != '.';
 }
 
-/* What every plist vzcaps launchd writes carries (after the DOCTYPE line, within the first
- * 4096 bytes): --list, --remove and --install recognise their own work by it. */
+/* What every plist vzcaps launchd writes carries (the line after the DOCTYPE line, record.h):
+ * --list, --remove and --install recognise their own work by it. */
 static const char plist_marker[] = "<!-- written by vzcaps launchd -->";
 
 /* Whether a plist's text is one vzcaps launchd wrote: the marker, or (written before it had one)
  * the library as the preload entry and the logs under Library/Logs/vzcaps. */
 static bool plist_is_ours(const char *text)
 {
-    char head[4097];
-    snprintf(head, sizeof head, "%s", text);
-    if (strstr(head, plist_marker))
+    if (vzcaps_marked_text(text, strlen(text), plist_marker, VZCAPS_MARK_AFTER_DOCTYPE))
         return true;
     char *preload = xformat("<key>%s</key>", preload_var);
     bool legacy = strstr(text, preload) && strstr(text, library_file) && strstr(text, "/Library/Logs/vzcaps/");
@@ -580,7 +578,8 @@ static int launchd_main(int argc, char **argv)
         return 1;
     }
     /* the umask applies (launchd refuses a plist others can write; 0644 & ~umask never is) */
-    struct vzcaps_wopts wo = {.mode = 0644, .replace = force ? VZCAPS_FORCE : VZCAPS_IF_MARKED, .marker = plist_marker, .sync = true};
+    struct vzcaps_wopts wo = {.mode = 0644, .replace = force ? VZCAPS_FORCE : VZCAPS_IF_MARKED, .marker = plist_marker,
+                              .marker_at = VZCAPS_MARK_AFTER_DOCTYPE, .sync = true};
     if (vzcaps_write_file(plist, bytes, len, &wo, &why_err) != 0) {
         eprintf("vzcaps launchd: cannot write %s", why_err ? why_err : plist);
         free(why_err);

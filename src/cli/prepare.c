@@ -25,16 +25,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MARKER "vzcaps prepare\n" /* the first line of the file that says a copy is vzcaps's */
-
-/* A copy is named by its device, inode and modification time: an inode number is reused at
- * once on some file systems (ext4), so a file of the user's made where a copy was deleted can
- * have the copy's inode, never its modification time to the nanosecond. */
-#ifdef __APPLE__
-#define MTIME_NSEC(st) ((long)(st).st_mtimespec.tv_nsec)
-#else
-#define MTIME_NSEC(st) ((long)(st).st_mtim.tv_nsec)
-#endif
+/* The first line of the record beside each copy (.NAME.vzcaps-prepared) that says vzcaps made
+ * it; its second line names the copy's device, inode, modification time and, for a file, its
+ * SHA-256 (src/common/record.h: the test every command and script uses). */
+#define MAKER "vzcaps prepare"
 
 static void on_signal(int sig)
 {
@@ -43,31 +37,13 @@ static void on_signal(int sig)
 
 /* ---- the destination ---- */
 
-/* Whether name in into was placed there by vzcaps prepare: its marker file beside it names
- * the same device, inode and modification time. */
+/* Whether name in into was placed there by vzcaps prepare: its record beside it names it. */
 static bool made_by_vzcaps(int intofd, const char *name)
 {
-    struct stat st, ms;
-    if (fstatat(intofd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || S_ISLNK(st.st_mode))
-        return false;
     char *mname = xformat(".%s.vzcaps-prepared", name);
-    int fd = openat(intofd, mname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    bool ours = vzcaps_made_by_record(intofd, name, mname, MAKER);
     free(mname);
-    if (fd < 0)
-        return false;
-    char buf[4096];
-    ssize_t got = fstat(fd, &ms) == 0 && S_ISREG(ms.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
-    close(fd);
-    if (got <= 0)
-        return false;
-    buf[got] = '\0';
-    unsigned long long dev, ino;
-    long long sec;
-    long nsec;
-    const char *copy = strstr(buf, "\ncopy ");
-    return strncmp(buf, MARKER, strlen(MARKER)) == 0 && copy &&
-           sscanf(copy, "\ncopy %llu %llu %lld.%ld", &dev, &ino, &sec, &nsec) == 4 && dev == (unsigned long long)st.st_dev &&
-           ino == (unsigned long long)st.st_ino && sec == (long long)st.st_mtime && nsec == MTIME_NSEC(st);
+    return ours;
 }
 
 static int open_into(const char *into, bool create, char *err, size_t errlen)
@@ -228,12 +204,7 @@ static char *dest_problem(const struct input *in, const char *into, int intofd)
     /* the marker beside it is rewritten: it too must be vzcaps's, or absent */
     char *mname = xformat(".%s.vzcaps-prepared", in->name);
     if (!problem && intofd >= 0 && fstatat(intofd, mname, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        char head[sizeof MARKER] = "";
-        int fd = S_ISREG(st.st_mode) ? openat(intofd, mname, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC) : -1;
-        ssize_t got = fd >= 0 ? read(fd, head, sizeof head - 1) : -1;
-        if (fd >= 0)
-            close(fd);
-        if (got != (ssize_t)strlen(MARKER) || memcmp(head, MARKER, strlen(MARKER)) != 0)
+        if (!S_ISREG(st.st_mode) || !vzcaps_marked_file(intofd, mname, MAKER, VZCAPS_MARK_LINE1))
             problem = xformat("%s/%s exists and was not made by vzcaps prepare (move it away, or choose another --into)", into,
                               mname);
     }
@@ -397,11 +368,10 @@ static int place(struct input *in, const char *into, int intofd)
             rc = -1;
         }
         /* the marker that lets a later run replace this copy, and nothing else */
-        char *mname = xformat(".%s.vzcaps-prepared", in->name), *text = NULL, *why = NULL;
-        if (fstatat(intofd, in->name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-            text = xformat(MARKER "copy %llu %llu %lld.%09ld\nsource %s\n", (unsigned long long)st.st_dev,
-                           (unsigned long long)st.st_ino, (long long)st.st_mtime, MTIME_NSEC(st), in->root);
-        struct vzcaps_wopts o = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = MARKER};
+        char *mname = xformat(".%s.vzcaps-prepared", in->name), *src = xformat("source %s\n", in->root), *why = NULL;
+        char *text = vzcaps_record_text(intofd, in->name, MAKER, src);
+        free(src);
+        struct vzcaps_wopts o = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = MAKER};
         if (!text || vzcaps_write_fileat(intofd, into, mname, text, strlen(text), &o, &why) != 0) {
             eprintf("vzcaps prepare: %s (the copy is in place, but a later run will not replace it)", why ? why : in->dest);
             rc = -1;

@@ -326,7 +326,8 @@ static void write_cache(const char *key, const struct vresult *res)
         if (fclose(f) != 0)
             free(buf), buf = NULL;
     }
-    struct vzcaps_wopts opts = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = cache_marker};
+    struct vzcaps_wopts opts = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = cache_marker,
+                                .marker_at = VZCAPS_MARK_IN_HEAD};
     if (!buf)
         eprintf("vzcaps: cannot cache the verify verdict in %s: out of memory", path);
     else if (vzcaps_mkdir_parents(dir, &err) != 0 || vzcaps_write_file(path, buf, n, &opts, &err) != 0)

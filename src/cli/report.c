@@ -253,6 +253,8 @@ static void report_print(const struct report_input *in, bool json)
  * the SVG (after its XML declaration) and in the Markdown (its first line); CSV has no comment
  * syntax, so an existing CSV file is replaced only with --force. Indexed svg, csv, md. */
 static const char *const markers[3] = {"<!-- written by vzcaps report -->", NULL, "<!-- written by vzcaps report -->"};
+/* where each stands (record.h, docs/safety.md rule 4): nowhere else in the file counts */
+static const enum vzcaps_mark_at marker_at[3] = {VZCAPS_MARK_AFTER_XML_DECL, VZCAPS_MARK_LINE1, VZCAPS_MARK_LINE1};
 
 static char *with_marker(int k, const char *text)
 {
@@ -290,15 +292,7 @@ static const char *output_refusal(const char *path, int k, bool force)
             return "it is one of the inputs (refusing to overwrite it)";
     if (force)
         return NULL;
-    bool marked = false;
-    int fd = markers[k] ? open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC) : -1;
-    if (fd >= 0) {
-        char head[4097];
-        ssize_t n = read(fd, head, sizeof head - 1);
-        close(fd);
-        head[n > 0 ? n : 0] = '\0';
-        marked = n > 0 && memchr(head, '\0', (size_t)n) == NULL && strstr(head, markers[k]) != NULL;
-    }
+    bool marked = markers[k] && vzcaps_marked_file(AT_FDCWD, path, markers[k], marker_at[k]);
     return marked ? NULL : "it exists and vzcaps report did not write it (--force replaces it)";
 }
 
@@ -432,7 +426,8 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
             return 1;
         }
         char *marked = with_marker(k, buf);
-        struct vzcaps_wopts opts = {.mode = 0644, .replace = force ? VZCAPS_FORCE : VZCAPS_IF_MARKED, .marker = markers[k]};
+        struct vzcaps_wopts opts = {.mode = 0644, .replace = force ? VZCAPS_FORCE : VZCAPS_IF_MARKED, .marker = markers[k],
+                                    .marker_at = marker_at[k]};
         int rc = vzcaps_write_file(outs[k], marked, strlen(marked), &opts, &err);
         free(marked);
         free(buf);

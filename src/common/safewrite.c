@@ -248,29 +248,6 @@ void vzcaps_out_abort(struct vzcaps_out *o)
     out_free(o);
 }
 
-/* Whether the first 4096 bytes of an existing regular file contain marker (never blocks:
- * only called on a regular file, opened without following a link). */
-static bool has_marker(int dirfd, const char *name, const char *marker)
-{
-    if (!marker || !*marker)
-        return false;
-    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    char buf[4097];
-    size_t len = 0;
-    ssize_t n;
-    while (len < sizeof buf - 1 && ((n = read(fd, buf + len, sizeof buf - 1 - len)) > 0 || (n < 0 && errno == EINTR)))
-        if (n > 0)
-            len += (size_t)n;
-    close(fd);
-    size_t m = strlen(marker);
-    for (size_t i = 0; m <= len && i <= len - m; i++)
-        if (memcmp(buf + i, marker, m) == 0)
-            return true;
-    return false;
-}
-
 /* Places the written temporary under its name following the policy. */
 static int place(struct vzcaps_out *o, char **err)
 {
@@ -302,7 +279,7 @@ static int place(struct vzcaps_out *o, char **err)
     case VZCAPS_NEW_ONLY:
         return fail(err, o->path, "already exists (not replaced)", EEXIST);
     case VZCAPS_IF_MARKED:
-        if (!has_marker(o->dirfd, o->name, o->opts.marker))
+        if (!vzcaps_marked_file(o->dirfd, o->name, o->opts.marker, o->opts.marker_at))
             return fail(err, o->path, "already exists and vzcaps did not write it (not replaced; --force replaces it)", EEXIST);
         break;
     case VZCAPS_FORCE:

@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "record.h"
+
 /* What may happen to a name that already exists when a new file is placed there. Whatever the
  * policy, only a regular file is ever replaced: a link, a directory or a special file in the
  * way is an error. */
 enum vzcaps_replace {
     VZCAPS_NEW_ONLY = 0, /* the name must not exist */
-    VZCAPS_IF_MARKED,    /* replace a regular file whose first 4096 bytes contain the marker */
+    VZCAPS_IF_MARKED,    /* replace a regular file that carries the marker where marker_at says */
     VZCAPS_FORCE,        /* replace a regular file (the user passed --force) */
 };
 
@@ -25,7 +27,8 @@ enum vzcaps_replace {
 struct vzcaps_wopts {
     mode_t mode;
     enum vzcaps_replace replace;
-    const char *marker; /* for VZCAPS_IF_MARKED */
+    const char *marker; /* for VZCAPS_IF_MARKED: a line of its own (record.h) */
+    enum vzcaps_mark_at marker_at;
     bool sync;
 };
 

@@ -117,6 +117,34 @@ def test_remove_deletes_only_what_vzcaps_wrote(tmp_path):
     assert p.returncode == 0 and not theirs.exists()
 
 
+def test_a_plist_that_merely_mentions_the_marker_is_not_taken_for_ours(tmp_path):
+    """regression (issue 25, rule 4): the marker counted anywhere in the first 4096 bytes, so a
+    job of the user's that quotes it (in a comment, a string) was removed by --remove and
+    replaced by --install without --force. It counts only as the line after the DOCTYPE."""
+    agents = tmp_path / "Library" / "LaunchAgents"
+    agents.mkdir(parents=True)
+    m = "<!-- written by vzcaps launchd -->"
+    head = ('<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" '
+            '"http://www.apple.com/DTDs/PropertyList-1.0.dtd">\n')
+    theirs = {
+        "com.example.s": f"{head}<plist version=\"1.0\">\n<dict><key>Label</key><string>{m}</string></dict></plist>\n",
+        "com.example.c": f"{head}<plist version=\"1.0\">\n{m}\n<dict><key>Label</key><string>x</string></dict></plist>\n",
+        "com.example.n": f"{m}\n{head}<plist version=\"1.0\"><dict/></plist>\n",
+    }
+    for label, text in theirs.items():
+        (agents / f"{label}.plist").write_text(text)
+        p = launchd(tmp_path, "--label", label, "--remove")
+        assert p.returncode == 1 and "was not written by vzcaps launchd (--force removes it)" in p.stderr, (label, p.stderr)
+        p = launchd(tmp_path, "--label", label, "--install", "--", "/bin/true")
+        assert p.returncode != 0, (label, p.stdout)
+        assert (agents / f"{label}.plist").read_text() == text, label
+    p = launchd(tmp_path, "--list")
+    assert p.stdout == "", p.stdout
+    # where it stands, it is ours
+    assert launchd(tmp_path, "--label", "com.example.ours", "--install", "--", "/bin/true").returncode == 0
+    assert launchd(tmp_path, "--label", "com.example.ours", "--remove").returncode == 0
+
+
 def test_install_never_writes_through_a_link(tmp_path):
     agents = tmp_path / "Library" / "LaunchAgents"
     agents.mkdir(parents=True)

@@ -387,6 +387,34 @@ def test_existing_outputs_are_replaced_only_when_vzcaps_wrote_them_or_with_force
     assert p.returncode == 0 and "11.08" in notes["--md"].read_text()
 
 
+def test_a_file_that_merely_mentions_the_marker_is_not_replaced(tmp_path):
+    """regression (issue 25 row 2): report took any .md or .svg that quoted its marker anywhere in
+    the first 4 KiB for its own and replaced it; the marker counts only where docs/safety.md says
+    it stands (the first line; in SVG the line after the XML declaration)."""
+    m = "<!-- written by vzcaps report -->"
+    users = {
+        "notes.md": f"# My notes\n\nreport marks its files with `{m}`\n",
+        "indented.md": f"  {m}\n# mine\n",
+        "trailing.md": f"{m} (quoted by me)\n",
+        "no-newline.md": m,
+        "late.svg": f'<?xml version="1.0" encoding="UTF-8"?>\n<svg xmlns="http://www.w3.org/2000/svg">\n{m}\n</svg>\n',
+        "text.svg": f'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg"><text>{m}</text></svg>\n',
+    }
+    for name, text in users.items():
+        path = tmp_path / name
+        path.write_text(text)
+        p = report(*fixture_args(), "--md" if name.endswith(".md") else "--svg", str(path))
+        assert p.returncode == 1 and p.stdout == "", (name, p.stdout)
+        assert p.stderr == f"vzcaps report: cannot write {path}: it exists and vzcaps report did not write it (--force replaces it)\n"
+        assert path.read_text() == text, name
+    # where the marker stands, the file is ours: replaced
+    for name, text in (("ours.md", f"{m}\n# old table\n"), ("ours.svg", f'<?xml version="1.0"?>\n{m}\n<svg/>\n')):
+        (tmp_path / name).write_text(text)
+        p = report(*fixture_args(), "--md" if name.endswith(".md") else "--svg", str(tmp_path / name))
+        assert p.returncode == 0, (name, p.stderr)
+        assert (tmp_path / name).read_text() != text
+
+
 def test_outputs_never_go_through_links_or_special_files(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("precious\n")

@@ -130,6 +130,19 @@ def test_profiles_come_from_the_config_file_when_completing(shell, cwd):
 
 
 @pytest.mark.parametrize("shell", SHELLS)
+def test_profiles_when_the_command_was_typed_with_a_tilde(shell, cwd):
+    """regression (issue 25 row 17): `~/bin/vzcaps run --profile <TAB>` offered nothing: the
+    completion ran the command word as typed, and no program is named "~/bin/vzcaps"."""
+    (cwd / "home" / "bin").mkdir()
+    (cwd / "home" / "bin" / "vzcaps").symlink_to(BUILD / "vzcaps")
+    if shell == "bash":
+        assert sorted(bash(cwd, "~/bin/vzcaps", "run", "--profile", "")) == ["llama", "my-ollama"]
+        assert bash(cwd, "~/bin/vzcaps", "check", "--config", "~/../other.conf", "--profile", "") == ["only-here"]
+    else:
+        assert sorted(complete(shell, cwd, "~/bin/vzcaps run --profile ")) == ["llama", "my-ollama"]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
 def test_files_only_where_a_file_is_expected(shell, cwd):
     names = {"my model.gguf", "plain.json", "subdir", "subdir/", "home", "home/", "other.conf"}
     assert set(unquoted(shell, complete(shell, cwd, "vzcaps inspect "))) & names >= {"my model.gguf", "plain.json"}

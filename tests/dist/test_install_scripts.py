@@ -369,6 +369,38 @@ def test_the_manifest_records_files_with_checksums_and_created_directories(rel, 
     assert not [n for n in tree(prefix) if ".vzcaps-install" in n or "install-manifest." in n]
 
 
+@pytest.mark.parametrize("shell", SHELLS)
+def test_directories_made_above_the_prefix_are_recorded_and_removed(shell, rel, mac, tmp_path):
+    """regression (issue 25 row 17): install.sh made the missing parents of the prefix with
+    mkdir -p (mode 0700 under umask 077) and recorded none of them, so uninstall.sh left them."""
+    top = tmp_path / "top"
+    top.mkdir()
+    prefix = top / "a b" / "c" / "prefix"
+    def umask077(script):
+        return subprocess.run([*shell.split(), str(rel / script), "--prefix", str(prefix)], env=mac, capture_output=True,
+                              text=True, timeout=60, umask=0o077)
+    p = umask077("install.sh")
+    assert p.returncode == 0, p.stderr
+    for d in (top / "a b", top / "a b" / "c", prefix, prefix / "bin"):
+        assert os.stat(d).st_mode & 0o777 == 0o755, d
+    assert os.stat(prefix / "bin" / "vzcaps").st_mode & 0o777 == 0o755
+    parents = [ln.split() for ln in (prefix / MANIFEST).read_text().splitlines() if ln.startswith("parent ")]
+    st1, st2 = os.stat(top / "a b" / "c"), os.stat(top / "a b")
+    assert sorted(parents) == [["parent", "1", str(st1.st_dev), str(st1.st_ino)], ["parent", "2", str(st2.st_dev), str(st2.st_ino)]]
+    p = umask077("uninstall.sh")
+    assert p.returncode == 0, p.stderr
+    assert os.listdir(top) == [], p.stdout
+    # a directory of the user's made at a parent's place since is not the one install.sh made
+    assert run(shell, rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    (top / "a b" / "c").rename(top / "moved")
+    (top / "a b" / "c").mkdir()
+    (top / "moved" / "prefix").rename(top / "a b" / "c" / "prefix")
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert f"kept {shlex.quote(str(top / 'a b' / 'c'))}: not the directory install.sh made there" in p.stdout
+    assert sorted(os.listdir(top)) == ["a b", "moved"] and os.listdir(top / "a b") == ["c"]
+
+
 def test_reinstall_replaces_its_own_files_and_keeps_the_record(rel, mac, tmp_path):
     prefix = tmp_path / "prefix"
     assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
@@ -471,12 +503,14 @@ def test_a_system_other_than_macos_is_told_plainly(rel, tmp_path):
 
 def test_only_tools_a_stock_mac_has(rel, tmp_path):
     """install.sh and uninstall.sh --all with a PATH of the tools macOS ships (no sha256sum,
-    readlink, realpath, stat, install), the stand-ins first."""
+    realpath, install; stat and readlink are macOS's own in BSD form, and the record's shell
+    functions try GNU's form first, then BSD's), the stand-ins first, with a prepared copy to
+    recognise by its record."""
     d = standins(tmp_path / "standins", xattr="absent", launchctl=True)
     mac_bin = tmp_path / "macbin"
     mac_bin.mkdir()
     for tool in ("sh", "awk", "sed", "grep", "find", "sort", "mktemp", "chmod", "mv", "rm", "rmdir", "mkdir", "cat",
-                 "cut", "tr", "head", "dirname", "shasum", "perl", "id"):
+                 "cut", "tr", "head", "dirname", "shasum", "perl", "id", "stat", "readlink", "wc"):
         (mac_bin / tool).symlink_to(shutil.which("dash") if tool == "sh" else shutil.which(tool))
     env = dict(os.environ, PATH=f"{d}:{mac_bin}", HOME=str(tmp_path / "home"))
     prefix = tmp_path / "prefix"
@@ -484,10 +518,15 @@ def test_only_tools_a_stock_mac_has(rel, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "command not found" not in p.stderr and "not found" not in p.stderr
     (tmp_path / "home" / "Library" / "Logs" / "vzcaps").mkdir(parents=True)
-    p = run(str(mac_bin / "sh"), rel / "uninstall.sh", "--all", "--prefix", str(prefix), env=env)
+    prepared = tmp_path / "home" / "Library" / "Application Support" / "vzcaps" / "prepared"
+    prepared.mkdir(parents=True)
+    (prepared / "tool").write_text("a copy\n")
+    mark_prepared(prepared, "tool")
+    p = run(str(mac_bin / "sh"), rel / "uninstall.sh", "--all", "--yes", "--prefix", str(prefix), env=env)
     assert p.returncode == 0, p.stderr
     assert "not found" not in p.stderr and not prefix.exists()
     assert not (tmp_path / "home" / "Library" / "Logs" / "vzcaps").exists()
+    assert "removed the prepared copy" in p.stdout and not (prepared / "tool").exists()
 
 
 def test_the_shared_part_of_both_scripts_is_identical():
@@ -524,10 +563,13 @@ def launchd_plist(home, label, *cmd):
 
 
 def mark_prepared(prepared, name, ino=None):
-    """The marker vzcaps prepare leaves beside a copy, naming its device and inode."""
+    """The record vzcaps prepare leaves beside a copy (src/common/record.c): its device, inode,
+    modification time to the nanosecond and, for a file, the SHA-256 of its bytes."""
     st = os.stat(prepared / name)
+    digest = hashlib.sha256((prepared / name).read_bytes()).hexdigest() if (prepared / name).is_file() else "-"
     (prepared / f".{name}.vzcaps-prepared").write_text(
-        f"vzcaps prepare\ncopy {st.st_dev} {ino or st.st_ino} {int(st.st_mtime)}.000000000\nsource /x/{name}\n")
+        f"vzcaps prepare\ncopy {st.st_dev} {ino or st.st_ino} {st.st_mtime_ns // 10**9}.{st.st_mtime_ns % 10**9:09d} "
+        f"{digest}\nsource /x/{name}\n")
 
 
 def test_uninstall_all_removes_only_the_copies_prepare_made(rel, tmp_path):
@@ -557,6 +599,51 @@ def test_uninstall_all_removes_only_the_copies_prepare_made(rel, tmp_path):
     assert sorted(os.listdir(prepared)) == [".forged.vzcaps-prepared", ".link.vzcaps-prepared", ".tool.vzcaps-prepared",
                                             "My Notes", "forged", "link", "tool"]
     assert (prepared / "My Notes" / "n.txt").read_text() == "mine"
+
+
+def test_uninstall_all_keeps_a_users_file_at_a_freed_copys_inode(rel, tmp_path):
+    """regression (issue 25 row 1): --all --yes recognised a prepared copy by its inode alone, so
+    a file of the user's that got a deleted copy's inode (ext4 reuses them at once) was removed
+    as the copy. The record names device, inode, modification time and content, and the script
+    tests them as prepare does (src/common/record.c)."""
+    home = tmp_path / "home"
+    env = env_with(standins(tmp_path / "standins", launchctl=True), HOME=str(home))
+    prepared = home / "Library" / "Application Support" / "vzcaps" / "prepared"
+    prepared.mkdir(parents=True)
+    kept = {}
+    # deleted, and a file of the user's made at its name: the same inode when the file system
+    # reuses it at once (ext4 does), another otherwise; kept either way
+    (prepared / "llama-server").write_text("the prepared copy\n")
+    mark_prepared(prepared, "llama-server")
+    (prepared / "llama-server").unlink()
+    (prepared / "llama-server").write_text("the user's own llama-server\n")
+    kept["llama-server"] = "the user's own llama-server\n"
+    # the inode certainly the copy's: written over in place, a second later
+    (prepared / "ollama").write_text("the prepared copy\n")
+    mark_prepared(prepared, "ollama")
+    t = os.stat(prepared / "ollama").st_mtime_ns
+    with open(prepared / "ollama", "w") as f:
+        f.write("the user's notes\n")
+    os.utime(prepared / "ollama", ns=(t + 10**9, t + 10**9))
+    kept["ollama"] = "the user's notes\n"
+    # ... and with the old time put back: the content tells
+    (prepared / "tool").write_text("the prepared copy\n")
+    mark_prepared(prepared, "tool")
+    t = os.stat(prepared / "tool").st_mtime_ns
+    with open(prepared / "tool", "w") as f:
+        f.write("the user's own \n")
+    os.utime(prepared / "tool", ns=(t, t))
+    kept["tool"] = "the user's own \n"
+    (prepared / "ours").write_text("a copy\n")
+    mark_prepared(prepared, "ours")
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    p = run("dash", rel / "uninstall.sh", "--all", "--yes", "--prefix", str(prefix), env=env)
+    assert p.returncode == 0, p.stderr
+    for name, text in kept.items():
+        assert (prepared / name).read_text() == text, name
+        assert f"kept {shlex.quote(str(prepared / name))}: not a copy vzcaps prepare made" in p.stdout, p.stdout
+    assert not (prepared / "ours").exists() and "removed the prepared copy" in p.stdout
 
 
 def test_uninstall_all_removes_agents_logs_caches_and_lists_prepared_copies(rel, tmp_path):
@@ -607,6 +694,101 @@ def test_uninstall_all_removes_agents_logs_caches_and_lists_prepared_copies(rel,
     assert "no LaunchAgent of vzcaps" in p.stdout
 
 
+def user_env(tmp_path, **extra):
+    """HOME in tmp_path, the stand-ins first, no VZCAPS_CONFIG or XDG_CONFIG_HOME of the caller's."""
+    env = env_with(standins(tmp_path / "standins", launchctl=True), HOME=str(tmp_path / "home"))
+    for k in ("VZCAPS_CONFIG", "XDG_CONFIG_HOME"):
+        env.pop(k, None)
+    env.update(extra)
+    return env
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_uninstall_all_lists_config_files_and_removes_them_only_with_yes_config(shell, rel, tmp_path):
+    """issue 27 item 5: --all never mentioned the config files; it lists those the library would
+    read (docs/config.md's search) and removes them only with --yes --config."""
+    home = tmp_path / "home"
+    conf = home / ".config" / "vzcaps" / "vzcaps.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("[llama]\napple_family_max = auto\n")
+    prefix = tmp_path / "prefix"
+    env = user_env(tmp_path)
+    assert run(shell, rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    for args in (["--all"], ["--all", "--yes"]):
+        p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), *args, env=env)
+        assert f"config file: {shlex.quote(str(conf))} (kept; uninstall.sh --all --yes --config removes it)" in p.stdout, p.stdout
+        assert conf.exists()
+    # VZCAPS_CONFIG names the one file the library reads: only it is listed
+    named = tmp_path / "my named.conf"
+    named.write_text("[x]\n")
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=user_env(tmp_path, VZCAPS_CONFIG=str(named)))
+    assert f"config file: {shlex.quote(str(named))} (kept" in p.stdout and str(conf) not in p.stdout, p.stdout
+    # an absolute XDG_CONFIG_HOME replaces ~/.config; a relative one is ignored
+    xdg = tmp_path / "xdg" / "vzcaps" / "vzcaps.conf"
+    xdg.parent.mkdir(parents=True)
+    xdg.write_text("[y]\n")
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=user_env(tmp_path, XDG_CONFIG_HOME=str(tmp_path / "xdg")))
+    assert f"config file: {shlex.quote(str(xdg))} (kept" in p.stdout and str(conf) not in p.stdout, p.stdout
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=user_env(tmp_path, XDG_CONFIG_HOME="xdg"))
+    assert f"config file: {shlex.quote(str(conf))} (kept" in p.stdout, p.stdout
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", "--yes", "--config", env=env)
+    assert f"removed the config file {shlex.quote(str(conf))}" in p.stdout, p.stdout
+    assert not conf.exists() and not conf.parent.exists() and (home / ".config").is_dir()
+    assert named.exists() and xdg.exists()  # not the files this environment names
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=env)
+    assert "no config files" in p.stdout
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--config", env=env)
+    assert p.returncode == 2 and "--config goes with --all" in p.stderr
+
+
+def test_uninstall_all_never_acts_on_part_of_a_name_with_a_newline(rel, tmp_path):
+    """--all reads what it found one path a line: a name with a newline must never be taken
+    apart into names of other files (a file in the current directory, a config file, a copy)."""
+    home = tmp_path / "home"
+    prepared = home / "Library" / "Application Support" / "vzcaps" / "prepared"
+    prepared.mkdir(parents=True)
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "b").mkdir()  # the part after the newline, in the current directory
+    (prepared / "b").mkdir()
+    mark_prepared(prepared, "b")  # a copy of ours named b ...
+    (prepared / "a\nb").write_text("mine\n")  # ... and a file of the user's named a<LF>b
+    (tmp_path / "conf").write_text("[x]\n")
+    env = user_env(tmp_path, VZCAPS_CONFIG=f"{tmp_path / 'conf'}\n{tmp_path / 'conf'}")
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), "--all", "--yes", "--config", cwd=work, env=env)
+    assert p.returncode == 0, p.stderr
+    assert (work / "b").is_dir() and (prepared / "a\nb").read_text() == "mine\n"
+    assert not (prepared / "b").exists() and "removed the prepared copy" in p.stdout
+    assert "control character in its name" in p.stdout
+    assert (tmp_path / "conf").exists() and "VZCAPS_CONFIG has a control character: not looked at" in p.stderr
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=user_env(tmp_path, HOME=f"{home}\n/x"))
+    assert p.returncode == 1 and "HOME is not an absolute path (without control characters)" in p.stderr
+
+
+def test_the_installed_uninstaller_stays_while_only_all_can_finish(rel, tmp_path):
+    """issue 27 item 5: the installed share/vzcaps/uninstall.sh removed itself, so a later --all
+    needed the archive. While vzcaps made anything for the user, a plain uninstall keeps it (and a
+    manifest naming it), says so and how to finish; that --all removes it and the rest."""
+    home = tmp_path / "home"
+    env = user_env(tmp_path)
+    plist = launchd_plist(home, "com.me.llama-server", "/bin/echo", "hi")
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=env)
+    assert p.returncode == 0, p.stderr
+    kept = prefix / "share" / "vzcaps" / "uninstall.sh"
+    assert tree(prefix) == ["share/vzcaps/install-manifest", "share/vzcaps/uninstall.sh"]
+    assert f"kept {shlex.quote(str(kept))} to finish later" in p.stdout and f"  {shlex.quote(str(plist))}" in p.stdout
+    assert f"run: sh {shlex.quote(str(kept))} --all" in p.stdout
+    assert plist.exists()
+    p = run("dash", kept, "--all", "--yes", cwd=tmp_path, env=env)  # it knows its prefix
+    assert p.returncode == 0, p.stderr
+    assert not prefix.exists() and not plist.exists()
+    assert "removed 1 files from" in p.stdout
+
+
 def test_uninstall_all_leaves_links_in_place_of_logs(rel, tmp_path):
     home = tmp_path / "home"
     d = standins(tmp_path / "standins", launchctl=True)
@@ -645,6 +827,29 @@ def test_a_failed_copy_places_nothing_and_leaves_no_temporary_file(rel, tmp_path
     p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=env_with(d))
     assert p.returncode == 0, p.stderr
     assert os.listdir(prefix) == []
+
+
+def test_a_failed_copy_under_missing_parents_records_them_too(rel, tmp_path):
+    """The directories made above the prefix are in the manifest a failed run leaves, so
+    uninstall.sh takes them away too; a run that fails before anything is recorded removes them
+    itself."""
+    d = standins(tmp_path / "standins")
+    failing_cat(d, "vzcaps.1", "echo 'cat: write error: No space left on device' >&2; exit 1")
+    top = tmp_path / "top"
+    top.mkdir()
+    prefix = top / "a" / "b" / "prefix"
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=env_with(d))
+    assert p.returncode == 1 and "stopped" in p.stderr
+    assert sum(ln.startswith("parent ") for ln in (prefix / MANIFEST).read_text().splitlines()) == 2
+    p = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=env_with(d))
+    assert p.returncode == 0, p.stderr
+    assert os.listdir(top) == []
+    # the prefix cannot be made (a file named like it is in the way of share/): nothing is left
+    (d / "mkdir").write_text('#!/bin/sh\nfor a; do case $a in */prefix) exit 1 ;; esac; done\nexec /bin/mkdir "$@"\n')
+    (d / "mkdir").chmod(0o755)
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=env_with(d))
+    assert p.returncode == 1 and "cannot create" in p.stderr, p.stderr
+    assert os.listdir(top) == []
 
 
 def test_an_interrupted_install_cleans_up(rel, tmp_path):

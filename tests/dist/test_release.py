@@ -134,6 +134,32 @@ def test_a_tap_directory_release_did_not_write_is_never_removed(fake_dist, tmp_p
     assert release(out, fake_dist).returncode == 0 and mine.is_dir() and tap.is_dir() and not tap.is_symlink()
 
 
+def test_a_clone_of_its_tap_at_that_path_is_not_taken_for_its_own(fake_dist, tmp_path):
+    """regression (issue 25, rule 4): a tap was recognised by its shape and its commit's author,
+    so a user's clone of a published tap put back at OUT/homebrew-vzcaps (same files, same
+    commit, perhaps with the user's remote and branches) was removed as the release's own. The
+    record beside the tap names the directory release made (device, inode, modification time)."""
+    out = tmp_path / "o"
+    assert release(out, fake_dist).returncode == 0
+    tap = out / "homebrew-vzcaps"
+    record = out / ".homebrew-vzcaps.vzcaps-made"
+    st = os.lstat(tap)
+    assert record.read_text() == (f"make release\ncopy {st.st_dev} {st.st_ino} {st.st_mtime_ns // 10**9}."
+                                  f"{st.st_mtime_ns % 10**9:09d} -\n")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(tap), str(clone)], check=True)
+    shutil.rmtree(tap)
+    clone.rename(tap)
+    p = release(out, fake_dist)
+    assert p.returncode == 1 and "is not a tap make release wrote" in p.stderr, p.stderr
+    assert (tap / ".git" / "config").read_text().count("[remote") == 1  # the user's clone, untouched
+    # a record that is not the release's (a link, or naming another directory) is not believed
+    shutil.rmtree(tap)
+    assert release(out, fake_dist).returncode == 0
+    record.write_text("make release\ncopy 1 2 3.000000000 -\n")
+    assert release(out, fake_dist).returncode == 1 and tap.is_dir()
+
+
 def test_source_date_epoch_sets_the_times(fake_dist, tmp_path):
     p = release(tmp_path / "o", fake_dist, SOURCE_DATE_EPOCH="1700000000")
     assert p.returncode == 0, p.stderr

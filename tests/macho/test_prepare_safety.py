@@ -171,6 +171,47 @@ def test_a_file_of_the_users_where_a_copy_was_deleted_is_not_replaced(tmp_path):
     assert (out / "tool").read_text() == "a user's file"
 
 
+def shell_says_prepare_made(out, name):
+    """The scripts' test (the record block of packaging/uninstall.sh) on a copy and its record."""
+    text = (Path(__file__).resolve().parents[2] / "packaging" / "uninstall.sh").read_text()
+    block = text[text.index("# ---- the record of what vzcaps made"):text.index("# ---- end of the record ----")]
+    p = subprocess.run(["dash", "-c", block + '\nmade_by_record "$1" "$2" "vzcaps prepare"', "sh", str(out / name),
+                        str(out / f".{name}.vzcaps-prepared")], capture_output=True, text=True, timeout=30)
+    assert p.returncode in (0, 1), p.stderr
+    return p.returncode == 0
+
+
+def test_a_copy_changed_in_place_with_its_time_put_back_is_not_replaced(tmp_path):
+    """rule 4: the record names a file copy by device, inode, modification time and SHA-256, so
+    bytes written over in place, the old time put back (touch -r), are not taken for the copy;
+    the scripts' shell test reads the record prepare wrote the same way."""
+    import hashlib
+    src = tmp_path / "src" / "tool"
+    src.parent.mkdir()
+    src.write_bytes(tool_bytes())
+    out = tmp_path / "out"
+    assert prepare("--yes", "--into", out, src).returncode == 0
+    st = os.stat(out / "tool")
+    digest = hashlib.sha256((out / "tool").read_bytes()).hexdigest()
+    assert (out / ".tool.vzcaps-prepared").read_text().splitlines()[:2] == [
+        "vzcaps prepare", f"copy {st.st_dev} {st.st_ino} {st.st_mtime_ns // 10**9}.{st.st_mtime_ns % 10**9:09d} {digest}"]
+    assert shell_says_prepare_made(out, "tool")
+    assert prepare("--yes", "--into", out, src).returncode == 0  # its own copy: replaced
+    os.chmod(out / "tool", 0o755)
+    with open(out / "tool", "r+b") as f:
+        f.write(b"a user's bytes")
+    st = os.stat(out / "tool")
+    mine = (out / "tool").read_bytes()
+    rec = (out / ".tool.vzcaps-prepared").read_text().splitlines()[1].split()
+    sec, ns = rec[3].split(".")
+    os.utime(out / "tool", ns=(st.st_atime_ns, int(sec) * 10**9 + int(ns)))  # the copy's time put back
+    assert os.stat(out / "tool").st_ino == int(rec[2])
+    assert not shell_says_prepare_made(out, "tool")
+    p = prepare("--yes", "--into", out, src)
+    assert p.returncode == 1 and "was not made by vzcaps prepare" in p.stderr, p.stderr
+    assert (out / "tool").read_bytes() == mine
+
+
 def test_two_inputs_with_one_name_are_refused_before_anything_is_written(tmp_path):
     for d in ("a", "b"):
         (tmp_path / d).mkdir()

@@ -126,16 +126,25 @@ static void test_policies(void **st)
     assert_non_null(strstr(err, "vzcaps did not write it"));
     free(err), err = NULL;
     assert_string_equal(slurp(at("user.txt")), "the user's own notes\n");
-    put(at("ours.md"), "# table\n<!-- written by vzcaps -->\n");
+    /* the marker counts only where it stands (rule 4): the first line, whole */
+    const char *not_ours[] = {"# table\n<!-- written by vzcaps -->\n", "<!-- written by vzcaps --> and more\n",
+                              " <!-- written by vzcaps -->\n", "<!-- written by vzcaps -->"};
+    for (size_t i = 0; i < sizeof not_ours / sizeof *not_ours; i++) {
+        put(at("notes.md"), not_ours[i]);
+        assert_int_equal(vzcaps_write_file(at("notes.md"), "new", 3, &marked, &err), -1);
+        free(err), err = NULL;
+        assert_string_equal(slurp(at("notes.md")), not_ours[i]);
+    }
+    put(at("ours.md"), "<!-- written by vzcaps -->\n# table\n");
     assert_int_equal(vzcaps_write_file(at("ours.md"), "new", 3, &marked, &err), 0);
     assert_string_equal(slurp(at("ours.md")), "new");
-    /* a marker after the first 4096 bytes does not count */
-    char big[5000];
-    memset(big, 'a', sizeof big);
-    strcpy(big + 4200, "<!-- written by vzcaps -->");
-    put(at("late.md"), big);
-    assert_int_equal(vzcaps_write_file(at("late.md"), "new", 3, &marked, &err), -1);
+    /* after an XML declaration: line 2, only when asked for */
+    put(at("ours.svg"), "<?xml version=\"1.0\"?>\n<!-- written by vzcaps -->\n<svg/>\n");
+    assert_int_equal(vzcaps_write_file(at("ours.svg"), "new", 3, &marked, &err), -1);
     free(err), err = NULL;
+    struct vzcaps_wopts svg = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = "<!-- written by vzcaps -->",
+                               .marker_at = VZCAPS_MARK_AFTER_XML_DECL};
+    assert_int_equal(vzcaps_write_file(at("ours.svg"), "new", 3, &svg, &err), 0);
     /* IF_MARKED without a marker never replaces */
     struct vzcaps_wopts no_marker = {.mode = 0644, .replace = VZCAPS_IF_MARKED};
     assert_int_equal(vzcaps_write_file(at("ours.md"), "x", 1, &no_marker, &err), -1);
