@@ -45,6 +45,15 @@ int unknown_command(const char *cmd, const char *word);
 /* Matches "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (and *i advanced),
  * 0 when argv[*i] is another option, -1 when the value is missing. */
 int opt_take(int argc, char **argv, int *i, const char *name, const char **value);
+/* A --timeout value: whole seconds, 0 for none (0, or EXIT_USAGE after a usage error). */
+int timeout_opt(const char *cmd, const char *value, unsigned *seconds);
+/* The defaults of --timeout, per child the command runs (stated in help). */
+#define BENCH_TIMEOUT 3600
+#define DOCTOR_TIMEOUT 600
+#define PROBE_TIMEOUT 300
+/* Whether an environment entry stays in a stock child: every entry of ours and every preload
+ * entry leave (probe.c; for vzcaps_child_opts.env_keep). */
+bool cli_stock_entry(const char *entry);
 /* A --family value is a command-line error (2, with usage) when the library would reject it. */
 int check_family_opt(const char *cmd, const char *value);
 /* What a child printed, NUL-terminated. */

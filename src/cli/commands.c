@@ -43,7 +43,8 @@ static const struct opt_spec doctor_opts[] = {
     {"--exe", "PROGRAM", "the executable whose profile to show", NULL},
     VIEW_OPTS,
     {"--json", NULL, "one JSON object instead of the text", NULL},
-    {"--bundle", "DIR", "write the first-run bundle to DIR instead (summary.md with the verdict, SHA256SUMS)", NULL},
+    {"--bundle", "DIR", "write the first-run bundle to DIR instead (summary.md with the verdict, SHA256SUMS) and DIR.tar.gz to attach", NULL},
+    {"--timeout", "SECONDS", "stop a program it runs (its whole process group) that takes longer; 0: no limit", "600"},
     END};
 static const struct opt_spec launchd_opts[] = {
     {"--label", "LABEL", "the job's label (letters, digits, '.', '_' and '-'), not with --list", REQUIRED},
@@ -84,16 +85,20 @@ static const struct opt_spec bench_opts[] = {
     {"--check-output", NULL, "require the output check", "on when llama-perplexity is found"},
     {"--no-check-output", NULL, "skip the output check", NULL},
     {"--llama-perplexity", "PATH", "the llama-perplexity for the output check", "next to llama-bench, else on PATH"},
+    {"--timeout", "SECONDS", "stop a run (its whole process group) that takes longer; 0: no limit", "3600"},
+    {"--json", NULL, "print the bundle's summary.json instead of the table", NULL},
     END};
 static const struct opt_spec probe_opts[] = {
     {"--json", NULL, "one JSON object instead of the table", NULL},
     {"--profile", "PROFILE", "section of the config file for the unlocked child", NULL},
     {"--replay", "STOCK.json UNLOCKED.json", "render two saved child outputs instead of probing", NULL},
+    {"--timeout", "SECONDS", "stop a child (its whole process group) that takes longer; 0: no limit", "300"},
     END};
 static const struct opt_spec verify_opts[] = {
     {"--json", NULL, "one JSON object instead of the table", NULL},
     {"--profile", "PROFILE", "section of the config file for the unlocked children", NULL},
     {"--replay", "RESULT.json", "render a saved result instead of verifying", NULL},
+    {"--timeout", "SECONDS", "stop a child (its whole process group) that takes longer; 0: no limit", "300"},
     END};
 static const struct opt_spec prepare_opts[] = {
     {"--into", "DIR", "where the copy goes", "~/Library/Application Support/vzcaps/prepared"},

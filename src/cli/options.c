@@ -85,6 +85,15 @@ int opt_take(int argc, char **argv, int *i, const char *name, const char **value
     return 1;
 }
 
+int timeout_opt(const char *cmd, const char *value, unsigned *seconds)
+{
+    uint64_t v;
+    if (vzcaps_parse_u64(value, &v) != 0 || v > 604800)
+        return usage_error(cmd, "--timeout takes whole seconds from 0 (none) to 604800 (a week), not \"%s\"", value);
+    *seconds = (unsigned)v;
+    return 0;
+}
+
 int check_family_opt(const char *cmd, const char *value)
 {
     struct vzcaps_settings s;

@@ -180,12 +180,13 @@ static void close_stream(struct stream *s)
     s->fd = -1;
 }
 
-/* Whether the child has exited (left as a zombie: its process group stays reserved). */
-static bool has_exited(pid_t pid)
+/* Whether the child has exited; reaps it into *status. */
+static bool has_exited(pid_t pid, int *status)
 {
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+    pid_t w;
+    while ((w = waitpid(pid, status, WNOHANG)) < 0 && errno == EINTR)
+        ;
+    return w == pid;
 }
 
 /* The deadlines of one run, in seconds of the monotonic clock (0: none). */
@@ -197,6 +198,7 @@ struct deadlines {
  * deadline passes. */
 static void supervise(pid_t pid, const struct vzcaps_child_opts *o, struct stream st[2], struct vzcaps_child_result *r)
 {
+    int status = 0;
     double start = now_s();
     struct deadlines d = {o->timeout ? start + o->timeout : 0, 0, 0};
     bool exited = false, termed = false, killed = false;
@@ -208,8 +210,10 @@ static void supervise(pid_t pid, const struct vzcaps_child_opts *o, struct strea
         for (int k = 0; k < 2; k++)
             if (st[k].fd >= 0)
                 fds[nf] = (struct pollfd){st[k].fd, POLLIN, 0}, which[nf++] = k;
-        if (nf == 0 && exited)
+        if (nf == 0 && exited) {
+            r->status = status;
             return;
+        }
         /* the output is read as it comes; the timeout wakes us often enough to see the
          * child's end and the deadlines */
         int rc = poll(fds, nf, nf ? 100 : 20);
@@ -228,13 +232,16 @@ static void supervise(pid_t pid, const struct vzcaps_child_opts *o, struct strea
             kill(-pid, SIGTERM);
             d.kill = t + VZCAPS_CHILD_KILL_AFTER;
         }
-        if (!exited && has_exited(pid)) {
+        if (!exited && has_exited(pid, &status)) {
             exited = true;
-            /* what is left of its group (a background grandchild holding a pipe) is stopped */
+            /* what is left of its group (a background grandchild holding a pipe) is stopped;
+             * the group's id is not reused while any of it is left */
             if (kill(-pid, 0) == 0) {
                 r->group_left = true;
                 kill(-pid, SIGTERM);
                 d.kill = t + 1;
+            } else {
+                running_group = 0;
             }
             d.close = t + 2; /* a writer outside the group (setsid) is not waited for */
         }
@@ -291,11 +298,7 @@ int vzcaps_child_run(const struct vzcaps_child_opts *o, struct vzcaps_child_resu
     size_t cap = o->cap ? o->cap : VZCAPS_CHILD_CAP;
     struct stream st[2] = {{po[0], &o->out, cap, 0}, {pe[0], &o->err, cap, 1}};
     supervise(pid, o, st, r);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
     running_group = 0;
-    r->status = status;
     return 0;
 }
 

@@ -153,13 +153,19 @@ int out_dir_open(struct out_dir *d, const char *cmd, const char *path)
     d->cmd = cmd;
     d->path = path;
     char *err = NULL;
-    d->fd = vzcaps_dir_open_output(path, OUT_DIR_INCOMPLETE, &err);
+    /* an incomplete bundle is let through here and checked below; any other non-empty
+     * directory is refused as it always was */
+    struct stat st;
+    int probe = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    bool marked = probe >= 0 && fstatat(probe, OUT_DIR_INCOMPLETE, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    if (probe >= 0)
+        close(probe);
+    d->fd = vzcaps_dir_open_output(path, marked ? OUT_DIR_INCOMPLETE : NULL, &err);
     if (d->fd < 0) {
         eprintf("vzcaps %s: %s", cmd, err ? err : path);
         free(err);
         return -1;
     }
-    struct stat st;
     if (fstatat(d->fd, OUT_DIR_INCOMPLETE, &st, AT_SYMLINK_NOFOLLOW) == 0) {
         const char *why = "";
         if (clear_incomplete(d->fd, &why) != 0) {
@@ -230,6 +236,20 @@ int out_dir_end(struct out_stream *s)
     for (int i = 0; i < 32; i++)
         snprintf(f->hex + 2 * i, 3, "%02x", digest[i]);
     return 0;
+}
+
+void out_stream_abort(struct out_stream *s)
+{
+    if (s->open)
+        vzcaps_out_abort(&s->o);
+    s->open = false;
+}
+
+int out_stream_sink(void *stream, const char *data, size_t len)
+{
+    struct out_stream *s = stream;
+    out_stream_write(s, data, len);
+    return s->open && !s->o.error ? 0 : -1;
 }
 
 int out_dir_put(struct out_dir *d, const char *name, const void *data, size_t len)

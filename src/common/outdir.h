@@ -43,6 +43,10 @@ int out_dir_put(struct out_dir *d, const char *name, const void *data, size_t le
 int out_dir_begin(struct out_dir *d, struct out_stream *s, const char *name);
 void out_stream_write(struct out_stream *s, const void *data, size_t len);
 int out_dir_end(struct out_stream *s);
+/* Gives a file up (not written, not counted); safe after out_dir_end or a failed begin. */
+void out_stream_abort(struct out_stream *s);
+/* A sink (child.h) onto a stream: for vzcaps_child_opts. */
+int out_stream_sink(void *stream, const char *data, size_t len);
 /* SHA256SUMS of every file written so far, sorted by name. */
 int out_dir_sums(struct out_dir *d);
 /* An unfinished bundle: INCOMPLETE (why, one line) and SHA256SUMS. */

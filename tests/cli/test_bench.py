@@ -48,7 +48,7 @@ def test_guest_bundle(tmp_path):
     assert files == sorted(["stock.json", "stock.stderr", "unlocked.json", "unlocked.stderr", "environment.json",
                             "capabilities.json", "check-output.json", "check-text.txt", "check-reference.log",
                             "check-reference.stderr", "check-unlocked.log", "check-unlocked.stderr", "results.csv",
-                            "results.md", "chart.svg", "SHA256SUMS"])
+                            "results.md", "chart.svg", "summary.json", "SHA256SUMS"])
     # identical llama-bench arguments for both runs, one stock and one through the library
     calls = log.read_text().splitlines()
     bench_calls = [c for c in calls if " -o json" in c]
@@ -107,7 +107,7 @@ def test_chart_is_valid_svg_with_three_series(tmp_path):
     p, _, _ = bench(tmp_path, "--out", str(host), "--mode", "host", env_extra={"FAKE_ROLE": "host"})
     assert p.returncode == 0, p.stderr
     assert sorted(f.name for f in host.iterdir()) == sorted(["host.json", "host.stderr", "environment.json", "capabilities.json",
-                                                             "check-output.json", "results.csv", "results.md", "chart.svg", "SHA256SUMS"])
+                                                             "check-output.json", "results.csv", "results.md", "chart.svg", "summary.json", "SHA256SUMS"])
     chart = tmp_path / "all.svg"
     p = subprocess.run([VZ, "report", "--svg", str(chart), str(guest), str(host)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
