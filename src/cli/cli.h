@@ -177,7 +177,7 @@ const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *
 
 /* bundle.c: the first-run bundle (doctor --bundle DIR) and its verdict: "WORKS", "PARTIAL",
  * "DOES NOT WORK", "CANNOT TELL" or "NOT ON MACOS", with a one-sentence reason. */
-int doctor_bundle(const char *dir, const char *exe, char **cmd);
+int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout);
 const char *bundle_verdict(bool macos, const char *probe_json, const char *verify_json, char *reason, size_t len);
 /* The hidden child __device-class: the default device's class chain as one JSON object. */
 int child_device_class(void);

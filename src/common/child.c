@@ -363,3 +363,71 @@ void vzcaps_lines_end(struct vzcaps_lines *l)
     l->have = 0;
     l->skipping = false;
 }
+
+/* ---- what a command keeps of a stream ---- */
+
+void vzcaps_keep_line(void *ctx, const char *line, size_t len)
+{
+    struct vzcaps_line_keep *k = ctx;
+    const char *q = line, *end = line + len;
+    while (q < end && (*q == ' ' || *q == '\t'))
+        q++;
+    size_t pl = strlen(k->prefix);
+    if ((size_t)(end - q) < pl || strncmp(q, k->prefix, pl) != 0)
+        return;
+    char clipped[700];
+    vzcaps_clipn(line, len, 600, clipped, sizeof clipped);
+    for (size_t i = 0; i < k->n; i++) /* at most VZCAPS_KEEP_LINES: linear in the stream */
+        if (strcmp(k->lines[i], clipped) == 0)
+            return;
+    if (k->n == VZCAPS_KEEP_LINES) {
+        k->more++;
+        return;
+    }
+    k->lines[k->n++] = xformat("%s", clipped);
+}
+
+char *vzcaps_kept_text(struct vzcaps_line_keep *k, const char *file)
+{
+    size_t total = 1;
+    for (size_t i = 0; i < k->n; i++)
+        total += strlen(k->lines[i]) + 1;
+    char *acc = malloc(total), *w = acc;
+    if (!acc) {
+        eprintf("vzcaps: out of memory");
+        exit(1);
+    }
+    for (size_t i = 0; i < k->n; i++) {
+        size_t n = strlen(k->lines[i]);
+        memcpy(w, k->lines[i], n), w += n, *w++ = '\n';
+        free(k->lines[i]);
+    }
+    *w = '\0';
+    if (k->more) {
+        char *more = xformat("%s(and %zu more different lines: see %s)\n", acc, k->more, file);
+        free(acc);
+        acc = more;
+    }
+    k->n = k->more = 0;
+    return acc;
+}
+
+void vzcaps_head_add(struct vzcaps_head *h, const char *data, size_t len)
+{
+    h->total += len;
+    size_t room = h->len < h->limit ? h->limit - h->len : 0, n = len < room ? len : room;
+    if (!n)
+        return;
+    char *d = realloc(h->data, h->len + n + 1);
+    if (!d)
+        return;
+    memcpy(d + h->len, data, n);
+    h->data = d, h->len += n;
+    d[h->len] = '\0';
+}
+
+void vzcaps_head_free(struct vzcaps_head *h)
+{
+    free(h->data);
+    h->data = NULL, h->len = 0, h->total = 0;
+}

@@ -82,4 +82,25 @@ struct vzcaps_lines {
 int vzcaps_lines_write(void *lines, const char *data, size_t len);
 void vzcaps_lines_end(struct vzcaps_lines *l);
 
+/* The lines that start with prefix (after blanks), each once, as they come: at most
+ * VZCAPS_KEEP_LINES different ones, each clipped visibly to 600 bytes; the rest only counted. */
+#define VZCAPS_KEEP_LINES 32
+struct vzcaps_line_keep {
+    const char *prefix;
+    char *lines[VZCAPS_KEEP_LINES];
+    size_t n, more;
+};
+void vzcaps_keep_line(void *line_keep, const char *line, size_t len); /* a vzcaps_lines callback */
+/* The kept lines, one a line, and "(and N more different lines: see FILE)" (heap); frees them. */
+char *vzcaps_kept_text(struct vzcaps_line_keep *k, const char *file);
+
+/* The first limit bytes of a stream, NUL-terminated; total counts all of it. */
+struct vzcaps_head {
+    char *data;
+    size_t len, limit;
+    unsigned long long total;
+};
+void vzcaps_head_add(struct vzcaps_head *h, const char *data, size_t len);
+void vzcaps_head_free(struct vzcaps_head *h);
+
 #endif
