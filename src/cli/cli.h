@@ -56,20 +56,6 @@ int timeout_opt(const char *cmd, const char *value, unsigned *seconds);
 bool cli_stock_entry(const char *entry);
 /* A --family value is a command-line error (2, with usage) when the library would reject it. */
 int check_family_opt(const char *cmd, const char *value);
-/* What a child printed, NUL-terminated. */
-struct cli_buf {
-    char *data;
-    size_t len, cap;
-};
-void cli_buf_free(struct cli_buf *b);
-/* Runs argv with stdin from /dev/null, env entries added to this environment, and its standard
- * output and error captured whole: the wait status, or -1 when it could not be started or the
- * output did not fit in memory. Files are written from the buffers afterwards (safewrite),
- * never by the child. Flags: CLI_CAPTURE_SEARCH looks argv[0] up on PATH; CLI_CAPTURE_STOCK
- * removes every vzcaps variable and the preload variable from the child's environment. */
-#define CLI_CAPTURE_SEARCH 1
-#define CLI_CAPTURE_STOCK 2
-int cli_capture(char *const argv[], char *const env[], int flags, struct cli_buf *out, struct cli_buf *err);
 /* Creates path and its missing parents (0755), as mkdir -p: 0, or -1 with errno set (prepare's;
  * every other command uses safewrite's vzcaps_mkdir_parents). */
 int mkdir_p(const char *path);
