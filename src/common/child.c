@@ -237,9 +237,11 @@ static void supervise(pid_t pid, const struct vzcaps_child_opts *o, struct strea
             /* what is left of its group (a background grandchild holding a pipe) is stopped;
              * the group's id is not reused while any of it is left */
             if (kill(-pid, 0) == 0) {
-                r->group_left = true;
-                kill(-pid, SIGTERM);
-                d.kill = t + 1;
+                if (!termed) { /* after a timeout or a stop the group is going already */
+                    r->group_left = true;
+                    kill(-pid, SIGTERM);
+                    d.kill = t + 1;
+                }
             } else {
                 running_group = 0;
             }

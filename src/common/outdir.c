@@ -122,6 +122,8 @@ static int clear_incomplete(int dirfd, const char **why)
         *why = strerror(errno);
         rc = -1;
     }
+    if (dir)
+        rewinddir(dir); /* the descriptor's offset is shared with the one that checked the directory */
     struct dirent *e;
     while (dir && rc == 0 && (e = readdir(dir)))
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "SHA256SUMS") && !listed(sums, e->d_name)) {
