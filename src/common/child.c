@@ -210,7 +210,7 @@ static void supervise(pid_t pid, const struct vzcaps_child_opts *o, struct strea
         for (int k = 0; k < 2; k++)
             if (st[k].fd >= 0)
                 fds[nf] = (struct pollfd){st[k].fd, POLLIN, 0}, which[nf++] = k;
-        if (nf == 0 && exited) {
+        if (nf == 0 && exited && (killed || kill(-pid, 0) != 0)) { /* nothing of its group is left */
             r->status = status;
             return;
         }
@@ -240,19 +240,20 @@ static void supervise(pid_t pid, const struct vzcaps_child_opts *o, struct strea
                 if (!termed) { /* after a timeout or a stop the group is going already */
                     r->group_left = true;
                     kill(-pid, SIGTERM);
-                    d.kill = t + 1;
                 }
+                if (!d.kill || d.kill > t + 1)
+                    d.kill = t + 1;
             } else {
                 running_group = 0;
+                d.close = t + 2; /* a writer outside the group (setsid) is not waited for */
             }
-            d.close = t + 2; /* a writer outside the group (setsid) is not waited for */
         }
         if (!killed && d.kill && t >= d.kill) {
             kill(-pid, SIGKILL);
             killed = true;
-            if (exited)
-                d.close = t + 1;
         }
+        if (exited && killed && !d.close)
+            d.close = t + 1;
         if (exited && d.close && t >= d.close)
             for (int k = 0; k < 2; k++) {
                 while (st[k].fd >= 0 && drain(&st[k], r) > 0)

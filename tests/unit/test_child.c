@@ -66,6 +66,17 @@ static bool not_running(pid_t pid)
     return close && close[1] == ' ' && close[2] == 'Z';
 }
 
+/* The same, allowing a SIGKILL sent just now to be delivered (up to 5 s). */
+static bool stopped_soon(pid_t pid)
+{
+    for (int i = 0; i < 500; i++) {
+        if (not_running(pid))
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
 static void test_streams_and_status(void **state)
 {
     (void)state;
@@ -142,6 +153,12 @@ static void test_grandchild_holding_the_pipe(void **state)
     char *d = vzcaps_child_describe(&r, 0, 0);
     assert_string_equal(d, "exit 0, processes it left running were stopped");
     free(d), free(out.data);
+    /* one that closed the pipes and ignores SIGTERM is stopped too (SIGKILL) */
+    out = (struct mem){0};
+    assert_int_equal(run_sh("(trap '' TERM; exec sleep 60) >/dev/null 2>&1 </dev/null & echo $!", &out, &err, 0, 0, &r), 0);
+    assert_true(r.group_left);
+    assert_true(stopped_soon((pid_t)atol(out.data)));
+    free(out.data);
 }
 
 static void test_timeout_stops_the_group(void **state)
