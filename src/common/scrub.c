@@ -39,6 +39,8 @@ static size_t match_at(const struct vzcaps_scrub *s, size_t i)
  * needle (whether a needle ends there depends on the byte after it). */
 static void run(struct vzcaps_scrub *s, bool final)
 {
+    if (!s->len)
+        return;
     size_t hold = 0;
     for (size_t k = 0; !final && k < s->n_needles; k++)
         if (strlen(s->needles[k]) + 1 > hold)
