@@ -695,6 +695,13 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout
     /* the summary is the last file but SHA256SUMS: what could not be written so far is in it */
     int failures_before = od.failures, stop = vzcaps_stop_signal();
     char *dir_name = vzcaps_dir_name(dir);
+    const char *base = dir_name ? vzcaps_basename(dir_name) : "";
+    if (dir_name && (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)) { /* "." names no file beside it */
+        free(dir_name);
+        dir_name = realpath(dir, NULL);
+    }
+    if (dir_name && strcmp(dir_name, "/") == 0)
+        free(dir_name), dir_name = NULL;
     char *archive = dir_name ? xformat("%s.tar.gz", dir_name) : NULL;
     const char *top = dir_name ? vzcaps_basename(dir_name) : "bundle";
     char *stopped = stop ? xformat("INCOMPLETE: vzcaps doctor was stopped by signal %d before its steps were done (the steps "

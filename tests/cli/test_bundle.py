@@ -408,3 +408,21 @@ def test_the_archive_to_attach(tmp_path):
     (tmp_path / "three" / "b.tar.gz").symlink_to(tmp_path / "victim")
     p = doctor_bundle(tmp_path / "three" / "b", "--", "true", env=env)
     assert p.returncode == 1 and "b.tar.gz: exists and is a symbolic link" in p.stderr and not (tmp_path / "victim").exists()
+
+
+def test_the_archive_of_odd_directory_names(tmp_path):
+    import tarfile
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
+    # "." names no file beside it: the archive goes next to the directory it is, never into it
+    here = tmp_path / "here"
+    here.mkdir()
+    p = subprocess.run([str(BUILD / "vzcaps"), "doctor", "--bundle", ".", "--", "true"], cwd=here, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "here.tar.gz").is_file() and not [f for f in here.iterdir() if f.name.endswith(".tar.gz")]
+    # a name with a blank and a newline, given with a trailing slash
+    odd = tmp_path / "first run\nx"
+    p = doctor_bundle(str(odd) + "/", "--", "true", env=env)
+    assert p.returncode == 0, p.stderr
+    with tarfile.open(tmp_path / "first run\nx.tar.gz") as t:
+        assert t.getnames()[0] == "first run\nx" and "first run\nx/SHA256SUMS" in t.getnames()
