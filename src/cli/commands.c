@@ -154,8 +154,8 @@ const struct cmd_spec cli_commands[] = {
      "own lines from one run of a Metal program through `vzcaps run` (CMD, or on macOS this command's\n"
      "device probe): what it was configured to do and which device class it hooked, and known\n"
      "pitfalls that apply (quarantined files, arm64e clients). --bundle DIR writes the first-run\n"
-     "bundle to attach to an issue instead, into a new or empty DIR (never through a link); its\n"
-     "summary.md lists every step and its result. With -- CMD ARGS the bundle also runs CMD twice,\n"
+     "bundle instead, into a new or empty DIR (never through a link), and DIR.tar.gz, the one file to\n"
+     "attach to an issue; its summary.md lists every step and its result. With -- CMD ARGS the bundle also runs CMD twice,\n"
      "stock and through `vzcaps run`, and puts their exit statuses, outputs and ggml_metal_device_init:\n"
      "lines side by side. Steps that need macOS are recorded as \"not available on this system\"\n"
      "elsewhere (skipped, not failed).",
@@ -185,9 +185,11 @@ const struct cmd_spec cli_commands[] = {
     {"bench", cmd_bench, "[-- LLAMA_BENCH_ARGS]", ARGS_REST, bench_opts,
      "Runs llama-bench stock and through `vzcaps run` (guest mode) or once stock (host mode) and writes\n"
      "an evidence bundle: the raw JSON and stderr of each run, environment.json, capabilities.json,\n"
-     "check-output.json, results.csv, results.md, chart.svg and SHA256SUMS. The output check compares\n"
-     "perplexity on the CPU with the unlocked GPU; more than 2 % apart is a failure. Arguments after\n"
-     "-- go to every llama-bench run and are recorded.",
+     "check-output.json, results.csv, results.md, chart.svg, summary.json and SHA256SUMS. The output\n"
+     "check compares perplexity on the CPU with the unlocked GPU; more than 2 % apart is a failure.\n"
+     "Arguments after -- go to every llama-bench run and are recorded. Each run's output streams into\n"
+     "its files, at most 16 MiB per stream (noted in summary.json); a run that fails or a stop signal\n"
+     "leaves the bundle marked INCOMPLETE, and the same command replaces it.",
      "0; 1 when a run fails or the output check fails; 2 for a malformed command line.",
      "vzcaps bench -m model.gguf --out evidence -- -t 8 -fa 1",
      GROUP_MEASURE, "benchmark llama-bench stock and unlocked into an evidence bundle", "benchmark perf speed"},
