@@ -57,6 +57,7 @@ static void on_stop(int sig)
 
 void vzcaps_stop_install(void)
 {
+    signal(SIGCHLD, SIG_DFL); /* inherited as ignored, children would be reaped behind our back */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
