@@ -57,7 +57,6 @@ static void on_stop(int sig)
 
 void vzcaps_stop_install(void)
 {
-    signal(SIGCHLD, SIG_DFL); /* inherited as ignored, children would be reaped behind our back */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop;
@@ -281,17 +280,23 @@ int vzcaps_child_run(const struct vzcaps_child_opts *o, struct vzcaps_child_resu
     fcntl(po[0], F_SETFD, FD_CLOEXEC), fcntl(pe[0], F_SETFD, FD_CLOEXEC);
     fcntl(po[0], F_SETFL, O_NONBLOCK), fcntl(pe[0], F_SETFL, O_NONBLOCK);
     fflush(NULL);
+    /* SIGCHLD inherited as ignored would reap the child behind our back: default while it runs */
+    struct sigaction chld_default = {.sa_handler = SIG_DFL}, chld_old;
+    sigemptyset(&chld_default.sa_mask);
+    sigaction(SIGCHLD, &chld_default, &chld_old);
     sigset_t old;
     block_stops(&old); /* no stop signal between fork and exec runs our handler in the child */
     pid_t pid = fork();
     if (pid == 0) {
         close(po[0]), close(pe[0]);
+        sigaction(SIGCHLD, &chld_old, NULL); /* the child gets what we were given */
         exec_child(o, po[1], pe[1], &old);
     }
     int fork_errno = errno;
     close(po[1]), close(pe[1]);
     if (pid < 0) {
         sigprocmask(SIG_SETMASK, &old, NULL);
+        sigaction(SIGCHLD, &chld_old, NULL);
         close(po[0]), close(pe[0]);
         r->start_errno = fork_errno;
         return -1;
@@ -303,6 +308,7 @@ int vzcaps_child_run(const struct vzcaps_child_opts *o, struct vzcaps_child_resu
     struct stream st[2] = {{po[0], &o->out, cap, 0}, {pe[0], &o->err, cap, 1}};
     supervise(pid, o, st, r);
     running_group = 0;
+    sigaction(SIGCHLD, &chld_old, NULL);
     return 0;
 }
 

@@ -100,6 +100,23 @@ static void test_streams_and_status(void **state)
     free(err.data);
 }
 
+/* A command started with SIGCHLD ignored (some daemons do that) still gets its child's status */
+static void test_sigchld_ignored(void **state)
+{
+    (void)state;
+    struct sigaction ign = {.sa_handler = SIG_IGN}, old;
+    sigemptyset(&ign.sa_mask);
+    sigaction(SIGCHLD, &ign, &old);
+    struct mem out = {0}, err = {0};
+    struct vzcaps_child_result r;
+    assert_int_equal(run_sh("exit 3", &out, &err, 0, 2, &r), 0);
+    assert_true(WIFEXITED(r.status) && WEXITSTATUS(r.status) == 3 && !r.timed_out);
+    struct sigaction now;
+    sigaction(SIGCHLD, NULL, &now);
+    assert_true(now.sa_handler == SIG_IGN); /* given back */
+    sigaction(SIGCHLD, &old, NULL);
+}
+
 static void test_cap_counts_the_rest(void **state)
 {
     (void)state;
@@ -401,6 +418,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_streams_and_status),
+        cmocka_unit_test(test_sigchld_ignored),
         cmocka_unit_test(test_cap_counts_the_rest),
         cmocka_unit_test(test_environment),
         cmocka_unit_test(test_grandchild_holding_the_pipe),
