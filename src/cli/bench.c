@@ -4,11 +4,14 @@
 #define _XOPEN_SOURCE 700
 #include "../data/benchdata.h"
 #include "cli.h"
+#include "../common/child.h"
 #include "../common/readfile.h"
 #include "../common/sha256.h"
 
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,7 +26,7 @@ extern const char vzcaps_check_text[];
 #define PPL_TOLERANCE 0.02
 
 struct bench_opts {
-    const char *model, *llama_bench, *llama_perplexity, *out, *profile, *mode, *p, *n, *r;
+    const char *model, *llama_bench, *llama_perplexity, *out, *profile, *mode, *p, *n, *r, *timeout;
     int check;   /* -1 auto, 0 off, 1 on */
     char **extra; /* after --: passed to every llama-bench run */
     int n_extra;
@@ -37,26 +40,77 @@ static double now_s(void)
 }
 
 static struct out_dir od; /* the bundle: a new or empty directory, every file new (safewrite) */
+static unsigned timeout_s = BENCH_TIMEOUT;
 
-/* Runs argv (on PATH when it has no '/') with its standard output into the bundle's file
- * out_name and its standard error into err_name. The exit status (or 128+signal, 126 when it
- * could not be started), or -1 when a file could not be written (said, and counted). */
-static int run_to_files(char **argv, const char *out_name, const char *err_name, const char *label, int step, int steps)
+/* One run, as the bundle's summary.json lists it. */
+struct bench_step {
+    char *label, *out_name, *err_name, *result;
+    int rc;
+    unsigned long long bytes[2];
+    bool capped[2];
+};
+static struct bench_step steps_done[4]; /* bench runs at most four children */
+static size_t n_steps_done;
+
+/* What to look for in a run's lines as they come (NULL: nothing). */
+typedef void line_fn(void *ctx, const char *line, size_t len);
+
+/* Runs argv (on PATH when it has no '/') with its standard output streamed into the bundle's
+ * file out_name and its standard error into err_name (each capped, noted in summary.json), each
+ * line of them also to out_line/err_line. The exit status (or 128+signal, 126 when it could not
+ * be started), or -1 when a file could not be written (said, and counted). */
+static int run_to_files(char **argv, const char *out_name, const char *err_name, const char *label, int step, int steps,
+                        line_fn *out_line, line_fn *err_line, void *ctx)
 {
     char shown[600] = "";
     for (char **a = argv; *a; a++)
         vzcaps_appendf(shown, sizeof shown, "%s%s", a == argv ? "" : " ", *a);
     eprintf("vzcaps bench: [%d/%d] %s: %s", step, steps, label, shown);
     double t0 = now_s();
-    struct cli_buf out = {0}, err = {0};
-    int st = cli_capture(argv, NULL, CLI_CAPTURE_SEARCH, &out, &err);
+    struct out_stream so, se;
+    if (out_dir_begin(&od, &so, out_name) != 0)
+        return -1;
+    if (out_dir_begin(&od, &se, err_name) != 0) {
+        out_stream_abort(&so);
+        return -1;
+    }
+    static struct vzcaps_lines lo, le;
+    lo = (struct vzcaps_lines){.line = out_line, .ctx = ctx, .next = {out_stream_sink, &so}};
+    le = (struct vzcaps_lines){.line = err_line, .ctx = ctx, .next = {out_stream_sink, &se}};
+    struct vzcaps_child_opts co = {
+        .argv = argv, .search = true, .timeout = timeout_s,
+        .out = out_line ? (struct vzcaps_sink){vzcaps_lines_write, &lo} : (struct vzcaps_sink){out_stream_sink, &so},
+        .err = err_line ? (struct vzcaps_sink){vzcaps_lines_write, &le} : (struct vzcaps_sink){out_stream_sink, &se},
+    };
+    struct vzcaps_child_result r;
+    vzcaps_child_run(&co, &r);
+    if (out_line)
+        vzcaps_lines_end(&lo);
+    if (err_line)
+        vzcaps_lines_end(&le);
+    int st = r.status;
     int rc = st == -1 ? 126 : WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    eprintf("vzcaps bench: [%d/%d] %s: %s in %.1f s", step, steps, label, rc ? "FAILED" : "done", now_s() - t0);
-    int w1 = out_dir_put(&od, out_name, out.data ? out.data : "", out.len);
-    int w2 = out_dir_put(&od, err_name, err.data ? err.data : "", err.len);
-    cli_buf_free(&out);
-    cli_buf_free(&err);
+    if (rc == 0 && (r.timed_out || r.stopped_by))
+        rc = 128 + SIGTERM; /* stopped, however it ended */
+    char *result = vzcaps_child_describe(&r, timeout_s, 0);
+    eprintf("vzcaps bench: [%d/%d] %s: %s in %.1f s (%s)", step, steps, label, rc ? "FAILED" : "done", now_s() - t0, result);
+    const char *names[2] = {out_name, err_name};
+    for (int k = 0; k < 2; k++)
+        if (r.capped[k])
+            eprintf("vzcaps bench: %s/%s: capped at %u MiB of %llu bytes (noted in summary.json)", od.path, names[k],
+                    VZCAPS_CHILD_CAP >> 20, r.bytes[k]);
+    int w1 = out_dir_end(&so), w2 = out_dir_end(&se);
+    if (n_steps_done < sizeof steps_done / sizeof steps_done[0])
+        steps_done[n_steps_done++] = (struct bench_step){xformat("%s", label), xformat("%s", out_name), xformat("%s", err_name),
+                                                         result, rc, {r.bytes[0], r.bytes[1]}, {r.capped[0], r.capped[1]}};
+    else
+        free(result);
     return w1 || w2 ? -1 : rc;
+}
+
+static void caps_line(void *ctx, const char *line, size_t len)
+{
+    metal_caps_line(line, len, ctx);
 }
 
 /* A file of the bundle rendered in memory, then written whole (out_dir_put). */
@@ -88,25 +142,20 @@ static void mem_put(struct memfile *m, const char *name)
     free(m->buf);
 }
 
-/* "Final estimate: PPL = 12.3456 +/- 0.12" in llama-perplexity's output. */
-static double parse_perplexity(const char *text)
+/* "Final estimate: PPL = 12.3456 +/- 0.12", a line of llama-perplexity's output: into *ctx
+ * (a double, NAN until found). */
+static void ppl_line(void *ctx, const char *line, size_t len)
 {
-    const char *p = text ? strstr(text, "Final estimate: PPL =") : NULL;
+    static const char key[] = "Final estimate: PPL =";
+    char buf[256];
+    snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
+    const char *p = strstr(buf, key);
     if (!p)
-        return NAN;
+        return;
     char *end;
-    double v = strtod(p + 21, &end);
-    return end == p + 21 || !(v > 0) ? NAN : v;
-}
-
-static double ppl_of_file(const char *path)
-{
-    char err[1300];
-    size_t len;
-    char *text = read_text_file(path, &len, err, sizeof err);
-    double v = parse_perplexity(text);
-    free(text);
-    return v;
+    double v = strtod(p + sizeof key - 1, &end);
+    if (end != p + sizeof key - 1 && v > 0 && isnan(*(double *)ctx))
+        *(double *)ctx = v;
 }
 
 /* pass when the unlocked GPU perplexity is within PPL_TOLERANCE of the CPU reference */
@@ -119,18 +168,13 @@ static const char *ppl_verdict(double reference, double unlocked, double *rel)
 }
 
 /* One llama-perplexity run into DIR/TAG.log and DIR/TAG.stderr; *ppl from either. */
-static int perplexity_run(char **argv, const char *dir, const char *tag, const char *label, int step, int steps, double *ppl)
+static int perplexity_run(char **argv, const char *tag, const char *label, int step, int steps, double *ppl)
 {
-    char out[1400], err[1400], out_name[64], err_name[64];
+    char out_name[64], err_name[64];
     snprintf(out_name, sizeof out_name, "%s.log", tag);
     snprintf(err_name, sizeof err_name, "%s.stderr", tag);
-    snprintf(out, sizeof out, "%s/%s", dir, out_name);
-    snprintf(err, sizeof err, "%s/%s", dir, err_name);
-    int rc = run_to_files(argv, out_name, err_name, label, step, steps);
-    *ppl = ppl_of_file(err);
-    if (isnan(*ppl))
-        *ppl = ppl_of_file(out);
-    return rc;
+    *ppl = NAN;
+    return run_to_files(argv, out_name, err_name, label, step, steps, ppl_line, ppl_line, ppl);
 }
 
 static void hash_or_null(struct json *j, const char *key, const char *path)
@@ -142,6 +186,87 @@ static void hash_or_null(struct json *j, const char *key, const char *path)
         json_null(j, key);
 }
 
+/* summary.json: what the bundle holds, whether it is complete, and each run's result (its
+ * caps and timeout noted); printed by --json. */
+static bool print_json;
+static void write_summary(const char *mode, const char *why_incomplete, const char *verdict, const char *verdict_reason,
+                          const struct bench_table *table, int unlocked_taken)
+{
+    struct memfile mf;
+    FILE *f = mem_open(&mf);
+    struct json j;
+    json_begin(&j, f);
+    json_obj(&j, NULL);
+    json_str(&j, "vzcaps_version", VZCAPS_VERSION);
+    json_str(&j, "bundle", od.path);
+    json_str(&j, "mode", mode);
+    json_bool(&j, "complete", !why_incomplete);
+    json_str(&j, "incomplete_reason", why_incomplete);
+    json_int(&j, "timeout_seconds", timeout_s);
+    json_int(&j, "stream_cap_bytes", VZCAPS_CHILD_CAP);
+    json_arr(&j, "runs");
+    for (size_t i = 0; i < n_steps_done; i++) {
+        const struct bench_step *st = &steps_done[i];
+        json_obj(&j, NULL);
+        json_str(&j, "run", st->label);
+        json_str(&j, "result", st->result);
+        json_int(&j, "exit_code", st->rc);
+        json_str(&j, "stdout_file", st->out_name);
+        json_int(&j, "stdout_bytes", (long long)st->bytes[0]);
+        json_bool(&j, "stdout_capped", st->capped[0]);
+        json_str(&j, "stderr_file", st->err_name);
+        json_int(&j, "stderr_bytes", (long long)st->bytes[1]);
+        json_bool(&j, "stderr_capped", st->capped[1]);
+        json_end_obj(&j);
+    }
+    json_end_arr(&j);
+    json_obj(&j, "output_check");
+    json_str(&j, "verdict", verdict);
+    json_str(&j, "reason", verdict_reason);
+    json_end_obj(&j);
+    if (unlocked_taken < 0)
+        json_null(&j, "unlocked_paths_taken");
+    else
+        json_bool(&j, "unlocked_paths_taken", unlocked_taken);
+    if (table)
+        bench_render_json_rows(table, &j);
+    json_end_obj(&j);
+    json_finish(&j);
+    if (fclose(mf.f) != 0) {
+        eprintf("vzcaps bench: %s/summary.json: out of memory", od.path);
+        od.failures++;
+    } else {
+        out_dir_put(&od, "summary.json", mf.buf, mf.n);
+        if (print_json)
+            fwrite(mf.buf, 1, mf.n, stdout);
+    }
+    free(mf.buf);
+}
+
+/* A bundle that cannot be finished: said, summary.json and INCOMPLETE, SHA256SUMS; a stop
+ * signal then ends the command with it. 1. */
+static const char *bench_mode = "guest";
+static int incomplete(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int incomplete(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *why = vxformat(fmt, ap);
+    va_end(ap);
+    if (vzcaps_stop_signal()) {
+        free(why);
+        why = xformat("stopped by signal %d before it was finished", vzcaps_stop_signal());
+    }
+    write_summary(bench_mode, why ? why : "out of memory", "error", "the bundle is incomplete", NULL, -1);
+    out_dir_incomplete(&od, why ? why : "out of memory");
+    eprintf("vzcaps bench: %s; the bundle in %s is incomplete (INCOMPLETE, summary.json; running the same command again "
+            "replaces it)", why ? why : "out of memory", od.path);
+    free(why);
+    out_dir_close(&od);
+    vzcaps_stop_now();
+    return 1;
+}
+
 static int bench_main(int argc, char **argv)
 {
     struct bench_opts o = {.p = "512", .n = "128", .r = "10", .mode = "guest", .check = -1};
@@ -151,7 +276,8 @@ static int bench_main(int argc, char **argv)
             (t = opt_take(argc, argv, &i, "--llama-perplexity", &o.llama_perplexity)) ||
             (t = opt_take(argc, argv, &i, "-p", &o.p)) || (t = opt_take(argc, argv, &i, "-n", &o.n)) ||
             (t = opt_take(argc, argv, &i, "-r", &o.r)) || (t = opt_take(argc, argv, &i, "--out", &o.out)) ||
-            (t = opt_take(argc, argv, &i, "--profile", &o.profile)) || (t = opt_take(argc, argv, &i, "--mode", &o.mode))) {
+            (t = opt_take(argc, argv, &i, "--profile", &o.profile)) || (t = opt_take(argc, argv, &i, "--mode", &o.mode)) ||
+            (t = opt_take(argc, argv, &i, "--timeout", &o.timeout))) {
             if (t < 0)
                 return usage_error("bench", "%s needs a value", argv[i]);
             continue;
@@ -165,6 +291,8 @@ static int bench_main(int argc, char **argv)
             o.check = 1;
         else if (strcmp(argv[i], "--no-check-output") == 0)
             o.check = 0;
+        else if (strcmp(argv[i], "--json") == 0)
+            print_json = true;
         else
             return usage_error("bench", "unknown argument %s", argv[i]);
     }
@@ -172,6 +300,9 @@ static int bench_main(int argc, char **argv)
         return usage_error("bench", "-m MODEL is required");
     if (strcmp(o.mode, "guest") && strcmp(o.mode, "host"))
         return usage_error("bench", "--mode is guest or host, not \"%s\"", o.mode);
+    if (o.timeout && timeout_opt("bench", o.timeout, &timeout_s) != 0)
+        return EXIT_USAGE;
+    bench_mode = o.mode;
     uint64_t p, n, r;
     if (vzcaps_parse_u64(o.p, &p) || vzcaps_parse_u64(o.n, &n) || vzcaps_parse_u64(o.r, &r))
         return usage_error("bench", "-p, -n and -r take plain decimal counts");
@@ -249,11 +380,14 @@ static int bench_main(int argc, char **argv)
     }
     if (out_dir_open(&od, "bench", outdir) != 0)
         return 1;
+    vzcaps_stop_defer(); /* a stop signal stops the run; the bundle is then marked incomplete */
     int steps = guest ? 2 + (do_check ? 2 : 0) : 1, step = 0;
     char a[1400], b[1400];
     static struct bench_table table;
     memset(&table, 0, sizeof table);
     char err[1400];
+    struct metal_caps caps[2];
+    metal_caps_init(&caps[0]), metal_caps_init(&caps[1]);
     const char *roles[2] = {guest ? "stock" : "host", "unlocked"};
     for (int k = 0; k < (guest ? 2 : 1); k++) {
         char out_name[32], err_name[32];
@@ -261,26 +395,22 @@ static int bench_main(int argc, char **argv)
         snprintf(err_name, sizeof err_name, "%s.stderr", roles[k]);
         snprintf(a, sizeof a, "%s/%s", outdir, out_name);
         snprintf(b, sizeof b, "%s/%s", outdir, err_name);
-        int rc = run_to_files(k ? unlocked_args : bench_args, out_name, err_name, roles[k], ++step, steps);
-        if (rc < 0) {
-            eprintf("vzcaps bench: stopped: the %s run's output could not be written (above)", roles[k]);
-            return 1;
-        }
-        if (rc != 0) {
-            eprintf("vzcaps bench: the %s run failed (exit %d); its output is in %s", roles[k], rc, b);
-            return 1;
-        }
-        if (bench_table_add_file(&table, k ? ROLE_UNLOCKED : guest ? ROLE_STOCK : ROLE_HOST, a, err, sizeof err) != 0) {
-            eprintf("vzcaps bench: %s", err);
-            return 1;
-        }
-        /* the run's GPU family line (it picks llama.cpp's tuning rows) and the shim that spoke */
-        bench_table_add_stderr(&table, k ? ROLE_UNLOCKED : guest ? ROLE_STOCK : ROLE_HOST, b);
+        enum bench_role role = k ? ROLE_UNLOCKED : guest ? ROLE_STOCK : ROLE_HOST;
+        /* the run's GPU family line (it picks llama.cpp's tuning rows) and the shim that spoke,
+         * read from its standard error as it comes */
+        int rc = run_to_files(k ? unlocked_args : bench_args, out_name, err_name, roles[k], ++step, steps, NULL, caps_line,
+                              &caps[k]);
+        table.caps[role] = caps[k];
+        table.have_caps[role] = true;
+        if (rc < 0)
+            return incomplete("stopped: the %s run's output could not be written (above)", roles[k]);
+        if (rc != 0 || vzcaps_stop_signal())
+            return incomplete("the %s run failed (%s); its output is in %s", roles[k], steps_done[n_steps_done - 1].result, b);
+        if (bench_table_add_file(&table, role, a, err, sizeof err) != 0)
+            return incomplete("%s", err);
     }
-    if (bench_table_check(&table, err, sizeof err) != 0) {
-        eprintf("vzcaps bench: %s", err);
-        return 1;
-    }
+    if (bench_table_check(&table, err, sizeof err) != 0)
+        return incomplete("%s", err);
 
     /* the output check: CPU reference against the unlocked GPU path, same model and text */
     const char *verdict = "skipped";
@@ -295,20 +425,18 @@ static int bench_main(int argc, char **argv)
     if (do_check) {
         char text_path[1400];
         snprintf(text_path, sizeof text_path, "%s/check-text.txt", outdir);
-        if (out_dir_put(&od, "check-text.txt", vzcaps_check_text, strlen(vzcaps_check_text)) != 0) {
-            eprintf("vzcaps bench: stopped: the output check's text could not be written (above)");
-            return 1;
-        }
+        if (out_dir_put(&od, "check-text.txt", vzcaps_check_text, strlen(vzcaps_check_text)) != 0)
+            return incomplete("stopped: the output check's text could not be written (above)");
         char *ref_args[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "0", NULL};
         char *gpu_cmd[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "99", NULL};
         char *gpu_args[40];
         cli_run_argv(gpu_args, 40, self, &co, gpu_cmd);
-        int rc1 = perplexity_run(ref_args, outdir, "check-reference", "output check, CPU reference", ++step, steps, &ref);
-        int rc2 = perplexity_run(gpu_args, outdir, "check-unlocked", "output check, unlocked GPU", ++step, steps, &unl);
-        if (rc1 < 0 || rc2 < 0) {
-            eprintf("vzcaps bench: stopped: the output check's output could not be written (above)");
-            return 1;
-        }
+        int rc1 = perplexity_run(ref_args, "check-reference", "output check, CPU reference", ++step, steps, &ref);
+        int rc2 = vzcaps_stop_signal() ? 0 : perplexity_run(gpu_args, "check-unlocked", "output check, unlocked GPU", ++step, steps, &unl);
+        if (rc1 < 0 || rc2 < 0)
+            return incomplete("stopped: the output check's output could not be written (above)");
+        if (vzcaps_stop_signal())
+            return incomplete("stopped");
         verdict = rc1 || rc2 ? "error" : ppl_verdict(ref, unl, &rel);
         if (strcmp(verdict, "pass") == 0)
             snprintf(verdict_reason, sizeof verdict_reason, "perplexity %.4f (unlocked GPU) vs %.4f (CPU reference): %.2f %% apart, within %.0f %%",
@@ -321,12 +449,7 @@ static int bench_main(int argc, char **argv)
     }
 
     /* what the Metal backend said in each run */
-    struct metal_caps caps[2];
     bool unlocked_taken = true;
-    for (int k = 0; k < (guest ? 2 : 1); k++) {
-        snprintf(b, sizeof b, "%s/%s.stderr", outdir, roles[k]);
-        metal_caps_read(b, &caps[k]);
-    }
     if (guest && caps[1].found && caps[1].simdgroup_mm != 1)
         unlocked_taken = false;
 
@@ -422,12 +545,17 @@ static int bench_main(int argc, char **argv)
     if (!unlocked_taken)
         fprintf(f, "\n**Warning:** the unlocked run's Metal backend did not report SIMD-group matrix multiply: the unlocked paths were not taken.\n");
     mem_put(&mf, "results.md");
+    if (od.failures) /* nothing is reported as done that was not written */
+        return incomplete("%d of its files could not be written (above)", od.failures);
+    write_summary(o.mode, NULL, verdict, verdict_reason, &table, guest ? unlocked_taken : -1);
     out_dir_sums(&od);
-
-    if (od.failures) { /* nothing is reported as done that was not written */
+    if (od.failures) {
         eprintf("vzcaps bench: the bundle in %s is incomplete: %d of its files could not be written (above)", outdir, od.failures);
         return 1;
     }
+    vzcaps_stop_now(); /* a stop signal that came after the last run: the bundle is complete */
+    if (print_json)
+        return strcmp(verdict, "fail") == 0 || strcmp(verdict, "error") == 0 ? 1 : 0;
     bench_render_text(&table, stdout);
     printf("output check: %s: %s\nbundle: %s\n", verdict, esc(verdict_reason), esc(outdir));
     if (!unlocked_taken)

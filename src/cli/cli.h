@@ -50,22 +50,17 @@ bool installed_file(const char *const *rels, size_t n, char *buf, size_t len);
 /* Matches "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (and *i advanced),
  * 0 when argv[*i] is another option, -1 when the value is missing. */
 int opt_take(int argc, char **argv, int *i, const char *name, const char **value);
+/* A --timeout value: whole seconds, 0 for none (0, or EXIT_USAGE after a usage error). */
+int timeout_opt(const char *cmd, const char *value, unsigned *seconds);
+/* The defaults of --timeout, per child the command runs (stated in help). */
+#define BENCH_TIMEOUT 3600
+#define DOCTOR_TIMEOUT 600
+#define PROBE_TIMEOUT 300
+/* Whether an environment entry stays in a stock child: every entry of ours and every preload
+ * entry leave (probe.c; for vzcaps_child_opts.env_keep). */
+bool cli_stock_entry(const char *entry);
 /* A --family value is a command-line error (2, with usage) when the library would reject it. */
 int check_family_opt(const char *cmd, const char *value);
-/* What a child printed, NUL-terminated. */
-struct cli_buf {
-    char *data;
-    size_t len, cap;
-};
-void cli_buf_free(struct cli_buf *b);
-/* Runs argv with stdin from /dev/null, env entries added to this environment, and its standard
- * output and error captured whole: the wait status, or -1 when it could not be started or the
- * output did not fit in memory. Files are written from the buffers afterwards (safewrite),
- * never by the child. Flags: CLI_CAPTURE_SEARCH looks argv[0] up on PATH; CLI_CAPTURE_STOCK
- * removes every vzcaps variable and the preload variable from the child's environment. */
-#define CLI_CAPTURE_SEARCH 1
-#define CLI_CAPTURE_STOCK 2
-int cli_capture(char *const argv[], char *const env[], int flags, struct cli_buf *out, struct cli_buf *err);
 /* Creates path and its missing parents (0755), as mkdir -p: 0, or -1 with errno set (prepare's;
  * every other command uses safewrite's vzcaps_mkdir_parents). */
 int mkdir_p(const char *path);
@@ -181,7 +176,7 @@ const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *
 
 /* bundle.c: the first-run bundle (doctor --bundle DIR) and its verdict: "WORKS", "PARTIAL",
  * "DOES NOT WORK", "CANNOT TELL" or "NOT ON MACOS", with a one-sentence reason. */
-int doctor_bundle(const char *dir, const char *exe, char **cmd);
+int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout);
 const char *bundle_verdict(bool macos, const char *probe_json, const char *verify_json, char *reason, size_t len);
 /* The hidden child __device-class: the default device's class chain as one JSON object. */
 int child_device_class(void);

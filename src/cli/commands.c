@@ -45,7 +45,8 @@ static const struct opt_spec doctor_opts[] = {
     {"--exe", "PROGRAM", "the executable whose profile to show", NULL},
     VIEW_OPTS,
     {"--json", NULL, "one JSON object instead of the text", NULL},
-    {"--bundle", "DIR", "write the first-run bundle to DIR instead (summary.md with the verdict, SHA256SUMS)", NULL},
+    {"--bundle", "DIR", "write the first-run bundle to DIR instead (summary.md with the verdict, SHA256SUMS) and DIR.tar.gz to attach", NULL},
+    {"--timeout", "SECONDS", "stop a program it runs (its whole process group) that takes longer; 0: no limit", "600"},
     END};
 static const struct opt_spec launchd_opts[] = {
     {"--label", "LABEL", "the job's label (letters, digits, '.', '_' and '-'), not with --list", REQUIRED},
@@ -89,16 +90,20 @@ static const struct opt_spec bench_opts[] = {
     {"--check-output", NULL, "require the output check", "on when llama-perplexity is found"},
     {"--no-check-output", NULL, "skip the output check", NULL},
     {"--llama-perplexity", "PATH", "the llama-perplexity for the output check", "next to llama-bench, else on PATH"},
+    {"--timeout", "SECONDS", "stop a run (its whole process group) that takes longer; 0: no limit", "3600"},
+    {"--json", NULL, "print the bundle's summary.json instead of the table", NULL},
     END};
 static const struct opt_spec probe_opts[] = {
     {"--json", NULL, "one JSON object instead of the table", NULL},
     {"--profile", "PROFILE", "section of the config file for the unlocked child", NULL},
     {"--replay", "STOCK.json UNLOCKED.json", "render two saved child outputs instead of probing", NULL},
+    {"--timeout", "SECONDS", "stop a child (its whole process group) that takes longer; 0: no limit", "300"},
     END};
 static const struct opt_spec verify_opts[] = {
     {"--json", NULL, "one JSON object instead of the table", NULL},
     {"--profile", "PROFILE", "section of the config file for the unlocked children", NULL},
     {"--replay", "RESULT.json", "render a saved result instead of verifying", NULL},
+    {"--timeout", "SECONDS", "stop a child (its whole process group) that takes longer; 0: no limit", "300"},
     END};
 static const struct opt_spec prepare_opts[] = {
     {"--into", "DIR", "where the copy goes", "~/Library/Application Support/vzcaps/prepared"},
@@ -174,8 +179,8 @@ const struct cmd_spec cli_commands[] = {
      "own lines from one run of a Metal program through `vzcaps run` (CMD, or on macOS this command's\n"
      "device probe): what it was configured to do and which device class it hooked, and known\n"
      "pitfalls that apply (quarantined files, arm64e clients). --bundle DIR writes the first-run\n"
-     "bundle to attach to an issue instead, into a new or empty DIR (never through a link); its\n"
-     "summary.md lists every step and its result. With -- CMD ARGS the bundle also runs CMD twice,\n"
+     "bundle instead, into a new or empty DIR (never through a link), and DIR.tar.gz, the one file to\n"
+     "attach to an issue; its summary.md lists every step and its result. With -- CMD ARGS the bundle also runs CMD twice,\n"
      "stock and through `vzcaps run`, and puts their exit statuses, outputs and ggml_metal_device_init:\n"
      "lines side by side. Steps that need macOS are recorded as \"not available on this system\"\n"
      "elsewhere (skipped, not failed).",
@@ -205,9 +210,11 @@ const struct cmd_spec cli_commands[] = {
     {"bench", cmd_bench, "[-- LLAMA_BENCH_ARGS]", ARGS_REST, bench_opts,
      "Runs llama-bench stock and through `vzcaps run` (guest mode) or once stock (host mode) and writes\n"
      "an evidence bundle: the raw JSON and stderr of each run, environment.json, capabilities.json,\n"
-     "check-output.json, results.csv, results.md, chart.svg and SHA256SUMS. The output check compares\n"
-     "perplexity on the CPU with the unlocked GPU; more than 2 % apart is a failure. Arguments after\n"
-     "-- go to every llama-bench run and are recorded.",
+     "check-output.json, results.csv, results.md, chart.svg, summary.json and SHA256SUMS. The output\n"
+     "check compares perplexity on the CPU with the unlocked GPU; more than 2 % apart is a failure.\n"
+     "Arguments after -- go to every llama-bench run and are recorded. Each run's output streams into\n"
+     "its files, at most 16 MiB per stream (noted in summary.json); a run that fails or a stop signal\n"
+     "leaves the bundle marked INCOMPLETE, and the same command replaces it.",
      "0; 1 when a run fails or the output check fails; 2 for a malformed command line.",
      "vzcaps bench -m model.gguf --out evidence -- -t 8 -fa 1",
      GROUP_MEASURE, "benchmark llama-bench stock and unlocked into an evidence bundle", "benchmark perf speed"},

@@ -5,6 +5,7 @@
  * host runs in a guest or on Linux, where the preference has no effect. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
+#include "../common/child.h"
 #include "../macho/inheritsafe.h"
 #include "../macho/macho.h"
 
@@ -23,7 +24,7 @@
 struct library_run {
     bool ran;
     char command[700];   /* as shown */
-    char status[80];     /* "exit 0", "killed by signal 9" */
+    char status[600];    /* "exit 0", "killed by signal 9", with a timeout or a cap */
     int exit_code;       /* -1 when it did not exit */
     char lines[MAX_LINES][700];
     size_t n_lines;
@@ -46,9 +47,14 @@ static void keep_line(struct library_run *lr, const char *line, size_t n)
     lr->n_lines++;
 }
 
+static void keep_line_cb(void *ctx, const char *line, size_t n)
+{
+    keep_line(ctx, line, n);
+}
+
 /* Runs `SELF run [--profile P] [--family F] -- CMD...` with standard output discarded and
- * standard error read line by line. */
-static void library_run(const struct cfg_opts *o, char **cmd, struct library_run *lr)
+ * standard error read line by line as it comes (child.c). */
+static void library_run(const struct cfg_opts *o, char **cmd, struct library_run *lr, unsigned timeout)
 {
     char self[1024];
     self_path(self, sizeof self);
@@ -56,8 +62,7 @@ static void library_run(const struct cfg_opts *o, char **cmd, struct library_run
     while (cmd[n])
         n++;
     char **argv = calloc(n + 10, sizeof *argv);
-    int fds[2];
-    if (!self[0] || !argv || pipe(fds) != 0) {
+    if (!self[0] || !argv) {
         snprintf(lr->skipped, sizeof lr->skipped, "not run: %s", !self[0] ? "this command's own path is unknown" : "out of resources");
         free(argv);
         return;
@@ -65,65 +70,27 @@ static void library_run(const struct cfg_opts *o, char **cmd, struct library_run
     cli_run_argv(argv, n + 10, self, o, cmd);
     for (size_t i = 0; argv[i]; i++)
         vzcaps_appendf(lr->command, sizeof lr->command, "%s%s", i ? " " : "", i == 0 ? "vzcaps" : argv[i]);
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0)
-            dup2(null, 0), dup2(null, 1);
-        dup2(fds[1], 2);
-        close(fds[0]);
-        close(fds[1]);
-        /* the view's other choices reach the run as the variables they stand for */
-        if (o->chip)
-            setenv("VZCAPS_HOST_CHIP", o->chip, 1);
-        if (o->config)
-            setenv("VZCAPS_CONFIG", o->config, 1);
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(fds[1]);
+    /* the view's other choices reach the run as the variables they stand for */
+    char *env[3] = {NULL, NULL, NULL};
+    size_t ne = 0;
+    if (o->chip)
+        env[ne++] = xformat("VZCAPS_HOST_CHIP=%s", o->chip);
+    if (o->config)
+        env[ne++] = xformat("VZCAPS_CONFIG=%s", o->config);
+    static struct vzcaps_lines lines;
+    lines = (struct vzcaps_lines){.line = keep_line_cb, .ctx = lr};
+    struct vzcaps_child_opts co = {.argv = argv, .env_add = env, .err = {vzcaps_lines_write, &lines}, .timeout = timeout};
+    struct vzcaps_child_result r;
+    vzcaps_child_run(&co, &r);
+    vzcaps_lines_end(&lines);
     free(argv);
-    static char buf[1 << 16];
-    size_t have = 0;
-    bool skipping = false; /* inside a line longer than the buffer: drop the rest of it */
-    for (;;) {
-        ssize_t r = read(fds[0], buf + have, sizeof buf - have);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        have += (size_t)r;
-        size_t start = 0;
-        for (size_t i = 0; i < have; i++)
-            if (buf[i] == '\n') {
-                if (!skipping)
-                    keep_line(lr, buf + start, i - start);
-                skipping = false;
-                start = i + 1;
-            }
-        if (start == 0 && have == sizeof buf) { /* one line fills the buffer: keep its start, clipped */
-            if (!skipping)
-                keep_line(lr, buf, have);
-            skipping = true;
-            have = 0;
-        } else {
-            memmove(buf, buf + start, have - start);
-            have -= start;
-        }
-    }
-    if (have && !skipping)
-        keep_line(lr, buf, have);
-    close(fds[0]);
-    int st = 0;
     lr->ran = true;
-    lr->exit_code = -1;
-    if (pid < 0 || waitpid(pid, &st, 0) != pid)
-        snprintf(lr->status, sizeof lr->status, "could not be started");
-    else if (WIFEXITED(st))
-        lr->exit_code = WEXITSTATUS(st), snprintf(lr->status, sizeof lr->status, "exit %d", WEXITSTATUS(st));
-    else if (WIFSIGNALED(st))
-        snprintf(lr->status, sizeof lr->status, "killed by signal %d", WTERMSIG(st));
+    lr->exit_code = r.status != -1 && WIFEXITED(r.status) ? WEXITSTATUS(r.status) : -1;
+    char *d = vzcaps_child_describe(&r, timeout, 0);
+    snprintf(lr->status, sizeof lr->status, "%s", d ? d : "?");
+    free(d);
+    for (size_t i = 0; i < ne; i++)
+        free(env[i]);
 }
 
 /* One line about a quarantined file (its mark described, what it does, the command that
@@ -195,6 +162,29 @@ int cmd_doctor(int argc, char **argv)
     bool json = false;
     struct cfg_opts o = {0};
     const char *bundle = NULL;
+    /* --timeout SECONDS is doctor's own; the other options are the view's (view_args) */
+    unsigned timeout = DOCTOR_TIMEOUT;
+    static char **args; /* lives as long as the command */
+    args = calloc((size_t)argc + 1, sizeof *args);
+    int nargs = 0;
+    if (!args) {
+        eprintf("vzcaps doctor: out of memory");
+        return 1;
+    }
+    for (int i = 0; i < argc; i++) {
+        const char *v = NULL;
+        int t = i > 0 ? opt_take(argc, argv, &i, "--timeout", &v) : 0;
+        if (t < 0)
+            return usage_error("doctor", "--timeout needs a value");
+        if (t > 0 && timeout_opt("doctor", v, &timeout) != 0)
+            return EXIT_USAGE;
+        if (t == 0)
+            args[nargs++] = argv[i];
+        if (strcmp(argv[i], "--") == 0) /* the rest is the command's */
+            for (i++; i < argc; i++)
+                args[nargs++] = argv[i];
+    }
+    argc = nargs, argv = args;
     int bad = view_args("doctor", argc, argv, &o, &json, "--bundle", &bundle);
     if (bad)
         return bad;
@@ -207,7 +197,7 @@ int cmd_doctor(int argc, char **argv)
     if (cmd && !*cmd)
         return usage_error("doctor", "no command after --");
     if (bundle)
-        return doctor_bundle(bundle, o.exe, cmd);
+        return doctor_bundle(bundle, o.exe, cmd, timeout);
     struct machine m;
     machine_facts(&m);
     char library[1100], tried[2400], archs[128] = "", arch_err[256] = "";
@@ -228,9 +218,9 @@ int cmd_doctor(int argc, char **argv)
     if (!have_lib)
         snprintf(lr.skipped, sizeof lr.skipped, "not run: no library");
     else if (cmd)
-        library_run(&o, cmd, &lr);
+        library_run(&o, cmd, &lr, timeout);
     else if (platform_is_macos && self[0])
-        library_run(&o, own_probe, &lr);
+        library_run(&o, own_probe, &lr, timeout);
     else
         snprintf(lr.skipped, sizeof lr.skipped, "not run: no Metal device on Linux (vzcaps doctor -- PROGRAM runs one with the library)");
     bool lib_arm64e = have_lib && library_has_arch(library, "arm64e");

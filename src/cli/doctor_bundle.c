@@ -4,6 +4,8 @@
  * writes anywhere but a new or empty DIR (safewrite); hides a file or step that failed. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
+#include "../common/child.h"
+#include "../common/scrub.h"
 #include "../common/sha256.h"
 #include "../data/jsonread.h"
 #include "../device/metal.h"
@@ -190,10 +192,6 @@ static char *newest_crash_report(const char *dir, const char *prog)
     return out;
 }
 
-/* ---- writing the bundle ---- */
-
-static struct out_dir od; /* the bundle's directory and what was written into it */
-
 /* ---- no personal data ---- */
 
 /* The home directory in every form a step may print it: as set, resolved (HOME may be a link),
@@ -275,66 +273,89 @@ static void collect_needles(void)
     qsort(needles, n_needles, sizeof needles[0], longest_first);
 }
 
-static const char *find_bytes(const char *hay, size_t n, const char *needle, size_t nl)
+/* ---- the files of a step, written as the step runs ---- */
+
+static struct out_dir od; /* the bundle's directory and what was written into it */
+
+/* One file of the bundle fed as it comes, scrubbed first (personal data never reaches the
+ * disk); begun at its first byte unless always. */
+struct bundle_file {
+    const char *name;
+    bool always, begun, failed;
+    struct out_stream out;
+    struct vzcaps_scrub sc;
+};
+
+static void to_out(void *ctx, const char *data, size_t len)
 {
-    for (size_t i = 0; nl <= n && i <= n - nl; i++)
-        if (hay[i] == needle[0] && memcmp(hay + i, needle, nl) == 0)
-            return hay + i;
-    return NULL;
+    out_stream_write(ctx, data, len);
 }
 
-/* data with every needle replaced by ~ (NUL bytes in data do not stop the search); heap. */
-static char *scrubbed(const char *data, size_t len, size_t *out_len)
+static int bf_write(void *ctx, const char *data, size_t len)
 {
-    char *cur = malloc(len + 1);
-    if (!cur)
-        return NULL;
-    memcpy(cur, data, len);
-    cur[len] = '\0';
-    for (size_t k = 0; k < n_needles; k++) {
-        size_t nl = strlen(needles[k]);
-        const char *hit = find_bytes(cur, len, needles[k], nl);
-        if (!hit)
-            continue;
-        char *next = malloc(len + 1), *w = next; /* "~" is never longer than a needle */
-        if (!next) {
-            free(cur);
-            return NULL;
+    struct bundle_file *f = ctx;
+    if (f->failed)
+        return -1;
+    if (!f->begun) {
+        f->begun = true;
+        vzcaps_scrub_init(&f->sc, needles, n_needles, to_out, &f->out);
+        if (out_dir_begin(&od, &f->out, f->name) != 0) {
+            f->failed = true;
+            return -1;
         }
-        const char *p = cur, *end = cur + len;
-        while ((hit = find_bytes(p, (size_t)(end - p), needles[k], nl))) {
-            memcpy(w, p, (size_t)(hit - p)), w += hit - p;
-            *w++ = '~';
-            p = hit + nl;
-        }
-        memcpy(w, p, (size_t)(end - p)), w += end - p;
-        *w = '\0';
-        len = (size_t)(w - next);
-        free(cur);
-        cur = next;
     }
-    *out_len = len;
-    return cur;
+    if (vzcaps_scrub_add(&f->sc, data, len) != 0) {
+        eprintf("vzcaps doctor: %s/%s: out of memory", od.path, f->name);
+        out_stream_abort(&f->out);
+        od.failures++;
+        f->failed = true;
+        return -1;
+    }
+    return 0;
 }
 
-/* Writes one file of the bundle, scrubbed first (personal data never reaches the disk); a
- * failure is named and counted (out_dir_put). */
+static void bf_end(struct bundle_file *f)
+{
+    if (!f->begun && f->always)
+        bf_write(f, "", 0);
+    if (f->begun && !f->failed) {
+        vzcaps_scrub_end(&f->sc);
+        out_dir_end(&f->out);
+    }
+    free(f->sc.buf);
+    f->sc.buf = NULL;
+}
+
+/* Writes one whole file of the bundle, scrubbed (a failure is named and counted). */
 static void put_file(const char *name, const char *data, size_t len)
 {
-    size_t n;
-    char *clean = scrubbed(data, len, &n);
-    if (!clean) {
-        eprintf("vzcaps doctor: %s/%s: out of memory", od.path, name);
-        od.failures++;
-        return;
-    }
-    out_dir_put(&od, name, clean, n);
-    free(clean);
+    struct bundle_file f = {.name = name, .always = true};
+    bf_write(&f, data, len);
+    bf_end(&f);
 }
 
 static void put_text(const char *name, const char *text)
 {
     put_file(name, text, strlen(text));
+}
+
+/* What one stream of a step feeds: its file, its kept lines, its head (each optional). */
+struct feed {
+    struct bundle_file *file;
+    struct vzcaps_lines lines;
+    struct vzcaps_head *head;
+};
+
+static int feed_write(void *ctx, const char *data, size_t len)
+{
+    struct feed *f = ctx;
+    if (f->lines.line)
+        vzcaps_lines_write(&f->lines, data, len);
+    if (f->head)
+        vzcaps_head_add(f->head, data, len);
+    if (f->file)
+        bf_write(f->file, data, len);
+    return 0;
 }
 
 /* ---- steps ---- */
@@ -348,6 +369,7 @@ struct step {
 };
 static struct step steps[48];
 static size_t n_steps;
+static unsigned timeout_s = DOCTOR_TIMEOUT;
 
 static void record(const char *file, const char *what, enum step_state state, char *result)
 {
@@ -357,50 +379,54 @@ static void record(const char *file, const char *what, enum step_state state, ch
         free(result);
 }
 
-static char *status_text(int st)
+#define MERGE_STDERR 0x100 /* run_step: standard error into FILE too (interleaved as it comes) */
+#define ERR_ONLY 0x200     /* run_step: standard error alone into FILE, standard output discarded */
+#define STOCK 0x400        /* run_step: without the library (no vzcaps variable, no preload entry) */
+#define SEARCH 0x800       /* run_step: argv[0] looked up on PATH */
+
+/* What a caller wants of a step besides its files: the lines of standard error that start with
+ * a prefix, the first bytes of standard output. */
+struct step_keep {
+    struct vzcaps_line_keep *err_lines[2]; /* each optional */
+    struct vzcaps_head *out_head;
+};
+
+static void keep_lines_of(void *ctx, const char *line, size_t len)
 {
-    if (st == -1)
-        return xformat("could not be started");
-    if (WIFEXITED(st))
-        return xformat("exit %d", WEXITSTATUS(st));
-    if (WIFSIGNALED(st))
-        return xformat("killed by signal %d", WTERMSIG(st));
-    return xformat("status %d", st);
+    const struct step_keep *k = ctx;
+    for (int i = 0; i < 2; i++)
+        if (k->err_lines[i])
+            vzcaps_keep_line(k->err_lines[i], line, len);
 }
 
-#define MERGE_STDERR 0x100 /* run_step: standard error into FILE too, after the output */
-
-/* Runs argv, its output into FILE and what it printed on standard error into FILE.stderr (when
- * it printed anything); records the step. The wait status; *out gets the output when asked. */
+/* Runs argv, its output streamed into FILE and what it printed on standard error into
+ * FILE.stderr (when it printed anything); records the step with its result (a timeout, a cap,
+ * processes it left). The wait status, -1 when it could not be started. */
 static int run_step(const char *file, const char *what, char *const argv[], char *const env[], int flags,
-                    struct cli_buf *keep_out, struct cli_buf *keep_err)
+                    const struct step_keep *keep)
 {
-    struct cli_buf out = {0}, err = {0};
-    int st = cli_capture(argv, env, flags & ~MERGE_STDERR, &out, &err);
-    if (flags & MERGE_STDERR) { /* tools that report on standard error (codesign -d): one file */
-        char *both = xformat("%s%s", out.data ? out.data : "", err.data ? err.data : "");
-        put_text(file, both);
-        free(both);
-        cli_buf_free(&err);
-    } else {
-        put_file(file, out.data ? out.data : "", out.len);
-    }
-    if (err.len) {
-        char *name = xformat("%s.stderr", file);
-        put_file(name, err.data, err.len);
-        free(name);
-    }
-    bool ok = st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    record(file, what, ok ? STEP_OK : STEP_FAILED, status_text(st));
-    if (keep_out)
-        *keep_out = out;
-    else
-        cli_buf_free(&out);
-    if (keep_err)
-        *keep_err = err;
-    else
-        cli_buf_free(&err);
-    return st;
+    if (vzcaps_stop_signal()) /* stopping: no new step starts */
+        return -1;
+    char *err_name = xformat("%s.stderr", file);
+    struct bundle_file out = {.name = file, .always = true}, err = {.name = err_name};
+    struct feed fo = {.file = flags & ERR_ONLY ? NULL : &out, .head = keep ? keep->out_head : NULL};
+    struct feed fe = {.file = flags & (MERGE_STDERR | ERR_ONLY) ? &out : &err};
+    static struct vzcaps_lines no_lines;
+    fe.lines = no_lines;
+    if (keep && (keep->err_lines[0] || keep->err_lines[1]))
+        fe.lines.line = keep_lines_of, fe.lines.ctx = (void *)keep;
+    struct vzcaps_child_opts co = {.argv = argv, .search = flags & SEARCH, .env_keep = flags & STOCK ? cli_stock_entry : NULL,
+                                   .env_add = env, .out = {feed_write, &fo}, .err = {feed_write, &fe}, .timeout = timeout_s};
+    struct vzcaps_child_result r;
+    vzcaps_child_run(&co, &r);
+    if (fe.lines.line)
+        vzcaps_lines_end(&fe.lines);
+    bf_end(&out);
+    bf_end(&err);
+    free(err_name);
+    bool ok = r.status != -1 && WIFEXITED(r.status) && WEXITSTATUS(r.status) == 0 && !r.timed_out && !r.stopped_by;
+    record(file, what, ok ? STEP_OK : STEP_FAILED, vzcaps_child_describe(&r, timeout_s, 0));
+    return r.status;
 }
 
 /* A step this system cannot run: its file says so, and it counts as skipped, not failed. */
@@ -408,34 +434,6 @@ static void skip_step(const char *file, const char *what, const char *content)
 {
     put_text(file, content ? content : "not available on this system (this step needs macOS)\n");
     record(file, what, STEP_SKIPPED, xformat("not available on this system"));
-}
-
-static void mac_step(const char *file, const char *what, char *const argv[])
-{
-    if (platform_is_macos)
-        run_step(file, what, argv, NULL, 0, NULL, NULL);
-    else
-        skip_step(file, what, NULL);
-}
-
-/* The lines of text that start with prefix (after blanks), each once, or "" (heap). */
-static char *lines_with(const char *text, const char *prefix)
-{
-    char *acc = xformat("%s", "");
-    for (const char *p = text; p && *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        const char *q = p;
-        while (q < p + n && (*q == ' ' || *q == '\t'))
-            q++;
-        if ((size_t)(p + n - q) >= strlen(prefix) && strncmp(q, prefix, strlen(prefix)) == 0) {
-            char *more = xformat("%s%.*s\n", acc, (int)n, p);
-            free(acc);
-            acc = more;
-        }
-        p = nl ? nl + 1 : p + n;
-    }
-    return acc;
 }
 
 /* Markdown table cell text: one line, | and markup escaped, clipped (and saying so). */
@@ -480,11 +478,22 @@ static char *workload_section(char *self, char **cmd)
     for (char **a = cmd; *a; a++)
         argv_run[n++] = *a;
     argv_run[n] = NULL;
-    struct cli_buf so = {0}, se = {0}, vo = {0}, ve = {0};
-    int s_st = run_step("workload-stock.txt", "the command, stock", cmd, NULL, CLI_CAPTURE_SEARCH | CLI_CAPTURE_STOCK, &so, &se);
-    int v_st = run_step("workload-vzcaps.txt", "the command through vzcaps run", argv_run, NULL, 0, &vo, &ve);
-    char *s_res = status_text(s_st), *v_res = status_text(v_st);
     const char *const marks[] = {"ggml_metal_device_init:", "vzcaps:"};
+    static struct vzcaps_line_keep kept[2][2]; /* [stock, through vzcaps run][mark] */
+    struct vzcaps_head out_head[2] = {{.limit = 401}, {.limit = 401}};
+    char *res[2] = {NULL, NULL};
+    for (int r = 0; r < 2; r++) {
+        kept[r][0] = (struct vzcaps_line_keep){.prefix = marks[0]};
+        kept[r][1] = (struct vzcaps_line_keep){.prefix = marks[1]};
+        struct step_keep keep = {.err_lines = {&kept[r][0], &kept[r][1]}, .out_head = &out_head[r]};
+        size_t before = n_steps;
+        if (r == 0)
+            run_step("workload-stock.txt", "the command, stock", cmd, NULL, SEARCH | STOCK, &keep);
+        else
+            run_step("workload-vzcaps.txt", "the command through vzcaps run", argv_run, NULL, 0, &keep);
+        res[r] = xformat("%s", n_steps > before ? steps[n_steps - 1].result : "not run (stopped)");
+    }
+    char *s_res = res[0], *v_res = res[1];
     char *shown = xformat("%s", "");
     for (char **a = cmd; *a; a++) {
         char *more = xformat("%s%s%s", shown, a == cmd ? "" : " ", *a);
@@ -496,20 +505,20 @@ static char *workload_section(char *self, char **cmd)
                        "| exit status | %s | %s |\n", c_cmd, s_res, v_res);
     free(c_cmd);
     for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
-        char *sl = lines_with(se.data, marks[k]), *vl = lines_with(ve.data, marks[k]);
+        char *sl = vzcaps_kept_text(&kept[0][k], "workload-stock.txt.stderr"), *vl = vzcaps_kept_text(&kept[1][k], "workload-vzcaps.txt.stderr");
         char *a = cell(*sl ? sl : "(none)"), *b = cell(*vl ? vl : "(none)");
         char *more = xformat("%s| `%s` lines | %s | %s |\n", md, marks[k], a, b);
         free(md);
         md = more;
         free(a), free(b), free(sl), free(vl);
     }
-    char *a = cell(so.len ? so.data : "(none)"), *b = cell(vo.len ? vo.data : "(none)");
+    char *a = cell(out_head[0].len ? out_head[0].data : "(none)"), *b = cell(out_head[1].len ? out_head[1].data : "(none)");
     char *more = xformat("%s| standard output | %s | %s |\n\nThe whole outputs: workload-stock.txt and workload-vzcaps.txt "
                          "(standard error in *.stderr).\n", md, a, b);
     free(md), free(a), free(b);
     md = more;
     free(shown), free(s_res), free(v_res), free(argv_run);
-    cli_buf_free(&so), cli_buf_free(&se), cli_buf_free(&vo), cli_buf_free(&ve);
+    vzcaps_head_free(&out_head[0]), vzcaps_head_free(&out_head[1]);
     return md;
 }
 
@@ -542,11 +551,13 @@ static void bundle_reset(void)
     n_steps = 0;
 }
 
-int doctor_bundle(const char *dir, const char *exe, char **cmd)
+int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout)
 {
     bundle_reset();
+    timeout_s = timeout;
     if (out_dir_open(&od, "doctor", dir) != 0)
         return 1;
+    vzcaps_stop_defer(); /* a stop signal ends the running step; the bundle is then finished as incomplete */
     collect_needles();
     char self[4096], library[4096], tried[2400];
     self_path(self, sizeof self);
@@ -554,11 +565,14 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
     char *e = (char *)(exe ? exe : "probe");
 
     char *sw[] = {"/usr/bin/sw_vers", NULL};
-    mac_step("sw_vers.txt", "macOS version", sw);
+    if (platform_is_macos)
+        run_step("sw_vers.txt", "macOS version", sw, NULL, 0, NULL);
+    else
+        skip_step("sw_vers.txt", "macOS version", NULL);
     char *doctor[] = {self, "doctor", "--json", "--exe", e, NULL};
-    run_step("doctor.json", "vzcaps doctor --json", doctor, NULL, 0, NULL, NULL);
+    run_step("doctor.json", "vzcaps doctor --json", doctor, NULL, 0, NULL);
     char *check[] = {self, "check", "--json", "--exe", e, NULL};
-    run_step("check.json", "vzcaps check --json", check, NULL, 0, NULL, NULL);
+    run_step("check.json", "vzcaps check --json", check, NULL, 0, NULL);
 
     char cmd_hash[65] = "", lib_hash[65] = "";
     sha256_file_hex(self, cmd_hash);
@@ -571,39 +585,38 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
     char *inspect_cmd[] = {self, "inspect", "--json", "--", self, NULL};
     const char *not_macho = "null\n"; /* elsewhere the two are not Mach-O files: nothing to inspect */
     if (platform_is_macos)
-        run_step("inspect-command.json", "vzcaps inspect of the command", inspect_cmd, NULL, 0, NULL, NULL);
+        run_step("inspect-command.json", "vzcaps inspect of the command", inspect_cmd, NULL, 0, NULL);
     else
         skip_step("inspect-command.json", "vzcaps inspect of the command", not_macho);
     if (have_lib && !platform_is_macos) {
         skip_step("inspect-library.json", "vzcaps inspect of the library", not_macho);
     } else if (have_lib) {
         char *inspect_lib[] = {self, "inspect", "--json", "--", library, NULL};
-        run_step("inspect-library.json", "vzcaps inspect of the library", inspect_lib, NULL, 0, NULL, NULL);
+        run_step("inspect-library.json", "vzcaps inspect of the library", inspect_lib, NULL, 0, NULL);
     } else {
         put_text("inspect-library.json", "null\n");
         record("inspect-library.json", "vzcaps inspect of the library", STEP_FAILED, xformat("library not found"));
     }
 
-    struct cli_buf probe_out = {0}, probe_err = {0}, verify_out = {0};
+    /* the verdict reads the two JSON outputs: kept up to 4 MiB each (a longer one is not theirs) */
+    struct vzcaps_head probe_out = {.limit = 4u << 20}, verify_out = {.limit = 4u << 20};
     if (platform_is_macos) {
         char *probe[] = {self, "probe", "--json", NULL}, *verify[] = {self, "verify", "--json", NULL};
-        run_step("probe.json", "vzcaps probe --json", probe, NULL, 0, &probe_out, &probe_err);
-        char *log = lines_with(probe_err.data, "vzcaps:");
+        struct vzcaps_line_keep lib_lines = {.prefix = "vzcaps:"};
+        struct step_keep probe_keep = {.err_lines = {&lib_lines, NULL}, .out_head = &probe_out};
+        run_step("probe.json", "vzcaps probe --json", probe, NULL, 0, &probe_keep);
+        char *log = vzcaps_kept_text(&lib_lines, "probe.json.stderr");
         put_text("library-log.txt", *log ? log : "(the library printed no line)\n");
         free(log);
-        run_step("verify.json", "vzcaps verify --json", verify, NULL, 0, &verify_out, NULL);
+        struct step_keep verify_keep = {.out_head = &verify_out};
+        run_step("verify.json", "vzcaps verify --json", verify, NULL, 0, &verify_keep);
         /* one injected child, with dyld saying what it interposed and loaded (on standard error) */
         char *trace[] = {self, "run", "--", self, "__probe-child", NULL};
         char *trace_env[] = {"DYLD_PRINT_INTERPOSING=1", "DYLD_PRINT_LIBRARIES=1", NULL};
-        struct cli_buf t_out = {0}, t_err = {0};
-        int st = cli_capture(trace, trace_env, 0, &t_out, &t_err);
-        put_file("dyld-trace.txt", t_err.data ? t_err.data : "", t_err.len);
-        record("dyld-trace.txt", "an injected child under DYLD_PRINT_*", st != -1 && WIFEXITED(st) && !WEXITSTATUS(st) ? STEP_OK : STEP_FAILED,
-               status_text(st));
-        cli_buf_free(&t_out), cli_buf_free(&t_err);
+        run_step("dyld-trace.txt", "an injected child under DYLD_PRINT_*", trace, trace_env, ERR_ONLY, NULL);
         char *log_show[] = {"/usr/bin/log", "show", "--last", "15m", "--style", "compact", "--predicate",
                             "eventMessage BEGINSWITH \"vzcaps:\"", NULL};
-        run_step("unified-log.txt", "the unified log's vzcaps: lines", log_show, NULL, 0, NULL, NULL);
+        run_step("unified-log.txt", "the unified log's vzcaps: lines", log_show, NULL, 0, NULL);
     } else {
         skip_step("probe.json", "vzcaps probe --json", "null\n");
         skip_step("library-log.txt", "the library's lines during the probe", NULL);
@@ -616,7 +629,7 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
     char *classes[] = {self, "__device-class", NULL};
     if (platform_is_macos)
         run_step("device-class.json", "the device's class, superclasses, initGPUFamilySupport (stock)", classes, NULL,
-                 CLI_CAPTURE_STOCK, NULL, NULL);
+                 STOCK, NULL);
     else
         skip_step("device-class.json", "the device's class, superclasses, initGPUFamilySupport (stock)", "null\n");
     char *csrutil[] = {"/usr/bin/csrutil", "status", NULL};
@@ -644,7 +657,7 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
             put_text(mac[i].file, "library not found\n");
             record(mac[i].file, mac[i].what, STEP_FAILED, xformat("library not found"));
         } else
-            run_step(mac[i].file, mac[i].what, mac[i].argv, NULL, MERGE_STDERR, NULL, NULL);
+            run_step(mac[i].file, mac[i].what, mac[i].argv, NULL, MERGE_STDERR, NULL);
     }
     char *workload = cmd && *cmd ? workload_section(self, cmd) : xformat("%s", "");
     /* crash reports of the workload and of vzcaps (whose children probe and verify) */
@@ -664,10 +677,12 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
     free(reports_dir);
 
     char reason[600];
-    const char *verdict = bundle_verdict(platform_is_macos, probe_out.data, verify_out.data, reason, sizeof reason);
+    bool whole = probe_out.total == probe_out.len && verify_out.total == verify_out.len;
+    const char *verdict = bundle_verdict(platform_is_macos, whole ? probe_out.data : NULL, whole ? verify_out.data : NULL, reason,
+                                         sizeof reason);
     char device[400];
-    probe_device_describe(probe_out.data, device, sizeof device);
-    cli_buf_free(&probe_out), cli_buf_free(&probe_err), cli_buf_free(&verify_out);
+    probe_device_describe(whole ? probe_out.data : NULL, device, sizeof device);
+    vzcaps_head_free(&probe_out), vzcaps_head_free(&verify_out);
     size_t ran = 0, failed = 0, skipped = 0;
     char *table = xformat("%s", "| file | step | result |\n| --- | --- | --- |\n");
     for (size_t i = 0; i < n_steps; i++) {
@@ -680,18 +695,32 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
         table = more;
     }
     /* the summary is the last file but SHA256SUMS: what could not be written so far is in it */
-    int failures_before = od.failures;
+    int failures_before = od.failures, stop = vzcaps_stop_signal();
+    char *dir_name = vzcaps_dir_name(dir);
+    const char *base = dir_name ? vzcaps_basename(dir_name) : "";
+    if (dir_name && (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)) { /* "." names no file beside it */
+        free(dir_name);
+        dir_name = realpath(dir, NULL);
+    }
+    if (dir_name && strcmp(dir_name, "/") == 0)
+        free(dir_name), dir_name = NULL;
+    char *archive = dir_name ? xformat("%s.tar.gz", dir_name) : NULL;
+    const char *top = dir_name ? vzcaps_basename(dir_name) : "bundle";
+    char *stopped = stop ? xformat("INCOMPLETE: vzcaps doctor was stopped by signal %d before its steps were done (the steps "
+                                   "below ran); running the same command into this directory again replaces this bundle.\n\n", stop)
+                         : xformat("%s", "");
     char *summary = xformat(
-        "%s: %s.\n\n"
-        "vzcaps %s first-run bundle. Attach the whole directory to an issue; it holds no environment, user or host\n"
-        "names, and the home directory is written as ~.\n\n"
+        "%s%s: %s.\n\n"
+        "vzcaps %s first-run bundle. Attach %s.tar.gz (this directory as one file, written beside it) to an issue in\n"
+        "the repository you got vzcaps from; it holds no environment, user or host names, and the home directory\n"
+        "is written as ~.\n\n"
         "Steps: %zu ran, %zu failed, %zu skipped (not available on this system). Files: %d could not be written%s.\n\n"
         "Device (MTLDevice name and architecture.name, from probe.json): %s.\n\n"
         "%s%s\n%s\n"
         "Verdicts: WORKS (answers changed as asked and every unlocked check computed correct results), PARTIAL\n"
         "(answers changed, but a check failed or did not run), DOES NOT WORK (nothing changed, or something\n"
         "changed that was not asked for), CANNOT TELL (the device could not be read), NOT ON MACOS.\n",
-        verdict, reason, VZCAPS_VERSION, ran, failed, skipped, failures_before,
+        stopped, verdict, reason, VZCAPS_VERSION, top, ran, failed, skipped, failures_before,
         failures_before ? " (they are missing from SHA256SUMS; see the messages of vzcaps doctor)" : "", device, table, workload,
         files_table);
     put_text("summary.md", summary);
@@ -700,17 +729,42 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd)
     free(table);
     free(workload);
 
+    free(stopped);
+    if (stop) { /* complete what is there: INCOMPLETE and SHA256SUMS; no archive of it */
+        char *why = xformat("stopped by signal %d before its steps were done", stop);
+        out_dir_incomplete(&od, why);
+        free(why);
+        out_dir_close(&od);
+        eprintf("vzcaps doctor: stopped by signal %d: the bundle in %s is incomplete (summary.md, INCOMPLETE); running the same "
+                "command again replaces it", stop, dir);
+        free(dir_name), free(archive);
+        bundle_reset();
+        vzcaps_stop_now();
+        return 1;
+    }
     out_dir_sums(&od);
+    /* the one file to attach: the bundle as a reproducible archive beside it */
     int files = od.failures;
+    bool archived = !files && archive && out_dir_archive(&od, archive, top) == 0; /* of a whole bundle only */
     size_t wrote = od.n;
     out_dir_close(&od);
     bundle_reset();
     if (files || failed) {
         eprintf("vzcaps doctor: the bundle in %s is incomplete: %d of its files could not be written (above), %zu of its steps "
                 "failed %s", dir, files, failed, summary_written ? "(see summary.md)" : "(summary.md could not be written either)");
+        if (archived)
+            printf("attach %s to an issue in the repository you got vzcaps from\n", esc(archive));
+        free(dir_name), free(archive);
         return 1;
     }
-    printf("%s: %s.\nwrote %s (summary.md, SHA256SUMS and %zu more files; %zu steps ran, %zu skipped: not available on this system)\n",
-           verdict, reason, esc(dir), wrote - 2, ran, skipped);
+    if (!archived) {
+        eprintf("vzcaps doctor: the bundle in %s is complete, but the archive to attach could not be written (above)", dir);
+        free(dir_name), free(archive);
+        return 1;
+    }
+    printf("%s: %s.\nwrote %s (summary.md, SHA256SUMS and %zu more files; %zu steps ran, %zu skipped: not available on this system)\n"
+           "attach %s to an issue in the repository you got vzcaps from\n",
+           verdict, reason, esc(dir), wrote - 2, ran, skipped, esc(archive));
+    free(dir_name), free(archive);
     return 0;
 }

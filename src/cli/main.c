@@ -4,6 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cli.h"
 #include "commands.h"
+#include "../common/child.h"
 #include "../common/safewrite.h"
 
 #include <errno.h>
@@ -66,6 +67,7 @@ static int dispatch(int argc, char **argv)
 int main(int argc, char **argv)
 {
     vzcaps_guard_std_fds();
+    vzcaps_stop_install(); /* a stop signal removes every temporary and stops a child's group */
     /* started as NAME through a shim directory's link: the real NAME, through vzcaps run */
     int rc = argc > 0 && shim_is_started_as(argv[0]) ? shim_main(argc, argv) : dispatch(argc, argv);
     /* standard output is a file too: a failed write of it fails the command */

@@ -121,6 +121,15 @@ int opt_take(int argc, char **argv, int *i, const char *name, const char **value
     return 1;
 }
 
+int timeout_opt(const char *cmd, const char *value, unsigned *seconds)
+{
+    uint64_t v;
+    if (vzcaps_parse_u64(value, &v) != 0 || v > 604800)
+        return usage_error(cmd, "--timeout takes whole seconds from 0 (none) to 604800 (a week), not \"%s\"", value);
+    *seconds = (unsigned)v;
+    return 0;
+}
+
 int check_family_opt(const char *cmd, const char *value)
 {
     struct vzcaps_settings s;
@@ -201,6 +210,7 @@ enum value_kind cli_value_kind(const char *m)
         {"PROFILE", VALUE_PROFILE}, {"BRAND", VALUE_CHIP},  {"PROGRAM", VALUE_PROGRAM}, {"CMD", VALUE_PROGRAM}, {"NAME", VALUE_PROGRAM},
         {"FILE", VALUE_FILE},       {"PATH", VALUE_FILE},   {"MODEL", VALUE_FILE},      {"BUNDLE_DIR", VALUE_FILE},
         {"DIR", VALUE_DIR},         {"COMMAND", VALUE_COMMAND}, {"N", VALUE_NONE},      {"LABEL", VALUE_NONE},
+        {"SECONDS", VALUE_NONE},
     };
     if (!m)
         return VALUE_NONE;

@@ -2,6 +2,7 @@
  * stock and with the library, and report side by side. The children are this command
  * (hidden subcommands), so the library is injected exactly as `vzcaps run` injects it. */
 #define _XOPEN_SOURCE 700
+#include "../common/child.h"
 #include "../common/safewrite.h"
 #include "cli.h"
 #include "../device/metal.h"
@@ -24,43 +25,72 @@ static int needs_macos(const char *cmd)
     return EXIT_NEEDS_MACOS;
 }
 
-/* Runs argv and returns its stdout (static buffer) or NULL; *status receives its wait
+bool cli_stock_entry(const char *entry)
+{
+    size_t pl = strlen(preload_var);
+    return !vzcaps_env_is_ours(entry) && !(strncmp(entry, preload_var, pl) == 0 && entry[pl] == '=');
+}
+
+static unsigned timeout_s = PROBE_TIMEOUT;
+
+/* A child's standard output, up to CAPTURE_MAX bytes (a longer one is not a child of ours). */
+#define CAPTURE_MAX (4u << 20)
+struct capture_buf {
+    char *data;
+    size_t len;
+    bool over;
+};
+
+static int capture_sink(void *ctx, const char *p, size_t n)
+{
+    struct capture_buf *c = ctx;
+    if (c->over || c->len + n > CAPTURE_MAX) {
+        c->over = true;
+        return -1;
+    }
+    char *d = realloc(c->data, c->len + n + 1);
+    if (!d)
+        return -1;
+    memcpy(d + c->len, p, n);
+    c->data = d, c->len += n;
+    d[c->len] = '\0';
+    return 0;
+}
+
+/* A child's standard error goes on to ours as it comes, as when it was inherited. */
+static int to_stderr(void *ctx, const char *p, size_t n)
+{
+    (void)ctx;
+    while (n) {
+        ssize_t w = write(2, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Runs argv (child.c: its own process group, --timeout) and returns its standard output (valid
+ * until the next call) or NULL when it printed nothing or too much; *status receives its wait
  * status when not NULL. stock: without the library. */
 static char *capture_status(char **argv, bool stock, int *status)
 {
-    static char out[1 << 16];
-    int fds[2];
-    if (pipe(fds) != 0)
-        return NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fds[1], 1);
-        close(fds[0]);
-        close(fds[1]);
-        if (stock) { /* every entry of ours and every preload entry leaves, whatever its length */
-            size_t w = 0, pl = strlen(preload_var);
-            for (size_t r = 0; environ[r]; r++)
-                if (!vzcaps_env_is_ours(environ[r]) && !(strncmp(environ[r], preload_var, pl) == 0 && environ[r][pl] == '='))
-                    environ[w++] = environ[r];
-            environ[w] = NULL;
-        }
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    close(fds[1]);
-    size_t n = 0;
-    ssize_t r;
-    while ((r = read(fds[0], out + n, sizeof out - 1 - n)) > 0)
-        n += (size_t)r;
-    close(fds[0]);
-    out[n] = '\0';
-    int st = 0;
-    if (pid < 0 || waitpid(pid, &st, 0) != pid)
-        st = -1;
+    static struct capture_buf c;
+    free(c.data);
+    c = (struct capture_buf){0};
+    struct vzcaps_child_opts co = {.argv = argv, .env_keep = stock ? cli_stock_entry : NULL, .out = {capture_sink, &c},
+                                   .err = {to_stderr, NULL}, .timeout = timeout_s};
+    struct vzcaps_child_result r;
+    vzcaps_child_run(&co, &r);
+    if (r.timed_out)
+        eprintf("vzcaps: %s: stopped after %u s (--timeout)", argv[0], timeout_s);
+    if (c.over)
+        eprintf("vzcaps: %s: printed more than %u MiB: not used", argv[0], CAPTURE_MAX >> 20);
     if (status)
-        *status = st;
-    return n ? out : NULL;
+        *status = r.status;
+    return c.len && !c.over ? c.data : NULL;
 }
 
 static char *capture(char **argv, bool stock)
@@ -83,6 +113,14 @@ static int parse_common(const char *cmd, int argc, char **argv, struct common_op
         if ((t = opt_take(argc, argv, &i, "--profile", &o->profile))) {
             if (t < 0)
                 return usage_error(cmd, "--profile needs a value");
+            continue;
+        }
+        const char *tv;
+        if ((t = opt_take(argc, argv, &i, "--timeout", &tv))) {
+            if (t < 0)
+                return usage_error(cmd, "--timeout needs a value");
+            if (timeout_opt(cmd, tv, &timeout_s) != 0)
+                return EXIT_USAGE;
             continue;
         }
         if (strcmp(argv[i], "--json") == 0) {

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,64 @@ bool vzcaps_same_output(const char *a, const char *b)
 
 static unsigned long tmp_counter;
 
+/* Every temporary being written, so that a stop signal removes them all (as git's tempfile.c
+ * does): changed with the stop signals blocked, walked by the handler only. */
+struct tmp_entry {
+    struct tmp_entry *next;
+    int dirfd;
+    const char *name;
+};
+static struct tmp_entry *volatile tmp_list;
+
+static void stops_blocked(bool block, sigset_t *old)
+{
+    if (block) {
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, SIGINT), sigaddset(&s, SIGTERM), sigaddset(&s, SIGHUP);
+        sigprocmask(SIG_BLOCK, &s, old);
+    } else {
+        sigprocmask(SIG_SETMASK, old, NULL);
+    }
+}
+
+/* Remembers o's temporary; -1 when out of memory (the write is then not started). */
+static int track(struct vzcaps_out *o)
+{
+    struct tmp_entry *e = malloc(sizeof *e);
+    if (!e)
+        return -1;
+    e->dirfd = o->dirfd;
+    e->name = o->tmp;
+    sigset_t old;
+    stops_blocked(true, &old);
+    e->next = tmp_list;
+    tmp_list = e;
+    stops_blocked(false, &old);
+    return 0;
+}
+
+static void untrack(struct vzcaps_out *o)
+{
+    sigset_t old;
+    stops_blocked(true, &old);
+    struct tmp_entry *e = NULL;
+    for (struct tmp_entry *volatile *p = &tmp_list; *p; p = &(*p)->next)
+        if ((*p)->name == o->tmp) {
+            e = *p;
+            *p = e->next;
+            break;
+        }
+    stops_blocked(false, &old);
+    free(e);
+}
+
+void vzcaps_tmp_remove_all(void)
+{
+    for (struct tmp_entry *e = tmp_list; e; e = e->next)
+        unlinkat(e->dirfd, e->name, 0);
+}
+
 static int out_start(struct vzcaps_out *o, int dirfd, const char *path, const char *name,
                      const struct vzcaps_wopts *opts, char **err)
 {
@@ -175,6 +234,12 @@ int vzcaps_out_openat(struct vzcaps_out *o, int dirfd, const char *dirpath, cons
             errno = e;
             return -1;
         }
+        if (track(o) != 0) {
+            fail(err, o->path, NULL, ENOMEM);
+            vzcaps_out_abort(o);
+            errno = ENOMEM;
+            return -1;
+        }
     }
     return rc;
 }
@@ -197,6 +262,11 @@ int vzcaps_out_open(struct vzcaps_out *o, const char *path, const struct vzcaps_
         out_free(o);
         o->dirfd = -1;
         errno = e;
+    } else if (track(o) != 0) {
+        fail(err, path, NULL, ENOMEM);
+        vzcaps_out_abort(o);
+        errno = ENOMEM;
+        return -1;
     }
     return rc;
 }
@@ -242,6 +312,8 @@ void vzcaps_out_abort(struct vzcaps_out *o)
     o->fd = -1;
     if (o->tmp && o->dirfd >= 0)
         unlinkat(o->dirfd, o->tmp, 0);
+    if (o->tmp)
+        untrack(o);
     if (o->dirfd >= 0)
         close(o->dirfd);
     o->dirfd = -1;

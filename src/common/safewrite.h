@@ -64,6 +64,10 @@ int vzcaps_out_commit(struct vzcaps_out *o, char **err);
 /* Gives up: removes the temporary, places nothing. Safe to call twice and after commit. */
 void vzcaps_out_abort(struct vzcaps_out *o);
 
+/* Removes every temporary a write has open (async-signal-safe: for the stop-signal handler,
+ * child.c, which every command installs). */
+void vzcaps_tmp_remove_all(void);
+
 /* A whole file in one call. */
 int vzcaps_write_file(const char *path, const void *data, size_t len, const struct vzcaps_wopts *opts, char **err);
 int vzcaps_write_fileat(int dirfd, const char *dirpath, const char *name, const void *data, size_t len,

@@ -239,15 +239,16 @@ static void shim_of_line(const char *line, struct metal_caps *c)
     snprintf(c->shim, sizeof c->shim, "%.*s", (int)n, open);
 }
 
-void metal_caps_parse(const char *text, struct metal_caps *c)
+void metal_caps_init(struct metal_caps *c)
 {
     memset(c, 0, sizeof *c);
     c->simdgroup_reduction = c->simdgroup_mm = c->bfloat = c->tensor = c->unified_memory = c->residency_sets = -1;
     c->working_set_mb = NAN;
-    const char *line = text;
-    while (line && *line) {
-        const char *nl = strchr(line, '\n');
-        size_t n = nl ? (size_t)(nl - line) : strlen(line);
+}
+
+void metal_caps_line(const char *line, size_t n, struct metal_caps *c)
+{
+    {
         char buf[512];
         snprintf(buf, sizeof buf, "%.*s", (int)(n < sizeof buf ? n : sizeof buf - 1), line);
         shim_of_line(buf, c);
@@ -298,6 +299,15 @@ void metal_caps_parse(const char *text, struct metal_caps *c)
                     c->working_set_mb = strtod(p + 1, NULL);
             }
         }
+    }
+}
+
+void metal_caps_parse(const char *text, struct metal_caps *c)
+{
+    metal_caps_init(c);
+    for (const char *line = text; line && *line;) {
+        const char *nl = strchr(line, '\n');
+        metal_caps_line(line, nl ? (size_t)(nl - line) : strlen(line), c);
         line = nl ? nl + 1 : NULL;
     }
 }
@@ -306,6 +316,7 @@ int metal_caps_read(const char *path, struct metal_caps *c)
 {
     size_t len;
     char err[300];
+    metal_caps_init(c); /* the record is defined whatever happens to the file */
     char *text = read_text_file(path, &len, err, sizeof err);
     if (!text)
         return -1;

@@ -68,7 +68,11 @@ double bench_percent_of_host(const struct bench_row *r); /* unlocked / host * 10
 double bench_median(double *v, size_t n);                /* sorts v */
 
 void metal_caps_parse(const char *text, struct metal_caps *c);
-int metal_caps_read(const char *path, struct metal_caps *c); /* 0, -1 when unreadable */
+/* The same as a stream: metal_caps_init, then each line (without its '\n') as it comes. */
+void metal_caps_init(struct metal_caps *c);
+void metal_caps_line(const char *line, size_t n, struct metal_caps *c);
+/* 0, -1 when unreadable; *c is defined (no capability found) either way. */
+int metal_caps_read(const char *path, struct metal_caps *c);
 /* Reads a run's stderr into the table's capabilities of role (the first one read wins).
  * 0, or -1 when unreadable (the table is unchanged). */
 int bench_table_add_stderr(struct bench_table *t, enum bench_role role, const char *path);

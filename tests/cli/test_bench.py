@@ -48,7 +48,7 @@ def test_guest_bundle(tmp_path):
     assert files == sorted(["stock.json", "stock.stderr", "unlocked.json", "unlocked.stderr", "environment.json",
                             "capabilities.json", "check-output.json", "check-text.txt", "check-reference.log",
                             "check-reference.stderr", "check-unlocked.log", "check-unlocked.stderr", "results.csv",
-                            "results.md", "chart.svg", "SHA256SUMS"])
+                            "results.md", "chart.svg", "summary.json", "SHA256SUMS"])
     # identical llama-bench arguments for both runs, one stock and one through the library
     calls = log.read_text().splitlines()
     bench_calls = [c for c in calls if " -o json" in c]
@@ -107,7 +107,7 @@ def test_chart_is_valid_svg_with_three_series(tmp_path):
     p, _, _ = bench(tmp_path, "--out", str(host), "--mode", "host", env_extra={"FAKE_ROLE": "host"})
     assert p.returncode == 0, p.stderr
     assert sorted(f.name for f in host.iterdir()) == sorted(["host.json", "host.stderr", "environment.json", "capabilities.json",
-                                                             "check-output.json", "results.csv", "results.md", "chart.svg", "SHA256SUMS"])
+                                                             "check-output.json", "results.csv", "results.md", "chart.svg", "summary.json", "SHA256SUMS"])
     chart = tmp_path / "all.svg"
     p = subprocess.run([VZ, "report", "--svg", str(chart), str(guest), str(host)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
@@ -352,3 +352,89 @@ def test_full_disk_is_a_failure_not_a_bundle(tmp_path):
     assert f"vzcaps bench: cannot write {disk}/e/" in p.stderr and "No space left on device" in p.stderr
     assert p.stderr.splitlines()[-1].startswith(f"vzcaps bench: ") and "could not be written" in p.stderr.splitlines()[-1]
     assert not [n for n in left if n.startswith(".vzcaps-tmp")]
+
+
+# ---- the one way to run a child (issue 25 rule 3) ----
+
+def fake_llama_bench(tmp_path, body):
+    """A llama-bench that runs body (sh) and then replays the stand-in's output."""
+    lb = tmp_path / "fake" / "llama-bench"
+    lb.parent.mkdir(exist_ok=True)
+    lb.write_text(f"#!/bin/sh\n{body}\nexec {STANDINS / 'llama-bench'} \"$@\"\n")
+    lb.chmod(0o755)
+    return lb
+
+
+def run_bench(tmp_path, lb, *extra, wrap=()):
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF" + bytes(range(256)) * 4)
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M1 Ultra (Virtual)")
+    env["PATH"] = "/usr/bin:/bin"
+    return subprocess.run([*wrap, VZ, "bench", "-m", str(model), "--llama-bench", str(lb), "-r", "2", *extra], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_a_huge_stderr_is_capped_and_noted_not_a_crash(tmp_path):
+    # regression (row 5): more than 64 MiB on llama-bench's stderr: SIGSEGV, no message, no
+    # SHA256SUMS (the capability record stayed uninitialised when its reader refused the size)
+    lb = fake_llama_bench(tmp_path, "echo 'ggml_metal_device_init: GPU family: MTLGPUFamilyApple7  (1007)' >&2\n"
+                                    "head -c 68157440 /dev/zero | tr '\\0' x >&2; echo >&2")
+    out = tmp_path / "e"
+    p = run_bench(tmp_path, lb, "--out", str(out), "--no-check-output")
+    assert p.returncode == 0, p.stderr  # it was -11
+    assert (out / "SHA256SUMS").exists()
+    assert (out / "stock.stderr").stat().st_size == 16 << 20
+    summary = json.loads((out / "summary.json").read_text())
+    total = summary["runs"][0]["stderr_bytes"]
+    assert total > 68157440
+    assert f"vzcaps bench: {out}/stock.stderr: capped at 16 MiB of {total} bytes (noted in summary.json)" in p.stderr
+    assert summary["complete"] is True and summary["incomplete_reason"] is None
+    assert summary["stream_cap_bytes"] == 16 << 20 and summary["timeout_seconds"] == 3600
+    stock = summary["runs"][0]
+    assert stock["run"] == "stock" and stock["stderr_capped"] is True
+    assert stock["stdout_capped"] is False and "standard error capped" in stock["result"]
+    assert summary["rows"] and summary["output_check"]["verdict"] == "skipped"
+    # the lines before the cap were read as they came
+    caps = json.loads((out / "capabilities.json").read_text())
+    assert caps["stock"]["apple_family"] == 1007, caps
+    sums = dict(reversed(l.split("  ", 1)) for l in (out / "SHA256SUMS").read_text().splitlines())
+    assert sums["stock.stderr"] == hashlib.sha256((out / "stock.stderr").read_bytes()).hexdigest()
+
+
+def test_json_prints_the_bundles_summary(tmp_path):
+    # issue 27 item 8
+    out = tmp_path / "e"
+    p = run_bench(tmp_path, STANDINS / "llama-bench", "--out", str(out), "--no-check-output", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout) == json.loads((out / "summary.json").read_text())
+    assert json.loads(p.stdout)["complete"] is True and [r["run"] for r in json.loads(p.stdout)["runs"]] == ["stock", "unlocked"]
+
+
+def test_sigterm_mid_run_marks_the_bundle_incomplete_and_a_rerun_replaces_it(tmp_path):
+    # regression (row 7): a stop signal left a half-written bundle the next run refused
+    lb = fake_llama_bench(tmp_path, "sleep 120 & wait")
+    out = tmp_path / "e"
+    p = run_bench(tmp_path, lb, "--out", str(out), wrap=("timeout", "-s", "TERM", "1"))
+    assert p.returncode == 124, p.stderr
+    assert not [f for f in out.iterdir() if f.name.startswith(".vzcaps-tmp.")]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["complete"] is False and "stopped by signal 15" in summary["incomplete_reason"]
+    assert "stopped: vzcaps got signal 15" in summary["runs"][0]["result"]
+    assert (out / "INCOMPLETE").exists()
+    for line in (out / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split("  ", 1)
+        assert hashlib.sha256((out / name).read_bytes()).hexdigest() == digest
+    p = run_bench(tmp_path, STANDINS / "llama-bench", "--out", str(out), "--no-check-output")
+    assert p.returncode == 0, p.stderr
+    assert not (out / "INCOMPLETE").exists() and json.loads((out / "summary.json").read_text())["complete"] is True
+
+
+def test_timeout_stops_a_run(tmp_path):
+    lb = fake_llama_bench(tmp_path, "sleep 120")
+    out = tmp_path / "e"
+    p = run_bench(tmp_path, lb, "--out", str(out), "--timeout", "1")
+    assert p.returncode == 1
+    assert "the stock run failed (killed by signal 15, timed out after 1 s (--timeout))" in p.stderr
+    assert json.loads((out / "summary.json").read_text())["complete"] is False
+    p = run_bench(tmp_path, lb, "--out", str(tmp_path / "f"), "--timeout", "-1")
+    assert p.returncode == 2 and "--timeout takes whole seconds" in p.stderr

@@ -280,3 +280,165 @@ def test_workload_with_many_arguments_gets_every_one(tmp_path):
     assert p.returncode == 0, p.stderr
     for name in ("workload-stock.txt", "workload-vzcaps.txt"):
         assert (tmp_path / "b" / name).read_text() == "400 arguments, last 399\n", name
+
+
+# ---- the one way to run a child (issue 25 rule 3) and the archive to attach (issue 27 item 3) ----
+
+def sums_verify(bundle):
+    """Every line of SHA256SUMS matches its file, and every file but SHA256SUMS is listed."""
+    listed = {}
+    for line in (bundle / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split("  ", 1)
+        listed[name] = digest
+    for name, digest in listed.items():
+        assert hashlib.sha256((bundle / name).read_bytes()).hexdigest() == digest, name
+    assert set(listed) | {"SHA256SUMS"} == {f.name for f in bundle.iterdir()}
+
+
+def no_temporaries(*dirs):
+    for d in dirs:
+        left = [f.name for f in d.iterdir() if f.name.startswith(".vzcaps-tmp.")]
+        assert not left, left
+
+
+def test_forty_thousand_lines_are_matched_in_one_pass(tmp_path):
+    # regression (row 6): matching lines was quadratic (40,000 lines: over 5 minutes); the lines
+    # are now scanned once as they stream to the file, and the same line is kept once
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--", "sh", "-c", "yes 'ggml_metal_device_init: GPU family: x' | head -n 40000 >&2",
+                      env=clean_env(VZCAPS_HOST_CHIP="Apple M2"), timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert (out / "workload-stock.txt.stderr").read_text().count("\n") == 40000
+    summary = (out / "summary.md").read_text()
+    row = next(l for l in summary.splitlines() if l.startswith("| `ggml_metal_device_init:` lines"))
+    assert row.split(" | ")[1] == "ggml&#95;metal&#95;device&#95;init: GPU family: x<br>"
+
+
+def test_a_huge_output_is_capped_on_disk_not_held_in_memory(tmp_path):
+    # regression (row 6): 500 MB of output was held whole (1.5 GB resident, a 1 GB bundle, exit 0).
+    # Under a 300 MB address-space limit the old code failed; now 200 MB stream through, the file
+    # holds the first 16 MiB and the summary says so.
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (300 << 20, 300 << 20))
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--", "sh", "-c", "head -c 200000000 /dev/zero", env=clean_env(VZCAPS_HOST_CHIP="Apple M2"),
+                      preexec=limit, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert (out / "workload-stock.txt").stat().st_size == 16 << 20
+    summary = (out / "summary.md").read_text()
+    assert "| workload-stock.txt | the command, stock | exit 0, standard output capped: the first 16 MiB of 200000000 " \
+           "bytes kept |" in summary
+    sums_verify(out)
+
+
+def test_a_grandchild_holding_the_pipe_neither_hangs_nor_outlives_the_bundle(tmp_path):
+    # regression (row 6): doctor waited for a background grandchild that kept the pipe open
+    out, pids = tmp_path / "b", tmp_path / "pids"
+    p = doctor_bundle(out, "--", "sh", "-c", f"sleep 120 & echo $! >>{pids}; echo started",
+                      env=clean_env(VZCAPS_HOST_CHIP="Apple M2"), timeout=60)
+    assert p.returncode == 0, p.stderr
+    summary = (out / "summary.md").read_text()
+    assert "| exit status | exit 0, processes it left running were stopped | exit 0, processes it left running were " \
+           "stopped |" in summary
+    assert "| standard output | started<br> | started<br> |" in summary
+    for pid in pids.read_text().split():
+        stat = f"/proc/{pid}/stat"
+        assert not os.path.exists(stat) or open(stat).read().rsplit(")", 1)[1].split()[0] == "Z", pid
+
+
+def test_timeout_stops_the_workload_and_is_recorded(tmp_path):
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--timeout", "1", "--", "sleep", "120", env=clean_env(VZCAPS_HOST_CHIP="Apple M2"), timeout=60)
+    assert p.returncode == 1 and "2 of its steps failed" in p.stderr
+    summary = (out / "summary.md").read_text()
+    assert "| workload-stock.txt | the command, stock | **FAILED**: killed by signal 15, timed out after 1 s " \
+           "(--timeout) |" in summary
+    p = doctor_bundle(tmp_path / "c", "--timeout", "soon", "--", "true")
+    assert p.returncode == 2 and "--timeout takes whole seconds" in p.stderr and not (tmp_path / "c").exists()
+    help_text = subprocess.run([str(BUILD / "vzcaps"), "help", "doctor"], capture_output=True, text=True).stdout
+    assert "--timeout SECONDS" in help_text and "600" in help_text
+
+
+def test_sigterm_mid_run_leaves_a_marked_bundle_that_a_rerun_replaces(tmp_path):
+    # regression (row 7): SIGTERM during doctor --bundle -- sleep left 19 files, no summary, no
+    # SHA256SUMS, and the next run refused the directory
+    out = tmp_path / "b"
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
+    p = subprocess.run(["timeout", "-s", "TERM", "1", str(BUILD / "vzcaps"), "doctor", "--bundle", str(out), "--",
+                        "sleep", "120"], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 124, p.stderr  # timeout(1): the command was ended by the signal
+    assert "vzcaps doctor: stopped by signal 15: the bundle in" in p.stderr
+    no_temporaries(out, tmp_path)
+    summary = (out / "summary.md").read_text()
+    assert summary.startswith("INCOMPLETE: vzcaps doctor was stopped by signal 15")
+    assert (out / "INCOMPLETE").read_text().startswith("vzcaps doctor: this bundle is incomplete: stopped by signal 15")
+    sums_verify(out)
+    assert not (tmp_path / "b.tar.gz").exists()  # only a whole bundle is archived
+    p = doctor_bundle(out, "--", "true", env=env)
+    assert p.returncode == 0, p.stderr
+    assert not (out / "INCOMPLETE").exists() and (out / "summary.md").read_text().startswith("NOT ON MACOS")
+    sums_verify(out)
+    # an incomplete bundle with a file of someone else's in it is not replaced
+    p = subprocess.run(["timeout", "-s", "TERM", "1", str(BUILD / "vzcaps"), "doctor", "--bundle", str(tmp_path / "c"),
+                        "--", "sleep", "120"], env=env, capture_output=True, text=True, timeout=60)
+    (tmp_path / "c" / "notes.txt").write_text("mine\n")
+    p = doctor_bundle(tmp_path / "c", "--", "true", env=env)
+    assert p.returncode == 1 and "holds an incomplete bundle that cannot be replaced: it holds files that are not part " \
+                                 "of the bundle" in p.stderr
+    assert (tmp_path / "c" / "notes.txt").read_text() == "mine\n" and (tmp_path / "c" / "INCOMPLETE").exists()
+    # nor one whose files changed after it was written
+    (tmp_path / "c" / "notes.txt").unlink()
+    with open(tmp_path / "c" / "check.json", "a") as f:
+        f.write(" ")
+    p = doctor_bundle(tmp_path / "c", "--", "true", env=env)
+    assert p.returncode == 1 and "a file SHA256SUMS lists is missing or changed" in p.stderr
+
+
+def test_the_archive_to_attach(tmp_path):
+    import tarfile
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
+    archives = []
+    for parent in ("one", "two"):
+        (tmp_path / parent).mkdir()
+        out = tmp_path / parent / "first-run"
+        p = doctor_bundle(out, "--", "true", env=env)
+        assert p.returncode == 0, p.stderr
+        archive = tmp_path / parent / "first-run.tar.gz"
+        assert p.stdout.splitlines()[-1] == f"attach {archive} to an issue in the repository you got vzcaps from"
+        archives.append(archive.read_bytes())
+        with tarfile.open(archive) as t:
+            members = t.getmembers()
+            assert members[0].name == "first-run" and members[0].isdir()
+            assert [m.name for m in members[1:]] == sorted(m.name for m in members[1:])
+            assert all(m.uid == 0 and m.gid == 0 and m.mtime == 0 and m.uname == "" and m.gname == "" for m in members)
+            t.extractall(tmp_path / parent / "x", filter="data")
+        got = tmp_path / parent / "x" / "first-run"
+        assert {f.name for f in got.iterdir()} == {f.name for f in out.iterdir()}
+        for f in out.iterdir():
+            assert (got / f.name).read_bytes() == f.read_bytes(), f.name
+        sums_verify(got)
+        assert str(tmp_path).encode() not in archive.read_bytes()
+    assert archives[0] == archives[1]  # reproducible: the same bundle gives the same bytes
+    # the archive is never written over something that is there
+    (tmp_path / "three").mkdir()
+    (tmp_path / "three" / "b.tar.gz").symlink_to(tmp_path / "victim")
+    p = doctor_bundle(tmp_path / "three" / "b", "--", "true", env=env)
+    assert p.returncode == 1 and "b.tar.gz: exists and is a symbolic link" in p.stderr and not (tmp_path / "victim").exists()
+
+
+def test_the_archive_of_odd_directory_names(tmp_path):
+    import tarfile
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
+    # "." names no file beside it: the archive goes next to the directory it is, never into it
+    here = tmp_path / "here"
+    here.mkdir()
+    p = subprocess.run([str(BUILD / "vzcaps"), "doctor", "--bundle", ".", "--", "true"], cwd=here, env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert (tmp_path / "here.tar.gz").is_file() and not [f for f in here.iterdir() if f.name.endswith(".tar.gz")]
+    # a name with a blank and a newline, given with a trailing slash
+    odd = tmp_path / "first run\nx"
+    p = doctor_bundle(str(odd) + "/", "--", "true", env=env)
+    assert p.returncode == 0, p.stderr
+    with tarfile.open(tmp_path / "first run\nx.tar.gz") as t:
+        assert t.getnames()[0] == "first run\nx" and "first run\nx/SHA256SUMS" in t.getnames()

@@ -5,7 +5,7 @@ import os
 import plistlib
 import subprocess
 
-from conftest import BUILD, clean_env
+from conftest import BUILD, LINUX_ONLY, clean_env, need_tool
 
 VZ = str(BUILD / "vzcaps")
 
@@ -201,3 +201,17 @@ def test_install_says_the_domain_on_another_system(tmp_path):
     assert p.returncode == 0, p.stderr
     assert f"the domain is user/{os.getuid()} instead" in p.stdout
     assert f"launchctl bootstrap gui/{os.getuid()} " in p.stdout
+
+
+@LINUX_ONLY  # gdb on the Linux test build
+def test_sigterm_while_installing_leaves_no_temporary(tmp_path):
+    # regression (issue 25 row 7): SIGTERM during launchd --install left .vzcaps-tmp.PID.N behind
+    gdb = need_tool("gdb")
+    home = tmp_path / "home"
+    (home / "Library" / "LaunchAgents").mkdir(parents=True)
+    p = subprocess.run([gdb, "-q", "-batch", "-ex", "set breakpoint pending on", "-ex", "break linkat", "-ex", "run",
+                        "-ex", "handle SIGTERM nostop noprint pass", "-ex", "signal SIGTERM", "--args", str(BUILD / "vzcaps"),
+                        "launchd", "--label", "a.b", "--install", "--", "/bin/true"],
+                       env=clean_env(HOME=str(home)), capture_output=True, text=True, timeout=120)
+    assert "Breakpoint 1," in p.stdout and "terminated with signal SIGTERM" in p.stdout, p.stdout + p.stderr
+    assert sorted(f.name for f in (home / "Library" / "LaunchAgents").iterdir()) == []

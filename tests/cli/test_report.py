@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT, needs_root
+from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT, need_tool, needs_root
 
 VZ = str(BUILD / "vzcaps")
 S, U, H = (str(FIXTURES / f) for f in ("stock-guest.json", "unlocked-guest.json", "host.json"))
@@ -445,3 +445,23 @@ def test_a_full_disk_fails_before_the_table_is_printed(tmp_path):
     assert p.returncode == 1 and p.stdout == ""
     assert p.stderr == f"vzcaps report: cannot write {disk}/chart.svg: No space left on device\n"
     assert left == ["filler"]
+
+
+def stopped_at_placement(args, cwd, env=None):
+    """Runs the command under gdb, stops it where safewrite places a written temporary (linkat:
+    the temporary exists, full), and delivers SIGTERM there. What the directory holds then."""
+    gdb = need_tool("gdb")
+    p = subprocess.run([gdb, "-q", "-batch", "-ex", "set breakpoint pending on", "-ex", "break linkat", "-ex", "run",
+                        "-ex", "handle SIGTERM nostop noprint pass", "-ex", "signal SIGTERM", "--args", *args],
+                       cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+    assert "Breakpoint 1," in p.stdout, p.stdout + p.stderr
+    assert "terminated with signal SIGTERM" in p.stdout, p.stdout + p.stderr
+    return p
+
+
+@LINUX_ONLY  # gdb on the Linux test build
+def test_sigterm_while_writing_leaves_no_temporary(tmp_path):
+    # regression (issue 25 row 7): SIGTERM during report --svg left .vzcaps-tmp.PID.N behind
+    stopped_at_placement([str(BUILD / "vzcaps"), "report", "--svg", "c.svg", str(FIXTURES)],
+                         cwd=tmp_path)
+    assert sorted(f.name for f in tmp_path.iterdir()) == []
