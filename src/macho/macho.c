@@ -5,6 +5,8 @@
 #include "macho.h"
 
 #include "bytes.h"
+#include "../common/input.h"
+#include "../common/plist.h"
 #include "../common/text.h"
 #include "../core/vzcaps_core.h"
 #include "../common/sha256.h"
@@ -13,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -532,32 +533,30 @@ enum macho_kind macho_classify(const uint8_t *d, size_t size, char *err, size_t 
 int macho_plist_executable(const char *plist, char **name, char *err, size_t errlen)
 {
     *name = NULL;
-    struct stat st;
-    char why[200];
-    int fd = vzcaps_open_regular(plist, &st, why, sizeof why);
-    if (fd < 0 && errno == ENOENT) /* no Info.plist is no error */
-        return 0;
-    if (fd < 0)
-        FAIL("%s: %s", plist, why);
-    static char buf[65536];
-    ssize_t got = st.st_size < (off_t)sizeof buf ? read(fd, buf, sizeof buf - 1) : -1;
-    close(fd);
-    if (got < 0)
-        FAIL("%s: %s", plist, st.st_size >= (off_t)sizeof buf ? "larger than 64 KiB" : "cannot read");
-    buf[got] = '\0';
-    char *k = strstr(buf, "<key>CFBundleExecutable</key>");
-    char *s = k ? strstr(k, "<string>") : NULL;
-    char *e = s ? strstr(s, "</string>") : NULL;
-    if (!s || !e || e <= s + 8)
-        return 0;
-    /* a file name beside the bundle's other code, nothing that leads out of it */
-    int len = (int)(e - s - 8);
-    const char *v = s + 8;
-    if (memchr(v, '/', (size_t)len) || (len == 1 && v[0] == '.') || (len == 2 && v[0] == '.' && v[1] == '.'))
-        FAIL("%s: CFBundleExecutable \"%.*s\" is not a file name (it would lead out of the bundle)", plist,
-             len > 200 ? 200 : len, v);
-    *name = xformat("%.*s", len, v);
-    return 0;
+    struct plist *doc;
+    bool missing = false;
+    if (plist_read_file(plist, &doc, &missing, err, errlen) != 0)
+        return missing ? 0 : -1; /* no Info.plist is no error; one that cannot be read is */
+    const struct plist *v = plist_get(doc, "CFBundleExecutable");
+    int rc = 0;
+    if (doc->type != PLIST_DICT) {
+        snprintf(err, errlen, "%s: the property list is not a dictionary", plist);
+        rc = -1;
+    } else if (v && v->type != PLIST_STRING) {
+        snprintf(err, errlen, "%s: CFBundleExecutable is not a string", plist);
+        rc = -1;
+    } else if (v && v->len) {
+        /* a file name beside the bundle's other code, nothing that leads out of it */
+        if (memchr(v->str, '/', v->len) || memchr(v->str, '\0', v->len) || strcmp(v->str, ".") == 0 || strcmp(v->str, "..") == 0) {
+            snprintf(err, errlen, "%s: CFBundleExecutable \"%s\" is not a file name (it would lead out of the bundle)", plist,
+                     esc(v->str));
+            rc = -1;
+        } else {
+            *name = xformat("%s", v->str);
+        }
+    }
+    plist_free(doc);
+    return rc;
 }
 
 char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen)
@@ -603,23 +602,13 @@ int macho_load(const char *path, struct macho_file *out, char *err, size_t errle
     memset(out, 0, sizeof *out);
     if (resolve_bundle(path, real, sizeof real, err, errlen) != 0)
         return -1;
-    struct stat st;
-    int fd = vzcaps_open_regular(real, &st, why, sizeof why);
-    if (fd < 0)
-        FAIL("%s: %s", real, why);
-    if (st.st_size > MACHO_MAX_SIZE) { /* from its size alone, before reading a byte */
-        close(fd);
-        FAIL("%s: larger than %d MiB (%lld bytes)", real, MACHO_MAX_SIZE >> 20, (long long)st.st_size);
-    }
-    size_t size = (size_t)st.st_size;
-    /* mapped, not read: a large file costs address space, not memory */
-    void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
-    close(fd);
-    if (size && map == MAP_FAILED)
-        FAIL("%s: cannot map: %s", real, strerror(errno));
-    int rc = macho_parse(map ? map : (const void *)"", size, out, why, sizeof why);
-    if (map)
-        munmap(map, size);
+    /* read, never mapped: a file that shrinks while read is "truncated", never a SIGBUS */
+    struct vzcaps_input file;
+    struct vzcaps_input_opts io = {.max = MACHO_MAX_SIZE};
+    if (vzcaps_input_read(real, &io, &file, err, errlen) != 0)
+        return -1;
+    int rc = macho_parse((const uint8_t *)file.data, file.len, out, why, sizeof why);
+    vzcaps_input_free(&file);
     if (rc != 0)
         FAIL("%s: %s", real, why);
     size_t rl = strlen(real);
