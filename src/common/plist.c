@@ -79,7 +79,7 @@ static int add_item(struct pctx *c, struct plist *p, struct plist *key, struct p
         struct plist **keys = key ? realloc(p->keys, cap * sizeof *keys) : p->keys;
         if (keys)
             p->keys = keys;
-        if (!items || !keys) {
+        if (!items || (key && !keys)) {
             plist_free(key);
             plist_free(item);
             fail(c, "out of memory");
@@ -248,6 +248,8 @@ static int start_tag(struct pctx *c, char *name, size_t nlen, bool *empty)
 {
     if (c->pos >= c->len || c->d[c->pos] != '<')
         return XFAIL(c, "%s", c->pos >= c->len ? "unexpected end of the file" : "expected an element"), -1;
+    if (c->pos + 1 < c->len && c->d[c->pos + 1] == '/')
+        return XFAIL(c, "%s", "expected an element, found an end tag"), -1;
     c->pos++;
     size_t k = 0;
     while (c->pos < c->len && !is_space(c->d[c->pos]) && c->d[c->pos] != '>' && c->d[c->pos] != '/') {
