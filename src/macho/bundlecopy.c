@@ -216,6 +216,7 @@ static int add_unit(struct input *in, const char *dir, const char *base, const c
     if (rc != 0)
         return -1;
     char *exe = join(exe_dir, name ? name : fallback_exe);
+    bool named = name != NULL;
     free(name);
     int e = bc_find_node(in, exe);
     if (e < 0 || in->n[e].type != N_FILE || !bc_is_code(in->n[e].kind)) {
@@ -241,6 +242,7 @@ static int add_unit(struct input *in, const char *dir, const char *base, const c
     u->base = xformat("%s", base);
     u->info = xformat("%s", info);
     u->exe = exe;
+    u->exe_named = named;
     u->parent = parent;
     char *res = join(base, "Resources");
     int r = bc_find_node(in, res);

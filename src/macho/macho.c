@@ -559,11 +559,14 @@ int macho_plist_executable(const char *plist, char **name, char *err, size_t err
     return rc;
 }
 
-char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen)
+/* The bundle's main executable (see macho_bundle_executable); *named says whether the
+ * Info.plist named it. */
+static char *bundle_executable(const char *bundle, size_t n, bool *named, char *err, size_t errlen)
 {
     char *plist = xformat("%.*s/Contents/Info.plist", (int)n, bundle), *name = NULL, *exe = NULL;
     int rc = macho_plist_executable(plist, &name, err, errlen);
     free(plist);
+    *named = name != NULL;
     if (rc != 0)
         return NULL;
     if (name) {
@@ -578,29 +581,41 @@ char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t er
     return exe;
 }
 
-/* ".app" bundles: their main executable (macho_bundle_executable); other paths as given.
- * -1 with a reason when the path would not fit or Info.plist cannot be read. */
-static int resolve_bundle(const char *path, char *out, size_t len, char *err, size_t errlen)
+char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen)
+{
+    bool named;
+    return bundle_executable(bundle, n, &named, err, errlen);
+}
+
+/* ".app" bundles: their main executable (macho_bundle_executable), and in out->info_plist the
+ * Info.plist that named it; other paths as given. -1 with a reason when the path would not
+ * fit or Info.plist cannot be read. */
+static int resolve_bundle(const char *path, char *out, size_t len, struct macho_file *mf, char *err, size_t errlen)
 {
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/')
         n--;
-    bool app = n >= 4 && strncmp(path + n - 4, ".app", 4) == 0;
-    char *rel = app ? macho_bundle_executable(path, n, err, errlen) : NULL;
+    bool app = n >= 4 && strncmp(path + n - 4, ".app", 4) == 0, named = false;
+    char *rel = app ? bundle_executable(path, n, &named, err, errlen) : NULL;
     if (app && !rel)
         return -1;
     int w = app ? snprintf(out, len, "%.*s/%s", (int)n, path, rel) : snprintf(out, len, "%s", path);
     free(rel);
     if (w < 0 || (size_t)w >= len)
         FAIL("%.64s...: path longer than %zu bytes", path, len - 1);
+    if (named)
+        snprintf(mf->info_plist, sizeof mf->info_plist, "%.*s/Contents/Info.plist", (int)n, path);
+    snprintf(mf->path, sizeof mf->path, "%s", out);
     return 0;
 }
 
 int macho_load(const char *path, struct macho_file *out, char *err, size_t errlen)
 {
     char real[4400], why[300];
+    static struct macho_file named; /* the names resolve_bundle found, kept across the parse */
     memset(out, 0, sizeof *out);
-    if (resolve_bundle(path, real, sizeof real, err, errlen) != 0)
+    memset(&named, 0, sizeof named);
+    if (resolve_bundle(path, real, sizeof real, &named, err, errlen) != 0)
         return -1;
     /* read, never mapped: a file that shrinks while read is "truncated", never a SIGBUS */
     struct vzcaps_input file;
@@ -611,6 +626,8 @@ int macho_load(const char *path, struct macho_file *out, char *err, size_t errle
     vzcaps_input_free(&file);
     if (rc != 0)
         FAIL("%s: %s", real, why);
+    memcpy(out->path, named.path, sizeof out->path);
+    memcpy(out->info_plist, named.info_plist, sizeof out->info_plist);
     size_t rl = strlen(real);
     if (rl > 5 && strcmp(real + rl - 5, ".node") == 0) /* a Node.js native addon: a plugin */
         for (size_t i = 0; i < out->n_slices; i++) {

@@ -43,6 +43,8 @@ struct macho_file {
     bool fat;
     size_t n_slices;
     struct macho_slice slices[MACHO_MAX_SLICES];
+    char path[4400];       /* the file read (a .app bundle's main executable) */
+    char info_plist[4400]; /* the Info.plist whose CFBundleExecutable named it, "" when none did */
 };
 
 /* Parses data; 0, or -1 with a one-line reason in err ("truncated load command 3", ...). */
