@@ -243,7 +243,7 @@ static void report_print(const struct report_input *in, bool json)
         if (!t->have_caps[k])
             continue;
         const struct metal_caps *c = &t->caps[k];
-        char fams[64] = "";
+        char fams[METAL_MAX_FAMILIES * 22] = ""; /* every family: never cut */
         for (size_t i = 0; i < c->n_families; i++)
             vzcaps_appendf(fams, sizeof fams, "%s%ld", i ? "," : "", c->families[i]);
         printf("%-10s %-26s %-14s %-9s %-9s %-7s %-7s %s\n", bench_role_names[k], c->found ? esc(c->gpu_name) : "(no Metal lines)",

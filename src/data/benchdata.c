@@ -268,7 +268,8 @@ void metal_caps_parse(const char *text, struct metal_caps *c)
             } else if ((p = strstr(buf, "GPU family:"))) {
                 const char *open = strrchr(p, '(');
                 long fam = open ? strtol(open + 1, NULL, 10) : 0;
-                if (open && c->n_families < 8)
+                c->n_family_lines++;
+                if (open && c->n_families < METAL_MAX_FAMILIES)
                     c->families[c->n_families++] = fam;
                 c->found = true;
                 /* the Apple line: "MTLGPUFamilyApple7  (1007)", kept as printed, spaces folded */
@@ -321,6 +322,11 @@ int metal_caps_read_file(const char *path, struct metal_caps *c, bool *missing, 
         return -1;
     metal_caps_parse(in.data, c);
     vzcaps_input_free(&in);
+    if (c->n_family_lines > METAL_MAX_FAMILIES) { /* a list cut short would be a different run */
+        snprintf(err, errlen, "%s: more than %d \"GPU family:\" lines (%zu)", path, METAL_MAX_FAMILIES, c->n_family_lines);
+        metal_caps_parse("", c);
+        return -1;
+    }
     return 0;
 }
 

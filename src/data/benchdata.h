@@ -27,13 +27,17 @@ struct bench_row {
     struct bench_stat role[N_ROLES];
 };
 
+/* A log with more "GPU family:" lines than this is refused (llama.cpp prints three or four). */
+#define METAL_MAX_FAMILIES 16
+
 /* What the Metal backend printed at start-up (ggml_metal_device_init lines), and which shim
  * said in the same stderr that it changed the answers. */
 struct metal_caps {
     bool found;
     char gpu_name[96];
-    long families[8];
+    long families[METAL_MAX_FAMILIES];
     size_t n_families;
+    size_t n_family_lines; /* every "GPU family:" line seen: more than METAL_MAX_FAMILIES fails the read */
     /* llama.cpp's "GPU family: MTLGPUFamilyAppleN (100N)" line: the family that selects its
      * tuning rows; 0 and "" when the run printed none */
     long apple_family;

@@ -314,8 +314,13 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
         case LC_REEXPORT_DYLIB:
         case LC_LAZY_LOAD_DYLIB:
         case LC_LOAD_UPWARD_DYLIB:
-            if (cmdsize >= 24 && s->n_libs < MACHO_MAX_LIBS) {
-                lc_string(c, cmdsize, le32(c + 8), s->libs[s->n_libs], sizeof s->libs[0]);
+            if (cmdsize >= 24) {
+                if (s->n_libs == MACHO_MAX_LIBS)
+                    FAIL("more than %d linked libraries (vzcaps reads at most %d)", MACHO_MAX_LIBS, MACHO_MAX_LIBS);
+                uint32_t off = le32(c + 8);
+                lc_string(c, cmdsize, off, s->libs[s->n_libs], sizeof s->libs[0]);
+                if (off < cmdsize && strnlen((const char *)c + off, cmdsize - off) >= sizeof s->libs[0])
+                    FAIL("load command %u: a library path longer than %d bytes", i, MACHO_MAX_LIB_NAME - 1);
                 s->lib_weak[s->n_libs++] = cmd == LC_LOAD_WEAK_DYLIB;
             }
             break;

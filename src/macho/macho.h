@@ -8,7 +8,11 @@
 #include <stdint.h>
 
 #define MACHO_MAX_SLICES 8
-#define MACHO_MAX_LIBS 48
+/* A file linking more libraries, or naming one by a longer path, is refused (never a list
+ * cut short: the libraries decide which images stay stock). The selector table holds every
+ * entry of macho_capability_selectors. */
+#define MACHO_MAX_LIBS 256
+#define MACHO_MAX_LIB_NAME 512
 #define MACHO_MAX_SELECTORS 24
 
 enum macho_injection { MACHO_INJECTION_HONOURED, MACHO_INJECTION_IGNORED, MACHO_INJECTION_UNKNOWN };
@@ -19,7 +23,7 @@ struct macho_slice {
     uint64_t offset, size;         /* within the file */
     char minos[16];                /* "13.0", "" when absent */
     char install_name[256];        /* dylibs only */
-    char libs[MACHO_MAX_LIBS][200];
+    char libs[MACHO_MAX_LIBS][MACHO_MAX_LIB_NAME];
     bool lib_weak[MACHO_MAX_LIBS];
     size_t n_libs;
     const char *selectors[MACHO_MAX_SELECTORS]; /* capability selectors referenced */

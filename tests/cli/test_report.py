@@ -503,3 +503,15 @@ def test_log_text_is_escaped_in_text_and_markdown(tmp_path):
     assert p.returncode == 0, p.stderr
     assert b"\xc2\x9b" not in p.stdout and b"\xff" not in p.stdout
     assert b"| unlocked | MTLGPUFamilyApple7\\xc2\\x9b31m\\xff\\|x (1007) |" in p.stdout, p.stdout
+
+
+def test_a_log_with_more_family_lines_than_the_table_fails_naming_it(tmp_path):
+    """No fixed table drops entries: the 17th "GPU family:" line is refused, not dropped."""
+    d = role_dir(tmp_path)
+    bad = d / "unlocked-guest.stderr"
+    bad.write_text("".join(f"ggml_metal_device_init: GPU family: MTLGPUFamilyCommon{n}  ({3000 + n})\n" for n in range(17)))
+    p = report(str(d))
+    assert p.returncode == 1 and p.stderr == f"vzcaps report: {bad}: more than 16 \"GPU family:\" lines (17)\n", p.stderr
+    bad.write_text("".join(f"ggml_metal_device_init: GPU family: MTLGPUFamilyCommon{n}  ({3000 + n})\n" for n in range(16)))
+    p = report("--json", str(d))
+    assert p.returncode == 0 and len(json.loads(p.stdout)["capabilities"]["unlocked"]["families"]) == 16

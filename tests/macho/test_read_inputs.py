@@ -171,3 +171,18 @@ def test_prepare_seals_the_executable_a_binary_info_plist_names(tmp_path):
     # the copy's main executable is bound to Info.plist (special slot 1) byte for byte
     import hashlib
     assert mg.special_slot((copy / "MacOS" / "Real").read_bytes(), 1) == hashlib.sha256((copy / "Info.plist").read_bytes()).digest()
+
+
+def test_a_file_linking_more_libraries_than_the_table_is_refused_not_cut(tmp_path):
+    """The libraries decide which images stay stock: a list cut at 48 silently dropped the rest."""
+    libs = [f"/usr/lib/lib{i}.dylib" for i in range(100)]
+    f = tmp_path / "many"
+    f.write_bytes(mg.build(libs=libs))
+    p, info = inspect_json(f)
+    assert p.returncode == 0 and info["slices"][0]["libraries"] == libs, p.stderr
+    f.write_bytes(mg.build(libs=[f"/usr/lib/lib{i}.dylib" for i in range(257)]))
+    p, _ = inspect_json(f)
+    assert p.returncode == 1 and p.stderr == f"vzcaps inspect: {f}: more than 256 linked libraries (vzcaps reads at most 256)\n"
+    f.write_bytes(mg.build(libs=["/usr/lib/" + "x" * 600 + ".dylib"]))
+    p, _ = inspect_json(f)
+    assert p.returncode == 1 and "a library path longer than 511 bytes" in p.stderr, p.stderr
