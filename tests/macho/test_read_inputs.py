@@ -186,3 +186,16 @@ def test_a_file_linking_more_libraries_than_the_table_is_refused_not_cut(tmp_pat
     f.write_bytes(mg.build(libs=["/usr/lib/" + "x" * 600 + ".dylib"]))
     p, _ = inspect_json(f)
     assert p.returncode == 1 and "a library path longer than 511 bytes" in p.stderr, p.stderr
+
+
+def test_a_config_truncated_while_read_is_refused(tmp_path):
+    """The config reader (shared with the library) says "truncated" too: the first 1000 bytes
+    of a file that was longer are not the configuration."""
+    lib = shrink_lib(tmp_path)
+    conf = tmp_path / "c.conf"
+    text = "# padding\n" * 200 + "[x]\nmatch = foo\napple_family_max = 1007\n"
+    conf.write_text(text)
+    env = clean_env(LD_PRELOAD=str(lib), VZTEST_SHRINK=str(conf.resolve()))
+    p = subprocess.run([VZ, "check", "--config", str(conf), "--exe", "foo"], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert f"{conf}: truncated while read (1000 of {len(text)} bytes)" in p.stderr, p.stderr
