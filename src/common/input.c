@@ -20,9 +20,7 @@ void (*vzcaps_input_after_stat)(int fd, const char *path);
 
 void vzcaps_input_size_text(size_t n, char *buf, size_t len)
 {
-    if (n >= (1u << 30) && n % (1u << 30) == 0)
-        snprintf(buf, len, "%zu GiB", n >> 30);
-    else if (n >= (1u << 20) && n % (1u << 20) == 0)
+    if (n >= (1u << 20) && n % (1u << 20) == 0)
         snprintf(buf, len, "%zu MiB", n >> 20);
     else if (n >= 1024 && n % 1024 == 0)
         snprintf(buf, len, "%zu KiB", n >> 10);

@@ -48,7 +48,7 @@ VZCAPS_MUST_USE int vzcaps_input_open(const char *path, unsigned flags, struct s
 VZCAPS_MUST_USE int vzcaps_input_end(const char *path, const struct stat *st, unsigned long long got, char *err,
                                      size_t errlen);
 
-/* "64 MiB", "1 GiB", "512 bytes": a limit as the messages and the docs state it. */
+/* "64 MiB", "1024 MiB", "4 KiB", "512 bytes": a limit as the messages and the docs state it. */
 void vzcaps_input_size_text(size_t n, char *buf, size_t len);
 
 /* Tests only: called between the fstat and the first read (to change the file there). */
