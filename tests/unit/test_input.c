@@ -179,6 +179,21 @@ static void test_a_file_that_grows_past_the_limit_is_refused(void **state)
     vzcaps_input_free(&in);
 }
 
+static void test_devices_only_when_the_caller_says_so(void **state)
+{
+    (void)state;
+    struct vzcaps_input in;
+    char err[300];
+    assert_int_equal(read_one("/dev/null", 100, 0, &in, err, sizeof err), -1);
+    assert_string_equal(err, "/dev/null: not a regular file (a character device)");
+    assert_int_equal(read_one("/dev/null", 100, VZCAPS_IN_SPECIAL, &in, err, sizeof err), 0);
+    assert_int_equal(in.len, 0);
+    vzcaps_input_free(&in);
+    /* a stream has no size to check first: its limit still holds */
+    assert_int_equal(read_one("/dev/zero", 100, VZCAPS_IN_SPECIAL, &in, err, sizeof err), -1);
+    assert_string_equal(err, "/dev/zero: larger than 100 bytes (it grew while read)");
+}
+
 /* ---- property lists ---- */
 
 static struct plist *parse(const char *s, size_t n, char *err, size_t errlen)
@@ -338,6 +353,7 @@ int main(void)
         cmocka_unit_test(test_the_limit_is_stated_and_exact),
         cmocka_unit_test(test_a_file_that_shrinks_while_read_is_truncated),
         cmocka_unit_test(test_a_file_that_grows_past_the_limit_is_refused),
+        cmocka_unit_test(test_devices_only_when_the_caller_says_so),
         cmocka_unit_test(test_xml_plist_with_entities),
         cmocka_unit_test(test_xml_plist_refusals),
         cmocka_unit_test(test_binary_plist),
