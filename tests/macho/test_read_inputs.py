@@ -199,3 +199,17 @@ def test_a_config_truncated_while_read_is_refused(tmp_path):
     p = subprocess.run([VZ, "check", "--config", str(conf), "--exe", "foo"], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert f"{conf}: truncated while read (1000 of {len(text)} bytes)" in p.stderr, p.stderr
+
+
+def test_a_resource_truncated_while_prepare_copies_it_fails_and_leaves_nothing(tmp_path):
+    lib = shrink_lib(tmp_path)
+    a = app(tmp_path, plistlib.dumps({"CFBundleExecutable": "Real"}), exes=("Real",))
+    res = a / "Contents" / "Resources"
+    res.mkdir()
+    (res / "model.bin").write_bytes(b"m" * 50000)
+    env = clean_env(LD_PRELOAD=str(lib), VZTEST_SHRINK=str((res / "model.bin").resolve()))
+    p = subprocess.run([VZ, "prepare", "--yes", "--into", str(tmp_path / "out"), str(a)], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert p.returncode == 1, (p.stdout, p.stderr)
+    assert f"{res.resolve() / 'model.bin'}: truncated while read (1000 of 50000 bytes)" in p.stderr, p.stderr
+    assert not (tmp_path / "out").exists() or os.listdir(tmp_path / "out") == []
