@@ -410,7 +410,12 @@ static struct plist *xml_scalar(struct pctx *c, const char *name, bool empty)
         errno = 0;
         const char *digits = s + strspn(s, " \t\r\n");
         digits += *digits == '-' || *digits == '+';
-        long long i = integer ? strtoll(s, &end, digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10) : 0;
+        int base = digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') ? 16 : 10;
+        long long i = integer ? strtoll(s, &end, base) : 0;
+        if (integer && errno == ERANGE && i > 0 && !strchr(s, '-')) { /* up to 2^64 - 1, as CoreFoundation reads */
+            errno = 0;
+            i = (long long)strtoull(s, &end, base);
+        }
         double r = integer ? 0 : strtod(s, &end);
         while (is_space((unsigned char)*end))
             end++;

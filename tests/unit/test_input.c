@@ -208,7 +208,7 @@ static void test_xml_plist_with_entities(void **state)
                       "<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
                       "<plist version=\"1.0\">\n<dict>\n  <!-- a comment <key>CFBundleExecutable</key><string>Decoy</string> -->\n"
                       "  <key>CFBundleExecutable</key>\n  <string>A&amp;B&#x20;&#233;<![CDATA[<x>]]></string>\n"
-                      "  <key>n</key><integer>-42</integer><key>h</key><integer>0x10</integer>\n"
+                      "  <key>n</key><integer>-42</integer><key>h</key><integer>0x10</integer><key>u</key><integer>18446744073709551615</integer>\n"
                       "  <key>r</key><real>2.5</real><key>t</key><true/><key>e</key><string/>\n"
                       "  <key>d</key><data>eHk=</data><key>a</key><array><dict/><false/></array>\n"
                       "</dict>\n</plist>\n";
@@ -221,6 +221,7 @@ static void test_xml_plist_with_entities(void **state)
     assert_string_equal(v->str, "A&B \xc3\xa9<x>");
     assert_int_equal(plist_get(p, "n")->integer, -42);
     assert_int_equal(plist_get(p, "h")->integer, 16);
+    assert_true((unsigned long long)plist_get(p, "u")->integer == 18446744073709551615ull);
     assert_true(plist_get(p, "r")->real == 2.5);
     assert_true(plist_get(p, "t")->boolean);
     assert_string_equal(plist_get(p, "e")->str, "");
