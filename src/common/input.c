@@ -3,6 +3,7 @@
  * Never: maps a file (no SIGBUS), blocks on a FIFO, reads past its limit, or returns part of
  * a file as if it were whole. */
 #define _POSIX_C_SOURCE 200809L
+#define _DARWIN_C_SOURCE /* O_NOFOLLOW */
 #include "input.h"
 
 #include <errno.h>
