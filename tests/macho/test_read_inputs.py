@@ -156,6 +156,12 @@ def test_an_info_plist_that_is_not_a_property_list_fails_naming_it(tmp_path):
     os.mkfifo(a / "Contents" / "Info.plist")
     p, _ = inspect_json(a)
     assert p.returncode == 1 and "Info.plist: not a regular file (a FIFO)" in p.stderr, p.stderr
+    # one over its limit is refused from its size
+    (a / "Contents" / "Info.plist").unlink()
+    with open(a / "Contents" / "Info.plist", "wb") as f:
+        f.truncate((8 << 20) + 1)
+    p, _ = inspect_json(a)
+    assert p.returncode == 1 and p.stderr == f"vzcaps inspect: {a}/Contents/Info.plist: larger than 8 MiB (8388609 bytes)\n", p.stderr
 
 
 def test_prepare_seals_the_executable_a_binary_info_plist_names(tmp_path):
