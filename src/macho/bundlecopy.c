@@ -107,11 +107,28 @@ static void free_source(uint8_t *m, size_t len)
 
 static int classify(const char *path, struct node *n, char *err, size_t errlen)
 {
+    struct stat st;
+    uint8_t head[8];
+    int fd = open_source(path, &st, err, errlen);
+    if (fd < 0)
+        return -1;
+    ssize_t got;
+    while ((got = pread(fd, head, sizeof head, 0)) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    if (got < 0) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    char why[300];
+    if (!macho_needs_whole(head, (size_t)got)) { /* a large resource is never read to learn it is not code */
+        n->kind = macho_classify(head, (size_t)got, why, sizeof why);
+        return 0;
+    }
     size_t len;
     uint8_t *m = read_source(path, &len, NULL, err, errlen);
     if (!m)
         return -1;
-    char why[300];
     n->kind = macho_classify(m, len, why, sizeof why);
     free_source(m, len);
     if (n->kind == MACHO_KIND_BROKEN) {

@@ -614,6 +614,32 @@ static int resolve_bundle(const char *path, char *out, size_t len, struct macho_
     return 0;
 }
 
+bool macho_needs_whole(const uint8_t *head, size_t n)
+{
+    return n >= 8 && (le32(head) == MH_MAGIC_64 || be32(head) == FAT_MAGIC || be32(head) == FAT_MAGIC_64);
+}
+
+/* The first 32 bytes of path, when they tell that it is no file macho_parse reads whole
+ * (*told set, and the file is not read further); 0, or -1 with "PATH: reason". */
+static int head_tells(const char *path, uint8_t head[32], size_t *n, bool *told, char *err, size_t errlen)
+{
+    struct stat st;
+    *told = false;
+    int fd = vzcaps_input_open(path, 0, &st, err, errlen);
+    if (fd < 0)
+        return -1;
+    ssize_t got;
+    while ((got = pread(fd, head, 32, 0)) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    if (got < 0)
+        FAIL("%s: cannot read: %s", path, strerror(errno));
+    *n = (size_t)got;
+    /* a file over the limit is refused by its size below, whatever it starts with */
+    *told = got == 32 && st.st_size <= MACHO_MAX_SIZE && !macho_needs_whole(head, 32);
+    return 0;
+}
+
 int macho_load(const char *path, struct macho_file *out, char *err, size_t errlen)
 {
     char real[4400], why[300];
@@ -622,6 +648,16 @@ int macho_load(const char *path, struct macho_file *out, char *err, size_t errle
     memset(&named, 0, sizeof named);
     if (resolve_bundle(path, real, sizeof real, &named, err, errlen) != 0)
         return -1;
+    uint8_t head[32];
+    size_t hn = 0;
+    bool told;
+    if (head_tells(real, head, &hn, &told, err, errlen) != 0)
+        return -1;
+    if (told) { /* not a file read whole (a model, a script): its first bytes say why */
+        if (macho_parse(head, hn, out, why, sizeof why) != 0)
+            FAIL("%s: %s", real, why);
+        FAIL("%s: not a Mach-O file", real);
+    }
     /* read, never mapped: a file that shrinks while read is "truncated", never a SIGBUS */
     struct vzcaps_input file;
     struct vzcaps_input_opts io = {.max = MACHO_MAX_SIZE};

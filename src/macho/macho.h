@@ -56,6 +56,10 @@ int macho_parse(const uint8_t *data, size_t size, struct macho_file *out, char *
 /* Files larger than this are refused from their size alone (libtorch_cpu.dylib, among the
  * largest Metal clients, is a few hundred MB). */
 #define MACHO_MAX_SIZE (1 << 30)
+/* Whether a file whose first n bytes (at least 8, else false) are head must be read whole to
+ * parse or classify it: a 64-bit Mach-O or a universal file. Any other file is told apart
+ * (not a Mach-O file, 32-bit, big-endian) from its first 32 bytes. */
+bool macho_needs_whole(const uint8_t *head, size_t n);
 /* Reads path (a .app bundle: its main executable) through the one input reader (opened
  * without blocking, regular files only, at most MACHO_MAX_SIZE, read and never mapped: a file
  * truncated while read is "truncated", never a signal) and parses it: 0, or -1 with

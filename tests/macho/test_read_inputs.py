@@ -219,3 +219,32 @@ def test_a_resource_truncated_while_prepare_copies_it_fails_and_leaves_nothing(t
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert f"{res.resolve() / 'model.bin'}: truncated while read (1000 of 50000 bytes)" in p.stderr, p.stderr
     assert not (tmp_path / "out").exists() or os.listdir(tmp_path / "out") == []
+
+
+def limited(mb):
+    """preexec_fn: at most mb MiB of address space, so a file read whole where its first bytes
+    suffice fails with "out of memory" (memory, not time, is asserted)."""
+    import resource
+
+    def pre():
+        resource.setrlimit(resource.RLIMIT_AS, (mb << 20, mb << 20))
+    return pre
+
+
+def test_a_large_file_that_is_not_mach_o_is_told_from_its_first_bytes(tmp_path):
+    """Reading replaced mapping: a model given to inspect, or a model among a bundle's resources,
+    is not read into memory to learn that it is not code."""
+    big = tmp_path / "model.gguf"
+    with open(big, "wb") as f:
+        f.write(b"GGUF")
+        f.truncate(900 << 20)
+    p = subprocess.run([VZ, "inspect", str(big)], capture_output=True, text=True, env=clean_env(), timeout=60,
+                       preexec_fn=limited(300))
+    assert p.returncode == 1 and p.stderr == f"vzcaps inspect: {big}: not a Mach-O file (magic 0x46554747)\n", p.stderr
+    a = app(tmp_path, plistlib.dumps({"CFBundleExecutable": "Real"}), exes=("Real",))
+    (a / "Contents" / "Resources").mkdir()
+    os.rename(big, a / "Contents" / "Resources" / "model.gguf")
+    p = subprocess.run([VZ, "prepare", "--into", str(tmp_path / "out"), str(a)], capture_output=True, text=True,
+                       env=clean_env(), timeout=60, preexec_fn=limited(300))
+    assert "main executable Contents/MacOS/Real" in p.stdout, (p.stdout, p.stderr)
+    assert "out of memory" not in p.stderr
