@@ -104,8 +104,10 @@ $(B)/test_cli_units: tests/unit/test_cli_units.c $(CLI_ALL) $(HEADERS) $(B)/kern
 	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) -DVZCAPS_NO_MAIN $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CLI_LINK)
 $(B)/test_child: tests/unit/test_child.c $(wildcard src/common/*.c) $(CORE_SRC) $(HEADERS)
 	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA)
-$(B)/test_safewrite: tests/unit/test_safewrite.c src/common/safewrite.c src/common/record.c src/common/sha256.c src/common/readfile.c $(CORE_SRC) src/common/safewrite.h src/common/record.h
+$(B)/test_safewrite: tests/unit/test_safewrite.c src/common/safewrite.c src/common/record.c src/common/sha256.c src/common/readfile.c src/common/input.c $(CORE_SRC) src/common/safewrite.h src/common/record.h src/common/input.h
 	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA)
+$(B)/test_input: tests/unit/test_input.c src/common/input.c src/common/plist.c src/common/input.h src/common/plist.h
+	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA) -lm
 $(B)/san/libvzcaps.so: $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(B)/san
 	$(CC) $(CSTD) $(WARN) $(SAN) -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
@@ -128,10 +130,10 @@ deps:
 # On Linux: everything. On macOS (native, Xcode): unit tests and the portable end-to-end
 # tests; the GNU-runtime rig, libFuzzer and the cross toolchain are Linux-only.
 ifeq ($(UNAME_S),Darwin)
-CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units $(B)/test_safewrite $(B)/test_child
+CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units $(B)/test_safewrite $(B)/test_child $(B)/test_input
 CHECK_FUZZ := @echo "check: fuzzing skipped (Apple clang has no libFuzzer)"
 else
-CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units $(B)/test_safewrite $(B)/test_child $(B)/san/libvzcaps.so $(B)/san/vzcaps $(FUZZERS)
+CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units $(B)/test_safewrite $(B)/test_child $(B)/test_input $(B)/san/libvzcaps.so $(B)/san/vzcaps $(FUZZERS)
 CHECK_FUZZ := sh scripts/fuzz-seeds && sh scripts/fuzz-run $(FUZZ_SECONDS) $(FUZZERS)
 endif
 
@@ -144,6 +146,7 @@ check: deps
 	$(B)/test_cli_units
 	$(B)/test_safewrite
 	$(B)/test_child
+	$(B)/test_input
 	VZTEST_MAKE_CHECK=1 python3 -m pytest -q -rs tests
 	$(CHECK_FUZZ)
 	@if sh scripts/have-cross; then $(MAKE) audit; fi

@@ -407,6 +407,9 @@ static int inspect_main(int argc, char **argv, const char **files)
         if (json) {
             json_obj(&j, NULL);
             json_str(&j, "path", files[f]);
+            if (strcmp(mf.path, files[f]) != 0) /* a bundle: the file read, and the Info.plist that named it */
+                json_str(&j, "executable", mf.path);
+            json_str(&j, "info_plist", mf.info_plist[0] ? mf.info_plist : NULL);
             json_bool(&j, "universal", mf.fat);
             json_str(&j, "profile", r.section[0] ? r.section : NULL);
             json_str(&j, "view", fo.bare ? "library" : "run");
@@ -423,6 +426,9 @@ static int inspect_main(int argc, char **argv, const char **files)
             json_end_obj(&j);
         } else {
             printf("%s: %s Mach-O, %zu slice%s\n", esc(files[f]), mf.fat ? "universal" : "thin", mf.n_slices, mf.n_slices == 1 ? "" : "s");
+            if (strcmp(mf.path, files[f]) != 0) /* a bundle: which file, and what named it */
+                printf("  main executable: %s (%s%s)\n", esc(mf.path), mf.info_plist[0] ? "CFBundleExecutable of " : "",
+                       mf.info_plist[0] ? esc(mf.info_plist) : "named after the bundle: no Info.plist with a CFBundleExecutable");
             for (size_t i = 0; i < mf.n_slices; i++)
                 slice_text(&mf.slices[i], &r.profile, o.exe, files[f], lib_arm64e);
             if (pl)

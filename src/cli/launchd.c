@@ -4,6 +4,7 @@
  * writes a plist but through safewrite (never half-written, through a link or over a plist it
  * did not write without --force); removes a plist it did not write without --force. */
 #define _XOPEN_SOURCE 700
+#include "../common/plist.h"
 #include "../common/safewrite.h"
 #include "cli.h"
 
@@ -242,32 +243,17 @@ int launchd_apply(const char *launchctl, unsigned uid, const char *label, const 
     return launchctl_run(launchctl, "bootstrap", domain, plist) == 0 ? 0 : 1;
 }
 
-/* The text of the first <string> after <key>key</key> in a plist vzcaps wrote, entities
- * decoded (heap), or NULL. */
+/* The string value of key in a plist's text, read as a property list (src/common/plist.c:
+ * entities decoded, comments skipped); for an array, its first item. Heap, or NULL. */
 static char *plist_string_after(const char *text, const char *key)
 {
-    char *k = xformat("<key>%s</key>", key);
-    const char *p = strstr(text, k);
-    free(k);
-    p = p ? strstr(p, "<string>") : NULL;
-    const char *end = p ? strstr(p, "</string>") : NULL;
-    if (!end)
-        return NULL;
-    p += strlen("<string>");
-    char *out = xformat("%.*s", (int)(end - p), p), *w = out;
-    static const char *const ents[][2] = {{"&amp;", "&"}, {"&lt;", "<"}, {"&gt;", ">"}, {"&quot;", "\""}, {"&#13;", "\r"}};
-    for (const char *r = out; *r;) {
-        size_t i = 0;
-        while (i < 5 && strncmp(r, ents[i][0], strlen(ents[i][0])) != 0)
-            i++;
-        if (i < 5) {
-            *w++ = ents[i][1][0];
-            r += strlen(ents[i][0]);
-        } else {
-            *w++ = *r++;
-        }
-    }
-    *w = '\0';
+    char why[300];
+    struct plist *doc = plist_parse(text, strlen(text), why, sizeof why);
+    const struct plist *v = plist_get(doc, key);
+    if (v && v->type == PLIST_ARRAY && v->n)
+        v = v->items[0];
+    char *out = v && v->type == PLIST_STRING ? xformat("%s", v->str) : NULL;
+    plist_free(doc);
     return out;
 }
 

@@ -280,6 +280,10 @@ static void plan(const struct input *in, const char *problem)
     printf("vzcaps prepare: would copy %s to %s and re-sign %zu Mach-O file%s ad hoc (nested code first)%s:\n", esc(in->arg),
            esc(in->dest), in->n_code, in->n_code == 1 ? "" : "s", sealing);
     free(sealing);
+    for (size_t i = 0; i < in->nu; i++) /* the Info.plist read for each bundle, and what it named */
+        printf("  %s: main executable %s (%s%s)\n", *in->u[i].dir ? esc(in->u[i].dir) : esc(in->name), esc(in->u[i].exe),
+               in->u[i].exe_named ? "CFBundleExecutable of " : "named after the bundle: no Info.plist with a CFBundleExecutable",
+               in->u[i].exe_named ? esc(in->u[i].info) : "");
     const char **list = verify_list(in);
     for (size_t i = 0; list[i]; i++) {
         int k = bc_find_node(in, list[i]);

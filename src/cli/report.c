@@ -37,26 +37,46 @@ static long above_host(const struct bench_table *t, int role, long host)
     return host && f > host ? f : 0;
 }
 
-/* Every file read, by device and inode: an output that is one of them is refused. */
-static struct stat inputs[64];
-static size_t n_inputs;
+/* Every file read, by device and inode: an output that is one of them is refused. The list
+ * grows with the inputs (no fixed table: an input past a limit is never left unprotected). */
+static struct stat *inputs;
+static size_t n_inputs, cap_inputs;
 
 static void note_input(const char *path)
 {
     struct stat st;
-    if (n_inputs < sizeof inputs / sizeof inputs[0] && stat(path, &st) == 0)
-        inputs[n_inputs++] = st;
+    if (stat(path, &st) != 0)
+        return;
+    if (n_inputs == cap_inputs) {
+        size_t cap = cap_inputs ? 2 * cap_inputs : 64;
+        struct stat *more = realloc(inputs, cap * sizeof *more);
+        if (!more) {
+            eprintf("vzcaps report: out of memory");
+            exit(1);
+        }
+        inputs = more;
+        cap_inputs = cap;
+    }
+    inputs[n_inputs++] = st;
 }
 
-static void companion_stderr(struct report_input *in, enum bench_role role, const char *json_path)
+/* FILE.stderr beside FILE.json, when there is one: read (the first of a role gives its
+ * capabilities) or the run fails naming it; none at all is no error. */
+static int companion_stderr(struct report_input *in, enum bench_role role, const char *json_path, char *err, size_t errlen)
 {
     size_t n = strlen(json_path);
     bool ext = n > 5 && strcmp(json_path + n - 5, ".json") == 0;
     char *path = xformat("%.*s.stderr", (int)(ext ? n - 5 : n), json_path);
-    if (access(path, R_OK) == 0)
-        bench_table_add_stderr(&in->table, role, path);
+    bool missing = false;
+    struct stat lst;
+    int rc = bench_table_read_stderr(&in->table, role, path, &missing, err, errlen);
+    if (rc != 0 && missing && lstat(path, &lst) == 0) /* a link to nothing is there, and unusable */
+        snprintf(err, errlen, "%s: a symbolic link to a file that does not exist", path);
+    else if (rc != 0 && missing)
+        rc = 0;
     note_input(path);
     free(path);
+    return rc;
 }
 
 static int report_add(struct report_input *in, enum bench_role role, const char *path, char *err, size_t errlen)
@@ -64,8 +84,7 @@ static int report_add(struct report_input *in, enum bench_role role, const char 
     note_input(path);
     if (bench_table_add_file(&in->table, role, path, err, errlen) != 0)
         return -1;
-    companion_stderr(in, role, path);
-    return 0;
+    return companion_stderr(in, role, path, err, errlen);
 }
 
 static int cmp_names(const void *a, const void *b)
@@ -224,7 +243,7 @@ static void report_print(const struct report_input *in, bool json)
         if (!t->have_caps[k])
             continue;
         const struct metal_caps *c = &t->caps[k];
-        char fams[64] = "";
+        char fams[METAL_MAX_FAMILIES * 22] = ""; /* every family: never cut */
         for (size_t i = 0; i < c->n_families; i++)
             vzcaps_appendf(fams, sizeof fams, "%s%ld", i ? "," : "", c->families[i]);
         printf("%-10s %-26s %-14s %-9s %-9s %-7s %-7s %s\n", bench_role_names[k], c->found ? esc(c->gpu_name) : "(no Metal lines)",
@@ -296,6 +315,34 @@ static const char *output_refusal(const char *path, int k, bool force)
     return marked ? NULL : "it exists and vzcaps report did not write it (--force replaces it)";
 }
 
+/* A bundle's environment.json, when there is one: its cpu_brand names the chip. One that is
+ * there and cannot be used fails the run with its name and the reason. */
+static int read_environment(struct report_input *in, const char *dir)
+{
+    char *envp = xformat("%s/environment.json", dir), err[1400];
+    struct stat lst;
+    if (lstat(envp, &lst) != 0 && (errno == ENOENT || errno == ENOTDIR)) { /* none (or no directory: said below) */
+        free(envp);
+        return 0;
+    }
+    size_t elen;
+    char *etext = read_text_file(envp, &elen, err, sizeof err);
+    note_input(envp);
+    struct jv *edoc = etext ? jv_parse(etext, elen, err + 700, sizeof err - 700) : NULL;
+    if (!etext)
+        eprintf("vzcaps report: %s", err);
+    else if (!edoc)
+        eprintf("vzcaps report: %s: not valid JSON: %s", envp, err + 700);
+    const struct jv *brand = jv_get(edoc, "cpu_brand");
+    if (brand && brand->type == JV_STRING && !in->brand[0])
+        vzcaps_clip(brand->string, 100, in->brand, sizeof in->brand); /* no chip has a longer name */
+    int rc = edoc ? 0 : 1;
+    jv_free(edoc);
+    free(etext);
+    free(envp);
+    return rc;
+}
+
 struct rfile {
     enum bench_role role;
     const char *path;
@@ -355,17 +402,8 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
             return 1;
         }
     for (int d = 0; d < nd; d++) {
-        char *envp = xformat("%s/environment.json", dirs[d]), err2[1400];
-        size_t elen;
-        char *etext = access(envp, F_OK) == 0 ? read_text_file(envp, &elen, err2, sizeof err2) : NULL;
-        note_input(envp);
-        free(envp);
-        struct jv *edoc = etext ? jv_parse(etext, elen, err2, sizeof err2) : NULL;
-        const struct jv *brand = jv_get(edoc, "cpu_brand");
-        if (brand && brand->type == JV_STRING && !in.brand[0])
-            vzcaps_clip(brand->string, 100, in.brand, sizeof in.brand); /* no chip has a longer name */
-        jv_free(edoc);
-        free(etext);
+        if (read_environment(&in, dirs[d]) != 0)
+            return 1;
         if (report_add_dir(&in, dirs[d]) != 0)
             return 1;
     }

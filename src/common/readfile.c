@@ -74,6 +74,10 @@ int vzcaps_read_file(void *ctx, const char *path, char *buf, size_t cap, size_t 
         n += (size_t)r;
     }
     close(fd);
+    if (n < (size_t)st.st_size) { /* it shrank between fstat and the end of the read */
+        snprintf(err, errlen, "truncated while read (%zu of %lld bytes)", n, (long long)st.st_size);
+        return -1;
+    }
     if (n >= cap) {
         snprintf(err, errlen, "larger than %zu bytes", cap - 1);
         return -1;

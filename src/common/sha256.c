@@ -3,7 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "sha256.h"
 
-#include "readfile.h"
+#include "input.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -95,14 +95,16 @@ void sha256_hex(const void *data, size_t n, char hex[65])
 
 int sha256_file_hex(const char *path, char hex[65])
 {
-    /* a regular file only, opened without blocking: a FIFO or a device never hangs a hash */
+    /* read through the one input reader: a regular file only, opened without blocking (a FIFO
+     * or a device never hangs a hash), and a file that shrinks while hashed is no hash */
     struct stat st;
-    char why[200];
-    int fd = vzcaps_open_regular(path, &st, why, sizeof why);
+    char why[600];
+    int fd = vzcaps_input_open(path, 0, &st, why, sizeof why);
     if (fd < 0)
         return -1;
     struct sha256 s;
     uint8_t buf[65536], d[32];
+    unsigned long long got = 0;
     sha256_init(&s);
     for (;;) {
         ssize_t n = read(fd, buf, sizeof buf);
@@ -114,9 +116,12 @@ int sha256_file_hex(const char *path, char hex[65])
         }
         if (n == 0)
             break;
+        got += (unsigned long long)n;
         sha256_update(&s, buf, (size_t)n);
     }
     close(fd);
+    if (vzcaps_input_end(path, &st, got, why, sizeof why) != 0)
+        return -1;
     sha256_final(&s, d);
     for (int i = 0; i < 32; i++)
         snprintf(hex + 2 * i, 3, "%02x", d[i]);

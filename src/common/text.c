@@ -5,6 +5,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "text.h"
 
+#include "input.h"
+
 #include "../core/vzcaps_core.h"
 
 #include <errno.h>
@@ -74,56 +76,12 @@ void eprintf(const char *fmt, ...)
 
 char *read_text_file(const char *path, size_t *len, char *err, size_t errlen)
 {
-    struct stat st;
-    char why[200];
-    int fd = vzcaps_open_regular(path, &st, why, sizeof why);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, why);
+    struct vzcaps_input in;
+    struct vzcaps_input_opts o = {.max = TEXT_FILE_MAX};
+    if (vzcaps_input_read(path, &o, &in, err, errlen) != 0)
         return NULL;
-    }
-    if (st.st_size > TEXT_FILE_MAX) { /* from its size alone, before reading */
-        close(fd);
-        snprintf(err, errlen, "%s: larger than %d MiB", path, TEXT_FILE_MAX >> 20);
-        return NULL;
-    }
-    /* the size may change while reading: read at most the limit, and say so if it grew past */
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    char *buf = malloc(cap + 1);
-    for (;;) {
-        if (!buf) {
-            close(fd);
-            snprintf(err, errlen, "%s: out of memory", path);
-            return NULL;
-        }
-        ssize_t r = read(fd, buf + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            close(fd);
-            free(buf);
-            snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
-            return NULL;
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-        if (n == cap) {
-            if (cap > TEXT_FILE_MAX) {
-                close(fd);
-                free(buf);
-                snprintf(err, errlen, "%s: larger than %d MiB", path, TEXT_FILE_MAX >> 20);
-                return NULL;
-            }
-            char *bigger = realloc(buf, (cap *= 2) + 1);
-            if (!bigger)
-                free(buf);
-            buf = bigger;
-        }
-    }
-    close(fd);
-    buf[n] = '\0';
-    *len = n;
-    return buf;
+    *len = in.len;
+    return in.data;
 }
 
 char *md_code_span(const char *s)

@@ -19,11 +19,11 @@ const char *esc(const char *s);
  * for vxformat; xformat exits with a message instead). */
 char *xformat(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *vxformat(const char *fmt, va_list ap);
-/* A whole file, NUL-terminated, in a malloc'd buffer the caller frees; NULL with
- * "PATH: reason" in err (not a regular file, unreadable, larger than TEXT_FILE_MAX, refused
- * from its size before reading). Opened without blocking: a FIFO never hangs. */
+/* A whole text file (vzcaps_input_read with the limit TEXT_FILE_MAX), NUL-terminated, in a
+ * malloc'd buffer the caller frees; NULL with "PATH: reason" in err (not a regular file,
+ * unreadable, larger than TEXT_FILE_MAX, truncated while read). */
 #define TEXT_FILE_MAX (64 << 20)
-char *read_text_file(const char *path, size_t *len, char *err, size_t errlen);
+__attribute__((warn_unused_result)) char *read_text_file(const char *path, size_t *len, char *err, size_t errlen);
 /* s as a Markdown code span nothing in it can end or break (control characters as \xNN, no
  * line break, a fence longer than any run of backticks inside); heap. */
 char *md_code_span(const char *s);

@@ -4,6 +4,7 @@
 #define _XOPEN_SOURCE 700
 #include "benchdata.h"
 
+#include "../common/input.h"
 #include "../common/text.h"
 #include "../core/vzcaps_core.h"
 #include "json.h"
@@ -268,7 +269,8 @@ void metal_caps_line(const char *line, size_t n, struct metal_caps *c)
             } else if ((p = strstr(buf, "GPU family:"))) {
                 const char *open = strrchr(p, '(');
                 long fam = open ? strtol(open + 1, NULL, 10) : 0;
-                if (open && c->n_families < 8)
+                c->n_family_lines++;
+                if (open && c->n_families < METAL_MAX_FAMILIES)
                     c->families[c->n_families++] = fam;
                 c->found = true;
                 /* the Apple line: "MTLGPUFamilyApple7  (1007)", kept as printed, spaces folded */
@@ -314,24 +316,46 @@ void metal_caps_parse(const char *text, struct metal_caps *c)
 
 int metal_caps_read(const char *path, struct metal_caps *c)
 {
-    size_t len;
     char err[300];
-    metal_caps_init(c); /* the record is defined whatever happens to the file */
-    char *text = read_text_file(path, &len, err, sizeof err);
-    if (!text)
+    return metal_caps_read_file(path, c, NULL, err, sizeof err);
+}
+
+int metal_caps_read_file(const char *path, struct metal_caps *c, bool *missing, char *err, size_t errlen)
+{
+    struct vzcaps_input in;
+    struct vzcaps_input_opts o = {.max = TEXT_FILE_MAX};
+    metal_caps_parse("", c); /* never left unset, read or not */
+    int rc = vzcaps_input_read(path, &o, &in, err, errlen);
+    if (missing)
+        *missing = rc != 0 && in.missing;
+    if (rc != 0)
         return -1;
-    metal_caps_parse(text, c);
-    free(text);
+    metal_caps_parse(in.data, c);
+    vzcaps_input_free(&in);
+    if (c->n_family_lines > METAL_MAX_FAMILIES) { /* a list cut short would be a different run */
+        snprintf(err, errlen, "%s: more than %d \"GPU family:\" lines (%zu)", path, METAL_MAX_FAMILIES, c->n_family_lines);
+        metal_caps_parse("", c);
+        return -1;
+    }
     return 0;
 }
 
 int bench_table_add_stderr(struct bench_table *t, enum bench_role role, const char *path)
 {
-    if (t->have_caps[role])
-        return 0;
-    if (metal_caps_read(path, &t->caps[role]) != 0)
+    char err[300];
+    return bench_table_read_stderr(t, role, path, NULL, err, sizeof err);
+}
+
+int bench_table_read_stderr(struct bench_table *t, enum bench_role role, const char *path, bool *missing, char *err,
+                            size_t errlen)
+{
+    static struct metal_caps c;
+    if (metal_caps_read_file(path, &c, missing, err, errlen) != 0)
         return -1;
-    t->have_caps[role] = true;
+    if (!t->have_caps[role]) { /* the first one read wins; every one is read */
+        t->caps[role] = c;
+        t->have_caps[role] = true;
+    }
     return 0;
 }
 
@@ -400,7 +424,8 @@ void bench_render_text(const struct bench_table *t, FILE *out)
     int shown = 0;
     for (int k = 0; k < N_ROLES; k++)
         if (t->have_caps[k])
-            fprintf(out, "%s %s %s", shown++ ? ";" : "", bench_role_names[k], t->caps[k].gpu_family[0] ? t->caps[k].gpu_family : "(not printed)");
+            fprintf(out, "%s %s %s", shown++ ? ";" : "", bench_role_names[k],
+                    t->caps[k].gpu_family[0] ? esc(t->caps[k].gpu_family) : "(not printed)"); /* from a log: escaped */
     fprintf(out, "\n");
 }
 
@@ -430,6 +455,23 @@ void bench_render_csv(const struct bench_table *t, FILE *out)
         }
         fputc('\n', out);
     }
+}
+
+/* Text from a log inside a Markdown table cell: escaped as every printed line is (control
+ * characters, C1, invalid UTF-8 as \\xNN), and nothing that ends the cell or opens HTML. */
+static const char *md_cell(const char *s)
+{
+    static char buf[4][512];
+    static unsigned k;
+    char *b = buf[k++ % 4];
+    size_t n = 0;
+    for (const char *p = esc(s); *p && n + 6 < sizeof buf[0]; p++) {
+        if (*p == '|' || *p == '<' || *p == '`' || *p == '*' || *p == '_' || *p == '[')
+            b[n++] = '\\';
+        b[n++] = *p;
+    }
+    b[n] = '\0';
+    return b;
 }
 
 void bench_render_md(const struct bench_table *t, FILE *out)
@@ -465,8 +507,8 @@ void bench_render_md(const struct bench_table *t, FILE *out)
     fprintf(out, "\n| run | GPU family (llama.cpp's start-up line) | shim that said it changed the answers |\n| --- | --- | --- |\n");
     for (int k = 0; k < N_ROLES; k++)
         if (t->have_caps[k])
-            fprintf(out, "| %s | %s | %s |\n", bench_role_names[k], t->caps[k].gpu_family[0] ? t->caps[k].gpu_family : "(not printed)",
-                    t->caps[k].shim[0] ? t->caps[k].shim : "none");
+            fprintf(out, "| %s | %s | %s |\n", bench_role_names[k], t->caps[k].gpu_family[0] ? md_cell(t->caps[k].gpu_family) : "(not printed)",
+                    t->caps[k].shim[0] ? md_cell(t->caps[k].shim) : "none");
 }
 
 long bench_host_family(const struct bench_table *t, const char **from)

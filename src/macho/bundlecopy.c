@@ -8,6 +8,7 @@
 #define _DARWIN_C_SOURCE
 #include "bundlecopy.h"
 
+#include "../common/input.h"
 #include "../common/safewrite.h"
 #include "../common/sha1.h"
 #include "../common/sha256.h"
@@ -22,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -78,62 +78,59 @@ static struct node *add_node(struct input *in, const char *rel, enum ntype type,
     return n;
 }
 
-/* Opens a file of the source for reading: never through a link at its last component, never
- * blocking, regular files only. */
+/* Opens a file of the source for reading (the one input reader): never through a link at its
+ * last component, never blocking, regular files only. */
 static int open_source(const char *path, struct stat *st, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
-        close(fd);
-        return -1;
-    }
-    return fd;
+    return vzcaps_input_open(path, VZCAPS_IN_NOFOLLOW, st, err, errlen);
 }
 
-/* The whole file (mapped), for classifying and signing; *len its size. */
-static uint8_t *map_source(const char *path, size_t *len, mode_t *mode, char *err, size_t errlen)
+/* The whole file (read, never mapped: a file that shrinks is "truncated", never a SIGBUS), for
+ * classifying and signing; *len its size. */
+static uint8_t *read_source(const char *path, size_t *len, mode_t *mode, char *err, size_t errlen)
 {
-    struct stat st;
-    int fd = open_source(path, &st, err, errlen);
-    if (fd < 0)
+    struct vzcaps_input file;
+    struct vzcaps_input_opts io = {.max = MACHO_MAX_SIZE, .flags = VZCAPS_IN_NOFOLLOW};
+    if (vzcaps_input_read(path, &io, &file, err, errlen) != 0)
         return NULL;
-    if (st.st_size > MACHO_MAX_SIZE) {
-        close(fd);
-        snprintf(err, errlen, "%s: larger than %d MiB", path, MACHO_MAX_SIZE >> 20);
-        return NULL;
-    }
-    *len = (size_t)st.st_size;
+    *len = file.len;
     if (mode)
-        *mode = st.st_mode;
-    void *m = *len ? mmap(NULL, *len, PROT_READ, MAP_PRIVATE, fd, 0) : (void *)"";
-    close(fd);
-    if (m == MAP_FAILED) {
-        snprintf(err, errlen, "%s: cannot map: %s", path, strerror(errno));
-        return NULL;
-    }
-    return m;
+        *mode = file.st.st_mode;
+    return (uint8_t *)file.data;
 }
 
-static void unmap_source(uint8_t *m, size_t len)
+static void free_source(uint8_t *m, size_t len)
 {
-    if (m && len)
-        munmap(m, len);
+    (void)len;
+    free(m);
 }
 
 static int classify(const char *path, struct node *n, char *err, size_t errlen)
 {
+    struct stat st;
+    uint8_t head[8];
+    int fd = open_source(path, &st, err, errlen);
+    if (fd < 0)
+        return -1;
+    ssize_t got;
+    while ((got = pread(fd, head, sizeof head, 0)) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    if (got < 0) {
+        snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+        return -1;
+    }
+    char why[300];
+    if (!macho_needs_whole(head, (size_t)got)) { /* a large resource is never read to learn it is not code */
+        n->kind = macho_classify(head, (size_t)got, why, sizeof why);
+        return 0;
+    }
     size_t len;
-    uint8_t *m = map_source(path, &len, NULL, err, errlen);
+    uint8_t *m = read_source(path, &len, NULL, err, errlen);
     if (!m)
         return -1;
-    char why[300];
     n->kind = macho_classify(m, len, why, sizeof why);
-    unmap_source(m, len);
+    free_source(m, len);
     if (n->kind == MACHO_KIND_BROKEN) {
         snprintf(err, errlen, "%s: %s", path, why[0] ? why : "a damaged Mach-O file");
         return -1;
@@ -236,6 +233,7 @@ static int add_unit(struct input *in, const char *dir, const char *base, const c
     if (rc != 0)
         return -1;
     char *exe = join(exe_dir, name ? name : fallback_exe);
+    bool named = name != NULL;
     free(name);
     int e = bc_find_node(in, exe);
     if (e < 0 || in->n[e].type != N_FILE || !bc_is_code(in->n[e].kind)) {
@@ -261,6 +259,7 @@ static int add_unit(struct input *in, const char *dir, const char *base, const c
     u->base = xformat("%s", base);
     u->info = xformat("%s", info);
     u->exe = exe;
+    u->exe_named = named;
     u->parent = parent;
     char *res = join(base, "Resources");
     int r = bc_find_node(in, res);
@@ -434,7 +433,7 @@ static int sign_node(struct run *r, struct node *n, const struct codesign_bind *
     char *path = *n->rel ? xformat("%s/%s", r->in->root, n->rel) : xformat("%s", r->in->root);
     size_t len, out_len = 0;
     mode_t mode;
-    uint8_t *in = map_source(path, &len, &mode, err, errlen), *out = NULL;
+    uint8_t *in = read_source(path, &len, &mode, err, errlen), *out = NULL;
     if (!in) {
         free(path);
         return -1;
@@ -443,7 +442,7 @@ static int sign_node(struct run *r, struct node *n, const struct codesign_bind *
     char why[600];
     const char *ident = *n->rel ? last_name(n->rel) : r->in->name;
     int rc = codesign_adhoc_bound(in, len, ident, bind, n->kind == MACHO_KIND_PARTLY_SIGNED, &out, &out_len, &rep, why, sizeof why);
-    unmap_source(in, len);
+    free_source(in, len);
     if (rc != 0)
         snprintf(err, errlen, "%s: %s", path, why);
     /* the project's own verifier: every slice ad hoc, hashes matching, no hardened runtime */
@@ -505,6 +504,7 @@ static int copy_node(struct run *r, struct node *n, bool need_digest, char *err,
     sha1_init(&a);
     sha256_init(&b);
     static uint8_t buf[1 << 16];
+    unsigned long long total = 0;
     while (rc == 0) {
         if (bc_stop_signal) {
             snprintf(err, errlen, "interrupted");
@@ -519,8 +519,11 @@ static int copy_node(struct run *r, struct node *n, bool need_digest, char *err,
             rc = -1;
             break;
         }
-        if (got == 0)
+        if (got == 0) {
+            rc = vzcaps_input_end(path, &st, total, err, errlen); /* shrank while copied */
             break;
+        }
+        total += (unsigned long long)got;
         sha1_update(&a, buf, (size_t)got);
         sha256_update(&b, buf, (size_t)got);
         if (r->write)

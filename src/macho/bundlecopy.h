@@ -39,6 +39,7 @@ struct unit {
     char *base;   /* its resource base: Contents, Versions/X or the directory itself */
     char *info;   /* Info.plist */
     char *exe;    /* the main executable */
+    bool exe_named; /* Info.plist's CFBundleExecutable named it (else the bundle's name did) */
     bool with_resources;
     int parent;
     uint8_t cdhash[20];

@@ -5,6 +5,8 @@
 #include "macho.h"
 
 #include "bytes.h"
+#include "../common/input.h"
+#include "../common/plist.h"
 #include "../common/text.h"
 #include "../core/vzcaps_core.h"
 #include "../common/sha256.h"
@@ -13,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -326,8 +327,13 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
         case LC_REEXPORT_DYLIB:
         case LC_LAZY_LOAD_DYLIB:
         case LC_LOAD_UPWARD_DYLIB:
-            if (cmdsize >= 24 && s->n_libs < MACHO_MAX_LIBS) {
-                lc_string(c, cmdsize, le32(c + 8), s->libs[s->n_libs], sizeof s->libs[0]);
+            if (cmdsize >= 24) {
+                if (s->n_libs == MACHO_MAX_LIBS)
+                    FAIL("more than %d linked libraries (vzcaps reads at most %d)", MACHO_MAX_LIBS, MACHO_MAX_LIBS);
+                uint32_t off = le32(c + 8);
+                lc_string(c, cmdsize, off, s->libs[s->n_libs], sizeof s->libs[0]);
+                if (off < cmdsize && strnlen((const char *)c + off, cmdsize - off) >= sizeof s->libs[0])
+                    FAIL("load command %u: a library path longer than %d bytes", i, MACHO_MAX_LIB_NAME - 1);
                 s->lib_weak[s->n_libs++] = cmd == LC_LOAD_WEAK_DYLIB;
             }
             break;
@@ -557,39 +563,40 @@ enum macho_kind macho_classify(const uint8_t *d, size_t size, char *err, size_t 
 int macho_plist_executable(const char *plist, char **name, char *err, size_t errlen)
 {
     *name = NULL;
-    struct stat st;
-    char why[200];
-    int fd = vzcaps_open_regular(plist, &st, why, sizeof why);
-    if (fd < 0 && errno == ENOENT) /* no Info.plist is no error */
-        return 0;
-    if (fd < 0)
-        FAIL("%s: %s", plist, why);
-    static char buf[65536];
-    ssize_t got = st.st_size < (off_t)sizeof buf ? read(fd, buf, sizeof buf - 1) : -1;
-    close(fd);
-    if (got < 0)
-        FAIL("%s: %s", plist, st.st_size >= (off_t)sizeof buf ? "larger than 64 KiB" : "cannot read");
-    buf[got] = '\0';
-    char *k = strstr(buf, "<key>CFBundleExecutable</key>");
-    char *s = k ? strstr(k, "<string>") : NULL;
-    char *e = s ? strstr(s, "</string>") : NULL;
-    if (!s || !e || e <= s + 8)
-        return 0;
-    /* a file name beside the bundle's other code, nothing that leads out of it */
-    int len = (int)(e - s - 8);
-    const char *v = s + 8;
-    if (memchr(v, '/', (size_t)len) || (len == 1 && v[0] == '.') || (len == 2 && v[0] == '.' && v[1] == '.'))
-        FAIL("%s: CFBundleExecutable \"%.*s\" is not a file name (it would lead out of the bundle)", plist,
-             len > 200 ? 200 : len, v);
-    *name = xformat("%.*s", len, v);
-    return 0;
+    struct plist *doc;
+    bool missing = false;
+    if (plist_read_file(plist, &doc, &missing, err, errlen) != 0)
+        return missing ? 0 : -1; /* no Info.plist is no error; one that cannot be read is */
+    const struct plist *v = plist_get(doc, "CFBundleExecutable");
+    int rc = 0;
+    if (doc->type != PLIST_DICT) {
+        snprintf(err, errlen, "%s: the property list is not a dictionary", plist);
+        rc = -1;
+    } else if (v && v->type != PLIST_STRING) {
+        snprintf(err, errlen, "%s: CFBundleExecutable is not a string", plist);
+        rc = -1;
+    } else if (v && v->len) {
+        /* a file name beside the bundle's other code, nothing that leads out of it */
+        if (memchr(v->str, '/', v->len) || memchr(v->str, '\0', v->len) || strcmp(v->str, ".") == 0 || strcmp(v->str, "..") == 0) {
+            snprintf(err, errlen, "%s: CFBundleExecutable \"%s\" is not a file name (it would lead out of the bundle)", plist,
+                     esc(v->str));
+            rc = -1;
+        } else {
+            *name = xformat("%s", v->str);
+        }
+    }
+    plist_free(doc);
+    return rc;
 }
 
-char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen)
+/* The bundle's main executable (see macho_bundle_executable); *named says whether the
+ * Info.plist named it. */
+static char *bundle_executable(const char *bundle, size_t n, bool *named, char *err, size_t errlen)
 {
     char *plist = xformat("%.*s/Contents/Info.plist", (int)n, bundle), *name = NULL, *exe = NULL;
     int rc = macho_plist_executable(plist, &name, err, errlen);
     free(plist);
+    *named = name != NULL;
     if (rc != 0)
         return NULL;
     if (name) {
@@ -604,49 +611,89 @@ char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t er
     return exe;
 }
 
-/* ".app" bundles: their main executable (macho_bundle_executable); other paths as given.
- * -1 with a reason when the path would not fit or Info.plist cannot be read. */
-static int resolve_bundle(const char *path, char *out, size_t len, char *err, size_t errlen)
+char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen)
+{
+    bool named;
+    return bundle_executable(bundle, n, &named, err, errlen);
+}
+
+/* ".app" bundles: their main executable (macho_bundle_executable), and in out->info_plist the
+ * Info.plist that named it; other paths as given. -1 with a reason when the path would not
+ * fit or Info.plist cannot be read. */
+static int resolve_bundle(const char *path, char *out, size_t len, struct macho_file *mf, char *err, size_t errlen)
 {
     size_t n = strlen(path);
     while (n > 1 && path[n - 1] == '/')
         n--;
-    bool app = n >= 4 && strncmp(path + n - 4, ".app", 4) == 0;
-    char *rel = app ? macho_bundle_executable(path, n, err, errlen) : NULL;
+    bool app = n >= 4 && strncmp(path + n - 4, ".app", 4) == 0, named = false;
+    char *rel = app ? bundle_executable(path, n, &named, err, errlen) : NULL;
     if (app && !rel)
         return -1;
     int w = app ? snprintf(out, len, "%.*s/%s", (int)n, path, rel) : snprintf(out, len, "%s", path);
     free(rel);
     if (w < 0 || (size_t)w >= len)
         FAIL("%.64s...: path longer than %zu bytes", path, len - 1);
+    if (named)
+        snprintf(mf->info_plist, sizeof mf->info_plist, "%.*s/Contents/Info.plist", (int)n, path);
+    snprintf(mf->path, sizeof mf->path, "%s", out);
+    return 0;
+}
+
+bool macho_needs_whole(const uint8_t *head, size_t n)
+{
+    return n >= 8 && (le32(head) == MH_MAGIC_64 || be32(head) == FAT_MAGIC || be32(head) == FAT_MAGIC_64);
+}
+
+/* The first 32 bytes of path, when they tell that it is no file macho_parse reads whole
+ * (*told set, and the file is not read further); 0, or -1 with "PATH: reason". */
+static int head_tells(const char *path, uint8_t head[32], size_t *n, bool *told, char *err, size_t errlen)
+{
+    struct stat st;
+    *told = false;
+    int fd = vzcaps_input_open(path, 0, &st, err, errlen);
+    if (fd < 0)
+        return -1;
+    ssize_t got;
+    while ((got = pread(fd, head, 32, 0)) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    if (got < 0)
+        FAIL("%s: cannot read: %s", path, strerror(errno));
+    *n = (size_t)got;
+    /* a file over the limit is refused by its size below, whatever it starts with */
+    *told = got == 32 && st.st_size <= MACHO_MAX_SIZE && !macho_needs_whole(head, 32);
     return 0;
 }
 
 int macho_load(const char *path, struct macho_file *out, char *err, size_t errlen)
 {
     char real[4400], why[300];
+    static struct macho_file named; /* the names resolve_bundle found, kept across the parse */
     memset(out, 0, sizeof *out);
-    if (resolve_bundle(path, real, sizeof real, err, errlen) != 0)
+    memset(&named, 0, sizeof named);
+    if (resolve_bundle(path, real, sizeof real, &named, err, errlen) != 0)
         return -1;
-    struct stat st;
-    int fd = vzcaps_open_regular(real, &st, why, sizeof why);
-    if (fd < 0)
-        FAIL("%s: %s", real, why);
-    if (st.st_size > MACHO_MAX_SIZE) { /* from its size alone, before reading a byte */
-        close(fd);
-        FAIL("%s: larger than %d MiB (%lld bytes)", real, MACHO_MAX_SIZE >> 20, (long long)st.st_size);
+    uint8_t head[32];
+    size_t hn = 0;
+    bool told;
+    if (head_tells(real, head, &hn, &told, err, errlen) != 0)
+        return -1;
+    if (told) { /* not a file read whole (a model, a script): its first bytes say why */
+        if (macho_parse(head, hn, out, why, sizeof why) != 0)
+            FAIL("%s: %s", real, why);
+        FAIL("%s: not a Mach-O file", real);
     }
-    size_t size = (size_t)st.st_size;
-    /* mapped, not read: a large file costs address space, not memory */
-    void *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
-    close(fd);
-    if (size && map == MAP_FAILED)
-        FAIL("%s: cannot map: %s", real, strerror(errno));
-    int rc = macho_parse(map ? map : (const void *)"", size, out, why, sizeof why);
-    if (map)
-        munmap(map, size);
+    /* read, never mapped: a file that shrinks while read is "truncated", never a SIGBUS */
+    struct vzcaps_input file;
+    struct vzcaps_input_opts io = {.max = MACHO_MAX_SIZE};
+    if (vzcaps_input_read(real, &io, &file, err, errlen) != 0)
+        return -1;
+    int rc = macho_parse((const uint8_t *)file.data, file.len, out, why, sizeof why);
+    vzcaps_input_free(&file);
     if (rc != 0)
         FAIL("%s: %s", real, why);
+    memcpy(out->path, named.path, sizeof out->path);
+    memcpy(out->info_plist, named.info_plist, sizeof out->info_plist);
     size_t rl = strlen(real);
     if (rl > 5 && strcmp(real + rl - 5, ".node") == 0) /* a Node.js native addon: a plugin */
         for (size_t i = 0; i < out->n_slices; i++) {

@@ -8,7 +8,11 @@
 #include <stdint.h>
 
 #define MACHO_MAX_SLICES 8
-#define MACHO_MAX_LIBS 48
+/* A file linking more libraries, or naming one by a longer path, is refused (never a list
+ * cut short: the libraries decide which images stay stock). The selector table holds every
+ * entry of macho_capability_selectors. */
+#define MACHO_MAX_LIBS 256
+#define MACHO_MAX_LIB_NAME 512
 #define MACHO_MAX_SELECTORS 24
 
 enum macho_injection { MACHO_INJECTION_HONOURED, MACHO_INJECTION_IGNORED, MACHO_INJECTION_UNKNOWN };
@@ -19,7 +23,7 @@ struct macho_slice {
     uint64_t offset, size;         /* within the file */
     char minos[16];                /* "13.0", "" when absent */
     char install_name[256];        /* dylibs only */
-    char libs[MACHO_MAX_LIBS][200];
+    char libs[MACHO_MAX_LIBS][MACHO_MAX_LIB_NAME];
     bool lib_weak[MACHO_MAX_LIBS];
     size_t n_libs;
     const char *selectors[MACHO_MAX_SELECTORS]; /* capability selectors referenced */
@@ -47,6 +51,8 @@ struct macho_file {
     bool fat;
     size_t n_slices;
     struct macho_slice slices[MACHO_MAX_SLICES];
+    char path[4400];       /* the file read (a .app bundle's main executable) */
+    char info_plist[4400]; /* the Info.plist whose CFBundleExecutable named it, "" when none did */
 };
 
 /* Parses data; 0, or -1 with a one-line reason in err ("truncated load command 3", ...). */
@@ -54,16 +60,24 @@ int macho_parse(const uint8_t *data, size_t size, struct macho_file *out, char *
 /* Files larger than this are refused from their size alone (libtorch_cpu.dylib, among the
  * largest Metal clients, is a few hundred MB). */
 #define MACHO_MAX_SIZE (1 << 30)
-/* Maps path (a .app bundle: its main executable; opened without blocking, regular files
- * only) and parses it: 0, or -1 with "PATH: reason" in err. */
+/* Whether a file whose first n bytes (at least 8, else false) are head must be read whole to
+ * parse or classify it: a 64-bit Mach-O or a universal file. Any other file is told apart
+ * (not a Mach-O file, 32-bit, big-endian) from its first 32 bytes. */
+bool macho_needs_whole(const uint8_t *head, size_t n);
+/* Reads path (a .app bundle: its main executable) through the one input reader (opened
+ * without blocking, regular files only, at most MACHO_MAX_SIZE, read and never mapped: a file
+ * truncated while read is "truncated", never a signal) and parses it: 0, or -1 with
+ * "PATH: reason" in err. */
 int macho_load(const char *path, struct macho_file *out, char *err, size_t errlen);
 /* The main executable of the .app bundle bundle[0..n), relative to it:
  * Contents/MacOS/<CFBundleExecutable of Contents/Info.plist>, else Contents/MacOS/<the
  * bundle's base name>. On the heap; NULL with "PLIST: reason" in err when Info.plist exists
- * but cannot be read (not a regular file, larger than 64 KiB) or its CFBundleExecutable is
- * not a plain file name (a '/', "." or ".." would lead out of Contents/MacOS). */
+ * but cannot be read (not a regular file, larger than PLIST_MAX_SIZE, not an XML or binary
+ * property list) or its CFBundleExecutable is not a plain file name (a '/', "." or ".." would
+ * lead out of Contents/MacOS). */
 char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen);
-/* The CFBundleExecutable of the Info.plist at plist (XML form): 0 with the name on the heap
+/* The CFBundleExecutable of the Info.plist at plist (XML or binary, read as a property list by
+ * src/common/plist.c, entities decoded): 0 with the name on the heap
  * in *name, or NULL when there is no such file or key; -1 with "PLIST: reason" when it cannot
  * be read or the name is not a plain file name. */
 int macho_plist_executable(const char *plist, char **name, char *err, size_t errlen);

@@ -63,7 +63,7 @@ def test_doctor_with_home_config_fifo(tmp_path):
 
 def test_report_fifo(fifo):
     p = vz("report", "--stock", str(fifo), "--unlocked", str(FIXTURES / "unlocked-guest.json"))
-    assert p.returncode == 1 and p.stderr == f"vzcaps report: {fifo}: not a regular file\n".encode()
+    assert p.returncode == 1 and p.stderr == f"vzcaps report: {fifo}: not a regular file (a FIFO)\n".encode()
 
 
 def test_inspect_fifo_and_app_with_fifo_plist(tmp_path, fifo):

@@ -215,3 +215,16 @@ def test_sigterm_while_installing_leaves_no_temporary(tmp_path):
                        env=clean_env(HOME=str(home)), capture_output=True, text=True, timeout=120)
     assert "Breakpoint 1," in p.stdout and "terminated with signal SIGTERM" in p.stdout, p.stdout + p.stderr
     assert sorted(f.name for f in (home / "Library" / "LaunchAgents").iterdir()) == []
+
+
+def test_list_reads_the_plist_as_a_property_list(tmp_path):
+    """--list read Label and ProgramArguments by substring: a comment quoting a key was taken for it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    assert install(home, "com.example.c", "/bin/echo", "hi").returncode == 0
+    plist = home / "Library" / "LaunchAgents" / "com.example.c.plist"
+    text = plist.read_text().replace("<dict>", "<dict>\n<!-- <key>Label</key><string>decoy</string> "
+                                     "<key>ProgramArguments</key><array><string>/decoy</string></array> -->", 1)
+    plist.write_text(text)
+    p = launchd(home, "--list", timeout=20)
+    assert p.returncode == 0 and p.stdout == f"com.example.c\t{plist}\t/bin/echo\n", (p.stdout, p.stderr)

@@ -3,9 +3,11 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 import xml.etree.ElementTree as ET
 
 import pytest
+from pathlib import Path
 
 from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT, need_tool, needs_root
 
@@ -465,3 +467,100 @@ def test_sigterm_while_writing_leaves_no_temporary(tmp_path):
     stopped_at_placement([str(BUILD / "vzcaps"), "report", "--svg", "c.svg", str(FIXTURES)],
                          cwd=tmp_path)
     assert sorted(f.name for f in tmp_path.iterdir()) == []
+
+
+# ---- issue 25: every input protected, every companion used or the run fails, logs escaped ----
+
+def many_inputs(d, n):
+    """n stock and n unlocked llama-bench files, one distinct test each."""
+    d.mkdir()
+    for i in range(n):
+        for role, ts in (("stock", 10.0), ("unlocked", 20.0)):
+            run = [{"n_prompt": 100 + i, "n_gen": 0, "samples_ts": [ts, ts + 1]}]
+            (d / f"{role}-{i:02d}.json").write_text(json.dumps(run))
+    return d
+
+
+def test_every_input_is_protected_past_the_sixty_fourth(tmp_path):
+    """row 3: only the first 64 inputs were remembered; --force --csv onto input 70 overwrote it."""
+    d = many_inputs(tmp_path / "runs", 40)
+    target = d / "unlocked-29.json"  # the 70th input in name order
+    before = target.read_bytes()
+    p = report("--force", "--csv", str(target), str(d))
+    assert p.returncode == 1, p.stderr
+    assert p.stderr == f"vzcaps report: cannot write {target}: it is one of the inputs (refusing to overwrite it)\n"
+    assert target.read_bytes() == before
+    # and a companion .stderr past the 64th is an input too
+    (d / "unlocked-39.stderr").write_text("ggml_metal_device_init: GPU family: MTLGPUFamilyApple7  (1007)\n")
+    p = report("--force", "--md", str(d / "unlocked-39.stderr"), str(d))
+    assert p.returncode == 1 and "it is one of the inputs" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("make,why", [
+    (lambda p: os.mkfifo(p), "not a regular file (a FIFO)"),
+    (lambda p: p.mkdir(), "a directory, not a file"),
+    (lambda p: os.truncate(p.open("w").name, (64 << 20) + 1), "larger than 64 MiB (67108865 bytes)"),
+    (lambda p: p.symlink_to(p.parent / "gone.stderr"), "a symbolic link to a file that does not exist"),
+])
+def test_a_companion_stderr_that_cannot_be_used_fails_the_run(tmp_path, make, why):
+    """row 14: a FIFO, a directory, an oversized or dangling .stderr was dropped silently (exit 0,
+    and the unlocked row's family and its "above the host" warning vanished)."""
+    d = role_dir(tmp_path)
+    bad = d / "unlocked-guest.stderr"
+    bad.unlink()
+    make(bad)
+    for args in ([str(d)], ["--stock", str(d / "stock-guest.json"), "--unlocked", str(d / "unlocked-guest.json")]):
+        p = report(*args)
+        assert p.returncode == 1, (args, p.stdout)
+        assert p.stderr == f"vzcaps report: {bad}: {why}\n", p.stderr
+        assert p.stdout == ""
+
+
+def test_a_companion_stderr_unreadable_for_the_user_fails_the_run(request):
+    base = Path(tempfile.mkdtemp(prefix="vzcaps-report-", dir="/tmp"))  # reachable for that user
+    os.chmod(base, 0o755)
+    request.addfinalizer(lambda: subprocess.run(["rm", "-rf", str(base)]))
+    d = role_dir(base)
+    bad = d / "unlocked-guest.stderr"
+    os.chmod(bad, 0)
+    as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
+    p = subprocess.run([*as_user, VZ, "report", str(d)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and p.stderr == f"vzcaps report: {bad}: cannot open: Permission denied\n", p.stderr
+
+
+def test_an_environment_json_that_cannot_be_used_fails_the_run(tmp_path):
+    d = role_dir(tmp_path)
+    (d / "environment.json").write_text("{not json")
+    p = report(str(d))
+    assert p.returncode == 1 and p.stderr.startswith(f"vzcaps report: {d / 'environment.json'}: not valid JSON: "), p.stderr
+    (d / "environment.json").unlink()
+    os.mkfifo(d / "environment.json")
+    p = report(str(d))
+    assert p.returncode == 1 and p.stderr == f"vzcaps report: {d / 'environment.json'}: not a regular file (a FIFO)\n"
+
+
+def test_log_text_is_escaped_in_text_and_markdown(tmp_path):
+    """row 16: a family line holding a C1 CSI (\\xc2\\x9b) and invalid UTF-8 was printed raw."""
+    line = b"ggml_metal_device_init: GPU family: MTLGPUFamilyApple7\xc2\x9b31m\xff|x  (1007)\n"
+    d = role_dir(tmp_path)
+    (d / "unlocked-guest.stderr").write_bytes(line)
+    p = subprocess.run([VZ, "report", str(d)], capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert b"\xc2\x9b" not in p.stdout and b"\xff" not in p.stdout
+    assert b"unlocked MTLGPUFamilyApple7\\xc2\\x9b31m\\xff|x (1007)" in p.stdout, p.stdout
+    p = subprocess.run([VZ, "report", "--md", "-", str(d)], capture_output=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert b"\xc2\x9b" not in p.stdout and b"\xff" not in p.stdout
+    assert b"| unlocked | MTLGPUFamilyApple7\\xc2\\x9b31m\\xff\\|x (1007) |" in p.stdout, p.stdout
+
+
+def test_a_log_with_more_family_lines_than_the_table_fails_naming_it(tmp_path):
+    """No fixed table drops entries: the 17th "GPU family:" line is refused, not dropped."""
+    d = role_dir(tmp_path)
+    bad = d / "unlocked-guest.stderr"
+    bad.write_text("".join(f"ggml_metal_device_init: GPU family: MTLGPUFamilyCommon{n}  ({3000 + n})\n" for n in range(17)))
+    p = report(str(d))
+    assert p.returncode == 1 and p.stderr == f"vzcaps report: {bad}: more than 16 \"GPU family:\" lines (17)\n", p.stderr
+    bad.write_text("".join(f"ggml_metal_device_init: GPU family: MTLGPUFamilyCommon{n}  ({3000 + n})\n" for n in range(16)))
+    p = report("--json", str(d))
+    assert p.returncode == 0 and len(json.loads(p.stdout)["capabilities"]["unlocked"]["families"]) == 16
