@@ -12,7 +12,7 @@ from conftest import BUILD, ROOT, clean_env
 
 COMPLETIONS = BUILD / "completions"
 HERE = pathlib.Path(__file__).resolve().parent
-COMMANDS = ["run", "check", "launchd", "host", "doctor", "inspect", "report", "bench", "probe", "verify", "prepare", "help"]
+COMMANDS = ["run", "check", "launchd", "host", "doctor", "inspect", "report", "bench", "probe", "verify", "prepare", "shims", "help"]
 FAMILIES = [str(n) for n in range(1001, 1011)]
 SHELLS = ["bash", "zsh", "fish"]
 
@@ -202,3 +202,9 @@ def test_generated_scripts_are_up_to_date():
         assert p.returncode == 0 and p.stdout == (COMPLETIONS / name).read_text(), shell
     assert subprocess.run([str(BUILD / "vzcaps"), "__completions", "tcsh"], capture_output=True).returncode == 2
     assert ROOT  # the scripts are generated at build time from src/cli/commands.c
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_shims_and_strict(shell, cwd):
+    assert "--strict" in complete(shell, cwd, "vzcaps check --st")
+    assert {"--dir", "--list", "--remove"} <= set(complete(shell, cwd, "vzcaps shims --"))
