@@ -316,7 +316,8 @@ static int list_agents(const char *dir, bool json)
         json_str(&j, "dir", dir);
         json_arr(&j, "agents");
     }
-    qsort(names, n, sizeof *names, by_name);
+    if (n)
+        qsort(names, n, sizeof *names, by_name);
     size_t found = 0;
     for (size_t i = 0; i < n; i++) {
         char *path = xformat("%s/%s", dir, names[i]), err[1400];

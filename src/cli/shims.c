@@ -254,7 +254,8 @@ static int list_shims(int dirfd, const char *dir)
         names[n++] = xformat("%s", e->d_name);
     }
     closedir(dp);
-    qsort(names, n, sizeof *names, by_name);
+    if (n)
+        qsort(names, n, sizeof *names, by_name);
     for (size_t i = 0; i < n; i++) {
         char real[4096], why[4400];
         bool found = shim_real(names[i], dir, real, sizeof real, why, sizeof why) == 0;
