@@ -129,6 +129,7 @@ struct launch_plan {
     char *const *cmd;
     int rc;                 /* 0, or 126/127: it cannot start (why) */
     bool found;             /* cmd[0] was found */
+    bool by_path;           /* cmd[0] named a vzcaps shim: the line names the real program by its path */
     char why[1400];
     char target[4096];      /* what exec runs for cmd[0] */
     struct script_chain chain;

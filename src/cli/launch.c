@@ -542,6 +542,20 @@ int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry)
         return dry ? 0 : rc;
     }
     p->found = true;
+    /* a name whose first PATH entry is a vzcaps shim: the real program the shim would run (the
+     * shim would only run this same plan again, with the library loaded into vzcaps itself) */
+    char real[4096];
+    if (!strchr(cmd[0], '/') && shim_real_for(cmd[0], real, sizeof real)) {
+        if (!real[0]) {
+            snprintf(p->why, sizeof p->why, "%s on PATH is a vzcaps shim (%s), and there is no other %s on PATH after it",
+                     cmd[0], p->target, cmd[0]);
+            p->found = false;
+            return p->rc = 127, dry ? 0 : 127;
+        }
+        plan_note(p, false, "%s on PATH is a vzcaps shim (%s); starting the real one, %s", cmd[0], p->target, real);
+        snprintf(p->target, sizeof p->target, "%s", real);
+        p->by_path = true;
+    }
     /* a script: the program that really starts (and, for #!/usr/bin/env NAME, NAME itself,
      * since macOS removes the injection at env) */
     rc = script_chain(p->target, &p->chain, p->why, sizeof p->why);
@@ -626,7 +640,7 @@ void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, 
     if (!first || with_env)
         fputc(' ', out);
     /* found on PATH, the path exec runs always holds a '/' */
-    shell_quote(out, vzcaps_shell_word_is_assignment(prog) && strchr(p->exec_path, '/') ? p->exec_path : prog);
+    shell_quote(out, (p->by_path || vzcaps_shell_word_is_assignment(prog)) && strchr(p->exec_path, '/') ? p->exec_path : prog);
     for (char *const *a = p->exec_argv + 1; *a; a++) {
         fputc(' ', out);
         shell_quote(out, *a);

@@ -478,6 +478,16 @@ static int launchd_main(int argc, char **argv)
      * file and the library go into the plist as absolute paths, resolved and checked now */
     char program[4096], why_prog[600];
     int trc = resolve_target(cmd[0], program, sizeof program, why_prog, sizeof why_prog);
+    char real[4096];
+    if (trc == 0 && !strchr(cmd[0], '/') && shim_real_for(cmd[0], real, sizeof real)) { /* as the launch plan does */
+        if (!real[0]) {
+            eprintf("vzcaps launchd: %s on PATH is a vzcaps shim (%s), and there is no other %s on PATH after it", cmd[0],
+                    program, cmd[0]);
+            return 1;
+        }
+        eprintf("vzcaps launchd: note: %s on PATH is a vzcaps shim (%s); the job starts the real one, %s", cmd[0], program, real);
+        snprintf(program, sizeof program, "%s", real);
+    }
     char *abs = trc == 0 ? absolute_as_given(program) : NULL;
     if (!abs) {
         eprintf("vzcaps launchd: %s: %s", cmd[0], trc ? why_prog : strerror(errno));

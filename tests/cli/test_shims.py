@@ -227,3 +227,20 @@ def test_check_and_doctor_name_a_shimmed_program_and_its_real_one(tmp_path):
     assert json.loads(vz("doctor", "--exe", "probe", "--json", env=env).stdout)["shim"] == want
     p = vz("check", "--exe", "probe", env=shim_env(shims, "/bin"))
     assert f"({shims}/probe), and no probe on PATH after the shim directory {shims}: it exits 127" in p.stdout
+
+
+def test_run_and_launchd_given_a_shimmed_name_start_the_real_program(tmp_path):
+    real = real_bin(tmp_path)
+    shims = make_shims(tmp_path, "probe")
+    env = shim_env(shims, real, "/usr/bin", "/bin", HOME=str(tmp_path))
+    p = vz("run", "--dry-run", "--", "probe", env=env)
+    assert p.returncode == 0
+    assert p.stdout.rstrip("\n").endswith(f" {real}/probe")  # the real program, not the shim (no second vzcaps)
+    assert f"probe on PATH is a vzcaps shim ({shims}/probe); starting the real one, {real}/probe" in p.stderr
+    p = subprocess.run([VZ, "run", "--", "probe"], env=env, capture_output=True, text=True, timeout=60)
+    assert families(p.stdout)[1008] == 1
+    import plistlib
+    p = vz("launchd", "--label", "a.b", "--", "probe", env=env)
+    assert plistlib.loads(p.stdout.encode())["ProgramArguments"] == [f"{real}/probe"]
+    p = vz("run", "--", "probe", env=shim_env(shims, "/bin"))
+    assert p.returncode == 127 and "is a vzcaps shim" in p.stderr and len(p.stderr.splitlines()) == 1
