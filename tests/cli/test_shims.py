@@ -244,3 +244,15 @@ def test_run_and_launchd_given_a_shimmed_name_start_the_real_program(tmp_path):
     assert plistlib.loads(p.stdout.encode())["ProgramArguments"] == [f"{real}/probe"]
     p = vz("run", "--", "probe", env=shim_env(shims, "/bin"))
     assert p.returncode == 127 and "is a vzcaps shim" in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+def test_doctor_with_a_command_names_the_shim_and_the_real_program(tmp_path):
+    import json
+    real = real_bin(tmp_path)
+    shims = make_shims(tmp_path, "probe")
+    env = shim_env(shims, real, "/usr/bin", "/bin")
+    p = vz("doctor", "--", "probe", env=env)
+    assert f"shim           probe on PATH is a vzcaps shim ({shims}/probe), which runs {real}/probe" in p.stdout
+    assert f"launch         {real}/probe\n" in p.stdout
+    d = json.loads(vz("doctor", "--json", "--", "probe", env=env).stdout)
+    assert d["launch"]["program"] == f"{real}/probe" and d["shim"].startswith("probe on PATH is a vzcaps shim")
