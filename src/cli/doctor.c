@@ -220,6 +220,8 @@ int cmd_doctor(int argc, char **argv)
     const struct launch_plan *plan = NULL;
     if (o.exe ? exe_launch_plan(o.exe, &plan_s) : cmd && launch_plan_make(&plan_s, cmd, true) == 0 && plan_s.found)
         plan = &plan_s;
+    if (plan)
+        plan_inheritance(&plan_s, &r.profile);
 
     /* the library's own lines, from one run of a Metal program: this command's device probe
      * on macOS, or the program given after -- */

@@ -585,6 +585,7 @@ int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry)
 
 int launch_plan_inherit(struct launch_plan *p, const char *library, bool anyway)
 {
+    p->inherit_decided = true;
     p->inherit = vzcaps_inherit_decision(platform_is_macos, platform_is_macos ? sip_status() : VZCAPS_SIP_UNKNOWN,
                                          library_has_arch(library, "arm64e"), anyway, p->inherit_why, sizeof p->inherit_why);
     if (p->inherit == VZCAPS_INHERIT_NOTE)
@@ -648,6 +649,11 @@ void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, 
     fputc('\n', out);
 }
 
+static const char *inherit_word(int d)
+{
+    return d == VZCAPS_INHERIT_REFUSED ? "refused" : d == VZCAPS_INHERIT_NOTE ? "allowed, with a caveat" : "allowed";
+}
+
 const char *launch_plan_injection(const struct launch_plan *p)
 {
     if (p->rc != 0)
@@ -671,6 +677,8 @@ void launch_plan_text(FILE *out, const struct launch_plan *p)
     fprintf(out, "\n  starts       %s\n", esc(p->exec_path));
     fprintf(out, "  library in   %s: %s%s%s\n", esc(p->image), launch_plan_injection(p), p->injection_why[0] ? ", " : "",
             esc(p->injection_why));
+    if (p->inherit_decided)
+        fprintf(out, "  inheritance  %s%s%s\n", inherit_word(p->inherit), p->inherit_why[0] ? ": " : "", esc(p->inherit_why));
     for (size_t i = 0; i < p->n_notes; i++)
         fprintf(out, "  - %s: %s\n", p->warning[i] ? "warning" : "note", esc(p->notes[i]));
 }
@@ -685,6 +693,14 @@ void launch_plan_json(struct json *j, const char *key, const struct launch_plan 
     json_str(j, "image", p->rc == 0 ? p->image : NULL);
     json_str(j, "injection", launch_plan_injection(p));
     json_bool(j, "setuid_or_setgid", p->setugid);
+    if (p->inherit_decided) {
+        json_obj(j, "inheritance");
+        json_str(j, "decision", inherit_word(p->inherit));
+        json_str(j, "reason", p->inherit_why[0] ? p->inherit_why : NULL);
+        json_end_obj(j);
+    } else {
+        json_null(j, "inheritance");
+    }
     json_arr(j, "notes");
     for (size_t i = 0; i < p->n_notes; i++)
         json_str(j, NULL, p->notes[i]);

@@ -81,6 +81,11 @@ static bool same_dir(const char *a, const struct stat *b)
 
 int shim_real(const char *name, const char *dir, char *out, size_t len, char *why, size_t whylen)
 {
+    struct stat me;
+    if (self_id(&me) != 0) { /* without knowing which files are vzcaps, a shim could start itself */
+        snprintf(why, whylen, "this command cannot tell its own path, so it cannot tell a shim from the real %s; refused", name);
+        return 127;
+    }
     const char *path = getenv("PATH");
     if (!path || !*path) {
         snprintf(why, whylen, "PATH is empty, so there is no %s to start", name);
