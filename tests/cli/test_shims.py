@@ -256,3 +256,17 @@ def test_doctor_with_a_command_names_the_shim_and_the_real_program(tmp_path):
     assert f"launch         {real}/probe\n" in p.stdout
     d = json.loads(vz("doctor", "--json", "--", "probe", env=env).stdout)
     assert d["launch"]["program"] == f"{real}/probe" and d["shim"].startswith("probe on PATH is a vzcaps shim")
+
+
+@pytest.mark.parametrize("spelling", ["/.", "/", "//"])
+def test_the_directory_spelled_differently_is_one_directory(tmp_path, spelling):
+    real = real_bin(tmp_path)
+    d = tmp_path / "shims"
+    assert vz("shims", "--dir", f"{d}{spelling}", "probe").returncode == 0
+    assert vz("shims", "--dir", str(d), "probe").stdout == f"{d}/probe: already a shim\n"
+    assert vz("shims", "--dir", f"{d}{spelling}", "--list", env=shim_env(d, real, "/bin")).stdout == f"probe\t{real}/probe\n"
+    # on PATH as a link to it, with an empty entry before: found, and the real program after it runs
+    (tmp_path / "link").symlink_to(d)
+    p = subprocess.run(["sh", "-c", "probe"], env=shim_env("", tmp_path / "link", real, "/bin"), capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path)
+    assert families(p.stdout)[1008] == 1, p.stderr
