@@ -563,6 +563,21 @@ int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry)
         p->rc = rc;
         return dry ? 0 : rc;
     }
+    if (p->chain.rewritten && shim_real_for(p->chain.env_name, real, sizeof real)) {
+        /* #!/usr/bin/env NAME, NAME shimmed: the real NAME, as the shim would start it */
+        static struct script_chain sub;
+        char swhy[1400];
+        if (!real[0] || script_chain(real, &sub, swhy, sizeof swhy) != 0) {
+            snprintf(p->why, sizeof p->why, "its #! line starts %s through env, and %s", p->chain.env_name,
+                     real[0] ? swhy : "the only one on PATH is a vzcaps shim");
+            return p->rc = 127, dry ? 0 : 127;
+        }
+        plan_note(p, false, "%s on PATH is a vzcaps shim (%s); starting the real one, %s", p->chain.env_name, p->chain.start,
+                  real);
+        snprintf(p->chain.start, sizeof p->chain.start, "%s", real);
+        snprintf(p->chain.image, sizeof p->chain.image, "%s", sub.script ? sub.image : real);
+        p->chain.protected_image = sub.script ? sub.protected_image : vzcaps_path_protected(real);
+    }
     if (p->chain.script)
         p->image = p->chain.image, p->exe = vzcaps_basename(p->image); /* the name the library sees */
     if (p->chain.rewritten) {

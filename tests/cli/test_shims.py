@@ -270,3 +270,22 @@ def test_the_directory_spelled_differently_is_one_directory(tmp_path, spelling):
     p = subprocess.run(["sh", "-c", "probe"], env=shim_env("", tmp_path / "link", real, "/bin"), capture_output=True,
                        text=True, timeout=60, cwd=tmp_path)
     assert families(p.stdout)[1008] == 1, p.stderr
+
+
+def test_an_env_shebang_naming_a_shimmed_program_starts_the_real_one(tmp_path):
+    # a shimmed script whose #!/usr/bin/env names another shimmed program: one vzcaps run, no
+    # vzcaps process with the library loaded in between, the real interpreter started directly
+    real = real_bin(tmp_path)
+    (real / "python3").symlink_to(BUILD / "probe")  # stands in for an interpreter that uses Metal
+    executable = real / "serve"
+    executable.write_text("#!/usr/bin/env python3\n")
+    executable.chmod(0o755)
+    shims = make_shims(tmp_path, "serve", "python3")
+    env = shim_env(shims, real, "/usr/bin", "/bin")
+    p = vz("run", "--dry-run", "--", f"{real}/serve", env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.rstrip("\n").endswith(f" {real}/python3 {real}/serve")
+    assert f"python3 on PATH is a vzcaps shim ({shims}/python3); starting the real one, {real}/python3" in p.stderr
+    p = subprocess.run(["sh", "-c", "serve"], env=env, capture_output=True, text=True, timeout=60)
+    assert families(p.stdout)[1008] == 1, p.stderr
+    assert sum(line.startswith("vzcaps: configured for") for line in p.stderr.splitlines()) == 1  # loaded once
