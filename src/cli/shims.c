@@ -4,6 +4,7 @@
  * Never: replaces or removes an entry vzcaps did not make, follows a link at DIR or DIR/NAME
  * when it writes, or starts a shim itself (a loop) as the real program. */
 #define _XOPEN_SOURCE 700
+#define _DARWIN_C_SOURCE /* O_NOFOLLOW, O_DIRECTORY */
 #include "../common/safewrite.h"
 #include "cli.h"
 
