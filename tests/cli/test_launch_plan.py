@@ -158,3 +158,13 @@ def test_the_plan_carries_the_inheritance_decision_when_children_keep_the_librar
         inh = json.loads(vz(*cmd, env=env).stdout)["launch"]["inheritance"]
         assert inh == {"decision": "allowed", "reason": None}  # not macOS: nothing for dyld to terminate
     assert "  inheritance  allowed\n" in vz("check", "--exe", "probe", env=env).stdout
+
+
+@pytest.mark.parametrize("restrict,cryptid", [(True, None), (False, 1)])
+def test_prepare_says_its_copy_would_still_ignore_the_library(tmp_path, restrict, cryptid):
+    prog = executable(tmp_path / "srv", mg.build(restrict=restrict, cryptid=cryptid, flags=mg.CS_ADHOC | mg.CS_RUNTIME))
+    p = vz("prepare", "--into", str(tmp_path / "out"), str(prog))
+    assert p.returncode == 1  # without --yes: the plan only
+    assert "srv: the copy will still ignore the library: " in p.stdout and "which re-signing does not change" in p.stdout
+    plain = executable(tmp_path / "plain", mg.build(flags=mg.CS_ADHOC | mg.CS_RUNTIME))
+    assert "will still ignore" not in vz("prepare", "--into", str(tmp_path / "out"), str(plain)).stdout
