@@ -1,8 +1,9 @@
 /* What a launched workload gets: the library (next to the command, then in ../lib; never PATH
- * or the current directory, where a library could be planted), the target found on PATH and
- * checked (a #! script followed to the program that runs it, and #!/usr/bin/env NAME started
- * as NAME), its argv and its environment, and running a helper program to completion.
- * Owns: the child's environment. Never: changes this process's own environment. */
+ * or the current directory, where a library could be planted), its environment, running a
+ * helper program to completion, and the one launch plan (launch_plan_make: what starts, from
+ * the facts src/platform/exec.c reads and the decisions of core/exec_rules.c) that every
+ * command launching or explaining a program takes.
+ * Owns: the child's environment and the plan. Never: changes this process's own environment. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
 #include "../macho/macho.h"
