@@ -1,8 +1,5 @@
-/* What a launched workload gets: the library (next to the command, then in ../lib; never PATH
- * or the current directory, where a library could be planted), its environment, running a
- * helper program to completion, and the one launch plan (launch_plan_make: what starts, from
- * the facts src/platform/exec.c reads and the decisions of core/exec_rules.c) that every
- * command launching or explaining a program takes.
+/* What a launched workload gets: the library (never from PATH or the current directory), its
+ * environment, and the one launch plan every launching or explaining command takes (what starts).
  * Owns: the child's environment and the plan. Never: changes this process's own environment. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"

@@ -1,8 +1,6 @@
-/* vzcaps shims: a directory of entries named after client programs, each a link to this
- * command, and what such an entry does when it is started (the real program, next on PATH,
- * through `vzcaps run`), as ccache's masquerade directory does for compilers.
- * Never: replaces or removes an entry vzcaps did not make, follows a link at DIR or DIR/NAME
- * when it writes, or starts a shim itself (a loop) as the real program. */
+/* vzcaps shims: a directory of links to this command named after client programs, and what such
+ * a link does when started (the next NAME on PATH after it, through vzcaps run), as ccache does.
+ * Never: replaces or removes what vzcaps did not make, writes through a link, or starts a shim. */
 #define _XOPEN_SOURCE 700
 #define _DARWIN_C_SOURCE /* O_NOFOLLOW, O_DIRECTORY */
 #include "../common/safewrite.h"
