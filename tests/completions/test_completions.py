@@ -191,7 +191,8 @@ def test_fish_descriptions_are_whole(cwd):
     for cmd, summary in summaries.items():
         assert got[cmd] == summary
     opts = dict(line.split("\t", 1) for line in fish(cwd, "vzcaps run --", descriptions=True))
-    assert opts["--dry-run"] == "print, instead of running it, one line a shell runs as it is: env VAR=value... CMD ARGS"
+    assert opts["--dry-run"] == ("print, instead of running it, one line a shell runs as it is: env VAR=value... CMD ARGS "
+                                 "(VAR=value... ./CMD ARGS for a CMD with '=', which env would take for a variable)")
     assert opts["--"] == "ends the options; the command follows"
     assert "(required)" in dict(line.split("\t", 1) for line in fish(cwd, "vzcaps launchd --", descriptions=True))["--label"]
 
