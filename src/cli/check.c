@@ -19,6 +19,13 @@ bool exe_launch_plan(const char *exe, struct launch_plan *p)
     return launch_plan_make(p, cmd, true) == 0 && p->found;
 }
 
+void plan_inheritance(struct launch_plan *p, const struct vzcaps_profile *profile)
+{
+    char library[4096], tried[2400];
+    if (profile->state == VZCAPS_ENABLED && profile->inherit)
+        launch_plan_inherit(p, find_library(library, sizeof library, tried, sizeof tried) == 0 ? library : "", false);
+}
+
 static void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_opts *o)
 {
     const struct vzcaps_profile *p = &r->profile;
@@ -33,10 +40,12 @@ static void print_profile_json(const struct vzcaps_config_result *r, const struc
     shim_describe(o->exe, shim, sizeof shim);
     json_str(&j, "shim", shim[0] ? shim : NULL);
     static struct launch_plan plan;
-    if (exe_launch_plan(o->exe, &plan))
+    if (exe_launch_plan(o->exe, &plan)) {
+        plan_inheritance(&plan, p);
         launch_plan_json(&j, "launch", &plan);
-    else
+    } else {
         json_null(&j, "launch");
+    }
     json_bool(&j, "enabled", en);
     const char *states[] = {"unconfigured", "off", "refused", "enabled"};
     json_str(&j, "state", states[p->state]);
@@ -121,9 +130,6 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
     shim_describe(exe, shim, sizeof shim);
     if (shim[0])
         printf("shim           %s\n", esc(shim));
-    static struct launch_plan plan;
-    if (exe_launch_plan(exe, &plan))
-        launch_plan_text(stdout, &plan);
     print_config_file_line(r);
     printf("\nhost chip      ");
     if (!p->chip_origin[0])
@@ -151,6 +157,12 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
         printf("why\n");
         for (size_t i = 0; i < p->n_notes; i++)
             printf("  - %s\n", esc(p->notes[i]));
+    }
+    /* what run would start for the executable as found here, and what dyld would do there */
+    static struct launch_plan plan;
+    if (exe_launch_plan(exe, &plan)) {
+        plan_inheritance(&plan, p);
+        launch_plan_text(stdout, &plan);
     }
 }
 

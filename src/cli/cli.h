@@ -127,6 +127,7 @@ struct launch_plan {
     char *const *cmd;
     int rc;                 /* 0, or 126/127: it cannot start (why) */
     bool found;             /* cmd[0] was found */
+    bool by_path;           /* cmd[0] named a vzcaps shim: the line names the real program by its path */
     char why[1400];
     char target[4096];      /* what exec runs for cmd[0] */
     struct script_chain chain;
@@ -137,7 +138,8 @@ struct launch_plan {
     bool macho, setugid, prepare_helps;
     int injection;          /* enum macho_injection of the running slice (macho) */
     char arch[32], injection_why[300];
-    int inherit;            /* VZCAPS_INHERIT_* once launch_plan_inherit ran */
+    bool inherit_decided;   /* launch_plan_inherit ran (the workload keeps the injection in its children) */
+    int inherit;            /* VZCAPS_INHERIT_* */
     char inherit_why[600];
     char notes[PLAN_NOTES][2800];
     bool warning[PLAN_NOTES];
@@ -216,5 +218,8 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
 /* The launch plan for --exe PROGRAM as exec finds it on PATH (through a shim: the real program
  * it runs): true with p filled, false when PROGRAM is not found here (nothing to show). */
 bool exe_launch_plan(const char *exe, struct launch_plan *p);
+/* With a profile that keeps the injection in children: the plan's SIP/arm64e decision for the
+ * library installed with this command (none found: as if it had no arm64e slice). */
+void plan_inheritance(struct launch_plan *p, const struct vzcaps_profile *profile);
 
 #endif

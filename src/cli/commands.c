@@ -23,7 +23,8 @@ static const struct opt_spec run_opts[] = {
     {"--inherit-anyway", NULL, "macOS: keep it even where SIP is not enabled and arm64e children would be terminated", NULL},
     {"--verify", NULL, "run `vzcaps verify` first and refuse to start when an unlocked path fails", NULL},
     {"--library", "PATH", "inject this library instead of the one installed with the command", NULL},
-    {"--dry-run", NULL, "print, instead of running it, one line a shell runs as it is: env VAR=value... CMD ARGS", NULL},
+    {"--dry-run", NULL, "print, instead of running it, one line a shell runs as it is: env VAR=value... CMD ARGS "
+                        "(VAR=value... ./CMD ARGS for a CMD with '=', which env would take for a variable)", NULL},
     END};
 /* The options that choose the configuration view (cfg_opt_take), shared by check, doctor and
  * inspect; --exe is theirs to describe (inspect has none). */
@@ -123,8 +124,9 @@ const struct cmd_spec cli_commands[] = {
      "in ../lib. The configuration is checked first, exactly as the library will read it for CMD; a\n"
      "configuration the library would refuse stops here instead of running stock. A Mach-O CMD is read\n"
      "first: a CPU slice the library lacks (e.g. arm64e) is refused, since dyld would abort it; a\n"
-     "hardened CMD that will ignore the library gets a warning naming vzcaps prepare. A #! script is\n"
-     "read too: for #!/usr/bin/env NAME, NAME found on PATH is started directly (macOS removes the\n"
+     "CMD that will ignore the library (its signature, a __RESTRICT section, FairPlay encryption,\n"
+     "setuid/setgid bits) gets a warning, naming vzcaps prepare where a copy helps. A #! script is\n"
+     "read too: for #!/usr/bin/env NAME (env by that path only), NAME found on PATH is started directly (macOS removes the\n"
      "injection at env, which SIP protects); an interpreter SIP protects gets a warning. With\n"
      "--inherit on macOS, a library without an arm64e slice is refused unless SIP is enabled. The\n"
      "command replaces this process (exec), so the exit status and signals are CMD's own.",
@@ -192,7 +194,8 @@ const struct cmd_spec cli_commands[] = {
      "Reads Mach-O files (thin or universal, or an .app bundle's main executable) and reports per slice\n"
      "the architecture, minimum OS, code signature and hardened runtime, whether DYLD_INSERT_LIBRARIES\n"
      "will be honoured, linked Metal-related libraries, the capability selectors it uses, one verdict\n"
-     "per recognised client, and the images whose calls the caller scope answers stock.",
+     "per recognised client, the images whose calls the caller scope answers stock, and for an\n"
+     "executable the launch plan vzcaps run would take (what starts, what dyld ignores there).",
      "0 when every file was read; 1 when any was unreadable, malformed, truncated or over 1 GiB, or\n"
      "the configuration is invalid; 2 for a malformed command line.",
      "vzcaps inspect /opt/homebrew/bin/llama-server",

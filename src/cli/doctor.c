@@ -206,6 +206,13 @@ int cmd_doctor(int argc, char **argv)
         snprintf(archs, sizeof archs, "%s", platform_is_macos ? "unreadable" : "ELF (Linux test build)");
     static struct vzcaps_config_result r;
     cli_configure_view(&o, &r);
+    /* the launch plan shown: of --exe PROGRAM as found on PATH, else of CMD */
+    static struct launch_plan plan_s;
+    const struct launch_plan *plan = NULL;
+    if (o.exe ? exe_launch_plan(o.exe, &plan_s) : cmd && launch_plan_make(&plan_s, cmd, true) == 0 && plan_s.found)
+        plan = &plan_s;
+    if (plan)
+        plan_inheritance(&plan_s, &r.profile);
 
     /* the library's own lines, from one run of a Metal program: this command's device probe
      * on macOS, or the program given after -- */
@@ -310,11 +317,10 @@ int cmd_doctor(int argc, char **argv)
         json_str(&j, "view", o.bare ? "library" : "run");
         json_bool(&j, "family_implied", o.family_implied);
         char shim[9000];
-        shim_describe(o.exe, shim, sizeof shim);
+        shim_describe(o.exe ? o.exe : cmd ? cmd[0] : NULL, shim, sizeof shim);
         json_str(&j, "shim", shim[0] ? shim : NULL);
-        static struct launch_plan plan;
-        if (exe_launch_plan(o.exe, &plan))
-            launch_plan_json(&j, "launch", &plan);
+        if (plan)
+            launch_plan_json(&j, "launch", plan);
         else
             json_null(&j, "launch");
         if (r.profile.state == VZCAPS_ENABLED)
@@ -367,6 +373,13 @@ int cmd_doctor(int argc, char **argv)
     printf("sip            %s\n", sip_text);
     printf("inherit        %s\n", inherit_line);
     print_profile_text(&r, &o);
+    if (!o.exe && plan) { /* doctor -- CMD: the plan of what it started (with --exe, the profile's lines show it) */
+        char shim[9000];
+        shim_describe(cmd[0], shim, sizeof shim);
+        if (shim[0])
+            printf("shim           %s\n", esc(shim));
+        launch_plan_text(stdout, plan);
+    }
     if (lr.ran) {
         printf("library run    %s (%s)\n", esc(lr.command), lr.status);
         for (size_t i = 0; i < lr.n_lines; i++)

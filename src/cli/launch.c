@@ -1,8 +1,6 @@
-/* What a launched workload gets: the library (next to the command, then in ../lib; never PATH
- * or the current directory, where a library could be planted), the target found on PATH and
- * checked (a #! script followed to the program that runs it, and #!/usr/bin/env NAME started
- * as NAME), its argv and its environment, and running a helper program to completion.
- * Owns: the child's environment. Never: changes this process's own environment. */
+/* What a launched workload gets: the library (never from PATH or the current directory), its
+ * environment, and the one launch plan every launching or explaining command takes (what starts).
+ * Owns: the child's environment and the plan. Never: changes this process's own environment. */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
 #include "../macho/macho.h"
@@ -442,12 +440,41 @@ int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry)
         return dry ? 0 : rc;
     }
     p->found = true;
+    /* a name whose first PATH entry is a vzcaps shim: the real program the shim would run (the
+     * shim would only run this same plan again, with the library loaded into vzcaps itself) */
+    char real[4096];
+    if (!strchr(cmd[0], '/') && shim_real_for(cmd[0], real, sizeof real)) {
+        if (!real[0]) {
+            snprintf(p->why, sizeof p->why, "%s on PATH is a vzcaps shim (%s), and there is no other %s on PATH after it",
+                     cmd[0], p->target, cmd[0]);
+            p->found = false;
+            return p->rc = 127, dry ? 0 : 127;
+        }
+        plan_note(p, false, "%s on PATH is a vzcaps shim (%s); starting the real one, %s", cmd[0], p->target, real);
+        snprintf(p->target, sizeof p->target, "%s", real);
+        p->by_path = true;
+    }
     /* a script: the program that really starts (and, for #!/usr/bin/env NAME, NAME itself,
      * since macOS removes the injection at env) */
     rc = script_chain(p->target, &p->chain, p->why, sizeof p->why);
     if (rc != 0) {
         p->rc = rc;
         return dry ? 0 : rc;
+    }
+    if (p->chain.rewritten && shim_real_for(p->chain.env_name, real, sizeof real)) {
+        /* #!/usr/bin/env NAME, NAME shimmed: the real NAME, as the shim would start it */
+        static struct script_chain sub;
+        char swhy[1400];
+        if (!real[0] || script_chain(real, &sub, swhy, sizeof swhy) != 0) {
+            snprintf(p->why, sizeof p->why, "its #! line starts %s through env, and %s", p->chain.env_name,
+                     real[0] ? swhy : "the only one on PATH is a vzcaps shim");
+            return p->rc = 127, dry ? 0 : 127;
+        }
+        plan_note(p, false, "%s on PATH is a vzcaps shim (%s); starting the real one, %s", p->chain.env_name, p->chain.start,
+                  real);
+        snprintf(p->chain.start, sizeof p->chain.start, "%s", real);
+        snprintf(p->chain.image, sizeof p->chain.image, "%s", sub.script ? sub.image : real);
+        p->chain.protected_image = sub.script ? sub.protected_image : vzcaps_path_protected(real);
     }
     if (p->chain.script)
         p->image = p->chain.image, p->exe = vzcaps_basename(p->image); /* the name the library sees */
@@ -471,6 +498,7 @@ int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry)
 
 int launch_plan_inherit(struct launch_plan *p, const char *library, bool anyway)
 {
+    p->inherit_decided = true;
     p->inherit = vzcaps_inherit_decision(platform_is_macos, platform_is_macos ? sip_status() : VZCAPS_SIP_UNKNOWN,
                                          library_has_arch(library, "arm64e"), anyway, p->inherit_why, sizeof p->inherit_why);
     if (p->inherit == VZCAPS_INHERIT_NOTE)
@@ -526,12 +554,17 @@ void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, 
     if (!first || with_env)
         fputc(' ', out);
     /* found on PATH, the path exec runs always holds a '/' */
-    shell_quote(out, vzcaps_shell_word_is_assignment(prog) && strchr(p->exec_path, '/') ? p->exec_path : prog);
+    shell_quote(out, (p->by_path || vzcaps_shell_word_is_assignment(prog)) && strchr(p->exec_path, '/') ? p->exec_path : prog);
     for (char *const *a = p->exec_argv + 1; *a; a++) {
         fputc(' ', out);
         shell_quote(out, *a);
     }
     fputc('\n', out);
+}
+
+static const char *inherit_word(int d)
+{
+    return d == VZCAPS_INHERIT_REFUSED ? "refused" : d == VZCAPS_INHERIT_NOTE ? "allowed, with a caveat" : "allowed";
 }
 
 const char *launch_plan_injection(const struct launch_plan *p)
@@ -557,6 +590,8 @@ void launch_plan_text(FILE *out, const struct launch_plan *p)
     fprintf(out, "\n  starts       %s\n", esc(p->exec_path));
     fprintf(out, "  library in   %s: %s%s%s\n", esc(p->image), launch_plan_injection(p), p->injection_why[0] ? ", " : "",
             esc(p->injection_why));
+    if (p->inherit_decided)
+        fprintf(out, "  inheritance  %s%s%s\n", inherit_word(p->inherit), p->inherit_why[0] ? ": " : "", esc(p->inherit_why));
     for (size_t i = 0; i < p->n_notes; i++)
         fprintf(out, "  - %s: %s\n", p->warning[i] ? "warning" : "note", esc(p->notes[i]));
 }
@@ -571,6 +606,14 @@ void launch_plan_json(struct json *j, const char *key, const struct launch_plan 
     json_str(j, "image", p->rc == 0 ? p->image : NULL);
     json_str(j, "injection", launch_plan_injection(p));
     json_bool(j, "setuid_or_setgid", p->setugid);
+    if (p->inherit_decided) {
+        json_obj(j, "inheritance");
+        json_str(j, "decision", inherit_word(p->inherit));
+        json_str(j, "reason", p->inherit_why[0] ? p->inherit_why : NULL);
+        json_end_obj(j);
+    } else {
+        json_null(j, "inheritance");
+    }
     json_arr(j, "notes");
     for (size_t i = 0; i < p->n_notes; i++)
         json_str(j, NULL, p->notes[i]);

@@ -300,7 +300,8 @@ static int list_agents(const char *dir, bool json)
         json_str(&j, "dir", dir);
         json_arr(&j, "agents");
     }
-    qsort(names, n, sizeof *names, by_name);
+    if (n)
+        qsort(names, n, sizeof *names, by_name);
     size_t found = 0;
     for (size_t i = 0; i < n; i++) {
         char *path = xformat("%s/%s", dir, names[i]), err[1400];
@@ -347,6 +348,55 @@ static char *keep(char *s)
     if (n_owned < sizeof owned / sizeof owned[0])
         owned[n_owned++] = s;
     return s;
+}
+
+/* What the job starts, as the launch plan decides it, with absolute paths: 0 with *cmdp the
+ * ProgramArguments, or the exit status after the message. */
+static int job_program(char ***cmdp, struct launch_plan *plan)
+{
+    char **cmd = *cmdp;
+    const char *why;
+    /* launchd searches no PATH and has no working directory of ours: the program, the config
+     * file and the library go into the plist as absolute paths, resolved and checked now */
+    char program[4096], why_prog[600];
+    int trc = resolve_target(cmd[0], program, sizeof program, why_prog, sizeof why_prog);
+    char real[4096];
+    if (trc == 0 && !strchr(cmd[0], '/') && shim_real_for(cmd[0], real, sizeof real)) { /* as the launch plan does */
+        if (!real[0]) {
+            eprintf("vzcaps launchd: %s on PATH is a vzcaps shim (%s), and there is no other %s on PATH after it", cmd[0],
+                    program, cmd[0]);
+            return 1;
+        }
+        eprintf("vzcaps launchd: note: %s on PATH is a vzcaps shim (%s); the job starts the real one, %s", cmd[0], program, real);
+        snprintf(program, sizeof program, "%s", real);
+    }
+    char *abs = trc == 0 ? absolute_as_given(program) : NULL;
+    if (!abs) {
+        eprintf("vzcaps launchd: %s: %s", cmd[0], trc ? why_prog : strerror(errno));
+        return 1;
+    }
+    cmd[0] = keep(abs);
+    /* the launch plan, as run takes it: for #!/usr/bin/env NAME the job starts NAME itself
+     * (macOS removes the injection at env), and what dyld would ignore is said now */
+    if (launch_plan_make(plan, cmd, false) != 0) {
+        eprintf("vzcaps launchd: %s: %s", cmd[0], plan->why);
+        return 1;
+    }
+    launch_plan_notes(plan, "vzcaps launchd");
+    if (plan->exec_argv != cmd) {
+        char *start = absolute_as_given(plan->exec_path);
+        if (!start) {
+            eprintf("vzcaps launchd: %s: %s", plan->exec_path, strerror(errno));
+            launch_plan_free(plan);
+            return 1;
+        }
+        *cmdp = cmd = (char **)keep((char *)plan->exec_argv); /* freed with the strings this command keeps */
+        cmd[0] = keep(start);
+        for (char **a = cmd; *a; a++)
+            if ((why = xml_unfit(*a)))
+                return usage_error("launchd", "%s has %s, which a plist cannot carry", esc(*a), why);
+    }
+    return 0;
 }
 
 static int launchd_main(int argc, char **argv)
@@ -457,38 +507,10 @@ static int launchd_main(int argc, char **argv)
     for (char **a = cmd; *a; a++)
         if ((why = xml_unfit(*a)))
             return usage_error("launchd", "argument %d (%s) has %s, which a plist cannot carry", (int)(a - cmd) + 1, esc(*a), why);
-    /* launchd searches no PATH and has no working directory of ours: the program, the config
-     * file and the library go into the plist as absolute paths, resolved and checked now */
-    char program[4096], why_prog[600];
-    int trc = resolve_target(cmd[0], program, sizeof program, why_prog, sizeof why_prog);
-    char *abs = trc == 0 ? absolute_as_given(program) : NULL;
-    if (!abs) {
-        eprintf("vzcaps launchd: %s: %s", cmd[0], trc ? why_prog : strerror(errno));
-        return 1;
-    }
-    cmd[0] = keep(abs);
-    /* the launch plan, as run takes it: for #!/usr/bin/env NAME the job starts NAME itself
-     * (macOS removes the injection at env), and what dyld would ignore is said now */
     static struct launch_plan plan;
-    if (launch_plan_make(&plan, cmd, false) != 0) {
-        eprintf("vzcaps launchd: %s: %s", cmd[0], plan.why);
-        return 1;
-    }
-    launch_plan_notes(&plan, "vzcaps launchd");
-    if (plan.exec_argv != cmd) {
-        char *start = absolute_as_given(plan.exec_path);
-        if (!start) {
-            eprintf("vzcaps launchd: %s: %s", plan.exec_path, strerror(errno));
-            launch_plan_free(&plan);
-            return 1;
-        }
-        cmd = (char **)keep((char *)plan.exec_argv); /* freed with the strings this command keeps */
-        cmd[0] = keep(start);
-        for (char **a = cmd; *a; a++)
-            if ((why = xml_unfit(*a)))
-                return usage_error("launchd", "%s has %s, which a plist cannot carry", esc(*a), why);
-    }
-
+    int prc = job_program(&cmd, &plan);
+    if (prc)
+        return prc;
     char library[4096], tried[2400];
     if (find_library(library, sizeof library, tried, sizeof tried) != 0) {
         eprintf("vzcaps launchd: %s not found (looked at %s)", library_file, tried);

@@ -1,9 +1,8 @@
-/* vzcaps shims: a directory of entries named after client programs, each a link to this
- * command, and what such an entry does when it is started (the real program, next on PATH,
- * through `vzcaps run`), as ccache's masquerade directory does for compilers.
- * Never: replaces or removes an entry vzcaps did not make, follows a link at DIR or DIR/NAME
- * when it writes, or starts a shim itself (a loop) as the real program. */
+/* vzcaps shims: a directory of links to this command named after client programs, and what such
+ * a link does when started (the next NAME on PATH after it, through vzcaps run), as ccache does.
+ * Never: replaces or removes what vzcaps did not make, writes through a link, or starts a shim. */
 #define _XOPEN_SOURCE 700
+#define _DARWIN_C_SOURCE /* O_NOFOLLOW, O_DIRECTORY */
 #include "../common/safewrite.h"
 #include "cli.h"
 
@@ -81,6 +80,11 @@ static bool same_dir(const char *a, const struct stat *b)
 
 int shim_real(const char *name, const char *dir, char *out, size_t len, char *why, size_t whylen)
 {
+    struct stat me;
+    if (self_id(&me) != 0) { /* without knowing which files are vzcaps, a shim could start itself */
+        snprintf(why, whylen, "this command cannot tell its own path, so it cannot tell a shim from the real %s; refused", name);
+        return 127;
+    }
     const char *path = getenv("PATH");
     if (!path || !*path) {
         snprintf(why, whylen, "PATH is empty, so there is no %s to start", name);
@@ -254,7 +258,8 @@ static int list_shims(int dirfd, const char *dir)
         names[n++] = xformat("%s", e->d_name);
     }
     closedir(dp);
-    qsort(names, n, sizeof *names, by_name);
+    if (n)
+        qsort(names, n, sizeof *names, by_name);
     for (size_t i = 0; i < n; i++) {
         char real[4096], why[4400];
         bool found = shim_real(names[i], dir, real, sizeof real, why, sizeof why) == 0;

@@ -1,7 +1,6 @@
-/* What exec starts for a command name, read from the files themselves: the PATH lookup, the
- * #! chain a script leads through (core/exec_rules.c decides what its lines mean) and which
- * architectures a Mach-O library holds. Shared by every command that plans a launch.
- * Never: starts anything, writes anything, or reads more of a file than its first bytes. */
+/* What exec starts for a command name, read from the files: the PATH lookup, the #! chain a
+ * script leads through (core/exec_rules.c decides what its lines mean), a library's slices.
+ * Never: starts or writes anything, or reads more of a file than its first bytes. */
 #define _XOPEN_SOURCE 700
 #include "exec.h"
 #include "../common/readfile.h"

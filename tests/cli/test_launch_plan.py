@@ -147,3 +147,24 @@ def test_check_and_doctor_show_the_same_plan_as_run(tmp_path):
     assert all(f"vzcaps run: {'warning' if 'protects:' in n else 'note'}: {n}" in run.stderr for n in check["notes"])
     text = vz("check", "--exe", "tool", env=env).stdout
     assert f"launch         {script} (a script: #!/usr/bin/env python3)\n  starts       {tmp_path}/python3\n" in text
+
+
+def test_the_plan_carries_the_inheritance_decision_when_children_keep_the_library(tmp_path):
+    (tmp_path / "probe").symlink_to(BUILD / "probe")
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2", PATH=f"{tmp_path}:/usr/bin:/bin")
+    assert json.loads(vz("check", "--exe", "probe", "--json", env=env).stdout)["launch"]["inheritance"] is None
+    env["VZCAPS_INHERIT"] = "1"
+    for cmd in (["check", "--exe", "probe", "--json"], ["doctor", "--exe", "probe", "--json"]):
+        inh = json.loads(vz(*cmd, env=env).stdout)["launch"]["inheritance"]
+        assert inh == {"decision": "allowed", "reason": None}  # not macOS: nothing for dyld to terminate
+    assert "  inheritance  allowed\n" in vz("check", "--exe", "probe", env=env).stdout
+
+
+@pytest.mark.parametrize("restrict,cryptid", [(True, None), (False, 1)])
+def test_prepare_says_its_copy_would_still_ignore_the_library(tmp_path, restrict, cryptid):
+    prog = executable(tmp_path / "srv", mg.build(restrict=restrict, cryptid=cryptid, flags=mg.CS_ADHOC | mg.CS_RUNTIME))
+    p = vz("prepare", "--into", str(tmp_path / "out"), str(prog))
+    assert p.returncode == 1  # without --yes: the plan only
+    assert "srv: the copy will still ignore the library: " in p.stdout and "which re-signing does not change" in p.stdout
+    plain = executable(tmp_path / "plain", mg.build(flags=mg.CS_ADHOC | mg.CS_RUNTIME))
+    assert "will still ignore" not in vz("prepare", "--into", str(tmp_path / "out"), str(plain)).stdout

@@ -67,3 +67,18 @@ def test_check_launchd_doctor_help(tmp_path):
     assert p.returncode == 1 and f"config file    {conf} (refused: not trusted" in p.stdout
     assert run("check", env=clean_env(HOME=str(tmp_path), XDG_CONFIG_HOME="/" + "x" * 2000)).returncode == 1
     assert run("run", "--bogus").returncode == 2
+
+
+def test_shims_and_launchd_list_json(tmp_path):
+    # regression: qsort(NULL, 0, ...) (undefined behaviour) when there was nothing to list
+    p = run("launchd", "--list", "--json", env=clean_env(HOME=str(tmp_path)))
+    assert p.returncode == 0 and '"agents":[]' in p.stdout
+    d = tmp_path / "shims"
+    assert run("shims", "--dir", str(d), "probe", "llama-server").returncode == 0
+    assert run("shims", "--dir", str(d), "--list").stdout.count("\n") == 2
+    assert run("shims", "--dir", str(d), "--remove", "probe").returncode == 0
+    (d / "x").write_text("")
+    assert run("shims", "--dir", str(d), "--remove", "x").returncode == 1
+    assert run("shims", "--dir", str(tmp_path / "empty"), "--list").returncode == 1  # no such directory
+    (tmp_path / "empty").mkdir()
+    assert run("shims", "--dir", str(tmp_path / "empty"), "--list").stdout == ""

@@ -227,3 +227,65 @@ def test_check_and_doctor_name_a_shimmed_program_and_its_real_one(tmp_path):
     assert json.loads(vz("doctor", "--exe", "probe", "--json", env=env).stdout)["shim"] == want
     p = vz("check", "--exe", "probe", env=shim_env(shims, "/bin"))
     assert f"({shims}/probe), and no probe on PATH after the shim directory {shims}: it exits 127" in p.stdout
+
+
+def test_run_and_launchd_given_a_shimmed_name_start_the_real_program(tmp_path):
+    real = real_bin(tmp_path)
+    shims = make_shims(tmp_path, "probe")
+    env = shim_env(shims, real, "/usr/bin", "/bin", HOME=str(tmp_path))
+    p = vz("run", "--dry-run", "--", "probe", env=env)
+    assert p.returncode == 0
+    assert p.stdout.rstrip("\n").endswith(f" {real}/probe")  # the real program, not the shim (no second vzcaps)
+    assert f"probe on PATH is a vzcaps shim ({shims}/probe); starting the real one, {real}/probe" in p.stderr
+    p = subprocess.run([VZ, "run", "--", "probe"], env=env, capture_output=True, text=True, timeout=60)
+    assert families(p.stdout)[1008] == 1
+    import plistlib
+    p = vz("launchd", "--label", "a.b", "--", "probe", env=env)
+    assert plistlib.loads(p.stdout.encode())["ProgramArguments"] == [f"{real}/probe"]
+    p = vz("run", "--", "probe", env=shim_env(shims, "/bin"))
+    assert p.returncode == 127 and "is a vzcaps shim" in p.stderr and len(p.stderr.splitlines()) == 1
+
+
+def test_doctor_with_a_command_names_the_shim_and_the_real_program(tmp_path):
+    import json
+    real = real_bin(tmp_path)
+    shims = make_shims(tmp_path, "probe")
+    env = shim_env(shims, real, "/usr/bin", "/bin")
+    p = vz("doctor", "--", "probe", env=env)
+    assert f"shim           probe on PATH is a vzcaps shim ({shims}/probe), which runs {real}/probe" in p.stdout
+    assert f"launch         {real}/probe\n" in p.stdout
+    d = json.loads(vz("doctor", "--json", "--", "probe", env=env).stdout)
+    assert d["launch"]["program"] == f"{real}/probe" and d["shim"].startswith("probe on PATH is a vzcaps shim")
+
+
+@pytest.mark.parametrize("spelling", ["/.", "/", "//"])
+def test_the_directory_spelled_differently_is_one_directory(tmp_path, spelling):
+    real = real_bin(tmp_path)
+    d = tmp_path / "shims"
+    assert vz("shims", "--dir", f"{d}{spelling}", "probe").returncode == 0
+    assert vz("shims", "--dir", str(d), "probe").stdout == f"{d}/probe: already a shim\n"
+    assert vz("shims", "--dir", f"{d}{spelling}", "--list", env=shim_env(d, real, "/bin")).stdout == f"probe\t{real}/probe\n"
+    # on PATH as a link to it, with an empty entry before: found, and the real program after it runs
+    (tmp_path / "link").symlink_to(d)
+    p = subprocess.run(["sh", "-c", "probe"], env=shim_env("", tmp_path / "link", real, "/bin"), capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path)
+    assert families(p.stdout)[1008] == 1, p.stderr
+
+
+def test_an_env_shebang_naming_a_shimmed_program_starts_the_real_one(tmp_path):
+    # a shimmed script whose #!/usr/bin/env names another shimmed program: one vzcaps run, no
+    # vzcaps process with the library loaded in between, the real interpreter started directly
+    real = real_bin(tmp_path)
+    (real / "python3").symlink_to(BUILD / "probe")  # stands in for an interpreter that uses Metal
+    executable = real / "serve"
+    executable.write_text("#!/usr/bin/env python3\n")
+    executable.chmod(0o755)
+    shims = make_shims(tmp_path, "serve", "python3")
+    env = shim_env(shims, real, "/usr/bin", "/bin")
+    p = vz("run", "--dry-run", "--", f"{real}/serve", env=env)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.rstrip("\n").endswith(f" {real}/python3 {real}/serve")
+    assert f"python3 on PATH is a vzcaps shim ({shims}/python3); starting the real one, {real}/python3" in p.stderr
+    p = subprocess.run(["sh", "-c", "serve"], env=env, capture_output=True, text=True, timeout=60)
+    assert families(p.stdout)[1008] == 1, p.stderr
+    assert sum(line.startswith("vzcaps: configured for") for line in p.stderr.splitlines()) == 1  # loaded once

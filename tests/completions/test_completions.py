@@ -12,7 +12,7 @@ from conftest import BUILD, ROOT, clean_env
 
 COMPLETIONS = BUILD / "completions"
 HERE = pathlib.Path(__file__).resolve().parent
-COMMANDS = ["run", "check", "launchd", "host", "doctor", "inspect", "report", "bench", "probe", "verify", "prepare", "help"]
+COMMANDS = ["run", "check", "launchd", "host", "doctor", "inspect", "report", "bench", "probe", "verify", "prepare", "shims", "help"]
 FAMILIES = [str(n) for n in range(1001, 1011)]
 SHELLS = ["bash", "zsh", "fish"]
 
@@ -204,7 +204,8 @@ def test_fish_descriptions_are_whole(cwd):
     for cmd, summary in summaries.items():
         assert got[cmd] == summary
     opts = dict(line.split("\t", 1) for line in fish(cwd, "vzcaps run --", descriptions=True))
-    assert opts["--dry-run"] == "print, instead of running it, one line a shell runs as it is: env VAR=value... CMD ARGS"
+    assert opts["--dry-run"] == ("print, instead of running it, one line a shell runs as it is: env VAR=value... CMD ARGS "
+                                 "(VAR=value... ./CMD ARGS for a CMD with '=', which env would take for a variable)")
     assert opts["--"] == "ends the options; the command follows"
     assert "(required)" in dict(line.split("\t", 1) for line in fish(cwd, "vzcaps launchd --", descriptions=True))["--label"]
 
@@ -215,3 +216,9 @@ def test_generated_scripts_are_up_to_date():
         assert p.returncode == 0 and p.stdout == (COMPLETIONS / name).read_text(), shell
     assert subprocess.run([str(BUILD / "vzcaps"), "__completions", "tcsh"], capture_output=True).returncode == 2
     assert ROOT  # the scripts are generated at build time from src/cli/commands.c
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_shims_and_strict(shell, cwd):
+    assert "--strict" in complete(shell, cwd, "vzcaps check --st")
+    assert {"--dir", "--list", "--remove"} <= set(complete(shell, cwd, "vzcaps shims --"))

@@ -1041,6 +1041,46 @@ static void test_shebang_env(void **st)
     assert_int_equal(env_of("#!/usr/bin/env python3 $HOME\n", &name, why), 1); /* no -S: a plain word */
 }
 
+static void test_shell_assignment_words(void **st)
+{
+    (void)st;
+    /* what a POSIX shell takes for an assignment as a command's first word */
+    assert_true(vzcaps_shell_word_is_assignment("a=b"));
+    assert_true(vzcaps_shell_word_is_assignment("_X1="));
+    assert_false(vzcaps_shell_word_is_assignment("./a=b"));
+    assert_false(vzcaps_shell_word_is_assignment("/opt/a=b"));
+    assert_false(vzcaps_shell_word_is_assignment("1a=b"));
+    assert_false(vzcaps_shell_word_is_assignment("a-b=c"));
+    assert_false(vzcaps_shell_word_is_assignment("=x"));
+    assert_false(vzcaps_shell_word_is_assignment("plain"));
+    assert_false(vzcaps_shell_word_is_assignment(""));
+}
+
+static void test_stock_reason(void **st)
+{
+    (void)st;
+    static struct vzcaps_profile p;
+    char why[VZCAPS_NOTE_LEN + 100];
+    memset(&p, 0, sizeof p);
+    p.state = VZCAPS_STOCK_UNCONFIGURED;
+    assert_non_null(vzcaps_stock_reason(&p, why, sizeof why));
+    assert_non_null(strstr(why, "out of scope"));
+    p.state = VZCAPS_STOCK_OFF;
+    assert_non_null(strstr(vzcaps_stock_reason(&p, why, sizeof why), "off"));
+    p.state = VZCAPS_STOCK_REFUSED;
+    snprintf(p.notes[0], sizeof p.notes[0], "the reason");
+    p.n_notes = 1;
+    assert_string_equal(vzcaps_stock_reason(&p, why, sizeof why), "refused: the reason");
+    p.state = VZCAPS_ENABLED;
+    assert_non_null(strstr(vzcaps_stock_reason(&p, why, sizeof why), "nothing to change"));
+    p.apple_family_max = 1008;
+    assert_non_null(strstr(vzcaps_stock_reason(&p, why, sizeof why), "callers is empty"));
+    snprintf(p.callers, sizeof p.callers, "*");
+    assert_null(vzcaps_stock_reason(&p, why, sizeof why));
+    p.apple_family_max = 0, p.recommended_working_set_size = 1 << 30;
+    assert_null(vzcaps_stock_reason(&p, why, sizeof why));
+}
+
 static void test_sip_and_inherit(void **st)
 {
     (void)st;
@@ -1201,6 +1241,7 @@ int main(void)
         cmocka_unit_test(test_file_trust),             cmocka_unit_test(test_launcher_target),
         cmocka_unit_test(test_rosetta_names_the_way_out), cmocka_unit_test(test_protected_locations),
         cmocka_unit_test(test_shebang_parse),          cmocka_unit_test(test_shebang_env),
+        cmocka_unit_test(test_shell_assignment_words), cmocka_unit_test(test_stock_reason),
         cmocka_unit_test(test_sip_and_inherit),        cmocka_unit_test(test_quarantine),
         cmocka_unit_test(test_did_you_mean),
     };
