@@ -124,7 +124,8 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
  * docs. VZCAPS_CONFIG alone when it is set (the file must then exist); otherwise the first of
  * these that exists:
  *   $XDG_CONFIG_HOME/vzcaps/vzcaps.conf, when XDG_CONFIG_HOME is an absolute path (the XDG
- *     rule: a relative or empty one is ignored), else $HOME/.config/vzcaps/vzcaps.conf;
+ *     rule: a relative or empty one is ignored), else $HOME/.config/vzcaps/vzcaps.conf when
+ *     HOME is an absolute path (a relative or empty HOME is ignored the same way);
  *   ROOT/opt/homebrew/etc/vzcaps.conf  ($(brew --prefix)/etc on Apple silicon);
  *   ROOT/usr/local/etc/vzcaps.conf     ($(brew --prefix)/etc on Intel, and the usual place).
  * root is prefixed to the system paths: "" (or NULL) in use, a directory in tests. Writes
@@ -134,7 +135,7 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
 #define VZCAPS_CONFIG_SEARCH_MAX 3
 #define VZCAPS_CONFIG_ORDER_TEXT                                                                      \
     "$VZCAPS_CONFIG if set; else the first that exists of $XDG_CONFIG_HOME/vzcaps/vzcaps.conf (when " \
-    "XDG_CONFIG_HOME is set; else ~/.config/vzcaps/vzcaps.conf), /opt/homebrew/etc/vzcaps.conf, "      \
+    "XDG_CONFIG_HOME is absolute; else ~/.config/vzcaps/vzcaps.conf when HOME is), /opt/homebrew/etc/vzcaps.conf, "      \
     "/usr/local/etc/vzcaps.conf"
 int vzcaps_config_search(const char *const *envp, const char *root, char paths[][VZCAPS_PATH_MAX + 1], bool *named,
                          char *why, size_t len);

@@ -301,3 +301,17 @@ def test_sanitized_library(build):
     assert runs[0]["threads"] == "threads 16 mismatches 0"
     assert runs[1]["families"] == expect_families(1008, extra=(5001,))
     assert "runtime error" not in p.stderr and "AddressSanitizer" not in p.stderr
+
+
+def test_a_relative_home_is_ignored_like_a_relative_xdg_config_home(build, tmp_path):
+    # issue 25 row 15: HOME=. with .config/vzcaps/vzcaps.conf here must not configure the
+    # library (it would depend on the current directory); an absolute HOME to the same place does
+    conf = tmp_path / ".config" / "vzcaps"
+    conf.mkdir(parents=True)
+    (conf / "vzcaps.conf").write_text("[default]\napple_family_max = 1008\n")
+    (conf / "vzcaps.conf").chmod(0o644)
+    for home, want in ((".", STOCK_FAMILIES), ("./", STOCK_FAMILIES), (str(tmp_path), expect_families(1008))):
+        p = subprocess.run([str(BUILD / "probe")], env=clean_env(HOME=home, LD_PRELOAD=str(BUILD / "libvzcaps.so")),
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert parse_probe(p.stdout)[0]["families"] == want, home

@@ -560,6 +560,16 @@ static void test_config_search_order(void **st)
     assert_string_equal(paths[0], "/home/u/.config/vzcaps/vzcaps.conf");
     assert_int_equal(vzcaps_config_search(empty, "", paths, &named, why, sizeof why), 3);
     assert_string_equal(paths[0], "/home/u/.config/vzcaps/vzcaps.conf");
+    /* a relative HOME is ignored like a relative XDG_CONFIG_HOME (issue 25 row 15): the file
+     * would depend on the current directory */
+    const char *rel_home[] = {"HOME=.", NULL}, *rel_both[] = {"HOME=u", "XDG_CONFIG_HOME=cfg", NULL};
+    const char *rel_home_xdg[] = {"HOME=.", "XDG_CONFIG_HOME=/x", NULL};
+    assert_int_equal(vzcaps_config_search(rel_home, "", paths, &named, why, sizeof why), 2);
+    assert_string_equal(paths[0], "/opt/homebrew/etc/vzcaps.conf");
+    assert_int_equal(vzcaps_config_search(rel_both, "", paths, &named, why, sizeof why), 2);
+    assert_string_equal(paths[0], "/opt/homebrew/etc/vzcaps.conf");
+    assert_int_equal(vzcaps_config_search(rel_home_xdg, "", paths, &named, why, sizeof why), 3);
+    assert_string_equal(paths[0], "/x/vzcaps/vzcaps.conf");
     /* no HOME: the system files only; root prefixes them (the test seam) */
     const char *none[] = {NULL};
     assert_int_equal(vzcaps_config_search(none, "/tmp/root", paths, &named, why, sizeof why), 2);
