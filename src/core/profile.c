@@ -198,9 +198,10 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
             s->unsafe = b;
         break;
     case VZCAPS_KEY_LOG:
-        if (strcmp(value, "quiet") != 0 && strcmp(value, "normal") != 0)
-            return fail(err, errlen, "\"%s\" is not quiet or normal", value);
+        if (strcmp(value, "quiet") != 0 && strcmp(value, "normal") != 0 && strcmp(value, "verbose") != 0)
+            return fail(err, errlen, "\"%s\" is not quiet, normal or verbose", value);
         s->quiet = strcmp(value, "quiet") == 0;
+        s->verbose = strcmp(value, "verbose") == 0;
         break;
     case VZCAPS_KEY_CALLERS:
         if (parse_globs(value, s->callers, err, errlen) != 0)
@@ -256,6 +257,7 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
     memset(p, 0, sizeof *p);
     p->inherit = s->inherit;
     p->quiet = s->quiet;
+    p->verbose = s->verbose;
     p->unsafe = s->unsafe;
     snprintf(p->callers, sizeof p->callers, "%s", HAS(s, VZCAPS_KEY_CALLERS) ? s->callers : "*");
     snprintf(p->stock_callers, sizeof p->stock_callers, "%s",

@@ -88,7 +88,7 @@ struct vzcaps_settings {
     int64_t extra[VZCAPS_MAX_EXTRA];
     size_t n_extra;
     char host_chip[128];
-    bool unsafe, inherit, quiet;
+    bool unsafe, inherit, quiet, verbose; /* log: quiet, normal (neither) or verbose */
     char callers[VZCAPS_GLOBS_LEN], stock_callers[VZCAPS_GLOBS_LEN]; /* normalised: single blanks; "" = none */
     /* where each key came from, e.g. "VZCAPS_APPLE_FAMILY_MAX" or "vzcaps.conf:4" */
     char origin[VZCAPS_KEY_COUNT][VZCAPS_ORIGIN_LEN];
@@ -166,6 +166,7 @@ struct vzcaps_profile {
     int64_t extra[VZCAPS_MAX_EXTRA];
     size_t n_extra;
     bool inherit, quiet, unsafe;
+    bool verbose;                    /* log = verbose: the start-up line too, as before the first device */
     /* caller scope: whose calls get the answers above (see vzcaps_caller_in_scope) */
     char callers[VZCAPS_GLOBS_LEN], stock_callers[VZCAPS_GLOBS_LEN];
     bool scoped;                     /* false: every caller is in scope, no need to ask who calls */

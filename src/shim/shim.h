@@ -28,6 +28,12 @@ VZCAPS_HIDDEN void vzcaps_hooks_watch_base_class(void);
 VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr);
 VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n);
 
+/* shim.c: the one line that says what the library did, prepared by the constructor and
+ * written once (an atomic flag; no lock, no allocation): "vzcaps: hooked LABEL for EXE via
+ * PATH: NOTES" when the first device class is hooked, or the refusal's "vzcaps: left stock for
+ * EXE: REASON" when the first device is created (left stock). */
+VZCAPS_HIDDEN void vzcaps_said(const char *label, const char *path);
+
 /* trigger_<platform>.c */
 VZCAPS_HIDDEN void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len);
 VZCAPS_HIDDEN const char *vzcaps_platform_exe_name(void);

@@ -50,10 +50,8 @@ def run(tmp_path, *vzcaps_args, retry=False, conf=None):
 def test_the_section_reaches_the_discovery_child_and_the_runner(tmp_path):
     got, log = run(tmp_path, conf=SECTION)
     assert got == [("server", M2), ("list-devices", M2), ("runner", M2)]
-    assert [line.split(":")[1].strip() for line in log if " configured for " in line] == [
-        "configured for ollama", "configured for llama-server", "configured for llama-server"]
-    # and each process says that it really hooked its device
-    assert [line.split(" via ")[0] for line in log if " hooked " in line] == [
+    # each process says, in its one line, that it really hooked its device
+    assert [line.split(" via ")[0] for line in log] == [
         "vzcaps: hooked AppleParavirtDevice for ollama", "vzcaps: hooked AppleParavirtDevice for llama-server",
         "vzcaps: hooked AppleParavirtDevice for llama-server"]
 
@@ -68,7 +66,7 @@ def test_the_discovery_retry_with_the_tensor_variable_keeps_the_injection(tmp_pa
     # nor sets; the child started through another program still gets the profile
     got, log = run(tmp_path, conf=SECTION, retry=True)
     assert got == [("server", M2), ("list-devices", M2), ("runner", M2)]
-    assert "configured for env" not in " ".join(log)  # env is not in the section: it passes the injection on
+    assert " for env " not in " ".join(log)  # env is not in the section: it passes the injection on
     got, _ = run(tmp_path, "--inherit", retry=True)
     assert got == [("server", M2), ("list-devices", M2), ("runner", M2)]
 
@@ -76,5 +74,4 @@ def test_the_discovery_retry_with_the_tensor_variable_keeps_the_injection(tmp_pa
 def test_without_inherit_both_children_start_stock(tmp_path):
     got, log = run(tmp_path)
     assert got == [("server", M2), ("list-devices", STOCK_FAMILIES), ("runner", STOCK_FAMILIES)]
-    configured = [line for line in log if " configured for " in line]
-    assert len(configured) == 1 and "configured for ollama" in configured[0]
+    assert len(log) == 1 and log[0].startswith("vzcaps: hooked AppleParavirtDevice for ollama via ")
