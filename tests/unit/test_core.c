@@ -173,7 +173,7 @@ static void test_settings_values(void **st)
         {VZCAPS_KEY_HOST_CHIP, "Apple M2 Pro", 0}, {VZCAPS_KEY_HOST_CHIP, "anything at all", 0},
         {VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE, "1", 0}, {VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE, "2", -1},
         {VZCAPS_KEY_INHERIT, "yes", 0}, {VZCAPS_KEY_INHERIT, "0", 0}, {VZCAPS_KEY_INHERIT, "Y", -1},
-        {VZCAPS_KEY_LOG, "quiet", 0}, {VZCAPS_KEY_LOG, "loud", -1},
+        {VZCAPS_KEY_LOG, "quiet", 0}, {VZCAPS_KEY_LOG, "verbose", 0}, {VZCAPS_KEY_LOG, "loud", -1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct vzcaps_settings s;
@@ -684,7 +684,7 @@ static void test_config_errors(void **st)
     memset(&s, 0, sizeof s);
     const char text[] = "[a]\nmatch = x\napple_family_max = auto\n[b]\nlog = loud\n";
     assert_int_equal(vzcaps_config_apply(text, sizeof text - 1, "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err), -1);
-    assert_string_equal(err, "f.conf:5: log: \"loud\" is not quiet or normal");
+    assert_string_equal(err, "f.conf:5: log: \"loud\" is not quiet, normal or verbose");
     const char nul[] = "[a]\nlog = quiet\0\n";
     assert_int_equal(vzcaps_config_apply(nul, sizeof nul - 1, "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err), -1);
     assert_string_equal(err, "f.conf:2: NUL byte: not a text file");
