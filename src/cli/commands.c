@@ -20,6 +20,8 @@ static const struct opt_spec run_opts[] = {
     {"--family", "auto|off|FAMILY", "the Apple family to answer as: auto (the host chip's own), off, or 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)",
      "auto when nothing else configures vzcaps for CMD"},
     {"--inherit", NULL, "keep the injection in CMD's child processes (VZCAPS_INHERIT=1)", NULL},
+    {"--inherit-matching", NULL, "keep the injection only in child processes a config section matches and that can load it "
+     "(VZCAPS_INHERIT=matching); needs no SIP decision", NULL},
     {"--inherit-anyway", NULL, "macOS: keep it even where SIP is not enabled and arm64e children would be terminated", NULL},
     {"--verify", NULL, "run `vzcaps verify` first and refuse to start when an unlocked path fails", NULL},
     {"--library", "PATH", "inject this library instead of the one installed with the command", NULL},

@@ -187,6 +187,16 @@ VZCAPS_HIDDEN void vzcaps_image_of(const void *addr, char *name, size_t len)
     }
 }
 
+/* vzcaps_read_file, keeping the length of the file read last (the one configure used) */
+static size_t file_len;
+static int read_and_keep(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing, char *err,
+                         size_t errlen)
+{
+    int rc = vzcaps_read_file(ctx, path, buf, cap, len, missing, err, errlen);
+    file_len = rc == 0 ? *len : 0;
+    return rc;
+}
+
 static void *heap(void *ctx, size_t n)
 {
     (void)ctx;
@@ -219,7 +229,7 @@ __attribute__((constructor)) static void vzcaps_init(void)
     vzcaps_clip(vzcaps_platform_exe_name(), 255, exe, sizeof exe);
     in.exe = vzcaps_platform_exe_name();
     in.preload_var = vzcaps_platform_preload_var;
-    in.read_file = vzcaps_read_file;
+    in.read_file = read_and_keep;
     vzcaps_platform_host(&in.host, brand, sizeof brand);
     vzcaps_configure(&in, file_buf, sizeof file_buf, &result);
     struct vzcaps_profile *p = &result.profile;
@@ -228,7 +238,17 @@ __attribute__((constructor)) static void vzcaps_init(void)
      * the injection on unchanged, so the process it is meant for still gets it. */
     if (p->state == VZCAPS_STOCK_UNCONFIGURED)
         return;
-    /* Children start stock (the rule and its cases: vzcaps_env_strip) */
+    /* inherit = matching: what a child a section matches gets back (spawn.c); unless that is
+     * set up, nothing is passed on */
+    if (p->state == VZCAPS_ENABLED && p->inherit_matching &&
+        vzcaps_spawn_setup(env, result.config_path[0] && !result.config_error[0] ? file_buf : NULL, file_len) != 0) {
+        p->inherit_matching = false;
+        if (p->n_notes < VZCAPS_MAX_NOTES)
+            snprintf(p->notes[p->n_notes++], VZCAPS_NOTE_LEN, "inherit = matching could not be set up (out of memory, "
+                     "or %s does not name %s): children start stock", vzcaps_platform_preload_var, vzcaps_platform_library_name);
+    }
+    /* Children start stock (the rule and its cases: vzcaps_env_strip); with inherit = matching
+     * too, so that a child started any other way (system(3) on glibc) gets nothing of ours */
     if (!(p->state == VZCAPS_ENABLED && p->inherit) &&
         vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
                          NULL) != 0 &&

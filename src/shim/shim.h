@@ -34,7 +34,28 @@ VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n);
  * EXE: REASON" when the first device is created (left stock). */
 VZCAPS_HIDDEN void vzcaps_said(const char *label, const char *path);
 
+/* spawn.c: selective inheritance (inherit = matching). vzcaps_spawn_setup runs in the
+ * constructor before children are stripped; vzcaps_child_envp decides for a child started as
+ * file (searched on PATH when search) and returns the environment it gets: envp itself, an
+ * array built in this thread's scratch mapping, or NULL (errno ENOMEM: do not start it).
+ * vzcaps_exec_search is execvp's search with a given environment. The exec* wrappers build
+ * an argv of at most VZCAPS_EXECL_MAX arguments on the stack (more: E2BIG). */
+#define VZCAPS_EXECL_MAX 250
+VZCAPS_HIDDEN int vzcaps_spawn_setup(char **env, const char *file_text, size_t len);
+VZCAPS_HIDDEN char *const *vzcaps_child_envp(const char *file, bool search, char *const argv[], char *const envp[]);
+VZCAPS_HIDDEN int vzcaps_exec_search(const char *file, char *const argv[], char *const envp[]);
+
 /* trigger_<platform>.c */
+/* the kernel's execve (no interposer of ours in between) */
+VZCAPS_HIDDEN int vzcaps_platform_execve(const char *path, char *const argv[], char *const envp[]);
+/* this thread's scratch mapping (NULL at first) and setting it (0, or -1); neither allocates */
+VZCAPS_HIDDEN void *vzcaps_platform_scratch_get(void);
+VZCAPS_HIDDEN int vzcaps_platform_scratch_set(void *mapping);
+/* the ELF machine of this build (the rig), 0 on macOS */
+VZCAPS_HIDDEN extern const unsigned vzcaps_platform_elf_machine;
+/* once, in the constructor: whatever the interposers need, and whether the library's own
+ * file holds an arm64e slice; false when selective inheritance cannot work here */
+VZCAPS_HIDDEN bool vzcaps_platform_spawn_init(bool *library_has_arm64e);
 VZCAPS_HIDDEN void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len);
 VZCAPS_HIDDEN const char *vzcaps_platform_exe_name(void);
 /* The real path of this process's executable (symbolic links resolved): 0, or -1. */
