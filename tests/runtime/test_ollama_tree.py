@@ -3,7 +3,9 @@
 Metal failure), then `llama-server` as the runner. Both children must get the injection when
 configured (a config section with inherit, or vzcaps run --inherit), and neither without."""
 import os
+import shutil
 import subprocess
+import sys
 
 from conftest import BUILD, STOCK_FAMILIES, clean_env, parse_probe
 
@@ -75,3 +77,78 @@ def test_without_inherit_both_children_start_stock(tmp_path):
     got, log = run(tmp_path)
     assert got == [("server", M2), ("list-devices", STOCK_FAMILIES), ("runner", STOCK_FAMILIES)]
     assert len(log) == 1 and log[0].startswith("vzcaps: hooked AppleParavirtDevice for ollama via ")
+
+
+# ---- inherit = matching (issue 26 item 4): only children a section matches keep the library ----
+
+MATCHING = ("[ollama]\nmatch = ollama llama-server\napple_family_max = auto\ninherit = matching\n"
+            "[python]\nmatch = python3*\napple_family_max = auto\ninherit = matching\n"
+            "[probe]\nmatch = probe\napple_family_max = auto\n")
+
+
+def env_lines(text):
+    """The lines /usr/bin/env printed: NAME=value entries (the probe's own lines have no '=' first word)."""
+    return [l for l in text.splitlines() if "=" in l.split(" ")[0]]
+
+
+def framework_python(tmp_path):
+    """X/bin/python3.12 (the launcher stand-in) and the interpreter behind it (the probe)."""
+    x = tmp_path / "Python.framework" / "Versions" / "3.12"
+    (x / "bin").mkdir(parents=True)
+    shutil.copy(BUILD / "pylauncher", x / "bin" / "python3.12")
+    macos = x / "Resources" / "Python.app" / "Contents" / "MacOS"
+    macos.mkdir(parents=True)
+    os.symlink(BUILD / "probe", macos / "Python")
+    return x / "bin" / "python3.12"
+
+
+def test_matching_a_python_launchers_probe_child_is_unlocked_and_env_gets_nothing(tmp_path):
+    py = framework_python(tmp_path)
+    os.symlink(BUILD / "probe", tmp_path / "probe")
+    (tmp_path / "c.conf").write_text(MATCHING)
+    env = clean_env(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", LD_PRELOAD=str(BUILD / "libvzcaps.so"))
+    cmd = [str(py), "--each", str(tmp_path / "probe"), "--and", "/usr/bin/env", "--and", str(tmp_path / "probe"), "--child"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    runs = parse_probe(p.stdout)
+    # the interpreter, its probe child, the probe started after env, and that probe's own child
+    assert [r["families"] for r in runs] == [M2, M2, M2, STOCK_FAMILIES]
+    child_env = env_lines(p.stdout)
+    assert child_env and not any(l.startswith(("LD_PRELOAD=", "VZCAPS_", "TART_METAL_", "LUME_METAL_")) for l in child_env)
+    assert [l.split(" via ")[0] for l in p.stderr.splitlines()] == [
+        "vzcaps: hooked AppleParavirtDevice for python3.12", "vzcaps: hooked AppleParavirtDevice for probe",
+        "vzcaps: hooked AppleParavirtDevice for probe"]
+
+
+def test_matching_through_vzcaps_run_reaches_the_runner_and_not_the_rest(tmp_path):
+    got, log = run(tmp_path, "--inherit-matching", conf=SECTION.replace("inherit = yes\n", ""))
+    assert got == [("server", M2), ("list-devices", M2), ("runner", M2)]
+    # env is no section's: with matching it gets nothing, so neither does what it starts
+    got, log = run(tmp_path, "--inherit-matching", retry=True, conf=SECTION.replace("inherit = yes\n", ""))
+    assert got == [("server", M2), ("list-devices", STOCK_FAMILIES), ("runner", M2)]
+
+
+def test_matching_children_through_every_call_that_starts_a_program(tmp_path):
+    # Python starts children through vfork and execve (subprocess), posix_spawn, posix_spawnp and
+    # execve again (os.execvp searches PATH itself); the probe stand-in through execv
+    os.symlink(BUILD / "probe", tmp_path / "probe")
+    (tmp_path / "c.conf").write_text(MATCHING)
+    script = tmp_path / "starts.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "p = sys.argv[1]\n"
+        "print(subprocess.run([p], capture_output=True, text=True).stdout.count('family 1008 1'))\n"
+        "print(subprocess.run(['/usr/bin/env'], capture_output=True, text=True).stdout.count('LD_PRELOAD'))\n"
+        "pid = os.posix_spawn(p, [p], dict(os.environ)); os.waitpid(pid, 0)\n"
+        "pid = os.posix_spawnp('probe', ['probe'], dict(os.environ)); os.waitpid(pid, 0)\n"
+        "sys.stdout.flush()\n"
+        "os.execvp('env', ['env'])\n")
+    env = clean_env(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                    VZCAPS_INHERIT="matching", LD_PRELOAD=str(BUILD / "libvzcaps.so"), PATH=f"{tmp_path}:/usr/bin:/bin")
+    p = subprocess.run([sys.executable, str(script), str(tmp_path / "probe")], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    assert out[:2] == ["1", "0"]  # subprocess: the probe unlocked, env without the preload variable
+    assert p.stdout.count("family 1008 1") == 2  # posix_spawn and posix_spawnp: both unlocked
+    assert not any(l.startswith(("LD_PRELOAD=", "VZCAPS_")) for l in env_lines(p.stdout))  # os.execvp('env')
