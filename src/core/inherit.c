@@ -43,7 +43,7 @@ enum vzcaps_slices vzcaps_slices_of(const unsigned char *head, size_t n, unsigne
 
 /* ---- match patterns: every section's match value, blank-separated ---- */
 
-static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+static bool blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\0'; } /* NUL: only in a file the parser refuses */
 
 int vzcaps_config_matches(const char *text, size_t len, char *out, size_t outlen)
 {
@@ -105,8 +105,11 @@ int vzcaps_child_decision(const char *path, const char *argv0, const char *match
 {
     /* the child's library picks its section by the base name of argv[0], so the decision does */
     const char *name = vzcaps_basename(argv0 && *argv0 ? argv0 : path ? path : "");
-    char clip[96];
-    vzcaps_clip(name, 64, clip, sizeof clip);
+    char clip[4 * 64 + 8]; /* the name for the reason: escaped (one line), at most 64 bytes of it */
+    size_t nl = strlen(name);
+    size_t cl = vzcaps_escape(name, nl > 64 ? 64 : nl, clip, sizeof clip - 4);
+    if (nl > 64)
+        memcpy(clip + cl, "...", 4);
     if (!any_fits(matches, name))
         return snprintf(why, len, "no config section matches %s", clip), VZCAPS_CHILD_STRIP;
     switch (slices) {
@@ -155,38 +158,42 @@ static bool names_lib(const char *list, const char *seps, const char *libname)
 
 long vzcaps_child_env(const struct vzcaps_child_env_in *in, bool keep, void *mem, size_t cap, char *const **out)
 {
-    size_t vl = strlen(in->preload_var), n_env = 0, preload_len = 0;
-    const char *preload = NULL;
-    bool ours = false;
+    size_t vl = strlen(in->preload_var), n_env = 0, preload_bytes = 0;
+    bool ours = false, first = true;
     for (char *const *e = in->envp; e && *e; e++, n_env++) {
-        if (vzcaps_env_is_ours(*e))
+        if (vzcaps_env_is_ours(*e)) {
             ours = true;
-        else if (!preload && is_var(*e, in->preload_var, vl)) {
-            preload = *e;
-            preload_len = strlen(*e);
-            ours |= names_lib(*e + vl + 1, in->seps, in->libname);
+        } else if (is_var(*e, in->preload_var, vl)) {
+            preload_bytes += strlen(*e) + 1;
+            ours |= names_lib(*e + vl + 1, in->seps, in->libname) || !first; /* a second entry: ambiguous, rewritten */
+            first = false;
         }
     }
     if (!keep && !ours) { /* nothing of ours: the given array as it is */
         *out = in->envp;
         return 0;
     }
-    size_t lib_len = strlen(in->lib_path);
-    size_t need = (n_env + in->n_saved + 2) * sizeof(char *) + preload_len + 1 + lib_len + 2 + vl + 1;
+    size_t lib_len = strlen(in->lib_path), ptrs = (n_env + in->n_saved + 2) * sizeof(char *);
+    size_t need = ptrs + preload_bytes + lib_len + 2 + vl + 1;
     if (need > cap)
         return (long)need;
     char **arr = mem;
-    char *text = (char *)mem + (n_env + in->n_saved + 2) * sizeof(char *);
+    char *text = (char *)mem + ptrs;
     size_t k = 0;
+    bool have_preload = false;
     for (char *const *e = in->envp; e && *e; e++) {
-        if (vzcaps_env_is_ours(*e) || *e == preload)
-            continue; /* ours come from the saved entries (keep) or go (strip); the preload entry below */
-        arr[k++] = *e;
-    }
-    if (preload) {
+        if (vzcaps_env_is_ours(*e))
+            continue; /* ours come from the saved entries (keep) or go (strip) */
+        if (!is_var(*e, in->preload_var, vl)) {
+            arr[k++] = *e;
+            continue;
+        }
+        if (have_preload)
+            continue; /* a later duplicate: the first entry speaks, as the library reads it */
         /* strip: our library out of the entry (an entry left empty goes); keep: ours after the rest */
-        memcpy(text, preload, vl + 1);
-        int r = vzcaps_strip_library(preload + vl + 1, in->seps, in->libname, text + vl + 1, preload_len - vl + lib_len + 2);
+        size_t len = strlen(*e);
+        memcpy(text, *e, vl + 1);
+        int r = vzcaps_strip_library(*e + vl + 1, in->seps, in->libname, text + vl + 1, len - vl + lib_len + 2);
         size_t tl = r > 0 ? vl + 1 + (size_t)r : vl + 1;
         if (keep) {
             if (r > 0)
@@ -195,9 +202,13 @@ long vzcaps_child_env(const struct vzcaps_child_env_in *in, bool keep, void *mem
             tl += lib_len;
         }
         text[tl] = '\0';
-        if (keep || r > 0)
+        if (keep || r > 0) {
             arr[k++] = text;
-    } else if (keep) {
+            have_preload = true;
+        }
+        text += tl + 1;
+    }
+    if (keep && !have_preload) {
         memcpy(text, in->preload_var, vl);
         text[vl] = '=';
         memcpy(text + vl + 1, in->lib_path, lib_len + 1);

@@ -1210,6 +1210,10 @@ static void test_child_decision(void **st)
                      VZCAPS_CHILD_STRIP);
     assert_int_equal(vzcaps_child_decision("/x/llama-cli", "", m, VZCAPS_SLICES_ARM64, false, why, sizeof why), VZCAPS_CHILD_KEEP);
     assert_int_equal(vzcaps_child_decision(NULL, NULL, m, VZCAPS_SLICES_ARM64, false, why, sizeof why), VZCAPS_CHILD_STRIP);
+    /* a hostile name stays on one line (the fuzzer's first find) */
+    assert_int_equal(vzcaps_child_decision("/x", "llama-*\n\x1b[2J", m, VZCAPS_SLICES_ARM64, false, why, sizeof why),
+                     VZCAPS_CHILD_KEEP);
+    assert_string_equal(why, "a config section matches llama-*\\x0a\\x1b[2J, and it has a slice the library loads");
 }
 
 static void test_child_environment(void **st)
@@ -1258,6 +1262,13 @@ static void test_child_environment(void **st)
     assert_int_equal(vzcaps_child_env(&in, true, mem, sizeof mem, &out), 0);
     assert_string_equal(out[0], "LD_PRELOAD=/a.so:/b.so:/lib/libvzcaps.so");
     assert_string_equal(mixed[0], "LD_PRELOAD=/a.so /lib/libvzcaps.so:/b.so");
+    /* two preload entries (the fuzzer's find): the first speaks, the second goes; ours in neither */
+    char *twice[] = {"LD_PRELOAD=/a.so", "X=1", "LD_PRELOAD=/lib/libvzcaps.so", NULL};
+    in.envp = twice;
+    assert_int_equal(vzcaps_child_env(&in, false, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "LD_PRELOAD=/a.so");
+    assert_string_equal(out[1], "X=1");
+    assert_null(out[2]);
 }
 
 int main(void)
