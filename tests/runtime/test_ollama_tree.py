@@ -152,3 +152,45 @@ def test_matching_children_through_every_call_that_starts_a_program(tmp_path):
     assert out[:2] == ["1", "0"]  # subprocess: the probe unlocked, env without the preload variable
     assert p.stdout.count("family 1008 1") == 2  # posix_spawn and posix_spawnp: both unlocked
     assert not any(l.startswith(("LD_PRELOAD=", "VZCAPS_")) for l in env_lines(p.stdout))  # os.execvp('env')
+
+
+def test_matching_hostile_children(tmp_path):
+    # a matching name that is a script (its interpreter runs: slices not known) starts stock;
+    # a child with 30,000 variables keeps the library (the environment is built in a mapping)
+    os.symlink(BUILD / "probe", tmp_path / "probe")
+    (tmp_path / "probe-script").write_text("#!/bin/sh\nexec /usr/bin/env\n")
+    (tmp_path / "probe-script").chmod(0o755)
+    (tmp_path / "c.conf").write_text(MATCHING.replace("match = probe\n", "match = probe probe-script\n"))
+    script = tmp_path / "starts.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "d = sys.argv[1]\n"
+        "out = subprocess.run([d + '/probe-script'], capture_output=True, text=True).stdout\n"
+        "print('script-preload', 'LD_PRELOAD=' in out)\n"
+        "big = dict(os.environ, **{'X%d' % i: 'y' * 20 for i in range(30000)})\n"
+        "out = subprocess.run([d + '/probe'], env=big, capture_output=True, text=True).stdout\n"
+        "print('big-unlocked', 'family 1008 1' in out)\n")
+    env = clean_env(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                    VZCAPS_INHERIT="matching", LD_PRELOAD=str(BUILD / "libvzcaps.so"))
+    p = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["script-preload False", "big-unlocked True"]
+
+
+def test_check_shows_the_decision_for_a_child(tmp_path):
+    os.symlink(BUILD / "probe", tmp_path / "probe")
+    (tmp_path / "c.conf").write_text(MATCHING)
+    env = clean_env(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", PATH=f"{tmp_path}:/usr/bin:/bin",
+                    VZCAPS_INHERIT="matching")
+
+    def line(exe):
+        p = subprocess.run([str(BUILD / "vzcaps"), "check", "--exe", exe], env=env, capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        out = p.stdout.splitlines()
+        assert any(l.split() == ["inherit", "matching", "(only", "children", "a", "config", "section", "matches,", "that", "can",
+                                 "load", "the", "library,", "keep", "it)"] for l in out), p.stdout
+        return next(l for l in out if l.startswith("  as a child (matching)")).split(None, 4)[4]
+    assert line("ollama").startswith("starts stock: ollama: its slices are not known")  # not on PATH here
+    assert line("probe") == "keeps the library: a config section matches probe, and it has a slice the library loads"
+    env["VZCAPS_PROFILE"] = "python"
+    assert line("env") == "starts stock: no config section matches env"
