@@ -100,6 +100,9 @@ static bool any_fits(const char *patterns, const char *name)
     return false;
 }
 
+/* the reason, only when asked for (the library decides in exec paths, where it formats nothing) */
+#define SAY(...) (why && len ? snprintf(why, len, __VA_ARGS__) : 0)
+
 int vzcaps_child_decision(const char *path, const char *argv0, const char *matches, enum vzcaps_slices slices,
                           bool library_has_arm64e, char *why, size_t len)
 {
@@ -111,22 +114,22 @@ int vzcaps_child_decision(const char *path, const char *argv0, const char *match
     if (nl > 64)
         memcpy(clip + cl, "...", 4);
     if (!any_fits(matches, name))
-        return snprintf(why, len, "no config section matches %s", clip), VZCAPS_CHILD_STRIP;
+        return SAY("no config section matches %s", clip), VZCAPS_CHILD_STRIP;
     switch (slices) {
     case VZCAPS_SLICES_NATIVE:
     case VZCAPS_SLICES_ARM64:
-        return snprintf(why, len, "a config section matches %s, and it has a slice the library loads", clip), VZCAPS_CHILD_KEEP;
+        return SAY("a config section matches %s, and it has a slice the library loads", clip), VZCAPS_CHILD_KEEP;
     case VZCAPS_SLICES_ARM64E_ONLY:
     case VZCAPS_SLICES_UNIVERSAL:
         if (library_has_arm64e)
-            return snprintf(why, len, "a config section matches %s, and the library has its arm64e slice", clip), VZCAPS_CHILD_KEEP;
-        return snprintf(why, len, "%s %s, and the library has no arm64e slice (dyld would terminate it)", clip,
+            return SAY("a config section matches %s, and the library has its arm64e slice", clip), VZCAPS_CHILD_KEEP;
+        return SAY("%s %s, and the library has no arm64e slice (dyld would terminate it)", clip,
                         slices == VZCAPS_SLICES_UNIVERSAL ? "holds an arm64e slice, which macOS may run" : "is arm64e only"),
                VZCAPS_CHILD_STRIP;
     case VZCAPS_SLICES_NONE_KNOWN:
         break;
     }
-    return snprintf(why, len, "%s: its slices are not known (a script, unreadable, or not an executable vzcaps reads)", clip),
+    return SAY("%s: its slices are not known (a script, unreadable, or not an executable vzcaps reads)", clip),
            VZCAPS_CHILD_STRIP;
 }
 

@@ -284,7 +284,8 @@ int vzcaps_config_matches(const char *text, size_t len, char *out, size_t outlen
 /* Keep or strip for a child started as path with argv0: KEEP only when a pattern of matches
  * fits the base name of argv0 (of path when argv0 is empty: the name the child's own library
  * picks its section by) and the child has a slice the library loads (NATIVE or ARM64; arm64e
- * only or universal only when library_has_arm64e). why says which rule decided. */
+ * only or universal only when library_has_arm64e). why says which rule decided (NULL or len 0:
+ * nothing is formatted, as the library asks in exec paths). */
 enum { VZCAPS_CHILD_STRIP, VZCAPS_CHILD_KEEP };
 int vzcaps_child_decision(const char *path, const char *argv0, const char *matches, enum vzcaps_slices slices,
                           bool library_has_arm64e, char *why, size_t len);

@@ -127,10 +127,10 @@ char *const *vzcaps_child_envp(const char *file, bool search, char *const argv[]
 {
     if (!active)
         return envp;
-    char buf[VZCAPS_PATH_MAX + 1], why[256];
+    char buf[VZCAPS_PATH_MAX + 1];
     const char *path = search ? resolve(file, buf, sizeof buf) : file;
-    int keep = vzcaps_child_decision(path, argv && argv[0] ? argv[0] : "", matches, slices_of_file(path), lib_arm64e, why,
-                                     sizeof why) == VZCAPS_CHILD_KEEP;
+    int keep = vzcaps_child_decision(path, argv && argv[0] ? argv[0] : "", matches, slices_of_file(path), lib_arm64e, NULL,
+                                     0) == VZCAPS_CHILD_KEEP; /* no reason: nothing is formatted here */
     struct vzcaps_child_env_in in = {envp, saved, n_saved, vzcaps_platform_preload_var, vzcaps_platform_preload_seps,
                                      vzcaps_platform_library_name, lib_path};
     char *const *out = NULL;

@@ -194,3 +194,19 @@ def test_check_shows_the_decision_for_a_child(tmp_path):
     assert line("probe") == "keeps the library: a config section matches probe, and it has a slice the library loads"
     env["VZCAPS_PROFILE"] = "python"
     assert line("env") == "starts stock: no config section matches env"
+
+
+def test_run_inherit_matching_is_a_variable_and_excludes_inherit():
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
+    p = subprocess.run([str(BUILD / "vzcaps"), "run", "--dry-run", "--inherit-matching", "--", "/bin/true"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and " VZCAPS_INHERIT=matching " in p.stdout, p.stderr
+    p = subprocess.run([str(BUILD / "vzcaps"), "run", "--inherit", "--inherit-matching", "--", "/bin/true"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "--inherit and --inherit-matching exclude each other" in p.stderr
+    # a bad value is refused with its one line, at the first device
+    p = subprocess.run([str(BUILD / "probe")], env=clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), VZCAPS_HOST_CHIP="Apple M2",
+                                                           VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_INHERIT="some"),
+                       capture_output=True, text=True, timeout=30)
+    assert p.stderr == ('vzcaps: left stock for probe: VZCAPS_INHERIT: "some" is not 1 or 0 (yes/no, true/false) or matching; '
+                        'fix or unset it\n')
