@@ -39,7 +39,8 @@ VZCAPS_HIDDEN void vzcaps_said(const char *label, const char *path);
  * file (searched on PATH when search) and returns the environment it gets: envp itself, an
  * array built in this thread's scratch mapping, or NULL (errno ENOMEM: do not start it).
  * vzcaps_exec_search is execvp's search with a given environment. The exec* wrappers build
- * an argv of at most VZCAPS_EXECL_MAX arguments on the stack (more: E2BIG). */
+ * an argv of up to VZCAPS_EXECL_MAX arguments on the stack, a longer one in a mapping of its
+ * own (unmapped when the exec returns). */
 #define VZCAPS_EXECL_MAX 250
 VZCAPS_HIDDEN int vzcaps_spawn_setup(char **env, const char *file_text, size_t len);
 VZCAPS_HIDDEN char *const *vzcaps_child_envp(const char *file, bool search, char *const argv[], char *const envp[]);

@@ -169,17 +169,28 @@ int vzcaps_exec_search(const char *file, char *const argv[], char *const envp[])
         }
         vzcaps_platform_execve(path, argv, envp);
         if (errno == ENOEXEC) {
-            /* the shell's argv on the stack: envp may live in the scratch mapping */
-            char *sh[VZCAPS_EXECL_MAX + 2];
+            /* the shell's argv on the stack, or in a mapping of its own (envp may live in the
+             * scratch mapping) */
+            char *small[VZCAPS_EXECL_MAX + 2], **sh = small;
             size_t n = 0;
-            while (argv[n] && n < VZCAPS_EXECL_MAX)
+            while (argv[n])
                 n++;
-            if (argv[n])
-                return errno = E2BIG, -1;
+            size_t bytes = (n + 2) * sizeof *sh;
+            if (n > VZCAPS_EXECL_MAX) {
+                void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+                if (m == MAP_FAILED)
+                    return errno = E2BIG, -1;
+                sh = m;
+            }
             sh[0] = "/bin/sh", sh[1] = (char *)path;
             for (size_t i = 1; i <= n; i++)
                 sh[i + 1] = argv[i];
             vzcaps_platform_execve("/bin/sh", sh, envp);
+            if (sh != small) {
+                int e = errno;
+                munmap(sh, bytes);
+                errno = e;
+            }
             return -1;
         }
         if (errno == EACCES)

@@ -11,6 +11,7 @@
 #include <spawn.h>
 #include <stdarg.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -171,43 +172,64 @@ EXPORT int execvp(const char *file, char *const argv[])
     return exec_search(file, argv, environ);
 }
 
-/* execl, execle, execlp: the arguments into an array on the stack */
-#define COLLECT(argv, arg0, ap)                                              \
-    char *argv[VZCAPS_EXECL_MAX + 1];                                        \
-    size_t n_ = 0;                                                           \
-    argv[n_++] = (char *)(arg0);                                             \
-    while (argv[n_ - 1] && n_ <= VZCAPS_EXECL_MAX)                           \
-        argv[n_++] = va_arg(ap, char *);                                     \
-    if (argv[n_ - 1]) {                                                      \
-        va_end(ap);                                                          \
-        errno = E2BIG;                                                       \
-        return -1;                                                           \
+/* execl, execle, execlp: the arguments into an array, on the stack up to VZCAPS_EXECL_MAX,
+ * else in a mapping of their own (unmapped if the exec returns; any number, as glibc's) */
+enum { EXECL_PATH, EXECL_ENV, EXECL_SEARCH };
+
+static int execl_common(int kind, const char *file, const char *arg0, va_list ap)
+{
+    va_list count;
+    va_copy(count, ap);
+    size_t n = 1;
+    if (arg0)
+        while (va_arg(count, char *))
+            n++;
+    va_end(count);
+    char *small[VZCAPS_EXECL_MAX + 1], **argv = small;
+    size_t bytes = (n + 1) * sizeof *argv;
+    if (n > VZCAPS_EXECL_MAX) {
+        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return errno = E2BIG, -1;
+        argv = m;
     }
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; arg0 && i <= n; i++)
+        argv[i] = va_arg(ap, char *); /* the last is the NULL */
+    argv[arg0 ? n : 1] = NULL;
+    char *const *envp = kind == EXECL_ENV ? va_arg(ap, char *const *) : environ;
+    int rc = kind == EXECL_SEARCH ? exec_search(file, argv, envp) : exec_env(file, argv, envp);
+    if (argv != small) {
+        int e = errno;
+        munmap(argv, bytes);
+        errno = e;
+    }
+    return rc;
+}
 
 EXPORT int execl(const char *path, const char *arg, ...)
 {
     va_list ap;
     va_start(ap, arg);
-    COLLECT(argv, arg, ap)
+    int rc = execl_common(EXECL_PATH, path, arg, ap);
     va_end(ap);
-    return exec_env(path, argv, environ);
+    return rc;
 }
 EXPORT int execle(const char *path, const char *arg, ...)
 {
     va_list ap;
     va_start(ap, arg);
-    COLLECT(argv, arg, ap)
-    char *const *envp = va_arg(ap, char *const *);
+    int rc = execl_common(EXECL_ENV, path, arg, ap);
     va_end(ap);
-    return exec_env(path, argv, envp);
+    return rc;
 }
 EXPORT int execlp(const char *file, const char *arg, ...)
 {
     va_list ap;
     va_start(ap, arg);
-    COLLECT(argv, arg, ap)
+    int rc = execl_common(EXECL_SEARCH, file, arg, ap);
     va_end(ap);
-    return exec_search(file, argv, environ);
+    return rc;
 }
 
 static int spawn(bool search, pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,

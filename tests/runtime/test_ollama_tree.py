@@ -7,6 +7,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from conftest import BUILD, STOCK_FAMILIES, clean_env, parse_probe
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
@@ -210,3 +212,42 @@ def test_run_inherit_matching_is_a_variable_and_excludes_inherit():
                        capture_output=True, text=True, timeout=30)
     assert p.stderr == ('vzcaps: left stock for probe: VZCAPS_INHERIT: "some" is not 1 or 0 (yes/no, true/false) or matching; '
                         'fix or unset it\n')
+
+
+EXECS = r'''
+import ctypes, os, sys
+libc = ctypes.CDLL(None)
+def run(fn, *args):
+    pid = os.fork()
+    if pid == 0:
+        f = getattr(libc, fn)
+        f(*[ctypes.c_char_p(a) if isinstance(a, bytes) or a is None else a for a in args])
+        os._exit(99)
+    _, st = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(st)
+many = [b"x"] * 300
+env = (ctypes.c_char_p * 2)(b"ONLY=1", None)
+print(run("execl", b"/bin/echo", b"echo", *many, None))
+print(run("execlp", b"echo", b"echo", *many, None))
+print(run("execle", b"/usr/bin/env", b"env", None, env))
+print(run("execvp", b"noshebang", (ctypes.c_char_p * 2)(b"noshebang", None)))
+'''
+
+
+@pytest.mark.parametrize("mode", ["stock", "matching"])
+def test_the_exec_family_keeps_its_semantics(tmp_path, mode):
+    # in a process the library does not configure (it passes everything through) and under
+    # inherit = matching: any number of execl arguments, execlp's search, execle's environment,
+    # and execvp running a file without #! through /bin/sh, as glibc does
+    (tmp_path / "noshebang").write_text("echo from-sh\n")
+    (tmp_path / "noshebang").chmod(0o755)
+    (tmp_path / "x.py").write_text(EXECS)
+    extra = dict(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                 VZCAPS_INHERIT="matching") if mode == "matching" else {}
+    (tmp_path / "c.conf").write_text(MATCHING)
+    env = clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), PATH=f"{tmp_path}:/usr/bin:/bin", **extra)
+    p = subprocess.run([sys.executable, str(tmp_path / "x.py")], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines.count(" ".join(["x"] * 300)) == 2 and "ONLY=1" in lines and "from-sh" in lines
+    assert [l for l in lines if l in ("0", "99")] == ["0", "0", "0", "0"]
