@@ -1,7 +1,8 @@
 """Ollama as it is built today, on the GNU-runtime rig: the server starts llama.cpp's
 `llama-server --list-devices` to read GPU memory (again with GGML_METAL_TENSOR_DISABLE=1 after a
 Metal failure), then `llama-server` as the runner. Both children must get the injection when
-configured (a config section with inherit, or vzcaps run --inherit), and neither without."""
+configured (a config section with inherit, or vzcaps run --inherit), and neither without.
+With inherit = matching (issue 26 item 4) only the children a section matches keep it."""
 import os
 import shutil
 import subprocess
