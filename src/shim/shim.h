@@ -8,6 +8,7 @@
 #include "../core/vzcaps_core.h"
 
 #include <objc/runtime.h>
+#include <stdarg.h>
 
 #define VZCAPS_HIDDEN __attribute__((visibility("hidden")))
 
@@ -45,6 +46,12 @@ VZCAPS_HIDDEN void vzcaps_said(const char *label, const char *path);
 VZCAPS_HIDDEN int vzcaps_spawn_setup(char **env, const char *file_text, size_t len);
 VZCAPS_HIDDEN char *const *vzcaps_child_envp(const char *file, bool search, char *const argv[], char *const envp[]);
 VZCAPS_HIDDEN int vzcaps_exec_search(const char *file, char *const argv[], char *const envp[]);
+/* The exec* family as the triggers export or interpose it: execve/execv (path), execvp and
+ * execvpe (searched), execl/execle/execlp (kind, the arguments after arg0 in ap). */
+VZCAPS_HIDDEN int vzcaps_exec_env(const char *path, char *const argv[], char *const envp[]);
+VZCAPS_HIDDEN int vzcaps_exec_path_search(const char *file, char *const argv[], char *const envp[]);
+enum { VZCAPS_EXECL_PATH, VZCAPS_EXECL_ENV, VZCAPS_EXECL_SEARCH };
+VZCAPS_HIDDEN int vzcaps_execl(int kind, const char *file, const char *arg0, va_list ap);
 
 /* trigger_<platform>.c */
 /* the kernel's execve (no interposer of ours in between) */

@@ -8,6 +8,7 @@
 #include "shim.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,4 +206,51 @@ int vzcaps_exec_search(const char *file, char *const argv[], char *const envp[])
     if (denied)
         errno = EACCES;
     return -1;
+}
+
+/* ---- the exec* family, for both triggers ---- */
+
+int vzcaps_exec_env(const char *path, char *const argv[], char *const envp[])
+{
+    char *const *env = vzcaps_child_envp(path, false, argv, envp);
+    return env ? vzcaps_platform_execve(path, argv, env) : -1;
+}
+
+int vzcaps_exec_path_search(const char *file, char *const argv[], char *const envp[])
+{
+    char *const *env = vzcaps_child_envp(file, true, argv, envp);
+    return env ? vzcaps_exec_search(file, argv, env) : -1;
+}
+
+/* execl, execle, execlp: the arguments into an array, on the stack up to VZCAPS_EXECL_MAX,
+ * else in a mapping of their own (unmapped if the exec returns; any number, as libc's) */
+int vzcaps_execl(int kind, const char *file, const char *arg0, va_list ap)
+{
+    va_list count;
+    va_copy(count, ap);
+    size_t n = 1;
+    if (arg0)
+        while (va_arg(count, char *))
+            n++;
+    va_end(count);
+    char *small[VZCAPS_EXECL_MAX + 1], **argv = small;
+    size_t bytes = (n + 1) * sizeof *argv;
+    if (n > VZCAPS_EXECL_MAX) {
+        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+        if (m == MAP_FAILED)
+            return errno = E2BIG, -1;
+        argv = m;
+    }
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; arg0 && i <= n; i++)
+        argv[i] = va_arg(ap, char *); /* the last is the NULL */
+    argv[arg0 ? n : 1] = NULL;
+    char *const *envp = kind == VZCAPS_EXECL_ENV ? va_arg(ap, char *const *) : *vzcaps_platform_environ();
+    int rc = kind == VZCAPS_EXECL_SEARCH ? vzcaps_exec_path_search(file, argv, envp) : vzcaps_exec_env(file, argv, envp);
+    if (argv != small) {
+        int e = errno;
+        munmap(argv, bytes);
+        errno = e;
+    }
+    return rc;
 }

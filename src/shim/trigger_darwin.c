@@ -1,7 +1,6 @@
 /* macOS trigger and platform facts: dyld interposing of Metal's exported device factories and
- * of the calls that start programs (execve, posix_spawn, posix_spawnp: libSystem's execv,
- * execvp and execl* reach execve across images, so dyld reroutes them too), sysctl for the
- * host chip and memory, one line to stderr and the unified log (syslog).
+ * of the calls that start programs (the exec* family, posix_spawn, posix_spawnp), sysctl for
+ * the host chip and memory, one line to stderr and the unified log (syslog).
  * Built and audited, not run here. Never: decides anything (hooks.c and the core do). */
 #include "shim.h"
 
@@ -14,6 +13,7 @@
 #include <objc/message.h>
 #include <pthread.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysctl.h>
@@ -154,8 +154,41 @@ bool vzcaps_platform_spawn_init(bool *library_has_arm64e)
 
 static int vz_execve(const char *path, char *const argv[], char *const envp[])
 {
-    char *const *env = vzcaps_child_envp(path, false, argv, envp);
-    return env ? execve(path, argv, env) : -1;
+    return vzcaps_exec_env(path, argv, envp);
+}
+/* libSystem's execv, execvp and execl* reach execve across images, which dyld reroutes too;
+ * interposed here as well, so that nothing depends on how libSystem is split */
+static int vz_execv(const char *path, char *const argv[])
+{
+    return vzcaps_exec_env(path, argv, *_NSGetEnviron());
+}
+static int vz_execvp(const char *file, char *const argv[])
+{
+    return vzcaps_exec_path_search(file, argv, *_NSGetEnviron());
+}
+static int vz_execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = vzcaps_execl(VZCAPS_EXECL_PATH, path, arg, ap);
+    va_end(ap);
+    return rc;
+}
+static int vz_execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = vzcaps_execl(VZCAPS_EXECL_ENV, path, arg, ap);
+    va_end(ap);
+    return rc;
+}
+static int vz_execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = vzcaps_execl(VZCAPS_EXECL_SEARCH, file, arg, ap);
+    va_end(ap);
+    return rc;
 }
 
 static int vz_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
@@ -182,6 +215,11 @@ __attribute__((used, section("__DATA,__interpose"))) static const struct interpo
     {(const void *)vz_copy_all, (const void *)MTLCopyAllDevices},
     {(const void *)vz_copy_all_observed, (const void *)MTLCopyAllDevicesWithObserver},
     {(const void *)vz_execve, (const void *)execve},
+    {(const void *)vz_execv, (const void *)execv},
+    {(const void *)vz_execvp, (const void *)execvp},
+    {(const void *)vz_execl, (const void *)execl},
+    {(const void *)vz_execle, (const void *)execle},
+    {(const void *)vz_execlp, (const void *)execlp},
     {(const void *)vz_posix_spawn, (const void *)posix_spawn},
     {(const void *)vz_posix_spawnp, (const void *)posix_spawnp},
 };

@@ -11,7 +11,6 @@
 #include <spawn.h>
 #include <stdarg.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -143,75 +142,28 @@ bool vzcaps_platform_spawn_init(bool *library_has_arm64e)
 
 #define EXPORT __attribute__((visibility("default")))
 
-static int exec_env(const char *path, char *const argv[], char *const envp[])
-{
-    char *const *env = vzcaps_child_envp(path, false, argv, envp);
-    return env ? vzcaps_platform_execve(path, argv, env) : -1;
-}
-
-static int exec_search(const char *file, char *const argv[], char *const envp[])
-{
-    char *const *env = vzcaps_child_envp(file, true, argv, envp);
-    return env ? vzcaps_exec_search(file, argv, env) : -1;
-}
-
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
 {
-    return exec_env(path, argv, envp);
+    return vzcaps_exec_env(path, argv, envp);
 }
 EXPORT int execv(const char *path, char *const argv[])
 {
-    return exec_env(path, argv, environ);
+    return vzcaps_exec_env(path, argv, environ);
 }
 EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-    return exec_search(file, argv, envp);
+    return vzcaps_exec_path_search(file, argv, envp);
 }
 EXPORT int execvp(const char *file, char *const argv[])
 {
-    return exec_search(file, argv, environ);
-}
-
-/* execl, execle, execlp: the arguments into an array, on the stack up to VZCAPS_EXECL_MAX,
- * else in a mapping of their own (unmapped if the exec returns; any number, as glibc's) */
-enum { EXECL_PATH, EXECL_ENV, EXECL_SEARCH };
-
-static int execl_common(int kind, const char *file, const char *arg0, va_list ap)
-{
-    va_list count;
-    va_copy(count, ap);
-    size_t n = 1;
-    if (arg0)
-        while (va_arg(count, char *))
-            n++;
-    va_end(count);
-    char *small[VZCAPS_EXECL_MAX + 1], **argv = small;
-    size_t bytes = (n + 1) * sizeof *argv;
-    if (n > VZCAPS_EXECL_MAX) {
-        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (m == MAP_FAILED)
-            return errno = E2BIG, -1;
-        argv = m;
-    }
-    argv[0] = (char *)arg0;
-    for (size_t i = 1; arg0 && i <= n; i++)
-        argv[i] = va_arg(ap, char *); /* the last is the NULL */
-    argv[arg0 ? n : 1] = NULL;
-    char *const *envp = kind == EXECL_ENV ? va_arg(ap, char *const *) : environ;
-    int rc = kind == EXECL_SEARCH ? exec_search(file, argv, envp) : exec_env(file, argv, envp);
-    if (argv != small) {
-        int e = errno;
-        munmap(argv, bytes);
-        errno = e;
-    }
-    return rc;
+    return vzcaps_exec_path_search(file, argv, environ);
 }
 
 EXPORT int execl(const char *path, const char *arg, ...)
 {
     va_list ap;
     va_start(ap, arg);
-    int rc = execl_common(EXECL_PATH, path, arg, ap);
+    int rc = vzcaps_execl(VZCAPS_EXECL_PATH, path, arg, ap);
     va_end(ap);
     return rc;
 }
@@ -219,7 +171,7 @@ EXPORT int execle(const char *path, const char *arg, ...)
 {
     va_list ap;
     va_start(ap, arg);
-    int rc = execl_common(EXECL_ENV, path, arg, ap);
+    int rc = vzcaps_execl(VZCAPS_EXECL_ENV, path, arg, ap);
     va_end(ap);
     return rc;
 }
@@ -227,7 +179,7 @@ EXPORT int execlp(const char *file, const char *arg, ...)
 {
     va_list ap;
     va_start(ap, arg);
-    int rc = execl_common(EXECL_SEARCH, file, arg, ap);
+    int rc = vzcaps_execl(VZCAPS_EXECL_SEARCH, file, arg, ap);
     va_end(ap);
     return rc;
 }
