@@ -51,7 +51,7 @@ endif
 
 # ---- the GNU-runtime stand-in rig (Linux) ----
 CLIENTS := $(B)/clients/libggml-metal.so $(B)/clients/libtorch_cpu.so $(B)/clients/libother-client.so
-RIG := $(B)/libfakemetal.so $(B)/probe $(B)/probe_static $(B)/bench_calls $(B)/pylauncher $(CLIENTS) $(B)/callers
+RIG := $(B)/libfakemetal.so $(B)/probe $(B)/probe_static $(B)/bench_calls $(B)/pylauncher $(CLIENTS) $(B)/callers $(B)/dtable_race
 rig: $(RIG)
 $(B)/libfakemetal.so: tests/rig/fakemetal.m
 	@mkdir -p $(B)
@@ -72,6 +72,10 @@ $(B)/clients/%.so: tests/rig/client.m
 $(B)/callers: tests/rig/callers.m $(CLIENTS) $(B)/libfakemetal.so
 	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 $< -o $@ $(CLIENTS) -L$(B) -lfakemetal -lobjc -lpthread \
 	  -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/clients'
+# the GNU runtime's dispatch-table update under concurrent messaging, without vzcaps
+$(B)/dtable_race: tests/rig/dtable_race.m
+	@mkdir -p $(B)
+	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 $< -o $@ -lobjc -lpthread
 $(B)/pylauncher: tests/rig/pylauncher.c
 	@mkdir -p $(B)
 	$(CC) -std=c11 $(WARN) -O2 $< -o $@

@@ -1,8 +1,61 @@
 /* vzcaps check: what the library would do for one executable on one chip, and why.
  * Never: a different code path from the library's (both call vzcaps_configure). */
 #include "cli.h"
+#include "../common/readfile.h"
 
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* the ELF machine the rig's library is built for (EM_X86_64, EM_AARCH64) */
+#if defined(__x86_64__)
+#define ELF_MACHINE 62u
+#elif defined(__aarch64__)
+#define ELF_MACHINE 183u
+#else
+#define ELF_MACHINE 0u
+#endif
+
+/* inherit = matching: the library's own decision (vzcaps_child_decision) for exe as the child
+ * of a process this configuration enables, its slices read from exe as found on PATH. */
+static void print_child_decision(const struct vzcaps_config_result *r, const char *exe)
+{
+    static char text[VZCAPS_CONFIG_MAX_SIZE + 1], matches[VZCAPS_CONFIG_MAX_SIZE + 1];
+    char err[300], path[4200] = "", why[300];
+    size_t len = 0;
+    bool missing = false;
+    if (!r->config_path[0] || vzcaps_read_file(NULL, r->config_path, text, sizeof text, &len, &missing, err, sizeof err) != 0)
+        len = 0;
+    if (vzcaps_config_matches(text, len, matches, sizeof matches) < 0)
+        matches[0] = '\0';
+    const char *dirs = getenv("PATH");
+    for (const char *d = dirs && exe && !strchr(exe, '/') ? dirs : ""; *d;) {
+        size_t k = strcspn(d, ":");
+        snprintf(path, sizeof path, "%.*s/%s", (int)k, d, exe);
+        if (access(path, X_OK) == 0)
+            break;
+        path[0] = '\0';
+        d += k + (d[k] == ':');
+    }
+    if (exe && strchr(exe, '/'))
+        snprintf(path, sizeof path, "%s", exe);
+    unsigned char head[VZCAPS_SLICES_HEAD];
+    ssize_t n = -1;
+    int fd = path[0] ? open(path, O_RDONLY | O_NONBLOCK) : -1;
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+        n = read(fd, head, sizeof head);
+    if (fd >= 0)
+        close(fd);
+    char library[1100], tried[2400];
+    bool arm64e = platform_is_macos && find_library(library, sizeof library, tried, sizeof tried) == 0 &&
+                  library_has_arch(library, "arm64e");
+    enum vzcaps_slices sl = n > 0 ? vzcaps_slices_of(head, (size_t)n, platform_is_macos ? 0 : ELF_MACHINE) : VZCAPS_SLICES_NONE_KNOWN;
+    int d = vzcaps_child_decision(path[0] ? path : exe ? exe : "", exe ? exe : "", matches, sl, arm64e, why, sizeof why);
+    printf("  as a child (matching)         %s: %s\n", d == VZCAPS_CHILD_KEEP ? "keeps the library" : "starts stock", esc(why));
+}
 
 bool exe_launch_plan(const char *exe, struct launch_plan *p)
 {
@@ -148,7 +201,10 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
             printf("  recommended_working_set_size  %llu (floor)\n", (unsigned long long)p->recommended_working_set_size);
         for (size_t i = 0; i < p->n_extra; i++)
             printf("  extra family                  %lld (%s)\n", (long long)p->extra[i], vzcaps_family_name(p->extra[i]));
-        printf("  inherit                       %s\n", p->inherit ? "yes (children keep the library)" : "no (children start stock)");
+        printf("  inherit                       %s\n", p->inherit ? "yes (children keep the library)" : p->inherit_matching ?
+               "matching (only children a config section matches, that can load the library, keep it)" : "no (children start stock)");
+        if (p->inherit_matching)
+            print_child_decision(r, exe);
         printf("  callers                       %s\n", p->callers[0] ? p->callers : "none");
         printf("  stock_callers                 %s%s\n", p->stock_callers[0] ? p->stock_callers : "none",
                p->scope_default ? " (default: PyTorch MPS keeps stock answers)" : "");

@@ -71,6 +71,7 @@ void shell_quote(FILE *out, const char *s);
 struct cfg_opts {
     const char *config, *profile, *exe, *chip, *family;
     bool inherit;
+    bool inherit_matching; /* run --inherit-matching: VZCAPS_INHERIT=matching */
     bool family_implied; /* set by cli_configure_run: --family auto was implied */
     bool bare;           /* check/doctor/inspect --bare: the library with this environment alone */
 };

@@ -20,6 +20,8 @@ static const struct opt_spec run_opts[] = {
     {"--family", "auto|off|FAMILY", "the Apple family to answer as: auto (the host chip's own), off, or 1001..1010 (VZCAPS_APPLE_FAMILY_MAX)",
      "auto when nothing else configures vzcaps for CMD"},
     {"--inherit", NULL, "keep the injection in CMD's child processes (VZCAPS_INHERIT=1)", NULL},
+    {"--inherit-matching", NULL, "keep the injection only in child processes a config section matches and that can load it "
+     "(VZCAPS_INHERIT=matching); needs no SIP decision", NULL},
     {"--inherit-anyway", NULL, "macOS: keep it even where SIP is not enabled and arm64e children would be terminated", NULL},
     {"--verify", NULL, "run `vzcaps verify` first and refuse to start when an unlocked path fails", NULL},
     {"--library", "PATH", "inject this library instead of the one installed with the command", NULL},
@@ -669,7 +671,7 @@ const struct env_spec cli_environment[] = {
     {"VZCAPS_HOST_CHIP", "brand string such as \"Apple M2 Pro\"; overrides machdep.cpu.brand_string."},
     {"VZCAPS_UNSAFE_BEYOND_HARDWARE", "1: do not clamp to the host chip (physical memory still bounds the working set)."},
     {"VZCAPS_INHERIT", "1: child processes keep the library (default: they start stock)."},
-    {"VZCAPS_LOG", "quiet: no line on standard error (the unified log still gets it)."},
+    {"VZCAPS_LOG", "quiet: no line on standard error (the unified log still gets it); verbose: also the start-up line (normal: one line, when the first device is hooked)."},
     {"VZCAPS_CALLERS", "blank-separated globs of image base names whose calls get the profile's answers (default *)."},
     {"VZCAPS_STOCK_CALLERS", "globs of images whose calls always get the stock answers, checked first (default libtorch_cpu.dylib libtorch_cpu.so; none empties it)."},
     {"VZCAPS_CONFIG", "the config file to use instead of the search order under FILES (XDG_CONFIG_HOME or ~/.config, then /opt/homebrew/etc, then /usr/local/etc)."},

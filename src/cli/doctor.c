@@ -40,7 +40,9 @@ static void keep_line(struct library_run *lr, const char *line, size_t n)
         return;
     vzcaps_clipn(line, n, 600, lr->lines[lr->n_lines], sizeof lr->lines[0]);
     const char *l = lr->lines[lr->n_lines];
-    if (lr->configured < 0 && (strncmp(l, "vzcaps: configured for ", 23) == 0 || strncmp(l, "vzcaps: left stock for ", 23) == 0))
+    /* the one line (hooked ... : NOTES), or with VZCAPS_LOG=verbose the start-up line before it */
+    if (lr->configured < 0 && (strncmp(l, "vzcaps: configured for ", 23) == 0 || strncmp(l, "vzcaps: left stock for ", 23) == 0 ||
+                               strncmp(l, "vzcaps: hooked ", 15) == 0))
         lr->configured = (int)lr->n_lines;
     if (lr->hooked < 0 && strncmp(l, "vzcaps: hooked ", 15) == 0)
         lr->hooked = (int)lr->n_lines;
@@ -285,8 +287,9 @@ int cmd_doctor(int argc, char **argv)
         PITFALL("%s was %s: dyld terminates a process it cannot load the library into (an arm64e program, a quarantined library)",
                 lr.command, lr.status);
     else if (lr.ran && lr.configured < 0)
-        PITFALL("the library said nothing in %s: it was not loaded (a program SIP protects, the hardened runtime: see vzcaps inspect), "
-                "or VZCAPS_LOG=quiet", lr.command);
+        PITFALL("the library said nothing in %s: the program created no Metal device (the library speaks only when it acts), "
+                "it was not loaded (a program SIP protects, the hardened runtime: see vzcaps inspect), or VZCAPS_LOG=quiet",
+                lr.command);
     else if (lr.ran && lr.hooked < 0 && strncmp(lr.lines[lr.configured], "vzcaps: configured", 18) == 0)
         PITFALL("the library was configured in %s but hooked no device class: the program created no Metal device, or its class "
                 "was never reached (the lines above say which)", lr.command);

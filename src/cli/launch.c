@@ -287,6 +287,8 @@ static void env_build(struct envbuf *b, const struct cfg_opts *o)
         env_set(b, "VZCAPS_APPLE_FAMILY_MAX", o->family);
     if (o->inherit)
         env_set(b, "VZCAPS_INHERIT", "1");
+    if (o->inherit_matching)
+        env_set(b, "VZCAPS_INHERIT", "matching");
 }
 
 static struct envbuf child_env;
@@ -309,6 +311,8 @@ void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r)
         labels[nl++] = "VZCAPS_APPLE_FAMILY_MAX", labels[nl++] = o->family_implied ? "vzcaps run's implied --family" : "--family";
     if (o->inherit)
         labels[nl++] = "VZCAPS_INHERIT", labels[nl++] = "--inherit";
+    if (o->inherit_matching)
+        labels[nl++] = "VZCAPS_INHERIT", labels[nl++] = "--inherit-matching";
     labels[nl] = labels[nl + 1] = NULL;
     struct vzcaps_inputs in = {0};
     in.envp = (const char *const *)child_env.v;

@@ -36,6 +36,8 @@ int cmd_run(int argc, char **argv)
         }
         if (strcmp(argv[i], "--inherit") == 0)
             o.inherit = true;
+        else if (strcmp(argv[i], "--inherit-matching") == 0)
+            o.inherit_matching = true; /* no SIP decision: nothing unmatched inherits (below) */
         else if (strcmp(argv[i], "--inherit-anyway") == 0)
             inherit_anyway = true;
         else if (strcmp(argv[i], "--dry-run") == 0)
@@ -49,6 +51,8 @@ int cmd_run(int argc, char **argv)
     }
     if (i >= argc)
         return usage_error("run", "no command given");
+    if (o.inherit && o.inherit_matching)
+        return usage_error("run", "--inherit and --inherit-matching exclude each other");
     int bad = check_family_opt("run", o.family);
     if (bad)
         return bad;

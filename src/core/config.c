@@ -343,7 +343,9 @@ int vzcaps_config_search(const char *const *envp, const char *root, char paths[]
     const char *xdg = vzcaps_env_get(envp, "XDG_CONFIG_HOME"), *home = vzcaps_env_get(envp, "HOME");
     bool use_xdg = xdg && xdg[0] == '/';
     const char *var = use_xdg ? "XDG_CONFIG_HOME" : "HOME";
-    const char *dir = use_xdg ? xdg : home && *home ? home : NULL;
+    /* a relative HOME is ignored like a relative XDG_CONFIG_HOME: the file would depend on the
+     * current directory */
+    const char *dir = use_xdg ? xdg : home && home[0] == '/' ? home : NULL;
     const char *tail = use_xdg ? "/vzcaps/vzcaps.conf" : "/.config/vzcaps/vzcaps.conf";
     if (dir) {
         if (strlen(dir) + strlen(tail) > VZCAPS_PATH_MAX)

@@ -208,19 +208,26 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
             return fail(err, errlen, "%s", "brand string longer than 127 bytes");
         strcpy(s->host_chip, value);
         break;
-    case VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE:
     case VZCAPS_KEY_INHERIT:
+        s->inherit_matching = strcmp(value, "matching") == 0;
+        if (s->inherit_matching) {
+            s->inherit = false;
+            break;
+        }
+        if (parse_bool(value, &b) != 0)
+            return fail(err, errlen, "\"%s\" is not 1 or 0 (yes/no, true/false) or matching", value);
+        s->inherit = b;
+        break;
+    case VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE:
         if (parse_bool(value, &b) != 0)
             return fail(err, errlen, "\"%s\" is not 1 or 0 (yes/no, true/false)", value);
-        if (key == VZCAPS_KEY_INHERIT)
-            s->inherit = b;
-        else
-            s->unsafe = b;
+        s->unsafe = b;
         break;
     case VZCAPS_KEY_LOG:
-        if (strcmp(value, "quiet") != 0 && strcmp(value, "normal") != 0)
-            return fail(err, errlen, "\"%s\" is not quiet or normal", value);
+        if (strcmp(value, "quiet") != 0 && strcmp(value, "normal") != 0 && strcmp(value, "verbose") != 0)
+            return fail(err, errlen, "\"%s\" is not quiet, normal or verbose", value);
         s->quiet = strcmp(value, "quiet") == 0;
+        s->verbose = strcmp(value, "verbose") == 0;
         break;
     case VZCAPS_KEY_CALLERS:
         if (parse_globs(value, s->callers, err, errlen) != 0)
@@ -276,6 +283,8 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
     memset(p, 0, sizeof *p);
     p->inherit = s->inherit;
     p->quiet = s->quiet;
+    p->verbose = s->verbose;
+    p->inherit_matching = s->inherit_matching;
     p->unsafe = s->unsafe;
     snprintf(p->callers, sizeof p->callers, "%s", HAS(s, VZCAPS_KEY_CALLERS) ? s->callers : "*");
     snprintf(p->stock_callers, sizeof p->stock_callers, "%s",

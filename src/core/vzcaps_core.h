@@ -88,7 +88,8 @@ struct vzcaps_settings {
     int64_t extra[VZCAPS_MAX_EXTRA];
     size_t n_extra;
     char host_chip[128];
-    bool unsafe, inherit, quiet;
+    bool unsafe, inherit, quiet, verbose; /* log: quiet, normal (neither) or verbose */
+    bool inherit_matching;                /* inherit = matching (inherit is then false) */
     char callers[VZCAPS_GLOBS_LEN], stock_callers[VZCAPS_GLOBS_LEN]; /* normalised: single blanks; "" = none */
     /* where each key came from, e.g. "VZCAPS_APPLE_FAMILY_MAX" or "vzcaps.conf:4" */
     char origin[VZCAPS_KEY_COUNT][VZCAPS_ORIGIN_LEN];
@@ -124,7 +125,8 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
  * docs. VZCAPS_CONFIG alone when it is set (the file must then exist); otherwise the first of
  * these that exists:
  *   $XDG_CONFIG_HOME/vzcaps/vzcaps.conf, when XDG_CONFIG_HOME is an absolute path (the XDG
- *     rule: a relative or empty one is ignored), else $HOME/.config/vzcaps/vzcaps.conf;
+ *     rule: a relative or empty one is ignored), else $HOME/.config/vzcaps/vzcaps.conf when
+ *     HOME is an absolute path (a relative or empty HOME is ignored the same way);
  *   ROOT/opt/homebrew/etc/vzcaps.conf  ($(brew --prefix)/etc on Apple silicon);
  *   ROOT/usr/local/etc/vzcaps.conf     ($(brew --prefix)/etc on Intel, and the usual place).
  * root is prefixed to the system paths: "" (or NULL) in use, a directory in tests. Writes
@@ -134,7 +136,7 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
 #define VZCAPS_CONFIG_SEARCH_MAX 3
 #define VZCAPS_CONFIG_ORDER_TEXT                                                                      \
     "$VZCAPS_CONFIG if set; else the first that exists of $XDG_CONFIG_HOME/vzcaps/vzcaps.conf (when " \
-    "XDG_CONFIG_HOME is set; else ~/.config/vzcaps/vzcaps.conf), /opt/homebrew/etc/vzcaps.conf, "      \
+    "XDG_CONFIG_HOME is absolute; else ~/.config/vzcaps/vzcaps.conf when HOME is), /opt/homebrew/etc/vzcaps.conf, "      \
     "/usr/local/etc/vzcaps.conf"
 int vzcaps_config_search(const char *const *envp, const char *root, char paths[][VZCAPS_PATH_MAX + 1], bool *named,
                          char *why, size_t len);
@@ -165,6 +167,8 @@ struct vzcaps_profile {
     int64_t extra[VZCAPS_MAX_EXTRA];
     size_t n_extra;
     bool inherit, quiet, unsafe;
+    bool verbose;                    /* log = verbose: the start-up line too, as before the first device */
+    bool inherit_matching;           /* inherit = matching: only children a section matches keep it */
     /* caller scope: whose calls get the answers above (see vzcaps_caller_in_scope) */
     char callers[VZCAPS_GLOBS_LEN], stock_callers[VZCAPS_GLOBS_LEN];
     bool scoped;                     /* false: every caller is in scope, no need to ask who calls */
@@ -256,6 +260,50 @@ bool vzcaps_env_is_ours(const char *entry);
  * (env is then unchanged past the entry being rewritten, and still NULL-terminated). */
 int vzcaps_env_strip(char **env, const char *preload_var, const char *seps, const char *libname,
                      void *(*alloc)(void *ctx, size_t bytes), void *ctx);
+
+/* ---- selective inheritance (inherit = matching): the library passes itself on only to a
+ * child that a config section's match fits and that has a slice the library loads ---- */
+
+/* What an executable's first bytes say about the slices it has, for the library's question
+ * "which slice will this child run": an ELF file of elf_machine (the rig's own machine, 0 on
+ * macOS) is NATIVE; a Mach-O (thin, or fat with at most 32 slices all within the n bytes)
+ * is read for its arm64 and arm64e slices; anything else (a script, a truncated or unknown
+ * file) is NONE_KNOWN. Pass at least VZCAPS_SLICES_HEAD bytes when the file has them. */
+#define VZCAPS_SLICES_HEAD 1024
+enum vzcaps_slices {
+    VZCAPS_SLICES_NONE_KNOWN,  /* unreadable, a script, or not an executable vzcaps reads */
+    VZCAPS_SLICES_ARM64E_ONLY, /* Mach-O whose only Apple-silicon slice is arm64e (Apple's programs) */
+    VZCAPS_SLICES_UNIVERSAL,   /* a fat Mach-O holding both arm64e and arm64 slices */
+    VZCAPS_SLICES_ARM64,       /* an arm64 slice and no arm64e one (thin, or fat with x86_64) */
+    VZCAPS_SLICES_NATIVE,      /* the rig: an ELF executable of the library's own machine */
+};
+enum vzcaps_slices vzcaps_slices_of(const unsigned char *head, size_t n, unsigned elf_machine);
+/* Every section's match patterns in a config file (already accepted by vzcaps_config_apply),
+ * blank-separated, into out: the length, or -1 when they do not fit (refused, never cut). */
+int vzcaps_config_matches(const char *text, size_t len, char *out, size_t outlen);
+/* Keep or strip for a child started as path with argv0: KEEP only when a pattern of matches
+ * fits the base name of argv0 (of path when argv0 is empty: the name the child's own library
+ * picks its section by) and the child has a slice the library loads (NATIVE or ARM64; arm64e
+ * only or universal only when library_has_arm64e). why says which rule decided (NULL or len 0:
+ * nothing is formatted, as the library asks in exec paths). */
+enum { VZCAPS_CHILD_STRIP, VZCAPS_CHILD_KEEP };
+int vzcaps_child_decision(const char *path, const char *argv0, const char *matches, enum vzcaps_slices slices,
+                          bool library_has_arm64e, char *why, size_t len);
+/* The environment a child gets. envp: the array the caller gives the child; saved: the
+ * entries of ours (vzcaps_env_is_ours) this process started with; lib_path: our library as
+ * the preload variable named it. strip: envp without any entry of ours and without our
+ * library in its preload entry (an entry left empty goes). keep: envp's other entries, our
+ * saved entries, and the preload entry with our library after its other libraries (or one
+ * naming only ours). *out is envp itself when nothing changes (strip of an array with nothing
+ * of ours), else an array built in mem: returns 0, or the bytes needed when cap is smaller
+ * (nothing written). The arrays and strings of envp and saved are never changed. */
+struct vzcaps_child_env_in {
+    char *const *envp;
+    const char *const *saved;
+    size_t n_saved;
+    const char *preload_var, *seps, *libname, *lib_path;
+};
+long vzcaps_child_env(const struct vzcaps_child_env_in *in, bool keep, void *mem, size_t cap, char *const **out);
 
 /* ---- trust in a file (sudo/ssh rules): the owner is the real user or root, and neither
  * group nor others may write it. 0, or -1 with "not trusted: ..." in why. ---- */

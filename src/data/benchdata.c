@@ -214,13 +214,15 @@ static int yes_no(const char *line, const char *label)
     return strncmp(p, "true", 4) == 0 ? 1 : strncmp(p, "false", 5) == 0 ? 0 : -1;
 }
 
-/* Which shim said on this line that it changed the answers: vzcaps's own start line
- * ("vzcaps: configured for EXE: ...", "vzcaps: enabled for EXE: ..." before 0.1.0's hooked
- * line) or another's "[Tag] Enabled for" (the published data set's
+/* Which shim said on this line that it changed the answers: vzcaps's own line ("vzcaps: hooked
+ * CLASS for EXE via PATH: ..." once a device is hooked; "vzcaps: configured for EXE: ..." at
+ * start-up before that, and with VZCAPS_LOG=verbose; "vzcaps: enabled for EXE: ..." before
+ * 0.1.0's hooked line) or another's "[Tag] Enabled for" (the published data set's
  * shim logs "[LumeMetalCapabilities] Enabled for llama-bench (...)"). vzcaps wins. */
 static void shim_of_line(const char *line, struct metal_caps *c)
 {
-    if (strncmp(line, "vzcaps: configured for ", 23) == 0 || strncmp(line, "vzcaps: enabled for ", 20) == 0) {
+    if (strncmp(line, "vzcaps: configured for ", 23) == 0 || strncmp(line, "vzcaps: enabled for ", 20) == 0 ||
+        strncmp(line, "vzcaps: hooked ", 15) == 0) {
         snprintf(c->shim, sizeof c->shim, "vzcaps");
         return;
     }

@@ -44,7 +44,7 @@ struct metal_caps {
     char gpu_family[48];
     int simdgroup_reduction, simdgroup_mm, bfloat, tensor, unified_memory, residency_sets; /* -1 unknown */
     double working_set_mb;
-    /* "vzcaps" when vzcaps's own "vzcaps: configured for" (or older "enabled for") line is there, else the tag of another
+    /* "vzcaps" when vzcaps's own "vzcaps: hooked" or "configured for" (or older "enabled for") line is there, else the tag of another
      * shim's "[Tag] Enabled for" line; "" when no shim said it changed anything */
     char shim[48];
 };

@@ -286,23 +286,10 @@ out:
     return rc;
 }
 
-/* Set by the first call that finds a device class hooked: the "hooked" line is said once. */
-static atomic_flag announced = ATOMIC_FLAG_INIT;
-
-/* The line that says the hooks are really in place: the class, and the path that got there
- * first. Once per process; through vzcaps_log, like the start line. */
-static void announce(Class cls, const char *path)
-{
-    if (atomic_flag_test_and_set_explicit(&announced, memory_order_relaxed))
-        return;
-    char label[160], exe[300], line[600];
-    vzcaps_clip(vzcaps_platform_exe_name(), 255, exe, sizeof exe);
-    snprintf(line, sizeof line, "vzcaps: hooked %s for %s via %s", class_label(cls, label), exe, path);
-    vzcaps_log(line, !vzcaps_effective.quiet);
-}
-
 void vzcaps_hooks_on_device(id device, const char *path)
 {
+    if (device && vzcaps_effective.state == VZCAPS_STOCK_REFUSED)
+        vzcaps_said(NULL, path); /* the first device, left stock: the refusal is said now */
     if (!device || vzcaps_effective.state != VZCAPS_ENABLED)
         return;
     Class cls = object_getClass(device);
@@ -318,7 +305,8 @@ void vzcaps_hooks_on_device(id device, const char *path)
         snprintf(line, sizeof line, "vzcaps: %s", why);
         vzcaps_log(line, !vzcaps_effective.quiet);
     } else {
-        announce(cls, path);
+        char label[160];
+        vzcaps_said(class_label(cls, label), path); /* once per process */
     }
 }
 

@@ -1,5 +1,5 @@
-/* The injected library's constructor: reads the configuration once, decides, logs one line,
- * keeps children stock unless asked, and arms the platform trigger.
+/* The injected library's constructor: reads the configuration once, decides, prepares the one
+ * line it says when it acts, keeps children stock unless asked, and arms the platform trigger.
  * Never: exits, aborts or changes anything when the configuration is in doubt; blocks on a
  * file or on standard error; raises SIGPIPE; prints a byte a terminal would interpret. */
 #define _GNU_SOURCE /* Dl_info and dladdr on glibc */
@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,79 @@ VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr)
     pthread_mutex_unlock(&lock);
 }
 
+/* ---- the one line: prepared here, said once when the library acts ----
+ * A process that never creates a device writes nothing. The constructor escapes everything
+ * it knows (the name, the notes, a refusal's reason); the first device adds only its class.
+ * One atomic flag elects the one writer: no lock, no allocation, no formatting library. */
+#define SAID_RAW (16 + 300 + VZCAPS_MAX_NOTES * (VZCAPS_NOTE_LEN + 2))
+static char said_exe[4 * 300 + 1], said_tail[4 * SAID_RAW + 8];
+static size_t said_exe_len, said_tail_len;
+static char said_line[sizeof said_tail + sizeof said_exe + 4 * 160 + 200];
+static bool said_refused, said_to_stderr, said_armed;
+static atomic_flag said = ATOMIC_FLAG_INIT;
+
+/* escapes n bytes of raw into out (cap bytes), marking a cut with "..."; returns the length */
+static size_t escape_into(const char *raw, size_t n, char *out, size_t cap)
+{
+    size_t len = vzcaps_escape(raw, n, out, cap);
+    if (len >= cap) {
+        len = cap - 4;
+        memcpy(out + len, "...", 4); /* never cut silently */
+        len += 3;
+    }
+    return len;
+}
+
+static size_t put(char *dst, size_t at, const char *src, size_t n)
+{
+    memcpy(dst + at, src, n);
+    return at + n;
+}
+
+/* The constructor's half. raw: "vzcaps: configured for EXE: NOTES" or "vzcaps: left stock
+ * for EXE: REASON", as the start-up line used to say it. */
+static void said_prepare(const struct vzcaps_profile *p, const char *exe, const char *raw)
+{
+    said_to_stderr = !p->quiet;
+    said_refused = p->state == VZCAPS_STOCK_REFUSED;
+    if (p->verbose) {
+        vzcaps_log(raw, true); /* the start-up line, for debugging */
+        if (said_refused)
+            return; /* said: nothing more at the first device */
+    }
+    said_exe_len = escape_into(exe, strlen(exe), said_exe, sizeof said_exe);
+    if (said_refused) {
+        said_tail_len = escape_into(raw, strlen(raw), said_tail, sizeof said_tail);
+    } else if (!p->verbose) {
+        /* ": NOTES", the part of the start-up line after "configured for EXE" */
+        const char *notes = raw + strlen("vzcaps: configured for ") + strlen(exe);
+        said_tail_len = escape_into(notes, strlen(notes), said_tail, sizeof said_tail);
+    }
+    said_armed = true;
+}
+
+void vzcaps_said(const char *label, const char *path)
+{
+    if (!said_armed || atomic_flag_test_and_set_explicit(&said, memory_order_relaxed))
+        return;
+    size_t n = 0;
+    if (said_refused) {
+        n = put(said_line, n, said_tail, said_tail_len);
+    } else {
+        char cls[4 * 160 + 1];
+        size_t cl = escape_into(label, strlen(label), cls, sizeof cls);
+        n = put(said_line, n, "vzcaps: hooked ", 15);
+        n = put(said_line, n, cls, cl);
+        n = put(said_line, n, " for ", 5);
+        n = put(said_line, n, said_exe, said_exe_len);
+        n = put(said_line, n, " via ", 5);
+        n = put(said_line, n, path, strlen(path)); /* one of ours: printable */
+        n = put(said_line, n, said_tail, said_tail_len);
+    }
+    said_line[n] = '\n';
+    vzcaps_platform_log(said_line, n, said_to_stderr);
+}
+
 /* The image of a call site, for the caller scope: dladdr, which macOS and glibc both have. */
 VZCAPS_HIDDEN void vzcaps_image_of(const void *addr, char *name, size_t len)
 {
@@ -111,6 +185,16 @@ VZCAPS_HIDDEN void vzcaps_image_of(const void *addr, char *name, size_t len)
         if (strlen(base) < len) /* a name that does not fit is unknown, never a cut name */
             memcpy(name, base, strlen(base) + 1);
     }
+}
+
+/* vzcaps_read_file, keeping the length of the file read last (the one configure used) */
+static size_t file_len;
+static int read_and_keep(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing, char *err,
+                         size_t errlen)
+{
+    int rc = vzcaps_read_file(ctx, path, buf, cap, len, missing, err, errlen);
+    file_len = rc == 0 ? *len : 0;
+    return rc;
 }
 
 static void *heap(void *ctx, size_t n)
@@ -136,7 +220,7 @@ static bool is_launcher(void)
 
 __attribute__((constructor)) static void vzcaps_init(void)
 {
-    static char brand[256], exe[300], raw[16 + sizeof exe + VZCAPS_MAX_NOTES * (VZCAPS_NOTE_LEN + 2)];
+    static char brand[256], exe[300], raw[SAID_RAW];
     char **env = *vzcaps_platform_environ();
     if (is_launcher())
         return;
@@ -145,7 +229,7 @@ __attribute__((constructor)) static void vzcaps_init(void)
     vzcaps_clip(vzcaps_platform_exe_name(), 255, exe, sizeof exe);
     in.exe = vzcaps_platform_exe_name();
     in.preload_var = vzcaps_platform_preload_var;
-    in.read_file = vzcaps_read_file;
+    in.read_file = read_and_keep;
     vzcaps_platform_host(&in.host, brand, sizeof brand);
     vzcaps_configure(&in, file_buf, sizeof file_buf, &result);
     struct vzcaps_profile *p = &result.profile;
@@ -154,7 +238,17 @@ __attribute__((constructor)) static void vzcaps_init(void)
      * the injection on unchanged, so the process it is meant for still gets it. */
     if (p->state == VZCAPS_STOCK_UNCONFIGURED)
         return;
-    /* Children start stock (the rule and its cases: vzcaps_env_strip) */
+    /* inherit = matching: what a child a section matches gets back (spawn.c); unless that is
+     * set up, nothing is passed on */
+    if (p->state == VZCAPS_ENABLED && p->inherit_matching &&
+        vzcaps_spawn_setup(env, result.config_path[0] && !result.config_error[0] ? file_buf : NULL, file_len) != 0) {
+        p->inherit_matching = false;
+        if (p->n_notes < VZCAPS_MAX_NOTES)
+            snprintf(p->notes[p->n_notes++], VZCAPS_NOTE_LEN, "inherit = matching could not be set up (out of memory, "
+                     "or %s does not name %s): children start stock", vzcaps_platform_preload_var, vzcaps_platform_library_name);
+    }
+    /* Children start stock (the rule and its cases: vzcaps_env_strip); with inherit = matching
+     * too, so that a child started any other way (system(3) on glibc) gets nothing of ours */
     if (!(p->state == VZCAPS_ENABLED && p->inherit) &&
         vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
                          NULL) != 0 &&
@@ -166,9 +260,11 @@ __attribute__((constructor)) static void vzcaps_init(void)
     if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED) {
         snprintf(raw, sizeof raw, "vzcaps: ");
         vzcaps_profile_describe(p, exe, raw + 8, sizeof raw - 8);
-        vzcaps_log(raw, !p->quiet);
+        said_prepare(p, exe, raw); /* nothing is written before a device exists (but verbose) */
     }
     vzcaps_effective = *p;
+    if (p->state == VZCAPS_STOCK_REFUSED)
+        vzcaps_platform_trigger_install(); /* the factories say the refusal at the first device */
     if (p->state != VZCAPS_ENABLED)
         return;
     vzcaps_hooks_watch_base_class();

@@ -8,6 +8,7 @@
 #include "../core/vzcaps_core.h"
 
 #include <objc/runtime.h>
+#include <stdarg.h>
 
 #define VZCAPS_HIDDEN __attribute__((visibility("hidden")))
 
@@ -28,7 +29,41 @@ VZCAPS_HIDDEN void vzcaps_hooks_watch_base_class(void);
 VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr);
 VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n);
 
+/* shim.c: the one line that says what the library did, prepared by the constructor and
+ * written once (an atomic flag; no lock, no allocation): "vzcaps: hooked LABEL for EXE via
+ * PATH: NOTES" when the first device class is hooked, or the refusal's "vzcaps: left stock for
+ * EXE: REASON" when the first device is created (left stock). */
+VZCAPS_HIDDEN void vzcaps_said(const char *label, const char *path);
+
+/* spawn.c: selective inheritance (inherit = matching). vzcaps_spawn_setup runs in the
+ * constructor before children are stripped; vzcaps_child_envp decides for a child started as
+ * file (searched on PATH when search) and returns the environment it gets: envp itself, an
+ * array built in this thread's scratch mapping, or NULL (errno ENOMEM: do not start it).
+ * vzcaps_exec_search is execvp's search with a given environment. The exec* wrappers build
+ * an argv of up to VZCAPS_EXECL_MAX arguments on the stack, a longer one in a mapping of its
+ * own (unmapped when the exec returns). */
+#define VZCAPS_EXECL_MAX 250
+VZCAPS_HIDDEN int vzcaps_spawn_setup(char **env, const char *file_text, size_t len);
+VZCAPS_HIDDEN char *const *vzcaps_child_envp(const char *file, bool search, char *const argv[], char *const envp[]);
+VZCAPS_HIDDEN int vzcaps_exec_search(const char *file, char *const argv[], char *const envp[]);
+/* The exec* family as the triggers export or interpose it: execve/execv (path), execvp and
+ * execvpe (searched), execl/execle/execlp (kind, the arguments after arg0 in ap). */
+VZCAPS_HIDDEN int vzcaps_exec_env(const char *path, char *const argv[], char *const envp[]);
+VZCAPS_HIDDEN int vzcaps_exec_path_search(const char *file, char *const argv[], char *const envp[]);
+enum { VZCAPS_EXECL_PATH, VZCAPS_EXECL_ENV, VZCAPS_EXECL_SEARCH };
+VZCAPS_HIDDEN int vzcaps_execl(int kind, const char *file, const char *arg0, va_list ap);
+
 /* trigger_<platform>.c */
+/* the kernel's execve (no interposer of ours in between) */
+VZCAPS_HIDDEN int vzcaps_platform_execve(const char *path, char *const argv[], char *const envp[]);
+/* this thread's scratch mapping (NULL at first) and setting it (0, or -1); neither allocates */
+VZCAPS_HIDDEN void *vzcaps_platform_scratch_get(void);
+VZCAPS_HIDDEN int vzcaps_platform_scratch_set(void *mapping);
+/* the ELF machine of this build (the rig), 0 on macOS */
+VZCAPS_HIDDEN extern const unsigned vzcaps_platform_elf_machine;
+/* once, in the constructor: whatever the interposers need, and whether the library's own
+ * file holds an arm64e slice; false when selective inheritance cannot work here */
+VZCAPS_HIDDEN bool vzcaps_platform_spawn_init(bool *library_has_arm64e);
 VZCAPS_HIDDEN void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len);
 VZCAPS_HIDDEN const char *vzcaps_platform_exe_name(void);
 /* The real path of this process's executable (symbolic links resolved): 0, or -1. */

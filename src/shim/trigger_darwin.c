@@ -1,5 +1,6 @@
-/* macOS trigger and platform facts: dyld interposing of Metal's exported device factories,
- * sysctl for the host chip and memory, one line to stderr and the unified log (syslog).
+/* macOS trigger and platform facts: dyld interposing of Metal's exported device factories and
+ * of the calls that start programs (the exec* family, posix_spawn, posix_spawnp), sysctl for
+ * the host chip and memory, one line to stderr and the unified log (syslog).
  * Built and audited, not run here. Never: decides anything (hooks.c and the core do). */
 #include "shim.h"
 
@@ -8,7 +9,11 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <objc/message.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sysctl.h>
@@ -109,6 +114,97 @@ static id vz_copy_all_observed(id *observer, void *handler)
     return devices;
 }
 
+/* ---- the calls that start programs (spawn.c decides) ---- */
+const unsigned vzcaps_platform_elf_machine = 0;
+
+int vzcaps_platform_execve(const char *path, char *const argv[], char *const envp[])
+{
+    return execve(path, argv, envp); /* from this image: the real one, not our interposer */
+}
+
+/* a pthread key: macOS keeps thread-specific data in fixed slots of the thread (no malloc, as
+ * a _Thread_local's lazy allocation would) */
+static pthread_key_t scratch_key;
+static bool scratch_key_made;
+void *vzcaps_platform_scratch_get(void)
+{
+    return scratch_key_made ? pthread_getspecific(scratch_key) : NULL;
+}
+int vzcaps_platform_scratch_set(void *mapping)
+{
+    return scratch_key_made && pthread_setspecific(scratch_key, mapping) == 0 ? 0 : -1;
+}
+
+bool vzcaps_platform_spawn_init(bool *library_has_arm64e)
+{
+    /* the library's own file: its slices (read once, here) */
+    Dl_info info;
+    unsigned char head[VZCAPS_SLICES_HEAD];
+    ssize_t n = -1;
+    int fd = dladdr((const void *)vzcaps_platform_spawn_init, &info) && info.dli_fname ? open(info.dli_fname, O_RDONLY | O_NONBLOCK) : -1;
+    if (fd >= 0) {
+        n = read(fd, head, sizeof head);
+        close(fd);
+    }
+    enum vzcaps_slices sl = n > 0 ? vzcaps_slices_of(head, (size_t)n, 0) : VZCAPS_SLICES_NONE_KNOWN;
+    *library_has_arm64e = sl == VZCAPS_SLICES_ARM64E_ONLY || sl == VZCAPS_SLICES_UNIVERSAL;
+    scratch_key_made = pthread_key_create(&scratch_key, NULL) == 0;
+    return scratch_key_made;
+}
+
+static int vz_execve(const char *path, char *const argv[], char *const envp[])
+{
+    return vzcaps_exec_env(path, argv, envp);
+}
+/* libSystem's execv, execvp and execl* reach execve across images, which dyld reroutes too;
+ * interposed here as well, so that nothing depends on how libSystem is split */
+static int vz_execv(const char *path, char *const argv[])
+{
+    return vzcaps_exec_env(path, argv, *_NSGetEnviron());
+}
+static int vz_execvp(const char *file, char *const argv[])
+{
+    return vzcaps_exec_path_search(file, argv, *_NSGetEnviron());
+}
+static int vz_execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = vzcaps_execl(VZCAPS_EXECL_PATH, path, arg, ap);
+    va_end(ap);
+    return rc;
+}
+static int vz_execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = vzcaps_execl(VZCAPS_EXECL_ENV, path, arg, ap);
+    va_end(ap);
+    return rc;
+}
+static int vz_execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = vzcaps_execl(VZCAPS_EXECL_SEARCH, file, arg, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int vz_posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+                          char *const argv[], char *const envp[])
+{
+    char *const *env = vzcaps_child_envp(path, false, argv, envp);
+    return env ? posix_spawn(pid, path, fa, attr, argv, env) : ENOMEM;
+}
+
+static int vz_posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+                           char *const argv[], char *const envp[])
+{
+    char *const *env = vzcaps_child_envp(file, true, argv, envp);
+    return env ? posix_spawnp(pid, file, fa, attr, argv, env) : ENOMEM;
+}
+
 /* dyld applies these when the library is inserted; calls from this image are not rerouted. */
 struct interpose {
     const void *replacement;
@@ -118,6 +214,14 @@ __attribute__((used, section("__DATA,__interpose"))) static const struct interpo
     {(const void *)vz_create_default, (const void *)MTLCreateSystemDefaultDevice},
     {(const void *)vz_copy_all, (const void *)MTLCopyAllDevices},
     {(const void *)vz_copy_all_observed, (const void *)MTLCopyAllDevicesWithObserver},
+    {(const void *)vz_execve, (const void *)execve},
+    {(const void *)vz_execv, (const void *)execv},
+    {(const void *)vz_execvp, (const void *)execvp},
+    {(const void *)vz_execl, (const void *)execl},
+    {(const void *)vz_execle, (const void *)execle},
+    {(const void *)vz_execlp, (const void *)execlp},
+    {(const void *)vz_posix_spawn, (const void *)posix_spawn},
+    {(const void *)vz_posix_spawnp, (const void *)posix_spawnp},
 };
 
 void vzcaps_platform_trigger_install(void)

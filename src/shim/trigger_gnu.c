@@ -1,12 +1,17 @@
 /* Linux (GNU Objective-C runtime) trigger and platform facts, for tests and `make demo`:
- * preempts MTLCreateSystemDefaultDevice when preloaded with LD_PRELOAD.
+ * preempts MTLCreateSystemDefaultDevice when preloaded with LD_PRELOAD, and the calls that
+ * start programs (exec*, posix_spawn*) for selective inheritance (spawn.c decides).
  * Never: detects a chip (there is none to detect; VZCAPS_HOST_CHIP names it). */
 #define _GNU_SOURCE
 #include "shim.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <spawn.h>
+#include <stdarg.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -93,4 +98,110 @@ void __objc_exec_class(void *module)
 const void *vzcaps_platform_strip_return_address(const void *ret)
 {
     return ret;
+}
+
+/* ---- the calls that start programs (symbol preemption: this library comes first) ----
+ * glibc's own callers inside libc (system, popen) reach its internal spawn, not these: their
+ * children get the environment the constructor left, which holds nothing of ours (docs). */
+#if defined(__x86_64__)
+const unsigned vzcaps_platform_elf_machine = EM_X86_64;
+#elif defined(__aarch64__)
+const unsigned vzcaps_platform_elf_machine = EM_AARCH64;
+#else
+const unsigned vzcaps_platform_elf_machine = 0;
+#endif
+
+int vzcaps_platform_execve(const char *path, char *const argv[], char *const envp[])
+{
+    return (int)syscall(SYS_execve, path, argv, envp);
+}
+
+/* initial-exec: a preloaded library's TLS is in the static block, so no access allocates */
+static __thread void *scratch_slot __attribute__((tls_model("initial-exec")));
+void *vzcaps_platform_scratch_get(void)
+{
+    return scratch_slot;
+}
+int vzcaps_platform_scratch_set(void *mapping)
+{
+    scratch_slot = mapping;
+    return 0;
+}
+
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *, char *const[],
+                        char *const[]);
+static spawn_fn real_spawn, real_spawnp;
+
+bool vzcaps_platform_spawn_init(bool *library_has_arm64e)
+{
+    *library_has_arm64e = false; /* ELF: no slices */
+    real_spawn = (spawn_fn)(void (*)(void))dlsym(RTLD_NEXT, "posix_spawn");
+    real_spawnp = (spawn_fn)(void (*)(void))dlsym(RTLD_NEXT, "posix_spawnp");
+    return real_spawn && real_spawnp;
+}
+
+#define EXPORT __attribute__((visibility("default")))
+
+EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+    return vzcaps_exec_env(path, argv, envp);
+}
+EXPORT int execv(const char *path, char *const argv[])
+{
+    return vzcaps_exec_env(path, argv, environ);
+}
+EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    return vzcaps_exec_path_search(file, argv, envp);
+}
+EXPORT int execvp(const char *file, char *const argv[])
+{
+    return vzcaps_exec_path_search(file, argv, environ);
+}
+
+EXPORT int execl(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = vzcaps_execl(VZCAPS_EXECL_PATH, path, arg, ap);
+    va_end(ap);
+    return rc;
+}
+EXPORT int execle(const char *path, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = vzcaps_execl(VZCAPS_EXECL_ENV, path, arg, ap);
+    va_end(ap);
+    return rc;
+}
+EXPORT int execlp(const char *file, const char *arg, ...)
+{
+    va_list ap;
+    va_start(ap, arg);
+    int rc = vzcaps_execl(VZCAPS_EXECL_SEARCH, file, arg, ap);
+    va_end(ap);
+    return rc;
+}
+
+static int spawn(bool search, pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+                 char *const argv[], char *const envp[])
+{
+    spawn_fn real = search ? real_spawnp : real_spawn;
+    if (!real) /* a process the library does not configure: resolved on its first spawn */
+        real = (spawn_fn)(void (*)(void))dlsym(RTLD_NEXT, search ? "posix_spawnp" : "posix_spawn");
+    if (!real)
+        return ENOSYS;
+    char *const *env = vzcaps_child_envp(file, search, argv, envp);
+    return env ? real(pid, file, fa, attr, argv, env) : ENOMEM;
+}
+EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+                       char *const argv[], char *const envp[])
+{
+    return spawn(false, pid, path, fa, attr, argv, envp);
+}
+EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
+                        char *const argv[], char *const envp[])
+{
+    return spawn(true, pid, file, fa, attr, argv, envp);
 }

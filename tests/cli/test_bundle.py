@@ -219,8 +219,8 @@ def test_workload_stock_and_through_vzcaps_side_by_side(tmp_path):
     assert f"``{shown}``" in summary or f"`{shown}`" in summary
     assert "| exit status | exit 0 | exit 0 |" in summary
     row = next(l for l in summary.splitlines() if l.startswith("| `vzcaps:` lines"))
-    assert row.split(" | ")[1] == "(none)" and "vzcaps: configured for probe" in row.split(" | ")[2]
-    assert "vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport" in row.split(" | ")[2]  # both lines
+    assert row.split(" | ")[1] == "(none)"
+    assert "vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport: Apple families up to 1008" in row.split(" | ")[2]
     assert "Steps: 5 ran, 0 failed, 16 skipped" in summary
     # ggml_metal_device_init: lines side by side, and a command that fails is a failed step
     script = tmp_path / "client.sh"
@@ -233,7 +233,8 @@ def test_workload_stock_and_through_vzcaps_side_by_side(tmp_path):
     cells = row.split(" | ")
     assert len(cells) == 3, row  # the | of the line is escaped
     assert "GPU name:   Apple M2 &#124; x" in cells[1] and "GPU name:   Apple M2 &#124; x" in cells[2]
-    assert "vzcaps: configured for sh" in next(l for l in summary.splitlines() if l.startswith("| `vzcaps:` lines"))
+    # sh creates no device: the library says nothing there
+    assert next(l for l in summary.splitlines() if l.startswith("| `vzcaps:` lines")).count("(none)") == 2
     assert "| exit status | exit 4 | exit 4 |" in summary
     assert "| workload-stock.txt | the command, stock | **FAILED**: exit 4 |" in summary
 

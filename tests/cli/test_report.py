@@ -238,6 +238,8 @@ def test_an_unlocked_family_below_the_hosts_is_warned_about(tmp_path):
     ("vzcaps: configured for llama-bench: Apple families up to 1007 (Apple7)\n"
      "vzcaps: hooked AppleParavirtDevice for llama-bench via initGPUFamilySupport\n", "vzcaps", "unlocked guest (vzcaps)"),
     ("vzcaps: enabled for llama-bench: Apple families up to 1007 (Apple7)\n", "vzcaps", "unlocked guest (vzcaps)"),
+    ("vzcaps: hooked AppleParavirtDevice for llama-bench via initGPUFamilySupport: Apple families up to 1007 (Apple7)\n",
+     "vzcaps", "unlocked guest (vzcaps)"),
     ("2026-01-01 x[1:2] [OtherShim] Enabled for llama-bench\n", "OtherShim", "unlocked guest (OtherShim)"),
     ("vzcaps: left stock for llama-bench: the host chip is unknown\n", None, "unlocked guest (no shim's log line in its stderr)"),
     ("", None, "unlocked guest (no shim's log line in its stderr)"),

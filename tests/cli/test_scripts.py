@@ -67,8 +67,8 @@ def test_env_script_runs_injected(tmp_path, fakepy):
     runs = parse_probe(p.stdout)
     assert runs[0]["families"] == M2 and runs[1]["families"] == STOCK_FAMILIES
     lines = [l for l in p.stderr.splitlines() if l.startswith("vzcaps:")]
-    assert lines[0].startswith("vzcaps: configured for fakepy")
-    assert lines[1] == "vzcaps: hooked AppleParavirtDevice for fakepy via initGPUFamilySupport"
+    assert lines == [l for l in lines if l.startswith("vzcaps: hooked AppleParavirtDevice for fakepy via initGPUFamilySupport: ")]
+    assert len(lines) == 1
 
 
 @pytest.mark.parametrize("line,needle", [
@@ -250,24 +250,31 @@ def test_inherit_is_not_refused_off_macos():
 
 # ---- doctor records the library's lines ----
 
-def test_doctor_records_both_lines(tmp_path):
+def test_doctor_records_the_one_line(tmp_path):
     env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
     p = vz("doctor", "--", str(BUILD / "probe"), env=env)
     assert p.returncode == 0, p.stderr
     out = p.stdout.splitlines()
     i = out.index(next(l for l in out if l.startswith("library run")))
     assert out[i].endswith(f"-- {BUILD / 'probe'} (exit 0)")
-    assert out[i + 1].startswith("  vzcaps: configured for probe: Apple families up to 1008")
-    assert out[i + 2] == "  vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport"
+    assert out[i + 1].startswith("  vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport: Apple families up to 1008")
+    assert not out[i + 2].startswith("  vzcaps:")
     d = json.loads(vz("doctor", "--json", "--", str(BUILD / "probe"), env=env).stdout)["library_run"]
     assert d["ran"] and d["status"] == "exit 0"
-    assert d["configured_line"].startswith("vzcaps: configured for probe")
+    assert d["configured_line"].startswith("vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport: ")
+    assert d["hooked_line"] == d["configured_line"]
+    # VZCAPS_LOG=verbose: the start-up line, then the hooked line, as before
+    d = json.loads(vz("doctor", "--json", "--", str(BUILD / "probe"), env=dict(env, VZCAPS_LOG="verbose")).stdout)["library_run"]
+    assert d["configured_line"].startswith("vzcaps: configured for probe: Apple families up to 1008")
     assert d["hooked_line"] == "vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport"
 
 
 def test_doctor_without_a_device_says_nothing_was_hooked():
     env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
     d = json.loads(vz("doctor", "--json", "--", str(BUILD / "probe"), "--no-device", env=env).stdout)
+    assert d["library_run"]["configured_line"] is None and d["library_run"]["hooked_line"] is None
+    assert any("the program created no Metal device" in x for x in d["pitfalls"])
+    d = json.loads(vz("doctor", "--json", "--", str(BUILD / "probe"), "--no-device", env=dict(env, VZCAPS_LOG="verbose")).stdout)
     assert d["library_run"]["configured_line"] and d["library_run"]["hooked_line"] is None
     assert any("hooked no device class" in x for x in d["pitfalls"])
 

@@ -12,6 +12,7 @@
 #include <objc/Object.h>
 #include <objc/message.h>
 #include <objc/runtime.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,8 +164,29 @@ __attribute__((constructor)) static void install_forwarding(void)
     __objc_msg_forward2 = forward_hook;
 }
 
+/* Device creation messages the new device's class (-init, -initGPUFamilySupport), and that is
+ * where the library adds its methods to a class that inherits them. The GNU runtime cannot
+ * take both at once: class_addMethod rebuilds the class's dispatch table and frees the old
+ * one while another thread's objc_msg_lookup may still read it (libobjc sendmsg.c,
+ * __objc_update_dispatch_table_for_class; sarray.c, sarray_free; tests/rig/dtable_race.m shows
+ * it without vzcaps). Apple's runtime retires method caches only once no thread can still be
+ * reading them (docs/safety.md, "The GNU runtime's dispatch tables"), so this stand-in creates
+ * one device at a time, as the GNU runtime requires; the library's own install still races
+ * every other thread's queries and, for PlainDevice (created without a message), other
+ * threads' installs. */
+static pthread_mutex_t creating = PTHREAD_MUTEX_INITIALIZER;
+static id create_default(void);
+
 id MTLCreateSystemDefaultDevice(void);
 id MTLCreateSystemDefaultDevice(void)
+{
+    pthread_mutex_lock(&creating);
+    id device = create_default();
+    pthread_mutex_unlock(&creating);
+    return device;
+}
+
+static id create_default(void)
 {
     const char *variant = getenv("FAKEMETAL_CLASS");
     Class cls = objc_getClass("AppleParavirtDevice");

@@ -139,8 +139,8 @@ def test_ollama_section_reaches_the_runner_and_stops_there(tmp_path):
     runs = parse_probe(p.stdout)
     assert [r["families"] for r in runs] == [M2, M2, STOCK_FAMILIES]  # server, runner, the runner's child
     assert [l.split(":")[1].strip() for l in p.stderr.splitlines()] == [
-        "configured for ollama", "hooked AppleParavirtDevice for ollama via initGPUFamilySupport",
-        "configured for llama-server", "hooked AppleParavirtDevice for llama-server via initGPUFamilySupport"]
+        "hooked AppleParavirtDevice for ollama via initGPUFamilySupport",
+        "hooked AppleParavirtDevice for llama-server via initGPUFamilySupport"]
 
 
 def test_run_inherit_reaches_the_runner(tmp_path):

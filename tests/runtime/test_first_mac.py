@@ -43,8 +43,8 @@ def test_wrapper_devices_answer_with_the_profile(variant):
     assert run["ws"] == ws
     lines = [l for l in p.stderr.splitlines() if l.startswith("vzcaps:")]
     # never "left stock" for a device that is not; the wrapped device's class is the one hooked
-    assert len(lines) == 2 and "configured for probe" in lines[0]
-    assert lines[1] == "vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport"
+    assert len(lines) == 1
+    assert lines[0].startswith("vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport: Apple families up to")
 
 
 def test_wrapper_devices_are_stock_without_the_library():

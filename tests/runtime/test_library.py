@@ -52,8 +52,7 @@ def test_auto_follows_host_chip(build, brand, family):
     assert runs[0]["families"] == expect_families(family)
     assert (runs[0]["tg"], runs[0]["ws"]) == (STOCK_TG, STOCK_WS)
     lines = log_lines(err)
-    assert len(lines) == 2 and lines[0].startswith("vzcaps: configured for probe: Apple families up to %d" % family)
-    assert lines[1] == HOOKED
+    assert len(lines) == 1 and lines[0].startswith(HOOKED + ": Apple families up to %d" % family)
 
 
 @pytest.mark.parametrize("brand", ["Apple M7 (Virtual)", "Intel Xeon", None])
@@ -84,7 +83,7 @@ def test_unsafe_override_skips_clamping(build):
                                 VZCAPS_UNSAFE_BEYOND_HARDWARE="1", VZCAPS_MAX_THREADGROUP_MEMORY="65536"))
     assert runs[0]["families"] == expect_families(1010)
     assert runs[0]["tg"] == 65536
-    assert "unsafe_beyond_hardware is set" in err and len(log_lines(err)) == 2 and log_lines(err)[1] == HOOKED
+    assert "unsafe_beyond_hardware is set" in err and len(log_lines(err)) == 1 and log_lines(err)[0].startswith(HOOKED + ": ")
 
 
 def test_stock_supported_kept_under_low_ceiling(build):
@@ -193,7 +192,8 @@ def test_stand_in_compiled_into_the_executable(build, variant):
         assert runs[0]["families"] == expect_families(1008)
     # lacking: its class is left stock (one line saying why) and nothing is hooked
     cls = {"": "AppleParavirtDevice", "own": "OwnParavirtDevice"}.get(variant)
-    assert log_lines(err)[1:] == ([f"vzcaps: hooked {cls} for probe_static via initGPUFamilySupport"] if cls else [])
+    assert [l.split(": ")[1] for l in log_lines(err) if " hooked " in l] == (
+        [f"hooked {cls} for probe_static via initGPUFamilySupport"] if cls else [])
 
 
 def test_class_lacking_a_needed_method_stays_stock(build):
@@ -227,14 +227,14 @@ def test_children_start_stock(build):
     assert runs[0]["families"] == expect_families(1008)
     assert runs[0]["preload"] == "(unset)"
     assert runs[1]["families"] == STOCK_FAMILIES
-    assert log_lines(err)[1:] == [HOOKED]
+    assert [l.split(": ")[1] for l in log_lines(err)] == [HOOKED[8:]]
 
 
 def test_children_keep_injection_with_inherit(build):
     runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2", VZCAPS_INHERIT="1"), "--child")
     assert runs[0]["families"] == expect_families(1008)
     assert runs[1]["families"] == expect_families(1008)
-    assert log_lines(err)[1::2] == [HOOKED, HOOKED]  # two lines per process
+    assert [l.split(": ")[1] for l in log_lines(err)] == [HOOKED[8:], HOOKED[8:]]  # one line per process
 
 
 def test_other_preloads_survive_stripping(build):
@@ -301,3 +301,17 @@ def test_sanitized_library(build):
     assert runs[0]["threads"] == "threads 16 mismatches 0"
     assert runs[1]["families"] == expect_families(1008, extra=(5001,))
     assert "runtime error" not in p.stderr and "AddressSanitizer" not in p.stderr
+
+
+def test_a_relative_home_is_ignored_like_a_relative_xdg_config_home(build, tmp_path):
+    # issue 25 row 15: HOME=. with .config/vzcaps/vzcaps.conf here must not configure the
+    # library (it would depend on the current directory); an absolute HOME to the same place does
+    conf = tmp_path / ".config" / "vzcaps"
+    conf.mkdir(parents=True)
+    (conf / "vzcaps.conf").write_text("[default]\napple_family_max = 1008\n")
+    (conf / "vzcaps.conf").chmod(0o644)
+    for home, want in ((".", STOCK_FAMILIES), ("./", STOCK_FAMILIES), (str(tmp_path), expect_families(1008))):
+        p = subprocess.run([str(BUILD / "probe")], env=clean_env(HOME=home, LD_PRELOAD=str(BUILD / "libvzcaps.so")),
+                           cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert parse_probe(p.stdout)[0]["families"] == want, home

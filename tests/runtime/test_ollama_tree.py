@@ -1,9 +1,14 @@
 """Ollama as it is built today, on the GNU-runtime rig: the server starts llama.cpp's
 `llama-server --list-devices` to read GPU memory (again with GGML_METAL_TENSOR_DISABLE=1 after a
 Metal failure), then `llama-server` as the runner. Both children must get the injection when
-configured (a config section with inherit, or vzcaps run --inherit), and neither without."""
+configured (a config section with inherit, or vzcaps run --inherit), and neither without.
+With inherit = matching (issue 26 item 4) only the children a section matches keep it."""
 import os
+import shutil
 import subprocess
+import sys
+
+import pytest
 
 from conftest import BUILD, STOCK_FAMILIES, clean_env, parse_probe
 
@@ -50,10 +55,8 @@ def run(tmp_path, *vzcaps_args, retry=False, conf=None):
 def test_the_section_reaches_the_discovery_child_and_the_runner(tmp_path):
     got, log = run(tmp_path, conf=SECTION)
     assert got == [("server", M2), ("list-devices", M2), ("runner", M2)]
-    assert [line.split(":")[1].strip() for line in log if " configured for " in line] == [
-        "configured for ollama", "configured for llama-server", "configured for llama-server"]
-    # and each process says that it really hooked its device
-    assert [line.split(" via ")[0] for line in log if " hooked " in line] == [
+    # each process says, in its one line, that it really hooked its device
+    assert [line.split(" via ")[0] for line in log] == [
         "vzcaps: hooked AppleParavirtDevice for ollama", "vzcaps: hooked AppleParavirtDevice for llama-server",
         "vzcaps: hooked AppleParavirtDevice for llama-server"]
 
@@ -68,7 +71,7 @@ def test_the_discovery_retry_with_the_tensor_variable_keeps_the_injection(tmp_pa
     # nor sets; the child started through another program still gets the profile
     got, log = run(tmp_path, conf=SECTION, retry=True)
     assert got == [("server", M2), ("list-devices", M2), ("runner", M2)]
-    assert "configured for env" not in " ".join(log)  # env is not in the section: it passes the injection on
+    assert " for env " not in " ".join(log)  # env is not in the section: it passes the injection on
     got, _ = run(tmp_path, "--inherit", retry=True)
     assert got == [("server", M2), ("list-devices", M2), ("runner", M2)]
 
@@ -76,5 +79,176 @@ def test_the_discovery_retry_with_the_tensor_variable_keeps_the_injection(tmp_pa
 def test_without_inherit_both_children_start_stock(tmp_path):
     got, log = run(tmp_path)
     assert got == [("server", M2), ("list-devices", STOCK_FAMILIES), ("runner", STOCK_FAMILIES)]
-    configured = [line for line in log if " configured for " in line]
-    assert len(configured) == 1 and "configured for ollama" in configured[0]
+    assert len(log) == 1 and log[0].startswith("vzcaps: hooked AppleParavirtDevice for ollama via ")
+
+
+# ---- inherit = matching (issue 26 item 4): only children a section matches keep the library ----
+
+MATCHING = ("[ollama]\nmatch = ollama llama-server\napple_family_max = auto\ninherit = matching\n"
+            "[python]\nmatch = python3*\napple_family_max = auto\ninherit = matching\n"
+            "[probe]\nmatch = probe\napple_family_max = auto\n")
+
+
+def env_lines(text):
+    """The lines /usr/bin/env printed: NAME=value entries (the probe's own lines have no '=' first word)."""
+    return [l for l in text.splitlines() if "=" in l.split(" ")[0]]
+
+
+def framework_python(tmp_path):
+    """X/bin/python3.12 (the launcher stand-in) and the interpreter behind it (the probe)."""
+    x = tmp_path / "Python.framework" / "Versions" / "3.12"
+    (x / "bin").mkdir(parents=True)
+    shutil.copy(BUILD / "pylauncher", x / "bin" / "python3.12")
+    macos = x / "Resources" / "Python.app" / "Contents" / "MacOS"
+    macos.mkdir(parents=True)
+    os.symlink(BUILD / "probe", macos / "Python")
+    return x / "bin" / "python3.12"
+
+
+def test_matching_a_python_launchers_probe_child_is_unlocked_and_env_gets_nothing(tmp_path):
+    py = framework_python(tmp_path)
+    os.symlink(BUILD / "probe", tmp_path / "probe")
+    (tmp_path / "c.conf").write_text(MATCHING)
+    env = clean_env(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", LD_PRELOAD=str(BUILD / "libvzcaps.so"))
+    cmd = [str(py), "--each", str(tmp_path / "probe"), "--and", "/usr/bin/env", "--and", str(tmp_path / "probe"), "--child"]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    runs = parse_probe(p.stdout)
+    # the interpreter, its probe child, the probe started after env, and that probe's own child
+    assert [r["families"] for r in runs] == [M2, M2, M2, STOCK_FAMILIES]
+    child_env = env_lines(p.stdout)
+    assert child_env and not any(l.startswith(("LD_PRELOAD=", "VZCAPS_", "TART_METAL_", "LUME_METAL_")) for l in child_env)
+    assert [l.split(" via ")[0] for l in p.stderr.splitlines()] == [
+        "vzcaps: hooked AppleParavirtDevice for python3.12", "vzcaps: hooked AppleParavirtDevice for probe",
+        "vzcaps: hooked AppleParavirtDevice for probe"]
+
+
+def test_matching_through_vzcaps_run_reaches_the_runner_and_not_the_rest(tmp_path):
+    got, log = run(tmp_path, "--inherit-matching", conf=SECTION.replace("inherit = yes\n", ""))
+    assert got == [("server", M2), ("list-devices", M2), ("runner", M2)]
+    # env is no section's: with matching it gets nothing, so neither does what it starts
+    got, log = run(tmp_path, "--inherit-matching", retry=True, conf=SECTION.replace("inherit = yes\n", ""))
+    assert got == [("server", M2), ("list-devices", STOCK_FAMILIES), ("runner", M2)]
+
+
+def test_matching_children_through_every_call_that_starts_a_program(tmp_path):
+    # Python starts children through vfork and execve (subprocess), posix_spawn, posix_spawnp and
+    # execve again (os.execvp searches PATH itself); the probe stand-in through execv
+    os.symlink(BUILD / "probe", tmp_path / "probe")
+    (tmp_path / "c.conf").write_text(MATCHING)
+    script = tmp_path / "starts.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "p = sys.argv[1]\n"
+        "print(subprocess.run([p], capture_output=True, text=True).stdout.count('family 1008 1'))\n"
+        "print(subprocess.run(['/usr/bin/env'], capture_output=True, text=True).stdout.count('LD_PRELOAD'))\n"
+        "pid = os.posix_spawn(p, [p], dict(os.environ)); os.waitpid(pid, 0)\n"
+        "pid = os.posix_spawnp('probe', ['probe'], dict(os.environ)); os.waitpid(pid, 0)\n"
+        "sys.stdout.flush()\n"
+        "os.execvp('env', ['env'])\n")
+    env = clean_env(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                    VZCAPS_INHERIT="matching", LD_PRELOAD=str(BUILD / "libvzcaps.so"), PATH=f"{tmp_path}:/usr/bin:/bin")
+    p = subprocess.run([sys.executable, str(script), str(tmp_path / "probe")], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout.splitlines()
+    assert out[:2] == ["1", "0"]  # subprocess: the probe unlocked, env without the preload variable
+    assert p.stdout.count("family 1008 1") == 2  # posix_spawn and posix_spawnp: both unlocked
+    assert not any(l.startswith(("LD_PRELOAD=", "VZCAPS_")) for l in env_lines(p.stdout))  # os.execvp('env')
+
+
+def test_matching_hostile_children(tmp_path):
+    # a matching name that is a script (its interpreter runs: slices not known) starts stock;
+    # a child with 30,000 variables keeps the library (the environment is built in a mapping)
+    os.symlink(BUILD / "probe", tmp_path / "probe")
+    (tmp_path / "probe-script").write_text("#!/bin/sh\nexec /usr/bin/env\n")
+    (tmp_path / "probe-script").chmod(0o755)
+    (tmp_path / "c.conf").write_text(MATCHING.replace("match = probe\n", "match = probe probe-script\n"))
+    script = tmp_path / "starts.py"
+    script.write_text(
+        "import os, subprocess, sys\n"
+        "d = sys.argv[1]\n"
+        "out = subprocess.run([d + '/probe-script'], capture_output=True, text=True).stdout\n"
+        "print('script-preload', 'LD_PRELOAD=' in out)\n"
+        "big = dict(os.environ, **{'X%d' % i: 'y' * 20 for i in range(30000)})\n"
+        "out = subprocess.run([d + '/probe'], env=big, capture_output=True, text=True).stdout\n"
+        "print('big-unlocked', 'family 1008 1' in out)\n")
+    env = clean_env(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                    VZCAPS_INHERIT="matching", LD_PRELOAD=str(BUILD / "libvzcaps.so"))
+    p = subprocess.run([sys.executable, str(script), str(tmp_path)], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["script-preload False", "big-unlocked True"]
+
+
+def test_check_shows_the_decision_for_a_child(tmp_path):
+    os.symlink(BUILD / "probe", tmp_path / "probe")
+    (tmp_path / "c.conf").write_text(MATCHING)
+    env = clean_env(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", PATH=f"{tmp_path}:/usr/bin:/bin",
+                    VZCAPS_INHERIT="matching")
+
+    def line(exe):
+        p = subprocess.run([str(BUILD / "vzcaps"), "check", "--exe", exe], env=env, capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        out = p.stdout.splitlines()
+        assert any(l.split() == ["inherit", "matching", "(only", "children", "a", "config", "section", "matches,", "that", "can",
+                                 "load", "the", "library,", "keep", "it)"] for l in out), p.stdout
+        return next(l for l in out if l.startswith("  as a child (matching)")).split(None, 4)[4]
+    assert line("ollama").startswith("starts stock: ollama: its slices are not known")  # not on PATH here
+    assert line("probe") == "keeps the library: a config section matches probe, and it has a slice the library loads"
+    env["VZCAPS_PROFILE"] = "python"
+    assert line("env") == "starts stock: no config section matches env"
+
+
+def test_run_inherit_matching_is_a_variable_and_excludes_inherit():
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
+    p = subprocess.run([str(BUILD / "vzcaps"), "run", "--dry-run", "--inherit-matching", "--", "/bin/true"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and " VZCAPS_INHERIT=matching " in p.stdout, p.stderr
+    p = subprocess.run([str(BUILD / "vzcaps"), "run", "--inherit", "--inherit-matching", "--", "/bin/true"], env=env,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and "--inherit and --inherit-matching exclude each other" in p.stderr
+    # a bad value is refused with its one line, at the first device
+    p = subprocess.run([str(BUILD / "probe")], env=clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), VZCAPS_HOST_CHIP="Apple M2",
+                                                           VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_INHERIT="some"),
+                       capture_output=True, text=True, timeout=30)
+    assert p.stderr == ('vzcaps: left stock for probe: VZCAPS_INHERIT: "some" is not 1 or 0 (yes/no, true/false) or matching; '
+                        'fix or unset it\n')
+
+
+EXECS = r'''
+import ctypes, os, sys
+libc = ctypes.CDLL(None)
+def run(fn, *args):
+    pid = os.fork()
+    if pid == 0:
+        f = getattr(libc, fn)
+        f(*[ctypes.c_char_p(a) if isinstance(a, bytes) or a is None else a for a in args])
+        os._exit(99)
+    _, st = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(st)
+many = [b"x"] * 300
+env = (ctypes.c_char_p * 2)(b"ONLY=1", None)
+print(run("execl", b"/bin/echo", b"echo", *many, None))
+print(run("execlp", b"echo", b"echo", *many, None))
+print(run("execle", b"/usr/bin/env", b"env", None, env))
+print(run("execvp", b"noshebang", (ctypes.c_char_p * 2)(b"noshebang", None)))
+'''
+
+
+@pytest.mark.parametrize("mode", ["stock", "matching"])
+def test_the_exec_family_keeps_its_semantics(tmp_path, mode):
+    # in a process the library does not configure (it passes everything through) and under
+    # inherit = matching: any number of execl arguments, execlp's search, execle's environment,
+    # and execvp running a file without #! through /bin/sh, as glibc does
+    (tmp_path / "noshebang").write_text("echo from-sh\n")
+    (tmp_path / "noshebang").chmod(0o755)
+    (tmp_path / "x.py").write_text(EXECS)
+    extra = dict(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                 VZCAPS_INHERIT="matching") if mode == "matching" else {}
+    (tmp_path / "c.conf").write_text(MATCHING)
+    env = clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), PATH=f"{tmp_path}:/usr/bin:/bin", **extra)
+    p = subprocess.run([sys.executable, str(tmp_path / "x.py")], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines.count(" ".join(["x"] * 300)) == 2 and "ONLY=1" in lines and "from-sh" in lines
+    assert [l for l in lines if l in ("0", "99")] == ["0", "0", "0", "0"]

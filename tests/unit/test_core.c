@@ -173,7 +173,8 @@ static void test_settings_values(void **st)
         {VZCAPS_KEY_HOST_CHIP, "Apple M2 Pro", 0}, {VZCAPS_KEY_HOST_CHIP, "anything at all", 0},
         {VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE, "1", 0}, {VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE, "2", -1},
         {VZCAPS_KEY_INHERIT, "yes", 0}, {VZCAPS_KEY_INHERIT, "0", 0}, {VZCAPS_KEY_INHERIT, "Y", -1},
-        {VZCAPS_KEY_LOG, "quiet", 0}, {VZCAPS_KEY_LOG, "loud", -1},
+        {VZCAPS_KEY_INHERIT, "matching", 0}, {VZCAPS_KEY_INHERIT, "Matching", -1},
+        {VZCAPS_KEY_LOG, "quiet", 0}, {VZCAPS_KEY_LOG, "verbose", 0}, {VZCAPS_KEY_LOG, "loud", -1},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         struct vzcaps_settings s;
@@ -197,6 +198,12 @@ static void test_settings_values(void **st)
     assert_int_equal(vzcaps_key_from_env_name("VZCAPS_apple_family_max", "VZCAPS_"), -1);
     assert_int_equal(vzcaps_key_from_env_name("VZCAPS_APPLE_FAMILY_MAXX", "VZCAPS_"), -1);
     assert_int_equal(vzcaps_key_from_name("inherit"), VZCAPS_KEY_INHERIT);
+    memset(&s, 0, sizeof s);
+    assert_int_equal(vzcaps_settings_set(&s, VZCAPS_KEY_INHERIT, "yes", "X", err, sizeof err), 0);
+    assert_int_equal(vzcaps_settings_set(&s, VZCAPS_KEY_INHERIT, "matching", "X", err, sizeof err), 0);
+    assert_true(s.inherit_matching && !s.inherit); /* a later value replaces an earlier one */
+    assert_int_equal(vzcaps_settings_set(&s, VZCAPS_KEY_INHERIT, "1", "X", err, sizeof err), 0);
+    assert_true(s.inherit && !s.inherit_matching);
     assert_int_equal(vzcaps_key_from_name("match"), -1);
 }
 
@@ -560,6 +567,16 @@ static void test_config_search_order(void **st)
     assert_string_equal(paths[0], "/home/u/.config/vzcaps/vzcaps.conf");
     assert_int_equal(vzcaps_config_search(empty, "", paths, &named, why, sizeof why), 3);
     assert_string_equal(paths[0], "/home/u/.config/vzcaps/vzcaps.conf");
+    /* a relative HOME is ignored like a relative XDG_CONFIG_HOME (issue 25 row 15): the file
+     * would depend on the current directory */
+    const char *rel_home[] = {"HOME=.", NULL}, *rel_both[] = {"HOME=u", "XDG_CONFIG_HOME=cfg", NULL};
+    const char *rel_home_xdg[] = {"HOME=.", "XDG_CONFIG_HOME=/x", NULL};
+    assert_int_equal(vzcaps_config_search(rel_home, "", paths, &named, why, sizeof why), 2);
+    assert_string_equal(paths[0], "/opt/homebrew/etc/vzcaps.conf");
+    assert_int_equal(vzcaps_config_search(rel_both, "", paths, &named, why, sizeof why), 2);
+    assert_string_equal(paths[0], "/opt/homebrew/etc/vzcaps.conf");
+    assert_int_equal(vzcaps_config_search(rel_home_xdg, "", paths, &named, why, sizeof why), 3);
+    assert_string_equal(paths[0], "/x/vzcaps/vzcaps.conf");
     /* no HOME: the system files only; root prefixes them (the test seam) */
     const char *none[] = {NULL};
     assert_int_equal(vzcaps_config_search(none, "/tmp/root", paths, &named, why, sizeof why), 2);
@@ -674,7 +691,7 @@ static void test_config_errors(void **st)
     memset(&s, 0, sizeof s);
     const char text[] = "[a]\nmatch = x\napple_family_max = auto\n[b]\nlog = loud\n";
     assert_int_equal(vzcaps_config_apply(text, sizeof text - 1, "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err), -1);
-    assert_string_equal(err, "f.conf:5: log: \"loud\" is not quiet or normal");
+    assert_string_equal(err, "f.conf:5: log: \"loud\" is not quiet, normal or verbose");
     const char nul[] = "[a]\nlog = quiet\0\n";
     assert_int_equal(vzcaps_config_apply(nul, sizeof nul - 1, "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err), -1);
     assert_string_equal(err, "f.conf:2: NUL byte: not a text file");
@@ -1226,6 +1243,169 @@ static void test_did_you_mean(void **st)
     assert_true(any_note_contains(&R.profile, "is not one: set VZCAPS_HOST_CHIP"));
 }
 
+/* ---- selective inheritance (inherit = matching, issue 26 item 4) ---- */
+
+static size_t be(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16), p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
+    return 4;
+}
+
+/* a fat header with the given (cputype, cpusubtype) slices */
+static size_t fat(unsigned char *buf, const uint32_t (*archs)[2], uint32_t n)
+{
+    memset(buf, 0, 8 + 20 * n);
+    be(buf, 0xcafebabe), be(buf + 4, n);
+    for (uint32_t i = 0; i < n; i++)
+        be(buf + 8 + 20 * i, archs[i][0]), be(buf + 12 + 20 * i, archs[i][1]);
+    return 8 + 20 * n;
+}
+
+static void test_slices_of_an_executable(void **st)
+{
+    (void)st;
+    unsigned char b[256];
+    enum { ARM64 = 0x0100000c, X86 = 0x01000007 };
+    const uint32_t universal[][2] = {{X86, 3}, {ARM64, 0}, {ARM64, 0x80000002u}}; /* arm64e with the ABI-version bits */
+    const uint32_t apple[][2] = {{X86, 3}, {ARM64, 2}}, intel[][2] = {{X86, 3}}, mac[][2] = {{X86, 3}, {ARM64, 0}};
+    assert_int_equal(vzcaps_slices_of(b, fat(b, universal, 3), 0), VZCAPS_SLICES_UNIVERSAL);
+    assert_int_equal(vzcaps_slices_of(b, fat(b, apple, 2), 0), VZCAPS_SLICES_ARM64E_ONLY); /* Apple's programs */
+    assert_int_equal(vzcaps_slices_of(b, fat(b, mac, 2), 0), VZCAPS_SLICES_ARM64);
+    assert_int_equal(vzcaps_slices_of(b, fat(b, intel, 1), 0), VZCAPS_SLICES_NONE_KNOWN);
+    size_t n = fat(b, universal, 3);
+    assert_int_equal(vzcaps_slices_of(b, n - 1, 0), VZCAPS_SLICES_NONE_KNOWN); /* cut short */
+    be(b + 4, 51); /* a Java class file shares the magic: 51 is its version, no slice count */
+    assert_int_equal(vzcaps_slices_of(b, sizeof b, 0), VZCAPS_SLICES_NONE_KNOWN);
+    /* thin, little-endian */
+    const unsigned char thin64[] = {0xcf, 0xfa, 0xed, 0xfe, 0x0c, 0, 0, 1, 0, 0, 0, 0};
+    const unsigned char thin64e[] = {0xcf, 0xfa, 0xed, 0xfe, 0x0c, 0, 0, 1, 2, 0, 0, 0x80};
+    assert_int_equal(vzcaps_slices_of(thin64, sizeof thin64, 0), VZCAPS_SLICES_ARM64);
+    assert_int_equal(vzcaps_slices_of(thin64e, sizeof thin64e, 0), VZCAPS_SLICES_ARM64E_ONLY);
+    /* ELF: the rig's own machine only */
+    unsigned char elf[64] = {0x7f, 'E', 'L', 'F', 2, 1};
+    elf[18] = 62;
+    assert_int_equal(vzcaps_slices_of(elf, sizeof elf, 62), VZCAPS_SLICES_NATIVE);
+    assert_int_equal(vzcaps_slices_of(elf, sizeof elf, 183), VZCAPS_SLICES_NONE_KNOWN);
+    assert_int_equal(vzcaps_slices_of(elf, sizeof elf, 0), VZCAPS_SLICES_NONE_KNOWN);
+    assert_int_equal(vzcaps_slices_of((const unsigned char *)"#!/bin/sh\n", 10, 62), VZCAPS_SLICES_NONE_KNOWN);
+    assert_int_equal(vzcaps_slices_of(b, 0, 62), VZCAPS_SLICES_NONE_KNOWN);
+}
+
+static void test_config_match_patterns(void **st)
+{
+    (void)st;
+    const char text[] = "[a]\nmatch = ollama llama-server # the server\napple_family_max = auto\n[b]\n  match\t=\tprobe\n"
+                        "matchless = x\n[default]\napple_family_max = auto\n";
+    char out[64];
+    assert_int_equal(vzcaps_config_matches(text, sizeof text - 1, out, sizeof out), 25);
+    assert_string_equal(out, "ollama llama-server probe");
+    assert_int_equal(vzcaps_config_matches(text, sizeof text - 1, out, 10), -1); /* refused, never cut */
+    assert_int_equal(vzcaps_config_matches("", 0, out, sizeof out), 0);
+    assert_string_equal(out, "");
+}
+
+static void test_child_decision(void **st)
+{
+    (void)st;
+    char why[300];
+    const char *m = "ollama llama-* probe python3*";
+    /* non-matching children: stripped whatever their slices */
+    assert_int_equal(vzcaps_child_decision("/usr/bin/env", "env", m, VZCAPS_SLICES_ARM64E_ONLY, false, why, sizeof why),
+                     VZCAPS_CHILD_STRIP);
+    assert_string_equal(why, "no config section matches env");
+    assert_int_equal(vzcaps_child_decision("/opt/x/helper", "helper", m, VZCAPS_SLICES_ARM64, true, why, sizeof why),
+                     VZCAPS_CHILD_STRIP);
+    assert_int_equal(vzcaps_child_decision("/x/probe", "probe", "", VZCAPS_SLICES_NATIVE, false, why, sizeof why),
+                     VZCAPS_CHILD_STRIP); /* no patterns (no config file): nothing inherits */
+    /* matching and loadable */
+    assert_int_equal(vzcaps_child_decision("/x/llama-server", "llama-server", m, VZCAPS_SLICES_ARM64, false, why, sizeof why),
+                     VZCAPS_CHILD_KEEP);
+    assert_string_equal(why, "a config section matches llama-server, and it has a slice the library loads");
+    assert_int_equal(vzcaps_child_decision("/x/probe", "probe", m, VZCAPS_SLICES_NATIVE, false, why, sizeof why), VZCAPS_CHILD_KEEP);
+    /* arm64e-only: Apple's python3 matches python3*, but dyld would terminate it */
+    assert_int_equal(vzcaps_child_decision("/usr/bin/python3", "python3", m, VZCAPS_SLICES_ARM64E_ONLY, false, why, sizeof why),
+                     VZCAPS_CHILD_STRIP);
+    assert_string_equal(why, "python3 is arm64e only, and the library has no arm64e slice (dyld would terminate it)");
+    assert_int_equal(vzcaps_child_decision("/usr/bin/python3", "python3", m, VZCAPS_SLICES_ARM64E_ONLY, true, why, sizeof why),
+                     VZCAPS_CHILD_KEEP);
+    /* universal (arm64 and arm64e): which one runs is macOS's choice, so it needs arm64e too */
+    assert_int_equal(vzcaps_child_decision("/x/ollama", "ollama", m, VZCAPS_SLICES_UNIVERSAL, false, why, sizeof why),
+                     VZCAPS_CHILD_STRIP);
+    assert_non_null(strstr(why, "holds an arm64e slice, which macOS may run"));
+    assert_int_equal(vzcaps_child_decision("/x/ollama", "ollama", m, VZCAPS_SLICES_UNIVERSAL, true, why, sizeof why),
+                     VZCAPS_CHILD_KEEP);
+    /* slices not known (a script, unreadable): stripped */
+    assert_int_equal(vzcaps_child_decision("/x/probe", "probe", m, VZCAPS_SLICES_NONE_KNOWN, true, why, sizeof why),
+                     VZCAPS_CHILD_STRIP);
+    assert_non_null(strstr(why, "slices are not known"));
+    /* the name is argv[0]'s (what the child's own library reads), else the path's */
+    assert_int_equal(vzcaps_child_decision("/x/real-binary", "/y/llama-cli", m, VZCAPS_SLICES_ARM64, false, why, sizeof why),
+                     VZCAPS_CHILD_KEEP);
+    assert_int_equal(vzcaps_child_decision("/x/llama-cli", "renamed", m, VZCAPS_SLICES_ARM64, false, why, sizeof why),
+                     VZCAPS_CHILD_STRIP);
+    assert_int_equal(vzcaps_child_decision("/x/llama-cli", "", m, VZCAPS_SLICES_ARM64, false, why, sizeof why), VZCAPS_CHILD_KEEP);
+    assert_int_equal(vzcaps_child_decision(NULL, NULL, m, VZCAPS_SLICES_ARM64, false, why, sizeof why), VZCAPS_CHILD_STRIP);
+    /* a hostile name stays on one line (the fuzzer's first find) */
+    assert_int_equal(vzcaps_child_decision("/x", "llama-*\n\x1b[2J", m, VZCAPS_SLICES_ARM64, false, why, sizeof why),
+                     VZCAPS_CHILD_KEEP);
+    assert_string_equal(why, "a config section matches llama-*\\x0a\\x1b[2J, and it has a slice the library loads");
+}
+
+static void test_child_environment(void **st)
+{
+    (void)st;
+    static char mem[4096];
+    char *const *out;
+    const char *saved[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_INHERIT=matching"};
+    char *clean[] = {"PATH=/bin", "LD_PRELOAD=/x/other.so", NULL};
+    struct vzcaps_child_env_in in = {clean, saved, 2, "LD_PRELOAD", ": ", "libvzcaps.so", "/lib/libvzcaps.so"};
+    /* strip, nothing of ours: the caller's own array, no memory */
+    assert_int_equal(vzcaps_child_env(&in, false, NULL, 0, &out), 0);
+    assert_ptr_equal(out, clean);
+    /* keep: ours back, our library after the others; the caller's array untouched */
+    long need = vzcaps_child_env(&in, true, NULL, 0, &out);
+    assert_true(need > 0 && (size_t)need <= sizeof mem);
+    assert_int_equal(vzcaps_child_env(&in, true, mem, (size_t)need - 1, &out), need); /* too small: nothing written */
+    assert_int_equal(vzcaps_child_env(&in, true, mem, (size_t)need, &out), 0);
+    assert_string_equal(out[0], "PATH=/bin");
+    assert_string_equal(out[1], "LD_PRELOAD=/x/other.so:/lib/libvzcaps.so");
+    assert_string_equal(out[2], "VZCAPS_APPLE_FAMILY_MAX=auto");
+    assert_string_equal(out[3], "VZCAPS_INHERIT=matching");
+    assert_null(out[4]);
+    assert_string_equal(clean[1], "LD_PRELOAD=/x/other.so");
+    /* keep with no preload entry: one naming only ours */
+    char *bare[] = {"HOME=/h", NULL};
+    in.envp = bare;
+    assert_int_equal(vzcaps_child_env(&in, true, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "HOME=/h");
+    assert_string_equal(out[1], "LD_PRELOAD=/lib/libvzcaps.so");
+    assert_null(out[4]);
+    /* strip an array that holds ours (a caller built it): no entry of ours, our library out,
+     * an entry left empty goes */
+    char *dirty[] = {"VZCAPS_APPLE_FAMILY_MAX=1008", "A=1", "LD_PRELOAD=/lib/libvzcaps.so", "TART_METAL_X=1", "B=2", NULL};
+    in.envp = dirty;
+    assert_int_equal(vzcaps_child_env(&in, false, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "A=1");
+    assert_string_equal(out[1], "B=2");
+    assert_null(out[2]);
+    char *mixed[] = {"LD_PRELOAD=/a.so /lib/libvzcaps.so:/b.so", NULL};
+    in.envp = mixed;
+    assert_int_equal(vzcaps_child_env(&in, false, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "LD_PRELOAD=/a.so:/b.so");
+    assert_null(out[1]);
+    /* keep when the caller's preload already names us: once, after the others */
+    assert_int_equal(vzcaps_child_env(&in, true, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "LD_PRELOAD=/a.so:/b.so:/lib/libvzcaps.so");
+    assert_string_equal(mixed[0], "LD_PRELOAD=/a.so /lib/libvzcaps.so:/b.so");
+    /* two preload entries (the fuzzer's find): the first speaks, the second goes; ours in neither */
+    char *twice[] = {"LD_PRELOAD=/a.so", "X=1", "LD_PRELOAD=/lib/libvzcaps.so", NULL};
+    in.envp = twice;
+    assert_int_equal(vzcaps_child_env(&in, false, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "LD_PRELOAD=/a.so");
+    assert_string_equal(out[1], "X=1");
+    assert_null(out[2]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1244,6 +1424,8 @@ int main(void)
         cmocka_unit_test(test_shell_assignment_words), cmocka_unit_test(test_stock_reason),
         cmocka_unit_test(test_sip_and_inherit),        cmocka_unit_test(test_quarantine),
         cmocka_unit_test(test_did_you_mean),
+        cmocka_unit_test(test_slices_of_an_executable), cmocka_unit_test(test_config_match_patterns),
+        cmocka_unit_test(test_child_decision),         cmocka_unit_test(test_child_environment),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }

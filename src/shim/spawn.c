@@ -1,0 +1,256 @@
+/* Selective inheritance in the library (inherit = matching): the calls that start programs
+ * come here (the trigger files interpose them), and the core decides, per child, whether it
+ * keeps the injection and which environment it gets.
+ * Never: changes the caller's environment array; calls malloc, a lock or getenv after the
+ * constructor (a child's environment is built in this thread's own mapping, see scratch());
+ * starts a child the decision could not be made for with the injection. */
+#define _DEFAULT_SOURCE /* MAP_ANON, O_CLOEXEC on glibc under -std=c11 */
+#include "shim.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static bool active, lib_arm64e;
+static char matches[VZCAPS_CONFIG_MAX_SIZE + 1];
+static const char **saved;
+static size_t n_saved;
+static char lib_path[VZCAPS_PATH_MAX + 1];
+
+/* The constructor's half, before it strips env: what a kept child gets back. 0, or -1 (out
+ * of memory, our library not found in the preload variable, patterns too long). */
+int vzcaps_spawn_setup(char **env, const char *file_text, size_t len)
+{
+    size_t n = 0;
+    const char *preload = NULL, *var = vzcaps_platform_preload_var;
+    size_t vl = strlen(var);
+    for (char **e = env; e && *e; e++) {
+        n += vzcaps_env_is_ours(*e);
+        if (!preload && strncmp(*e, var, vl) == 0 && (*e)[vl] == '=')
+            preload = *e + vl + 1;
+    }
+    if (!preload || vzcaps_config_matches(file_text ? file_text : "", file_text ? len : 0, matches, sizeof matches) < 0)
+        return -1;
+    /* our library: the element of the preload list whose base name is ours */
+    for (const char *p = preload; *p;) {
+        size_t k = strcspn(p, vzcaps_platform_preload_seps), b = k;
+        while (b > 0 && p[b - 1] != '/')
+            b--;
+        if (k - b == strlen(vzcaps_platform_library_name) && memcmp(p + b, vzcaps_platform_library_name, k - b) == 0 &&
+            k <= VZCAPS_PATH_MAX) {
+            memcpy(lib_path, p, k);
+            lib_path[k] = '\0';
+            break;
+        }
+        p += k + (p[k] != '\0');
+    }
+    if (!lib_path[0] || !(saved = malloc((n + 1) * sizeof *saved)))
+        return -1;
+    for (char **e = env; e && *e; e++)
+        if (vzcaps_env_is_ours(*e))
+            saved[n_saved++] = *e; /* the strings stay: stripping moves pointers, never frees them */
+    if (!vzcaps_platform_spawn_init(&lib_arm64e))
+        return -1;
+    active = true;
+    return 0;
+}
+
+/* Memory for one child's environment: a mapping kept per thread (the platform's slot), grown
+ * when too small; its first word holds its size. In a vfork child it is the suspended parent
+ * thread's, which nothing else uses until the child has exec'd or exited: no per-spawn leak,
+ * no allocator, no lock. */
+static void *scratch(size_t need)
+{
+    char *cur = vzcaps_platform_scratch_get();
+    size_t size = cur ? *(size_t *)(void *)cur : 0;
+    if (cur && size - 16 >= need)
+        return cur + 16;
+    size_t grown = (need + 16 + 65535) & ~(size_t)65535;
+    void *m = mmap(NULL, grown, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+    if (m == MAP_FAILED || vzcaps_platform_scratch_set(m) != 0) {
+        if (m != MAP_FAILED)
+            munmap(m, grown);
+        return NULL;
+    }
+    *(size_t *)m = grown;
+    if (cur)
+        munmap(cur, size);
+    return (char *)m + 16;
+}
+
+static enum vzcaps_slices slices_of_file(const char *path)
+{
+    unsigned char head[VZCAPS_SLICES_HEAD];
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return VZCAPS_SLICES_NONE_KNOWN;
+    struct stat st;
+    ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, head, sizeof head) : -1;
+    close(fd);
+    return n > 0 ? vzcaps_slices_of(head, (size_t)n, vzcaps_platform_elf_machine) : VZCAPS_SLICES_NONE_KNOWN;
+}
+
+/* The PATH of this process (execvp and posix_spawnp search it), read from the array itself. */
+static const char *search_path(void)
+{
+    const char *p = vzcaps_env_get((const char *const *)*vzcaps_platform_environ(), "PATH");
+    return p ? p : "/bin:/usr/bin";
+}
+
+/* The first dir/file on PATH that may be executed, into buf; file itself when it holds '/'. */
+static const char *resolve(const char *file, char *buf, size_t len)
+{
+    if (strchr(file, '/'))
+        return file;
+    size_t fl = strlen(file);
+    for (const char *p = search_path();;) {
+        size_t k = strcspn(p, ":");
+        if (k + 1 + fl < len) {
+            memcpy(buf, k ? p : ".", k ? k : 1); /* an empty element is the current directory */
+            size_t at = k ? k : 1;
+            buf[at] = '/';
+            memcpy(buf + at + 1, file, fl + 1);
+            if (access(buf, X_OK) == 0)
+                return buf;
+        }
+        if (!p[k])
+            return file;
+        p += k + 1;
+    }
+}
+
+char *const *vzcaps_child_envp(const char *file, bool search, char *const argv[], char *const envp[])
+{
+    if (!active)
+        return envp;
+    char buf[VZCAPS_PATH_MAX + 1];
+    const char *path = search ? resolve(file, buf, sizeof buf) : file;
+    int keep = vzcaps_child_decision(path, argv && argv[0] ? argv[0] : "", matches, slices_of_file(path), lib_arm64e, NULL,
+                                     0) == VZCAPS_CHILD_KEEP; /* no reason: nothing is formatted here */
+    struct vzcaps_child_env_in in = {envp, saved, n_saved, vzcaps_platform_preload_var, vzcaps_platform_preload_seps,
+                                     vzcaps_platform_library_name, lib_path};
+    char *const *out = NULL;
+    long need = vzcaps_child_env(&in, keep, NULL, 0, &out);
+    if (need == 0)
+        return out;
+    void *mem = scratch((size_t)need);
+    if (!mem || vzcaps_child_env(&in, keep, (char *)mem, (size_t)need, &out) != 0) {
+        errno = ENOMEM; /* the child is not started, rather than started with what it must not get */
+        return NULL;
+    }
+    return out;
+}
+
+/* execvp's search with an environment of our choosing (glibc's and macOS's order: each PATH
+ * element in turn; EACCES remembered, ENOENT and ENOTDIR go on; a file the kernel will not run
+ * (ENOEXEC) is run by /bin/sh). */
+int vzcaps_exec_search(const char *file, char *const argv[], char *const envp[])
+{
+    if (!*file)
+        return errno = ENOENT, -1;
+    char buf[VZCAPS_PATH_MAX + 1];
+    bool denied = false;
+    size_t fl = strlen(file);
+    for (const char *p = strchr(file, '/') ? NULL : search_path();;) {
+        const char *path = file;
+        size_t k = p ? strcspn(p, ":") : 0;
+        if (p) {
+            size_t at = k ? k : 1;
+            if (at + 1 + fl >= sizeof buf)
+                goto next;
+            memcpy(buf, k ? p : ".", at);
+            buf[at] = '/';
+            memcpy(buf + at + 1, file, fl + 1);
+            path = buf;
+        }
+        vzcaps_platform_execve(path, argv, envp);
+        if (errno == ENOEXEC) {
+            /* the shell's argv on the stack, or in a mapping of its own (envp may live in the
+             * scratch mapping) */
+            char *small[VZCAPS_EXECL_MAX + 2], **sh = small;
+            size_t n = 0;
+            while (argv[n])
+                n++;
+            size_t bytes = (n + 2) * sizeof *sh;
+            if (n > VZCAPS_EXECL_MAX) {
+                void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+                if (m == MAP_FAILED)
+                    return errno = E2BIG, -1;
+                sh = m;
+            }
+            sh[0] = "/bin/sh", sh[1] = (char *)path;
+            for (size_t i = 1; i <= n; i++)
+                sh[i + 1] = argv[i];
+            vzcaps_platform_execve("/bin/sh", sh, envp);
+            if (sh != small) {
+                int e = errno;
+                munmap(sh, bytes);
+                errno = e;
+            }
+            return -1;
+        }
+        if (errno == EACCES)
+            denied = true;
+        else if (errno != ENOENT && errno != ENOTDIR)
+            return -1;
+    next:
+        if (!p || !p[k])
+            break;
+        p += k + 1;
+    }
+    if (denied)
+        errno = EACCES;
+    return -1;
+}
+
+/* ---- the exec* family, for both triggers ---- */
+
+int vzcaps_exec_env(const char *path, char *const argv[], char *const envp[])
+{
+    char *const *env = vzcaps_child_envp(path, false, argv, envp);
+    return env ? vzcaps_platform_execve(path, argv, env) : -1;
+}
+
+int vzcaps_exec_path_search(const char *file, char *const argv[], char *const envp[])
+{
+    char *const *env = vzcaps_child_envp(file, true, argv, envp);
+    return env ? vzcaps_exec_search(file, argv, env) : -1;
+}
+
+/* execl, execle, execlp: the arguments into an array, on the stack up to VZCAPS_EXECL_MAX,
+ * else in a mapping of their own (unmapped if the exec returns; any number, as libc's) */
+int vzcaps_execl(int kind, const char *file, const char *arg0, va_list ap)
+{
+    va_list count;
+    va_copy(count, ap);
+    size_t n = 1;
+    if (arg0)
+        while (va_arg(count, char *))
+            n++;
+    va_end(count);
+    char *small[VZCAPS_EXECL_MAX + 1], **argv = small;
+    size_t bytes = (n + 1) * sizeof *argv;
+    if (n > VZCAPS_EXECL_MAX) {
+        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+        if (m == MAP_FAILED)
+            return errno = E2BIG, -1;
+        argv = m;
+    }
+    argv[0] = (char *)arg0;
+    for (size_t i = 1; arg0 && i <= n; i++)
+        argv[i] = va_arg(ap, char *); /* the last is the NULL */
+    argv[arg0 ? n : 1] = NULL;
+    char *const *envp = kind == VZCAPS_EXECL_ENV ? va_arg(ap, char *const *) : *vzcaps_platform_environ();
+    int rc = kind == VZCAPS_EXECL_SEARCH ? vzcaps_exec_path_search(file, argv, envp) : vzcaps_exec_env(file, argv, envp);
+    if (argv != small) {
+        int e = errno;
+        munmap(argv, bytes);
+        errno = e;
+    }
+    return rc;
+}
