@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_PITFALLS 16
+
 #define MAX_LINES 16
 
 /* One run of a Metal program through `vzcaps run`, and what the library said in it. */
@@ -27,26 +27,43 @@ struct library_run {
     char status[600];    /* "exit 0", "killed by signal 9", with a timeout or a cap */
     int exit_code;       /* -1 when it did not exit */
     char lines[MAX_LINES][700];
-    size_t n_lines;
+    size_t n_lines, n_more; /* n_more: lines past MAX_LINES, counted and said, not shown */
     int configured, hooked; /* index into lines, -1 when the library did not say it */
     char skipped[300];   /* why it did not run */
 };
 
 /* Keeps a line of the child's standard error that vzcaps wrote (the library's "vzcaps:", run's
  * "vzcaps run:"), clipped visibly. */
+static bool starts(const char *line, size_t n, const char *with)
+{
+    size_t k = strlen(with);
+    return n >= k && strncmp(line, with, k) == 0;
+}
+
 static void keep_line(struct library_run *lr, const char *line, size_t n)
 {
-    if (lr->n_lines == MAX_LINES || !(n >= 7 && strncmp(line, "vzcaps", 6) == 0 && (line[6] == ':' || line[6] == ' ')))
+    if (!(n >= 7 && strncmp(line, "vzcaps", 6) == 0 && (line[6] == ':' || line[6] == ' ')))
         return;
-    vzcaps_clipn(line, n, 600, lr->lines[lr->n_lines], sizeof lr->lines[0]);
-    const char *l = lr->lines[lr->n_lines];
     /* the one line (hooked ... : NOTES), or with VZCAPS_LOG=verbose the start-up line before it */
-    if (lr->configured < 0 && (strncmp(l, "vzcaps: configured for ", 23) == 0 || strncmp(l, "vzcaps: left stock for ", 23) == 0 ||
-                               strncmp(l, "vzcaps: hooked ", 15) == 0))
-        lr->configured = (int)lr->n_lines;
-    if (lr->hooked < 0 && strncmp(l, "vzcaps: hooked ", 15) == 0)
-        lr->hooked = (int)lr->n_lines;
-    lr->n_lines++;
+    bool hooked = lr->hooked < 0 && starts(line, n, "vzcaps: hooked ");
+    bool configured = lr->configured < 0 && (hooked || starts(line, n, "vzcaps: configured for ") ||
+                                             starts(line, n, "vzcaps: left stock for "));
+    size_t at = lr->n_lines;
+    if (at == MAX_LINES) { /* full: counted; the first line of each kind still takes the last place */
+        lr->n_more++;
+        if (!hooked && !configured)
+            return;
+        at = MAX_LINES - 1;
+        if (lr->hooked == (int)at || lr->configured == (int)at)
+            return; /* that place holds the other kind already */
+    } else {
+        lr->n_lines++;
+    }
+    vzcaps_clipn(line, n, 600, lr->lines[at], sizeof lr->lines[0]);
+    if (configured)
+        lr->configured = (int)at;
+    if (hooked)
+        lr->hooked = (int)at;
 }
 
 static void keep_line_cb(void *ctx, const char *line, size_t n)
@@ -159,6 +176,13 @@ static size_t arm64e_clients(bool lib_arm64e, char out[][600], size_t cap)
     return n;
 }
 
+static void free_pitfalls(char **p, size_t n)
+{
+    while (n)
+        free(p[--n]);
+    free(p);
+}
+
 int cmd_doctor(int argc, char **argv)
 {
     bool json = false;
@@ -245,9 +269,11 @@ int cmd_doctor(int argc, char **argv)
     if (have_lib)
         quarantine_line("the library", library, q_lib, sizeof q_lib);
 
-    static char pitfalls[MAX_PITFALLS][4800];
-    size_t np = 0;
-#define PITFALL(...) do { if (np < MAX_PITFALLS) snprintf(pitfalls[np++], sizeof pitfalls[0], __VA_ARGS__); } while (0)
+    /* every pitfall that applies is said: the list grows, none is dropped */
+    char **pitfalls = NULL;
+    size_t np = 0, cap_pitfalls = 0;
+#define PITFALL(...) do { pitfalls = xgrow(pitfalls, &cap_pitfalls, np, sizeof *pitfalls); \
+                          pitfalls[np++] = xformat(__VA_ARGS__); } while (0)
     if (!platform_is_macos)
         PITFALL("not macOS: only the portable parts run here (configuration, reports, inspect); probe, verify and host need a Mac");
     if (platform_is_macos && m.guest == 0)
@@ -345,6 +371,7 @@ int cmd_doctor(int argc, char **argv)
         for (size_t i = 0; i < lr.n_lines; i++)
             json_str(&j, NULL, lr.lines[i]);
         json_end_arr(&j);
+        json_int(&j, "lines_not_shown", (long long)lr.n_more);
         json_end_obj(&j);
         json_str(&j, "sip", sip_text);
         json_str(&j, "inherit_safety", inherit_safety_name(inherit));
@@ -366,6 +393,7 @@ int cmd_doctor(int argc, char **argv)
         json_str(&j, "troubleshooting", np ? help_page : NULL);
         json_end_obj(&j);
         json_finish(&j);
+        free_pitfalls(pitfalls, np);
         return 0;
     }
     printf("vzcaps %s doctor\n", VZCAPS_VERSION);
@@ -387,6 +415,8 @@ int cmd_doctor(int argc, char **argv)
         printf("library run    %s (%s)\n", esc(lr.command), lr.status);
         for (size_t i = 0; i < lr.n_lines; i++)
             printf("  %s\n", esc(lr.lines[i]));
+        if (lr.n_more)
+            printf("  (%zu more lines from vzcaps, not shown)\n", lr.n_more);
         if (lr.n_lines == 0)
             printf("  (no line from vzcaps)\n");
     } else {
@@ -397,6 +427,7 @@ int cmd_doctor(int argc, char **argv)
         printf("  ! %s\n", esc(pitfalls[i]));
     if (np)
         printf("  causes and fixes: %s\n", esc(help_page));
+    free_pitfalls(pitfalls, np);
     return 0;
 }
 

@@ -197,12 +197,12 @@ static char *newest_crash_report(const char *dir, const char *prog)
 /* The home directory in every form a step may print it: as set, resolved (HOME may be a link),
  * the user database's, /Users/NAME, each also as JSON and as esc() write it. Longest first, so
  * a longer form is never half-replaced by a shorter one. */
-static char *needles[48];
-static size_t n_needles;
+static char **needles;
+static size_t n_needles, cap_needles;
 
 static void add_needle(char *s)
 {
-    if (!s || strlen(s) < 2 || n_needles == sizeof needles / sizeof needles[0]) {
+    if (!s || strlen(s) < 2) {
         free(s);
         return;
     }
@@ -211,6 +211,7 @@ static void add_needle(char *s)
             free(s);
             return;
         }
+    needles = xgrow(needles, &cap_needles, n_needles, sizeof *needles);
     needles[n_needles++] = s;
 }
 
@@ -270,7 +271,8 @@ static void collect_needles(void)
         add_home_forms(users);
         free(users);
     }
-    qsort(needles, n_needles, sizeof needles[0], longest_first);
+    if (n_needles)
+        qsort(needles, n_needles, sizeof needles[0], longest_first);
 }
 
 /* ---- the files of a step, written as the step runs ---- */
@@ -367,16 +369,14 @@ struct step {
     enum step_state state;
     char *result;      /* "exit 0", "exit 1", "killed by signal 11", "could not be started", ... */
 };
-static struct step steps[48];
-static size_t n_steps;
+static struct step *steps;
+static size_t n_steps, cap_steps;
 static unsigned timeout_s = DOCTOR_TIMEOUT;
 
 static void record(const char *file, const char *what, enum step_state state, char *result)
 {
-    if (n_steps < sizeof steps / sizeof steps[0])
-        steps[n_steps++] = (struct step){xformat("%s", file), xformat("%s", what), state, result};
-    else
-        free(result);
+    steps = xgrow(steps, &cap_steps, n_steps, sizeof *steps);
+    steps[n_steps++] = (struct step){xformat("%s", file), xformat("%s", what), state, result};
 }
 
 #define MERGE_STDERR 0x100 /* run_step: standard error into FILE too (interleaved as it comes) */

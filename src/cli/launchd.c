@@ -340,13 +340,13 @@ static int list_agents(const char *dir, bool json)
 }
 
 /* Strings this command allocates live until it returns (cmd_launchd frees them). */
-static char *owned[16];
-static size_t n_owned;
+static char **owned;
+static size_t n_owned, cap_owned;
 
 static char *keep(char *s)
 {
-    if (n_owned < sizeof owned / sizeof owned[0])
-        owned[n_owned++] = s;
+    owned = xgrow(owned, &cap_owned, n_owned, sizeof *owned);
+    owned[n_owned++] = s;
     return s;
 }
 
@@ -561,7 +561,7 @@ static int launchd_main(int argc, char **argv)
         write_plist(stdout, label, cmd, env, home);
         return 0;
     }
-    size_t len;
+    size_t len = 0;
     char *bytes = keep(plist_bytes(label, cmd, env, home, &len));
     if (!bytes) {
         eprintf("vzcaps launchd: out of memory");

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -40,6 +41,22 @@ char *xformat(const char *fmt, ...)
         exit(1);
     }
     return s;
+}
+
+void *xgrow(void *p, size_t *cap, size_t n, size_t size)
+{
+    if (n < *cap)
+        return p;
+    size_t want = *cap ? *cap : 8;
+    while (want <= n)
+        want *= 2;
+    void *q = want <= SIZE_MAX / size ? realloc(p, want * size) : NULL;
+    if (!q) {
+        fprintf(stderr, "vzcaps: out of memory\n");
+        exit(1);
+    }
+    *cap = want;
+    return q;
 }
 
 const char *esc(const char *s)

@@ -18,6 +18,9 @@ const char *esc(const char *s);
 /* A formatted string on the heap, never cut (the caller frees it; NULL when out of memory
  * for vxformat; xformat exits with a message instead). */
 char *xformat(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A table that grows instead of dropping entries: p with room for at least n + 1 elements of
+ * size bytes (*cap counts them); out of memory is a one-line error and exit 1, as for xformat. */
+void *xgrow(void *p, size_t *cap, size_t n, size_t size);
 char *vxformat(const char *fmt, va_list ap);
 /* A whole text file (vzcaps_input_read with the limit TEXT_FILE_MAX), NUL-terminated, in a
  * malloc'd buffer the caller frees; NULL with "PATH: reason" in err (not a regular file,

@@ -294,6 +294,22 @@ def test_doctor_keeps_a_hostile_program_line_escaped(tmp_path):
     assert p.returncode == 0 and "\x1b" not in p.stdout and "\\x1b[2Jforged" in p.stdout
 
 
+def test_doctor_finds_the_hooked_line_after_many_others(tmp_path):
+    """regression: doctor kept the first 16 "vzcaps" lines of the run and dropped the rest
+    unsaid, so a hooked line after them was taken as never written."""
+    script(tmp_path / "chatty", "#!/bin/sh\nfor i in $(seq 30); do echo \"vzcaps: note $i\" >&2; done\n"
+                                "echo 'vzcaps: hooked AppleParavirtDevice for chatty via initGPUFamilySupport' >&2\n")
+    d = json.loads(vz("doctor", "--json", "--", str(tmp_path / "chatty"), env=clean_env(VZCAPS_HOST_CHIP="Apple M2")).stdout)
+    lr = d["library_run"]
+    assert lr["hooked_line"] == "vzcaps: hooked AppleParavirtDevice for chatty via initGPUFamilySupport", lr
+    assert len(lr["lines"]) == 16 and lr["lines"][-1] == lr["hooked_line"]
+    # every line counted: those shown (the hooked one in the last place), and those not
+    assert "vzcaps: note 30" not in lr["lines"] and lr["lines_not_shown"] == 31 + sum(
+        not l.startswith("vzcaps: note ") for l in lr["lines"][:-1]) - 16
+    p = vz("doctor", "--", str(tmp_path / "chatty"), env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert f"  ({lr['lines_not_shown']} more lines from vzcaps, not shown)" in p.stdout.splitlines()
+
+
 def test_doctor_without_a_command_on_linux():
     d = json.loads(vz("doctor", "--json").stdout)
     assert d["library_run"]["ran"] is False and "no Metal device on Linux" in d["library_run"]["skipped"]
