@@ -116,6 +116,16 @@ int library_check(const char *library, const char *target, char *why, size_t len
         close(fd);
         return -1;
     }
+    /* the preload variable is a list with no escape: glibc splits LD_PRELOAD at spaces and
+     * colons (ld.so(8)), dyld DYLD_INSERT_LIBRARIES at colons (dyld(1)); a path holding one
+     * would be preloaded as other files, and the program would run stock */
+    const char *seps = elf ? ": " : ":", *sep = strpbrk(library, seps);
+    if ((elf || macho) && sep) {
+        snprintf(why, len, "its path holds a %s, which %s cannot carry (its entries are split there, with no escape): "
+                 "put the library at a path without one", *sep == ' ' ? "space" : "colon", elf ? "LD_PRELOAD" : "DYLD_INSERT_LIBRARIES");
+        close(fd);
+        return -1;
+    }
     if (elf) {
         if (lib.type != 3 /* ET_DYN */ || lib.interp) {
             snprintf(why, len, "an ELF %s, not a shared library", lib.interp ? "executable" : "file of another type");

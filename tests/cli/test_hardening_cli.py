@@ -207,6 +207,26 @@ def test_run_refuses_a_library_that_is_not_one(tmp_path, library, needle):
     assert p.returncode == 125 and needle.encode() in p.stderr, p.stderr
 
 
+@pytest.mark.parametrize("where,what", [("vz caps", "space"), ("vz:caps", "colon")])
+def test_run_refuses_a_library_path_the_preload_variable_cannot_carry(tmp_path, where, what):
+    """regression: from a checkout under a path with a space, run preloaded "/x/vz" and
+    "caps/build/libvzcaps.so" (glibc splits LD_PRELOAD at spaces and colons), ld.so printed an
+    error and the program ran stock, exit 0."""
+    d = tmp_path / where
+    d.mkdir()
+    shutil.copy(BUILD / "libvzcaps.so", d / "libvzcaps.so")
+    p = vz("run", "--library", str(d / "libvzcaps.so"), "--family", "1007", "--", str(BUILD / "probe"),
+           env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 125 and p.stdout == b"", p.stderr
+    assert f"its path holds a {what}, which LD_PRELOAD cannot carry".encode() in p.stderr, p.stderr
+    assert len(p.stderr.splitlines()) == 1
+    # the command beside such a library (a clone in that path) refuses its own library the same way
+    shutil.copy(BUILD / "vzcaps", d / "vzcaps")
+    p = subprocess.run([str(d / "vzcaps"), "run", "--family", "1007", "--", "/bin/true"], capture_output=True,
+                       env=clean_env(VZCAPS_HOST_CHIP="Apple M2"), timeout=60)
+    assert p.returncode == 125 and b"LD_PRELOAD cannot carry" in p.stderr, p.stderr
+
+
 # ---- row 9 and rule 10: launchd writes plists that read back exactly ----
 
 def launchd(tmp_path, *args, home=None, umask=None):
