@@ -236,7 +236,11 @@ int vzcaps_sip_parse(const char *text)
 int vzcaps_inherit_decision(bool macos, int sip, bool library_has_arm64e, bool anyway, char *why, size_t len)
 {
     why[0] = '\0';
-    if (!macos || library_has_arm64e)
+    /* an arm64e slice of the library does not make it safe: dyld's arm64e processes accept only
+     * Apple's arm64e ABI, which no toolchain here builds, and third-party arm64e code runs only
+     * with a boot argument (docs/artifacts.md, "arm64e: decided from dyld's source"); so the
+     * refusal stands whatever slices the library has */
+    if (!macos)
         return VZCAPS_INHERIT_OK;
     if (sip == VZCAPS_SIP_ENABLED) {
         snprintf(why, len, "with SIP enabled macOS removes the library from the system programs the workload starts; "
@@ -245,8 +249,9 @@ int vzcaps_inherit_decision(bool macos, int sip, bool library_has_arm64e, bool a
         return VZCAPS_INHERIT_NOTE;
     }
     snprintf(why, len, "SIP is %s, so system programs the workload starts (arm64e, such as /bin/sh) would keep the library, "
-                       "which has no arm64e slice, and dyld would terminate them",
-             sip == VZCAPS_SIP_DISABLED ? "disabled" : "in an unknown state");
+                       "%s, and dyld would terminate them",
+             sip == VZCAPS_SIP_DISABLED ? "disabled" : "in an unknown state",
+             library_has_arm64e ? "whose arm64e slice Apple's arm64e programs do not accept" : "which has no arm64e slice");
     return anyway ? VZCAPS_INHERIT_NOTE : VZCAPS_INHERIT_REFUSED;
 }
 

@@ -1109,9 +1109,12 @@ static void test_sip_and_inherit(void **st)
     assert_int_equal(vzcaps_sip_parse(NULL), VZCAPS_SIP_UNKNOWN);
     assert_int_equal(vzcaps_sip_parse("System Integrity Protection status: enabledx"), VZCAPS_SIP_UNKNOWN);
     char why[600];
-    /* not macOS, or a library that arm64e children can load: nothing to say */
+    /* not macOS: nothing to say */
     assert_int_equal(vzcaps_inherit_decision(false, VZCAPS_SIP_DISABLED, false, false, why, sizeof why), VZCAPS_INHERIT_OK);
-    assert_int_equal(vzcaps_inherit_decision(true, VZCAPS_SIP_DISABLED, true, false, why, sizeof why), VZCAPS_INHERIT_OK);
+    /* an arm64e slice does not make it safe (issue 26 item 3: Apple's arm64e programs refuse
+     * third-party arm64e code); the refusal stands and says why */
+    assert_int_equal(vzcaps_inherit_decision(true, VZCAPS_SIP_DISABLED, true, false, why, sizeof why), VZCAPS_INHERIT_REFUSED);
+    assert_non_null(strstr(why, "whose arm64e slice Apple's arm64e programs do not accept"));
     /* SIP enabled: allowed, with what remains */
     assert_int_equal(vzcaps_inherit_decision(true, VZCAPS_SIP_ENABLED, false, false, why, sizeof why), VZCAPS_INHERIT_NOTE);
     assert_non_null(strstr(why, "Command Line Tools python3"));
