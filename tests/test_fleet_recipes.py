@@ -187,7 +187,7 @@ def test_the_action_reports_stock_when_nothing_unlocks(mac, tmp_path):
     assert (outputs["family"], outputs["unlocked"]) == ("", "false")
     gate = subprocess.run(["sh", "-c", "vzcaps check --strict --exe probe"], env=job, capture_output=True, text=True)
     assert gate.returncode == 1 and gate.stderr, gate.stdout + gate.stderr
-    shims = sorted(os.listdir(tmp_path / "runner-temp" / "vzcaps" / "shims"))
+    shims = sorted(n for n in os.listdir(tmp_path / "runner-temp" / "vzcaps" / "shims") if not n.startswith("."))
     assert shims == ["llama-server", "probe"]
 
 
@@ -312,7 +312,7 @@ def test_provisioning_bakes_install_config_shims_path_runner_and_agent(mac, tmp_
     conf = prefix / "etc" / "vzcaps.conf"
     assert conf.read_text() == (ROOT / "packaging" / "vzcaps.conf.example").read_text()
     assert conf.stat().st_mode & 0o022 == 0 and re.findall(r"^\[(\w+)\]$", conf.read_text(), re.M) == ["llama", "ollama", "python"]
-    assert sorted(os.listdir(shims)) == ["llama-server", "probe"]
+    assert sorted(n for n in os.listdir(shims) if not n.startswith(".")) == ["llama-server", "probe"]  # and their records
     # every shell the user starts has the shims first
     for rc in (".zshenv", ".zprofile", ".profile"):
         assert login_path(env, home, rc).split(":")[0] == str(shims), rc

@@ -23,7 +23,7 @@ PIP_VERSION = "21.2.4"
 STOCK = ["sh", "bash", "cat", "grep", "sed", "awk", "mkdir", "rm", "rmdir", "cp", "mv", "ln", "chmod", "dirname",
          "basename", "env", "tr", "head", "tail", "sort", "uniq", "wc", "find", "xargs", "git", "make", "tar", "gzip",
          "id", "date", "ls", "cut", "printf", "test", "true", "false", "touch", "mktemp", "readlink", "od", "cmp",
-         "diff", "file", "perl", "shasum", "expr", "tee", "sleep", "which"]
+         "diff", "file", "perl", "shasum", "expr", "tee", "sleep", "which", "stat"]
 
 UNAME = r"""#!/bin/sh
 [ $# -eq 0 ] && set -- -s

@@ -3,6 +3,7 @@
  * Never: replaces or removes what vzcaps did not make, writes through a link, or starts a shim. */
 #define _XOPEN_SOURCE 700
 #define _DARWIN_C_SOURCE /* O_NOFOLLOW, O_DIRECTORY */
+#include "../common/record.h"
 #include "../common/safewrite.h"
 #include "cli.h"
 
@@ -39,13 +40,39 @@ static bool is_vzcaps_command(const char *path)
     return self_id(&me) == 0 && stat(path, &st) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
 }
 
+#define SHIM_MAKER "vzcaps shims"
+
+/* The record beside a shim: .NAME.vzcaps-shim (heap). */
+static char *record_name(const char *name)
+{
+    return xformat(".%s.vzcaps-shim", name);
+}
+
 bool shim_entry_ours(int dirfd, const char *name)
 {
-    /* The one test of "an entry vzcaps made" for shims: a symbolic link (not followed) that leads
-     * to this command. */
+    /* The one test of "an entry vzcaps made" (safety rule 4, record.c): the record vzcaps shims
+     * wrote beside it names this very link (device, inode, time, target), and the link still
+     * leads to this command. A link a user made, or one that was replaced since, is not ours. */
+    char *rec = record_name(name);
+    bool recorded = vzcaps_made_by_record(dirfd, name, rec, SHIM_MAKER);
+    free(rec);
     struct stat l, st, me;
-    return fstatat(dirfd, name, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode) && fstatat(dirfd, name, &st, 0) == 0 &&
-           self_id(&me) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
+    return recorded && fstatat(dirfd, name, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode) &&
+           fstatat(dirfd, name, &st, 0) == 0 && self_id(&me) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
+}
+
+/* Writes the record of the link just made at name; 0, or -1 after the message. */
+static int record_shim(int dirfd, const char *dir, const char *name)
+{
+    char *rec = record_name(name), *why = NULL;
+    char *text = vzcaps_record_text(dirfd, name, SHIM_MAKER, NULL);
+    struct vzcaps_wopts o = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = SHIM_MAKER};
+    int rc = text && vzcaps_write_fileat(dirfd, dir, rec, text, strlen(text), &o, &why) == 0 ? 0 : -1;
+    if (rc != 0)
+        eprintf("vzcaps shims: %s (the shim %s/%s is in place, but --list and --remove will not take it for vzcaps's)",
+                why ? why : strerror(errno), dir, name);
+    free(rec), free(text), free(why);
+    return rc;
 }
 
 /* ---- where the real program is ---- */
@@ -285,6 +312,8 @@ static int make_shim(int dirfd, const char *dir, const char *name, const char *s
         eprintf("vzcaps shims: %s/%s: %s", dir, name, strerror(errno));
         return 1;
     }
+    if (record_shim(dirfd, dir, name) != 0)
+        return 1;
     printf("%s/%s -> %s\n", esc(dir), esc(name), esc(self));
     char real[4096], why[4400];
     if (shim_real(name, dir, real, sizeof real, why, sizeof why) != 0)
@@ -307,6 +336,10 @@ static int remove_shim(int dirfd, const char *dir, const char *name)
         eprintf("vzcaps shims: %s/%s: %s", dir, name, strerror(errno));
         return 1;
     }
+    char *rec = record_name(name);
+    if (unlinkat(dirfd, rec, 0) != 0 && errno != ENOENT)
+        eprintf("vzcaps shims: note: %s/%s: %s (the shim is removed; its record is left)", dir, rec, strerror(errno));
+    free(rec);
     printf("removed %s/%s\n", esc(dir), esc(name));
     return 0;
 }

@@ -57,7 +57,7 @@ def test_a_shell_and_a_python_subprocess_get_the_unlocked_answers_and_nothing_el
     assert "\n0\n" in p.stdout  # sh's own maps hold no libvzcaps
     after = p.stdout.split("\nENV\n", 1)[1]  # what env, a later child of sh, was given
     assert "LD_PRELOAD" not in after and "VZCAPS_" not in after.replace(f"VZCAPS_HOST_CHIP={CHIP}", "")
-    assert sum(line.startswith("vzcaps: configured for probe") for line in p.stderr.splitlines()) == 1
+    assert sum(line.startswith("vzcaps: hooked AppleParavirtDevice for probe") for line in p.stderr.splitlines()) == 1
     # through Python's subprocess (execvp on PATH)
     code = ("import subprocess, sys; subprocess.run(['probe'], check=True); "
             "print('py-maps', 'libvzcaps' in open('/proc/self/maps').read())")
@@ -148,8 +148,27 @@ def test_a_link_chain_to_vzcaps_is_a_shim_and_never_the_real_program(tmp_path):
     p = subprocess.run(["sh", "-c", "probe"], env=shim_env(shims, other, real, "/bin"), capture_output=True, text=True,
                        timeout=60)
     assert families(p.stdout)[1008] == 1, p.stderr
+    # a link made by hand works as a shim, but vzcaps did not make it: not listed, not removed
     p = vz("shims", "--dir", str(shims), "--list", env=shim_env(shims, other, real, "/bin"))
-    assert p.stdout == f"probe\t{real}/probe\n"
+    assert p.returncode == 0 and p.stdout == ""
+    p = vz("shims", "--dir", str(shims), "--remove", "probe", env=shim_env(shims, other, real, "/bin"))
+    assert p.returncode == 1 and "not a shim vzcaps made; left as it is" in p.stderr
+    assert (shims / "probe").is_symlink()
+
+
+def test_a_shim_replaced_by_a_link_of_the_users_is_not_removed(tmp_path):
+    """The record of what vzcaps made (safety rule 4) names the link itself: the user's own
+    link put in its place, even to the same target, is not vzcaps's."""
+    real = real_bin(tmp_path)
+    shims = make_shims(tmp_path, "probe")
+    target = os.readlink(shims / "probe")
+    (shims / "probe").unlink()
+    (shims / "probe").symlink_to(target)
+    env = shim_env(shims, real, "/bin")
+    assert vz("shims", "--dir", str(shims), "--list", env=env).stdout == ""
+    p = vz("shims", "--dir", str(shims), "--remove", "probe", env=env)
+    assert p.returncode == 1 and "not a shim vzcaps made" in p.stderr
+    assert os.readlink(shims / "probe") == target
 
 
 def test_list_and_remove_only_what_vzcaps_made(tmp_path):
@@ -167,7 +186,7 @@ def test_list_and_remove_only_what_vzcaps_made(tmp_path):
     assert f"{shims}/mine: not a shim vzcaps made; left as it is" in p.stderr
     assert f"{shims}/alink: not a shim vzcaps made; left as it is" in p.stderr
     assert f"{shims}/nothere: No such file or directory" in p.stderr
-    assert sorted(os.listdir(shims)) == ["alink", "llama-server", "mine"]
+    assert sorted(os.listdir(shims)) == [".llama-server.vzcaps-shim", "alink", "llama-server", "mine"]  # probe's record went too
     # made again: idempotent; an existing file of the user's is never replaced
     p = vz("shims", "--dir", str(shims), "llama-server", "mine", env=env)
     assert p.returncode == 1
@@ -288,4 +307,4 @@ def test_an_env_shebang_naming_a_shimmed_program_starts_the_real_one(tmp_path):
     assert f"python3 on PATH is a vzcaps shim ({shims}/python3); starting the real one, {real}/python3" in p.stderr
     p = subprocess.run(["sh", "-c", "serve"], env=env, capture_output=True, text=True, timeout=60)
     assert families(p.stdout)[1008] == 1, p.stderr
-    assert sum(line.startswith("vzcaps: configured for") for line in p.stderr.splitlines()) == 1  # loaded once
+    assert sum(line.startswith("vzcaps: hooked ") for line in p.stderr.splitlines()) == 1  # loaded once
