@@ -74,11 +74,11 @@ def test_the_pages_quote_the_real_clients_lines():
 
 
 def test_the_hooked_line_the_readme_quotes_is_the_one_the_library_prints():
-    """The README's proof line is a template (CLASS, PATH): the library's real line on the rig fits it."""
+    """The README's proof line is a template (CLASS, PATH, NOTES): the library's real line on the rig fits it."""
     readme = (ROOT / "README.md").read_text()
     quoted = [l for l in readme.splitlines() if l.startswith("vzcaps: hooked ")]
     assert len(quoted) == 1
-    pattern = re.escape(quoted[0]).replace("CLASS", r"\S+").replace("PATH", r"\S+").replace("llama\\-server", "probe")
+    pattern = re.escape(quoted[0]).replace("CLASS", r"\S+").replace("PATH", r"\S+").replace("NOTES", ".+").replace("llama\\-server", "probe")
     env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LD_PRELOAD": str(ROOT / "build" / "libvzcaps.so"),
            "VZCAPS_APPLE_FAMILY_MAX": "auto", "VZCAPS_HOST_CHIP": "Apple M2"}
     p = subprocess.run([str(ROOT / "build" / "probe")], env=env, capture_output=True, text=True, timeout=60)
