@@ -372,8 +372,13 @@ while IFS= read -r plist; do
     label=${plist##*/}
     label=${label%.plist}
     if command -v launchctl >/dev/null 2>&1; then
-        if launchctl bootout "gui/$(id -u)/$label" >/dev/null 2>&1; then say "stopped $label (launchctl bootout)"
-        else say "$label was not running (launchctl bootout had nothing to stop)"
+        # vzcaps launchd bootstraps into gui/UID, or user/UID in a guest with no GUI login (SSH)
+        stopped=no
+        for domain in "gui/$(id -u)" "user/$(id -u)"; do
+            if launchctl bootout "$domain/$label" >/dev/null 2>&1; then stopped=yes; break; fi
+        done
+        if [ $stopped = yes ]; then say "stopped $label (launchctl bootout $domain)"
+        else say "$label was not running (launchctl bootout had nothing to stop in gui/$(id -u) or user/$(id -u))"
         fi
     fi
     if rm -f "$plist"; then say "removed $(q "$plist")"; na=$((na + 1)); else warn "cannot remove $(q "$plist")"; rc=1; fi

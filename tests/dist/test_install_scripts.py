@@ -675,9 +675,11 @@ def test_uninstall_all_removes_agents_logs_caches_and_lists_prepared_copies(rel,
     assert not prefix.exists()
     log = (d / "log").read_text().splitlines()
     uid = os.getuid()
-    assert f"launchctl bootout gui/{uid}/com.me.llama-server (present)" in log  # stopped before its file went
-    assert f"launchctl bootout gui/{uid}/running.job (present)" in log and len(log) == 2
-    assert "stopped running.job (launchctl bootout)" in p.stdout
+    # stopped before its file went, in the GUI domain and then the one a headless guest has
+    assert f"launchctl bootout gui/{uid}/com.me.llama-server (present)" in log
+    assert f"launchctl bootout user/{uid}/com.me.llama-server (present)" in log
+    assert f"launchctl bootout gui/{uid}/running.job (present)" in log and len(log) == 3
+    assert f"stopped running.job (launchctl bootout gui/{uid})" in p.stdout
     assert not any(f.exists() for f in ours)
     assert sorted(os.listdir(agents)) == ["com.apple.other.plist", "fifo.plist", "half.plist", "linked.plist",
                                           "odd name.plist"]
