@@ -19,6 +19,11 @@ def test_install_and_uninstall(tmp_path):
     got = sorted(str(f.relative_to(root)) for f in root.rglob("*") if f.is_file())
     assert got == sorted(FILES)
     assert (root / "bin" / "vzcaps").stat().st_mode & 0o111
+    # the installed README's links to the pages resolve where they are installed, beside it
+    import re
+    doc = root / "share" / "doc" / "vzcaps"
+    links = re.findall(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)", (doc / "README.md").read_text())
+    assert links and all((doc / l).is_file() for l in links), [l for l in links if not (doc / l).is_file()]
     # the installed command finds the installed library in ../lib
     out = subprocess.run([str(root / "bin" / "vzcaps"), "doctor", "--json"], capture_output=True, text=True).stdout
     assert f'"library":"{root}/lib/libvzcaps.so"' in out  # ../lib, resolved
