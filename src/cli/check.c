@@ -188,7 +188,7 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
     if (!p->chip_origin[0])
         printf("(not evaluated: the configuration was refused first)\n");
     else if (strcmp(p->chip_origin, "none") == 0)
-        printf("(unknown: %s)\n", "not detected; give --chip");
+        printf("(unknown: %s)\n", "not detected; give --chip or set VZCAPS_HOST_CHIP");
     else
         printf("%s%s (from %s)\n", esc(p->chip.name), p->chip.known ? "" : " (not recognised)", esc(p->chip_origin));
     printf("effect         %s\n", states[p->state]);
