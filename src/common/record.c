@@ -40,26 +40,11 @@ static int hash_file(int dirfd, const char *name, const struct stat *st, char he
         errno = ESTALE;
         return -1;
     }
-    struct sha256 s;
-    uint8_t buf[65536];
-    sha256_init(&s);
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            int e = errno;
-            close(fd);
-            errno = e;
-            return -1;
-        }
-        if (n == 0)
-            break;
-        sha256_update(&s, buf, (size_t)n);
-    }
+    unsigned long long got;
+    int rc = sha256_fd_hex(fd, hex, &got), e = errno;
     close(fd);
-    hex_of(&s, hex);
-    return 0;
+    errno = e;
+    return rc;
 }
 
 /* The SHA-256 of a link's target and a newline (what readlink(1) prints, so the scripts agree). */

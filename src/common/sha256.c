@@ -93,6 +93,29 @@ void sha256_hex(const void *data, size_t n, char hex[65])
         snprintf(hex + 2 * i, 3, "%02x", d[i]);
 }
 
+int sha256_fd_hex(int fd, char hex[65], unsigned long long *got)
+{
+    struct sha256 s;
+    uint8_t buf[65536], d[32];
+    *got = 0;
+    sha256_init(&s);
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            break;
+        *got += (unsigned long long)n;
+        sha256_update(&s, buf, (size_t)n);
+    }
+    sha256_final(&s, d);
+    for (int i = 0; i < 32; i++)
+        snprintf(hex + 2 * i, 3, "%02x", d[i]);
+    return 0;
+}
+
 int sha256_file_hex(const char *path, char hex[65])
 {
     /* read through the one input reader: a regular file only, opened without blocking (a FIFO
@@ -102,28 +125,8 @@ int sha256_file_hex(const char *path, char hex[65])
     int fd = vzcaps_input_open(path, 0, &st, why, sizeof why);
     if (fd < 0)
         return -1;
-    struct sha256 s;
-    uint8_t buf[65536], d[32];
-    unsigned long long got = 0;
-    sha256_init(&s);
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            close(fd);
-            return -1;
-        }
-        if (n == 0)
-            break;
-        got += (unsigned long long)n;
-        sha256_update(&s, buf, (size_t)n);
-    }
+    unsigned long long got;
+    int rc = sha256_fd_hex(fd, hex, &got);
     close(fd);
-    if (vzcaps_input_end(path, &st, got, why, sizeof why) != 0)
-        return -1;
-    sha256_final(&s, d);
-    for (int i = 0; i < 32; i++)
-        snprintf(hex + 2 * i, 3, "%02x", d[i]);
-    return 0;
+    return rc == 0 && vzcaps_input_end(path, &st, got, why, sizeof why) == 0 ? 0 : -1;
 }

@@ -17,5 +17,8 @@ void sha256_final(struct sha256 *s, uint8_t out[32]);
 void sha256_hex(const void *data, size_t n, char hex[65]);
 /* A regular file's hash, read without ever blocking (a FIFO or device: -1, as an unreadable file). */
 int sha256_file_hex(const char *path, char hex[65]);
+/* An open file's hash, read from where it stands to its end (*got: the bytes read); 0, or -1
+ * with errno (the descriptor stays open either way). */
+int sha256_fd_hex(int fd, char hex[65], unsigned long long *got);
 
 #endif
