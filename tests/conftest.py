@@ -136,6 +136,18 @@ def build():
     return BUILD
 
 
+def framework_python(tmp_path):
+    """X/bin/python3.12 (a launcher) and X/Resources/Python.app/Contents/MacOS/Python (the
+    stand-in interpreter: the probe), laid out like python.org's and Homebrew's builds."""
+    x = tmp_path / "Python.framework" / "Versions" / "3.12"
+    (x / "bin").mkdir(parents=True)
+    shutil.copy(BUILD / "pylauncher", x / "bin" / "python3.12")
+    macos = x / "Resources" / "Python.app" / "Contents" / "MacOS"
+    macos.mkdir(parents=True)
+    os.symlink(BUILD / "probe", macos / "Python")
+    return x / "bin" / "python3.12"
+
+
 def run_probe(env, *args, exe=None, lib=None, preload=True):
     lib = lib or (BUILD / "libvzcaps.so")
     env = dict(env)

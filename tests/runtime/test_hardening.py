@@ -4,13 +4,12 @@ or leak into a child; they ran against the library before the fix and failed the
 import ctypes
 import os
 import select
-import shutil
 import subprocess
 import time
 
 import pytest
 
-from conftest import BUILD, STOCK_FAMILIES, clean_env, parse_probe, require_built
+from conftest import BUILD, STOCK_FAMILIES, clean_env, framework_python, parse_probe, require_built
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
@@ -315,18 +314,6 @@ def test_non_matching_process_in_between_passes_the_injection_on(tmp_path):
     assert lines(p.stderr) == ["vzcaps: hooked AppleParavirtDevice for llama-bench via initGPUFamilySupport: profile [llama] "
                                "of %s; Apple families up to 1008 (Apple8): auto, the real family of Apple M2 (from "
                                "VZCAPS_HOST_CHIP)" % conf]
-
-
-def framework_python(tmp_path):
-    """X/bin/python3.12 (a launcher) and X/Resources/Python.app/Contents/MacOS/Python (the
-    stand-in interpreter: the probe), laid out like python.org's and Homebrew's builds."""
-    x = tmp_path / "Python.framework" / "Versions" / "3.12"
-    (x / "bin").mkdir(parents=True)
-    shutil.copy(BUILD / "pylauncher", x / "bin" / "python3.12")
-    macos = x / "Resources" / "Python.app" / "Contents" / "MacOS"
-    macos.mkdir(parents=True)
-    os.symlink(BUILD / "probe", macos / "Python")
-    return x / "bin" / "python3.12"
 
 
 def test_framework_launcher_passes_the_injection_to_the_interpreter(tmp_path):

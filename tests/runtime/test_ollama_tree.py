@@ -4,13 +4,12 @@ Metal failure), then `llama-server` as the runner. Both children must get the in
 configured (a config section with inherit, or vzcaps run --inherit), and neither without.
 With inherit = matching (issue 26 item 4) only the children a section matches keep it."""
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-from conftest import BUILD, STOCK_FAMILIES, clean_env, parse_probe
+from conftest import BUILD, STOCK_FAMILIES, clean_env, framework_python, parse_probe
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
@@ -92,17 +91,6 @@ MATCHING = ("[ollama]\nmatch = ollama llama-server\napple_family_max = auto\ninh
 def env_lines(text):
     """The lines /usr/bin/env printed: NAME=value entries (the probe's own lines have no '=' first word)."""
     return [l for l in text.splitlines() if "=" in l.split(" ")[0]]
-
-
-def framework_python(tmp_path):
-    """X/bin/python3.12 (the launcher stand-in) and the interpreter behind it (the probe)."""
-    x = tmp_path / "Python.framework" / "Versions" / "3.12"
-    (x / "bin").mkdir(parents=True)
-    shutil.copy(BUILD / "pylauncher", x / "bin" / "python3.12")
-    macos = x / "Resources" / "Python.app" / "Contents" / "MacOS"
-    macos.mkdir(parents=True)
-    os.symlink(BUILD / "probe", macos / "Python")
-    return x / "bin" / "python3.12"
 
 
 def test_matching_a_python_launchers_probe_child_is_unlocked_and_env_gets_nothing(tmp_path):
