@@ -252,3 +252,35 @@ def test_the_exec_family_keeps_its_semantics(tmp_path, mode):
     lines = p.stdout.splitlines()
     assert lines.count(" ".join(["x"] * 300)) == 2 and "ONLY=1" in lines and "from-sh" in lines
     assert [l for l in lines if l in ("0", "99")] == ["0", "0", "0", "0"]
+
+
+EXEC_EDGES = r'''
+import ctypes, os, sys
+libc = ctypes.CDLL(None)
+def run(fn, *args):
+    pid = os.fork()
+    if pid == 0:
+        getattr(libc, fn)(*[ctypes.c_char_p(a) if isinstance(a, bytes) else a for a in args])
+        os._exit(99)
+    _, st = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(st)
+print(run("execvp", sys.argv[1].encode(), (ctypes.c_char_p * 1)(None)))
+'''
+
+
+@pytest.mark.parametrize("mode", ["stock", "matching"])
+def test_execvp_finds_a_program_in_a_long_path_entry_as_libc_does(tmp_path, mode):
+    # a PATH entry of 1,200 bytes (the kernel takes 4,096): with the library loaded, execvp found
+    # nothing there (its buffer was 1,024 bytes), so the host process could not start its program
+    deep = tmp_path.joinpath(*["d" * 200] * 6)
+    deep.mkdir(parents=True)
+    (deep / "exit7").write_text("#!/bin/sh\nexit 7\n")
+    (deep / "exit7").chmod(0o755)
+    (tmp_path / "x.py").write_text(EXEC_EDGES)
+    (tmp_path / "c.conf").write_text(MATCHING)
+    extra = dict(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                 VZCAPS_INHERIT="matching") if mode == "matching" else {}
+    env = clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), PATH=f"{deep}:/usr/bin:/bin", **extra)
+    p = subprocess.run([sys.executable, str(tmp_path / "x.py"), "exit7"], env=env, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "7\n"), p.stderr
+
