@@ -196,7 +196,7 @@ static void exec_sh(const char *path, char *const argv[], char *const envp[])
         }
         sh = m;
     }
-    sh[0] = "/bin/sh", sh[1] = (char *)path;
+    sh[0] = "/bin/sh", sh[1] = (char *)path, sh[2] = NULL; /* an empty argv too */
     for (size_t i = 1; i <= n; i++)
         sh[i + 1] = argv[i];
     vzcaps_platform_execve("/bin/sh", sh, envp);

@@ -284,3 +284,21 @@ def test_execvp_finds_a_program_in_a_long_path_entry_as_libc_does(tmp_path, mode
     p = subprocess.run([sys.executable, str(tmp_path / "x.py"), "exit7"], env=env, capture_output=True, text=True, timeout=60)
     assert (p.returncode, p.stdout) == (0, "7\n"), p.stderr
 
+
+@pytest.mark.parametrize("mode", ["stock", "matching"])
+def test_execvp_of_a_file_without_shebang_and_an_empty_argv_runs_sh_with_a_terminated_argv(tmp_path, mode):
+    # execvp(file, {NULL}) of a file the kernel will not run: /bin/sh FILE, with a NULL after it;
+    # the library left the third slot of the shell's argv unset (garbage from the stack: EFAULT,
+    # or arguments nobody gave). A long first PATH entry leaves that stack non-zero.
+    long_dir = tmp_path.joinpath(*["y" * 200] * 4)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "noshebang").write_text('echo "args:$#"\n')
+    (tmp_path / "bin" / "noshebang").chmod(0o755)
+    (tmp_path / "x.py").write_text(EXEC_EDGES)
+    (tmp_path / "c.conf").write_text(MATCHING)
+    extra = dict(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                 VZCAPS_INHERIT="matching") if mode == "matching" else {}
+    env = clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), PATH=f"{long_dir}:{tmp_path / 'bin'}:/usr/bin:/bin", **extra)
+    p = subprocess.run([sys.executable, str(tmp_path / "x.py"), "noshebang"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert (p.returncode, p.stdout) == (0, "args:0\n0\n"), p.stderr
