@@ -157,6 +157,9 @@ static const char *resolve(const char *file, struct cand *c, char *buf, size_t l
 
 char *const *vzcaps_child_envp(const char *file, bool search, char *const argv[], char *const envp[])
 {
+    static char *const empty[] = {NULL};
+    if (!envp) /* the kernel takes NULL as no variables (execve, environ after clearenv); here NULL is "refused" */
+        envp = empty;
     if (!active)
         return envp;
     char buf[VZCAPS_PATH_MAX + 1];

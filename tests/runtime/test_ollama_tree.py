@@ -302,3 +302,35 @@ def test_execvp_of_a_file_without_shebang_and_an_empty_argv_runs_sh_with_a_termi
     p = subprocess.run([sys.executable, str(tmp_path / "x.py"), "noshebang"], env=env, capture_output=True, text=True,
                        timeout=60)
     assert (p.returncode, p.stdout) == (0, "args:0\n0\n"), p.stderr
+
+
+NULL_ENV = r'''
+import ctypes, os
+libc = ctypes.CDLL(None)
+def run(how):
+    pid = os.fork()
+    if pid == 0:
+        argv = (ctypes.c_char_p * 2)(b"true", None)
+        if how == "execve":
+            libc.execve(b"/bin/true", argv, None)  # Linux takes a NULL environment as an empty one
+        else:
+            libc.clearenv()  # glibc's clearenv sets environ to NULL
+            getattr(libc, how)(b"/bin/true" if how == "execv" else b"true", argv)
+        os._exit(99)
+    _, st = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(st)
+print(run("execve"), run("execv"), run("execvp"))
+'''
+
+
+@pytest.mark.parametrize("mode", ["stock", "matching"])
+def test_exec_with_a_null_environment_starts_the_program(tmp_path, mode):
+    # execve(path, argv, NULL), and execv or execvp after clearenv(): the library took the NULL
+    # it passed on for its own "refused" and returned -1, so the program never started
+    (tmp_path / "x.py").write_text(NULL_ENV)
+    (tmp_path / "c.conf").write_text(MATCHING)
+    extra = dict(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                 VZCAPS_INHERIT="matching") if mode == "matching" else {}
+    env = clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), **extra)
+    p = subprocess.run([sys.executable, str(tmp_path / "x.py")], env=env, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "0 0 0\n"), p.stderr
