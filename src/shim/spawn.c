@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -220,10 +221,13 @@ int vzcaps_exec_search(const char *file, char *const argv[], char *const envp[])
     char buf[VZCAPS_PATH_MAX + 1];
     bool denied = false;
     size_t fl = strlen(file);
+    errno = ENOENT; /* when every element is skipped */
     for (const char *p = strchr(file, '/') ? NULL : search_path();;) {
         const char *path = file;
         size_t k = p ? strcspn(p, ":") : 0;
         struct cand c = {NULL, 0};
+        if (p && k >= PATH_MAX) /* longer than the kernel takes: skipped, as glibc does */
+            goto next;
         if (p && !(path = cand_make(&c, buf, sizeof buf, p, k, file, fl)))
             return errno = ENOMEM, -1;
         vzcaps_platform_execve(path, argv, envp);
@@ -232,7 +236,10 @@ int vzcaps_exec_search(const char *file, char *const argv[], char *const envp[])
             exec_sh(path, argv, envp);
         denied |= errno == EACCES;
         cand_done(&c);
-        if (!go_on || !p || !p[k])
+        if (!go_on)
+            break;
+    next:
+        if (!p || !p[k])
             break;
         p += k + 1;
     }
