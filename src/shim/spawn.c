@@ -137,8 +137,8 @@ static void cand_done(struct cand *c)
     }
 }
 
-/* The first dir/file on PATH that may be executed, in c (cand_done it); file itself when it
- * holds '/' or nothing on PATH may be executed. */
+/* The first dir/file on PATH that may be executed (a regular file), in c (cand_done it); file
+ * itself when it holds '/' or nothing on PATH may be executed. */
 static const char *resolve(const char *file, struct cand *c, char *buf, size_t len)
 {
     c->mapped = 0;
@@ -147,7 +147,8 @@ static const char *resolve(const char *file, struct cand *c, char *buf, size_t l
     size_t fl = strlen(file);
     for (const char *p = search_path();;) {
         size_t k = strcspn(p, ":");
-        if (cand_make(c, buf, len, p, k, file, fl) && access(c->s, X_OK) == 0)
+        struct stat st; /* what execve runs: a regular file (a directory of that name is skipped) */
+        if (cand_make(c, buf, len, p, k, file, fl) && stat(c->s, &st) == 0 && S_ISREG(st.st_mode) && access(c->s, X_OK) == 0)
             return c->s;
         cand_done(c);
         if (!p[k])

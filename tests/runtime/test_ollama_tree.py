@@ -339,3 +339,19 @@ def test_exec_with_a_null_environment_starts_the_program(tmp_path, mode):
     env = clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), **extra)
     p = subprocess.run([sys.executable, str(tmp_path / "x.py")], env=env, capture_output=True, text=True, timeout=60)
     assert (p.returncode, p.stdout) == (0, "0 0 0\n"), p.stderr
+
+
+def test_matching_decides_for_the_file_posix_spawnp_runs_not_a_directory_of_that_name(tmp_path):
+    # a directory named probe earlier on PATH: posix_spawnp skips it (execve: EACCES) and runs
+    # the probe after it, but the decision was made for the directory (slices not known: stock)
+    (tmp_path / "dirs" / "probe").mkdir(parents=True)
+    (tmp_path / "bin").mkdir()
+    os.symlink(BUILD / "probe", tmp_path / "bin" / "probe")
+    (tmp_path / "c.conf").write_text(MATCHING)
+    env = clean_env(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                    VZCAPS_INHERIT="matching", LD_PRELOAD=str(BUILD / "libvzcaps.so"),
+                    PATH=f"{tmp_path / 'dirs'}:{tmp_path / 'bin'}:/usr/bin:/bin")
+    code = "import os; pid = os.posix_spawnp('probe', ['probe'], dict(os.environ)); os.waitpid(pid, 0)"
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "family 1008 1" in p.stdout, p.stdout
