@@ -270,18 +270,26 @@ static int list_shims(int dirfd, const char *dir)
     return 0;
 }
 
+/* An entry already at name: 0 when it is a shim (made before, or meanwhile by another run), 1
+ * after the message when it is not ours. */
+static int existing_entry(int dirfd, const char *dir, const char *name)
+{
+    if (shim_entry_ours(dirfd, name)) {
+        printf("%s/%s: already a shim\n", esc(dir), esc(name));
+        return 0;
+    }
+    eprintf("vzcaps shims: %s/%s: exists and vzcaps did not make it; left as it is", dir, name);
+    return 1;
+}
+
 static int make_shim(int dirfd, const char *dir, const char *name, const char *self)
 {
     struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (shim_entry_ours(dirfd, name)) {
-            printf("%s/%s: already a shim\n", esc(dir), esc(name));
-            return 0;
-        }
-        eprintf("vzcaps shims: %s/%s: exists and vzcaps did not make it; left as it is", dir, name);
-        return 1;
-    }
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return existing_entry(dirfd, dir, name);
     if (symlinkat(self, dirfd, name) != 0) { /* never replaces: an entry made meanwhile is EEXIST */
+        if (errno == EEXIST)
+            return existing_entry(dirfd, dir, name);
         eprintf("vzcaps shims: %s/%s: %s", dir, name, strerror(errno));
         return 1;
     }

@@ -289,3 +289,24 @@ def test_an_env_shebang_naming_a_shimmed_program_starts_the_real_one(tmp_path):
     p = subprocess.run(["sh", "-c", "serve"], env=env, capture_output=True, text=True, timeout=60)
     assert families(p.stdout)[1008] == 1, p.stderr
     assert sum(line.startswith("vzcaps: configured for") for line in p.stderr.splitlines()) == 1  # loaded once
+
+
+def test_a_shim_another_run_made_meanwhile_is_already_a_shim_not_a_failure(tmp_path):
+    # two provisioning jobs make the same shims at once: the one whose link comes second found
+    # EEXIST and failed (exit 1), although the entry is the shim it was asked for. gdb makes the
+    # link between the check and symlinkat, deterministically.
+    d = tmp_path / "shims"
+    d.mkdir()
+    p = subprocess.run(["gdb", "-q", "-batch", "-ex", "set breakpoint pending on", "-ex", "break symlinkat", "-ex", "run",
+                        "-ex", f"shell ln -s {VZ} {d}/llama-server", "-ex", "delete", "-ex", "continue",
+                        "--args", VZ, "shims", "--dir", str(d), "llama-server"],
+                       env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert "Breakpoint 1," in p.stdout, p.stdout + p.stderr
+    assert "exited normally" in p.stdout and f"{d}/llama-server: already a shim" in p.stdout, p.stdout + p.stderr
+    # a link vzcaps did not make, made meanwhile, is still refused and left as it is
+    (d / "llama-server").unlink()
+    p = subprocess.run(["gdb", "-q", "-batch", "-ex", "set breakpoint pending on", "-ex", "break symlinkat", "-ex", "run",
+                        "-ex", f"shell ln -s /bin/true {d}/llama-server", "-ex", "delete", "-ex", "continue",
+                        "--args", VZ, "shims", "--dir", str(d), "llama-server"],
+                       env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert "exited with code 01" in p.stdout and os.readlink(d / "llama-server") == "/bin/true", p.stdout + p.stderr
