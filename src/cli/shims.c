@@ -39,6 +39,16 @@ static bool is_vzcaps_command(const char *path)
     return self_id(&me) == 0 && stat(path, &st) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
 }
 
+/* Whether path is a link that leads to a vzcaps command of any installation (the file it
+ * resolves to is named vzcaps...): started as NAME, that one is a shim too. */
+static bool is_a_vzcaps_shim(const char *path)
+{
+    struct stat l;
+    char target[PATH_MAX];
+    return lstat(path, &l) == 0 && S_ISLNK(l.st_mode) && realpath(path, target) &&
+           strncmp(vzcaps_basename(target), "vzcaps", 6) == 0;
+}
+
 bool shim_entry_ours(int dirfd, const char *name)
 {
     /* The one test of "an entry vzcaps made" for shims: a symbolic link (not followed) that leads
@@ -115,7 +125,8 @@ int shim_real(const char *name, const char *dir, char *out, size_t len, char *wh
             continue;
         if ((size_t)snprintf(cand, sizeof cand, "%s/%s", w.entry, name) >= sizeof cand)
             continue;
-        if (is_vzcaps_command(cand)) { /* DIR again, another shim directory, a link to one: never a loop */
+        /* DIR again, another shim directory of this vzcaps or of another installation: never a loop */
+        if (is_vzcaps_command(cand) || is_a_vzcaps_shim(cand)) {
             skipped++;
             continue;
         }
