@@ -4,6 +4,7 @@
  * Owns: which files a bundle holds and which could not be written. Never: writes over a file,
  * through a link, removes a file SHA256SUMS does not vouch for, or counts a failed file. */
 #define _POSIX_C_SOURCE 200809L
+#define _DARWIN_C_SOURCE /* O_NOFOLLOW, O_DIRECTORY */
 #include "outdir.h"
 
 #include "targz.h"
