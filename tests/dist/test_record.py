@@ -31,7 +31,8 @@ def test_the_record_block_is_identical_in_every_script():
 def record_check(tmp_path_factory):
     """tests/unit/record_check.c: the C functions as a command."""
     out = tmp_path_factory.mktemp("rc") / "record_check"
-    srcs = ["tests/unit/record_check.c", "src/common/record.c", "src/common/sha256.c", "src/common/readfile.c",
+    srcs = ["tests/unit/record_check.c", "src/common/record.c", "src/common/sha256.c", "src/common/input.c",
+            "src/common/readfile.c",
             *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "src" / "core").glob("*.c"))]
     p = subprocess.run(["cc", "-std=c11", "-Wall", "-Wextra", "-Werror", "-Wno-format-truncation", *srcs, "-o", str(out)],
                        cwd=ROOT, capture_output=True, text=True)
