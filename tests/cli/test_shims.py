@@ -58,7 +58,7 @@ def test_a_shell_and_a_python_subprocess_get_the_unlocked_answers_and_nothing_el
     assert "\n0\n" in p.stdout  # sh's own maps hold no libvzcaps
     after = p.stdout.split("\nENV\n", 1)[1]  # what env, a later child of sh, was given
     assert "LD_PRELOAD" not in after and "VZCAPS_" not in after.replace(f"VZCAPS_HOST_CHIP={CHIP}", "")
-    assert sum(line.startswith("vzcaps: configured for probe") for line in p.stderr.splitlines()) == 1
+    assert sum(line.startswith("vzcaps: hooked AppleParavirtDevice for probe") for line in p.stderr.splitlines()) == 1
     # through Python's subprocess (execvp on PATH)
     code = ("import subprocess, sys; subprocess.run(['probe'], check=True); "
             "print('py-maps', 'libvzcaps' in open('/proc/self/maps').read())")
@@ -289,7 +289,7 @@ def test_an_env_shebang_naming_a_shimmed_program_starts_the_real_one(tmp_path):
     assert f"python3 on PATH is a vzcaps shim ({shims}/python3); starting the real one, {real}/python3" in p.stderr
     p = subprocess.run(["sh", "-c", "serve"], env=env, capture_output=True, text=True, timeout=60)
     assert families(p.stdout)[1008] == 1, p.stderr
-    assert sum(line.startswith("vzcaps: configured for") for line in p.stderr.splitlines()) == 1  # loaded once
+    assert sum(line.startswith("vzcaps: hooked ") for line in p.stderr.splitlines()) == 1  # loaded once
 
 
 def test_a_shim_another_run_made_meanwhile_is_already_a_shim_not_a_failure(tmp_path):
