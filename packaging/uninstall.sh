@@ -426,6 +426,8 @@ while IFS= read -r f; do
         say "config file: $(q "$f") (kept; uninstall.sh --all --yes --config removes it)"
     elif [ -d "$f" ] && [ ! -L "$f" ]; then
         warn "$(q "$f") is a directory, not a config file: kept"; rc=1
+    elif [ ! -f "$f" ] && [ ! -L "$f" ]; then # a device (VZCAPS_CONFIG=/dev/null) or FIFO: the library reads none
+        warn "$(q "$f") is not a regular file, not a config file: kept"; rc=1
     elif rm -f "$f"; then
         say "removed the config file $(q "$f")"
         case $f in */vzcaps/vzcaps.conf) rmdir "${f%/vzcaps.conf}" 2>/dev/null ;; esac # its directory, when empty

@@ -255,6 +255,13 @@ int cmd_check(int argc, char **argv)
         eprintf("vzcaps check: --strict: %s would run stock: %s", o.exe ? o.exe : "the program", why);
         return 1;
     }
+    char real[4096];
+    if (strict && o.exe && shim_real_for(o.exe, real, sizeof real) && !real[0]) { /* a shim with nothing to start */
+        char shim[9000];
+        shim_describe(o.exe, shim, sizeof shim);
+        eprintf("vzcaps check: --strict: %s would not start: %s", o.exe, shim);
+        return 1;
+    }
     static struct launch_plan plan; /* the program as exec finds it here: what dyld would do with it */
     const char *inj = strict && exe_launch_plan(o.exe, &plan) ? launch_plan_injection(&plan) : "honoured";
     if (strcmp(inj, "ignored") == 0 || strcmp(inj, "removed") == 0) {

@@ -48,6 +48,16 @@ static char *record_name(const char *name)
     return xformat(".%s.vzcaps-shim", name);
 }
 
+/* Whether path is a link that leads to a vzcaps command of any installation (the file it
+ * resolves to is named vzcaps...): started as NAME, that one is a shim too. */
+static bool is_a_vzcaps_shim(const char *path)
+{
+    struct stat l;
+    char target[PATH_MAX];
+    return lstat(path, &l) == 0 && S_ISLNK(l.st_mode) && realpath(path, target) &&
+           strncmp(vzcaps_basename(target), "vzcaps", 6) == 0;
+}
+
 bool shim_entry_ours(int dirfd, const char *name)
 {
     /* The one test of "an entry vzcaps made" (safety rule 4, record.c): the record vzcaps shims
@@ -142,7 +152,8 @@ int shim_real(const char *name, const char *dir, char *out, size_t len, char *wh
             continue;
         if ((size_t)snprintf(cand, sizeof cand, "%s/%s", w.entry, name) >= sizeof cand)
             continue;
-        if (is_vzcaps_command(cand)) { /* DIR again, another shim directory, a link to one: never a loop */
+        /* DIR again, another shim directory of this vzcaps or of another installation: never a loop */
+        if (is_vzcaps_command(cand) || is_a_vzcaps_shim(cand)) {
             skipped++;
             continue;
         }
@@ -297,18 +308,35 @@ static int list_shims(int dirfd, const char *dir)
     return 0;
 }
 
+/* An entry already at name: 0 when it is a shim (made before, or meanwhile by another run), 1
+ * after the message when it is not ours. */
+static int existing_entry(int dirfd, const char *dir, const char *name)
+{
+    if (shim_entry_ours(dirfd, name)) {
+        printf("%s/%s: already a shim\n", esc(dir), esc(name));
+        return 0;
+    }
+    /* a link to this command that no record names (made by hand, or by another run that has not
+     * written its record yet): it works as a shim, so the request holds; it is not taken for ours */
+    struct stat l, st, me;
+    if (fstatat(dirfd, name, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode) && fstatat(dirfd, name, &st, 0) == 0 &&
+        self_id(&me) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino) {
+        printf("%s/%s: already a shim (a link to vzcaps that vzcaps shims did not record: --list and --remove leave it)\n",
+               esc(dir), esc(name));
+        return 0;
+    }
+    eprintf("vzcaps shims: %s/%s: exists and vzcaps did not make it; left as it is", dir, name);
+    return 1;
+}
+
 static int make_shim(int dirfd, const char *dir, const char *name, const char *self)
 {
     struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (shim_entry_ours(dirfd, name)) {
-            printf("%s/%s: already a shim\n", esc(dir), esc(name));
-            return 0;
-        }
-        eprintf("vzcaps shims: %s/%s: exists and vzcaps did not make it; left as it is", dir, name);
-        return 1;
-    }
+    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        return existing_entry(dirfd, dir, name);
     if (symlinkat(self, dirfd, name) != 0) { /* never replaces: an entry made meanwhile is EEXIST */
+        if (errno == EEXIST)
+            return existing_entry(dirfd, dir, name);
         eprintf("vzcaps shims: %s/%s: %s", dir, name, strerror(errno));
         return 1;
     }

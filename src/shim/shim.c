@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,8 +58,33 @@ static bool stderr_writable(long long deadline)
  * until fd 2 is writable, within 200 ms for the whole line, and is no larger than PIPE_BUF on
  * macOS (512), so a writable pipe takes it without blocking. A reader that never reads costs
  * the host at most 200 ms, once. */
+/* fd 2 as the library found it: the line is written later (at the first device), by when a
+ * process started with stderr closed, or that closed it, may hold a file of its own there. */
+static struct {
+    bool open;
+    dev_t dev;
+    ino_t ino;
+} stderr_at_start;
+
+static void note_stderr(void)
+{
+    struct stat st;
+    if (fstat(2, &st) == 0)
+        stderr_at_start.open = true, stderr_at_start.dev = st.st_dev, stderr_at_start.ino = st.st_ino;
+}
+
+/* Whether fd 2 is still the file it was at start-up (never a file the program opened since). */
+static bool stderr_is_ours_to_write(void)
+{
+    struct stat st;
+    return stderr_at_start.open && fstat(2, &st) == 0 && st.st_dev == stderr_at_start.dev &&
+           st.st_ino == stderr_at_start.ino;
+}
+
 VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n)
 {
+    if (!stderr_is_ours_to_write())
+        return; /* the line is lost, the program's file is not touched */
     sigset_t pipe_only, old, pending;
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
@@ -222,6 +248,7 @@ __attribute__((constructor)) static void vzcaps_init(void)
 {
     static char brand[256], exe[300], raw[SAID_RAW];
     char **env = *vzcaps_platform_environ();
+    note_stderr();
     if (is_launcher())
         return;
     struct vzcaps_inputs in = {0};

@@ -37,7 +37,8 @@ VZCAPS_HIDDEN void vzcaps_said(const char *label, const char *path);
 
 /* spawn.c: selective inheritance (inherit = matching). vzcaps_spawn_setup runs in the
  * constructor before children are stripped; vzcaps_child_envp decides for a child started as
- * file (searched on PATH when search) and returns the environment it gets: envp itself, an
+ * file (searched on PATH when search; a NULL envp is no variables, as for the kernel) and returns
+ * the environment it gets: envp itself, an
  * array built in this thread's scratch mapping, or NULL (errno ENOMEM: do not start it).
  * vzcaps_exec_search is execvp's search with a given environment. The exec* wrappers build
  * an argv of up to VZCAPS_EXECL_MAX arguments on the stack, a longer one in a mapping of its

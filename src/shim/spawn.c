@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -102,22 +103,54 @@ static const char *search_path(void)
     return p ? p : "/bin:/usr/bin";
 }
 
-/* The first dir/file on PATH that may be executed, into buf; file itself when it holds '/'. */
-static const char *resolve(const char *file, char *buf, size_t len)
+/* One candidate dir/file of a PATH search (an empty dir is the current directory): in the
+ * caller's stack buffer when it fits, else in a mapping of its own, as a PATH element may be as
+ * long as the kernel takes and the library's frames are small. NULL when there is no memory. */
+struct cand {
+    char *s;
+    size_t mapped;
+};
+
+static char *cand_make(struct cand *c, char *buf, size_t len, const char *dir, size_t k, const char *file, size_t fl)
 {
+    size_t at = k ? k : 1, need = at + 1 + fl + 1;
+    c->s = buf, c->mapped = 0;
+    if (need > len) {
+        void *m = mmap(NULL, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+        if (m == MAP_FAILED)
+            return c->s = NULL;
+        c->s = m, c->mapped = need;
+    }
+    memcpy(c->s, k ? dir : ".", at);
+    c->s[at] = '/';
+    memcpy(c->s + at + 1, file, fl + 1);
+    return c->s;
+}
+
+static void cand_done(struct cand *c)
+{
+    if (c->mapped) {
+        int e = errno;
+        munmap(c->s, c->mapped);
+        errno = e;
+        c->mapped = 0;
+    }
+}
+
+/* The first dir/file on PATH that may be executed (a regular file), in c (cand_done it); file
+ * itself when it holds '/' or nothing on PATH may be executed. */
+static const char *resolve(const char *file, struct cand *c, char *buf, size_t len)
+{
+    c->mapped = 0;
     if (strchr(file, '/'))
         return file;
     size_t fl = strlen(file);
     for (const char *p = search_path();;) {
         size_t k = strcspn(p, ":");
-        if (k + 1 + fl < len) {
-            memcpy(buf, k ? p : ".", k ? k : 1); /* an empty element is the current directory */
-            size_t at = k ? k : 1;
-            buf[at] = '/';
-            memcpy(buf + at + 1, file, fl + 1);
-            if (access(buf, X_OK) == 0)
-                return buf;
-        }
+        struct stat st; /* what execve runs: a regular file (a directory of that name is skipped) */
+        if (cand_make(c, buf, len, p, k, file, fl) && stat(c->s, &st) == 0 && S_ISREG(st.st_mode) && access(c->s, X_OK) == 0)
+            return c->s;
+        cand_done(c);
         if (!p[k])
             return file;
         p += k + 1;
@@ -126,12 +159,17 @@ static const char *resolve(const char *file, char *buf, size_t len)
 
 char *const *vzcaps_child_envp(const char *file, bool search, char *const argv[], char *const envp[])
 {
+    static char *const empty[] = {NULL};
+    if (!envp) /* the kernel takes NULL as no variables (execve, environ after clearenv); here NULL is "refused" */
+        envp = empty;
     if (!active)
         return envp;
     char buf[VZCAPS_PATH_MAX + 1];
-    const char *path = search ? resolve(file, buf, sizeof buf) : file;
+    struct cand c = {NULL, 0};
+    const char *path = search ? resolve(file, &c, buf, sizeof buf) : file;
     int keep = vzcaps_child_decision(path, argv && argv[0] ? argv[0] : "", matches, slices_of_file(path), lib_arm64e, NULL,
                                      0) == VZCAPS_CHILD_KEEP; /* no reason: nothing is formatted here */
+    cand_done(&c);
     struct vzcaps_child_env_in in = {envp, saved, n_saved, vzcaps_platform_preload_var, vzcaps_platform_preload_seps,
                                      vzcaps_platform_library_name, lib_path};
     char *const *out = NULL;
@@ -146,6 +184,34 @@ char *const *vzcaps_child_envp(const char *file, bool search, char *const argv[]
     return out;
 }
 
+/* A file the kernel will not run (ENOEXEC), run by /bin/sh as execvp does: the shell's argv on
+ * the stack, or in a mapping of its own (envp may live in the scratch mapping). */
+static void exec_sh(const char *path, char *const argv[], char *const envp[])
+{
+    char *small[VZCAPS_EXECL_MAX + 2], **sh = small;
+    size_t n = 0;
+    while (argv[n])
+        n++;
+    size_t bytes = (n + 2) * sizeof *sh;
+    if (n > VZCAPS_EXECL_MAX) {
+        void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
+        if (m == MAP_FAILED) {
+            errno = E2BIG;
+            return;
+        }
+        sh = m;
+    }
+    sh[0] = "/bin/sh", sh[1] = (char *)path, sh[2] = NULL; /* an empty argv too */
+    for (size_t i = 1; i <= n; i++)
+        sh[i + 1] = argv[i];
+    vzcaps_platform_execve("/bin/sh", sh, envp);
+    if (sh != small) {
+        int e = errno;
+        munmap(sh, bytes);
+        errno = e;
+    }
+}
+
 /* execvp's search with an environment of our choosing (glibc's and macOS's order: each PATH
  * element in turn; EACCES remembered, ENOENT and ENOTDIR go on; a file the kernel will not run
  * (ENOEXEC) is run by /bin/sh). */
@@ -156,48 +222,23 @@ int vzcaps_exec_search(const char *file, char *const argv[], char *const envp[])
     char buf[VZCAPS_PATH_MAX + 1];
     bool denied = false;
     size_t fl = strlen(file);
+    errno = ENOENT; /* when every element is skipped */
     for (const char *p = strchr(file, '/') ? NULL : search_path();;) {
         const char *path = file;
         size_t k = p ? strcspn(p, ":") : 0;
-        if (p) {
-            size_t at = k ? k : 1;
-            if (at + 1 + fl >= sizeof buf)
-                goto next;
-            memcpy(buf, k ? p : ".", at);
-            buf[at] = '/';
-            memcpy(buf + at + 1, file, fl + 1);
-            path = buf;
-        }
+        struct cand c = {NULL, 0};
+        if (p && k >= PATH_MAX) /* longer than the kernel takes: skipped, as glibc does */
+            goto next;
+        if (p && !(path = cand_make(&c, buf, sizeof buf, p, k, file, fl)))
+            return errno = ENOMEM, -1;
         vzcaps_platform_execve(path, argv, envp);
-        if (errno == ENOEXEC) {
-            /* the shell's argv on the stack, or in a mapping of its own (envp may live in the
-             * scratch mapping) */
-            char *small[VZCAPS_EXECL_MAX + 2], **sh = small;
-            size_t n = 0;
-            while (argv[n])
-                n++;
-            size_t bytes = (n + 2) * sizeof *sh;
-            if (n > VZCAPS_EXECL_MAX) {
-                void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANON, -1, 0);
-                if (m == MAP_FAILED)
-                    return errno = E2BIG, -1;
-                sh = m;
-            }
-            sh[0] = "/bin/sh", sh[1] = (char *)path;
-            for (size_t i = 1; i <= n; i++)
-                sh[i + 1] = argv[i];
-            vzcaps_platform_execve("/bin/sh", sh, envp);
-            if (sh != small) {
-                int e = errno;
-                munmap(sh, bytes);
-                errno = e;
-            }
-            return -1;
-        }
-        if (errno == EACCES)
-            denied = true;
-        else if (errno != ENOENT && errno != ENOTDIR)
-            return -1;
+        bool go_on = errno == EACCES || errno == ENOENT || errno == ENOTDIR;
+        if (errno == ENOEXEC)
+            exec_sh(path, argv, envp);
+        denied |= errno == EACCES;
+        cand_done(&c);
+        if (!go_on)
+            break;
     next:
         if (!p || !p[k])
             break;

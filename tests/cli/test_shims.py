@@ -4,6 +4,7 @@ a shell or a Python subprocess that starts NAME gets the injection and nothing e
 does. Hostile cases: the directory as a link, PATH with empty, relative and repeated entries,
 the directory spelled differently, link chains, odd names, files vzcaps did not make."""
 import os
+import shutil
 import subprocess
 import sys
 
@@ -308,3 +309,50 @@ def test_an_env_shebang_naming_a_shimmed_program_starts_the_real_one(tmp_path):
     p = subprocess.run(["sh", "-c", "serve"], env=env, capture_output=True, text=True, timeout=60)
     assert families(p.stdout)[1008] == 1, p.stderr
     assert sum(line.startswith("vzcaps: hooked ") for line in p.stderr.splitlines()) == 1  # loaded once
+
+
+def test_a_shim_another_run_made_meanwhile_is_already_a_shim_not_a_failure(tmp_path):
+    # two provisioning jobs make the same shims at once: the one whose link comes second found
+    # EEXIST and failed (exit 1), although the entry is the shim it was asked for. gdb makes the
+    # link between the check and symlinkat, deterministically.
+    d = tmp_path / "shims"
+    d.mkdir()
+    p = subprocess.run(["gdb", "-q", "-batch", "-ex", "set breakpoint pending on", "-ex", "break symlinkat", "-ex", "run",
+                        "-ex", f"shell ln -s {VZ} {d}/llama-server", "-ex", "delete", "-ex", "continue",
+                        "--args", VZ, "shims", "--dir", str(d), "llama-server"],
+                       env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert "Breakpoint 1," in p.stdout, p.stdout + p.stderr
+    assert "exited normally" in p.stdout and f"{d}/llama-server: already a shim" in p.stdout, p.stdout + p.stderr
+    # a link vzcaps did not make, made meanwhile, is still refused and left as it is
+    (d / "llama-server").unlink()
+    p = subprocess.run(["gdb", "-q", "-batch", "-ex", "set breakpoint pending on", "-ex", "break symlinkat", "-ex", "run",
+                        "-ex", f"shell ln -s /bin/true {d}/llama-server", "-ex", "delete", "-ex", "continue",
+                        "--args", VZ, "shims", "--dir", str(d), "llama-server"],
+                       env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert "exited with code 01" in p.stdout and os.readlink(d / "llama-server") == "/bin/true", p.stdout + p.stderr
+
+
+def test_shims_of_two_vzcaps_installations_on_a_path_that_repeats_never_loop(tmp_path):
+    # A's shim skipped only links to its own command, so with PATH=A:B:A (B: the shims of another
+    # vzcaps installation, say the image's under the CI job's) A started B's shim as the real
+    # program, B started A's (the A after it), and so on, exec after exec, for ever
+    for v in ("v1", "v2"):
+        (tmp_path / v).mkdir()
+        shutil.copy(BUILD / "vzcaps", tmp_path / v / "vzcaps")
+        shutil.copy(BUILD / "libvzcaps.so", tmp_path / v / "libvzcaps.so")
+    a, b = tmp_path / "A", tmp_path / "B"
+    for v, d in (("v1", a), ("v2", b)):
+        p = subprocess.run([str(tmp_path / v / "vzcaps"), "shims", "--dir", str(d), "probe"], env=clean_env(),
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+    real = real_bin(tmp_path)
+    home = tmp_path / "home"  # the chip from a config file: the library strips VZCAPS_HOST_CHIP on the way
+    (home / ".config" / "vzcaps").mkdir(parents=True)
+    (home / ".config" / "vzcaps" / "vzcaps.conf").write_text(f"[default]\nhost_chip = {CHIP}\n")
+    env = clean_env(HOME=str(home), PATH=f"{a}:{b}:{a}:/usr/bin:/bin")
+    p = subprocess.run(["sh", "-c", "probe"], env=env, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 127 and p.stderr == (f"vzcaps: probe: no probe on PATH after the shim directory {a} (only vzcaps "
+                                                "shims: refused, as starting one would loop)\n"), p.stderr
+    env["PATH"] = f"{a}:{b}:{a}:{real}:/usr/bin:/bin"
+    p = subprocess.run(["sh", "-c", "probe"], env=env, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and families(p.stdout)[1008] == 1, p.stderr

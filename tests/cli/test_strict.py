@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, clean_env
+from conftest import BUILD, LINUX_ONLY, clean_env
 
 VZ = str(BUILD / "vzcaps")
 
@@ -39,3 +39,17 @@ def test_strict_is_in_help_man_and_completions():
     assert "\\-\\-strict" in subprocess.run([VZ, "__man"], capture_output=True, text=True).stdout
     for shell in ("bash", "zsh", "fish"):
         assert "strict" in subprocess.run([VZ, "__completions", shell], capture_output=True, text=True).stdout
+
+
+@LINUX_ONLY  # the rig's PATH and links
+def test_strict_fails_for_a_shim_whose_real_program_is_missing(tmp_path):
+    # check said "it exits 127" for the shimmed name and --strict still exited 0: the gate passed
+    # a job whose llama-server cannot start
+    shims = tmp_path / "shims"
+    assert subprocess.run([VZ, "shims", "--dir", str(shims), "llama-server"], env=clean_env(), capture_output=True,
+                          timeout=30).returncode == 0
+    p = check("--strict", "--exe", "llama-server", VZCAPS_HOST_CHIP="Apple M2 Pro", PATH=f"{shims}:/usr/bin:/bin")
+    assert p.returncode == 1, p.stderr
+    assert p.stderr == (f"vzcaps check: --strict: llama-server would not start: llama-server on PATH is a vzcaps shim "
+                        f"({shims}/llama-server), and no llama-server on PATH after the shim directory {shims}: it exits "
+                        "127\n")

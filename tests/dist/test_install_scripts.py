@@ -7,6 +7,7 @@ import hashlib
 import os
 import shlex
 import shutil
+import stat
 import subprocess
 import tarfile
 
@@ -742,6 +743,24 @@ def test_uninstall_all_lists_config_files_and_removes_them_only_with_yes_config(
     p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--config", env=env)
     assert p.returncode == 2 and "--config goes with --all" in p.stderr
 
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_uninstall_all_yes_config_removes_only_a_regular_file(shell, rel, tmp_path):
+    """VZCAPS_CONFIG=/dev/null (the usual spelling of "no config file") made --all --yes --config
+    remove the device: rm -f took any entry there for a config file, although the library reads a
+    regular file only. A device or FIFO is kept, with a message; the run fails, as for a directory."""
+    dev = tmp_path / "null"
+    os.mknod(dev, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers (the tests run as root)
+    fifo = tmp_path / "fifo.conf"
+    os.mkfifo(fifo)
+    prefix = tmp_path / "prefix"
+    assert run(shell, rel / "install.sh", "--prefix", str(prefix), env=user_env(tmp_path)).returncode == 0
+    for f in (dev, fifo):
+        p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", "--yes", "--config",
+                env=user_env(tmp_path, VZCAPS_CONFIG=str(f)))
+        assert os.path.lexists(f), p.stdout
+        assert p.returncode == 1 and f"{shlex.quote(str(f))} is not a regular file, not a config file: kept" in p.stderr, p.stderr
 
 def test_uninstall_all_never_acts_on_part_of_a_name_with_a_newline(rel, tmp_path):
     """--all reads what it found one path a line: a name with a newline must never be taken

@@ -3,6 +3,7 @@ device writes nothing at all; the one line, "vzcaps: hooked CLASS for NAME via P
 written once, when the first device class is hooked; a refused configuration says its
 "left stock" line when the first device is created. VZCAPS_LOG=verbose keeps the start-up line
 ("configured for NAME: NOTES") and then says "hooked CLASS for NAME via PATH" as before."""
+import os
 import subprocess
 
 import pytest
@@ -106,3 +107,46 @@ def test_quiet_silences_the_hooked_line_too():
 def test_stock_process_says_nothing():
     p, lines = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="off"))
     assert lines == []
+
+
+FD2_CLIENT = r'''
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+void *MTLCreateSystemDefaultDevice(void);
+int main(int argc, char **argv)
+{
+    (void)argc;
+    if (argv[2][0] == 'r') { /* a daemon's way: stderr closed after start, then a data file */
+        close(2);
+    }
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644); /* stderr closed: this is fd 2 */
+    if (write(fd, "user data\n", 10) != 10)
+        return 3;
+    void *d = MTLCreateSystemDefaultDevice();
+    if (write(fd, "more data\n", 10) != 10)
+        return 3;
+    close(fd);
+    printf("fd %d device %s\n", fd, d ? "yes" : "no");
+    return 0;
+}
+'''
+
+
+@pytest.mark.parametrize("how", ["closed-at-start", "reused-later"])
+def test_the_line_never_goes_into_a_file_that_took_fd_2(tmp_path, how):
+    # A program started with stderr closed (or that closes it, as daemons do) gets fd 2 for the
+    # next file it opens. The line is written at the first device, long after start-up: it went
+    # into that file, in the middle of the program's data. fd 2 is written only while it is the
+    # file it was when the library started.
+    src = tmp_path / "fd2.c"
+    src.write_text(FD2_CLIENT)
+    exe = tmp_path / "fd2"
+    subprocess.run(["gcc", str(src), "-o", str(exe), f"-L{BUILD}", "-lfakemetal", f"-Wl,-rpath,{BUILD}"], check=True)
+    data = tmp_path / "data.txt"
+    env = clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), **M2)
+    stderr = subprocess.DEVNULL if how == "closed-at-start" else subprocess.PIPE
+    p = subprocess.run([str(exe), str(data), how[0]], env=env, stdout=subprocess.PIPE, text=True, timeout=30,
+                       stderr=stderr, preexec_fn=(lambda: os.close(2)) if how == "closed-at-start" else None)
+    assert (p.returncode, p.stdout) == (0, "fd 2 device yes\n")
+    assert data.read_text() == "user data\nmore data\n"

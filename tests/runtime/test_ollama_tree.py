@@ -240,3 +240,106 @@ def test_the_exec_family_keeps_its_semantics(tmp_path, mode):
     lines = p.stdout.splitlines()
     assert lines.count(" ".join(["x"] * 300)) == 2 and "ONLY=1" in lines and "from-sh" in lines
     assert [l for l in lines if l in ("0", "99")] == ["0", "0", "0", "0"]
+
+
+EXEC_EDGES = r'''
+import ctypes, os, sys
+libc = ctypes.CDLL(None)
+def run(fn, *args):
+    pid = os.fork()
+    if pid == 0:
+        getattr(libc, fn)(*[ctypes.c_char_p(a) if isinstance(a, bytes) else a for a in args])
+        os._exit(99)
+    _, st = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(st)
+print(run("execvp", sys.argv[1].encode(), (ctypes.c_char_p * 1)(None)))
+'''
+
+
+@pytest.mark.parametrize("mode", ["stock", "matching"])
+def test_execvp_finds_a_program_in_a_long_path_entry_as_libc_does(tmp_path, mode):
+    # a PATH entry of 1,200 bytes (the kernel takes 4,096): with the library loaded, execvp found
+    # nothing there (its buffer was 1,024 bytes), so the host process could not start its program
+    deep = tmp_path.joinpath(*["d" * 200] * 6)
+    deep.mkdir(parents=True)
+    (deep / "exit7").write_text("#!/bin/sh\nexit 7\n")
+    (deep / "exit7").chmod(0o755)
+    (tmp_path / "x.py").write_text(EXEC_EDGES)
+    (tmp_path / "c.conf").write_text(MATCHING)
+    extra = dict(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                 VZCAPS_INHERIT="matching") if mode == "matching" else {}
+    env = clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), PATH=f"{deep}:/usr/bin:/bin", **extra)
+    p = subprocess.run([sys.executable, str(tmp_path / "x.py"), "exit7"], env=env, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "7\n"), p.stderr
+    # an element longer than the kernel takes (PATH_MAX) is skipped, as glibc skips it
+    too_long = "/" + "/".join(["t" * 200] * 21)
+    env["PATH"] = f"{too_long}:{deep}:/usr/bin:/bin"
+    p = subprocess.run([sys.executable, str(tmp_path / "x.py"), "exit7"], env=env, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "7\n"), p.stderr
+
+
+@pytest.mark.parametrize("mode", ["stock", "matching"])
+def test_execvp_of_a_file_without_shebang_and_an_empty_argv_runs_sh_with_a_terminated_argv(tmp_path, mode):
+    # execvp(file, {NULL}) of a file the kernel will not run: /bin/sh FILE, with a NULL after it;
+    # the library left the third slot of the shell's argv unset (garbage from the stack: EFAULT,
+    # or arguments nobody gave). A long first PATH entry leaves that stack non-zero.
+    long_dir = tmp_path.joinpath(*["y" * 200] * 4)
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "noshebang").write_text('echo "args:$#"\n')
+    (tmp_path / "bin" / "noshebang").chmod(0o755)
+    (tmp_path / "x.py").write_text(EXEC_EDGES)
+    (tmp_path / "c.conf").write_text(MATCHING)
+    extra = dict(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                 VZCAPS_INHERIT="matching") if mode == "matching" else {}
+    env = clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), PATH=f"{long_dir}:{tmp_path / 'bin'}:/usr/bin:/bin", **extra)
+    p = subprocess.run([sys.executable, str(tmp_path / "x.py"), "noshebang"], env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert (p.returncode, p.stdout) == (0, "args:0\n0\n"), p.stderr
+
+
+NULL_ENV = r'''
+import ctypes, os
+libc = ctypes.CDLL(None)
+def run(how):
+    pid = os.fork()
+    if pid == 0:
+        argv = (ctypes.c_char_p * 2)(b"true", None)
+        if how == "execve":
+            libc.execve(b"/bin/true", argv, None)  # Linux takes a NULL environment as an empty one
+        else:
+            libc.clearenv()  # glibc's clearenv sets environ to NULL
+            getattr(libc, how)(b"/bin/true" if how == "execv" else b"true", argv)
+        os._exit(99)
+    _, st = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(st)
+print(run("execve"), run("execv"), run("execvp"))
+'''
+
+
+@pytest.mark.parametrize("mode", ["stock", "matching"])
+def test_exec_with_a_null_environment_starts_the_program(tmp_path, mode):
+    # execve(path, argv, NULL), and execv or execvp after clearenv(): the library took the NULL
+    # it passed on for its own "refused" and returned -1, so the program never started
+    (tmp_path / "x.py").write_text(NULL_ENV)
+    (tmp_path / "c.conf").write_text(MATCHING)
+    extra = dict(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                 VZCAPS_INHERIT="matching") if mode == "matching" else {}
+    env = clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), **extra)
+    p = subprocess.run([sys.executable, str(tmp_path / "x.py")], env=env, capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stdout) == (0, "0 0 0\n"), p.stderr
+
+
+def test_matching_decides_for_the_file_posix_spawnp_runs_not_a_directory_of_that_name(tmp_path):
+    # a directory named probe earlier on PATH: posix_spawnp skips it (execve: EACCES) and runs
+    # the probe after it, but the decision was made for the directory (slices not known: stock)
+    (tmp_path / "dirs" / "probe").mkdir(parents=True)
+    (tmp_path / "bin").mkdir()
+    os.symlink(BUILD / "probe", tmp_path / "bin" / "probe")
+    (tmp_path / "c.conf").write_text(MATCHING)
+    env = clean_env(VZCAPS_CONFIG=str(tmp_path / "c.conf"), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_APPLE_FAMILY_MAX="auto",
+                    VZCAPS_INHERIT="matching", LD_PRELOAD=str(BUILD / "libvzcaps.so"),
+                    PATH=f"{tmp_path / 'dirs'}:{tmp_path / 'bin'}:/usr/bin:/bin")
+    code = "import os; pid = os.posix_spawnp('probe', ['probe'], dict(os.environ)); os.waitpid(pid, 0)"
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "family 1008 1" in p.stdout, p.stdout
