@@ -79,9 +79,10 @@ def test_the_hooked_line_the_readme_quotes_is_the_one_the_library_prints():
     quoted = [l for l in readme.splitlines() if l.startswith("vzcaps: hooked ")]
     assert len(quoted) == 1
     pattern = re.escape(quoted[0]).replace("CLASS", r"\S+").replace("PATH", r"\S+").replace("NOTES", ".+").replace("llama\\-server", "probe")
-    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LD_PRELOAD": str(ROOT / "build" / "libvzcaps.so"),
+    from conftest import BUILD  # build/, or its copy where LD_PRELOAD cannot carry the checkout's path
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent", "LD_PRELOAD": str(BUILD / "libvzcaps.so"),
            "VZCAPS_APPLE_FAMILY_MAX": "auto", "VZCAPS_HOST_CHIP": "Apple M2"}
-    p = subprocess.run([str(ROOT / "build" / "probe")], env=env, capture_output=True, text=True, timeout=60)
+    p = subprocess.run([str(BUILD / "probe")], env=env, capture_output=True, text=True, timeout=60)
     hooked = [l for l in p.stderr.splitlines() if l.startswith("vzcaps: hooked ")]
     assert len(hooked) == 1 and re.fullmatch(pattern, hooked[0]), (pattern, p.stderr)
 

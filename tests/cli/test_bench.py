@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import subprocess
 import xml.etree.ElementTree as ET
 
@@ -360,7 +361,7 @@ def fake_llama_bench(tmp_path, body):
     """A llama-bench that runs body (sh) and then replays the stand-in's output."""
     lb = tmp_path / "fake" / "llama-bench"
     lb.parent.mkdir(exist_ok=True)
-    lb.write_text(f"#!/bin/sh\n{body}\nexec {STANDINS / 'llama-bench'} \"$@\"\n")
+    lb.write_text(f"#!/bin/sh\n{body}\nexec {shlex.quote(str(STANDINS / 'llama-bench'))} \"$@\"\n")  # a path with a space
     lb.chmod(0o755)
     return lb
 

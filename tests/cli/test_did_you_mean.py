@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 
-from conftest import BUILD, clean_env
+from conftest import BUILD, ROOT, clean_env
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (LD_PRELOAD and the rig's probe)
 
@@ -90,7 +90,7 @@ def test_uninstall_points_to_the_installed_script(tmp_path):
     (prefix / "share" / "vzcaps").mkdir(parents=True)
     shutil.copy(VZ, prefix / "bin" / "vzcaps")
     script = prefix / "share" / "vzcaps" / "uninstall.sh"
-    shutil.copy(BUILD.parent / "packaging" / "uninstall.sh", script)
+    shutil.copy(ROOT / "packaging" / "uninstall.sh", script)
     p = vz("uninstall", vzcaps=str(prefix / "bin" / "vzcaps"))
     assert p.returncode == 2 and f"to remove vzcaps, run {script} " in p.stderr, p.stderr
     # a directory in its place is no script

@@ -130,6 +130,7 @@ def test_matching_children_through_every_call_that_starts_a_program(tmp_path):
         "p = sys.argv[1]\n"
         "print(subprocess.run([p], capture_output=True, text=True).stdout.count('family 1008 1'))\n"
         "print(subprocess.run(['/usr/bin/env'], capture_output=True, text=True).stdout.count('LD_PRELOAD'))\n"
+        "sys.stdout.flush()\n"  # before the children write to the same pipe (no PYTHONUNBUFFERED on a fresh machine)
         "pid = os.posix_spawn(p, [p], dict(os.environ)); os.waitpid(pid, 0)\n"
         "pid = os.posix_spawnp('probe', ['probe'], dict(os.environ)); os.waitpid(pid, 0)\n"
         "sys.stdout.flush()\n"
