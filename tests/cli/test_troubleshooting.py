@@ -16,8 +16,9 @@ def doctor(vzcaps, *args):
 def test_doctor_names_the_page_beside_the_checkout():
     p = doctor(BUILD / "vzcaps")
     assert p.returncode == 0 and "  ! not macOS" in p.stdout  # on Linux there is always a pitfall
-    page = BUILD.parent / "docs" / "troubleshooting.md"  # the checkout's (scripts/rig-build links it beside a copy)
-    assert page.resolve() == (ROOT / "docs" / "troubleshooting.md").resolve()
+    # the checkout's page, found beside build/ (or linked beside its copy by scripts/rig-build)
+    page = (BUILD.parent / "docs" / "troubleshooting.md").resolve()
+    assert page == (ROOT / "docs" / "troubleshooting.md").resolve()
     assert p.stdout.splitlines()[-1] == f"  causes and fixes: {page}"
     got = json.loads(doctor(BUILD / "vzcaps", "--json").stdout)
     assert got["pitfalls"] and got["troubleshooting"] == str(page)
