@@ -49,8 +49,8 @@ struct bench_step {
     unsigned long long bytes[2];
     bool capped[2];
 };
-static struct bench_step steps_done[4]; /* bench runs at most four children */
-static size_t n_steps_done;
+static struct bench_step *steps_done; /* every child bench ran, in order (it grows) */
+static size_t n_steps_done, cap_steps_done;
 
 /* What to look for in a run's lines as they come (NULL: nothing). */
 typedef void line_fn(void *ctx, const char *line, size_t len);
@@ -100,11 +100,9 @@ static int run_to_files(char **argv, const char *out_name, const char *err_name,
             eprintf("vzcaps bench: %s/%s: capped at %u MiB of %llu bytes (noted in summary.json)", od.path, names[k],
                     VZCAPS_CHILD_CAP >> 20, r.bytes[k]);
     int w1 = out_dir_end(&so), w2 = out_dir_end(&se);
-    if (n_steps_done < sizeof steps_done / sizeof steps_done[0])
-        steps_done[n_steps_done++] = (struct bench_step){xformat("%s", label), xformat("%s", out_name), xformat("%s", err_name),
-                                                         result, rc, {r.bytes[0], r.bytes[1]}, {r.capped[0], r.capped[1]}};
-    else
-        free(result);
+    steps_done = xgrow(steps_done, &cap_steps_done, n_steps_done, sizeof *steps_done);
+    steps_done[n_steps_done++] = (struct bench_step){xformat("%s", label), xformat("%s", out_name), xformat("%s", err_name),
+                                                     result, rc, {r.bytes[0], r.bytes[1]}, {r.capped[0], r.capped[1]}};
     return w1 || w2 ? -1 : rc;
 }
 
