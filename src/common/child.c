@@ -202,7 +202,6 @@ static void supervise(pid_t pid, const struct vzcaps_child_opts *o, struct strea
     double start = now_s();
     struct deadlines d = {o->timeout ? start + o->timeout : 0, 0, 0};
     bool exited = false, termed = false, killed = false;
-    int stop_seen = vzcaps_stop_signal();
     for (;;) {
         struct pollfd fds[2];
         nfds_t nf = 0;
@@ -222,8 +221,12 @@ static void supervise(pid_t pid, const struct vzcaps_child_opts *o, struct strea
                 close_stream(&st[which[i]]);
         double t = now_s();
         int sig = vzcaps_stop_signal();
-        if (sig && sig != stop_seen) { /* the handler sent SIGTERM to the group already */
-            stop_seen = r->stopped_by = sig;
+        if (sig && !r->stopped_by) {
+            /* the handler signalled the group; one that came before the group was known (between
+             * fork and running_group, or before this run) is passed on here */
+            r->stopped_by = sig;
+            if (!exited)
+                kill(-pid, SIGTERM);
             termed = true;
             d.kill = t + VZCAPS_CHILD_KILL_AFTER;
         }
