@@ -378,13 +378,13 @@ static int inspect_main(int argc, char **argv, const char **files)
         char err[4600];
         /* the launch plan of the file as a command (an executable only): what run would start */
         static struct launch_plan plan;
-        static char as_cmd[4200];
-        snprintf(as_cmd, sizeof as_cmd, "%s%s", strchr(files[f], '/') ? "" : "./", files[f]);
+        char *as_cmd = xformat("%s%s", strchr(files[f], '/') ? "" : "./", files[f]); /* whole, never cut */
         char *cmd[] = {as_cmd, NULL};
         const struct launch_plan *pl = launch_plan_make(&plan, cmd, false) == 0 ? &plan : NULL;
         int sk = script_report(files[f], json ? &j : NULL, pl);
         if (pl)
             launch_plan_free(&plan);
+        free(as_cmd);
         if (sk < 0)
             rc = 1;
         if (sk != 0)

@@ -33,27 +33,13 @@ bool cli_stock_entry(const char *entry)
 
 static unsigned timeout_s = PROBE_TIMEOUT;
 
-/* A child's standard output, up to CAPTURE_MAX bytes (a longer one is not a child of ours). */
+/* A child's standard output, kept up to CAPTURE_MAX bytes (a longer one is not a child of
+ * ours), in child.c's head of a stream. */
 #define CAPTURE_MAX (4u << 20)
-struct capture_buf {
-    char *data;
-    size_t len;
-    bool over;
-};
 
 static int capture_sink(void *ctx, const char *p, size_t n)
 {
-    struct capture_buf *c = ctx;
-    if (c->over || c->len + n > CAPTURE_MAX) {
-        c->over = true;
-        return -1;
-    }
-    char *d = realloc(c->data, c->len + n + 1);
-    if (!d)
-        return -1;
-    memcpy(d + c->len, p, n);
-    c->data = d, c->len += n;
-    d[c->len] = '\0';
+    vzcaps_head_add(ctx, p, n);
     return 0;
 }
 
@@ -77,20 +63,22 @@ static int to_stderr(void *ctx, const char *p, size_t n)
  * status when not NULL. stock: without the library. */
 static char *capture_status(char **argv, bool stock, int *status)
 {
-    static struct capture_buf c;
-    free(c.data);
-    c = (struct capture_buf){0};
+    static struct vzcaps_head c = {.limit = CAPTURE_MAX};
+    vzcaps_head_free(&c);
     struct vzcaps_child_opts co = {.argv = argv, .env_keep = stock ? cli_stock_entry : NULL, .out = {capture_sink, &c},
                                    .err = {to_stderr, NULL}, .timeout = timeout_s};
     struct vzcaps_child_result r;
     vzcaps_child_run(&co, &r);
     if (r.timed_out)
         eprintf("vzcaps: %s: stopped after %u s (--timeout)", argv[0], timeout_s);
-    if (c.over)
+    bool whole = c.total == c.len;
+    if (!whole && c.total > CAPTURE_MAX)
         eprintf("vzcaps: %s: printed more than %u MiB: not used", argv[0], CAPTURE_MAX >> 20);
+    else if (!whole)
+        eprintf("vzcaps: %s: its output could not be kept (out of memory): not used", argv[0]);
     if (status)
         *status = r.status;
-    return c.len && !c.over ? c.data : NULL;
+    return c.len && whole ? c.data : NULL;
 }
 
 static char *capture(char **argv, bool stock)

@@ -94,7 +94,8 @@ void vzcaps_keep_line(void *line_keep, const char *line, size_t len); /* a vzcap
 /* The kept lines, one a line, and "(and N more different lines: see FILE)" (heap); frees them. */
 char *vzcaps_kept_text(struct vzcaps_line_keep *k, const char *file);
 
-/* The first limit bytes of a stream, NUL-terminated; total counts all of it. */
+/* The first limit bytes of a stream, NUL-terminated; total counts all of it, so len < total says
+ * the head is not the whole stream (past limit, or an allocation that failed). */
 struct vzcaps_head {
     char *data;
     size_t len, limit;
