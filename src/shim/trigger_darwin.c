@@ -51,7 +51,9 @@ const char *vzcaps_platform_exe_name(void)
 
 void vzcaps_platform_log(const char *line, size_t n, bool to_stderr)
 {
+    int saved = errno;
     syslog(LOG_NOTICE, "%.*s", (int)n, line);
+    errno = saved;
     if (to_stderr)
         vzcaps_write_stderr_line(line, n + 1);
 }
@@ -96,21 +98,25 @@ static void on_array(id devices, const char *path)
 static id vz_create_default(void)
 {
     id device = MTLCreateSystemDefaultDevice();
-    vzcaps_hooks_on_device(device, VZCAPS_PATH_FACTORY("MTLCreateSystemDefaultDevice"));
+    vzcaps_hooks_on_device(device, VZCAPS_PATH_FACTORY("MTLCreateSystemDefaultDevice")); /* keeps errno */
     return device;
 }
 
 static id vz_copy_all(void)
 {
     id devices = MTLCopyAllDevices();
+    int saved = errno; /* as Metal left it: count and objectAtIndex: may set it */
     on_array(devices, VZCAPS_PATH_FACTORY("MTLCopyAllDevices"));
+    errno = saved;
     return devices;
 }
 
 static id vz_copy_all_observed(id *observer, void *handler)
 {
     id devices = MTLCopyAllDevicesWithObserver(observer, handler);
+    int saved = errno;
     on_array(devices, VZCAPS_PATH_FACTORY("MTLCopyAllDevicesWithObserver"));
+    errno = saved;
     return devices;
 }
 

@@ -68,11 +68,13 @@ __attribute__((visibility("default"))) id MTLCreateSystemDefaultDevice(void);
 id MTLCreateSystemDefaultDevice(void)
 {
     factory_fn real = real_create;
+    int saved = errno;
     if (!real) /* stock process, or Metal loaded after the constructor */
         real = (factory_fn)(void (*)(void))dlsym(RTLD_NEXT, "MTLCreateSystemDefaultDevice");
+    errno = saved;
     if (!real)
         return nil;
-    id device = real();
+    id device = real(); /* errno as the real factory leaves it; vzcaps_hooks_on_device keeps it */
     vzcaps_hooks_on_device(device, VZCAPS_PATH_FACTORY("MTLCreateSystemDefaultDevice"));
     return device;
 }
@@ -87,12 +89,16 @@ __attribute__((visibility("default"))) void __objc_exec_class(void *module);
 void __objc_exec_class(void *module)
 {
     static exec_class_fn real;
+    int saved = errno;
     if (!real)
         real = (exec_class_fn)(void (*)(void))dlsym(RTLD_NEXT, "__objc_exec_class");
+    errno = saved;
     if (real)
         real(module);
+    saved = errno;
     if (vzcaps_effective.state == VZCAPS_ENABLED)
         vzcaps_hooks_watch_base_class();
+    errno = saved;
 }
 
 const void *vzcaps_platform_strip_return_address(const void *ret)
@@ -188,8 +194,10 @@ static int spawn(bool search, pid_t *pid, const char *file, const posix_spawn_fi
                  char *const argv[], char *const envp[])
 {
     spawn_fn real = search ? real_spawnp : real_spawn;
+    int saved = errno;
     if (!real) /* a process the library does not configure: resolved on its first spawn */
         real = (spawn_fn)(void (*)(void))dlsym(RTLD_NEXT, search ? "posix_spawnp" : "posix_spawn");
+    errno = saved; /* vzcaps_child_envp keeps it too, but for ENOMEM */
     if (!real)
         return ENOSYS;
     char *const *env = vzcaps_child_envp(file, search, argv, envp);
