@@ -3,7 +3,7 @@
  * Never: exits, aborts or changes anything when the configuration is in doubt; blocks on a
  * file or on standard error; raises SIGPIPE; prints a byte a terminal would interpret. */
 #define _GNU_SOURCE /* Dl_info and dladdr on glibc */
-#include "shim.h"
+#include "quiet.h"
 
 #include <dlfcn.h>
 
@@ -129,11 +129,8 @@ VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n)
         errno = saved;
         return; /* the line is lost, the program's file is not touched */
     }
-    sigset_t pipe_only, old, pending;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    bool blocked = pthread_sigmask(SIG_BLOCK, &pipe_only, &old) == 0;
-    bool was_pending = blocked && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    struct vzcaps_quiet q;
+    vzcaps_quiet_begin(&q);
     long long deadline = now_us() + 200000;
     for (size_t off = 0; off < n;) {
         if (!fd_writable(fd, deadline))
@@ -146,14 +143,38 @@ VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n)
             break; /* closed, full or gone: the line is lost, the host is not */
         off += (size_t)w;
     }
-    if (blocked) {
-        if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
-            int sig;
-            sigwait(&pipe_only, &sig); /* pending, so this returns at once */
-        }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
+    vzcaps_quiet_end(&q);
     errno = saved;
+}
+
+static const int quiet_signals[2] = {SIGPIPE, SIGXFSZ};
+
+void vzcaps_quiet_begin(struct vzcaps_quiet *q)
+{
+    sigset_t set, pending;
+    sigemptyset(&set);
+    for (int i = 0; i < 2; i++)
+        sigaddset(&set, quiet_signals[i]);
+    q->blocked = pthread_sigmask(SIG_BLOCK, &set, &q->old) == 0;
+    bool known = q->blocked && sigpending(&pending) == 0;
+    for (int i = 0; i < 2; i++)
+        q->was_pending[i] = !known || sigismember(&pending, quiet_signals[i]);
+}
+
+void vzcaps_quiet_end(struct vzcaps_quiet *q)
+{
+    sigset_t pending;
+    if (!q->blocked)
+        return;
+    for (int i = 0; i < 2; i++)
+        if (!q->was_pending[i] && sigpending(&pending) == 0 && sigismember(&pending, quiet_signals[i])) {
+            sigset_t one;
+            int sig;
+            sigemptyset(&one);
+            sigaddset(&one, quiet_signals[i]);
+            sigwait(&one, &sig); /* pending, so this returns at once */
+        }
+    pthread_sigmask(SIG_SETMASK, &q->old, NULL);
 }
 
 VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr)

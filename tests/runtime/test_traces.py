@@ -181,3 +181,23 @@ def test_the_line_still_reaches_a_stderr_file(tmp_path):
                        stdout=subprocess.DEVNULL, timeout=30, check=True)
     assert log.read_text().startswith("vzcaps: hooked AppleParavirtDevice for probe")
     assert log.read_text().count("\n") == 1
+
+
+def test_a_stderr_file_over_the_size_limit_does_not_kill_the_host(tmp_path):
+    # RLIMIT_FSIZE below the stderr file's size: the line's write raised SIGXFSZ, whose default
+    # action killed the process (exit 153 = 128 + SIGXFSZ, with a core), where the same program
+    # stock runs to its end. The signal is blocked for the write and taken back, as SIGPIPE is.
+    import resource
+    err = tmp_path / "err"
+    err.write_bytes(b"x" * 5000)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1024, 1024))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    for env in (clean_env(), clean_env(LD_PRELOAD=LIB, **M2)):
+        with open(err, "a") as f:
+            p = subprocess.run([str(BUILD / "probe")], env=env, stdout=subprocess.PIPE, stderr=f, timeout=30,
+                               preexec_fn=limit)
+        assert p.returncode == 0, p.returncode
+        assert err.stat().st_size == 5000
