@@ -292,8 +292,10 @@ out:
 
 static void on_device(id device, const char *path)
 {
-    if (device && vzcaps_effective.state == VZCAPS_STOCK_REFUSED)
+    if (device && vzcaps_effective.state == VZCAPS_STOCK_REFUSED) {
         vzcaps_said(NULL, path); /* the first device, left stock: the refusal is said now */
+        vzcaps_statslog_event(false, class_getName(object_getClass(device)), NULL);
+    }
     if (!device || vzcaps_effective.state != VZCAPS_ENABLED)
         return;
     Class cls = object_getClass(device);
@@ -308,9 +310,11 @@ static void on_device(id device, const char *path)
         char line[300];
         snprintf(line, sizeof line, "vzcaps: %s", why);
         vzcaps_log(line, !vzcaps_effective.quiet);
+        vzcaps_statslog_event(false, class_getName(cls), why);
     } else {
         char label[160];
         vzcaps_said(class_label(cls, label), path); /* once per process */
+        vzcaps_statslog_event(true, class_getName(cls), NULL);
     }
 }
 

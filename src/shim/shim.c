@@ -358,6 +358,8 @@ static void init(void)
         said_prepare(p, exe, raw); /* nothing is written before a device exists (but verbose) */
     }
     vzcaps_effective = *p;
+    if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED)
+        vzcaps_statslog_prepare(&result, vzcaps_platform_exe_name());
     if (p->state == VZCAPS_STOCK_REFUSED)
         vzcaps_platform_trigger_install(); /* the factories say the refusal at the first device */
     if (p->state != VZCAPS_ENABLED)
