@@ -201,3 +201,183 @@ def test_a_stderr_file_over_the_size_limit_does_not_kill_the_host(tmp_path):
                                preexec_fn=limit)
         assert p.returncode == 0, p.returncode
         assert err.stat().st_size == 5000
+
+
+STATE_CLIENT = r'''
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+void *MTLCreateSystemDefaultDevice(void);
+/* What a host can see of its own process state: descriptors (and close-on-exec), fd 2's
+ * flags, the signal mask and pending set, cwd, umask; at main and after a device. */
+static void state(const char *when)
+{
+    printf("%s fds", when);
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d)) {
+            int fd = atoi(e->d_name), fl = fcntl(fd, F_GETFD);
+            printf(" %d%s", fd, fl >= 0 && (fl & FD_CLOEXEC) ? "c" : "");
+        }
+    closedir(d);
+    sigset_t mask, pend;
+    sigprocmask(SIG_SETMASK, NULL, &mask);
+    sigpending(&pend);
+    printf(" fl2 %d pipe-blocked %d pipe-pending %d xfsz-pending %d", fcntl(2, F_GETFL),
+           sigismember(&mask, SIGPIPE), sigismember(&pend, SIGPIPE), sigismember(&pend, SIGXFSZ));
+    char cwd[4096];
+    mode_t um = umask(022);
+    umask(um);
+    printf(" cwd %s umask %o\n", getcwd(cwd, sizeof cwd) ? cwd : "?", (unsigned)um);
+}
+int main(int argc, char **argv)
+{
+    state("main");
+    if (argc > 1 && strcmp(argv[1], "pending") == 0) { /* the host's own SIGPIPE, blocked and pending */
+        sigset_t s;
+        sigemptyset(&s);
+        sigaddset(&s, SIGPIPE);
+        sigprocmask(SIG_BLOCK, &s, NULL);
+        raise(SIGPIPE);
+    }
+    fflush(stdout);
+    void *d = MTLCreateSystemDefaultDevice();
+    state(d ? "device" : "no-device");
+    return 0;
+}
+'''
+
+
+@pytest.fixture(scope="module")
+def state_client(tmp_path_factory):
+    d = tmp_path_factory.mktemp("state")
+    (d / "state.c").write_text(STATE_CLIENT)
+    exe = d / "state"
+    subprocess.run(["gcc", str(d / "state.c"), "-o", str(exe), f"-L{BUILD}", "-lfakemetal", f"-Wl,-rpath,{BUILD}"],
+                   check=True)
+    return str(exe)
+
+
+def state_of(exe, env, *args, stderr=subprocess.PIPE, cwd=None):
+    p = subprocess.run([exe, *args], env=env, stdout=subprocess.PIPE, stderr=stderr, text=True, timeout=30, cwd=cwd)
+    assert p.returncode == 0, p.returncode
+    return p.stdout.splitlines()
+
+
+@pytest.mark.parametrize("conf", CONFIGS)
+def test_the_host_state_is_as_stock_with_stderr_a_pipe(state_client, conf, tmp_path):
+    # descriptors, fd 2's flags, the signal mask and pending signals, cwd and umask: what the
+    # program sees at main and after its first device is what it sees stock
+    home = tmp_path / "home"
+    (home / ".config" / "vzcaps").mkdir(parents=True)
+    (home / ".config" / "vzcaps" / "vzcaps.conf").write_text("[other]\nmatch = other\napple_family_max = auto\n")
+    stock = state_of(state_client, clean_env(HOME=str(home)), cwd=str(tmp_path))
+    got = state_of(state_client, clean_env(LD_PRELOAD=LIB, HOME=str(home), **CONFIGS[conf]), cwd=str(tmp_path))
+    assert got == stock
+    for how in ("pending",):  # the host's own blocked, pending SIGPIPE stays pending for it
+        assert state_of(state_client, clean_env(LD_PRELOAD=LIB, **CONFIGS[conf]), how) == \
+            state_of(state_client, clean_env(), how)
+
+
+def test_a_closed_reader_raises_no_sigpipe_and_takes_none_of_the_hosts(state_client):
+    # stderr a pipe whose reader is gone: the line's write fails with EPIPE; the SIGPIPE it
+    # raises is taken back, and a SIGPIPE the host had pending itself is left pending
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        for how in ((), ("pending",)):
+            stock = state_of(state_client, clean_env(), *how, stderr=w)
+            got = state_of(state_client, clean_env(LD_PRELOAD=LIB, **M2), *how, stderr=w)
+            assert got == stock
+            assert got[-1].split(" pipe-pending ")[1].startswith("1" if how else "0")
+    finally:
+        os.close(w)
+
+
+def test_a_stderr_file_costs_one_close_on_exec_descriptor(state_client, tmp_path):
+    # the one trace the held stderr file leaves (docs/safety.md rule 4): one descriptor, at 100
+    # or above, close-on-exec (no child sees it); fd 2's flags unchanged
+    err = tmp_path / "err"
+    with open(err, "w") as f:
+        stock = state_of(state_client, clean_env(), stderr=f)
+    with open(err, "w") as f:
+        got = state_of(state_client, clean_env(LD_PRELOAD=LIB, **M2), stderr=f)
+    assert len(got) == 2 and got[1].startswith("device")
+    for s, g in zip(stock, got):
+        sf, gf = s.split(" fl2 ")[0].split()[2:], g.split(" fl2 ")[0].split()[2:]
+        extra = [x for x in gf if x not in sf]
+        assert len(extra) == 1 and extra[0].endswith("c") and int(extra[0][:-1]) >= 100
+        assert s.split(" fl2 ")[1] == g.split(" fl2 ")[1]
+    with open(err, "w") as f:  # unconfigured, quiet: nothing to write, nothing held
+        assert state_of(state_client, clean_env(LD_PRELOAD=LIB), stderr=f) == stock
+    with open(err, "w") as f:
+        assert state_of(state_client, clean_env(LD_PRELOAD=LIB, VZCAPS_LOG="quiet", **M2), stderr=f) == stock
+
+
+THREADS_CLIENT = r'''
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <sys/wait.h>
+static long vmsize_kb(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char l[256];
+    long v = -1;
+    while (fgets(l, sizeof l, f))
+        if (sscanf(l, "VmSize: %ld", &v) == 1)
+            break;
+    fclose(f);
+    return v;
+}
+static void *run(void *arg)
+{
+    (void)arg;
+    pid_t p;
+    char *argv[] = {"true", NULL}, *envp[] = {"A=1", "VZCAPS_APPLE_FAMILY_MAX=1", NULL}; /* ours: to strip */
+    if (posix_spawnp(&p, "true", NULL, NULL, argv, envp) == 0)
+        waitpid(p, NULL, 0);
+    return NULL;
+}
+int main(void)
+{
+    pthread_t t;
+    run(NULL);
+    pthread_create(&t, NULL, run, NULL); /* the first thread's stack is cached from here on */
+    pthread_join(t, NULL);
+    long before = vmsize_kb();
+    for (int i = 0; i < 200; i++) {
+        pthread_create(&t, NULL, run, NULL);
+        pthread_join(t, NULL);
+    }
+    printf("%ld\n", vmsize_kb() - before);
+    return 0;
+}
+'''
+
+
+def test_a_child_per_thread_leaves_no_mapping_per_thread(tmp_path):
+    # inherit = matching builds a child's environment in a per-thread mapping; it was never
+    # unmapped, so a host that starts each child from a new thread grew by 64 KiB per thread
+    # (200 threads: 12.8 MiB). It is unmapped when its thread exits.
+    (tmp_path / "t.c").write_text(THREADS_CLIENT)
+    exe = tmp_path / "t"
+    subprocess.run(["gcc", str(tmp_path / "t.c"), "-o", str(exe), "-lpthread"], check=True)
+    conf = tmp_path / "vzcaps.conf"
+    conf.write_text("[t]\nmatch = t\napple_family_max = auto\ninherit = matching\n")
+    conf.chmod(0o644)
+    grow = {}
+    for name, env in (("stock", clean_env()),
+                      ("loaded", clean_env(LD_PRELOAD=LIB, VZCAPS_CONFIG=str(conf), VZCAPS_HOST_CHIP="Apple M2"))):
+        p = subprocess.run([str(exe)], env=env, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        grow[name] = int(p.stdout)
+    assert grow["loaded"] - grow["stock"] < 1024, grow  # kB
