@@ -2,10 +2,10 @@
  * appended when the first device is hooked or left stock (where the one line is decided).
  * Prepared in the constructor: the path and LOG.1, the directory's check, the program's name,
  * path and refusal. Written with one open, at most one rename, one write(2) of the whole record
- * (at most 1024 bytes, O_APPEND) and a close: no malloc, no lock, no blocking open (O_NONBLOCK:
- * a FIFO without a reader fails, one with a reader is not a regular file), never through a link
- * (O_NOFOLLOW), never a file of someone else's, errno as it was, SIGXFSZ taken back, and
- * nothing said when anything fails (the log is lost, the host is not touched). */
+ * (at most 1024 bytes, O_APPEND) and a close: no malloc, no lock, no blocking open (nothing but
+ * a regular file is opened; O_NONBLOCK besides), never through a link (O_NOFOLLOW), never a
+ * file of someone else's, errno as it was, SIGXFSZ taken back, and nothing said when anything
+ * fails (the log is lost, the host is not touched). */
 #define _POSIX_C_SOURCE 200809L
 #define _DARWIN_C_SOURCE /* O_NOFOLLOW on macOS */
 #include "quiet.h"
@@ -63,7 +63,13 @@ void vzcaps_statslog_prepare(const struct vzcaps_config_result *r, const char *e
  * writable by others; -1 when it is anything else (closed again). */
 static int open_log(struct stat *st)
 {
-    int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    /* what is at the name first: opening a FIFO, a terminal or a device has effects of its own
+     * (a FIFO's waiting reader wakes up, a session leader acquires a terminal, a device acts),
+     * so only a regular file, or nothing, is opened; the directory is no one else's to change
+     * in between */
+    if (lstat(log_path, st) == 0 ? !S_ISREG(st->st_mode) : errno != ENOENT)
+        return -1;
+    int fd = open(log_path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0600);
     if (fd < 0)
         return -1;
     if (fstat(fd, st) == 0 && S_ISREG(st->st_mode) && st->st_uid == geteuid() && st->st_nlink == 1 &&

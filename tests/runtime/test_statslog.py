@@ -279,3 +279,22 @@ def test_the_sanitized_library_writes_the_same(logdir):
     p = subprocess.run([name], executable=PROBE, env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert [r["event"] for r in records(log)] == ["hooked", "hooked"]
+
+
+def test_a_fifo_with_a_waiting_reader_is_never_opened(logdir):
+    # opening a FIFO for writing wakes a reader blocked in open() (and a device acts when
+    # opened): the library opened whatever was at the name, then saw it was not a regular file
+    fifo = logdir / "stats.jsonl"
+    os.mkfifo(fifo, 0o600)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        probe(dict(M2, VZCAPS_LOG_FILE=str(fifo)))
+        with pytest.raises(subprocess.TimeoutExpired):
+            reader.wait(timeout=0.5)  # still waiting for a writer
+    finally:
+        try:  # wake the reader if it still waits (never block here if it does not)
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        reader.wait(timeout=10)
+    assert reader.stdout.read() == b""
