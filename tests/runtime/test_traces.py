@@ -381,3 +381,55 @@ def test_a_child_per_thread_leaves_no_mapping_per_thread(tmp_path):
         assert p.returncode == 0, p.stderr
         grow[name] = int(p.stdout)
     assert grow["loaded"] - grow["stock"] < 1024, grow  # kB
+
+
+CLOSEFROM_CLIENT = r'''
+#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+void *MTLCreateSystemDefaultDevice(void);
+/* a daemon's tidy-up: every descriptor above 2 closed, then its own files, one of them at
+ * the number the library's duplicate had */
+int main(int argc, char **argv)
+{
+    (void)argc;
+    for (int fd = 3; fd < 1024; fd++)
+        close(fd);
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int n = 100; n < 110; n++)
+        dup2(fd, n);
+    void *d = MTLCreateSystemDefaultDevice();
+    printf("device %s\n", d ? "yes" : "no");
+    return 0;
+}
+'''
+
+
+def test_the_duplicate_closed_by_the_host_is_never_taken_for_stderr(tmp_path):
+    # the program closed the library's duplicate and put a data file at its number: the line
+    # is not written (in doubt), neither into the data file nor anywhere else
+    (tmp_path / "c.c").write_text(CLOSEFROM_CLIENT)
+    exe = tmp_path / "c"
+    subprocess.run(["gcc", str(tmp_path / "c.c"), "-o", str(exe), f"-L{BUILD}", "-lfakemetal", f"-Wl,-rpath,{BUILD}"],
+                   check=True)
+    err, data = tmp_path / "err", tmp_path / "data"
+    with open(err, "w") as f:
+        p = subprocess.run([str(exe), str(data)], env=clean_env(LD_PRELOAD=LIB, **M2), stdout=subprocess.PIPE,
+                           stderr=f, text=True, timeout=30)
+    assert p.stdout == "device yes\n"
+    assert data.read_text() == "" and err.read_text() == ""
+
+
+@pytest.mark.parametrize("limit", [4, 20, 101])
+def test_a_low_descriptor_limit(tmp_path, limit):
+    # under 101 descriptors the duplicate takes the lowest free one (with none free it would
+    # not be written; the loader itself needs one, so that is not a case to start); the program
+    # runs as stock
+    import resource
+    err = tmp_path / "err"
+    with open(err, "w") as f:
+        p = subprocess.run([str(BUILD / "probe")], env=clean_env(LD_PRELOAD=LIB, **M2), stdout=subprocess.PIPE,
+                           stderr=f, timeout=30,
+                           preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)))
+    assert p.returncode == 0 and p.stdout.startswith(b"class AppleParavirtDevice")
+    assert err.read_text().startswith("vzcaps: hooked")
