@@ -137,6 +137,8 @@ VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n)
             break;
         size_t chunk = n - off < 512 ? n - off : 512;
         ssize_t w = write(fd, line + off, chunk);
+        if (w < 0)
+            vzcaps_quiet_wrote(&q, errno);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -158,7 +160,13 @@ void vzcaps_quiet_begin(struct vzcaps_quiet *q)
     q->blocked = pthread_sigmask(SIG_BLOCK, &set, &q->old) == 0;
     bool known = q->blocked && sigpending(&pending) == 0;
     for (int i = 0; i < 2; i++)
-        q->was_pending[i] = !known || sigismember(&pending, quiet_signals[i]);
+        q->was_pending[i] = !known || sigismember(&pending, quiet_signals[i]), q->raised[i] = false;
+}
+
+void vzcaps_quiet_wrote(struct vzcaps_quiet *q, int write_errno)
+{
+    q->raised[0] |= write_errno == EPIPE;
+    q->raised[1] |= write_errno == EFBIG;
 }
 
 void vzcaps_quiet_end(struct vzcaps_quiet *q)
@@ -167,7 +175,7 @@ void vzcaps_quiet_end(struct vzcaps_quiet *q)
     if (!q->blocked)
         return;
     for (int i = 0; i < 2; i++)
-        if (!q->was_pending[i] && sigpending(&pending) == 0 && sigismember(&pending, quiet_signals[i])) {
+        if (q->raised[i] && !q->was_pending[i] && sigpending(&pending) == 0 && sigismember(&pending, quiet_signals[i])) {
             sigset_t one;
             int sig;
             sigemptyset(&one);

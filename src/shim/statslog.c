@@ -112,8 +112,8 @@ static void append(bool hooked, const char *cls, const char *reason)
         return;
     struct vzcaps_quiet q;
     vzcaps_quiet_begin(&q);
-    ssize_t w = write(fd, line, n); /* one write: O_APPEND keeps concurrent records whole */
-    (void)w;                        /* a short or failed write is a lost record, nothing more */
+    if (write(fd, line, n) < 0) /* one write: O_APPEND keeps concurrent records whole */
+        vzcaps_quiet_wrote(&q, errno); /* a short or failed write is a lost record, nothing more */
     vzcaps_quiet_end(&q);
     close(fd);
 }

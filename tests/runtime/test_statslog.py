@@ -298,3 +298,20 @@ def test_a_fifo_with_a_waiting_reader_is_never_opened(logdir):
             pass
         reader.wait(timeout=10)
     assert reader.stdout.read() == b""
+
+
+def test_a_log_over_the_size_limit_does_not_kill_the_host(logdir):
+    # RLIMIT_FSIZE below the log's size: the append fails with EFBIG and raises SIGXFSZ, which
+    # is taken back (its default action kills the process)
+    import resource
+    log = logdir / "s"
+    log.write_bytes(b"{}\n" * 2000)
+    log.chmod(0o600)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    p = probe(dict(M2, VZCAPS_LOG_FILE=str(log)), preexec_fn=limit)
+    assert p.stderr.startswith(HOOKED)
+    assert log.stat().st_size == 6000
