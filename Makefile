@@ -162,6 +162,11 @@ check: deps
 check-fresh:
 	sh scripts/check-fresh
 
+# Opt-in (about 15 s a round, 50 rounds; Linux): tests/runtime/test_callers.py and build/test_child
+# looped under CPU load (LOOPS=N for another count); a failure names its round.
+check-loops: all $(B)/test_child $(B)/san/libvzcaps.so $(B)/san/vzcaps
+	sh scripts/check-loops
+
 # Opt-in (minutes): vzcaps bench against a real llama-bench built from PyPI's llama-cpp-python sdist.
 check-llama: deps
 	$(MAKE) all
@@ -216,4 +221,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps deps-cross check check-fresh check-llama check-gates check-client demo bench dist cross-link release audit install uninstall clean
+.PHONY: all rig deps deps-cross check check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release audit install uninstall clean

@@ -38,3 +38,23 @@ def test_test_child_passes_however_it_is_started(how, tmp_path):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     out = p.stdout + p.stderr
     assert "[  PASSED  ] 12 test(s)." in out and "FAILED" not in out, out[-3000:]
+
+
+# ---- the tests that need / as a mount point (unshare -m): one line naming the cause ----
+
+def test_a_refused_private_mount_namespace_fails_with_the_cause():
+    from conftest import ROOT, private_mounts_ran
+    refused = subprocess.CompletedProcess(["unshare", "-m"], 1, "", "unshare: cannot change root filesystem propagation: Invalid argument\n")
+    with pytest.raises(pytest.fail.Exception) as e:
+        private_mounts_ran(refused)
+    msg = str(e.value)
+    assert "\n" not in msg and "needs / to be a mount point" in msg and "scripts/check-fresh" in msg
+    assert msg.endswith("unshare said: unshare: cannot change root filesystem propagation: Invalid argument")
+    other = subprocess.CompletedProcess(["unshare", "-m"], 1, "", "sh: 1: mount: not found\n")
+    assert private_mounts_ran(other) is other  # any other failure is the test's own assertion's to report
+    # every test that makes a mount namespace goes through it, and check-fresh makes / a mount point
+    users = [p for p in (ROOT / "tests").rglob("test_*.py")
+             if '"unshare"' in p.read_text() and p.name != "test_suite_start.py"]
+    assert len(users) >= 2 and all("private_mounts_ran(subprocess.run(" in p.read_text() for p in users), users
+    fresh = (ROOT / "scripts" / "check-fresh").read_text()
+    assert 'mount --bind "$ROOTFS" "$ROOTFS"' in fresh and "--make-private" in fresh
