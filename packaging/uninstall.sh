@@ -5,7 +5,8 @@
 # named), then the directories install.sh created, when empty; without --all, while vzcaps made
 # anything for this user, it keeps its installed copy so that --all can run later. --all also
 # removes the LaunchAgents `vzcaps launchd` installed (after launchctl bootout),
-# ~/Library/Logs/vzcaps and ~/Library/Caches/vzcaps, and lists prepared copies and config files;
+# ~/Library/Logs/vzcaps and ~/Library/Caches/vzcaps, what provision-image.sh wrote (by its records:
+# provision-image.sh --undo), and lists prepared copies and config files;
 # --yes removes the copies, --yes --config the config files. Never: removes a file the manifest
 # does not list, a changed file, a non-empty directory, or something of the user's that vzcaps's
 # record does not name. Only what a stock Mac has.
@@ -310,6 +311,17 @@ leftovers() {
     prepared_entries | while IFS= read -r _c; do made_by_prepare "$_c" && printf '%s\n' "$prepared/$_c"; done
     config_files
 }
+
+# ---- --all, first: what provision-image.sh wrote (shim links, start-up file blocks, the runner's
+# .path, the system config), by its records, with the installed vzcaps still there ----
+if [ $all = yes ] && { [ -e "$base/share/vzcaps/provision" ] || [ -L "$base/share/vzcaps/provision" ]; }; then
+    if [ -f "$base/share/vzcaps/provision-image.sh" ] && [ ! -L "$base/share/vzcaps/provision-image.sh" ]; then
+        sh "$base/share/vzcaps/provision-image.sh" --undo --keep-install --prefix "$prefix" || rc=1
+    else
+        warn "$(q "$base/share/vzcaps/provision") holds provision-image.sh's records, but $(q "$base/share/vzcaps/provision-image.sh") is missing: what it provisioned is kept"
+        rc=1
+    fi
+fi
 
 # ---- the files install.sh installed, by its manifest ----
 manifest=$base/share/vzcaps/install-manifest

@@ -605,3 +605,154 @@ def test_provisioning_usage_errors(mac, tmp_path, archive):
     p = subprocess.run(["dash", script, "--archive", str(tmp_path / "none.tar.gz"), "--user", "root"], env=env,
                        capture_output=True, text=True)
     assert p.returncode == 1 and "is not a file" in p.stderr
+
+
+# ---- the undo (issue 33 item 5): provision-image.sh --undo and uninstall.sh --all ----
+
+def files_of(root):
+    """Every entry under root: a file's mode and bytes, a link's target, a directory."""
+    out = {}
+    for d, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(d, n)
+            rel = os.path.relpath(p, root)
+            if os.path.islink(p):
+                out[rel] = ("link", os.readlink(p))
+            elif os.path.isdir(p):
+                out[rel] = ("dir",)
+            else:
+                out[rel] = (stat.S_IMODE(os.lstat(p).st_mode), open(p, "rb").read())
+    return out
+
+
+def image(tmp_path, sim):
+    """A simulated Mac's user with files of their own at the places provisioning writes."""
+    home = tmp_path / "Users" / "runner"
+    home.mkdir(parents=True)
+    (home / ".zshenv").write_text("export EDITOR=vi")  # no newline at its end
+    (home / ".zshenv").chmod(0o600)
+    (home / ".bash_profile").write_text("# mine\n. ~/.profile\n")
+    runner = tmp_path / "actions-runner"
+    runner.mkdir()
+    (runner / ".path").write_text(f"/opt/homebrew/bin:{sim}/real:/usr/bin:/bin\nsecond line\n")
+    (tmp_path / "victim").write_text("keep\n")
+    return home, runner
+
+
+def undo(env, shell, tmp_path, how):
+    prefix = tmp_path / "usr" / "local"
+    if how == "undo":
+        cmd = [*shell.split(), str(ROOT / "packaging" / "provision-image.sh"), "--undo", "--prefix", str(prefix)]
+    else:  # the installed uninstaller, as a user of the image runs it
+        cmd = [*shell.split(), str(prefix / "share" / "vzcaps" / "uninstall.sh"), "--all"]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("how", ["undo", "uninstall-all"])
+def test_provision_then_undo_leaves_the_files_as_they_were(mac, tmp_path, archive, shell, how):
+    env, sim = mac
+    home, runner = image(tmp_path, sim)
+    before = files_of(tmp_path)
+    p, _ = provision(env, tmp_path, shell, archive, "--runner-dir", str(runner))
+    assert p.returncode == 0, p.stdout + p.stderr
+    prefix = tmp_path / "usr" / "local"
+    shims = prefix / "libexec" / "vzcaps" / "shims"
+    assert (prefix / "share" / "vzcaps" / "provision-image.sh").is_file()  # installed beside the uninstaller
+    assert (prefix / "share" / "vzcaps" / "uninstall.sh").is_file()
+    # every write recorded: shim links, start-up files, .path, the config, the directories made
+    recs = prefix / "share" / "vzcaps" / "provision"
+    kinds = sorted((r.read_text().splitlines()[2], r.read_text().splitlines()[3]) for r in recs.glob("entry.*")
+                   if not r.name.endswith(".orig"))
+    paths = {k: sorted(pp[5:] for kk, pp in kinds if kk == k) for k in {kk for kk, _ in kinds}}
+    assert paths["kind shim"] == [str(shims / "llama-server"), str(shims / "probe")]
+    assert paths["kind rc"] == sorted(str(home / f) for f in (".zshenv", ".zprofile", ".profile", ".bash_profile"))
+    assert paths["kind path"] == [str(runner / ".path")] and paths["kind conf"] == [str(prefix / "etc" / "vzcaps.conf")]
+    assert str(shims) in paths["kind dir"] and str(prefix / "etc") in paths["kind dir"]
+    assert files_of(tmp_path) != before
+    # a second run changes nothing the undo must know about
+    p, _ = provision(env, tmp_path, shell, archive, "--runner-dir", str(runner))
+    assert p.returncode == 0, p.stdout + p.stderr
+    u = undo(env, shell, tmp_path, how)
+    assert u.returncode == 0, u.stdout + u.stderr
+    assert "restored" in u.stdout and "removed the shim" in u.stdout
+    after = files_of(tmp_path)
+    assert after == before, sorted(set(after.items()) ^ set(before.items()))[:10]
+
+
+@pytest.mark.parametrize("how", ["undo", "uninstall-all"])
+def test_the_undo_keeps_what_a_user_made_or_changed(mac, tmp_path, archive, how):
+    env, sim = mac
+    home, runner = image(tmp_path, sim)
+    etc = tmp_path / "usr" / "local" / "etc"
+    # the user's own config, the same bytes as the example: never written, never removed
+    etc.mkdir(parents=True)
+    (etc / "vzcaps.conf").write_text((ROOT / "packaging" / "vzcaps.conf.example").read_text())
+    (etc / "vzcaps.conf").chmod(0o644)
+    p, _ = provision(env, tmp_path, "dash", archive, "--runner-dir", str(runner))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "already this config" in p.stdout
+    shims = tmp_path / "usr" / "local" / "libexec" / "vzcaps" / "shims"
+    # after provisioning: the user edits inside the block of .zshenv, appends a line to .profile,
+    # removes .zprofile, makes .bash_profile a link, puts a file of their own at a shim's name
+    # and rewrites .path
+    z = (home / ".zshenv").read_text().replace("export PATH ;; esac", "export PATH ;; esac # mine")
+    (home / ".zshenv").write_text(z)
+    (home / ".profile").write_text((home / ".profile").read_text() + "export MINE=1\n")
+    (home / ".zprofile").unlink()
+    (home / ".bash_profile").unlink()
+    (home / ".bash_profile").symlink_to(tmp_path / "victim")
+    os.unlink(shims / "llama-server")
+    (shims / "llama-server").write_text("#!/bin/sh\necho mine\n")
+    (runner / ".path").write_text(f"{shims}:/usr/bin:/bin:/mine\n")
+    u = undo(env, "dash", tmp_path, how)
+    assert u.returncode == 0, u.stdout + u.stderr
+    out = u.stdout
+    assert (etc / "vzcaps.conf").read_text() == (ROOT / "packaging" / "vzcaps.conf.example").read_text()
+    assert (home / ".zshenv").read_text() == z and "the block between the vzcaps markers was edited" in out
+    assert (home / ".profile").read_text() == "export MINE=1\n"  # only provisioning's block taken out
+    assert not (home / ".zprofile").exists() and f"{home}/.zprofile: already gone" in out
+    assert os.readlink(home / ".bash_profile") == str(tmp_path / "victim") and (tmp_path / "victim").read_text() == "keep\n"
+    assert (shims / "llama-server").read_text() == "#!/bin/sh\necho mine\n" and f"kept {shims}/llama-server" in out
+    assert not (shims / "probe").exists()
+    assert (runner / ".path").read_text() == "/usr/bin:/bin:/mine\n"
+
+
+def test_undo_with_nothing_provisioned_and_usage(mac, tmp_path):
+    env, _ = mac
+    script = str(ROOT / "packaging" / "provision-image.sh")
+    p = subprocess.run(["dash", script, "--undo", "--prefix", str(tmp_path / "none")], env=env, capture_output=True, text=True)
+    assert p.returncode == 0 and "nothing provisioned under" in p.stdout, p.stdout + p.stderr
+    p = subprocess.run(["dash", script, "--undo", "--user", "x"], env=env, capture_output=True, text=True)
+    assert p.returncode == 2 and "--undo takes only --prefix" in p.stderr
+    recs = tmp_path / "p" / "share" / "vzcaps"
+    recs.mkdir(parents=True)
+    (recs / "provision").symlink_to(tmp_path)
+    p = subprocess.run(["dash", script, "--undo", "--prefix", str(tmp_path / "p")], env=env, capture_output=True, text=True)
+    assert p.returncode == 1 and "is a link or not a directory: nothing undone" in p.stderr
+
+
+def test_the_packer_snippet_matches_the_archive(archive):
+    """docs/fleet.md's Packer provisioners, read as HCL: the file provisioner copies the release
+    archive; the shell provisioner unpacks it where it was copied and runs the provision-image.sh
+    the archive holds (checked against the archive's own layout), with --archive that copy."""
+    fleet = (ROOT / "docs" / "fleet.md").read_text()
+    hcl = re.search(r"```hcl\n(.*?)```", fleet, re.S).group(1)
+    blocks = re.findall(r'provisioner "(\w+)" \{(.*?)\n\}', hcl, re.S)
+    assert [k for k, _ in blocks] == ["file", "shell"]
+    f = dict(re.findall(r'^\s*(\w+)\s*=\s*"([^"]*)"', blocks[0][1], re.M))
+    with tarfile.open(archive) as t:
+        names = t.getnames()
+    top = names[0].split("/")[0]
+    assert re.fullmatch(r"vzcaps-[\d.]+-macos\.tar\.gz", f["source"]) and f["source"] == top + ".tar.gz"
+    inline = re.findall(r'"((?:[^"\\]|\\.)*)",?\s*$', blocks[1][1].split("inline", 1)[1], re.M)
+    dest = f["destination"]
+    words = [w for cmd in inline for w in cmd.split()]
+    assert inline[0].split() == ["tar", "-xzf", dest, "-C", os.path.dirname(dest)], inline
+    script = next(w for w in words if w.endswith("provision-image.sh"))
+    assert script == f"{os.path.dirname(dest)}/{top}/provision-image.sh"
+    assert f"{top}/provision-image.sh" in names and f"{top}/share/vzcaps/provision-image.sh" in names
+    assert words[words.index("--archive") + 1] == dest
+    with tarfile.open(archive) as t:
+        shipped = t.extractfile(f"{top}/provision-image.sh").read()
+    assert shipped == (ROOT / "packaging" / "provision-image.sh").read_bytes()

@@ -20,7 +20,7 @@ SHELLS = ["dash", "bash", "bash --posix"]  # macOS's /bin/sh is bash in POSIX mo
 INSTALLED = ["bin/vzcaps", "lib/libvzcaps.dylib", "share/man/man1/vzcaps.1", "share/bash-completion/completions/vzcaps",
              "share/zsh/site-functions/_vzcaps", "share/fish/vendor_completions.d/vzcaps.fish",
              "share/doc/vzcaps/README", "share/doc/vzcaps/LICENSE", "share/doc/vzcaps/vzcaps.conf.example",
-             "share/vzcaps/uninstall.sh"] + [f"share/doc/vzcaps/{page.name}" for page in (ROOT / "docs").glob("*.md")]
+             "share/vzcaps/uninstall.sh", "share/vzcaps/provision-image.sh"] + [f"share/doc/vzcaps/{page.name}" for page in (ROOT / "docs").glob("*.md")]
 MANIFEST = "share/vzcaps/install-manifest"
 
 
