@@ -756,3 +756,21 @@ def test_the_packer_snippet_matches_the_archive(archive):
     with tarfile.open(archive) as t:
         shipped = t.extractfile(f"{top}/provision-image.sh").read()
     assert shipped == (ROOT / "packaging" / "provision-image.sh").read_bytes()
+
+
+def test_undo_puts_back_a_config_that_force_replaced(mac, tmp_path, archive):
+    env, sim = mac
+    etc = tmp_path / "usr" / "local" / "etc"
+    etc.mkdir(parents=True)
+    (etc / "vzcaps.conf").write_text("[mine]\nmatch = x\n")
+    (etc / "vzcaps.conf").chmod(0o640)
+    before = files_of(tmp_path)
+    p, _ = provision(env, tmp_path, "dash", archive, "--force")
+    assert p.returncode == 0 and "replaced" in p.stdout, p.stdout + p.stderr
+    u = undo(env, "dash", tmp_path, "undo")
+    assert u.returncode == 0, u.stdout + u.stderr
+    assert f"restored {etc}/vzcaps.conf as it was before" in u.stdout
+    home = tmp_path / "Users" / "runner"
+    assert files_of(tmp_path) == dict(before, **{os.path.relpath(home, tmp_path): ("dir",),
+                                                 os.path.relpath(home.parent, tmp_path): ("dir",)})
+    assert (etc / "vzcaps.conf").read_text() == "[mine]\nmatch = x\n" and stat.S_IMODE((etc / "vzcaps.conf").stat().st_mode) == 0o640
