@@ -314,6 +314,12 @@ leftovers() {
 
 # ---- --all, first: what provision-image.sh wrote (shim links, start-up file blocks, the runner's
 # .path, the system config), by its records, with the installed vzcaps still there ----
+if [ $all = no ] && { [ -e "$base/share/vzcaps/provision" ] || [ -L "$base/share/vzcaps/provision" ]; }; then
+    # without --all, the install would go and leave provisioning's shims and PATH blocks with
+    # nothing to undo them: nothing is removed
+    warn "$(q "$prefix") was provisioned by provision-image.sh (its records: $(q "$base/share/vzcaps/provision")): nothing removed; run $(q "$base/share/vzcaps/uninstall.sh") --all, or provision-image.sh --undo, which undo it first"
+    exit 1
+fi
 if [ $all = yes ] && { [ -e "$base/share/vzcaps/provision" ] || [ -L "$base/share/vzcaps/provision" ]; }; then
     if [ -f "$base/share/vzcaps/provision-image.sh" ] && [ ! -L "$base/share/vzcaps/provision-image.sh" ]; then
         sh "$base/share/vzcaps/provision-image.sh" --undo --keep-install --prefix "$prefix" || rc=1

@@ -774,3 +774,14 @@ def test_undo_puts_back_a_config_that_force_replaced(mac, tmp_path, archive):
     assert files_of(tmp_path) == dict(before, **{os.path.relpath(home, tmp_path): ("dir",),
                                                  os.path.relpath(home.parent, tmp_path): ("dir",)})
     assert (etc / "vzcaps.conf").read_text() == "[mine]\nmatch = x\n" and stat.S_IMODE((etc / "vzcaps.conf").stat().st_mode) == 0o640
+
+
+def test_uninstall_without_all_on_a_provisioned_image_removes_nothing(mac, tmp_path, archive):
+    env, sim = mac
+    p, _ = provision(env, tmp_path, "dash", archive)
+    assert p.returncode == 0, p.stdout + p.stderr
+    made = files_of(tmp_path)
+    prefix = tmp_path / "usr" / "local"
+    u = subprocess.run(["dash", str(prefix / "share" / "vzcaps" / "uninstall.sh")], env=env, capture_output=True, text=True)
+    assert u.returncode == 1 and "was provisioned by provision-image.sh" in u.stderr and "--all" in u.stderr, u.stderr
+    assert files_of(tmp_path) == made
