@@ -128,8 +128,13 @@ $(B)/fuzz/%: tests/fuzz/%.c $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	clang $(CSTD) -Wall -Wextra -Werror -g -O1 -I$(B) -DVZCAPS_NO_MAIN -fsanitize=fuzzer,address,undefined \
 	  -fno-sanitize-recover=all $(filter %.c,$^) -o $@ -lm
 
+# What building and testing needs (scripts/install-deps: everything; docs/developers.md lists
+# it); make demo installs only what the demo needs. Each says up front what it will install.
 deps:
-	@sh scripts/install-deps
+	@sh scripts/install-deps check
+install-deps: deps
+deps-demo:
+	@sh scripts/install-deps demo
 
 # On Linux: everything. On macOS (native, Xcode): unit tests and the portable end-to-end
 # tests; the GNU-runtime rig, libFuzzer and the cross toolchain are Linux-only.
@@ -162,6 +167,11 @@ check: deps
 check-fresh:
 	sh scripts/check-fresh
 
+# Opt-in (about 15 s a round, 50 rounds; Linux): tests/runtime/test_callers.py and build/test_child
+# looped under CPU load (LOOPS=N for another count); a failure names its round.
+check-loops: all $(B)/test_child $(B)/san/libvzcaps.so $(B)/san/vzcaps
+	sh scripts/check-loops
+
 # Opt-in (minutes): vzcaps bench against a real llama-bench built from PyPI's llama-cpp-python sdist.
 check-llama: deps
 	$(MAKE) all
@@ -180,7 +190,7 @@ check-client: deps
 	$(MAKE) all
 	sh scripts/check-client
 
-demo: deps
+demo: deps-demo
 	$(MAKE) all
 	sh scripts/demo
 
@@ -216,4 +226,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps deps-cross check check-fresh check-llama check-gates check-client demo bench dist cross-link release audit install uninstall clean
+.PHONY: all rig deps install-deps deps-demo deps-cross check check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release audit install uninstall clean

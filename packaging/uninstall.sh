@@ -5,7 +5,8 @@
 # named), then the directories install.sh created, when empty; without --all, while vzcaps made
 # anything for this user, it keeps its installed copy so that --all can run later. --all also
 # removes the LaunchAgents `vzcaps launchd` installed (after launchctl bootout),
-# ~/Library/Logs/vzcaps and ~/Library/Caches/vzcaps, and lists prepared copies and config files;
+# ~/Library/Logs/vzcaps and ~/Library/Caches/vzcaps, what provision-image.sh wrote (by its records:
+# provision-image.sh --undo), and lists prepared copies and config files;
 # --yes removes the copies, --yes --config the config files. Never: removes a file the manifest
 # does not list, a changed file, a non-empty directory, or something of the user's that vzcaps's
 # record does not name. Only what a stock Mac has.
@@ -36,7 +37,36 @@ while [ $# -gt 0 ]; do
             echo "Without --all, while vzcaps has made any of those for you, this script keeps its installed copy,"
             echo "PREFIX/share/vzcaps/uninstall.sh, so that --all can run later (and remove it then)."
             exit 0 ;;
-        *) echo "$me: unknown argument \"$1\" ($usage)" >&2; exit 2 ;;
+        *)
+            # the nearest option by edit distance (at most 2, or the one it begins), as a suggestion
+            near=$(printf '%s\n' "$1" | awk 'function d(a, b,   i, j, m, n, c, x, y, z, p) {
+                    m = length(a); n = length(b)
+                    for (j = 0; j <= n; j++) p[0, j] = j
+                    for (i = 1; i <= m; i++) {
+                        p[i, 0] = i
+                        for (j = 1; j <= n; j++) {
+                            c = substr(a, i, 1) != substr(b, j, 1)
+                            x = p[i - 1, j] + 1; y = p[i, j - 1] + 1; z = p[i - 1, j - 1] + c
+                            p[i, j] = x < y ? (x < z ? x : z) : (y < z ? y : z)
+                        }
+                    }
+                    return p[m, n]
+                }
+                { a = $0 }
+                END { if (NR != 1) exit # a name with a newline: no suggestion
+                  best = ""; bd = 3
+                  split("--prefix --all --yes --config --help", o, " ")
+                  for (k = 1; k <= 5; k++) {
+                      e = d(a, o[k]); if (length(a) > 2 && index(o[k], a) == 1) e = 1
+                      if (e < bd) { bd = e; best = o[k] }
+                  }
+                  print best }')
+            if [ -n "$near" ]; then
+                echo "$me: unknown argument \"$1\" (did you mean $near?) ($usage)" >&2
+            else
+                echo "$me: unknown argument \"$1\" ($usage)" >&2
+            fi
+            exit 2 ;;
     esac
 done
 [ $yes = no ] || [ $all = yes ] || { echo "$me: --yes goes with --all ($usage)" >&2; exit 2; }
@@ -282,6 +312,23 @@ leftovers() {
     config_files
 }
 
+# ---- --all, first: what provision-image.sh wrote (shim links, start-up file blocks, the runner's
+# .path, the system config), by its records, with the installed vzcaps still there ----
+if [ $all = no ] && { [ -e "$base/share/vzcaps/provision" ] || [ -L "$base/share/vzcaps/provision" ]; }; then
+    # without --all, the install would go and leave provisioning's shims and PATH blocks with
+    # nothing to undo them: nothing is removed
+    warn "$(q "$prefix") was provisioned by provision-image.sh (its records: $(q "$base/share/vzcaps/provision")): nothing removed; run $(q "$base/share/vzcaps/uninstall.sh") --all, or provision-image.sh --undo, which undo it first"
+    exit 1
+fi
+if [ $all = yes ] && { [ -e "$base/share/vzcaps/provision" ] || [ -L "$base/share/vzcaps/provision" ]; }; then
+    if [ -f "$base/share/vzcaps/provision-image.sh" ] && [ ! -L "$base/share/vzcaps/provision-image.sh" ]; then
+        sh "$base/share/vzcaps/provision-image.sh" --undo --keep-install --prefix "$prefix" || rc=1
+    else
+        warn "$(q "$base/share/vzcaps/provision") holds provision-image.sh's records, but $(q "$base/share/vzcaps/provision-image.sh") is missing: what it provisioned is kept"
+        rc=1
+    fi
+fi
+
 # ---- the files install.sh installed, by its manifest ----
 manifest=$base/share/vzcaps/install-manifest
 if [ -L "$manifest" ] || { [ -e "$manifest" ] && [ ! -f "$manifest" ]; }; then
@@ -437,5 +484,5 @@ while IFS= read -r f; do
 done <<EOF
 $(config_files)
 EOF
-[ $nc -gt 0 ] || say "no config files (looked where the library looks: docs/config.md)"
+[ $nc -gt 0 ] || say "no config files (looked where the library looks: the config page, installed as $(q "$base/share/doc/vzcaps/config.md"), also in the release archive)"
 exit $rc

@@ -156,3 +156,17 @@ def run_probe(env, *args, exe=None, lib=None, preload=True):
     cmd = [str(exe or (BUILD / "probe")), *args]
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     return p
+
+
+PROPAGATION_REFUSED = "cannot change root filesystem propagation"
+
+
+def private_mounts_ran(p):
+    """p: a finished `unshare -m ...` (util-linux makes / private first). In a plain chroot, whose
+    / is not a mount point, unshare refuses that; the test fails with one line naming the cause
+    and the fix (scripts/check-fresh bind-mounts the root onto itself, so the test runs there)."""
+    if p.returncode != 0 and PROPAGATION_REFUSED in (p.stderr or ""):
+        pytest.fail("this test mounts a tmpfs in a private mount namespace, which needs / to be a mount point "
+                    "(a plain chroot's is not: bind-mount the root onto itself first, as scripts/check-fresh does); "
+                    f"unshare said: {p.stderr.strip().splitlines()[-1]}", pytrace=False)
+    return p

@@ -6,7 +6,7 @@ import os
 import shlex
 import subprocess
 
-from conftest import BUILD, clean_env, parse_probe
+from conftest import BUILD, clean_env, parse_probe, private_mounts_ran
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (LD_PRELOAD, unshare)
 
@@ -98,7 +98,7 @@ echo ---
 """
     # root needs no user namespace (and gets none in a chroot, where the kernel refuses one)
     unshare = ["unshare", "-m"] if os.geteuid() == 0 else ["unshare", "-rm"]
-    p = subprocess.run([*unshare, "sh", "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    p = private_mounts_ran(subprocess.run([*unshare, "sh", "-c", script], env=env, capture_output=True, text=True, timeout=60))
     assert p.returncode == 0, p.stderr
     first, second = p.stdout.split("---\n")
     brew, local = json.loads(first.splitlines()[0]), json.loads(second.splitlines()[0])

@@ -20,7 +20,7 @@ SHELLS = ["dash", "bash", "bash --posix"]  # macOS's /bin/sh is bash in POSIX mo
 INSTALLED = ["bin/vzcaps", "lib/libvzcaps.dylib", "share/man/man1/vzcaps.1", "share/bash-completion/completions/vzcaps",
              "share/zsh/site-functions/_vzcaps", "share/fish/vendor_completions.d/vzcaps.fish",
              "share/doc/vzcaps/README", "share/doc/vzcaps/LICENSE", "share/doc/vzcaps/vzcaps.conf.example",
-             "share/vzcaps/uninstall.sh"] + [f"share/doc/vzcaps/{page.name}" for page in (ROOT / "docs").glob("*.md")]
+             "share/vzcaps/uninstall.sh", "share/vzcaps/provision-image.sh"] + [f"share/doc/vzcaps/{page.name}" for page in (ROOT / "docs").glob("*.md")]
 MANIFEST = "share/vzcaps/install-manifest"
 
 
@@ -933,3 +933,31 @@ def test_messages_never_carry_control_characters(rel, tmp_path, mac, shell):
     p = run(shell, rel / "uninstall.sh", "--all", "--prefix", str(prefix), env=mac)
     assert p.returncode == 0 and "not a copy vzcaps prepare made" in p.stdout, (p.stdout, p.stderr)
     assert not any(c in p.stdout + p.stderr for c in "\x1b\x07"), p.stdout
+
+
+# ---- issue 33 item 11: a typo gets a suggestion; --all names the installed config page ----
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("typo,near", [("--al", "--all"), ("-all", "--all"), ("--prefx", "--prefix"), ("--y", "--yes"),
+                                       ("--conf", "--config"), ("--bogus", None), ("extra", None), ("--a\nll", None)])
+def test_uninstall_suggests_the_option_meant(shell, typo, near, rel, mac):
+    p = run(shell, rel / "uninstall.sh", typo, env=mac)
+    assert p.returncode == 2 and "usage: " in p.stderr, p.stderr
+    if near:
+        assert f'unknown argument "{typo}" (did you mean {near}?)' in p.stderr, p.stderr
+    else:
+        assert "did you mean" not in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_uninstall_all_names_the_installed_config_page(shell, rel, tmp_path):
+    prefix = tmp_path / "prefix"
+    env = user_env(tmp_path)
+    (tmp_path / "home").mkdir(exist_ok=True)
+    assert run(shell, rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    page = prefix / "share" / "doc" / "vzcaps" / "config.md"
+    assert page.read_text() == (ROOT / "docs" / "config.md").read_text()  # the page it names is that one, installed
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=env)
+    assert p.returncode == 0, p.stderr
+    assert f"no config files (looked where the library looks: the config page, installed as {page}" in p.stdout, p.stdout
+    assert "docs/config.md" not in p.stdout + p.stderr

@@ -24,7 +24,8 @@ def block(path):
 
 
 def test_the_record_block_is_identical_in_every_script():
-    assert block("packaging/install.sh") == block("packaging/uninstall.sh") == block("scripts/release")
+    assert block("packaging/install.sh") == block("packaging/uninstall.sh") == block("scripts/release") == \
+        block("packaging/provision-image.sh")
 
 
 @pytest.fixture(scope="module")

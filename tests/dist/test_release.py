@@ -20,8 +20,8 @@ DOCS = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
 INSTALLED = ["bin/vzcaps", "lib/libvzcaps.dylib", "share/man/man1/vzcaps.1", "share/bash-completion/completions/vzcaps",
              "share/zsh/site-functions/_vzcaps", "share/fish/vendor_completions.d/vzcaps.fish",
              "share/doc/vzcaps/README", "share/doc/vzcaps/LICENSE", "share/doc/vzcaps/vzcaps.conf.example",
-             "share/vzcaps/uninstall.sh"] + [f"share/doc/vzcaps/{d}" for d in DOCS]
-TOP = ["README", "LICENSE", "vzcaps.conf.example", "SHA256SUMS", "install.sh", "uninstall.sh"]
+             "share/vzcaps/uninstall.sh", "share/vzcaps/provision-image.sh"] + [f"share/doc/vzcaps/{d}" for d in DOCS]
+TOP = ["README", "LICENSE", "vzcaps.conf.example", "SHA256SUMS", "install.sh", "uninstall.sh", "provision-image.sh"]
 
 
 def commit_time():
@@ -72,6 +72,9 @@ def test_archive_content_and_help(made, tmp_path):
     for d in DOCS:
         assert (rel / "share" / "doc" / "vzcaps" / d).read_bytes() == (ROOT / "docs" / d).read_bytes()
     assert (rel / "share" / "vzcaps" / "uninstall.sh").read_bytes() == (ROOT / "packaging" / "uninstall.sh").read_bytes()
+    # the image provisioner: at the top (Packer runs it from there) and installed beside the uninstaller
+    for copy in (rel / "provision-image.sh", rel / "share" / "vzcaps" / "provision-image.sh"):
+        assert copy.read_bytes() == (ROOT / "packaging" / "provision-image.sh").read_bytes()
     sums = (rel / "SHA256SUMS").read_text().splitlines()
     assert sorted(ln.split("  ", 1)[1] for ln in sums) == sorted(files - {"SHA256SUMS"})
     for ln in sums:
@@ -226,7 +229,7 @@ def test_the_tap_formula(made, tmp_path):
     assert f"url file://{archive}" in lines and f"sha256 {digest}" in lines and "version 0.1.0" in lines
     assert "homepage nil" in lines and "test true" in lines
     installed = {ln.split(" ", 2)[2] for ln in lines if ln.startswith("installed ")}
-    assert installed == {f for f in INSTALLED if f != "share/vzcaps/uninstall.sh"}
+    assert installed == {f for f in INSTALLED if not f.startswith("share/vzcaps/")}  # brew uninstalls its own
     # a git repository with the formula committed, ready for brew tap NAME DIR
     st = subprocess.run(["git", "-C", str(tap), "status", "--porcelain"], capture_output=True, text=True)
     assert st.returncode == 0 and st.stdout == ""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
 import machogen as mg  # noqa: E402
-from conftest import BUILD, clean_env  # noqa: E402
+from conftest import BUILD, clean_env, private_mounts_ran  # noqa: E402
 
 VZ = str(BUILD / "vzcaps")
 
@@ -388,8 +388,8 @@ def test_a_full_disk_leaves_nothing_behind(tmp_path):
     userns = [] if os.geteuid() == 0 else ["-r"]
     script = (f'mount -t tmpfs -o size=256k tmpfs "$1" && "$2" prepare --yes --into "$1" "$3"; rc=$?; '
               f'ls -A "$1"; exit $rc')
-    p = subprocess.run(["unshare", *userns, "-m", "--propagation", "private", "sh", "-c", script, "sh", str(out), VZ,
-                        str(app)], capture_output=True, text=True, timeout=120, env=clean_env())
+    p = private_mounts_ran(subprocess.run(["unshare", *userns, "-m", "--propagation", "private", "sh", "-c", script, "sh",
+                                          str(out), VZ, str(app)], capture_output=True, text=True, timeout=120, env=clean_env()))
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert "No space left on device" in p.stderr and p.stderr.count("\n") == 1, p.stderr
     assert p.stdout == "", p.stdout  # the listing of the full file system: empty

@@ -1,0 +1,169 @@
+"""scripts/install-deps (issue 33 item 8): docs/developers.md names every package it installs;
+make demo installs only the demo's set and make check the rest, each saying up front what and
+roughly how large; a failure ends with one line naming what did not install and the fix; make
+install-deps is make deps. The Debian runs use stand-ins for dpkg-query, apt-get and id."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+SCRIPT = (ROOT / "scripts" / "install-deps").read_text()
+DOC = (ROOT / "docs" / "developers.md").read_text()
+SECTION = DOC[DOC.index("## What `scripts/install-deps` installs"):]
+SECTION = SECTION[:SECTION.index("\n## ", 3)]
+
+
+def assignments():
+    return dict(re.findall(r"^([A-Z_]+)=\"?([^\"\n]*)\"?$", SCRIPT, re.M))
+
+
+def script_packages():
+    """{kind: {name: version or None}} from the script's own lines (comments left out): the
+    Debian sets, Homebrew's, every pip package (pip_install ARGS and NAME==VERSION words), actionlint."""
+    code = "\n".join(re.sub(r"\s#\s.*$", "", line) for line in SCRIPT.splitlines() if not line.lstrip().startswith("#"))
+    v = assignments()
+    code = re.sub(r"\$\{?([A-Z_]+)\}?", lambda m: v.get(m.group(1), m.group(0)), code)
+    pip = {}
+    for args in re.findall(r"pip_install ([^|&;)\n]+)", code):
+        for w in args.split():
+            w = w.strip("\"'")
+            if re.fullmatch(r"[A-Za-z][\w.-]*(==[\w.]+)?", w):
+                name, _, ver = w.partition("==")
+                pip[name] = ver or None
+    for name, ver in re.findall(r"(?<![\w$-])([A-Za-z][\w.-]*)==([0-9][\w.]*)", code):
+        pip[name] = ver
+    return {
+        "demo": dict.fromkeys(v["DEBS_DEMO"].split()),
+        "check": dict.fromkeys(v["DEBS_CHECK"].split()),
+        "brew": dict.fromkeys(re.findall(r'brews="\$brews (\S+)"', SCRIPT)),
+        "pip": pip,
+        "go": {"actionlint": v["ACTIONLINT_VERSION"]},
+    }
+
+
+def spans(text):
+    return set(re.findall(r"`([^`]+)`", text))
+
+
+def bullet(start):
+    i = SECTION.index(start)
+    j = SECTION.find("\n- ", i + 1)
+    return SECTION[i:j if j > 0 else None]
+
+
+def test_the_parser_finds_the_script_lines():
+    got = script_packages()
+    assert {"gcc", "gobjc"} <= set(got["demo"]) and {"valgrind", "golang-go", "zsh", "gdb"} <= set(got["check"])
+    assert got["pip"]["ziglang"] == assignments()["ZIG_VERSION"] and {"pytest", "pyyaml"} <= set(got["pip"])
+    assert {"cmocka", "llvm", "go"} <= set(got["brew"])
+    assert not set(got["demo"]) & set(got["check"])
+
+
+def test_the_developers_page_lists_every_package_the_script_installs():
+    got = script_packages()
+    missing = []
+    for kind, where in (("demo", "- **Debian, for `make demo`**"), ("check", "- **Debian, for `make check`**"),
+                        ("brew", "- **macOS**")):
+        text = bullet(where)
+        missing += [f"{kind}: {n}" for n in got[kind] if n not in spans(text)]
+    # pip and go packages: named with their pin (`NAME` VERSION) when the script pins them
+    for kind in ("pip", "go"):
+        for name, ver in got[kind].items():
+            if f"`{name}`" not in SECTION or (ver and f"`{name}` {ver}" not in SECTION):
+                missing.append(f"{kind}: `{name}`" + (f" {ver}" if ver else ""))
+    assert not missing, "docs/developers.md does not list what scripts/install-deps installs: " + ", ".join(missing)
+
+
+def make_n(*targets):
+    p = subprocess.run(["make", "-n", "--no-print-directory", *targets], cwd=ROOT, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.splitlines()
+
+
+def test_make_install_deps_is_make_deps_and_demo_installs_only_its_set():
+    assert make_n("install-deps") == make_n("deps") == ["sh scripts/install-deps check"]
+    assert make_n("demo")[0] == "sh scripts/install-deps demo"
+    assert make_n("check")[0] == "sh scripts/install-deps check"
+
+
+# ---- a Debian root, played by stand-ins ----
+
+STANDINS = {
+    "uname": "#!/bin/sh\necho Linux\n",
+    "id": '#!/bin/sh\ncase "$1" in -u) echo "${FAKE_UID:-0}" ;; -un) echo root ;; *) echo "uid=0(root)" ;; esac\n',
+    # installed unless named in MISSING
+    "dpkg-query": '#!/bin/sh\ncase " $MISSING " in *" $3 "*) exit 1 ;; esac\necho "install ok installed"\n',
+    "apt-get": '#!/bin/sh\necho "apt-get $*" >>"$LOG"\ncase "$1" in update) exit "${APT_UPDATE_RC:-0}" ;; esac\n'
+               'echo "E: Unable to locate package x" >&2\nexit 100\n',
+    # the real python3, except that ziglang is absent when NO_ZIG is set and pip install fails
+    "python3": '#!/bin/sh\ncase "$*" in *"import ziglang"*) [ -z "${NO_ZIG:-}" ] || exit 1 ;; esac\n'
+               'if [ "$1 $2 $3" = "-m pip install" ]; then echo "ERROR: No matching distribution" >&2; exit 1; fi\n'
+               'exec "@PY@" "$@"\n',
+}
+
+
+@pytest.fixture
+def debian(tmp_path):
+    d = tmp_path / "standins"
+    d.mkdir()
+    for name, text in STANDINS.items():
+        (d / name).write_text(text.replace("@PY@", sys.executable))
+        (d / name).chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k in ("HOME", "LANG")}
+    env.update(PATH=f"{d}:/usr/local/bin:/usr/bin:/bin", LOG=str(tmp_path / "log"), MISSING="")
+    return env
+
+
+def install_deps(env, *args, **extra):
+    return subprocess.run(["sh", "scripts/install-deps", *args], cwd=ROOT, env=dict(env, **extra), capture_output=True,
+                          text=True, timeout=300)
+
+
+def test_the_demo_set_says_what_it_installs_and_a_failure_names_the_package(debian):
+    p = install_deps(debian, "demo", MISSING="gcc valgrind")
+    assert p.returncode == 100, p.stdout + p.stderr
+    assert p.stdout.splitlines()[0] == "install-deps: for make demo: Debian packages gcc (roughly 250 MB when none is installed)"
+    assert p.stderr.splitlines()[-1] == ("install-deps: the Debian packages gcc did not install (exit 100): run apt-get "
+                                         "install gcc to see apt's reason, then run sh scripts/install-deps again")
+
+
+def test_the_check_set_says_what_it_installs_and_how_large(debian):
+    p = install_deps(debian, MISSING="gcc valgrind")
+    first = p.stdout.splitlines()[0]
+    assert first.startswith("install-deps: for make check: Debian packages gcc valgrind, and what is missing of actionlint")
+    assert "roughly 2 GB" in first
+
+
+def test_a_failed_package_list_update_is_named(debian):
+    p = install_deps(debian, "demo", MISSING="gobjc", APT_UPDATE_RC="1")
+    assert p.returncode == 1
+    assert p.stderr.splitlines()[-1].startswith("install-deps: the Debian package lists (apt-get update) did not install (exit 1): "
+                                                "check the network")
+
+
+def test_not_root_names_the_missing_packages_in_one_line(debian):
+    p = install_deps(debian, "demo", MISSING="gobjc", FAKE_UID="1000")
+    assert p.returncode == 1 and p.stderr == "install-deps: missing packages: gobjc (install them, or run this as root on Debian)\n"
+
+
+def test_a_failing_pip_ends_with_the_package_and_the_fix(debian):
+    p = install_deps(debian, NO_ZIG="1")
+    assert p.returncode == 1, p.stdout + p.stderr
+    zig = re.search(r"^ZIG_VERSION=(\S+)$", SCRIPT, re.M).group(1)
+    assert p.stdout.splitlines()[0].startswith(f"install-deps: for make check: ziglang {zig} (pip), and what is missing")
+    last = p.stderr.splitlines()[-1]
+    assert last.startswith(f"install-deps: ziglang=={zig} (pip) did not install (exit 1): check the network"), p.stderr
+    assert f"python3 -m pip install" in last and f"ziglang=={zig}" in last
+
+
+def test_the_demo_set_installs_nothing_of_the_checks(debian):
+    p = install_deps(debian, "demo", NO_ZIG="1")
+    assert p.returncode == 0 and p.stdout == "" and p.stderr == "", p.stdout + p.stderr
+    assert not os.path.exists(debian["LOG"])  # apt-get never ran
+    p = install_deps(debian, "bogus")
+    assert p.returncode == 2 and '"bogus" is not a set' in p.stderr
