@@ -310,6 +310,9 @@ class Machine:
             self.missing.append(sym)
         return self.slot(sym, fn or self._missing(sym))
 
+    def bound_address(self, sym):
+        return self.slot_of[sym]
+
     def arg(self, i):
         return self.uc.reg_read(X[i])
 
