@@ -27,7 +27,7 @@ import struct
 
 import lief
 from unicorn import (UC_ARCH_ARM64, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_INVALID, UC_MODE_ARM,
-                     UC_PROT_ALL, UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc)
+                     UC_PROT_ALL, UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError)
 from unicorn.arm64_const import (UC_ARM64_REG_SP, UC_ARM64_REG_X0, UC_ARM64_REG_X16, UC_ARM64_REG_X30,
                                  UC_CPU_ARM64_MAX)
 
@@ -375,6 +375,8 @@ class Machine:
             uc.reg_write(X[i], v & (2**64 - 1))
         uc.reg_write(UC_ARM64_REG_SP, sp)
         uc.reg_write(UC_ARM64_REG_X30, stop)
+        if not self.depth:
+            self.fault = None
         self.depth += 1
         try:
             uc.emu_start(fn, stop)
@@ -401,7 +403,10 @@ class Machine:
             data = img.slice_bytes[s.file_offset:s.file_offset + s.file_size]
             self.write(self.base + s.virtual_address, data)
             prot = _prot(s.init_protection)
-            # dyld: __DATA_CONST is writable while fixups are applied, read-only after
+            # dyld: __DATA_CONST (SG_READ_ONLY, 0x10) is writable while fixups are applied,
+            # read-only after (dyld: Loader::makeSegmentsReadOnly)
+            if s.name == "__DATA_CONST" or int(s.flags) & 0x10:
+                prot = UC_PROT_READ
             self.protect_later.append((self.base + s.virtual_address, size, prot, s.name))
         self.segment_prots = {name: prot for _, _, prot, name in self.protect_later}
 

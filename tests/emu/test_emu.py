@@ -69,13 +69,17 @@ def test_segments_are_mapped_with_their_protections(img):
         assert regions[machoemu.BASE + seg.virtual_address] == want, seg.name
     text = img.section("__TEXT", "__text").virtual_address
     const = img.section("__DATA_CONST", "__const").virtual_address
+    poke = machoemu.IMAGES + 0xF000  # guest code: str xzr, [x0]; ret
+    p.m.write(poke, struct.pack("<II", 0xF900001F, 0xD65F03C0))
+    data = img.section("__DATA", "__data").virtual_address
+    p.m.call(poke, machoemu.BASE + data)  # __DATA stays writable
     for a in (text, const):
-        with pytest.raises(Exception):
-            p.m.call(p.m.slot("poke", lambda m, *_: m.uc.mem_write(machoemu.BASE + a, b"\0")), image="probe")
+        with pytest.raises(machoemu.GuestFault, match="invalid memory access"):
+            p.m.call(poke, machoemu.BASE + a)
 
 
 def test_fixups_rebases_and_binds(img):
-    p = proc(img, env_of(**M2))
+    p = Process(img, env_of(**M2), lib_path=libpath(), host=dict(HOST))  # loaded, nothing run yet
     rebases = img.rebases()
     assert len(rebases) > 100
     lo, hi = machoemu.BASE, machoemu.BASE + max(s.virtual_address + s.virtual_size for s in img.segments)
