@@ -169,11 +169,11 @@ class Objc:
             cls = cls.sup
         return None
 
-    def send(self, obj, sel, *args, image):
+    def send(self, obj, sel, *args, image, site=0):
         meth = self.lookup(self.class_of(obj), sel)
         if not meth:
             raise GuestFault(f"-[{self.class_of(obj).name} {sel}]: unrecognized selector")
-        return self.m.call(meth.imp, obj, self.sel(sel), *args, image=image)
+        return self.m.call(meth.imp, obj, self.sel(sel), *args, image=image, site=site)
 
     def install(self, d):
         m, S = self.m, d.standin

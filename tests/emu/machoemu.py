@@ -44,6 +44,10 @@ BR_X16 = struct.pack("<I", 0xD61F0200)
 PAGE = 0x4000
 
 
+# every block start reached, per image (Image.key), over the whole session: the coverage table
+REACHED = {}
+
+
 class MissingStandin(Exception):
     pass
 
@@ -94,6 +98,8 @@ class Image:
         self.bin = binary
         self.raw = raw
         self.slice_bytes = slice_bytes
+        import hashlib
+        self.key = hashlib.sha256(slice_bytes).hexdigest()
 
     @classmethod
     def load(cls, src, cpu="ARM64"):
@@ -342,6 +348,7 @@ class Machine:
 
     def _on_block(self, uc, addr, size, _):
         self.blocks.add(addr - self.base)
+        REACHED.setdefault(self.img.key, set()).add(addr - self.base)
 
     # ---- images that call (their pages hold the stop addresses) ----
     def image(self, name, path):
@@ -359,11 +366,12 @@ class Machine:
         return None, 0
 
     # ---- calls ----
-    def call(self, fn, *args, image="probe", sp_args=()):
+    def call(self, fn, *args, image="probe", sp_args=(), site=0):
         """Calls guest code at fn with integer args; returns x0. Nests when called from a
         stand-in; the return address lies in the calling image's page."""
         uc = self.uc
-        stop = self.image(image, self.images.get(image, (0, f"/usr/local/bin/{image}"))[1]) + 4 * self.depth
+        # the return address: one per nesting level, and per call site the caller names (site)
+        stop = self.image(image, self.images.get(image, (0, f"/usr/local/bin/{image}"))[1]) + 4 * self.depth + 0x100 * site
         saved = uc.context_save() if self.depth else None
         sp = uc.reg_read(UC_ARM64_REG_SP) if self.depth else STACK + STACK_SIZE - 0x100
         sp = (sp - 0x400) & ~0xF
@@ -457,10 +465,21 @@ class Machine:
         cf = self.img.bin.dyld_chained_fixups
         apply_chained(self, self.img.slice_bytes[cf.data_offset:cf.data_offset + cf.data_size])
 
-    def load(self, absent=()):
+    def load(self, absent=(), chained=None):
+        """Maps and fixes up the image. chained: (blob, {address: raw pointer}) of
+        craft_chained, applied instead of the file's opcodes (the same fixups, in the
+        LC_DYLD_CHAINED_FIXUPS form that newer linkers write)."""
         self.absent = set(absent)
         self.map()
-        self.fixups()
+        if chained:
+            blob, raw = chained
+            for a, v in raw.items():
+                self.put64(self.base + a, v)
+            apply_chained(self, blob)
+            for p_addr, size, prot, name in self.protect_later:
+                self.uc.mem_protect(p_addr, size, prot)
+        else:
+            self.fixups()
         return self
 
     def initializers(self):
@@ -495,15 +514,7 @@ class Machine:
         return None
 
     def coverage(self):
-        starts = sorted(self.img.function_starts())
-        names = self.img.symbols()
-        lo, hi = self.img.text_range()
-        ends = starts[1:] + [hi]
-        out = {}
-        for s, e in zip(starts, ends):
-            name = names.get(s, f"func_{s:#x}")
-            out[name] = (s, e - s, sum(1 for b in self.blocks if s <= b < e))
-        return out
+        return coverage_table(self.img, self.blocks)
 
 
 class Jump:
@@ -553,3 +564,101 @@ def apply_chained(m, blob):
                 if not nxt:
                     break
                 a += 4 * nxt
+
+
+def static_blocks(img, start, end):
+    """The basic-block leaders of [start, end) by Capstone: the start, each branch target inside
+    and each instruction after a branch, call or return."""
+    import capstone
+    md = capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
+    md.detail = True
+    text = img.section("__TEXT", "__text")
+    off = text.offset + (start - text.virtual_address)
+    code = img.slice_bytes[off:off + (end - start)]
+    leaders = {start}
+    for ins in md.disasm(code, start):
+        g = set(ins.groups)
+        if g & {capstone.CS_GRP_JUMP, capstone.CS_GRP_CALL, capstone.CS_GRP_RET, capstone.CS_GRP_BRANCH_RELATIVE}:
+            leaders.add(ins.address + ins.size)
+            for op in ins.operands:
+                if op.type == capstone.arm64.ARM64_OP_IMM and start <= op.imm < end and g & {capstone.CS_GRP_JUMP}:
+                    leaders.add(op.imm)
+    return {a for a in leaders if a < end}
+
+
+def coverage_table(img, blocks):
+    """[(name, start, size, static blocks, blocks reached)] per function of LC_FUNCTION_STARTS,
+    named by the slice's symbols."""
+    starts = sorted(img.function_starts())
+    names = img.symbols()
+    _, hi = img.text_range()
+    rows = []
+    for s, e in zip(starts, starts[1:] + [hi]):
+        reached = {b for b in blocks if s <= b < e}
+        leaders = static_blocks(img, s, e)
+        rows.append((names.get(s, f"func_{s:#x}"), s, e - s, len(leaders), len(reached & leaders) or (1 if reached else 0)))
+    return rows
+
+
+def craft_chained(img, fmt):
+    """The image's rebases and binds (lazy ones too: chained fixups bind eagerly) as an
+    LC_DYLD_CHAINED_FIXUPS payload (dyld: mach-o/fixup-chains.h): dyld_chained_fixups_header,
+    dyld_chained_starts_in_image, one dyld_chained_starts_in_segment per segment with fixups
+    (16 KB pages), DYLD_CHAINED_IMPORT entries and their names; and the raw 8-byte pointers
+    (DYLD_CHAINED_PTR_64 fmt 2: rebase targets as vmaddrs; _64_OFFSET fmt 6: as offsets from the
+    image's start, the same for a dylib based at 0)."""
+    fix = {}
+    for a in img.rebases():
+        sec = next(s for s in img.segments if s.virtual_address <= a < s.virtual_address + s.virtual_size)
+        target = struct.unpack_from("<Q", img.slice_bytes, sec.file_offset + a - sec.virtual_address)[0]
+        fix[a] = ("rebase", target)
+    names, ordinals = [], {}
+    for cls, a, sym, weak, addend, _ in img.binds():
+        if sym not in ordinals:
+            ordinals[sym] = len(names)
+            names.append((sym, weak))
+        fix[a] = ("bind", ordinals[sym], addend)
+    segs = list(img.bin.segments)
+    pages = {}
+    for a in sorted(fix):
+        si = next(i for i, s in enumerate(segs) if s.virtual_address <= a < s.virtual_address + max(s.virtual_size, 1))
+        pages.setdefault(si, {}).setdefault((a - segs[si].virtual_address) // PAGE, []).append(a)
+    raw = {}
+    for si, by_page in pages.items():
+        for page, addrs in by_page.items():
+            for i, a in enumerate(addrs):
+                nxt = (addrs[i + 1] - a) // 4 if i + 1 < len(addrs) else 0
+                assert nxt < 4096
+                f = fix[a]
+                if f[0] == "rebase":
+                    raw[a] = (f[1] & 0xFFFFFFFFF) | (nxt << 51)
+                else:
+                    raw[a] = (1 << 63) | f[1] | ((f[2] & 0xFF) << 24) | (nxt << 51)
+    # the payload
+    seg_infos = []
+    for si in range(len(segs)):
+        if si not in pages:
+            seg_infos.append(None)
+            continue
+        n_pages = (segs[si].virtual_size + PAGE - 1) // PAGE
+        starts = [0xFFFF] * n_pages
+        for page, addrs in pages[si].items():
+            starts[page] = addrs[0] - segs[si].virtual_address - page * PAGE
+        body = struct.pack("<IHHQIH", 22 + 2 * n_pages, PAGE, fmt, segs[si].virtual_address, 0, n_pages) + \
+            struct.pack(f"<{n_pages}H", *starts)
+        seg_infos.append(body + b"\0" * (-len(body) % 4))
+    image_starts = bytearray(struct.pack("<I", len(segs)) + b"\0" * 4 * len(segs))
+    for si, body in enumerate(seg_infos):
+        if body is not None:
+            struct.pack_into("<I", image_starts, 4 + 4 * si, len(image_starts))
+            image_starts += body
+    symbols = bytearray(b"\0")
+    imports = bytearray()
+    for sym, weak in names:
+        imports += struct.pack("<I", 1 | (int(weak) << 8) | (len(symbols) << 9))
+        symbols += sym.encode() + b"\0"
+    starts_off = 32
+    imports_off = starts_off + len(image_starts)
+    symbols_off = imports_off + len(imports)
+    header = struct.pack("<7I", 0, starts_off, imports_off, symbols_off, len(names), 1, 0) + b"\0" * 4
+    return bytes(header + image_starts + imports + symbols), raw

@@ -20,7 +20,7 @@ def image(path, cpu="ARM64"):
 
 class Process:
     def __init__(self, img, env, argv=("probe",), exe=None, host=None, metal=True, lazy=True, lib_path=None,
-                 fail_add_method=False):
+                 fail_add_method=False, chained=None):
         self.lib_path = lib_path or "/opt/homebrew/lib/libvzcaps.dylib"
         self.m = Machine(img, lazy=lazy, path=self.lib_path)
         self.m.image("probe", exe or "/usr/local/bin/probe")
@@ -30,7 +30,7 @@ class Process:
         self.d = Darwin(self.m, env, argv=argv, exe=exe or "/usr/local/bin/probe", host=host, metal=metal)
         self.d.fail_add_method = fail_add_method
         self.m.load(absent=() if metal else ("_MTLCreateSystemDefaultDevice", "_MTLCopyAllDevices",
-                                             "_MTLCopyAllDevicesWithObserver"))
+                                             "_MTLCopyAllDevicesWithObserver"), chained=chained)
         self.exec_record = None
 
     def start(self):
@@ -54,8 +54,9 @@ class Process:
         for f in FAMILIES:
             out["families"][f] = 1 if rt.send(dev, "supportsFamily:", f, image=image) & 0xFF else 0
         has_tg = rt.lookup(rt.class_of(dev), "maxThreadgroupMemoryLength") is not None
-        out["tg"] = rt.send(dev, "maxThreadgroupMemoryLength", image=image) if has_tg else None
-        out["ws"] = rt.send(dev, "recommendedMaxWorkingSetSize", image=image)
+        # each query from a call site of its own, as probe.m's are
+        out["tg"] = rt.send(dev, "maxThreadgroupMemoryLength", image=image, site=1) if has_tg else None
+        out["ws"] = rt.send(dev, "recommendedMaxWorkingSetSize", image=image, site=2)
         if rt.lookup(rt.class_of(dev), "apple7AtInit"):
             out["apple7"] = rt.send(dev, "apple7AtInit", image=image) & 0xFF
         return out
