@@ -58,27 +58,25 @@ def supports_family_return(raw, img):
 
 
 def dropped_rebase(raw, img):
-    """One rebase fewer: a REBASE_OPCODE_DO_REBASE_IMM_TIMES (0x5N, N >= 2) followed by an
-    absolute SET_SEGMENT_AND_OFFSET_ULEB (0x2N) or DONE does one rebase less, so only the last
-    pointer of that run keeps its unslid value (<mach-o/loader.h> rebase opcodes)."""
+    """One rebase fewer: the first REBASE_OPCODE_DO_REBASE_IMM_TIMES(1) (0x51) becomes
+    REBASE_OPCODE_ADD_ADDR_IMM_SCALED(1) (0x41), which moves on by one pointer as the rebase
+    would, so exactly that pointer keeps its unslid value (<mach-o/loader.h> rebase opcodes)."""
     di = img.bin.dyld_info
     ops = bytes(di.rebase_opcodes)
     start = di.rebase[0]
     i = 0
     while i < len(ops):
         op, imm = ops[i] & 0xF0, ops[i] & 0x0F
+        if op == 0x50 and imm == 1:
+            return (_patch(raw, _slice_offset(raw, img) + start + i, b"\x41"),
+                    f"rebase opcode {i}: DO_REBASE_IMM_TIMES 1 -> ADD_ADDR_IMM_SCALED 1")
         nxt = i + 1
-        if op in (0x20, 0x30, 0x60, 0x70, 0x80):  # opcodes with ULEB operands
-            n_uleb = 2 if op == 0x80 else 1
-            for _ in range(n_uleb):
-                while ops[nxt] & 0x80:
-                    nxt += 1
+        for _ in range({0x20: 1, 0x30: 1, 0x60: 1, 0x70: 1, 0x80: 2}.get(op, 0)):  # ULEB operands
+            while ops[nxt] & 0x80:
                 nxt += 1
-        if op == 0x50 and imm >= 2 and nxt < len(ops) and ops[nxt] & 0xF0 in (0x20, 0x00):
-            return (_patch(raw, _slice_offset(raw, img) + start + i, bytes([0x50 | (imm - 1)])),
-                    f"rebase opcode at {i}: DO_REBASE_IMM_TIMES {imm} -> {imm - 1}")
+            nxt += 1
         i = nxt
-    raise ValueError("no run of rebases to shorten")
+    raise ValueError("no single rebase to drop")
 
 
 def swapped_interpose(raw, img):
