@@ -725,6 +725,11 @@ class Darwin:
         S("_execl", lambda m, p, a0, *_: self.libc_execl(p, a0, m.uc.reg_read(SP), "path"))
         S("_execle", lambda m, p, a0, *_: self.libc_execl(p, a0, m.uc.reg_read(SP), "env"))
         S("_execlp", lambda m, p, a0, *_: self.libc_execl(p, a0, m.uc.reg_read(SP), "search"))
+        # the x86_64 slice's names for the same functions (Libc's symbol variants, <sys/cdefs.h>:
+        # $INODE64 for the 64-bit-inode struct stat, $1050 for select's 10.5 semantics; ___bzero)
+        for alias, base in (("_fstat$INODE64", "_fstat"), ("_stat$INODE64", "_stat"), ("_select$1050", "_select"),
+                            ("___bzero", "_bzero")):
+            S(alias, m.standins[base])
         self.objc.install(self)
         if self.metal:
             self.metal.install(self)

@@ -112,7 +112,9 @@ class Image:
         for i in range(fat.size):
             b = fat.at(i)
             if b.header.cpu_type == want:
-                return cls(b, raw, _slice(raw, int(b.header.cpu_type.value)))
+                img = cls(b, raw, _slice(raw, int(b.header.cpu_type.value)))
+                img.fat = fat  # the slice's Binary lives as long as LIEF's FatBinary
+                return img
         raise ValueError(f"no {cpu} slice")
 
     @property
@@ -406,7 +408,7 @@ class Machine:
         for s in img.segments:
             if s.name == "__LINKEDIT" or s.virtual_size == 0:
                 continue
-            size = (s.virtual_size + PAGE - 1) & ~(PAGE - 1)
+            size = (s.virtual_size + 0xFFF) & ~0xFFF  # Unicorn maps 4 KB pages; arm64 segments are 16 KB aligned
             self.uc.mem_map(self.base + s.virtual_address, size, UC_PROT_ALL)
             data = img.slice_bytes[s.file_offset:s.file_offset + s.file_size]
             self.write(self.base + s.virtual_address, data)

@@ -182,6 +182,18 @@ def check_interpose(img):
                                                      "_MTLCopyAllDevicesWithObserver": "copy_all_observed"}.get(orig, orig[1:])
 
 
+def test_x86_64_slice_loads_with_the_same_imports_and_interpose_table():
+    """The x86_64 slice (Rosetta and Intel Macs) is mapped and fixed up by the same loader and
+    its stand-ins cover its imports; it is not executed (docs/developers.md, "The emulated
+    Darwin": Unicorn would run it, but the stand-ins speak Apple's arm64 calling convention)."""
+    require_built(LIB, how="make dist")
+    x86 = image(LIB, "X86_64")
+    p = Process(x86, env_of(**M2), lib_path=libpath(), lazy=False, host=dict(HOST))
+    assert p.m.missing == []
+    assert [orig for _, orig in p.m.interpose_table()] == INTERPOSED
+    assert len(x86.function_starts()) == len(image(LIB).function_starts())
+
+
 def test_weak_metal_absent(img):
     """No Metal: the weak originals bind to 0, the constructor still runs, nothing is said."""
     p = proc(img, env_of(**M2), metal=False)
