@@ -13,6 +13,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from conftest import BUILD, ROOT, require_built  # noqa: E402
+from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the rig it compares with is the Linux build)
 
 import cases  # noqa: E402
 import machoemu  # noqa: E402
