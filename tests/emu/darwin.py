@@ -317,6 +317,7 @@ class Darwin:
         self.host = host or {}
         self.stderr, self.syslog, self.execs, self.spawns, self.objc_log = bytearray(), [], [], [], []
         self.fail_add_method = False
+        self.sysctl_asked = []
         self.fds = {}
         self.tsd, self.next_key = {}, 1
         self.errno_addr = m.alloc(8, 8)
@@ -700,6 +701,7 @@ class Darwin:
             """sysctlbyname (Libc gen/sysctlbyname.c; the values xnu publishes): the brand string,
             hw.memsize and sysctl.proc_translated, from the case's host; ENOENT for what it lacks."""
             key = m.cstr(name).decode()
+            self.sysctl_asked.append(key)
             val = {"machdep.cpu.brand_string": self.host.get("brand"), "hw.memsize": self.host.get("memsize"),
                    "sysctl.proc_translated": self.host.get("translated")}.get(key)
             if val is None:
@@ -805,8 +807,9 @@ class Darwin:
         return EACCES if eacces else err
 
     def system(self, command):
-        """system(3) (Libc stdlib/FreeBSD/system.c): posix_spawn of /bin/sh -c command, through the
-        interposer; popen(3) (gen/FreeBSD/popen.c) does the same."""
+        """system(3) (Libc stdlib/FreeBSD/system.c) and popen(3) (Libc gen/FreeBSD/popen.c): each
+        runs posix_spawn of /bin/sh -c command, through the interposer (popen's file actions,
+        the pipe, change nothing here)."""
         pid = self.m.alloc(8, 8)
         argv = self.m.new_array(["sh", "-c", command])
         return self.via("_posix_spawn", lambda m, *a: self.kernel_spawn(a[0], "/bin/sh", a[4], a[5]),

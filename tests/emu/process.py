@@ -88,7 +88,7 @@ class Process:
             elif how in ("execl", "execlp", "execle"):
                 extra = [m.new_cstr(a) for a in args] + [0] + ([env_a] if how == "execle" else [])
                 rc = call("_" + how, prog_a, m.new_cstr(program), sp=extra)
-            elif how == "system":
+            elif how in ("system", "popen"):
                 rc = d.system(program + "".join(" " + a for a in args))
             else:
                 raise ValueError(how)

@@ -272,6 +272,15 @@ def test_sysctl_brand_names_the_chip(img, brand, translated, want):
     assert "(from machdep.cpu.brand_string)" in p.stderr
 
 
+def test_hw_memsize_bounds_the_working_set(img):
+    """A working-set floor above the host's memory (sysctl hw.memsize) is clamped to it."""
+    env = env_of(**M2, VZCAPS_RECOMMENDED_WORKING_SET_SIZE=str(64 << 30))
+    p = proc(img, env, host={"brand": None, "memsize": 8 << 30, "translated": None})
+    assert p.probe()["ws"] == 8 << 30
+    assert f"clamped to physical memory {8 << 30}" in p.stderr
+    assert "hw.memsize" in p.d.sysctl_asked
+
+
 def test_rosetta_is_refused_with_its_reason(img):
     p = proc(img, env_of(VZCAPS_APPLE_FAMILY_MAX="auto"),
              host={"brand": "VirtualApple @ 2.50GHz processor", "memsize": 32 << 30, "translated": 1})
@@ -382,11 +391,12 @@ def test_search_with_failing_candidates_first(img, progs, how, child, envsrc):
     spawn_case(img, progs, how, child, True, True, envsrc)
 
 
-def test_system_runs_the_shell_through_posix_spawn(img, progs):
+@pytest.mark.parametrize("how", ["system", "popen"])
+def test_system_and_popen_run_the_shell_through_posix_spawn(img, progs, how):
     env = env_of(**M2)
     env["DYLD_INSERT_LIBRARIES"] = OTHER + ":" + libpath()
     p = proc(img, env)
-    r = p.run_child("system", "llama-server", ["-x"])
+    r = p.run_child(how, "llama-server", ["-x"])
     assert r["ran"]["path"] == "/bin/sh" and r["ran"]["argv"] == ["sh", "-c", "llama-server -x"]
     got = dict(e.split("=", 1) for e in r["ran"]["env"])
     assert got["DYLD_INSERT_LIBRARIES"] == OTHER and not any(k.startswith("VZCAPS_") for k in got)
