@@ -333,7 +333,7 @@ class Machine:
         if fn is None:
             raise GuestFault(f"branch into the stand-in region at {addr:#x}, no cell there")
         self.imports_called.add(key)
-        args = [uc.reg_read(X[i]) for i in range(8)]
+        args = uc.reg_read_batch(X[:8])
         ret = uc.reg_read(UC_ARM64_REG_X30)
         r = fn(self, *args)
         if isinstance(r, Jump):
