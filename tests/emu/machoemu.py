@@ -201,7 +201,10 @@ class Machine:
         self.img, self.lazy, self.path = img, lazy, path
         self.uc = Uc(UC_ARCH_ARM64, UC_MODE_ARM)
         self.uc.ctl_set_cpu_model(UC_CPU_ARM64_MAX)
-        self.base = BASE
+        # a dylib (linked at 0) is slid to BASE; an executable stays where it was linked
+        self.base = BASE if min(s.virtual_address for s in img.segments) == 0 else 0
+        self.span = (self.base + min(s.virtual_address for s in img.segments),
+                     self.base + max(s.virtual_address + s.virtual_size for s in img.segments))
         self.standins = {}          # symbol -> python function
         self.data_imports = {}      # symbol -> address (data, e.g. ___stack_chk_guard)
         self.slot_of, self.slot_fn = {}, {}
@@ -360,8 +363,8 @@ class Machine:
         return self.images[name][0]
 
     def image_at(self, addr):
-        if self.base <= addr < self.base + 0x1_0000_000:
-            return self.path, self.base
+        if self.span[0] <= addr < self.span[1]:
+            return self.path, self.span[0]
         for name, (a, path) in self.images.items():
             if a <= addr < a + 0x1000:
                 return path, a
