@@ -76,6 +76,7 @@ CASES = [case(f"auto {c}", {"VZCAPS_APPLE_FAMILY_MAX": "auto", "VZCAPS_HOST_CHIP
     case("no maxThreadgroupMemoryLength", {"VZCAPS_APPLE_FAMILY_MAX": "auto", "VZCAPS_HOST_CHIP": "Apple M2",
                                            "FAKEMETAL_CLASS": "lacking"}),
     case("not an _MTLDevice", {"VZCAPS_APPLE_FAMILY_MAX": "auto", "VZCAPS_HOST_CHIP": "Apple M2", "FAKEMETAL_CLASS": "plain"}),
+    case("wrapper device", {"VZCAPS_APPLE_FAMILY_MAX": "auto", "VZCAPS_HOST_CHIP": "Apple M2", "FAKEMETAL_CLASS": "wrapper"}),
     case("callers default scope", {"VZCAPS_APPLE_FAMILY_MAX": "auto", "VZCAPS_HOST_CHIP": "Apple M1"}, program="callers",
          child=False),
     case("stock_callers none", {"VZCAPS_APPLE_FAMILY_MAX": "auto", "VZCAPS_HOST_CHIP": "Apple M1", "VZCAPS_STOCK_CALLERS": "none"},

@@ -239,7 +239,7 @@ class Metal:
     _MTLDevice's -init runs -initGPUFamilySupport, which builds apple7AtInit from its own
     supportsFamily: answer; AppleParavirtDevice inherits everything; OwnParavirtDevice
     implements supportsFamily: itself; LackingDevice has no maxThreadgroupMemoryLength;
-    PlainDevice is no _MTLDevice; a subclass of AppleParavirtDevice made at run time
+    PlainDevice is no _MTLDevice; WrapperDevice asks the AppleParavirtDevice it wraps; a subclass of AppleParavirtDevice made at run time
     (FAKEMETAL_CLASS=sub, a client's own device subclass)."""
 
     def __init__(self, d):
@@ -282,6 +282,14 @@ class Metal:
         rt.add_py_method(C["PlainDevice"], "supportsFamily:", supports_always, "c24@0:8q16")
         rt.add_py_method(C["PlainDevice"], "maxThreadgroupMemoryLength", lambda m, *_: 32768, "Q16@0:8")
         rt.add_py_method(C["PlainDevice"], "recommendedMaxWorkingSetSize", lambda m, *_: 5010800640, "Q16@0:8")
+        # WrapperDevice: no _MTLDevice; answers by asking the device it wraps, from its own image
+        # (as debug and capture layers do)
+        rt.add_class("WrapperDevice", "NSObject")
+        for sel, types in (("supportsFamily:", "c24@0:8q16"), ("maxThreadgroupMemoryLength", "Q16@0:8"),
+                           ("recommendedMaxWorkingSetSize", "Q16@0:8")):
+            rt.add_py_method(C["WrapperDevice"], sel,
+                             lambda m, o, s, *a, sel=sel: rt.send(state(o)["inner"], sel, *a[:1 if sel.endswith(":") else 0],
+                                                                  image="Metal"), types)
         # NSArray, for MTLCopyAllDevices (Foundation: -count, -objectAtIndex:)
         rt.add_class("NSArray", "NSObject")
         rt.add_py_method(C["NSArray"], "count", lambda m, o, s, *_: len(state(o)["items"]), "Q16@0:8")
@@ -292,6 +300,11 @@ class Metal:
         rt, variant = self.d.objc, self.d.env.get("FAKEMETAL_CLASS")
         cls = {"own": "OwnParavirtDevice", "plain": "PlainDevice", "lacking": "LackingDevice",
                "sub": "SubParavirtDevice"}.get(variant, "AppleParavirtDevice")
+        if variant == "wrapper":
+            inner = rt.send(rt.new("AppleParavirtDevice"), "init", image="Metal")
+            w = rt.new("WrapperDevice")
+            rt.objects[w]["inner"] = inner
+            return w
         obj = rt.new(cls)
         if cls in ("PlainDevice", "LackingDevice"):
             return obj  # created without a message, as the rig's class_createInstance
