@@ -16,7 +16,6 @@ environment and answer ENOENT/EACCES/ENOEXEC as xnu's exec_activate_image would.
 import os
 import re
 import struct
-import time
 
 from machoemu import GuestFault, Jump
 
@@ -90,7 +89,7 @@ def format_c(m, fmt, next_arg):
             v &= (1 << bits) - 1
             if conv in b"di" and v >= 1 << (bits - 1):
                 v -= 1 << bits
-            spec = b"%" + flags.replace(b"#", b"#") + (b".%d" % p if p is not None else b"") + (b"d" if conv in b"diu" else conv)
+            spec = b"%" + flags + (b".%d" % p if p is not None else b"") + (b"d" if conv in b"diu" else conv)
             s = spec % v
         if w is not None:
             left = b"-" in flags or w < 0
@@ -324,13 +323,14 @@ class Metal:
 class Darwin:
     """One emulated process: its environment, files, kernel records and output."""
 
-    def __init__(self, m, env, argv=("probe",), exe="/usr/local/bin/probe", host=None, metal=True, lib_path=None):
+    def __init__(self, m, env, argv=("probe",), exe="/usr/local/bin/probe", host=None, metal=True):
         self.m, self.env_in, self.argv, self.exe = m, dict(env), list(argv), exe
         self.env = dict(env)
         self.host = host or {}
         self.stderr, self.syslog, self.execs, self.spawns, self.objc_log = bytearray(), [], [], [], []
         self.fail_add_method = False
         self.sysctl_asked = []
+        self.clock_ns = 1_000 * 10**9
         self.fds = {}
         self.tsd, self.next_key = {}, 1
         self.errno_addr = m.alloc(8, 8)
@@ -636,8 +636,10 @@ class Darwin:
 
         # ---- time, signals, select (xnu libsyscall; Libc gen/clock_gettime.c) ----
         def clock_gettime(m, clk, ts, *_):
-            t = time.monotonic()
-            m.write(ts, struct.pack("<qq", int(t), int((t % 1) * 1e9)))
+            """A virtual clock, 1 µs further at each call: the library's 200 ms budget for its
+            stderr line never runs out because the host machine is busy (tests stay deterministic)."""
+            self.clock_ns += 1000
+            m.write(ts, struct.pack("<qq", self.clock_ns // 10**9, self.clock_ns % 10**9))
             return 0
         S("_clock_gettime", clock_gettime)
         S("___darwin_check_fd_set_overflow", lambda m, *_: 1)  # Libc: sys/_types/_fd_def.h inline check

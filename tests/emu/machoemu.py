@@ -131,9 +131,7 @@ class Image:
         """{address: name} of the defined symbols (the slice keeps its local names)."""
         out = {}
         for s in self.bin.symbols:
-            if s.value and s.name and not s.has_export_info and s.type != lief.MachO.Symbol.TYPE.UNDEFINED:
-                out.setdefault(s.value, s.name)
-            elif s.value and s.name and s.has_export_info:
+            if s.value and s.name:
                 out.setdefault(s.value, s.name)
         return out
 
