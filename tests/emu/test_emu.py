@@ -304,6 +304,16 @@ def test_syslog_gets_the_line_stderr_gets_it_unless_quiet(img):
     assert q.stderr == "" and len(q.d.syslog) == 1 and q.d.syslog[0][1].startswith("vzcaps: hooked")
 
 
+@pytest.mark.parametrize("state", ["stderr_closed", "stderr_full"])
+def test_the_line_with_stderr_closed_or_full_goes_to_syslog_only(img, state):
+    """fd 2 closed (fstat fails) or never writable (select times out): the line is lost on
+    stderr, never blocks or fails the program, and the unified log still has it."""
+    host = dict(HOST, **{state: True})
+    p = proc(img, env_of(**M2), host=host)
+    assert p.probe()["families"] == up_to(1008)
+    assert p.stderr == "" and len(p.d.syslog) == 1 and p.d.syslog[0][1].startswith("vzcaps: hooked AppleParavirtDevice")
+
+
 # ---------------------------------------------------------------- spawn and exec, as Libc calls them
 
 MATCHING = ("[probe]\nmatch = probe\napple_family_max = auto\nhost_chip = Apple M2\ninherit = matching\n"
