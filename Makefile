@@ -156,7 +156,9 @@ check: deps
 	$(B)/test_safewrite
 	$(B)/test_child
 	$(B)/test_input
-	VZTEST_MAKE_CHECK=1 python3 -m pytest -q -rs tests
+	VZTEST_MAKE_CHECK=1 python3 -m pytest -q -rs tests --ignore=tests/emu
+	@if [ "$(UNAME_S)" != Darwin ] && sh scripts/have-cross; then $(MAKE) check-emu; \
+	  else echo "check: check-emu skipped (it needs the Linux rig and the cross-built dist/)"; fi
 	$(CHECK_FUZZ)
 	@if sh scripts/have-cross; then $(MAKE) audit; fi
 	@if [ "$(UNAME_S)" != Darwin ] && sh scripts/have-cross; then sh scripts/repro-check; fi
@@ -198,6 +200,15 @@ bench: deps
 	$(MAKE) all
 	sh scripts/bench
 
+# The shipped arm64 slice of dist/libvzcaps.dylib run under emulation against the rig (tests/emu;
+# docs/developers.md, "The emulated Darwin"); under a minute once dist/ and the rig are built.
+# make check runs it once, after dist, and leaves tests/emu out of its main pytest run.
+check-emu: deps
+	$(MAKE) all dist/libvzcaps.dylib
+	sh scripts/check-emu
+dist/libvzcaps.dylib: $(wildcard src/*/*.c src/*/*.h) mk/darwin.mk scripts/dist scripts/cross-link scripts/sources
+	$(MAKE) dist
+
 # ---- macOS artifacts (cross-built on Linux with zig; native on a Mac) ----
 dist: deps-cross
 	sh scripts/dist
@@ -226,4 +237,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps install-deps deps-demo deps-cross check check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release audit install uninstall clean
+.PHONY: all rig deps install-deps deps-demo deps-cross check check-emu check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release audit install uninstall clean

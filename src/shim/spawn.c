@@ -157,6 +157,18 @@ static const char *resolve(const char *file, struct cand *c, char *buf, size_t l
     }
 }
 
+/* Whether envp is an environment this thread's scratch mapping holds: one the library built.
+ * libSystem's posix_spawnp calls posix_spawn for each PATH candidate, and dyld reroutes that
+ * call to our replacement (Libc sys/posix_spawn.c; the shared cache is patched for interposed
+ * functions): the environment built for the outer call comes back, and rebuilding it would
+ * write the new one over the one being read. */
+static bool built_here(char *const envp[])
+{
+    const char *cur = vzcaps_platform_scratch_get();
+    size_t size = cur ? *(const size_t *)(const void *)cur : 0;
+    return cur && (const char *)envp >= cur && (const char *)envp < cur + size;
+}
+
 static char *const *child_envp(const char *file, bool search, char *const argv[], char *const envp[]);
 
 /* errno is as the caller had it, but for ENOMEM when the child must not start */
@@ -174,7 +186,7 @@ static char *const *child_envp(const char *file, bool search, char *const argv[]
     static char *const empty[] = {NULL};
     if (!envp) /* the kernel takes NULL as no variables (execve, environ after clearenv); here NULL is "refused" */
         envp = empty;
-    if (!active)
+    if (!active || built_here(envp)) /* built by the call this one is nested in: already decided */
         return envp;
     char buf[VZCAPS_PATH_MAX + 1];
     struct cand c = {NULL, 0};

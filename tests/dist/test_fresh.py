@@ -105,6 +105,13 @@ def test_a_skipped_test_fails_it(cache):
     assert mounts_under(cache) == []
 
 
+def test_a_skip_in_an_earlier_pytest_run_fails_it(cache):
+    """make check runs pytest twice (the suite, then check-emu's tests/emu): a skip in the first
+    run fails it although the last closing line is clean."""
+    p = run(cache, "200 passed, 3 skipped in 30.00s\ncheck-emu: ...\n229 passed in 20.00s\n")
+    assert p.returncode == 1 and "tests were skipped on the fresh root: 200 passed, 3 skipped" in p.stderr
+
+
 def test_a_cmocka_skip_fails_it(cache):
     p = run(cache, "[  SKIPPED ] test_x\n212 passed in 30.00s\n")
     assert p.returncode == 1 and "cmocka skipped tests" in p.stderr

@@ -1,0 +1,834 @@
+"""Darwin stand-ins for the library's imports: libSystem (Libc, xnu's libsyscall, libpthread,
+dyld's API), libobjc (objc4) and Metal, in Python, with Apple's arm64 calling convention
+(docs: "Writing ARM64 code for Apple platforms": variadic arguments are passed on the stack,
+each in its own 8-byte slot; a va_list is a plain pointer to those slots).
+
+Each stand-in names the Apple open-source file whose behaviour it models. Files the library
+reads (its configuration, a child's first bytes, its own slices) are the real files of this
+machine; struct stat is written in Darwin's layout and errno values are Darwin's.
+
+Calls Apple's libraries make internally to interposable functions go through the library's
+interpose table as dyld arranges (dyld patches the shared cache for interposed functions):
+posix_spawnp calls posix_spawn per PATH candidate, execv/execvp/execl* call execve,
+system/popen call posix_spawn. execve and posix_spawn (the kernel) record path, argv and
+environment and answer ENOENT/EACCES/ENOEXEC as xnu's exec_activate_image would.
+"""
+import os
+import re
+import struct
+
+from machoemu import GuestFault, Jump
+
+# xnu bsd/sys/errno.h (numbers that differ from Linux's are mapped)
+EPERM, ENOENT, EINTR, EIO, E2BIG, ENOEXEC, EBADF, ENOMEM, EACCES, EFAULT = 1, 2, 4, 5, 7, 8, 9, 12, 13, 14
+ENOTDIR, EISDIR, EINVAL, EAGAIN, ELOOP, ENAMETOOLONG, ENOTSUP = 20, 21, 22, 35, 62, 63, 45
+LINUX_TO_DARWIN = {11: EAGAIN, 40: ELOOP, 36: ENAMETOOLONG, 95: ENOTSUP}
+# xnu bsd/sys/fcntl.h
+O_ACCMODE, O_NONBLOCK, O_NOFOLLOW, O_NOCTTY, O_DIRECTORY, O_CLOEXEC = 3, 0x4, 0x100, 0x20000, 0x100000, 0x1000000
+
+
+def darwin_errno(e):
+    return LINUX_TO_DARWIN.get(e, e)
+
+
+class Exec(Exception):
+    """A successful execve: the process image is replaced, nothing after it runs."""
+
+    def __init__(self, record):
+        super().__init__(record["path"])
+        self.record = record
+
+
+def pack_stat(st):
+    """struct stat (64-bit inodes) as xnu bsd/sys/stat.h lays it out on arm64: 144 bytes."""
+    def ts(t):
+        return struct.pack("<qq", int(t), int((t % 1) * 1e9))
+    return (struct.pack("<iHHQIIi4x", st.st_dev & 0x7FFFFFFF, st.st_mode, min(st.st_nlink, 0xFFFF), st.st_ino,
+                        st.st_uid, st.st_gid, (getattr(st, "st_rdev", 0) or 0) & 0x7FFFFFFF) +
+            ts(st.st_atime) + ts(st.st_mtime) + ts(st.st_ctime) + ts(st.st_ctime) +
+            struct.pack("<qqiIIi", st.st_size, getattr(st, "st_blocks", 0) or 0, getattr(st, "st_blksize", 4096) or 4096, 0, 0, 0) + b"\0" * 16)
+
+
+FMT = re.compile(rb"%([-+ #0]*)(\*|\d+)?(?:\.(\*|\d*))?(hh|h|ll|l|z|j|t|L|q)?([diouxXcspfFeEgG%])")
+
+
+def format_c(m, fmt, next_arg):
+    """printf's conversions over guest memory (Libc: stdio/FreeBSD/vfprintf.c), for the
+    conversions the library uses; an unknown one fails the test with the format."""
+    out, i = bytearray(), 0
+    for mo in FMT.finditer(fmt):
+        out += fmt[i:mo.start()]
+        i = mo.end()
+        flags, width, prec, length, conv = mo.groups()
+        if conv == b"%":
+            out += b"%"
+            continue
+        w = next_arg() if width == b"*" else int(width) if width else None
+        if w is not None and w >= 2**63:
+            w -= 2**64
+        p = None
+        if prec is not None:
+            p = next_arg() if prec == b"*" else int(prec or b"0")
+            if p >= 2**31:
+                p = None
+        v = next_arg()
+        if conv == b"s":
+            s = m.cstr(v) if v else b"(null)"
+            if p is not None:
+                s = s[:p]
+        elif conv == b"c":
+            s = bytes([v & 0xFF])
+        elif conv == b"p":
+            s = b"0x%x" % v
+        elif conv in b"fFeEgG":
+            s = (b"%" + flags + (b"%d" % w if w is not None else b"") + (b".%d" % p if p is not None else b"") + conv) % \
+                struct.unpack("<d", struct.pack("<Q", v))[0]
+            w = None
+        else:
+            bits = 64 if length in (b"l", b"ll", b"z", b"j", b"t", b"q") else 8 if length == b"hh" else 16 if length == b"h" else 32
+            v &= (1 << bits) - 1
+            if conv in b"di" and v >= 1 << (bits - 1):
+                v -= 1 << bits
+            spec = b"%" + flags + (b".%d" % p if p is not None else b"") + (b"d" if conv in b"diu" else conv)
+            s = spec % v
+        if w is not None:
+            left = b"-" in flags or w < 0
+            w = abs(w)
+            pad = b"0" if b"0" in flags and not left and conv not in b"sc" else b" "
+            if len(s) < w:
+                s = s + b" " * (w - len(s)) if left else (pad * (w - len(s)) + s if pad == b" " or s[:1] not in b"-+" else s[:1] + pad * (w - len(s)) + s[1:])
+        out += s
+    rest = fmt[i:]
+    if b"%" in rest:
+        raise GuestFault(f"unsupported printf conversion in {fmt!r}")
+    out += rest
+    return bytes(out)
+
+
+class ObjcClass:
+    def __init__(self, rt, name, sup):
+        self.name, self.sup, self.methods = name, sup, {}
+        self.addr = rt.m.alloc(64, 16)
+        self.name_addr = rt.m.new_cstr(name)
+        rt.m.put64(self.addr, 0)
+
+
+class Method:
+    def __init__(self, rt, sel, imp, types):
+        self.sel, self.imp, self.types = sel, imp, types
+        self.addr = rt.m.alloc(24, 8)
+        self.types_addr = rt.m.new_cstr(types)
+
+
+class Objc:
+    """objc4's runtime semantics for what the library uses (objc4: runtime/objc-runtime-new.mm,
+    objc-class.mm; message dispatch: runtime/Messengers.subproj/objc-msg-arm64.s)."""
+
+    def __init__(self, m):
+        self.m = m
+        self.classes, self.by_addr, self.methods, self.sels, self.sel_names = {}, {}, {}, {}, {}
+        self.objects = {}
+
+    def sel(self, name):
+        if name not in self.sels:
+            a = self.m.new_cstr(name)
+            self.sels[name], self.sel_names[a] = a, name
+        return self.sels[name]
+
+    def add_class(self, name, sup=None):
+        c = ObjcClass(self, name, self.classes[sup] if sup else None)
+        self.classes[name], self.by_addr[c.addr] = c, c
+        return c
+
+    def add_py_method(self, cls, sel, fn, types):
+        imp = self.m.slot(f"-[{cls.name} {sel}]", fn)
+        self._method(cls, sel, imp, types)
+
+    def _method(self, cls, sel, imp, types):
+        meth = Method(self, sel, imp, types)
+        cls.methods[sel] = meth
+        self.methods[meth.addr] = meth
+        return meth
+
+    def new(self, cls_name):
+        a = self.m.alloc(32, 16)
+        self.m.put64(a, self.classes[cls_name].addr)
+        self.objects[a] = {}
+        return a
+
+    def class_of(self, obj):
+        return self.by_addr.get(self.m.u64(obj)) if obj else None
+
+    def lookup(self, cls, sel):
+        """class_getInstanceMethod: the class, then each superclass (objc-runtime-new.mm:
+        getMethodNoSuper_nolock up the superclass chain)."""
+        while cls:
+            if sel in cls.methods:
+                return cls.methods[sel]
+            cls = cls.sup
+        return None
+
+    def send(self, obj, sel, *args, image, site=0):
+        meth = self.lookup(self.class_of(obj), sel)
+        if not meth:
+            raise GuestFault(f"-[{self.class_of(obj).name} {sel}]: unrecognized selector")
+        return self.m.call(meth.imp, obj, self.sel(sel), *args, image=image, site=site)
+
+    def install(self, d):
+        m, S = self.m, d.standin
+
+        def cls_arg(a):
+            return self.by_addr.get(a)
+
+        S("_objc_getClass", lambda m, name, *_: self.classes[n].addr if (n := m.cstr(name).decode()) in self.classes else 0)
+        S("_object_getClass", lambda m, obj, *_: m.u64(obj) if obj else 0)
+        S("_class_getSuperclass", lambda m, c, *_: cls_arg(c).sup.addr if cls_arg(c) and cls_arg(c).sup else 0)
+        S("_class_getName", lambda m, c, *_: cls_arg(c).name_addr if cls_arg(c) else m.new_cstr("nil"))
+        S("_sel_registerName", lambda m, name, *_: self.sel(m.cstr(name).decode()))
+
+        def get_method(m, c, sel, *_):
+            meth = self.lookup(cls_arg(c), self.sel_names[sel])
+            return meth.addr if meth else 0
+        S("_class_getInstanceMethod", get_method)
+        S("_method_getImplementation", lambda m, meth, *_: self.methods[meth].imp if meth else 0)
+        S("_method_getTypeEncoding", lambda m, meth, *_: self.methods[meth].types_addr if meth else 0)
+
+        def set_imp(m, meth, imp, *_):
+            """method_setImplementation returns the previous IMP (objc-runtime-new.mm: _method_setImplementation)."""
+            if not meth:
+                return 0
+            rec = self.methods[meth]
+            old, rec.imp = rec.imp, imp
+            d.objc_log.append(("set", rec.sel, imp))
+            return old
+        S("_method_setImplementation", set_imp)
+
+        def add_method(m, c, sel, imp, types, *_):
+            """class_addMethod fails (NO) when the class itself has the selector, not when only a
+            superclass does (objc-runtime-new.mm: addMethod with replace=NO)."""
+            cls, name = cls_arg(c), self.sel_names[sel]
+            if d.fail_add_method or name in cls.methods:
+                return 0
+            self._method(cls, name, imp, m.cstr(types).decode() if types else "")
+            d.objc_log.append(("add", cls.name, name))
+            return 1
+        S("_class_addMethod", add_method)
+
+        def msg_send(m, obj, sel, *_):
+            """objc_msgSend: nil receivers answer 0; otherwise the IMP of the receiver's class
+            (its isa), found up the superclass chain, is jumped to with every argument register
+            as it was (objc-msg-arm64.s: _objc_msgSend, CacheLookup, __objc_msgSend_uncached)."""
+            if not obj:
+                return 0
+            cls = self.class_of(obj)
+            name = self.sel_names.get(sel)
+            meth = self.lookup(cls, name)
+            if not meth:
+                raise GuestFault(f"-[{cls.name if cls else '?'} {name}]: unrecognized selector")
+            return Jump(meth.imp)
+        S("_objc_msgSend", msg_send)
+
+
+STOCK = {f: (1001 <= f <= 1005) or f == 2002 or 3001 <= f <= 3003 for f in
+         (1001, 1002, 1003, 1004, 1005, 1006, 1007, 1008, 1009, 1010, 2001, 2002, 3001, 3002, 3003, 4001, 4002, 5001, 5002)}
+
+
+class Metal:
+    """The Metal stand-in, the rig's device classes (tests/rig/fakemetal.m) on objc4's model:
+    _MTLDevice's -init runs -initGPUFamilySupport, which builds apple7AtInit from its own
+    supportsFamily: answer; AppleParavirtDevice inherits everything; OwnParavirtDevice
+    implements supportsFamily: itself; LackingDevice has no maxThreadgroupMemoryLength;
+    PlainDevice is no _MTLDevice; WrapperDevice asks the AppleParavirtDevice it wraps; a subclass of AppleParavirtDevice made at run time
+    (FAKEMETAL_CLASS=sub, a client's own device subclass)."""
+
+    def __init__(self, d):
+        self.d = d
+        rt = d.objc
+        rt.add_class("NSObject")
+        rt.add_class("_MTLDevice", "NSObject")
+        for name, sup in (("AppleParavirtDevice", "_MTLDevice"), ("OwnParavirtDevice", "_MTLDevice"),
+                          ("LackingBase", "NSObject"), ("LackingDevice", "LackingBase"), ("PlainDevice", "NSObject"),
+                          ("SubParavirtDevice", "AppleParavirtDevice")):
+            rt.add_class(name, sup)
+        C = rt.classes
+
+        def state(obj):
+            return rt.objects.setdefault(obj, {})
+
+        def init(m, obj, sel, *_):
+            rt.send(obj, "initGPUFamilySupport", image="Metal")
+            return obj
+
+        def init_family(m, obj, sel, *_):
+            state(obj)["ready"] = True
+            state(obj)["apple7"] = rt.send(obj, "supportsFamily:", 1007, image="Metal") & 0xFF
+            return None
+
+        def supports(m, obj, sel, fam, *_):
+            return 1 if state(obj).get("ready") and STOCK.get(fam if fam < 2**63 else fam - 2**64, False) else 0
+
+        def supports_always(m, obj, sel, fam, *_):
+            return 1 if STOCK.get(fam, False) else 0
+        rt.add_py_method(C["_MTLDevice"], "init", init, "@16@0:8")
+        rt.add_py_method(C["_MTLDevice"], "initGPUFamilySupport", init_family, "v16@0:8")
+        rt.add_py_method(C["_MTLDevice"], "apple7AtInit", lambda m, o, s, *_: state(o).get("apple7", 0), "c16@0:8")
+        rt.add_py_method(C["_MTLDevice"], "supportsFamily:", supports, "c24@0:8q16")
+        rt.add_py_method(C["_MTLDevice"], "maxThreadgroupMemoryLength", lambda m, *_: 32768, "Q16@0:8")
+        rt.add_py_method(C["_MTLDevice"], "recommendedMaxWorkingSetSize", lambda m, *_: 5010800640, "Q16@0:8")
+        rt.add_py_method(C["OwnParavirtDevice"], "supportsFamily:", supports_always, "c24@0:8q16")
+        rt.add_py_method(C["LackingBase"], "supportsFamily:", lambda m, o, s, f, *_: 1 if 1001 <= f <= 1005 else 0, "c24@0:8q16")
+        rt.add_py_method(C["LackingBase"], "recommendedMaxWorkingSetSize", lambda m, *_: 5010800640, "Q16@0:8")
+        rt.add_py_method(C["PlainDevice"], "supportsFamily:", supports_always, "c24@0:8q16")
+        rt.add_py_method(C["PlainDevice"], "maxThreadgroupMemoryLength", lambda m, *_: 32768, "Q16@0:8")
+        rt.add_py_method(C["PlainDevice"], "recommendedMaxWorkingSetSize", lambda m, *_: 5010800640, "Q16@0:8")
+        # WrapperDevice: no _MTLDevice; answers by asking the device it wraps, from its own image
+        # (as debug and capture layers do)
+        rt.add_class("WrapperDevice", "NSObject")
+        for sel, types in (("supportsFamily:", "c24@0:8q16"), ("maxThreadgroupMemoryLength", "Q16@0:8"),
+                           ("recommendedMaxWorkingSetSize", "Q16@0:8")):
+            rt.add_py_method(C["WrapperDevice"], sel,
+                             lambda m, o, s, *a, sel=sel: rt.send(state(o)["inner"], sel, *a[:1 if sel.endswith(":") else 0],
+                                                                  image="Metal"), types)
+        # NSArray, for MTLCopyAllDevices (Foundation: -count, -objectAtIndex:)
+        rt.add_class("NSArray", "NSObject")
+        rt.add_py_method(C["NSArray"], "count", lambda m, o, s, *_: len(state(o)["items"]), "Q16@0:8")
+        rt.add_py_method(C["NSArray"], "objectAtIndex:", lambda m, o, s, i, *_: state(o)["items"][i], "@24@0:8Q16")
+
+    def create(self):
+        """MTLCreateSystemDefaultDevice: a new device of the FAKEMETAL_CLASS variant, as the rig's."""
+        rt, variant = self.d.objc, self.d.env.get("FAKEMETAL_CLASS")
+        cls = {"own": "OwnParavirtDevice", "plain": "PlainDevice", "lacking": "LackingDevice",
+               "sub": "SubParavirtDevice"}.get(variant, "AppleParavirtDevice")
+        if variant == "wrapper":
+            inner = rt.send(rt.new("AppleParavirtDevice"), "init", image="Metal")
+            w = rt.new("WrapperDevice")
+            rt.objects[w]["inner"] = inner
+            return w
+        obj = rt.new(cls)
+        if cls in ("PlainDevice", "LackingDevice"):
+            return obj  # created without a message, as the rig's class_createInstance
+        return rt.send(obj, "init", image="Metal")
+
+    def install(self, d):
+        d.standin("_MTLCreateSystemDefaultDevice", lambda m, *_: self.create())
+
+        def copy_all(m, *_):
+            arr = d.objc.new("NSArray")
+            d.objc.objects[arr]["items"] = [self.create()]
+            return arr
+        d.standin("_MTLCopyAllDevices", copy_all)
+        d.standin("_MTLCopyAllDevicesWithObserver", copy_all)
+
+
+class Darwin:
+    """One emulated process: its environment, files, kernel records and output."""
+
+    def __init__(self, m, env, argv=("probe",), exe="/usr/local/bin/probe", host=None, metal=True):
+        self.m, self.env_in, self.argv, self.exe = m, dict(env), list(argv), exe
+        self.env = dict(env)
+        self.host = host or {}
+        self.stderr, self.syslog, self.execs, self.spawns, self.objc_log = bytearray(), [], [], [], []
+        self.fail_add_method = False
+        self.sysctl_asked = []
+        self.clock_ns = 1_000 * 10**9
+        self.fds = {}
+        self.tsd, self.next_key = {}, 1
+        self.errno_addr = m.alloc(8, 8)
+        self.guard = m.alloc(8, 8)
+        m.put64(self.guard, 0x5AFE_C0DE_1234_5678)
+        m.data_imports["___stack_chk_guard"] = self.guard
+        self.environ_var = m.alloc(8, 8)
+        m.put64(self.environ_var, m.new_array([f"{k}={v}" for k, v in env.items()]))
+        self.objc = Objc(m)
+        self.metal = Metal(self) if metal else None
+        self.strings = {}
+        self.next_pid = 1000
+        self.install()
+
+    def env_now(self):
+        return self.m.str_array(self.m.u64(self.environ_var)) or []
+
+    def getenv(self, name):
+        for e in self.env_now():
+            k, _, v = e.partition("=")
+            if k == name:
+                return v
+        return None
+
+    def set_errno(self, e):
+        self.m.put32(self.errno_addr, e)
+
+    def standin(self, sym, fn):
+        self.m.standin(sym, fn)
+
+    def intern(self, s):
+        if s not in self.strings:
+            self.strings[s] = self.m.new_cstr(s)
+        return self.strings[s]
+
+    # ---- the kernel (xnu bsd/kern/kern_exec.c) ----
+    def kernel_check(self, path):
+        """What exec_activate_image answers for a file: ENOENT, EACCES (not a regular file, or no
+        execute permission), ENOEXEC (no image activator: not Mach-O, fat or #!), else 0."""
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return ENOENT
+        except NotADirectoryError:
+            return ENOTDIR
+        except OSError as e:
+            return darwin_errno(e.errno)
+        import stat as S
+        if not S.S_ISREG(st.st_mode) or not os.access(path, os.X_OK):
+            return EACCES
+        with open(path, "rb") as f:
+            head = f.read(4)
+        if head[:2] == b"#!" or head in (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\xbe\xba\xfe\xca", b"\x7fELF"):
+            return 0
+        return ENOEXEC
+
+    def record(self, kind, path, argv_a, envp_a):
+        rec = {"kind": kind, "path": path, "argv": self.m.str_array(argv_a), "env": self.m.str_array(envp_a)}
+        return rec
+
+    def kernel_execve(self, path, argv_a, envp_a):
+        rec = self.record("execve", path, argv_a, envp_a)
+        rec["errno"] = self.kernel_check(path)
+        self.execs.append(rec)
+        if rec["errno"] == 0:
+            raise Exec(rec)
+        self.set_errno(rec["errno"])
+        return -1
+
+    def kernel_spawn(self, pid_a, path, argv_a, envp_a):
+        """posix_spawn (xnu: posix_spawn in kern_exec.c): the error as its return value."""
+        rec = self.record("posix_spawn", path, argv_a, envp_a)
+        rec["errno"] = self.kernel_check(path)
+        self.spawns.append(rec)
+        if rec["errno"] == 0 and pid_a:
+            self.next_pid += 1
+            self.m.put32(pid_a, self.next_pid)
+        return rec["errno"]
+
+    # ---- calls that dyld reroutes to the library's replacements ----
+    def via(self, sym, fallback, *args):
+        rep = self.m.interposer(sym)
+        if rep:
+            return self.m.call(rep, *args, image="libsystem_c")
+        return fallback(self.m, *args)
+
+    def path_candidates(self, file):
+        if "/" in file:
+            return [file]
+        p = self.getenv("PATH")
+        p = p if p is not None else "/usr/bin:/bin"  # Libc: _PATH_DEFPATH
+        return [(d or ".") + "/" + file for d in p.split(":")]
+
+    def install(self):
+        m, S = self.m, self.standin
+        # ---- Libc string and memory (Libc: string/FreeBSD/*.c) ----
+        S("_strlen", lambda m, s, *_: len(m.cstr(s)))
+
+        def cmp(a, b):
+            return (a > b) - (a < b)
+        S("_strcmp", lambda m, a, b, *_: cmp(m.cstr(a), m.cstr(b)) & 0xFFFFFFFF)
+
+        def strncmp(m, a, b, n, *_):
+            return cmp(m.cstr(a, n + 1)[:n] if n else b"", m.cstr(b, n + 1)[:n] if n else b"") & 0xFFFFFFFF
+        S("_strncmp", strncmp)
+
+        def strchr(m, s, c, *_):
+            b, c = m.cstr(s), c & 0xFF
+            if c == 0:
+                return s + len(b)
+            i = b.find(bytes([c]))
+            return s + i if i >= 0 else 0
+        S("_strchr", strchr)
+
+        def strrchr(m, s, c, *_):
+            b, c = m.cstr(s), c & 0xFF
+            if c == 0:
+                return s + len(b)
+            i = b.rfind(bytes([c]))
+            return s + i if i >= 0 else 0
+        S("_strrchr", strrchr)
+
+        def span(m, s, set_, accept):
+            b, chars = m.cstr(s), set(m.cstr(set_))
+            n = 0
+            while n < len(b) and ((b[n] in chars) == accept):
+                n += 1
+            return n
+        S("_strcspn", lambda m, s, r, *_: span(m, s, r, False))
+        S("_strspn", lambda m, s, r, *_: span(m, s, r, True))
+
+        def memcpy(m, d, s, n, *_):
+            if n:
+                m.write(d, m.read(s, n))
+            return d
+        S("_memcpy", memcpy)
+        S("_memmove", memcpy)
+
+        def memcpy_chk(m, d, s, n, dn, *_):
+            if n > dn:
+                raise GuestFault(f"__memcpy_chk: {n} bytes into {dn} (Libc secure/memcpy_chk.c aborts)")
+            return memcpy(m, d, s, n)
+        S("___memcpy_chk", memcpy_chk)
+
+        def strcpy(m, d, s, *_):
+            m.write(d, m.cstr(s) + b"\0")
+            return d
+        S("_strcpy", strcpy)
+
+        def strcpy_chk(m, d, s, dn, *_):
+            if len(m.cstr(s)) + 1 > dn:
+                raise GuestFault("__strcpy_chk overflow (Libc secure/strcpy_chk.c aborts)")
+            return strcpy(m, d, s)
+        S("___strcpy_chk", strcpy_chk)
+        S("_bzero", lambda m, d, n, *_: (m.write(d, b"\0" * n), None)[1])
+
+        def memchr(m, s, c, n, *_):
+            i = m.read(s, n).find(bytes([c & 0xFF])) if n else -1
+            return s + i if i >= 0 else 0
+        S("_memchr", memchr)
+
+        def memcmp(m, a, b, n, *_):
+            x, y = m.read(a, n), m.read(b, n)
+            for p, q in zip(x, y):
+                if p != q:
+                    return (p - q) & 0xFFFFFFFF
+            return 0
+        S("_memcmp", memcmp)
+        S("___tolower", lambda m, c, *_: ord(chr(c).lower()) if 65 <= c <= 90 else c)
+
+        # ---- stdio formatting (Libc stdio/FreeBSD/snprintf.c, vsnprintf.c) ----
+        def out_fmt(m, buf, n, text):
+            if n:
+                k = min(len(text), n - 1)
+                m.write(buf, text[:k] + b"\0")
+            return len(text)
+
+        def va_reader(m, at):
+            box = [at]
+
+            def nxt():
+                v = m.u64(box[0])
+                box[0] += 8
+                return v
+            return nxt
+
+        def snprintf(m, buf, n, fmt, *_):
+            return out_fmt(m, buf, n, format_c(m, m.cstr(fmt), va_reader(m, m.uc.reg_read(SP))))
+        S("_snprintf", snprintf)
+        S("_vsnprintf", lambda m, buf, n, fmt, ap, *_: out_fmt(m, buf, n, format_c(m, m.cstr(fmt), va_reader(m, ap))))
+
+        def syslog(m, pri, fmt, *_):
+            """syslog(3) (Libc gen/syslog.c, to os_log since 10.12): the message is recorded."""
+            self.syslog.append((pri, format_c(m, m.cstr(fmt), va_reader(m, m.uc.reg_read(SP))).decode("utf-8", "replace")))
+        S("_syslog$DARWIN_EXTSN", syslog)
+        S("_strerror", lambda m, e, *_: self.intern(os.strerror(e) if e < 35 else f"Unknown error: {e}"))
+        S("___error", lambda m, *_: self.errno_addr)
+        S("___stack_chk_fail", lambda m, *_: (_ for _ in ()).throw(GuestFault("__stack_chk_fail: stack protector tripped")))
+
+        # ---- memory (libmalloc; xnu mmap) ----
+        S("_malloc", lambda m, n, *_: m.alloc(n))
+
+        def mmap(m, addr, n, prot, flags, fd, off, *_):
+            if not flags & 0x1000:  # MAP_ANON (xnu bsd/sys/mman.h)
+                self.set_errno(EINVAL)
+                return 2**64 - 1
+            a = m.alloc((n + 0x3FFF) & ~0x3FFF, 0x4000)
+            m.write(a, b"\0" * n)
+            self.mapped = getattr(self, "mapped", 0) + 1
+            return a
+        S("_mmap", mmap)
+        S("_munmap", lambda m, a, n, *_: 0)
+
+        # ---- files: this machine's, through Darwin's flags and layouts ----
+        def path_of(a):
+            return m.cstr(a).decode("utf-8", "surrogateescape")
+
+        def sys_fail(e):
+            self.set_errno(darwin_errno(e.errno))
+            return 2**64 - 1
+
+        def open_(m, p, flags, *_):
+            """open(2) (xnu bsd/vfs/vfs_syscalls.c): read-only here; the library opens nothing to write."""
+            if flags & O_ACCMODE:
+                self.set_errno(EACCES)
+                return 2**64 - 1
+            lf = os.O_RDONLY | (os.O_NONBLOCK if flags & O_NONBLOCK else 0) | (os.O_NOFOLLOW if flags & O_NOFOLLOW else 0) | \
+                (os.O_DIRECTORY if flags & O_DIRECTORY else 0) | os.O_CLOEXEC | os.O_NOCTTY
+            try:
+                fd = os.open(path_of(p), lf)
+            except OSError as e:
+                return sys_fail(e)
+            g = 10 + len(self.fds)
+            while g in self.fds:
+                g += 1
+            self.fds[g] = fd
+            return g
+        S("_open", open_)
+
+        def read(m, fd, buf, n, *_):
+            if fd not in self.fds:
+                self.set_errno(EBADF)
+                return 2**64 - 1
+            data = os.read(self.fds[fd], n)
+            m.write(buf, data)
+            return len(data)
+        S("_read", read)
+
+        def close(m, fd, *_):
+            if fd in self.fds:
+                os.close(self.fds.pop(fd))
+                return 0
+            self.set_errno(EBADF)
+            return 2**64 - 1
+        S("_close", close)
+
+        def fstat(m, fd, st_a, *_):
+            if fd == 2:
+                if self.host.get("stderr_closed"):
+                    self.set_errno(EBADF)
+                    return 2**64 - 1
+                st = os.stat_result((0o20620, 99, 7, 1, 0, 0, 0, 0, 0, 0))
+            elif fd in self.fds:
+                st = os.fstat(self.fds[fd])
+            else:
+                self.set_errno(EBADF)
+                return 2**64 - 1
+            m.write(st_a, pack_stat(st))
+            return 0
+        S("_fstat", fstat)
+
+        def stat_(m, p, st_a, *_):
+            try:
+                st = os.stat(path_of(p))
+            except OSError as e:
+                return sys_fail(e)
+            m.write(st_a, pack_stat(st))
+            return 0
+        S("_stat", stat_)
+
+        def access(m, p, mode, *_):
+            try:
+                ok = os.access(path_of(p), mode)
+                if not os.path.lexists(path_of(p)):
+                    self.set_errno(ENOENT)
+                    return 2**64 - 1
+            except OSError as e:
+                return sys_fail(e)
+            if not ok:
+                self.set_errno(EACCES)
+                return 2**64 - 1
+            return 0
+        S("_access", access)
+        S("_getuid", lambda m, *_: os.getuid())
+
+        def write(m, fd, buf, n, *_):
+            if fd != 2 or self.host.get("stderr_closed"):
+                self.set_errno(EBADF)
+                return 2**64 - 1
+            self.stderr += m.read(buf, n)
+            return n
+        S("_write", write)
+
+        # ---- time, signals, select (xnu libsyscall; Libc gen/clock_gettime.c) ----
+        def clock_gettime(m, clk, ts, *_):
+            """A virtual clock, 1 µs further at each call: the library's 200 ms budget for its
+            stderr line never runs out because the host machine is busy (tests stay deterministic)."""
+            self.clock_ns += 1000
+            m.write(ts, struct.pack("<qq", self.clock_ns // 10**9, self.clock_ns % 10**9))
+            return 0
+        S("_clock_gettime", clock_gettime)
+        S("___darwin_check_fd_set_overflow", lambda m, *_: 1)  # Libc: sys/_types/_fd_def.h inline check
+
+        def select(m, n, r, w, e, tv, *_):
+            """select(2): fd 2 is writable (a terminal or a pipe with room) unless the case says not."""
+            if self.host.get("stderr_full"):
+                return 0
+            return 1
+        S("_select", select)
+
+        def sigmask(m, how, new, old, *_):
+            if old:
+                m.put32(old, 0)
+            return 0
+        S("_pthread_sigmask", sigmask)
+        S("_sigpending", lambda m, s, *_: (m.put32(s, 0), 0)[1])
+        S("_sigwait", lambda m, s, sig, *_: (m.put32(sig, 13), 0)[1])
+        S("_pthread_mutex_lock", lambda m, *_: 0)
+        S("_pthread_mutex_unlock", lambda m, *_: 0)
+
+        # ---- thread-specific data (libpthread: src/pthread_tsd.c) ----
+        def key_create(m, key_a, dtor, *_):
+            k = self.next_key
+            self.next_key += 1
+            m.put64(key_a, k)
+            return 0
+        S("_pthread_key_create", key_create)
+        S("_pthread_getspecific", lambda m, k, *_: self.tsd.get(k, 0))
+        S("_pthread_setspecific", lambda m, k, v, *_: (self.tsd.__setitem__(k, v), 0)[1])
+
+        # ---- the process (dyld: dyldAPIs; Libc: gen/getprogname.c, crt_externs.c) ----
+        S("__NSGetEnviron", lambda m, *_: self.environ_var)
+        S("_getprogname", lambda m, *_: self.intern(os.path.basename(self.argv[0]) or "?"))
+
+        def exe_path(m, buf, size_a, *_):
+            """_NSGetExecutablePath (dyld: dyldAPIs.cpp): -1 and the size needed when too small."""
+            b = self.exe.encode()
+            if m.u32(size_a) < len(b) + 1:
+                m.put32(size_a, len(b) + 1)
+                return 2**32 - 1
+            m.write(buf, b + b"\0")
+            return 0
+        S("__NSGetExecutablePath", exe_path)
+
+        def realpath(m, p, out, *_):
+            """realpath(3) (Libc stdlib/FreeBSD/realpath.c): ENOENT for a missing path."""
+            path = path_of(p)
+            if not os.path.exists(path):
+                self.set_errno(ENOENT)
+                return 0
+            r = os.path.realpath(path).encode()
+            if len(r) >= 1024:
+                self.set_errno(ENAMETOOLONG)
+                return 0
+            out = out or m.alloc(1024)
+            m.write(out, r + b"\0")
+            return out
+        S("_realpath$DARWIN_EXTSN", realpath)
+
+        def dladdr(m, addr, info, *_):
+            """dladdr (dyld: dyldAPIs.cpp): the image holding addr; 0 outside every image."""
+            path, base = m.image_at(addr)
+            if not path:
+                return 0
+            m.put64(info, self.intern(path))
+            m.put64(info + 8, base)
+            m.put64(info + 16, 0)
+            m.put64(info + 24, 0)
+            return 1
+        S("_dladdr", dladdr)
+
+        def sysctlbyname(m, name, old, oldlen_a, new, newlen, *_):
+            """sysctlbyname (Libc gen/sysctlbyname.c; the values xnu publishes): the brand string,
+            hw.memsize and sysctl.proc_translated, from the case's host; ENOENT for what it lacks."""
+            key = m.cstr(name).decode()
+            self.sysctl_asked.append(key)
+            val = {"machdep.cpu.brand_string": self.host.get("brand"), "hw.memsize": self.host.get("memsize"),
+                   "sysctl.proc_translated": self.host.get("translated")}.get(key)
+            if val is None:
+                self.set_errno(ENOENT)
+                return 2**32 - 1
+            data = val.encode() + b"\0" if isinstance(val, str) else struct.pack("<Q" if key == "hw.memsize" else "<i", val)
+            cap = m.u64(oldlen_a)
+            if old:
+                if cap < len(data):
+                    self.set_errno(12)
+                    return 2**32 - 1
+                m.write(old, data)
+            m.put64(oldlen_a, len(data))
+            return 0
+        S("_sysctlbyname", sysctlbyname)
+
+        # ---- programs (xnu kern_exec.c; Libc gen/FreeBSD/exec.c; Libc sys/posix_spawn.c) ----
+        S("_execve", lambda m, p, argv, envp, *_: self.kernel_execve(path_of(p), argv, envp))
+        S("_posix_spawn", lambda m, pid, p, fa, attr, argv, envp, *_: self.kernel_spawn(pid, path_of(p), argv, envp))
+        S("_posix_spawnp", lambda m, pid, f, fa, attr, argv, envp, *_: self.libc_posix_spawnp(pid, path_of(f), fa, attr, argv, envp))
+        S("_execv", lambda m, p, argv, *_: self.libc_execve(p, argv, m.u64(self.environ_var)))
+        S("_execvp", lambda m, f, argv, *_: self.libc_execvp(path_of(f), argv, m.u64(self.environ_var)))
+        S("_execl", lambda m, p, a0, *_: self.libc_execl(p, a0, m.uc.reg_read(SP), "path"))
+        S("_execle", lambda m, p, a0, *_: self.libc_execl(p, a0, m.uc.reg_read(SP), "env"))
+        S("_execlp", lambda m, p, a0, *_: self.libc_execl(p, a0, m.uc.reg_read(SP), "search"))
+        # the x86_64 slice's names for the same functions (Libc's symbol variants, <sys/cdefs.h>:
+        # $INODE64 for the 64-bit-inode struct stat, $1050 for select's 10.5 semantics; ___bzero)
+        for alias, base in (("_fstat$INODE64", "_fstat"), ("_stat$INODE64", "_stat"), ("_select$1050", "_select"),
+                            ("___bzero", "_bzero")):
+            S(alias, m.standins[base])
+        self.objc.install(self)
+        if self.metal:
+            self.metal.install(self)
+
+    def libc_execve(self, path_a, argv_a, envp_a):
+        """execv: execve(path, argv, environ) (Libc gen/FreeBSD/exec.c), through the interposer."""
+        return self.via("_execve", lambda m, *a: self.kernel_execve(self.m.cstr(a[0]).decode(), a[1], a[2]),
+                        path_a, argv_a, envp_a)
+
+    def libc_execvp(self, file, argv_a, envp_a):
+        """execvp (Libc gen/FreeBSD/exec.c, execvPe): each PATH element in turn through execve;
+        ENOEXEC runs the file with /bin/sh; EACCES is remembered; ENOENT/ENOTDIR go on."""
+        if not file:
+            self.set_errno(ENOENT)
+            return 2**64 - 1
+        eacces = False
+        for cand in self.path_candidates(file):
+            self.libc_execve(self.m.new_cstr(cand), argv_a, envp_a)
+            e = self.m.u32(self.errno_addr)
+            if e == ENOEXEC:
+                args = self.m.str_array(argv_a)
+                sh = self.m.new_array(["sh", cand] + args[1:])
+                self.libc_execve(self.m.new_cstr("/bin/sh"), sh, envp_a)
+                break
+            if e == EACCES:
+                eacces = True
+            elif e not in (ENOENT, ENOTDIR, ELOOP, ENAMETOOLONG):
+                break
+        if eacces:
+            self.set_errno(EACCES)
+        return 2**64 - 1
+
+    def libc_execl(self, path_a, arg0, sp, kind):
+        """execl, execle, execlp: the variadic arguments (on the stack) into an argv, then execv,
+        execve or execvp (Libc gen/FreeBSD/exec.c)."""
+        args, i = [arg0], 0
+        while arg0 and True:
+            v = self.m.u64(sp + 8 * i)
+            i += 1
+            if not v:
+                break
+            args.append(v)
+        argv_a = self.m.alloc(8 * (len(args) + 1), 8)
+        for k, v in enumerate(args if arg0 else []):
+            self.m.put64(argv_a + 8 * k, v)
+        self.m.put64(argv_a + 8 * (len(args) if arg0 else 0), 0)
+        envp = self.m.u64(sp + 8 * i) if kind == "env" else self.m.u64(self.environ_var)
+        if kind == "search":
+            return self.libc_execvp(self.m.cstr(path_a).decode(), argv_a, envp)
+        return self.libc_execve(path_a, argv_a, envp)
+
+    def libc_posix_spawnp(self, pid_a, file, fa, attr, argv_a, envp_a):
+        """posix_spawnp (Libc sys/posix_spawn.c): the PATH of the calling process searched as
+        execvp does, posix_spawn called for each candidate (rerouted by dyld to the library's
+        replacement); ENOEXEC runs /bin/sh with the file; ENOENT/ENOTDIR/ELOOP go on; EACCES is
+        remembered and answered when nothing else ran."""
+        eacces = False
+        err = ENOENT
+        for cand in self.path_candidates(file):
+            err = self.via("_posix_spawn", lambda m, *a: self.kernel_spawn(a[0], self.m.cstr(a[1]).decode(), a[4], a[5]),
+                           pid_a, self.m.new_cstr(cand), fa, attr, argv_a, envp_a) & 0xFFFFFFFF
+            if err == ENOEXEC:
+                args = self.m.str_array(argv_a)
+                sh = self.m.new_array(["sh", cand] + args[1:])
+                return self.via("_posix_spawn", lambda m, *a: self.kernel_spawn(a[0], "/bin/sh", a[4], a[5]),
+                                pid_a, self.m.new_cstr("/bin/sh"), fa, attr, sh, envp_a)
+            if err == EACCES:
+                eacces = True
+                continue
+            if err in (ENOENT, ENOTDIR, ELOOP, ENAMETOOLONG):
+                continue
+            return err
+        return EACCES if eacces else err
+
+    def system(self, command):
+        """system(3) (Libc stdlib/FreeBSD/system.c) and popen(3) (Libc gen/FreeBSD/popen.c): each
+        runs posix_spawn of /bin/sh -c command, through the interposer (popen's file actions,
+        the pipe, change nothing here)."""
+        pid = self.m.alloc(8, 8)
+        argv = self.m.new_array(["sh", "-c", command])
+        return self.via("_posix_spawn", lambda m, *a: self.kernel_spawn(a[0], "/bin/sh", a[4], a[5]),
+                        pid, self.m.new_cstr("/bin/sh"), 0, 0, argv, self.m.u64(self.environ_var))
+
+
+from unicorn.arm64_const import UC_ARM64_REG_SP as SP  # noqa: E402

@@ -1,0 +1,100 @@
+"""Planted mutants: copies of the shipped universal file with one defect each in its arm64
+slice, found by what LIEF and Capstone say about the slice (never by fixed offsets), so that the
+suite can show it fails on each. Each returns (bytes of the mutated file, what was changed)."""
+import struct
+
+import capstone
+
+from machoemu import Image
+
+
+def _slice_offset(raw, img):
+    """Where the slice starts in the file (<mach-o/fat.h> fat_arch.offset); 0 when thin."""
+    if struct.unpack_from(">I", raw, 0)[0] != 0xCAFEBABE:
+        return 0
+    for i in range(struct.unpack_from(">I", raw, 4)[0]):
+        ct, _, off, _, _ = struct.unpack_from(">iiIII", raw, 8 + 20 * i)
+        if ct == int(img.bin.header.cpu_type.value):
+            return off
+    raise ValueError("slice not in the fat header")
+
+
+def _patch(raw, at, new):
+    b = bytearray(raw)
+    b[at:at + len(new)] = new
+    return bytes(b)
+
+
+def chip_table_byte(raw, img):
+    """The family of the M2 row of the chip table (_chip_rows: {char series; int generation;
+    const char *variant; int family; const char *source}, 32 bytes a row) one higher."""
+    base = {v: k for k, v in img.symbols().items()}["_chip_rows"]
+    sec = next(s for s in img.bin.sections if s.virtual_address <= base < s.virtual_address + s.size)
+    off = sec.offset + (base - sec.virtual_address)
+    for row in range(32):
+        series, gen = struct.unpack_from("<bxxxi", img.slice_bytes, off + 32 * row)
+        if chr(series) == "M" and gen == 2:
+            fam_at = off + 32 * row + 16
+            fam = struct.unpack_from("<i", img.slice_bytes, fam_at)[0]
+            return (_patch(raw, _slice_offset(raw, img) + fam_at, struct.pack("<i", fam + 1)),
+                    f"chip row M2: family {fam} -> {fam + 1}")
+    raise ValueError("no M2 row in _chip_rows")
+
+
+def supports_family_return(raw, img):
+    """The last cset of the replacement supportsFamily: (the profile's answer) inverted."""
+    names = {v: k for k, v in img.symbols().items()}
+    a = names["_replaced_supports_family"]
+    starts = sorted(img.function_starts())
+    e = starts[starts.index(a) + 1]
+    t = img.section("__TEXT", "__text")
+    off = t.offset + a - t.virtual_address
+    md = capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
+    csets = [i for i in md.disasm(img.slice_bytes[off:off + e - a], a) if i.mnemonic == "cset"]
+    i = csets[-1]
+    at = t.offset + i.address - t.virtual_address
+    word = struct.unpack_from("<I", img.slice_bytes, at)[0] ^ 0x1000  # the condition's low bit: ne <-> eq
+    return _patch(raw, _slice_offset(raw, img) + at, struct.pack("<I", word)), f"{i.mnemonic} {i.op_str} at {i.address:#x} inverted"
+
+
+def dropped_rebase(raw, img):
+    """One rebase fewer: the first REBASE_OPCODE_DO_REBASE_IMM_TIMES(1) (0x51) becomes
+    REBASE_OPCODE_ADD_ADDR_IMM_SCALED(1) (0x41), which moves on by one pointer as the rebase
+    would, so exactly that pointer keeps its unslid value (<mach-o/loader.h> rebase opcodes)."""
+    di = img.bin.dyld_info
+    ops = bytes(di.rebase_opcodes)
+    start = di.rebase[0]
+    i = 0
+    while i < len(ops):
+        op, imm = ops[i] & 0xF0, ops[i] & 0x0F
+        if op == 0x50 and imm == 1:
+            return (_patch(raw, _slice_offset(raw, img) + start + i, b"\x41"),
+                    f"rebase opcode {i}: DO_REBASE_IMM_TIMES 1 -> ADD_ADDR_IMM_SCALED 1")
+        nxt = i + 1
+        for _ in range({0x20: 1, 0x30: 1, 0x60: 1, 0x70: 1, 0x80: 2}.get(op, 0)):  # ULEB operands
+            while ops[nxt] & 0x80:
+                nxt += 1
+            nxt += 1
+        i = nxt
+    raise ValueError("no single rebase to drop")
+
+
+def swapped_interpose(raw, img):
+    """The replacements of two __DATA,__interpose entries (execv and execvp) swapped."""
+    sec = img.section("__DATA", "__interpose")
+    at = sec.offset
+    b = img.slice_bytes
+    e4, e5 = b[at + 16 * 4:at + 16 * 4 + 8], b[at + 16 * 5:at + 16 * 5 + 8]
+    so = _slice_offset(raw, img)
+    raw = _patch(raw, so + at + 16 * 4, e5)
+    return _patch(raw, so + at + 16 * 5, e4), "interpose entries 4 (execv) and 5 (execvp): replacements swapped"
+
+
+MUTANTS = {"chip table byte": chip_table_byte, "supportsFamily: return": supports_family_return,
+           "dropped rebase": dropped_rebase, "swapped interpose entry": swapped_interpose}
+
+
+def make(name, raw):
+    img = Image.load(raw)
+    data, what = MUTANTS[name](raw, img)
+    return Image.load(data), what
