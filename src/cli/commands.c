@@ -341,6 +341,10 @@ static size_t job_lines(const char *word, char *found, size_t size)
 const char *cli_command_suggestion(const char *word)
 {
     static char found[256];
+    if (word[0] == '-') { /* an option before any command: only vzcaps --version and --help are */
+        static const char *const top[] = {"--version", "--help"};
+        return vzcaps_did_you_mean(word, top, 2);
+    }
     if (job_lines(word, found, sizeof found) || commands_for_job(word, found, sizeof found))
         return found;
     const char *names[32];

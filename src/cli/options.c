@@ -63,10 +63,11 @@ int unknown_command(const char *cmd, const char *word)
                     "uninstall vzcaps", prefix, word);
         return EXIT_USAGE;
     }
+    const char *what = word[0] == '-' ? "option" : "command";
     if (hint)
-        eprintf("%s: unknown command \"%s\" (did you mean %s?)", prefix, word, hint);
+        eprintf("%s: unknown %s \"%s\" (did you mean %s?)", prefix, what, word, hint);
     else
-        eprintf("%s: unknown command \"%s\"", prefix, word);
+        eprintf("%s: unknown %s \"%s\"", prefix, what, word);
     fprintf(stderr, "run vzcaps help for the list of commands\n");
     return EXIT_USAGE;
 }

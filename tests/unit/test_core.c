@@ -1176,6 +1176,16 @@ static void test_did_you_mean(void **st)
     assert_null(vzcaps_did_you_mean("frobnicate", words, 4));
     assert_null(vzcaps_did_you_mean("rx", words, 4)); /* short words: one edit at most */
     assert_string_equal(vzcaps_did_you_mean("RUN", words, 4), "run");
+    /* numbers: the same value with leading zeros is a spelling, another value never is */
+    const char *fams[] = {"apple1", "apple8", "apple10", "Apple M2 Pro"};
+    assert_string_equal(vzcaps_did_you_mean("apple08", fams, 4), "apple8");
+    assert_string_equal(vzcaps_did_you_mean("apple010", fams, 4), "apple10");
+    assert_string_equal(vzcaps_did_you_mean("apple001", fams, 4), "apple1");
+    assert_null(vzcaps_did_you_mean("apple11", fams, 4));
+    assert_null(vzcaps_did_you_mean("apple80", fams, 4));
+    assert_null(vzcaps_did_you_mean("apple18", fams, 4));
+    assert_string_equal(vzcaps_did_you_mean("Apple M02 Pro", fams, 4), "Apple M2 Pro");
+    assert_null(vzcaps_did_you_mean("Apple M2 Pro 1", fams, 4)); /* a number more */
     char long_word[200];
     memset(long_word, 'r', sizeof long_word - 1);
     long_word[sizeof long_word - 1] = '\0';
