@@ -141,3 +141,18 @@ def test_a_shim_name_that_is_a_typo_of_a_client_is_refused(tmp_path):
     # removing is not making: --remove of a typo says it is not there
     p = vz("shims", "--dir", str(d), "--remove", "ollam", env=env)
     assert p.returncode == 1 and "No such file or directory" in p.stderr
+
+
+def test_every_bad_key_of_a_config_file_is_reported(tmp_path):
+    # regression (issue 33 row 11): only the first bad key was reported; fixing it showed the next
+    conf = tmp_path / "vzcaps.conf"
+    conf.write_text("[llama]\nmatch = llama-server\napple_family_maxx = auto\nlog = loud\nbogus = 1\n")
+    p = vz("check", "--config", str(conf), "--exe", "llama-server", "--chip", "Apple M2")
+    assert p.returncode == 1
+    want = (f"{conf}:3: unknown key apple_family_maxx (did you mean apple_family_max?); "
+            f"{conf}:4: log: \"loud\" is not quiet, normal or verbose; {conf}:5: unknown key bogus")
+    assert want in p.stdout and p.stderr.count("\n") == 1 and want in p.stderr
+    lib = subprocess.run([str(BUILD / "probe")], env=clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), VZCAPS_CONFIG=str(conf),
+                                                               VZCAPS_HOST_CHIP="Apple M2"), capture_output=True, text=True, timeout=60)
+    refused = [line for line in lib.stderr.splitlines() if line.startswith("vzcaps:")]
+    assert len(refused) == 1 and want in refused[0], lib.stderr  # the library's one line names them all
