@@ -702,6 +702,7 @@ const struct env_spec cli_environment[] = {
     {"VZCAPS_STOCK_CALLERS", "globs of images whose calls always get the stock answers, checked first (default libtorch_cpu.dylib libtorch_cpu.so; none empties it)."},
     {"VZCAPS_CONFIG", "the config file to use instead of the search order under FILES (XDG_CONFIG_HOME or ~/.config, then /opt/homebrew/etc, then /usr/local/etc)."},
     {"VZCAPS_PROFILE", "the config section to use."},
+    {"VZCAPS_LOG_FILE", "absolute path or ~/PATH: the stats log, one JSON line per process hooked or left stock (wins over the config file's log_file; empty: off)."},
     {"TART_METAL_*, LUME_METAL_*", "APPLE_FAMILY_MAX, MAX_THREADGROUP_MEMORY and RECOMMENDED_WORKING_SET_SIZE under the existing shims' names, unless VZCAPS_ variables configure claims."},
     {0, 0},
 };

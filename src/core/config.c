@@ -59,7 +59,31 @@ struct parse_state {
     int chosen_by_match;  /* first section whose match fits, -1 */
     int apply_section;    /* pass 2: section whose keys go into *out, -1 for none */
     struct vzcaps_settings *out;
+    char log_file[VZCAPS_PATH_MAX + 1], log_file_origin[VZCAPS_ORIGIN_LEN]; /* top level, pass 1 */
 };
+
+/* Keys of the file's top level (before any section): log_file. 1 when key is one (st keeps
+ * it), 0 when it is not, -1 with the reason in why. */
+static int top_level_key(struct parse_state *st, int section, unsigned line_no, const char *key, const char *value,
+                         char *why, size_t len)
+{
+    static const char *const top[] = {"log_file"};
+    if (section < 0 && vzcaps_did_you_mean(key, top, 1))
+        return snprintf(why, len, "unknown key %s (did you mean log_file?)", key), -1;
+    if (strcmp(key, "log_file") != 0)
+        return 0;
+    if (section >= 0)
+        return snprintf(why, len, "log_file inside [%s]: it belongs at the top of the file, before any section",
+                        st->names[section]), -1;
+    if (st->log_file_origin[0])
+        return snprintf(why, len, "duplicate key log_file"), -1;
+    char bad[VZCAPS_NOTE_LEN / 2];
+    if (vzcaps_log_file_check(value, bad, sizeof bad) != 0)
+        return snprintf(why, len, "log_file: %s", bad), -1;
+    snprintf(st->log_file, sizeof st->log_file, "%s", value);
+    snprintf(st->log_file_origin, sizeof st->log_file_origin, "%s:%u: log_file", st->file, line_no);
+    return 1;
+}
 
 /* static: kept off the stack (the library's frames stay under 4 KiB); configuration runs once */
 static struct vzcaps_settings scratch; /* the keys of the section being read */
@@ -115,10 +139,10 @@ static int section_header(struct parse_state *st, struct line_view v, char *why,
 
 static int unknown_key(const char *key, char *why, size_t whylen)
 {
-    const char *known[VZCAPS_KEY_COUNT + 1] = {"match"};
+    const char *known[VZCAPS_KEY_COUNT + 2] = {"match", "log_file"};
     for (int k = 0; k < VZCAPS_KEY_COUNT; k++)
-        known[k + 1] = vzcaps_key_name((enum vzcaps_key)k);
-    const char *near = vzcaps_did_you_mean(key, known, VZCAPS_KEY_COUNT + 1);
+        known[k + 2] = vzcaps_key_name((enum vzcaps_key)k);
+    const char *near = vzcaps_did_you_mean(key, known, VZCAPS_KEY_COUNT + 2);
     if (near)
         snprintf(why, whylen, "unknown key %s (did you mean %s?)", key, near);
     else
@@ -142,6 +166,12 @@ static int key_line(struct parse_state *st, int section, struct line_view v, uns
     key[k.n] = '\0';
     memcpy(value_buf, val.p, val.n);
     value_buf[val.n] = '\0';
+    if (section == IN_BAD_SECTION && strcmp(key, "log_file") == 0)
+        return snprintf(why, whylen, "log_file inside the section refused above: it belongs at the top of the file, "
+                                     "before any section"), -1;
+    int top = section == IN_BAD_SECTION ? 0 : top_level_key(st, section, line_no, key, value_buf, why, whylen);
+    if (top)
+        return top < 0 ? -1 : 0;
     if (section == IN_NO_SECTION)
         return snprintf(why, whylen, "%s outside a section: start one with [name]", key), -1;
     char in[80];
@@ -228,6 +258,8 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
     st.apply_section = -1;
     if (parse(text, len, &st, err, errlen) != 0)
         return -1;
+    snprintf(s->log_file, sizeof s->log_file, "%s", st.log_file);
+    snprintf(s->log_file_origin, sizeof s->log_file_origin, "%s", st.log_file_origin);
     int chosen = -1;
     if (profile) {
         for (int i = 0; i < st.n_sections; i++)
@@ -258,6 +290,7 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
     st.apply_section = chosen;
     st.n_sections = 0;
     st.chosen_by_match = -1;
+    st.log_file_origin[0] = '\0'; /* read again */
     return parse(text, len, &st, err, errlen);
 }
 
@@ -269,7 +302,7 @@ static const char *const env_prefixes[] = {"VZCAPS_", "TART_METAL_", "LUME_METAL
 static const enum vzcaps_key compat_keys[] = {
     VZCAPS_KEY_APPLE_FAMILY_MAX, VZCAPS_KEY_MAX_THREADGROUP_MEMORY, VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE};
 /* VZCAPS_ names that are not settings: slots after the keys */
-static const char *const other_names[] = {"CONFIG", "PROFILE"};
+static const char *const other_names[] = {"CONFIG", "PROFILE", "LOG_FILE"};
 #define N_SLOTS (VZCAPS_KEY_COUNT + sizeof other_names / sizeof other_names[0])
 
 static bool compat_key_allowed(int k)
@@ -416,12 +449,39 @@ int vzcaps_config_search(const char *const *envp, const char *root, char paths[]
     return n;
 }
 
-void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
+/* large: kept off the stack (the library's frames stay under 4 KiB); configuration runs
+ * once in the library and one call at a time in the command */
+static struct vzcaps_settings s;
+
+/* The stats log's path: VZCAPS_LOG_FILE wins over the file's log_file (which a file refused
+ * before it was read does not give). A malformed VZCAPS_LOG_FILE refuses the configuration, as
+ * any malformed variable does. */
+static void log_file_of(const struct vzcaps_inputs *in, struct vzcaps_config_result *out)
+{
+    static char bad[VZCAPS_NOTE_LEN / 2], why[VZCAPS_NOTE_LEN];
+    const char *var = vzcaps_env_get(in->envp, "VZCAPS_LOG_FILE");
+    const char *value = var ? var : s.log_file;
+    if (var && var[0] && vzcaps_log_file_check(var, bad, sizeof bad) != 0) {
+        if (out->profile.state != VZCAPS_STOCK_REFUSED) {
+            snprintf(why, sizeof why, "VZCAPS_LOG_FILE: %s; fix or unset it", bad);
+            out->profile.n_notes = 0;
+            vzcaps_profile_refuse(&out->profile, why);
+        }
+        return;
+    }
+    snprintf(out->log_file_origin, sizeof out->log_file_origin, "%s", var ? "VZCAPS_LOG_FILE" : s.log_file_origin);
+    if (!value[0])
+        return; /* off; VZCAPS_LOG_FILE= turns off the file's */
+    if (vzcaps_log_file_expand(value, vzcaps_env_get(in->envp, "HOME"), out->log_file, sizeof out->log_file) != 0 &&
+        out->profile.n_notes < VZCAPS_MAX_NOTES)
+        snprintf(out->profile.notes[out->profile.n_notes++], VZCAPS_NOTE_LEN,
+                 "%s %s: HOME is not an absolute path, or the path is too long: no stats log", out->log_file_origin,
+                 vzcaps_clip(value, 64, (char[128]){0}, 128));
+}
+
+static void configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
                       struct vzcaps_config_result *out)
 {
-    /* large: kept off the stack (the library's frames stay under 4 KiB); configuration runs
-     * once in the library and one call at a time in the command */
-    static struct vzcaps_settings s;
     static char err[VZCAPS_NOTE_LEN], why[VZCAPS_NOTE_LEN], name[128];
     unsigned seen[N_PREFIXES];
     memset(out, 0, sizeof *out);
@@ -536,4 +596,11 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         snprintf(p->notes[0], sizeof p->notes[0], "profile [%s] of %s", out->section, out->config_path);
         p->n_notes++;
     }
+}
+
+void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
+                      struct vzcaps_config_result *out)
+{
+    configure(in, file_buf, file_cap, out);
+    log_file_of(in, out);
 }
