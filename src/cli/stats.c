@@ -115,40 +115,66 @@ static int read_log(struct stats_run *s, const char *path, bool *was_read)
     return rc;
 }
 
-/* The log's path into out, and where it came from: 1 found, 0 none configured (why says what
- * was looked at), -1 after the message. */
+/* The environment with VZCAPS_CONFIG=config when --config names one (heap; NULL: out of memory). */
+static char **config_env(const char *config, char **entry)
+{
+    *entry = NULL;
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 2, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!config || strncmp(environ[i], "VZCAPS_CONFIG=", 14) != 0)
+            env[k++] = environ[i];
+    if (config)
+        env[k++] = *entry = xformat("VZCAPS_CONFIG=%s", config);
+    return env;
+}
+
+/* The log's path into out, found by the library's own configuration step (VZCAPS_LOG_FILE, else
+ * the config file's top-level log_file, ~/ expanded), or --log-file; and where it came from.
+ * 1 found, 0 none (why says why: not configured, or the configuration names none it can use). */
 static int find_log(const char *opt, const char *config, char *out, size_t len, char *from, size_t fromlen,
                     char *why, size_t whylen)
 {
-    const char *env = vzcaps_env_get((const char *const *)environ, VZCAPS_LOG_ENV);
-    if (opt || (env && *env)) {
-        snprintf(out, len, "%s", opt ? opt : env);
-        snprintf(from, fromlen, "%s", opt ? "--log-file" : VZCAPS_LOG_ENV);
+    if (opt) {
+        snprintf(out, len, "%s", opt);
+        snprintf(from, fromlen, "--log-file");
         return 1;
     }
-    static char paths[VZCAPS_CONFIG_SEARCH_MAX][VZCAPS_PATH_MAX + 1], buf[VZCAPS_CONFIG_MAX_SIZE + 1];
-    char err[VZCAPS_NOTE_LEN];
-    bool named = config != NULL;
-    int n = config ? (snprintf(paths[0], sizeof paths[0], "%s", config), strlen(config) <= VZCAPS_PATH_MAX ? 1 : -1)
-                   : vzcaps_config_search((const char *const *)environ, NULL, paths, &named, err, sizeof err);
-    if (n < 0)
-        return eprintf("vzcaps stats: %s", config ? "--config: longer than a path" : err), -1;
-    for (int i = 0; i < n; i++) {
-        size_t got = 0;
-        bool missing = false;
-        if (vzcaps_read_file(NULL, paths[i], buf, sizeof buf, &got, &missing, err, sizeof err) != 0) {
-            if (missing && !named)
-                continue;
-            return eprintf("vzcaps stats: %s: %s", paths[i], err), -1;
-        }
-        int found = ulog_config_log_file(buf, got, out, len, err, sizeof err);
-        if (found < 0)
-            return eprintf("vzcaps stats: %s: %s", paths[i], err), -1;
-        snprintf(from, fromlen, "%s", paths[i]);
-        snprintf(why, whylen, "%s has no %s line at its top", paths[i], VZCAPS_LOG_KEY);
-        return found;
-    }
-    snprintf(why, whylen, "%s is not set and no config file was found", VZCAPS_LOG_ENV);
+    static char file_buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    static struct vzcaps_config_result r;
+    char *entry;
+    char **env = config_env(config, &entry);
+    if (!env)
+        return snprintf(why, whylen, "out of memory"), 0;
+    struct vzcaps_inputs in = {0};
+    in.envp = (const char *const *)env;
+    in.read_file = vzcaps_read_file;
+    vzcaps_configure(&in, file_buf, sizeof file_buf, &r);
+    const char *var = vzcaps_env_get(in.envp, VZCAPS_LOG_ENV); /* in environ, not in env's own entry */
+    free(entry), free(env);
+    snprintf(out, len, "%s", r.log_file);
+    snprintf(from, fromlen, "%s", r.log_file_origin);
+    if (r.log_file[0])
+        return 1;
+    const char *note = NULL; /* the configuration's own word on the log (a relative path, ~ without HOME) */
+    for (size_t i = 0; i < r.profile.n_notes; i++)
+        if (strstr(r.profile.notes[i], VZCAPS_LOG_ENV) || strstr(r.profile.notes[i], VZCAPS_LOG_KEY))
+            note = r.profile.notes[i];
+    if (r.config_path[0] && r.config_error[0])
+        snprintf(why, whylen, "the config file %s is refused, so it names no log: %s", r.config_path, r.config_error);
+    else if (note)
+        snprintf(why, whylen, "%s", note);
+    else if (var && !*var)
+        snprintf(why, whylen, "%s is empty: the log is off", VZCAPS_LOG_ENV);
+    else if (r.config_path[0])
+        snprintf(why, whylen, "%s is not set and %s has no %s line at its top", VZCAPS_LOG_ENV, r.config_path, VZCAPS_LOG_KEY);
+    else
+        snprintf(why, whylen, "%s is not set and no config file was found", VZCAPS_LOG_ENV);
     return 0;
 }
 
@@ -276,8 +302,6 @@ int cmd_stats(int argc, char **argv)
     static char path[VZCAPS_PATH_MAX + 1], files[2][VZCAPS_PATH_MAX + 3];
     char from[VZCAPS_PATH_MAX + 1];
     int found = find_log(log_opt, config, path, sizeof path, from, sizeof from, why, sizeof why);
-    if (found < 0)
-        return 1;
     if (!found) {
         eprintf("vzcaps stats: no log is configured (%s): set %s = PATH at the top of the config file or %s=PATH, "
                 "or give --log-file PATH", why, VZCAPS_LOG_KEY, VZCAPS_LOG_ENV);

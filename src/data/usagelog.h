@@ -3,8 +3,8 @@
  *   {"v":1,"time":SECONDS,"pid":PID,"program":"NAME","path":"EXE","event":"hooked"|"left_stock",
  *    "class":"DEVICE_CLASS","family":1008,"reason":""}
  * at most VZCAPS_LOG_LINE_MAX bytes a line; PATH is renamed PATH.1 when it reaches
- * VZCAPS_LOG_ROTATE_SIZE. Owns: reading one line, the --since forms, the counts and the log's
- * place in a config file. Never: reads a file (stats.c streams it through input.c), keeps a
+ * VZCAPS_LOG_ROTATE_SIZE (the library writes it: src/shim, the core's statslog.c; where it is,
+ * vzcaps_configure's log_file). Owns: reading one line, the --since forms and the counts. Never: reads a file (stats.c streams it through input.c), keeps a
  * line past its limit, or drops a program or reason past a fixed table size. */
 #ifndef VZCAPS_USAGELOG_H
 #define VZCAPS_USAGELOG_H
@@ -16,7 +16,7 @@
 #define VZCAPS_LOG_LINE_MAX 1024                 /* bytes of a record, its newline excluded */
 #define VZCAPS_LOG_ROTATE_SIZE (1u << 20)        /* the library renames PATH to PATH.1 here */
 #define VZCAPS_LOG_READ_MAX (16u << 20)          /* stats reads a file of at most this size */
-#define VZCAPS_LOG_KEY "log_file"                /* the config file's key (top level) */
+#define VZCAPS_LOG_KEY "log_file"                /* the config file's key (top level), for messages */
 #define VZCAPS_LOG_ENV "VZCAPS_LOG_FILE"         /* the variable, which wins over the key */
 
 enum ulog_event { ULOG_HOOKED, ULOG_LEFT_STOCK };
@@ -77,11 +77,5 @@ int ulog_stats_add(struct ulog_stats *s, const struct ulog_record *r);
 /* Orders the entries: by program (bytes), hooked before left stock, then family or reason. */
 void ulog_stats_sort(struct ulog_stats *s);
 void ulog_stats_free(struct ulog_stats *s);
-
-/* The top-level log_file = PATH of a config file (the lines before its first [section], '#'
- * comments and blanks as config.c reads them; a later line replaces an earlier one), into out:
- * 1 found, 0 none, -1 with why when the value is empty or longer than outlen - 1 (never cut).
- * The rest of the file is not judged here: the library records its refusal in the log. */
-int ulog_config_log_file(const char *text, size_t len, char *out, size_t outlen, char *why, size_t whylen);
 
 #endif

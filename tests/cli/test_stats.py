@@ -71,7 +71,7 @@ def test_the_log_is_found_as_the_library_finds_it(tmp_path):
     conf = tmp_path / "vzcaps.conf"
     conf.write_text(f"# top level\nlog_file = {log}   # the usage log\n\n[default]\napple_family_max = auto\n")
     out, _ = stats_json(VZCAPS_CONFIG=conf)
-    assert out["hooked"] == 1 and out["configured_by"] == str(conf)
+    assert out["hooked"] == 1 and out["configured_by"] == f"{conf}:2: log_file"
     xdg = tmp_path / "xdg"
     (xdg / "vzcaps").mkdir(parents=True)
     (xdg / "vzcaps" / "vzcaps.conf").write_text(conf.read_text())
@@ -79,11 +79,22 @@ def test_the_log_is_found_as_the_library_finds_it(tmp_path):
     assert stats_json(VZCAPS_CONFIG=conf, VZCAPS_LOG_FILE=other)[0]["hooked"] == 3  # the variable wins
     assert stats_json("--config", str(conf))[0]["hooked"] == 1
     assert stats_json("--log-file", str(other), VZCAPS_CONFIG=conf)[0]["hooked"] == 3  # the option wins
-    inside = tmp_path / "inside.conf"  # a log_file inside a section is not the top level's
+    inside = tmp_path / "inside.conf"  # a log_file inside a section: the file is refused, as the library refuses it
     inside.write_text(f"[default]\napple_family_max = auto\nlog_file = {log}\n")
     p = vz(VZCAPS_CONFIG=inside)
-    assert p.returncode == 1 and p.stdout == ""
-    assert p.stderr.count("\n") == 1 and "no log is configured" in p.stderr and str(inside) in p.stderr
+    assert p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1
+    assert f"the config file {inside} is refused, so it names no log: {inside}:3: log_file inside [default]" in p.stderr
+    # VZCAPS_LOG_FILE empty turns the file's log off, as in the library
+    p = vz(VZCAPS_CONFIG=conf, VZCAPS_LOG_FILE="")
+    assert p.returncode == 1 and "VZCAPS_LOG_FILE is empty: the log is off" in p.stderr
+    # ~/ is the HOME of the environment, as the library expands it
+    home = tmp_path / "home"
+    home.mkdir()
+    write_log(home / "vzcaps.log", *JOB)
+    out, _ = stats_json(VZCAPS_LOG_FILE="~/vzcaps.log", HOME=home)
+    assert out["hooked"] == 3 and out["log_file"] == str(home / "vzcaps.log")
+    p = vz(VZCAPS_LOG_FILE="relative.log")
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "VZCAPS_LOG_FILE: not an absolute path or ~/PATH" in p.stderr
 
 
 def test_no_log_configured_is_one_line_and_exit_1(tmp_path):
@@ -93,7 +104,8 @@ def test_no_log_configured_is_one_line_and_exit_1(tmp_path):
     empty = tmp_path / "empty.conf"
     empty.write_text("log_file =\n")
     p = vz(VZCAPS_CONFIG=empty)
-    assert p.returncode == 1 and p.stderr.count("\n") == 1 and "log_file is empty" in p.stderr
+    assert p.returncode == 1 and p.stderr.count("\n") == 1
+    assert f"the config file {empty} is refused, so it names no log: {empty}:1: log_file: " in p.stderr
 
 
 def test_a_configured_log_not_written_yet_counts_nothing(tmp_path):

@@ -1,6 +1,6 @@
 /* libFuzzer target: the usage log as vzcaps stats reads it (src/data/usagelog.c) — the stream
  * split into lines in pieces of any size, each line parsed and counted, the counts sorted; the
- * first bytes also as a --since value and as a config file's top level. Checks that a line
+ * first bytes also as a --since value. Checks that a line
  * never outgrows its limit, that every line is either counted or skipped, and that the counts
  * agree with their entries. */
 #include <stdint.h>
@@ -60,15 +60,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (sum != s.counted)
         __builtin_trap();
     ulog_stats_free(&s.st);
-    char text[64], out[64], why[200];
+    char text[64], why[200];
     size_t n = size < sizeof text - 1 ? size : sizeof text - 1;
     memcpy(text, data, n);
     text[n] = '\0';
     long long since;
     if (ulog_since_parse(text, 1796155200, &since, why, sizeof why) != 0 && !why[0])
-        __builtin_trap();
-    int found = ulog_config_log_file((const char *)data, size, out, sizeof out, why, sizeof why);
-    if (found == 1 && (!out[0] || strlen(out) >= sizeof out))
         __builtin_trap();
     return 0;
 }

@@ -863,26 +863,6 @@ static void test_usagelog_record(void **st)
     }
 }
 
-static void test_usagelog_config(void **st)
-{
-    (void)st;
-    char out[64], why[200];
-    const char *conf = "# log\nlog_file = /var/a   # comment\nlog_file=/var/b\n[default]\nlog_file = /var/c\n";
-    assert_int_equal(ulog_config_log_file(conf, strlen(conf), out, sizeof out, why, sizeof why), 1);
-    assert_string_equal(out, "/var/b"); /* a later line replaces; a section's line is not the top level's */
-    const char *none = "[default]\nlog_file = /x\n";
-    assert_int_equal(ulog_config_log_file(none, strlen(none), out, sizeof out, why, sizeof why), 0);
-    const char *empty = "log_file =  # nothing\n";
-    assert_int_equal(ulog_config_log_file(empty, strlen(empty), out, sizeof out, why, sizeof why), -1);
-    assert_non_null(strstr(why, "line 1: log_file is empty"));
-    char longer[200];
-    snprintf(longer, sizeof longer, "log_file = /%0100d\n", 0);
-    assert_int_equal(ulog_config_log_file(longer, strlen(longer), out, sizeof out, why, sizeof why), -1);
-    assert_non_null(strstr(why, "longer than a path"));
-    const char *other = "log_files = /x\nlog = quiet\n";
-    assert_int_equal(ulog_config_log_file(other, strlen(other), out, sizeof out, why, sizeof why), 0);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -901,7 +881,7 @@ int main(void)
         cmocka_unit_test(test_launchd_domain_gui_or_user),
         cmocka_unit_test(test_inherit_safety),
         cmocka_unit_test(test_usagelog_since), cmocka_unit_test(test_usagelog_lines),
-        cmocka_unit_test(test_usagelog_record), cmocka_unit_test(test_usagelog_config),
+        cmocka_unit_test(test_usagelog_record),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }
