@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from conftest import BUILD, clean_env
+from conftest import BUILD, LINUX_ONLY, clean_env
 
 VZ = str(BUILD / "vzcaps")
 
@@ -245,3 +245,25 @@ def test_the_log_is_read_while_it_is_appended_to(tmp_path):
     finally:
         writer.kill()
         writer.wait()
+
+
+@LINUX_ONLY  # the rig: LD_PRELOAD and the GNU-runtime stand-in Metal client
+def test_a_job_on_the_rig_three_hooked_and_one_left_stock_is_exactly_that(tmp_path):
+    # the acceptance of issue 33: the library writes the log, vzcaps stats reads it
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    log = logs / "usage.log"
+    conf = tmp_path / "vzcaps.conf"
+    conf.write_text(f"log_file = {log}\n[probe]\nmatch = probe\napple_family_max = auto\n")
+    conf.chmod(0o644)
+    lib, probe = str(BUILD / "libvzcaps.so"), str(BUILD / "probe")
+    for chip in ("Apple M2", "Apple M2", "Apple M2", "Apple M9"):  # M9: a chip the table lacks, left stock
+        p = subprocess.run([probe], env=clean_env(LD_PRELOAD=lib, VZCAPS_CONFIG=conf, VZCAPS_HOST_CHIP=chip),
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+    out, p = stats_json(VZCAPS_CONFIG=conf)
+    assert (out["hooked"], out["left_stock"], out["skipped"]) == (3, 1, 0), p.stderr
+    assert out["programs"] == [{"program": "probe", "hooked": 3, "left_stock": 1,
+                                "families": [{"family": 1008, "name": "Apple8", "processes": 3}]}]
+    assert out["left_stock_reasons"][0]["processes"] == 1 and "host chip" in out["left_stock_reasons"][0]["reason"]
+    assert out["configured_by"] == f"{conf}:1: log_file" and out["log_files"] == [str(log)]
