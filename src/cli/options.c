@@ -63,10 +63,11 @@ int unknown_command(const char *cmd, const char *word)
                     "uninstall vzcaps", prefix, word);
         return EXIT_USAGE;
     }
+    const char *what = word[0] == '-' ? "option" : "command";
     if (hint)
-        eprintf("%s: unknown command \"%s\" (did you mean %s?)", prefix, word, hint);
+        eprintf("%s: unknown %s \"%s\" (did you mean %s?)", prefix, what, word, hint);
     else
-        eprintf("%s: unknown command \"%s\"", prefix, word);
+        eprintf("%s: unknown %s \"%s\"", prefix, what, word);
     fprintf(stderr, "run vzcaps help for the list of commands\n");
     return EXIT_USAGE;
 }
@@ -210,7 +211,7 @@ enum value_kind cli_value_kind(const char *m)
         {"PROFILE", VALUE_PROFILE}, {"BRAND", VALUE_CHIP},  {"PROGRAM", VALUE_PROGRAM}, {"CMD", VALUE_PROGRAM}, {"NAME", VALUE_PROGRAM},
         {"FILE", VALUE_FILE},       {"PATH", VALUE_FILE},   {"MODEL", VALUE_FILE},      {"BUNDLE_DIR", VALUE_FILE},
         {"DIR", VALUE_DIR},         {"COMMAND", VALUE_COMMAND}, {"N", VALUE_NONE},      {"LABEL", VALUE_NONE},
-        {"SECONDS", VALUE_NONE},
+        {"SECONDS", VALUE_NONE},     {"TIME", VALUE_NONE},
     };
     if (!m)
         return VALUE_NONE;

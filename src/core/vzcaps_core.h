@@ -119,7 +119,8 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
 /* Parses a whole config file and applies the chosen section to *s.
  * Section: profile if non-NULL (must exist), else the first whose match fits exe,
  * else [default], else none. Any error rejects the whole file: returns -1 and writes
- * "file:line: reason" to err, *s untouched. On success the chosen section's name is
+ * "file:line: reason" to err for every bad line ("; " between them, then "; and N more bad
+ * lines" for those that do not fit in errlen), *s untouched. On success the chosen section's name is
  * copied to section (empty when none). */
 int vzcaps_config_apply(const char *text, size_t len, const char *file, const char *exe,
                         const char *profile, struct vzcaps_settings *s, char *section,

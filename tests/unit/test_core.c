@@ -697,6 +697,32 @@ static void test_config_errors(void **st)
     const char nul[] = "[a]\nlog = quiet\0\n";
     assert_int_equal(vzcaps_config_apply(nul, sizeof nul - 1, "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err), -1);
     assert_string_equal(err, "f.conf:2: NUL byte: not a text file");
+    /* regression (issue 33 row 11): every bad line is reported, not only the first */
+    const char many[] = "[a]\nmatch = x\napple_family_maxx = auto\nbogus = 1\nlog = loud\n[b c]\nfoo = 1\nlog = quiet\n"
+                        "log = quiet\n[a]\nmatch = y\nmatch = z\n[d]\napple_family_max = auto\n";
+    static char big_err[600];
+    assert_int_equal(vzcaps_config_apply(many, sizeof many - 1, "f.conf", "x", NULL, &s, section, sizeof section, big_err, sizeof big_err), -1);
+    assert_string_equal(big_err, "f.conf:3: unknown key apple_family_maxx (did you mean apple_family_max?); f.conf:4: unknown key bogus; "
+                             "f.conf:5: log: \"loud\" is not quiet, normal or verbose; f.conf:6: bad section name: use letters, "
+                             "digits, '_', '-' and '.'; f.conf:7: unknown key foo; f.conf:9: duplicate key log in the section "
+                             "refused above; f.conf:10: duplicate section [a]; f.conf:12: duplicate key match in the section "
+                             "refused above");
+    assert_int_equal(s.set, 0);
+    /* more than fit: what fits, then how many more, in one line that is never cut */
+    static char lots[20000];
+    size_t used = (size_t)snprintf(lots, sizeof lots, "[s]\n");
+    for (int i = 0; i < 300; i++)
+        used += (size_t)snprintf(lots + used, sizeof lots - used, "bogus%d = 1\n", i);
+    assert_int_equal(vzcaps_config_apply(lots, used, "f.conf", "x", NULL, &s, section, sizeof section, big_err, sizeof big_err), -1);
+    assert_true(strncmp(big_err, "f.conf:2: unknown key bogus0; f.conf:3: unknown key bogus1; ", 60) == 0);
+    const char *tail = strstr(big_err, "; and ");
+    assert_non_null(tail);
+    unsigned more = 0, shown = 0;
+    assert_int_equal(sscanf(tail, "; and %u more bad lines", &more), 1);
+    for (const char *p = big_err; (p = strstr(p, "unknown key")); p++)
+        shown++;
+    assert_int_equal(shown + more, 300);
+    assert_null(strchr(big_err, '\n'));
     /* CRLF line ends and blank lines are fine */
     const char crlf[] = "\r\n[a]\r\nmatch = x\r\napple_family_max = auto\r\n";
     assert_int_equal(vzcaps_config_apply(crlf, sizeof crlf - 1, "f.conf", "x", NULL, &s, section, sizeof section, err, sizeof err), 0);
@@ -1178,6 +1204,16 @@ static void test_did_you_mean(void **st)
     assert_null(vzcaps_did_you_mean("frobnicate", words, 4));
     assert_null(vzcaps_did_you_mean("rx", words, 4)); /* short words: one edit at most */
     assert_string_equal(vzcaps_did_you_mean("RUN", words, 4), "run");
+    /* numbers: the same value with leading zeros is a spelling, another value never is */
+    const char *fams[] = {"apple1", "apple8", "apple10", "Apple M2 Pro"};
+    assert_string_equal(vzcaps_did_you_mean("apple08", fams, 4), "apple8");
+    assert_string_equal(vzcaps_did_you_mean("apple010", fams, 4), "apple10");
+    assert_string_equal(vzcaps_did_you_mean("apple001", fams, 4), "apple1");
+    assert_null(vzcaps_did_you_mean("apple11", fams, 4));
+    assert_null(vzcaps_did_you_mean("apple80", fams, 4));
+    assert_null(vzcaps_did_you_mean("apple18", fams, 4));
+    assert_string_equal(vzcaps_did_you_mean("Apple M02 Pro", fams, 4), "Apple M2 Pro");
+    assert_null(vzcaps_did_you_mean("Apple M2 Pro 1", fams, 4)); /* a number more */
     char long_word[200];
     memset(long_word, 'r', sizeof long_word - 1);
     long_word[sizeof long_word - 1] = '\0';
