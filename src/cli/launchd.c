@@ -106,7 +106,10 @@ static const char *xml_unfit(const char *s)
 
 static bool keep_alive;
 
-static void write_plist(FILE *out, const char *label, char **cmd, char **env, const char *home)
+/* background: for the user/UID domain (no GUI login): launchd loads an agent without
+ * LimitLoadToSessionType into the Aqua session type only, and user/UID is the Background one
+ * (docs/macos-launch.md); gui/UID gets the plist without the key, as before. */
+static void write_plist(FILE *out, const char *label, char **cmd, char **env, const char *home, bool background)
 {
     fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                  "<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
@@ -128,6 +131,8 @@ static void write_plist(FILE *out, const char *label, char **cmd, char **env, co
     fputs("  </dict>\n  <key>RunAtLoad</key>\n  <true/>\n", out);
     if (keep_alive) /* launchd starts it again whenever it exits */
         fputs("  <key>KeepAlive</key>\n  <true/>\n", out);
+    if (background)
+        kv_string(out, "  ", "LimitLoadToSessionType", "Background");
     char *path = xformat("%s/Library/Logs/vzcaps/%s.out.log", home, label);
     kv_string(out, "  ", "StandardOutPath", path);
     free(path);
@@ -137,15 +142,14 @@ static void write_plist(FILE *out, const char *label, char **cmd, char **env, co
     fputs("</dict>\n</plist>\n", out);
 }
 
-/* The whole plist as bytes, to compare with what is installed. */
-static char *plist_bytes(const char *label, char **cmd, char **env, const char *home, size_t *len)
+char *launchd_plist(const char *label, char **cmd, char **env, const char *home, bool background, size_t *len)
 {
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
     if (!f)
         return NULL;
-    write_plist(f, label, cmd, env, home);
+    write_plist(f, label, cmd, env, home, background);
     if (fclose(f) != 0)
         return NULL;
     *len = n;
@@ -204,17 +208,31 @@ bool launchd_domain(const char *launchctl, unsigned uid, char *out, size_t len)
     return false;
 }
 
+bool launchd_choose_domain(const char *launchctl, unsigned uid, char *domain, size_t len)
+{
+    if (!launchctl) { /* not macOS: what to run there, for the usual GUI session */
+        snprintf(domain, len, "gui/%u", uid);
+        return true;
+    }
+    return launchd_domain(launchctl, uid, domain, len);
+}
+
 int launchd_apply(const char *launchctl, unsigned uid, const char *label, const char *plist)
 {
     char domain[64];
-    if (!launchctl) { /* not macOS: what to run there, for the usual GUI session */
-        snprintf(domain, sizeof domain, "gui/%u", uid);
+    launchd_choose_domain(launchctl, uid, domain, sizeof domain);
+    return launchd_apply_in(launchctl, uid, domain, label, plist);
+}
+
+int launchd_apply_in(const char *launchctl, unsigned uid, const char *domain, const char *label, const char *plist)
+{
+    if (!launchctl) {
         if (plist)
-            printf("(in a session with no GUI login, as over SSH, the domain is user/%u instead)\n", uid);
+            printf("(in a session with no GUI login, as over SSH, the domain is user/%u instead, and the plist needs "
+                   "LimitLoadToSessionType Background there: vzcaps launchd --install on the Mac writes it)\n", uid);
     } else {
-        bool gui = launchd_domain(launchctl, uid, domain, sizeof domain);
-        printf("launchd domain %s (%s)\n", domain,
-               gui ? "a GUI login session" : "no GUI login session: launchctl print gui/UID failed, as over SSH");
+        printf("launchd domain %s (%s)\n", domain, strncmp(domain, "gui/", 4) == 0 ? "a GUI login session"
+                                                     : "no GUI login session: launchctl print gui/UID failed, as over SSH");
     }
     /* a label of ours already loaded, in either domain, is booted out first: bootstrap refuses it */
     const char *domains[2] = {domain, strncmp(domain, "gui/", 4) == 0 ? "user" : "gui"};
@@ -558,11 +576,15 @@ static int launchd_main(int argc, char **argv)
             return usage_error("launchd", "%s has %s, which a plist cannot carry", esc(*e), why);
 
     if (!install) {
-        write_plist(stdout, label, cmd, env, home);
+        write_plist(stdout, label, cmd, env, home, false);
         return 0;
     }
+    /* the domain first: the plist for user/UID (no GUI login) carries the Background session type */
+    const char *launchctl = platform_is_macos ? "/bin/launchctl" : NULL;
+    char domain[64];
+    bool gui = launchd_choose_domain(launchctl, (unsigned)getuid(), domain, sizeof domain);
     size_t len = 0;
-    char *bytes = keep(plist_bytes(label, cmd, env, home, &len));
+    char *bytes = keep(launchd_plist(label, cmd, env, home, !gui, &len));
     if (!bytes) {
         eprintf("vzcaps launchd: out of memory");
         return 1;
@@ -596,7 +618,7 @@ static int launchd_main(int argc, char **argv)
     printf("wrote %s\n", esc(plist));
     if (!platform_is_macos)
         printf("not macOS: run these on the Mac instead:\n");
-    return launchd_apply(platform_is_macos ? "/bin/launchctl" : NULL, (unsigned)getuid(), label, plist);
+    return launchd_apply_in(launchctl, (unsigned)getuid(), domain, label, plist);
 }
 
 int cmd_launchd(int argc, char **argv)
