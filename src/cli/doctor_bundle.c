@@ -750,8 +750,12 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout
     out_dir_close(&od);
     bundle_reset();
     if (files || failed) {
-        eprintf("vzcaps doctor: the bundle in %s is incomplete: %d of its files could not be written (above), %zu of its steps "
-                "failed %s", dir, files, failed, summary_written ? "(see summary.md)" : "(summary.md could not be written either)");
+        /* only what went wrong: "0 of its files could not be written (above)" pointed at nothing */
+        char *lost = files ? xformat("%d of its files could not be written (above)", files) : xformat("%s", "");
+        char *bad = failed ? xformat("%zu of its steps failed", failed) : xformat("%s", "");
+        eprintf("vzcaps doctor: the bundle in %s is incomplete: %s%s%s %s", dir, lost, files && failed ? ", " : "", bad,
+                summary_written ? "(see summary.md)" : "(summary.md could not be written either)");
+        free(lost), free(bad);
         if (archived)
             printf("attach %s to an issue in the repository you got vzcaps from\n", esc(archive));
         free(dir_name), free(archive);
