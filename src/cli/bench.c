@@ -7,6 +7,7 @@
 #include "../common/child.h"
 #include "../common/readfile.h"
 #include "../common/sha256.h"
+#include "../common/stockenv.h"
 
 #include <errno.h>
 #include <math.h>
@@ -59,8 +60,8 @@ typedef void line_fn(void *ctx, const char *line, size_t len);
  * file out_name and its standard error into err_name (each capped, noted in summary.json), each
  * line of them also to out_line/err_line. The exit status (or 128+signal, 126 when it could not
  * be started), or -1 when a file could not be written (said, and counted). */
-static int run_to_files(char **argv, const char *out_name, const char *err_name, const char *label, int step, int steps,
-                        line_fn *out_line, line_fn *err_line, void *ctx)
+static int run_to_files(char **argv, bool stock, const char *out_name, const char *err_name, const char *label, int step,
+                        int steps, line_fn *out_line, line_fn *err_line, void *ctx)
 {
     char shown[600] = "";
     for (char **a = argv; *a; a++)
@@ -82,6 +83,8 @@ static int run_to_files(char **argv, const char *out_name, const char *err_name,
         .out = out_line ? (struct vzcaps_sink){vzcaps_lines_write, &lo} : (struct vzcaps_sink){out_stream_sink, &so},
         .err = err_line ? (struct vzcaps_sink){vzcaps_lines_write, &le} : (struct vzcaps_sink){out_stream_sink, &se},
     };
+    if (stock) /* stock means stock: no shim directory on PATH, no library of ours preloaded */
+        vzcaps_stock_child(&co, preload_var, library_file);
     struct vzcaps_child_result r;
     vzcaps_child_run(&co, &r);
     if (out_line)
@@ -166,13 +169,13 @@ static const char *ppl_verdict(double reference, double unlocked, double *rel)
 }
 
 /* One llama-perplexity run into DIR/TAG.log and DIR/TAG.stderr; *ppl from either. */
-static int perplexity_run(char **argv, const char *tag, const char *label, int step, int steps, double *ppl)
+static int perplexity_run(char **argv, bool stock, const char *tag, const char *label, int step, int steps, double *ppl)
 {
     char out_name[64], err_name[64];
     snprintf(out_name, sizeof out_name, "%s.log", tag);
     snprintf(err_name, sizeof err_name, "%s.stderr", tag);
     *ppl = NAN;
-    return run_to_files(argv, out_name, err_name, label, step, steps, ppl_line, ppl_line, ppl);
+    return run_to_files(argv, stock, out_name, err_name, label, step, steps, ppl_line, ppl_line, ppl);
 }
 
 static void hash_or_null(struct json *j, const char *key, const char *path)
@@ -364,6 +367,14 @@ static int bench_main(int argc, char **argv)
         bench_args[na++] = (char *)fixed[i];
     /* the unlocked runs go through `vzcaps run` with the same profile or family */
     cli_run_argv(unlocked_args, (size_t)o.n_extra + 32, self, &co, bench_args);
+    /* a llama-bench found by name in a vzcaps shim directory is the shim: the stock run looks
+     * the name up on its own PATH, which has no shim directory */
+    if (!o.llama_bench || !strchr(o.llama_bench, '/')) {
+        char *dir = vzcaps_dir_name(lb);
+        if (dir && vzcaps_is_shim_dir(dir))
+            bench_args[0] = (char *)(o.llama_bench ? o.llama_bench : "llama-bench");
+        free(dir);
+    }
 
     char lp[1100];
     bool have_ppl = find_executable(o.llama_perplexity ? o.llama_perplexity : "llama-perplexity", o.llama_perplexity ? NULL : lb, lp, sizeof lp);
@@ -396,8 +407,8 @@ static int bench_main(int argc, char **argv)
         enum bench_role role = k ? ROLE_UNLOCKED : guest ? ROLE_STOCK : ROLE_HOST;
         /* the run's GPU family line (it picks llama.cpp's tuning rows) and the shim that spoke,
          * read from its standard error as it comes */
-        int rc = run_to_files(k ? unlocked_args : bench_args, out_name, err_name, roles[k], ++step, steps, NULL, caps_line,
-                              &caps[k]);
+        int rc = run_to_files(k ? unlocked_args : bench_args, !k, out_name, err_name, roles[k], ++step, steps, NULL,
+                              caps_line, &caps[k]);
         table.caps[role] = caps[k];
         table.have_caps[role] = true;
         if (rc < 0)
@@ -429,8 +440,8 @@ static int bench_main(int argc, char **argv)
         char *gpu_cmd[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "99", NULL};
         char *gpu_args[40];
         cli_run_argv(gpu_args, 40, self, &co, gpu_cmd);
-        int rc1 = perplexity_run(ref_args, "check-reference", "output check, CPU reference", ++step, steps, &ref);
-        int rc2 = vzcaps_stop_signal() ? 0 : perplexity_run(gpu_args, "check-unlocked", "output check, unlocked GPU", ++step, steps, &unl);
+        int rc1 = perplexity_run(ref_args, true, "check-reference", "output check, CPU reference", ++step, steps, &ref);
+        int rc2 = vzcaps_stop_signal() ? 0 : perplexity_run(gpu_args, false, "check-unlocked", "output check, unlocked GPU", ++step, steps, &unl);
         if (rc1 < 0 || rc2 < 0)
             return incomplete("stopped: the output check's output could not be written (above)");
         if (vzcaps_stop_signal())

@@ -56,9 +56,7 @@ int timeout_opt(const char *cmd, const char *value, unsigned *seconds);
 #define BENCH_TIMEOUT 3600
 #define DOCTOR_TIMEOUT 600
 #define PROBE_TIMEOUT 300
-/* Whether an environment entry stays in a stock child: every entry of ours and every preload
- * entry leave (probe.c; for vzcaps_child_opts.env_keep). */
-bool cli_stock_entry(const char *entry);
+/* A stock child's environment: src/common/stockenv.h (vzcaps_stock_child). */
 /* A --family value is a command-line error (2, with usage) when the library would reject it. */
 int check_family_opt(const char *cmd, const char *value);
 /* Creates path and its missing parents (0755), as mkdir -p: 0, or -1 with errno set (prepare's;

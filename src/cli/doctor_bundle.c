@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "../common/child.h"
 #include "../common/scrub.h"
+#include "../common/stockenv.h"
 #include "../common/sha256.h"
 #include "../data/jsonread.h"
 #include "../device/metal.h"
@@ -381,7 +382,7 @@ static void record(const char *file, const char *what, enum step_state state, ch
 
 #define MERGE_STDERR 0x100 /* run_step: standard error into FILE too (interleaved as it comes) */
 #define ERR_ONLY 0x200     /* run_step: standard error alone into FILE, standard output discarded */
-#define STOCK 0x400        /* run_step: without the library (no vzcaps variable, no preload entry) */
+#define STOCK 0x400        /* run_step: stock (vzcaps_stock_child: no vzcaps variable, library or shim directory) */
 #define SEARCH 0x800       /* run_step: argv[0] looked up on PATH */
 
 /* What a caller wants of a step besides its files: the lines of standard error that start with
@@ -415,8 +416,10 @@ static int run_step(const char *file, const char *what, char *const argv[], char
     fe.lines = no_lines;
     if (keep && (keep->err_lines[0] || keep->err_lines[1]))
         fe.lines.line = keep_lines_of, fe.lines.ctx = (void *)keep;
-    struct vzcaps_child_opts co = {.argv = argv, .search = flags & SEARCH, .env_keep = flags & STOCK ? cli_stock_entry : NULL,
-                                   .env_add = env, .out = {feed_write, &fo}, .err = {feed_write, &fe}, .timeout = timeout_s};
+    struct vzcaps_child_opts co = {.argv = argv, .search = flags & SEARCH, .env_add = env, .out = {feed_write, &fo},
+                                   .err = {feed_write, &fe}, .timeout = timeout_s};
+    if (flags & STOCK) /* stock means stock: no shim directory on PATH, no library of ours preloaded (env: NULL) */
+        vzcaps_stock_child(&co, preload_var, library_file);
     struct vzcaps_child_result r;
     vzcaps_child_run(&co, &r);
     if (fe.lines.line)
@@ -501,9 +504,13 @@ static char *workload_section(char *self, char **cmd)
         shown = more;
     }
     char *c_cmd = md_code_span(shown);
+    /* the PATH each run used: the stock one without vzcaps shim directories */
+    char **stock_env = vzcaps_stock_environ(environ, preload_var, library_file);
+    const char *sp = stock_env ? vzcaps_env_path(stock_env) : NULL, *vp = getenv("PATH");
+    char *c_sp = sp ? md_code_span(sp) : xformat("%s", stock_env ? "(unset)" : "(not known: out of memory)"), *c_vp = vp ? md_code_span(vp) : xformat("%s", "(unset)");
     char *md = xformat("\n## The command, stock and through vzcaps run\n\n%s\n\n| | stock | through vzcaps run |\n| --- | --- | --- |\n"
-                       "| exit status | %s | %s |\n", c_cmd, s_res, v_res);
-    free(c_cmd);
+                       "| exit status | %s | %s |\n| PATH | %s | %s |\n", c_cmd, s_res, v_res, c_sp, c_vp);
+    free(c_cmd), free(c_sp), free(c_vp), free(stock_env);
     for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
         char *sl = vzcaps_kept_text(&kept[0][k], "workload-stock.txt.stderr"), *vl = vzcaps_kept_text(&kept[1][k], "workload-vzcaps.txt.stderr");
         char *a = cell(*sl ? sl : "(none)"), *b = cell(*vl ? vl : "(none)");
