@@ -10,6 +10,7 @@
 #include "../common/text.h"
 #include "../core/vzcaps_core.h"
 #include "../data/json.h"
+#include "../data/verdict.h"
 #include "../platform/platform.h"
 #include "../platform/exec.h"
 
@@ -178,7 +179,6 @@ const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *
 /* bundle.c: the first-run bundle (doctor --bundle DIR) and its verdict: "WORKS", "PARTIAL",
  * "DOES NOT WORK", "CANNOT TELL" or "NOT ON MACOS", with a one-sentence reason. */
 int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout);
-const char *bundle_verdict(bool macos, const char *probe_json, const char *verify_json, char *reason, size_t len);
 /* The hidden child __device-class: the default device's class chain as one JSON object. */
 int child_device_class(void);
 void device_classes_json(FILE *out, const char *const *chain, size_t n, const char *init_owner);

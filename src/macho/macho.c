@@ -154,8 +154,7 @@ struct sig_blobs {
 };
 
 /* Says why the signature is not accepted: false. */
-static bool sig_bad(struct macho_slice *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool sig_bad(struct macho_slice *s, const char *fmt, ...)
+static __attribute__((format(printf, 2, 3))) bool sig_bad(struct macho_slice *s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -265,12 +264,8 @@ static void parse_signature(struct macho_slice *s, const uint8_t *m, uint64_t ms
 {
     s->signed_ = true;
     s->signature_valid = 0;
-    if (!in_range(msize, off, len) || len < 12) {
-        sig_bad(s, "signature outside the file");
-        return;
-    }
     struct sig_blobs b = {0};
-    if (!sig_find_blobs(s, m + off, len, &b))
+    if (!in_range(msize, off, len) || len < 12 ? !sig_bad(s, "signature outside the file") : !sig_find_blobs(s, m + off, len, &b))
         return;
     sig_facts(s, &b);
     if (sig_verify(s, m, msize, off, &b))
