@@ -10,6 +10,7 @@
 #include "../common/text.h"
 #include "../core/vzcaps_core.h"
 #include "../data/json.h"
+#include "../data/verdict.h"
 #include "../platform/platform.h"
 #include "../platform/exec.h"
 
@@ -57,9 +58,7 @@ int timeout_opt(const char *cmd, const char *value, unsigned *seconds);
 #define BENCH_TIMEOUT 3600
 #define DOCTOR_TIMEOUT 600
 #define PROBE_TIMEOUT 300
-/* Whether an environment entry stays in a stock child: every entry of ours and every preload
- * entry leave (probe.c; for vzcaps_child_opts.env_keep). */
-bool cli_stock_entry(const char *entry);
+/* A stock child's environment: src/common/stockenv.h (vzcaps_stock_child). */
 /* A --family value is a command-line error (2, with usage) when the library would reject it. */
 int check_family_opt(const char *cmd, const char *value);
 /* Creates path and its missing parents (0755), as mkdir -p: 0, or -1 with errno set (prepare's;
@@ -181,7 +180,6 @@ const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *
 /* bundle.c: the first-run bundle (doctor --bundle DIR) and its verdict: "WORKS", "PARTIAL",
  * "DOES NOT WORK", "CANNOT TELL" or "NOT ON MACOS", with a one-sentence reason. */
 int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout);
-const char *bundle_verdict(bool macos, const char *probe_json, const char *verify_json, char *reason, size_t len);
 /* The hidden child __device-class: the default device's class chain as one JSON object. */
 int child_device_class(void);
 void device_classes_json(FILE *out, const char *const *chain, size_t n, const char *init_owner);
@@ -211,9 +209,16 @@ void shim_describe(const char *name, char *out, size_t len);
 /* gui/UID when `launchctl print gui/UID` succeeds (a GUI login session), else user/UID (a guest
  * used over SSH): true for gui. */
 bool launchd_domain(const char *launchctl, unsigned uid, char *out, size_t len);
+/* The domain a LaunchAgent goes into: launchd_domain's, or gui/UID where launchctl is NULL (true). */
+bool launchd_choose_domain(const char *launchctl, unsigned uid, char *domain, size_t len);
 /* Says the domain, boots out label where it is loaded, then (plist given: --install) bootstraps
- * plist into the domain: 0, or 1 when a launchctl step failed. */
+ * plist into the domain: 0, or 1 when a launchctl step failed. launchd_apply_in: the same in a
+ * domain already chosen (and said). */
 int launchd_apply(const char *launchctl, unsigned uid, const char *label, const char *plist);
+int launchd_apply_in(const char *launchctl, unsigned uid, const char *domain, const char *label, const char *plist);
+/* The whole plist for a job, on the heap (NULL: out of memory); background: for the user/UID
+ * domain, with LimitLoadToSessionType = Background (gui/UID: without it). */
+char *launchd_plist(const char *label, char **cmd, char **env, const char *home, bool background, size_t *len);
 
 /* check.c */
 void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o);

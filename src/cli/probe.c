@@ -4,6 +4,7 @@
 #define _XOPEN_SOURCE 700
 #include "../common/child.h"
 #include "../common/safewrite.h"
+#include "../common/stockenv.h"
 #include "cli.h"
 #include "../device/metal.h"
 #include "../common/sha256.h"
@@ -23,12 +24,6 @@ static int needs_macos(const char *cmd)
     eprintf("vzcaps %s: needs a macOS Metal device; this is %s%s", cmd, platform_is_macos ? "a Mac without a usable Metal device" : "Linux",
             replay ? " (use --replay to render saved results)" : "");
     return EXIT_NEEDS_MACOS;
-}
-
-bool cli_stock_entry(const char *entry)
-{
-    size_t pl = strlen(preload_var);
-    return !vzcaps_env_is_ours(entry) && !(strncmp(entry, preload_var, pl) == 0 && entry[pl] == '=');
 }
 
 static unsigned timeout_s = PROBE_TIMEOUT;
@@ -65,8 +60,9 @@ static char *capture_status(char **argv, bool stock, int *status)
 {
     static struct vzcaps_head c = {.limit = CAPTURE_MAX};
     vzcaps_head_free(&c);
-    struct vzcaps_child_opts co = {.argv = argv, .env_keep = stock ? cli_stock_entry : NULL, .out = {capture_sink, &c},
-                                   .err = {to_stderr, NULL}, .timeout = timeout_s};
+    struct vzcaps_child_opts co = {.argv = argv, .out = {capture_sink, &c}, .err = {to_stderr, NULL}, .timeout = timeout_s};
+    if (stock)
+        vzcaps_stock_child(&co, preload_var, library_file);
     struct vzcaps_child_result r;
     vzcaps_child_run(&co, &r);
     if (r.timed_out)

@@ -12,6 +12,7 @@
 #include "../common/sha256.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,48 +147,59 @@ static bool hash_matches(const uint8_t *data, uint64_t len, const uint8_t *want,
     return memcmp(d, want, hash_size) == 0;
 }
 
-/* Parses and verifies the embedded signature at [off, off+len) of the slice. */
-static void parse_signature(struct macho_slice *s, const uint8_t *m, uint64_t msize, uint64_t off, uint64_t len)
+/* The blobs of an embedded signature this reader looks at. */
+struct sig_blobs {
+    const uint8_t *cd, *req, *ent, *der;
+    uint32_t cdlen, reqlen, entlen, derlen;
+};
+
+/* Says why the signature is not accepted: false. */
+static __attribute__((format(printf, 2, 3))) bool sig_bad(struct macho_slice *s, const char *fmt, ...)
 {
-    s->signed_ = true;
-    s->signature_valid = 0;
-#define SIGBAD(...) do { snprintf(s->signature_problem, sizeof s->signature_problem, __VA_ARGS__); return; } while (0)
-    if (!in_range(msize, off, len) || len < 12)
-        SIGBAD("signature outside the file");
-    const uint8_t *sb = m + off;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->signature_problem, sizeof s->signature_problem, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+/* The superblob at sb (len bytes in the file) and the blobs in it. */
+static bool sig_find_blobs(struct macho_slice *s, const uint8_t *sb, uint64_t len, struct sig_blobs *b)
+{
     if (be32(sb) != CSMAGIC_EMBEDDED_SIGNATURE)
-        SIGBAD("signature blob has a bad magic");
+        return sig_bad(s, "signature blob has a bad magic");
     uint32_t sblen = be32(sb + 4), count = be32(sb + 8);
     if (sblen > len || sblen < 12 || count > (sblen - 12) / 8)
-        SIGBAD("signature superblob length or count out of range");
-    const uint8_t *cd = NULL, *req = NULL, *ent = NULL, *der = NULL;
-    uint32_t cdlen = 0, reqlen = 0, entlen = 0, derlen = 0;
+        return sig_bad(s, "signature superblob length or count out of range");
     for (uint32_t i = 0; i < count; i++) {
         uint32_t type = be32(sb + 12 + 8 * i), boff = be32(sb + 16 + 8 * i);
         if (boff > sblen - 8)
-            SIGBAD("signature blob %u outside the superblob", i);
+            return sig_bad(s, "signature blob %u outside the superblob", i);
         uint32_t blen = be32(sb + boff + 4);
         if (blen < 8 || blen > sblen - boff)
-            SIGBAD("signature blob %u has a bad length", i);
+            return sig_bad(s, "signature blob %u has a bad length", i);
         if (type == 0)
-            cd = sb + boff, cdlen = blen;
+            b->cd = sb + boff, b->cdlen = blen;
         else if (type == 2)
-            req = sb + boff, reqlen = blen;
+            b->req = sb + boff, b->reqlen = blen;
         else if (type == 5)
-            ent = sb + boff, entlen = blen;
+            b->ent = sb + boff, b->entlen = blen;
         else if (type == 7)
-            der = sb + boff, derlen = blen;
+            b->der = sb + boff, b->derlen = blen;
     }
-    if (!cd || cdlen < 44 || be32(cd) != CSMAGIC_CODEDIRECTORY)
-        SIGBAD("no code directory");
-    uint32_t version = be32(cd + 8);
+    if (!b->cd || b->cdlen < 44 || be32(b->cd) != CSMAGIC_CODEDIRECTORY)
+        return sig_bad(s, "no code directory");
+    return true;
+}
+
+/* What the code directory and the entitlements say: flags, identifier, hardened runtime,
+ * library validation, the dyld entitlements. */
+static void sig_facts(struct macho_slice *s, const struct sig_blobs *b)
+{
+    const uint8_t *cd = b->cd;
+    uint32_t cdlen = b->cdlen, ident_off = be32(cd + 20);
     s->cs_flags = be32(cd + 12);
-    uint32_t hash_off = be32(cd + 16), ident_off = be32(cd + 20), n_special = be32(cd + 24), n_code = be32(cd + 28);
-    uint64_t code_limit = be32(cd + 32);
-    unsigned hash_size = cd[36], hash_type = cd[37], page_log = cd[39];
     s->platform_binary = cd[38] != 0;
-    if (version >= 0x20300 && cdlen >= 64 && be64(cd + 56))
-        code_limit = be64(cd + 56);
     if (ident_off < cdlen) {
         size_t n = 0;
         while (ident_off + n < cdlen && cd[ident_off + n] && n + 1 < sizeof s->identifier)
@@ -198,41 +210,66 @@ static void parse_signature(struct macho_slice *s, const uint8_t *m, uint64_t ms
     s->adhoc = s->cs_flags & CS_ADHOC;
     s->hardened_runtime = s->cs_flags & CS_RUNTIME;
     s->library_validation = (s->cs_flags & CS_REQUIRE_LV) || s->hardened_runtime;
-    if (ent) {
+    if (b->ent) {
+        const char *ent = (const char *)b->ent + 8;
         s->entitlements_present = true;
-        s->allow_dyld_env = xml_entitlement_true((const char *)ent + 8, entlen - 8, "com.apple.security.cs.allow-dyld-environment-variables");
-        s->disable_library_validation = xml_entitlement_true((const char *)ent + 8, entlen - 8, "com.apple.security.cs.disable-library-validation");
+        s->allow_dyld_env = xml_entitlement_true(ent, b->entlen - 8, "com.apple.security.cs.allow-dyld-environment-variables");
+        s->disable_library_validation = xml_entitlement_true(ent, b->entlen - 8, "com.apple.security.cs.disable-library-validation");
     }
+}
+
+/* Every code page and special slot against its SHA-256 hash (the signature at off). */
+static bool sig_verify(struct macho_slice *s, const uint8_t *m, uint64_t msize, uint64_t off, const struct sig_blobs *b)
+{
+    const uint8_t *cd = b->cd;
+    uint32_t cdlen = b->cdlen, version = be32(cd + 8);
+    uint32_t hash_off = be32(cd + 16), n_special = be32(cd + 24), n_code = be32(cd + 28);
+    uint64_t code_limit = be32(cd + 32);
+    unsigned hash_size = cd[36], hash_type = cd[37], page_log = cd[39];
+    if (version >= 0x20300 && cdlen >= 64 && be64(cd + 56))
+        code_limit = be64(cd + 56);
     if (hash_type != 2 || hash_size != 32) {
         s->signature_valid = -1;
-        SIGBAD("hash type %u not verified here (only SHA-256)", hash_type);
+        return sig_bad(s, "hash type %u not verified here (only SHA-256)", hash_type);
     }
     if (page_log < 9 || page_log > 20 || code_limit > msize || code_limit > off)
-        SIGBAD("code limit or page size out of range");
+        return sig_bad(s, "code limit or page size out of range");
     uint64_t page = 1ull << page_log;
     if (n_code != (code_limit + page - 1) / page)
-        SIGBAD("%u code slots for a code limit of %llu", n_code, (unsigned long long)code_limit);
+        return sig_bad(s, "%u code slots for a code limit of %llu", n_code, (unsigned long long)code_limit);
     if (n_special > 16 || hash_off < (uint64_t)n_special * hash_size || hash_off > cdlen ||
         (uint64_t)n_code * hash_size > cdlen - hash_off)
-        SIGBAD("hash slots outside the code directory");
+        return sig_bad(s, "hash slots outside the code directory");
     for (uint32_t i = 0; i < n_code; i++) {
         uint64_t start = (uint64_t)i * page, plen = code_limit - start < page ? code_limit - start : page;
         if (!hash_matches(m + start, plen, cd + hash_off + (uint64_t)i * hash_size, hash_size))
-            SIGBAD("page %u (bytes %llu..%llu) does not match its hash", i, (unsigned long long)start,
-                   (unsigned long long)(start + plen));
+            return sig_bad(s, "page %u (bytes %llu..%llu) does not match its hash", i, (unsigned long long)start,
+                           (unsigned long long)(start + plen));
     }
     const struct { int slot; const uint8_t *blob; uint32_t len; const char *what; } special[] = {
-        {2, req, reqlen, "requirements"}, {5, ent, entlen, "entitlements"}, {7, der, derlen, "DER entitlements"}};
+        {2, b->req, b->reqlen, "requirements"}, {5, b->ent, b->entlen, "entitlements"}, {7, b->der, b->derlen, "DER entitlements"}};
     for (size_t k = 0; k < 3; k++) {
         if ((uint32_t)special[k].slot > n_special)
             continue;
         const uint8_t *want = cd + hash_off - (uint64_t)special[k].slot * hash_size;
         static const uint8_t zero[32];
         if (special[k].blob ? !hash_matches(special[k].blob, special[k].len, want, hash_size) : memcmp(want, zero, hash_size) != 0)
-            SIGBAD("%s do not match their hash slot", special[k].what);
+            return sig_bad(s, "%s do not match their hash slot", special[k].what);
     }
-    s->signature_valid = 1;
-#undef SIGBAD
+    return true;
+}
+
+/* Parses and verifies the embedded signature at [off, off+len) of the slice. */
+static void parse_signature(struct macho_slice *s, const uint8_t *m, uint64_t msize, uint64_t off, uint64_t len)
+{
+    s->signed_ = true;
+    s->signature_valid = 0;
+    struct sig_blobs b = {0};
+    if (!in_range(msize, off, len) || len < 12 ? !sig_bad(s, "signature outside the file") : !sig_find_blobs(s, m + off, len, &b))
+        return;
+    sig_facts(s, &b);
+    if (sig_verify(s, m, msize, off, &b))
+        s->signature_valid = 1;
 }
 
 static void injection_verdict(struct macho_slice *s)
@@ -284,6 +321,69 @@ static void injection_verdict(struct macho_slice *s)
     }
 }
 
+/* A linked library's load command (LC_LOAD_DYLIB and its kin) into s->libs: 0, or -1 with err. */
+static int slice_dylib(struct macho_slice *s, const uint8_t *c, uint32_t cmd, uint32_t cmdsize, uint32_t i, char *err,
+                       size_t errlen)
+{
+    if (s->n_libs == MACHO_MAX_LIBS)
+        FAIL("more than %d linked libraries (vzcaps reads at most %d)", MACHO_MAX_LIBS, MACHO_MAX_LIBS);
+    uint32_t off = le32(c + 8);
+    lc_string(c, cmdsize, off, s->libs[s->n_libs], sizeof s->libs[0]);
+    if (off < cmdsize && strnlen((const char *)c + off, cmdsize - off) >= sizeof s->libs[0])
+        FAIL("load command %u: a library path longer than %d bytes", i, MACHO_MAX_LIB_NAME - 1);
+    s->lib_weak[s->n_libs++] = cmd == LC_LOAD_WEAK_DYLIB;
+    return 0;
+}
+
+/* An LC_SEGMENT_64: the __RESTRICT section, and the strings of __objc_methname and __cstring
+ * (scan_strings): 0, or -1 with err. */
+static int slice_segment(const uint8_t *m, uint64_t size, struct macho_slice *s, const uint8_t *c, uint32_t cmdsize, uint32_t i,
+                         char *err, size_t errlen)
+{
+    char nm[68];
+    if (cmdsize < 72)
+        FAIL("load command %u: short segment command", i);
+    if (!in_range(size, le64(c + 40), le64(c + 48)))
+        FAIL("truncated: segment %s (offset %llu, %llu bytes) extends past the end of the file", name16(c + 8, nm),
+             (unsigned long long)le64(c + 40), (unsigned long long)le64(c + 48));
+    uint32_t nsects = le32(c + 64);
+    if (nsects > (cmdsize - 72) / 80)
+        FAIL("load command %u: %u sections do not fit in %u bytes", i, nsects, cmdsize);
+    for (uint32_t k = 0; k < nsects; k++) {
+        const uint8_t *sec = c + 72 + 80 * k;
+        char sect[17] = {0}, seg[17] = {0};
+        memcpy(sect, sec, 16);
+        memcpy(seg, sec + 16, 16);
+        if (strcmp(seg, "__RESTRICT") == 0 && strcmp(sect, "__restrict") == 0)
+            s->restrict_section = true; /* dyld's UnsafeHeader::isRestricted */
+        bool meth = strcmp(sect, "__objc_methname") == 0, cstr = strcmp(sect, "__cstring") == 0;
+        if (!meth && !cstr)
+            continue;
+        uint64_t ssize = le64(sec + 40);
+        uint32_t soff = le32(sec + 48);
+        if (!in_range(size, soff, ssize))
+            FAIL("truncated: section %s (offset %u, %llu bytes) extends past the end of the file", sect, soff, (unsigned long long)ssize);
+        scan_strings(s, m + soff, ssize, meth);
+    }
+    return 0;
+}
+
+/* Which Metal clients the linked libraries name (none in vzcaps itself, which quotes them). */
+static void slice_clients(struct macho_slice *s)
+{
+    for (size_t i = 0; i < s->n_libs; i++) {
+        const char *l = s->libs[i];
+        if (strstr(l, "libggml"))
+            s->ggml = true;
+        if (strstr(l, "libmlx") || strstr(l, "/mlx"))
+            s->mlx = true;
+        if (strstr(l, "libtorch"))
+            s->torch_mps = true;
+    }
+    if (s->own)
+        s->ggml = s->mlx = s->torch_mps = false;
+}
+
 static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, char *err, size_t errlen)
 {
     if (size < 32)
@@ -303,7 +403,6 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
     uint64_t pos = 32, end;
     if (load_commands_end(m, size, &end, err, errlen) != 0)
         return -1;
-    char nm[68];
     for (uint32_t i = 0; i < ncmds; i++) {
         const uint8_t *c = load_command_next(m, &pos, end, i, err, errlen);
         if (!c)
@@ -327,15 +426,8 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
         case LC_REEXPORT_DYLIB:
         case LC_LAZY_LOAD_DYLIB:
         case LC_LOAD_UPWARD_DYLIB:
-            if (cmdsize >= 24) {
-                if (s->n_libs == MACHO_MAX_LIBS)
-                    FAIL("more than %d linked libraries (vzcaps reads at most %d)", MACHO_MAX_LIBS, MACHO_MAX_LIBS);
-                uint32_t off = le32(c + 8);
-                lc_string(c, cmdsize, off, s->libs[s->n_libs], sizeof s->libs[0]);
-                if (off < cmdsize && strnlen((const char *)c + off, cmdsize - off) >= sizeof s->libs[0])
-                    FAIL("load command %u: a library path longer than %d bytes", i, MACHO_MAX_LIB_NAME - 1);
-                s->lib_weak[s->n_libs++] = cmd == LC_LOAD_WEAK_DYLIB;
-            }
+            if (cmdsize >= 24 && slice_dylib(s, c, cmd, cmdsize, i, err, errlen) != 0)
+                return -1;
             break;
         case LC_ENCRYPTION_INFO:
         case LC_ENCRYPTION_INFO_64:
@@ -353,48 +445,15 @@ static int parse_slice(const uint8_t *m, uint64_t size, struct macho_slice *s, c
                 FAIL("truncated: code signature (offset %u, %u bytes) extends past the end of the file", le32(c + 8), le32(c + 12));
             parse_signature(s, m, size, le32(c + 8), le32(c + 12));
             break;
-        case LC_SEGMENT_64: {
-            if (cmdsize < 72)
-                FAIL("load command %u: short segment command", i);
-            if (!in_range(size, le64(c + 40), le64(c + 48)))
-                FAIL("truncated: segment %s (offset %llu, %llu bytes) extends past the end of the file", name16(c + 8, nm),
-                     (unsigned long long)le64(c + 40), (unsigned long long)le64(c + 48));
-            uint32_t nsects = le32(c + 64);
-            if (nsects > (cmdsize - 72) / 80)
-                FAIL("load command %u: %u sections do not fit in %u bytes", i, nsects, cmdsize);
-            for (uint32_t k = 0; k < nsects; k++) {
-                const uint8_t *sec = c + 72 + 80 * k;
-                char sect[17] = {0}, seg[17] = {0};
-                memcpy(sect, sec, 16);
-                memcpy(seg, sec + 16, 16);
-                if (strcmp(seg, "__RESTRICT") == 0 && strcmp(sect, "__restrict") == 0)
-                    s->restrict_section = true; /* dyld's UnsafeHeader::isRestricted */
-                bool meth = strcmp(sect, "__objc_methname") == 0, cstr = strcmp(sect, "__cstring") == 0;
-                if (!meth && !cstr)
-                    continue;
-                uint64_t ssize = le64(sec + 40);
-                uint32_t soff = le32(sec + 48);
-                if (!in_range(size, soff, ssize))
-                    FAIL("truncated: section %s (offset %u, %llu bytes) extends past the end of the file", sect, soff, (unsigned long long)ssize);
-                scan_strings(s, m + soff, ssize, meth);
-            }
+        case LC_SEGMENT_64:
+            if (slice_segment(m, size, s, c, cmdsize, i, err, errlen) != 0)
+                return -1;
             break;
-        }
         default:
             break;
         }
     }
-    for (size_t i = 0; i < s->n_libs; i++) {
-        const char *l = s->libs[i];
-        if (strstr(l, "libggml"))
-            s->ggml = true;
-        if (strstr(l, "libmlx") || strstr(l, "/mlx"))
-            s->mlx = true;
-        if (strstr(l, "libtorch"))
-            s->torch_mps = true;
-    }
-    if (s->own) /* vzcaps quotes its clients' names; it is none of them */
-        s->ggml = s->mlx = s->torch_mps = false;
+    slice_clients(s);
     s->plugin = s->filetype == 8 /* MH_BUNDLE */;
     injection_verdict(s);
     return 0;
@@ -577,7 +636,16 @@ int macho_plist_executable(const char *plist, char **name, char *err, size_t err
         rc = -1;
     } else if (v && v->len) {
         /* a file name beside the bundle's other code, nothing that leads out of it */
-        if (memchr(v->str, '/', v->len) || memchr(v->str, '\0', v->len) || strcmp(v->str, ".") == 0 || strcmp(v->str, "..") == 0) {
+        if (memchr(v->str, '\0', v->len)) { /* a binary plist's string may hold one: shown whole, each as \x00 */
+            size_t need = vzcaps_escape(v->str, v->len, NULL, 0);
+            char *shown = malloc(need + 1);
+            if (shown)
+                vzcaps_escape(v->str, v->len, shown, need + 1);
+            snprintf(err, errlen, "%s: CFBundleExecutable \"%s\" holds a NUL byte, which no file name can", plist,
+                     shown ? shown : "(out of memory)");
+            free(shown);
+            rc = -1;
+        } else if (memchr(v->str, '/', v->len) || strcmp(v->str, ".") == 0 || strcmp(v->str, "..") == 0) {
             snprintf(err, errlen, "%s: CFBundleExecutable \"%s\" is not a file name (it would lead out of the bundle)", plist,
                      esc(v->str));
             rc = -1;
