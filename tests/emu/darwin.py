@@ -796,6 +796,10 @@ class Darwin:
             if fd not in self.fds:
                 self.set_errno(EBADF)
                 return 2**64 - 1
+            if any(os.path.exists(f) and os.path.samestat(os.fstat(self.fds[fd]), os.stat(f))
+                   for f in self.host.get("full_disk", ())):  # a file on a full disk (the case names it)
+                self.set_errno(ENOSPC)
+                return 2**64 - 1
             try:
                 return os.write(self.fds[fd], data)
             except OSError as e:
