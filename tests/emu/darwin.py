@@ -726,6 +726,15 @@ class Darwin:
             return 0
         S("_rename", rename)
 
+        def unlink(m, p, *_):
+            """unlink(2) (xnu bsd/vfs/vfs_syscalls.c: unlink1): this machine's file system does it."""
+            try:
+                os.unlink(path_of(p))
+            except OSError as e:
+                return sys_fail(e)
+            return 0
+        S("_unlink", unlink)
+
         def fcntl(m, fd, cmd, *_):
             """fcntl (xnu libsyscall/wrappers/cancelable/fcntl-base.c: the third argument is
             variadic, read from the stack on arm64; bsd/kern/kern_descrip.c: sys_fcntl_nocancel).
@@ -887,11 +896,12 @@ class Darwin:
 
         def sysctlbyname(m, name, old, oldlen_a, new, newlen, *_):
             """sysctlbyname (Libc gen/sysctlbyname.c; the values xnu publishes): the brand string,
-            hw.memsize and sysctl.proc_translated, from the case's host; ENOENT for what it lacks."""
+            hw.memsize and sysctl.proc_translated, from the case's host, and any name in its "sysctl"
+            (an int is 4 bytes, as xnu's CTLTYPE_INT: kern.hv_vmm_present, hw.ncpu); ENOENT for what it lacks."""
             key = m.cstr(name).decode()
             self.sysctl_asked.append(key)
             val = {"machdep.cpu.brand_string": self.host.get("brand"), "hw.memsize": self.host.get("memsize"),
-                   "sysctl.proc_translated": self.host.get("translated")}.get(key)
+                   "sysctl.proc_translated": self.host.get("translated"), **self.host.get("sysctl", {})}.get(key)
             if val is None:
                 self.set_errno(ENOENT)
                 return 2**32 - 1
