@@ -1,8 +1,10 @@
 """The shipped arm64 slice of the vzcaps command (dist/vzcaps), run under emulation: dyld's
 part (the executable stays at its linked address; LC_MAIN's entry is called as
 main(argc, argv, envp, apple)) and stdio stand-ins over the Darwin ones of darwin.py."""
-from darwin import Darwin, EBADF, format_c
-from machoemu import GuestFault, Machine
+from darwin import Darwin, EBADF, ENOENT, format_c
+from machoemu import GuestFault, Jump, Machine
+
+ECHILD, ESRCH = 10, 3  # xnu bsd/sys/errno.h
 
 
 class Exit(Exception):
@@ -25,7 +27,11 @@ class Command:
             m.data_imports["___stdoutp" if fd == 1 else "___stderrp"] = holder
         self.d = Darwin(m, env, argv=argv, exe=exe, host=host or {}, metal=False)
         m.data_imports["_environ"] = self.d.environ_var
+        self.programs = {}  # absolute path -> fn(argv, env) -> (exit status, stdout bytes, stderr bytes)
+        self.children = []  # each child: {"path", "argv", "env", "status"}
+        self.forked, self.exited = None, {}
         self.install()
+        self.install_children()
         m.load(absent=("_MTLCreateSystemDefaultDevice",))
 
     def emit(self, f, data):
@@ -143,6 +149,116 @@ class Command:
         S("_sigaction", sigaction)
         S("_signal", lambda m, *_: 0)
         S("_sigprocmask", lambda m, how, new, old, *_: (m.put32(old, 0) if old else None, 0)[1])
+
+    def install_children(self):
+        """fork, execv in the child, _exit, waitpid and kill, for the command's children.
+
+        fork (Libc gen/fork.c over xnu's fork in bsd/kern/kern_fork.c) returns twice; here the
+        child runs first, in the same machine: the stand-in keeps the parent's registers, its
+        writable memory and its descriptor table, and answers 0. The child's code runs (its
+        open, dup2, close) until it calls execv: the program given for that path
+        (self.programs, a Python callable standing in for the executable) runs with its argv
+        and environment, its output goes where the child's fd 1 and fd 2 lead (the command's
+        own stdout and stderr, or /dev/null after a dup2), and its exit status is kept for
+        waitpid. A path with no program answers ENOENT, as xnu's exec_activate_image would, and
+        the child's own _exit then ends it. Either way the parent is put back as it was at the
+        fork and resumes with the child's pid in x0."""
+        m, d, S = self.m, self.d, self.d.standin
+        from unicorn import UC_PROT_WRITE
+        from unicorn.arm64_const import (UC_ARM64_REG_NZCV, UC_ARM64_REG_Q0, UC_ARM64_REG_SP, UC_ARM64_REG_X0,
+                                         UC_ARM64_REG_X29, UC_ARM64_REG_X30)
+
+        regs = [UC_ARM64_REG_X0 + i for i in range(29)] + [UC_ARM64_REG_X29, UC_ARM64_REG_X30, UC_ARM64_REG_SP,
+                                                            UC_ARM64_REG_NZCV] + [UC_ARM64_REG_Q0 + i for i in range(32)]
+
+        def fork(m, *_):
+            if self.forked:
+                raise GuestFault("fork in a forked child: the stand-in runs one child at a time")
+            uc = m.uc
+            self.forked = {"regs": uc.reg_read_batch(regs), "lr": uc.reg_read(UC_ARM64_REG_X30),
+                           "mem": [(b, bytes(uc.mem_read(b, e - b + 1))) for b, e, perm in uc.mem_regions() if perm & UC_PROT_WRITE],
+                           "fds": dict(d.fds), "special": dict(d.special), "cloexec": set(d.cloexec)}
+            return 0
+        S("_fork", fork)
+
+        def child_end(status):
+            """The child is gone: its own descriptors closed, the parent restored, fork's pid."""
+            f, uc = self.forked, m.uc
+            for osfd in set(d.fds.values()) - set(f["fds"].values()):
+                import os
+                os.close(osfd)
+            d.fds, d.special, d.cloexec = f["fds"], f["special"], f["cloexec"]
+            for base, data in f["mem"]:
+                uc.mem_write(base, data)
+            uc.reg_write_batch(list(zip(regs, f["regs"])))
+            d.next_pid += 1
+            self.exited[d.next_pid] = status
+            self.children[-1]["status"] = status
+            self.forked = None
+            uc.reg_write(UC_ARM64_REG_X0, d.next_pid)
+            return Jump(f["lr"])
+
+        def to_fd(fd, data):
+            import os
+            kind = d.special.get(fd)
+            if kind == "tty":
+                self.out[fd if fd in (1, 2) else 2] += data
+            elif fd in d.fds:
+                os.write(d.fds[fd], data)
+
+        def execv(m, path_a, argv_a, *_):
+            if not self.forked:
+                return d.libc_execve(path_a, argv_a, m.u64(d.environ_var))
+            path = m.cstr(path_a).decode("utf-8", "surrogateescape")
+            argv, env = m.str_array(argv_a), d.env_now()
+            self.children.append({"path": path, "argv": argv, "env": env, "status": None})
+            prog = self.programs.get(path)
+            if prog is None:
+                d.set_errno(ENOENT)
+                return 2**64 - 1
+            status, out, err = prog(argv, env)
+            to_fd(1, out)
+            to_fd(2, err)
+            return child_end((status & 0xFF) << 8)
+        S("_execv", execv)
+
+        def exit_(m, code, *_):
+            if self.forked:
+                return child_end((code & 0xFF) << 8)
+            raise Exit(code & 0xFF)
+        S("_exit", exit_)
+        S("__exit", exit_)
+
+        def waitpid(m, pid, status_a, options, *_):
+            """waitpid (xnu bsd/kern/kern_exit.c: wait4): the exited child's status, reaped once;
+            ECHILD for a pid that is no child (or reaped)."""
+            pid = pid if pid < 2**31 else pid - 2**32
+            if pid not in self.exited:
+                d.set_errno(ECHILD)
+                return 2**32 - 1
+            if status_a:
+                m.put32(status_a, self.exited.pop(pid))
+            return pid
+        S("_waitpid", waitpid)
+
+        def kill(m, pid, sig, *_):
+            """kill (xnu bsd/kern/kern_sig.c): the children here are gone by the time the parent
+            runs again: ESRCH."""
+            d.set_errno(ESRCH)
+            return 2**32 - 1
+        S("_kill", kill)
+
+        def dup2(m, old, new, *_):
+            """dup2 (xnu bsd/kern/kern_descrip.c: dup2): new closed first, then the same file."""
+            if not d.fd_open(old):
+                d.set_errno(EBADF)
+                return 2**32 - 1
+            if old != new:
+                d.fd_close(new)
+                d.fd_dup(old, new)
+            return new
+        S("_dup2", dup2)
+        S("_setpgid", lambda m, *_: 0)  # xnu bsd/kern/kern_prot.c: setpgid (the group is the child's own)
 
     def fp(self, fd):
         return next(f for f, n in self.files.items() if n == fd)

@@ -25,6 +25,9 @@ ENOTDIR, EISDIR, EINVAL, EAGAIN, ELOOP, ENAMETOOLONG, ENOTSUP = 20, 21, 22, 35, 
 LINUX_TO_DARWIN = {11: EAGAIN, 40: ELOOP, 36: ENAMETOOLONG, 95: ENOTSUP}
 # xnu bsd/sys/fcntl.h
 O_ACCMODE, O_NONBLOCK, O_NOFOLLOW, O_NOCTTY, O_DIRECTORY, O_CLOEXEC = 3, 0x4, 0x100, 0x20000, 0x100000, 0x1000000
+O_APPEND, O_CREAT, O_TRUNC, O_EXCL = 0x8, 0x200, 0x400, 0x800
+F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_DUPFD_CLOEXEC = 0, 1, 2, 3, 67
+EMFILE, ENOSPC = 24, 28
 
 
 def darwin_errno(e):
@@ -331,9 +334,15 @@ class Darwin:
         self.fail_add_method = False
         self.sysctl_asked = []
         self.clock_ns = 1_000 * 10**9
-        self.fds = {}
-        self.tsd, self.next_key = {}, 1
+        self.fds = {}  # descriptor -> this machine's descriptor of a real file
+        self.special = {}  # descriptor -> "tty" (the terminal) or "full" (/dev/full)
+        self.cloexec, self.opened_for_writing, self.renames, self.unmapped = set(), [], [], []
+        self.errno_sets = 0
+        self.pid, self.wall_s = 4242, 1_800_000_000
+        self.init_stdio(self.host)
+        self.tsd, self.next_key, self.dtors = {}, 1, {}
         self.errno_addr = m.alloc(8, 8)
+        m.put32(self.errno_addr, 0)  # zero when main starts (C11 7.5p3): the thread's errno slot starts cleared
         self.guard = m.alloc(8, 8)
         m.put64(self.guard, 0x5AFE_C0DE_1234_5678)
         m.data_imports["___stack_chk_guard"] = self.guard
@@ -344,6 +353,85 @@ class Darwin:
         self.strings = {}
         self.next_pid = 1000
         self.install()
+
+    # ---- descriptors (xnu bsd/kern/kern_descrip.c) ----
+    TTY = os.stat_result((0o20620, 99, 7, 1, 0, 0, 0, 0, 0, 0))  # a terminal: rdev 0 in this tuple
+
+    def init_stdio(self, host):
+        """0 and 1 the terminal; 2 the terminal, closed (stderr_closed), /dev/full
+        (stderr="full") or a file of this machine's (stderr_file=PATH, opened for appending)."""
+        self.special.update({0: "tty", 1: "tty"})
+        if host.get("stderr_closed"):
+            return
+        if host.get("stderr") == "full":
+            self.special[2] = "full"
+        elif host.get("stderr_file"):
+            self.fds[2] = os.open(host["stderr_file"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        else:
+            self.special[2] = "tty"
+
+    def fd_limit(self):
+        return self.host.get("fd_limit", 256)  # RLIMIT_NOFILE's soft default on macOS
+
+    def fd_open(self, fd):
+        return fd in self.fds or fd in self.special
+
+    def fd_alloc(self, low):
+        """fdalloc: the lowest free descriptor >= low below the limit, or -1."""
+        for g in range(low, self.fd_limit()):
+            if not self.fd_open(g):
+                return g
+        return -1
+
+    def fd_dup(self, fd, g):
+        if fd in self.special:
+            self.special[g] = self.special[fd]
+        else:
+            self.fds[g] = os.dup(self.fds[fd])
+
+    def fd_close(self, fd):
+        self.cloexec.discard(fd)
+        if fd in self.special:
+            del self.special[fd]
+            return True
+        if fd in self.fds:
+            os.close(self.fds.pop(fd))
+            return True
+        return False
+
+    def fd_stat(self, fd):
+        kind = self.special.get(fd)
+        if kind == "tty":
+            return self.TTY
+        if kind == "full":
+            return os.stat_result((0o20666, 7, 3, 1, 0, 0, 0, 0, 0, 0))
+        if fd in self.fds:
+            st = os.fstat(self.fds[fd])
+            fake = self.host.get("fake_inode", {}).get(fd)  # a case's stand-in for inode reuse
+            return os.stat_result((st.st_mode, fake, st.st_dev) + tuple(st)[3:10]) if fake else st
+        return None
+
+    def take_fd(self, fd, path, flags=os.O_RDWR | os.O_CREAT):
+        """The host program's own open(2) that lands at fd (the lowest free one)."""
+        assert self.fd_alloc(0) == fd, f"the lowest free descriptor is {self.fd_alloc(0)}, not {fd}"
+        self.fds[fd] = os.open(path, flags | os.O_CLOEXEC, 0o644)
+
+    def fd_set_first(self, m, n, w):
+        """The descriptor a one-descriptor fd_set names (the library waits on one)."""
+        bits = int.from_bytes(m.read(w, (n + 7) // 8), "little") if w else 0
+        return bits.bit_length() - 1 if bits else -1
+
+    def thread_exit(self):
+        """A thread's end (libpthread src/pthread_tsd.c: _pthread_tsd_cleanup): each key with a
+        value and a destructor has its value cleared and the destructor called with it, for up
+        to PTHREAD_DESTRUCTOR_ITERATIONS (4) rounds."""
+        for _ in range(4):
+            live = [(k, v) for k, v in self.tsd.items() if v and self.dtors.get(k)]
+            if not live:
+                return
+            for k, v in live:
+                self.tsd[k] = 0
+                self.m.call(self.dtors[k], v, image="libsystem_c")
 
     def env_now(self):
         return self.m.str_array(self.m.u64(self.environ_var)) or []
@@ -356,6 +444,7 @@ class Darwin:
         return None
 
     def set_errno(self, e):
+        self.errno_sets += 1
         self.m.put32(self.errno_addr, e)
 
     def standin(self, sym, fn):
@@ -542,7 +631,7 @@ class Darwin:
             self.mapped = getattr(self, "mapped", 0) + 1
             return a
         S("_mmap", mmap)
-        S("_munmap", lambda m, a, n, *_: 0)
+        S("_munmap", lambda m, a, n, *_: (self.unmapped.append((a, n)), 0)[1])  # xnu bsd/kern/kern_mman.c: munmap
 
         # ---- files: this machine's, through Darwin's flags and layouts ----
         def path_of(a):
@@ -553,20 +642,31 @@ class Darwin:
             return 2**64 - 1
 
         def open_(m, p, flags, *_):
-            """open(2) (xnu bsd/vfs/vfs_syscalls.c): read-only here; the library opens nothing to write."""
-            if flags & O_ACCMODE:
-                self.set_errno(EACCES)
-                return 2**64 - 1
-            lf = os.O_RDONLY | (os.O_NONBLOCK if flags & O_NONBLOCK else 0) | (os.O_NOFOLLOW if flags & O_NOFOLLOW else 0) | \
-                (os.O_DIRECTORY if flags & O_DIRECTORY else 0) | os.O_CLOEXEC | os.O_NOCTTY
+            """open(2) (xnu bsd/vfs/vfs_syscalls.c: open1; the lowest free descriptor, as
+            bsd/kern/kern_descrip.c fdalloc gives). The mode, the one variadic argument, is on the
+            stack (Apple's arm64 convention). Darwin's flag bits are translated to this machine's."""
+            acc = flags & O_ACCMODE
+            lf = {0: os.O_RDONLY, 1: os.O_WRONLY, 2: os.O_RDWR}.get(acc, os.O_RDONLY)
+            for dbit, lbit in ((O_NONBLOCK, os.O_NONBLOCK), (O_NOFOLLOW, os.O_NOFOLLOW), (O_DIRECTORY, os.O_DIRECTORY),
+                               (O_APPEND, os.O_APPEND), (O_CREAT, os.O_CREAT), (O_TRUNC, os.O_TRUNC), (O_EXCL, os.O_EXCL)):
+                if flags & dbit:
+                    lf |= lbit
+            mode = m.stack_arg(0) & 0o7777 if flags & O_CREAT else 0
+            path = path_of(p)
+            if acc:
+                self.opened_for_writing.append(path)
             try:
-                fd = os.open(path_of(p), lf)
+                fd = os.open(path, lf | os.O_CLOEXEC | os.O_NOCTTY, mode)
             except OSError as e:
                 return sys_fail(e)
-            g = 10 + len(self.fds)
-            while g in self.fds:
-                g += 1
+            g = self.fd_alloc(0)
+            if g < 0:
+                os.close(fd)
+                self.set_errno(EMFILE)
+                return 2**64 - 1
             self.fds[g] = fd
+            if flags & O_CLOEXEC:
+                self.cloexec.add(g)
             return g
         S("_open", open_)
 
@@ -580,22 +680,16 @@ class Darwin:
         S("_read", read)
 
         def close(m, fd, *_):
-            if fd in self.fds:
-                os.close(self.fds.pop(fd))
-                return 0
-            self.set_errno(EBADF)
-            return 2**64 - 1
+            """close(2) (xnu bsd/kern/kern_descrip.c: close_nocancel): the descriptor is freed; the
+            file itself stays while another descriptor refers to it."""
+            return 0 if self.fd_close(fd) else (self.set_errno(EBADF), 2**64 - 1)[1]
         S("_close", close)
 
         def fstat(m, fd, st_a, *_):
-            if fd == 2:
-                if self.host.get("stderr_closed"):
-                    self.set_errno(EBADF)
-                    return 2**64 - 1
-                st = os.stat_result((0o20620, 99, 7, 1, 0, 0, 0, 0, 0, 0))
-            elif fd in self.fds:
-                st = os.fstat(self.fds[fd])
-            else:
+            """fstat(2) (xnu bsd/kern/kern_descrip.c: fstat1): the open file's own identity; a
+            character device (the terminal, /dev/full) as the stand-in's fixed device numbers."""
+            st = self.fd_stat(fd)
+            if st is None:
                 self.set_errno(EBADF)
                 return 2**64 - 1
             m.write(st_a, pack_stat(st))
@@ -611,6 +705,67 @@ class Darwin:
             return 0
         S("_stat", stat_)
 
+        def lstat(m, p, st_a, *_):
+            """lstat(2) (xnu bsd/vfs/vfs_syscalls.c: lstat64): the link itself, not its target."""
+            try:
+                st = os.lstat(path_of(p))
+            except OSError as e:
+                return sys_fail(e)
+            m.write(st_a, pack_stat(st))
+            return 0
+        S("_lstat", lstat)
+
+        def rename(m, a, b, *_):
+            """rename(2) (xnu bsd/vfs/vfs_syscalls.c: renameat_internal): atomic, replacing the
+            target; this machine's file system does it."""
+            try:
+                os.rename(path_of(a), path_of(b))
+            except OSError as e:
+                return sys_fail(e)
+            self.renames.append((path_of(a), path_of(b)))
+            return 0
+        S("_rename", rename)
+
+        def unlink(m, p, *_):
+            """unlink(2) (xnu bsd/vfs/vfs_syscalls.c: unlink1): this machine's file system does it."""
+            try:
+                os.unlink(path_of(p))
+            except OSError as e:
+                return sys_fail(e)
+            return 0
+        S("_unlink", unlink)
+
+        def fcntl(m, fd, cmd, *_):
+            """fcntl (xnu libsyscall/wrappers/cancelable/fcntl-base.c: the third argument is
+            variadic, read from the stack on arm64; bsd/kern/kern_descrip.c: sys_fcntl_nocancel).
+            F_DUPFD/F_DUPFD_CLOEXEC: the lowest free descriptor >= arg, EINVAL when arg is at or
+            over the descriptor limit, EMFILE when none is free; F_GETFD/F_SETFD: FD_CLOEXEC."""
+            arg = m.stack_arg(0)
+            if not self.fd_open(fd):
+                self.set_errno(EBADF)
+                return 2**64 - 1
+            if cmd in (F_DUPFD, F_DUPFD_CLOEXEC):
+                if arg >= self.fd_limit():
+                    self.set_errno(EINVAL)
+                    return 2**64 - 1
+                g = self.fd_alloc(arg)
+                if g < 0:
+                    self.set_errno(EMFILE)
+                    return 2**64 - 1
+                self.fd_dup(fd, g)
+                if cmd == F_DUPFD_CLOEXEC:
+                    self.cloexec.add(g)
+                return g
+            if cmd == F_GETFD:
+                return 1 if fd in self.cloexec else 0
+            if cmd == F_SETFD:
+                (self.cloexec.add if arg & 1 else self.cloexec.discard)(fd)
+                return 0
+            if cmd == F_GETFL:
+                return 1 if fd in (1, 2) else 0
+            raise GuestFault(f"fcntl command {cmd} has no stand-in")
+        S("_fcntl", fcntl)
+
         def access(m, p, mode, *_):
             try:
                 ok = os.access(path_of(p), mode)
@@ -625,13 +780,39 @@ class Darwin:
             return 0
         S("_access", access)
         S("_getuid", lambda m, *_: os.getuid())
+        S("_geteuid", lambda m, *_: os.geteuid())  # xnu bsd/kern/kern_prot.c: geteuid
+        S("_getpid", lambda m, *_: self.pid)  # xnu bsd/kern/kern_prot.c: getpid
+
+        def time_(m, t, *_):
+            """time(3) (Libc gen/FreeBSD/time.c: gettimeofday's seconds): the virtual clock."""
+            secs = self.wall_s + self.clock_ns // 10**9
+            if t:
+                m.put64(t, secs)
+            return secs
+        S("_time", time_)
 
         def write(m, fd, buf, n, *_):
-            if fd != 2 or self.host.get("stderr_closed"):
+            """write(2) (xnu bsd/kern/sys_generic.c: write_nocancel): EBADF on a closed descriptor,
+            ENOSPC on /dev/full, the terminal's bytes recorded, a file's written to this machine's."""
+            kind = self.special.get(fd)
+            data = m.read(buf, n)
+            if kind == "tty":
+                self.stderr += data
+                return n
+            if kind == "full":
+                self.set_errno(ENOSPC)
+                return 2**64 - 1
+            if fd not in self.fds:
                 self.set_errno(EBADF)
                 return 2**64 - 1
-            self.stderr += m.read(buf, n)
-            return n
+            if any(os.path.exists(f) and os.path.samestat(os.fstat(self.fds[fd]), os.stat(f))
+                   for f in self.host.get("full_disk", ())):  # a file on a full disk (the case names it)
+                self.set_errno(ENOSPC)
+                return 2**64 - 1
+            try:
+                return os.write(self.fds[fd], data)
+            except OSError as e:
+                return sys_fail(e)
         S("_write", write)
 
         # ---- time, signals, select (xnu libsyscall; Libc gen/clock_gettime.c) ----
@@ -648,7 +829,7 @@ class Darwin:
             """select(2): fd 2 is writable (a terminal or a pipe with room) unless the case says not."""
             if self.host.get("stderr_full"):
                 return 0
-            return 1
+            return 1 if self.fd_open(self.fd_set_first(m, n, w)) else (self.set_errno(EBADF), 2**64 - 1)[1]
         S("_select", select)
 
         def sigmask(m, how, new, old, *_):
@@ -665,6 +846,7 @@ class Darwin:
         def key_create(m, key_a, dtor, *_):
             k = self.next_key
             self.next_key += 1
+            self.dtors[k] = dtor
             m.put64(key_a, k)
             return 0
         S("_pthread_key_create", key_create)
@@ -714,11 +896,12 @@ class Darwin:
 
         def sysctlbyname(m, name, old, oldlen_a, new, newlen, *_):
             """sysctlbyname (Libc gen/sysctlbyname.c; the values xnu publishes): the brand string,
-            hw.memsize and sysctl.proc_translated, from the case's host; ENOENT for what it lacks."""
+            hw.memsize and sysctl.proc_translated, from the case's host, and any name in its "sysctl"
+            (an int is 4 bytes, as xnu's CTLTYPE_INT: kern.hv_vmm_present, hw.ncpu); ENOENT for what it lacks."""
             key = m.cstr(name).decode()
             self.sysctl_asked.append(key)
             val = {"machdep.cpu.brand_string": self.host.get("brand"), "hw.memsize": self.host.get("memsize"),
-                   "sysctl.proc_translated": self.host.get("translated")}.get(key)
+                   "sysctl.proc_translated": self.host.get("translated"), **self.host.get("sysctl", {})}.get(key)
             if val is None:
                 self.set_errno(ENOENT)
                 return 2**32 - 1
@@ -744,7 +927,7 @@ class Darwin:
         S("_execlp", lambda m, p, a0, *_: self.libc_execl(p, a0, m.uc.reg_read(SP), "search"))
         # the x86_64 slice's names for the same functions (Libc's symbol variants, <sys/cdefs.h>:
         # $INODE64 for the 64-bit-inode struct stat, $1050 for select's 10.5 semantics; ___bzero)
-        for alias, base in (("_fstat$INODE64", "_fstat"), ("_stat$INODE64", "_stat"), ("_select$1050", "_select"),
+        for alias, base in (("_fstat$INODE64", "_fstat"), ("_stat$INODE64", "_stat"), ("_lstat$INODE64", "_lstat"), ("_select$1050", "_select"),
                             ("___bzero", "_bzero")):
             S(alias, m.standins[base])
         self.objc.install(self)

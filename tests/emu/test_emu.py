@@ -459,6 +459,321 @@ def test_table_has_forty_configurations():
     assert set(cases.CHIPS) <= chips
 
 
+# ---------------------------------------------------------------- host traces (issue 32 rows 1-3)
+# Each case beside the rig's (tests/runtime/test_traces.py) where the rig has it: the same
+# errno client, the same configurations, the same kinds of standard error. "pipe" on the rig is
+# the terminal here (neither is a regular file: the line is written to fd 2 itself).
+
+def _traces():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("rig_traces", ROOT / "tests" / "runtime" / "test_traces.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+TRACES = _traces() if sys.platform.startswith("linux") else None
+TRACE_HOWS = ["pipe", "full", "closed-at-start", "closed-after-start", "file"]
+
+
+@pytest.fixture(scope="module")
+def errno_client(tmp_path_factory):
+    d = tmp_path_factory.mktemp("traces")
+    (d / "errno.c").write_text(TRACES.ERRNO_CLIENT)
+    exe = d / "errno"
+    import subprocess
+    subprocess.run(["gcc", str(d / "errno.c"), "-o", str(exe), f"-L{BUILD}", "-lfakemetal", f"-Wl,-rpath,{BUILD}"],
+                   check=True)
+    return str(exe)
+
+
+def rig_errno(client, conf, how, tmp):
+    """The rig's "main N after M" for one configuration and one standard error."""
+    import subprocess
+    err = open(os.path.join(tmp, "rig-err"), "w") if how == "file" else None
+    stderr = {"pipe": subprocess.PIPE, "full": open("/dev/full", "w"), "file": err}.get(how, subprocess.DEVNULL)
+    what = "close-device" if how == "closed-after-start" else "device"
+    out = TRACES.run(client, what, TRACES.CONFIGS[conf], stderr=stderr, close_stderr=how == "closed-at-start")
+    line = open(os.path.join(tmp, "rig-err")).read() if err else None
+    return out, line
+
+
+def emu_errno(img, conf, how, tmp):
+    host = dict(HOST)
+    if how == "full":
+        host["stderr"] = "full"
+    elif how == "closed-at-start":
+        host["stderr_closed"] = True
+    elif how == "file":
+        host["stderr_file"] = os.path.join(tmp, "emu-err")
+    p = proc(img, env_of(**TRACES.CONFIGS[conf]), host=host, argv=("errno",), exe="/usr/local/bin/errno")
+    at_main = p.m.u32(p.d.errno_addr)
+    assert p.d.errno_sets, "the constructor set no errno at all: this case proves nothing"
+    if how == "closed-after-start":
+        p.d.fd_close(2)
+    p.d.set_errno(1234)
+    assert p.create_device()
+    after = p.m.u32(p.d.errno_addr)
+    line = open(host["stderr_file"]).read() if how == "file" else None
+    return f"main {at_main} after {after}\n", line, p
+
+
+@pytest.mark.parametrize("how", TRACE_HOWS)
+@pytest.mark.parametrize("conf", ["unconfigured", "configured", "refused", "invalid", "verbose"])
+def test_errno_at_main_and_around_the_device_as_on_the_rig(img, errno_client, tmp_path, conf, how):
+    """errno 0 when main starts (the constructor's failed lookups leave nothing); a hooked or
+    stock MTLCreateSystemDefaultDevice leaves the caller's 1234, whether the line's write
+    succeeds, fails with ENOSPC (/dev/full) or EBADF (fd 2 closed), or is not attempted."""
+    want, rig_line = rig_errno(errno_client, conf, how, str(tmp_path))
+    got, emu_line, p = emu_errno(img, conf, how, str(tmp_path))
+    assert got == want == "main 0 after 1234\n"
+    if how == "file":  # the line reached the start-up stderr file, on both
+        assert [cases.normalise(l, libpath()) for l in cases.vz_lines(emu_line)] == \
+            [cases.normalise(l, BUILD / "libvzcaps.so") for l in cases.vz_lines(rig_line)]
+    if how == "full" and conf != "unconfigured":
+        assert p.d.syslog  # the line was said (and its write failed): the failing path ran
+
+
+def _pinned(p):
+    return [fd for fd in p.d.cloexec if fd > 2 and fd in p.d.fds]
+
+
+def test_a_stderr_file_is_pinned_by_one_close_on_exec_duplicate(img, tmp_path):
+    """As on the rig (test_a_stderr_file_costs_one_close_on_exec_descriptor): one duplicate at
+    100 or above, close-on-exec; none when nothing will be said."""
+    err = tmp_path / "err"
+    p = proc(img, env_of(**M2), host=dict(HOST, stderr_file=str(err)))
+    (dup,) = _pinned(p)
+    assert dup >= 100 and os.path.samestat(os.fstat(p.d.fds[dup]), err.stat())
+    p.probe()
+    assert err.read_text().startswith("vzcaps: hooked AppleParavirtDevice for probe") and err.read_text().count("\n") == 1
+    for env in (env_of(), env_of(**M2, VZCAPS_LOG="quiet")):
+        q = proc(img, env, host=dict(HOST, stderr_file=str(err)))
+        assert _pinned(q) == []
+
+
+@pytest.mark.parametrize("reused", [False, True], ids=["new inode", "the deleted file's inode"])
+def test_the_line_never_goes_into_a_file_that_took_fd_2(img, tmp_path, reused):
+    """The rig's REUSE_CLIENT: stderr is a file, deleted; fd 2 closed; the program's next open
+    (a data file) takes fd 2. xnu does not hand a held inode to a new file; "reused" makes the
+    stand-in's fstat report the deleted file's inode for the data file anyway (what ext4 did
+    before the library held the file): the line still never enters the data file."""
+    log, data = tmp_path / "log", tmp_path / "data"
+    p = proc(img, env_of(**M2), host=dict(HOST, stderr_file=str(log)))
+    ino = log.stat().st_ino
+    log.unlink()
+    p.d.fd_close(2)
+    p.d.take_fd(2, str(data))
+    if reused:
+        p.d.host["fake_inode"] = {2: ino}
+    os.write(p.d.fds[2], b"user data\n")
+    p.d.set_errno(1234)
+    assert p.probe()["families"] == up_to(1008)
+    os.write(p.d.fds[2], b"more data\n")
+    assert data.read_text() == "user data\nmore data\n"
+    assert p.m.u32(p.d.errno_addr) == 1234 and p.stderr == ""
+    (dup,) = _pinned(p)
+    held = os.fstat(p.d.fds[dup])
+    assert held.st_nlink == 0 and held.st_ino == ino  # the deleted file, still held
+    if reused:  # identity matched, so the line went to the held (deleted) file, nowhere else
+        with open(f"/proc/self/fd/{p.d.fds[dup]}", "rb") as f:  # the deleted file, through our descriptor
+            assert f.read().startswith(b"vzcaps: hooked")
+    else:
+        assert held.st_size == 0
+
+
+def test_the_duplicate_closed_by_the_host_is_never_taken_for_stderr(img, tmp_path):
+    """The rig's CLOSEFROM_CLIENT: every descriptor above 2 closed, a data file at the
+    duplicate's number (and its neighbours): no line in the data file nor in stderr's."""
+    err, data = tmp_path / "err", tmp_path / "data"
+    p = proc(img, env_of(**M2), host=dict(HOST, stderr_file=str(err)))
+    for fd in [f for f in list(p.d.fds) + list(p.d.special) if f > 2]:
+        p.d.fd_close(fd)
+    p.d.take_fd(3, str(data), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    for n in range(100, 110):
+        p.d.fds[n] = os.dup(p.d.fds[3])
+    assert p.probe()["class"] == "AppleParavirtDevice"
+    assert data.read_text() == "" and err.read_text() == ""
+
+
+@pytest.mark.parametrize("limit", [4, 20, 101])
+def test_a_low_descriptor_limit(img, tmp_path, limit):
+    """The rig's test_a_low_descriptor_limit: F_DUPFD_CLOEXEC at 100 is EINVAL under a limit of
+    101 or less (xnu's fcntl), so the duplicate takes the lowest free one; the line is written."""
+    err = tmp_path / "err"
+    p = proc(img, env_of(**M2), host=dict(HOST, stderr_file=str(err), fd_limit=limit))
+    (dup,) = _pinned(p)
+    assert dup == (100 if limit > 100 else 3)
+    assert p.probe()["class"] == "AppleParavirtDevice"
+    assert err.read_text().startswith("vzcaps: hooked")
+
+
+def test_the_per_thread_mapping_is_unmapped_at_thread_exit(img, progs):
+    """inherit = matching builds the child's environment in a per-thread mapping; the key's
+    destructor (run by libpthread at thread exit) unmaps it, errno untouched."""
+    env = env_of(VZCAPS_CONFIG=str(progs / "vzcaps.conf"))
+    p = proc(img, env)
+    r = p.run_child("posix_spawn", str(progs / "bin" / "llama-server"), [])
+    assert any(e.startswith("VZCAPS_") for e in r["ran"]["env"])  # a matching child: its environment was built
+    live = [v for v in p.d.tsd.values() if v]
+    assert len(live) == 1 and not p.d.unmapped
+    p.d.set_errno(1234)
+    p.d.thread_exit()
+    assert p.d.unmapped == [(live[0], p.m.u64(live[0]))] and p.m.u32(p.d.errno_addr) == 1234
+    assert not any(p.d.tsd.values())
+
+
+# ---------------------------------------------------------------- the stats log (log_file, VZCAPS_LOG_FILE)
+# The record the shipped slice writes against the rig's library's for the same configuration,
+# field for field (each line parsed as JSON). Normalised, and only these: "pid" (each process
+# its own) and "time" (the rig's wall clock against the stand-in's virtual one) -> each checked
+# to be a positive integer, then dropped. "path" is not normalised: the emulated program's
+# executable path is the rig's build/probe, which realpath resolves on this machine for both.
+
+STATS_KEYS = ["v", "time", "pid", "program", "path", "event", "class", "family", "reason"]
+STATS_CASES = {
+    "hooked": (M2, None),
+    "left stock": (dict(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M9"), None),
+    "quiet": (dict(M2, VZCAPS_LOG="quiet"), None),
+    "own supportsFamily:": (dict(M2, FAKEMETAL_CLASS="own"), None),
+    "explicit 1009 on M3": (dict(VZCAPS_APPLE_FAMILY_MAX="1009", VZCAPS_HOST_CHIP="Apple M3"), None),
+    "refused value": (dict(VZCAPS_APPLE_FAMILY_MAX="abc", VZCAPS_HOST_CHIP="Apple M2"), None),
+    "log_file in the config": ({"VZCAPS_HOST_CHIP": "Apple M2"}, "log_file = {log}\n[probe]\nmatch = probe\napple_family_max = auto\n"),
+    "tilde": (dict(M2, VZCAPS_LOG_FILE="~/{name}"), None),
+}
+
+
+def stats_records(path):
+    import json
+    raw = path.read_bytes().split(b"\n")
+    assert raw[-1] == b""  # whole lines only
+    out = [json.loads(l) for l in raw[:-1]]
+    for r, l in zip(out, raw):
+        assert list(r) == STATS_KEYS and len(l) + 1 <= 1024
+    return out
+
+
+def stats_normalised(rec):
+    for k in ("pid", "time"):
+        assert isinstance(rec[k], int) and rec[k] > 0, (k, rec[k])
+    return {k: v for k, v in rec.items() if k not in ("pid", "time")}
+
+
+def stats_env(conf_env, conf_text, logdir, name):
+    env = {k: v.format(name=name) for k, v in conf_env.items()}
+    env["HOME"] = str(logdir)
+    if "VZCAPS_LOG_FILE" not in env and conf_text is None:
+        env["VZCAPS_LOG_FILE"] = str(logdir / name)
+    if conf_text is not None:
+        conf = logdir / f"{name}.conf"
+        conf.write_text(conf_text.format(log=logdir / name))
+        conf.chmod(0o644)
+        env["VZCAPS_CONFIG"] = str(conf)
+    return env
+
+
+def probe_path():
+    return os.path.realpath(BUILD / "probe")
+
+
+@pytest.fixture
+def logdir(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir(mode=0o700)
+    return d
+
+
+@pytest.mark.parametrize("case", STATS_CASES)
+def test_the_stats_record_is_the_rigs(img, rig, logdir, case):
+    import subprocess
+    conf_env, conf_text = STATS_CASES[case]
+    env = stats_env(conf_env, conf_text, logdir, "rig.jsonl")
+    renv = dict(cases.base_env({}, ""), **env, LD_PRELOAD=str(BUILD / "libvzcaps.so"))
+    subprocess.run([probe_path()], env=renv, capture_output=True, timeout=60, check=True)
+    p = proc(img, env_of(**stats_env(conf_env, conf_text, logdir, "emu.jsonl")), exe=probe_path())
+    assert p.probe()["class"]
+    want, got = stats_records(logdir / "rig.jsonl"), stats_records(logdir / "emu.jsonl")
+    assert len(want) == len(got) == 1
+    assert stats_normalised(got[0]) == stats_normalised(want[0])
+    assert got[0]["pid"] == p.d.pid  # the stand-in's getpid, as written
+    assert oct((logdir / "emu.jsonl").stat().st_mode & 0o777) == "0o600"
+    assert p.d.opened_for_writing == [str(logdir / "emu.jsonl")]
+
+
+def test_without_a_log_file_nothing_is_opened_for_writing(img, tmp_path):
+    """No log_file, no VZCAPS_LOG_FILE (or VZCAPS_LOG_FILE= over the config's): the library
+    opens nothing to write, hooked or left stock."""
+    conf = tmp_path / "c.conf"
+    conf.write_text(f"log_file = {tmp_path / 'x.jsonl'}\n[probe]\nmatch = probe\napple_family_max = auto\n")
+    conf.chmod(0o644)
+    for env in (M2, dict(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M9"),
+                dict(VZCAPS_CONFIG=str(conf), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_LOG_FILE="")):
+        p = proc(img, env_of(**env))
+        p.probe()
+        assert p.stderr.startswith(("vzcaps: hooked", "vzcaps: left stock"))
+        assert p.d.opened_for_writing == [] and p.d.renames == []
+    assert not (tmp_path / "x.jsonl").exists()
+
+
+@pytest.mark.parametrize("where", ["fifo", "link", "shared dir", "missing dir"])
+def test_the_log_is_never_a_fifo_a_link_or_in_a_shared_directory(img, tmp_path, logdir, where):
+    """As on the rig (test_statslog: never_through_a_link, never_into_a_fifo, ...): nothing
+    opened, nothing said beyond the line, errno as the caller left it."""
+    target = logdir / "x.jsonl"
+    if where == "fifo":
+        os.mkfifo(target)
+    elif where == "link":
+        os.symlink(logdir / "elsewhere", target)
+    elif where == "shared dir":
+        (tmp_path / "shared").mkdir(mode=0o777)
+        (tmp_path / "shared").chmod(0o1777)
+        target = tmp_path / "shared" / "x.jsonl"
+    else:
+        target = logdir / "missing" / "x.jsonl"
+    p = proc(img, env_of(**M2, VZCAPS_LOG_FILE=str(target)))
+    p.d.set_errno(1234)
+    p.probe()
+    assert p.m.u32(p.d.errno_addr) == 1234
+    assert p.d.opened_for_writing == [] and not (logdir / "elsewhere").exists()
+    assert cases.vz_lines(p.stderr) and all(l.startswith("vzcaps: hooked") for l in cases.vz_lines(p.stderr))
+
+
+def test_rotation_at_one_mebibyte_by_the_standin_rename(img, logdir):
+    """The rig's test_rotation_at_one_mebibyte on the slice: under 1 MiB appended; at 1 MiB or
+    more LOG becomes LOG.1 (rename(2), replacing it) and the record starts a new LOG."""
+    log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
+    old.write_text("previous rotation\n")
+    filler = b'{"v":1}\n' * (1048576 // 8)
+    log.write_bytes(filler[:-8])
+    log.chmod(0o600)
+    env = env_of(**M2, VZCAPS_LOG_FILE=str(log))
+    p = proc(img, env)
+    p.probe()
+    assert log.stat().st_size > 1048576 - 8 and old.read_text() == "previous rotation\n" and p.d.renames == []
+    p = proc(img, env)
+    p.d.set_errno(1234)
+    p.probe()
+    assert p.d.renames == [(str(log), str(old))] and p.m.u32(p.d.errno_addr) == 1234
+    assert old.read_bytes().startswith(filler[:64])
+    (r,) = stats_records(log)
+    assert r["event"] == "hooked" and r["family"] == 1008
+    log.write_bytes(filler)  # exactly 1 MiB counts
+    proc(img, env).probe()
+    assert len(stats_records(log)) == 1 and old.stat().st_size == 1048576
+
+
+def test_a_failing_log_write_keeps_errno(img, logdir):
+    """A write(2) of the record that fails (a full disk: ENOSPC from the stand-in kernel): the
+    record is lost, errno is the caller's, the host goes on."""
+    log = logdir / "full.jsonl"
+    log.touch(mode=0o600)
+    p = proc(img, env_of(**M2, VZCAPS_LOG_FILE=str(log)), host=dict(HOST, full_disk=[str(log)]))
+    p.d.set_errno(1234)
+    assert p.probe()["families"] == up_to(1008)
+    assert p.m.u32(p.d.errno_addr) == 1234
+    assert p.d.opened_for_writing == [str(log)] and log.read_bytes() == b""
+
+
 # ---------------------------------------------------------------- planted mutants
 
 def first_failure(img, progs, tmp):
