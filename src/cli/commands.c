@@ -2,12 +2,14 @@
  * and one-line summary, in one place. It drives the parsing (cli_validate_args runs before
  * every command: unknown options, missing values and "did you mean"), `vzcaps help [X]`, the
  * man page (`vzcaps __man`, generated at build time) and, through options.c, the bash,
- * zsh and fish completions (`vzcaps __completions SHELL`).
+ * zsh and fish completions (`vzcaps __completions SHELL`); help and usage errors are worded
+ * here, with the table (options.c calls them; nothing here calls options.c).
  * Never: documents an option the parsers do not take (a test compares both ways). */
 #include "commands.h"
 
 #include "cli.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -679,3 +681,72 @@ const struct env_spec cli_environment[] = {
     {"TART_METAL_*, LUME_METAL_*", "APPLE_FAMILY_MAX, MAX_THREADGROUP_MEMORY and RECOMMENDED_WORKING_SET_SIZE under the existing shims' names, unless VZCAPS_ variables configure claims."},
     {0, 0},
 };
+
+/* ---- help and usage errors: the table in words ---- */
+
+void print_help(const char *cmd, FILE *out)
+{
+    const struct cmd_spec *c = cli_find_command(cmd);
+    if (!c)
+        cli_print_overview(out);
+    else
+        cli_print_help(out, c);
+}
+
+int unknown_command(const char *cmd, const char *word)
+{
+    const char *hint = cli_command_suggestion(word);
+    const char *prefix = cmd ? "vzcaps help" : "vzcaps";
+    if (strcmp(word, "uninstall") == 0) {
+        /* removing vzcaps is the uninstall script's job: it knows what install.sh put where */
+        static const char *const script[] = {"share/vzcaps/uninstall.sh"};
+        char path[1200];
+        if (installed_file(script, 1, path, sizeof path))
+            eprintf("%s: unknown command \"%s\": to remove vzcaps, run %s (add --all for its LaunchAgents, logs and "
+                    "caches; see the install page)", prefix, word, path);
+        else
+            eprintf("%s: unknown command \"%s\": to remove vzcaps, run the uninstall.sh of the release archive it came "
+                    "from (installed as PREFIX/share/vzcaps/uninstall.sh), make uninstall in a checkout, or brew "
+                    "uninstall vzcaps", prefix, word);
+        return EXIT_USAGE;
+    }
+    if (hint)
+        eprintf("%s: unknown command \"%s\" (did you mean %s?)", prefix, word, hint);
+    else
+        eprintf("%s: unknown command \"%s\"", prefix, word);
+    fprintf(stderr, "run vzcaps help for the list of commands\n");
+    return EXIT_USAGE;
+}
+
+int cmd_help(int argc, char **argv)
+{
+    const char *name = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0)
+            continue;
+        if (name)
+            return usage_error("help", "one command at a time (got %s and %s)", name, argv[i]);
+        name = argv[i];
+    }
+    if (name && !cli_find_command(name))
+        return unknown_command("help", name);
+    print_help(name ? name : "", stdout);
+    return 0;
+}
+
+int usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *msg = vxformat(fmt, ap);
+    va_end(ap);
+    eprintf("vzcaps %s: %s", cmd, msg ? msg : "out of memory");
+    free(msg);
+    const struct cmd_spec *c = cli_find_command(cmd);
+    fputs("usage: ", stderr);
+    if (c)
+        cli_print_synopsis(stderr, c, strlen("usage: "));
+    else
+        fputs("vzcaps COMMAND [OPTIONS]\n", stderr);
+    return EXIT_USAGE;
+}

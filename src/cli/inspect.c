@@ -167,15 +167,6 @@ static int script_report(const char *path, struct json *j, const struct launch_p
     return 1;
 }
 
-/* Whether vzcaps prepare would make a copy that honours injection: ignored because of the
- * hardened runtime, library validation or a restricted signature, not because it is Apple's. */
-bool macho_prepare_helps(const struct macho_slice *s)
-{
-    /* a re-signed copy keeps a __RESTRICT section and encrypted segments */
-    return s->injection == MACHO_INJECTION_IGNORED && !s->platform_binary && !s->restrict_section &&
-           !(s->encryption_cmd && s->cryptid);
-}
-
 /* Why an image's calls get stock answers, or NULL when they get the profile's. */
 static const char *scope_stock_reason(const struct vzcaps_profile *p, const char *image, char *buf, size_t len)
 {
@@ -450,63 +441,4 @@ int cmd_inspect(int argc, char **argv)
     int rc = files ? inspect_main(argc, argv, files) : 1;
     free(files);
     return rc;
-}
-
-/* Which slice runs: on Apple silicon arm64e, then arm64, then x86_64 (Rosetta). */
-const struct macho_slice *macho_running_slice(const struct macho_file *mf)
-{
-    const char *order[] = {"arm64e", "arm64", "x86_64", "x86_64h"};
-    for (size_t k = 0; k < 4; k++)
-        for (size_t i = 0; i < mf->n_slices; i++)
-            if (strcmp(mf->slices[i].arch, order[k]) == 0)
-                return &mf->slices[i];
-    return mf->n_slices ? &mf->slices[0] : NULL;
-}
-
-/* run's check before exec: refuse a target the library cannot be loaded into. Not Mach-O
- * (e.g. a Linux ELF or a script): nothing to check. */
-int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile, char *arch, size_t arch_len)
-{
-    arch[0] = '\0';
-    char err[4600];
-    static struct macho_file tf, lf;
-    if (macho_load(target, &tf, err, sizeof err) != 0)
-        return 0;
-    const struct macho_slice *s = macho_running_slice(&tf);
-    if (!s)
-        return 0;
-    snprintf(arch, arch_len, "%s", s->arch);
-    char lib_archs[128] = "";
-    if (macho_load(library, &lf, err, sizeof err) == 0) {
-        for (size_t i = 0; i < lf.n_slices; i++)
-            vzcaps_appendf(lib_archs, sizeof lib_archs, "%s%s", i ? " " : "", lf.slices[i].arch);
-        bool have = false;
-        for (size_t i = 0; i < lf.n_slices; i++)
-            have |= strcmp(lf.slices[i].arch, s->arch) == 0;
-        if (!have) {
-            eprintf("vzcaps run: refusing %s: it runs as %s and the library has only %s, so dyld would abort it at launch.",
-                    target, s->arch, lib_archs);
-            if (strcmp(s->arch, "arm64e") == 0)
-                eprintf("vzcaps run: arm64e builds of the library are made only on a Mac (make dist with Xcode); "
-                        "or run an arm64 build of the program (e.g. a Homebrew or python.org python instead of Apple's)");
-            return EXIT_REFUSED;
-        }
-    }
-    /* what dyld ignores is the launch plan's to say (launch_plan_make) */
-    if (profile && profile->state == VZCAPS_ENABLED) {
-        char stock[512] = "";
-        for (size_t i = 0; i < s->n_libs; i++)
-            if (!vzcaps_caller_in_scope(profile, vzcaps_basename(s->libs[i])))
-                vzcaps_appendf(stock, sizeof stock, "%s%s", stock[0] ? ", " : "", vzcaps_basename(s->libs[i]));
-        if (stock[0])
-            eprintf("vzcaps run: note: %s loads %s, whose calls get stock answers (caller scope: stock_callers %s)", target, stock,
-                    profile->stock_callers[0] ? profile->stock_callers : "none");
-    }
-    bool any = false;
-    const char *changed[] = {"supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize"};
-    for (size_t k = 0; k < 3; k++)
-        any |= uses(s, changed[k]);
-    if (!any && s->n_libs)
-        eprintf("vzcaps run: note: %s references none of the queries the library changes (they may live in a library it loads)", target);
-    return 0;
 }
