@@ -28,7 +28,12 @@ int cmd_check(int argc, char **argv)
     if (bad)
         return bad;
     static struct vzcaps_config_result r;
-    cli_configure_view(&o, &r);
+    /* --exe by its path: configured for the name the library will see there, as by name */
+    struct cfg_opts named = o;
+    if (o.exe && strchr(o.exe, '/'))
+        named.exe = vzcaps_basename(o.exe);
+    cli_configure_view(&named, &r);
+    o.family = named.family, o.family_implied = named.family_implied;
     if (json)
         print_profile_json(&r, &o);
     else
@@ -37,24 +42,22 @@ int cmd_check(int argc, char **argv)
         eprintf("vzcaps check: %s", r.profile.notes[0]);
     if (r.profile.invalid)
         return 1;
-    char why[VZCAPS_NOTE_LEN + 100];
-    if (strict && vzcaps_stock_reason(&r.profile, why, sizeof why)) {
-        eprintf("vzcaps check: --strict: %s would run stock: %s", o.exe ? o.exe : "the program", why);
-        return 1;
+    if (!strict)
+        return 0;
+    /* the gate: what the job will start, as PATH resolves --exe here, and what the library does there */
+    static struct launch_facts f;
+    static struct launch_plan plan;
+    static char *cmd[2];
+    cmd[0] = (char *)o.exe;
+    if (o.exe && *o.exe) {
+        launch_facts_gather(&f, cmd);
+        launch_decide(&f, &plan, true);
     }
-    char real[4096];
-    if (strict && o.exe && shim_real_for(o.exe, real, sizeof real) && !real[0]) { /* a shim with nothing to start */
-        char shim[9000];
-        shim_describe(o.exe, shim, sizeof shim);
-        eprintf("vzcaps check: --strict: %s would not start: %s", o.exe, shim);
-        return 1;
-    }
-    static struct launch_plan plan; /* the program as exec finds it here: what dyld would do with it */
-    const char *inj = strict && exe_launch_plan(o.exe, &plan) ? launch_plan_injection(&plan) : "honoured";
-    if (strcmp(inj, "ignored") == 0 || strcmp(inj, "removed") == 0) {
-        eprintf("vzcaps check: --strict: %s would run stock: the injection is %s where the library would load (%s)%s%s", o.exe,
-                inj, plan.image, plan.n_notes ? ": " : "", plan.n_notes ? plan.notes[plan.n_notes - 1] : "");
-        return 1;
-    }
-    return 0;
+    char why[9000];
+    enum launch_gate g = launch_gate(&r.profile, o.exe && *o.exe ? &f : NULL, o.exe && *o.exe ? &plan : NULL, why, sizeof why);
+    if (g != LAUNCH_GATE_CHANGES)
+        eprintf("vzcaps check: --strict: %s would %s: %s", o.exe ? o.exe : "the program",
+                g == LAUNCH_GATE_STOCK ? "run stock" : "not start", why);
+    launch_plan_free(&plan);
+    return g == LAUNCH_GATE_CHANGES ? 0 : 1;
 }

@@ -76,6 +76,9 @@ int spawn_wait(const char *path, char *const argv[]);
  * the target's architecture (ELF) — Mach-O slices are checked by run_target_check. 0, or -1
  * with a reason. */
 int library_check(const char *library, const char *target, char *why, size_t len);
+/* Whether path is a statically linked ELF executable (no PT_INTERP: no dynamic loader, so no
+ * preload): 1, 0 for another ELF, -1 when it is not an ELF file (or unreadable). */
+int launch_elf_static(const char *path);
 /* launch.c: the launch plan, the one decision of what starts when a command is launched through
  * vzcaps, taken and shown the same way by run, run --dry-run, launchd, check, inspect and doctor:
  * the program exec finds, its #! chain (env only as /usr/bin/env, by path), the program started
@@ -95,7 +98,7 @@ struct launch_plan {
     const char *exe;        /* its base name: the name the library sees */
     const char *exec_path;  /* what run starts: target, or NAME for #!/usr/bin/env NAME */
     char **exec_argv;
-    bool macho, setugid, prepare_helps;
+    bool macho, setugid, prepare_helps, elf_static;
     int injection;          /* enum macho_injection of the running slice (macho) */
     char arch[32], injection_why[300];
     bool inherit_decided;   /* launch_plan_inherit ran (the workload keeps the injection in its children) */
@@ -105,8 +108,55 @@ struct launch_plan {
     bool warning[PLAN_NOTES];
     size_t n_notes;
 };
-/* The plan for cmd: 0, or 126/127 when it cannot start (p->why); with dry, a program that is
- * not found or not a valid script still gets a plan (p->rc says why). */
+/* The facts the plan is decided from, gathered first (plan.c: the only part that reads files):
+ * what exec finds for cmd[0], whether that is a vzcaps shim and which real program it starts,
+ * the #! chain of what starts, a shimmed #!/usr/bin/env NAME, and the image the library would
+ * load into (setuid/setgid, its running Mach-O slice, a static ELF). */
+struct launch_facts {
+    char *const *cmd;
+    int resolve_rc;               /* resolve_target's: 0, 126 or 127 (resolve_why) */
+    char resolve_why[200];
+    char first[4096];             /* what exec finds for cmd[0] */
+    bool shim;                    /* first is a vzcaps shim (by name or by path alike) */
+    char shim_real[4096];         /* the real program it starts ("": none) */
+    char shim_why[4400];
+    int chain_rc;                 /* script_chain's for what starts (chain_why) */
+    char chain_why[1400];
+    struct script_chain chain;
+    bool env_shim;                /* #!/usr/bin/env NAME where NAME on PATH is a vzcaps shim */
+    char env_real[4096];          /* its real NAME ("": none) */
+    int env_rc;                   /* script_chain's for env_real */
+    char env_why[1400];
+    struct script_chain env_sub;
+    bool setugid;                 /* the image has setuid/setgid bits */
+    bool macho;                   /* the image has a Mach-O slice that runs */
+    char arch[32];
+    int injection;                /* enum macho_injection of that slice */
+    char injection_why[300];
+    bool prepare_helps, prepare_cannot; /* vzcaps prepare's copy would accept it / cannot change it */
+    bool elf_static;              /* the image is an ELF executable without an interpreter */
+};
+/* Reads the facts for cmd (the only step that touches the file system). */
+void launch_facts_gather(struct launch_facts *f, char *const *cmd);
+/* What starts: the image the library would load into, given the facts so far (the chain's
+ * image, a shimmed env NAME's real program, or the program itself). */
+const char *launch_facts_image(const struct launch_facts *f);
+/* decide.c: the one decision, facts in, plan out (pure: no file, no environment). With dry, a
+ * program that is not found or not a valid script still gets a plan (p->rc says why).
+ * Returns p->rc, or 0 for such a dry plan. */
+int launch_decide(const struct launch_facts *f, struct launch_plan *p, bool dry);
+/* The gate's verdict (check --strict): the run changes at least one answer, runs stock, or
+ * cannot start. Stock when the profile changes nothing (vzcaps_stock_reason), when the caller
+ * scope leaves every caller stock, when the program (f: its facts; NULL: none named) is not a
+ * vzcaps shim as PATH resolves it (or by its path), or when the loader will not inject where the
+ * library would load (plan: setuid/setgid, a static executable, dyld's restrictions, SIP). A
+ * program not found here is judged by the configuration alone. why says why, in every case. */
+enum launch_gate { LAUNCH_GATE_CHANGES, LAUNCH_GATE_STOCK, LAUNCH_GATE_CANNOT_START };
+enum launch_gate launch_gate(const struct vzcaps_profile *profile, const struct launch_facts *f, const struct launch_plan *plan,
+                             char *why, size_t len);
+/* Adds a note (or a warning) to the plan; past PLAN_NOTES the last one says so. */
+void launch_plan_note(struct launch_plan *p, bool warning, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The plan for cmd: gather, then decide. 0, or 126/127 when it cannot start (p->why). */
 int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry);
 /* The SIP/arm64e decision for a workload that keeps the injection in its children (a note when
  * allowed with a caveat): VZCAPS_INHERIT_*. */
@@ -145,6 +195,9 @@ int shim_main(int argc, char **argv);
  * entry whose NAME is this command), never this command however reached: 0 with out, or 127
  * with why. */
 int shim_real(const char *name, const char *dir, char *out, size_t len, char *why, size_t whylen);
+/* Whether path (as exec found it) is a vzcaps shim: a link to this command not named vzcaps...;
+ * true with the real program it starts in out ("" when there is none, why says so). */
+bool shim_at(const char *path, char *out, size_t len, char *why, size_t whylen);
 /* Whether name, as exec finds it on PATH, is a vzcaps shim: true with the real program it runs
  * in out ("" when there is none). */
 bool shim_real_for(const char *name, char *out, size_t len);

@@ -93,6 +93,23 @@ static int elf_identify(int fd, struct elf_id *id)
     return 0;
 }
 
+int launch_elf_static(const char *path)
+{
+    struct stat st;
+    char err[200];
+    int fd = vzcaps_open_regular(path, &st, err, sizeof err);
+    if (fd < 0)
+        return -1;
+    struct elf_id id;
+    int rc = elf_identify(fd, &id);
+    close(fd);
+    if (rc != 0)
+        return -1;
+    /* an executable (ET_EXEC, or ET_DYN: a static PIE) with no PT_INTERP: the kernel starts it
+     * itself, no ld.so runs, nothing reads LD_PRELOAD */
+    return (id.type == 2 || id.type == 3) && !id.interp ? 1 : 0;
+}
+
 int library_check(const char *library, const char *target, char *why, size_t len)
 {
     struct stat st;

@@ -165,19 +165,28 @@ bool shim_is_started_as(const char *argv0)
     return *base && strncmp(base, "vzcaps", 6) != 0;
 }
 
+bool shim_at(const char *path, char *out, size_t len, char *why, size_t whylen)
+{
+    out[0] = why[0] = '\0';
+    if (!shim_is_started_as(path) || !is_vzcaps_command(path))
+        return false;
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    if (shim_real(vzcaps_basename(path), slash ? dir : NULL, out, len, why, whylen) != 0)
+        out[0] = '\0';
+    return true;
+}
+
 bool shim_real_for(const char *name, char *out, size_t len)
 {
     char first[4096], why[4400];
     out[0] = '\0';
-    if (!name || !*name || strchr(name, '/') || resolve_target(name, first, sizeof first, why, sizeof why) != 0 ||
-        !is_vzcaps_command(first))
+    if (!name || !*name || strchr(name, '/') || resolve_target(name, first, sizeof first, why, sizeof why) != 0)
         return false;
-    char *slash = strrchr(first, '/');
-    if (slash)
-        *(slash == first ? slash + 1 : slash) = '\0';
-    if (shim_real(name, slash ? first : NULL, out, len, why, sizeof why) != 0)
-        out[0] = '\0';
-    return true;
+    return shim_at(first, out, len, why, sizeof why);
 }
 
 void shim_describe(const char *name, char *out, size_t len)
