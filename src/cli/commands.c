@@ -167,7 +167,10 @@ const struct cmd_spec cli_commands[] = {
      "that starts NAME gets the injection through any shell, SIP on or off, and nothing else in the\n"
      "process tree loads the library. An existing file at DIR/NAME that vzcaps did not make is never\n"
      "replaced; --remove removes only entries vzcaps made. A shim whose real program is missing exits\n"
-     "127 with one line.",
+     "127 with one line. A shim never breaks a job: where vzcaps run would refuse (exit 125: the\n"
+     "configuration is refused or unusable, no library), the shim starts the real program stock, with\n"
+     "the library's one line saying why (vzcaps: left stock for NAME: WHY), and exits with the\n"
+     "program's own status; vzcaps check --strict --exe NAME is how CI finds out.",
      "0; 1 when an entry could not be made or removed (a file vzcaps did not make is in the way, DIR is\n"
      "a link or not a directory); 2 for a malformed command line or NAME (a '/', '..', a leading '-').",
      "vzcaps shims --dir ~/.vzcaps/shims llama-server llama-cli python3",

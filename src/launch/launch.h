@@ -251,6 +251,7 @@ int verify_gate(const struct cfg_opts *o);
 struct launch_request {
     struct cfg_opts o;
     bool dry, verify, inherit_anyway;
+    bool shim;               /* started as a shim: where run refuses, the program starts stock */
     const char *library_opt; /* --library */
     char **cmd;
 };

@@ -246,11 +246,13 @@ static bool uses(const struct macho_slice *s, const char *sel)
     return false;
 }
 
-/* run's check before exec: refuse a target the library cannot be loaded into. Not Mach-O
+/* run's check before exec: refuse a target the library cannot be loaded into (EXIT_REFUSED
+ * with why). Not Mach-O
  * (e.g. a Linux ELF or a script): nothing to check. */
-int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile, char *arch, size_t arch_len)
+int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile, char *arch, size_t arch_len,
+                     char *why, size_t why_len)
 {
-    arch[0] = '\0';
+    arch[0] = why[0] = '\0';
     char err[4600];
     static struct macho_file tf, lf;
     if (macho_load(target, &tf, err, sizeof err) != 0)
@@ -267,11 +269,8 @@ int run_target_check(const char *target, const char *library, const struct vzcap
         for (size_t i = 0; i < lf.n_slices; i++)
             have |= strcmp(lf.slices[i].arch, s->arch) == 0;
         if (!have) {
-            eprintf("vzcaps run: refusing %s: it runs as %s and the library has only %s, so dyld would abort it at launch.",
-                    target, s->arch, lib_archs);
-            if (strcmp(s->arch, "arm64e") == 0)
-                eprintf("vzcaps run: arm64e builds of the library are made only on a Mac (make dist with Xcode); "
-                        "or run an arm64 build of the program (e.g. a Homebrew or python.org python instead of Apple's)");
+            snprintf(why, why_len, "it runs as %s and the library has only %s, so dyld would abort it at launch.", s->arch,
+                     lib_archs);
             return EXIT_REFUSED;
         }
     }

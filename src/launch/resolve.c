@@ -151,7 +151,7 @@ int shim_main(int argc, char **argv)
     av[0] = real;
     for (int k = 1; k < argc; k++)
         av[k] = argv[k];
-    struct launch_request rq = {.cmd = av};
+    struct launch_request rq = {.cmd = av, .shim = true};
     int rc = launch_run(&rq);
     free(av);
     return rc;
