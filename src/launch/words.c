@@ -22,7 +22,8 @@
 
 void shell_quote(FILE *out, const char *s)
 {
-    if (*s && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == strlen(s)) {
+    /* a leading '=' stays quoted: zsh (macOS's default shell) expands =NAME to NAME's path */
+    if (*s && *s != '=' && strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+@%") == strlen(s)) {
         fputs(s, out);
         return;
     }

@@ -111,6 +111,22 @@ def test_dry_run_line_starts_a_program_whose_path_holds_an_equals_sign(tmp_path,
     assert dry.stdout.startswith("env ") == (how == "plain")  # env(1) takes any word with '=' for an assignment
 
 
+# ---- issue 32 row 10: a word starting with '=' is quoted (zsh expands =NAME to its path) ----
+
+@pytest.mark.parametrize("shell", ["bash", "dash", "zsh"])
+def test_dry_run_line_keeps_equals_leading_words_in_every_shell(tmp_path, shell):
+    if not shutil.which(shell):
+        pytest.fail(f"{shell} not found: run sh scripts/install-deps", pytrace=False)
+    words = ["=ls", "=", "==", "=a=b", "a=b", "x=ls"]
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
+    dry = vz("run", "--dry-run", "--family", "1007", "--", "/bin/echo", *words, env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert " '=ls' '=' '==' '=a=b' a=b x=ls\n" in dry.stdout, dry.stdout
+    replay = subprocess.run([shell, "-c", dry.stdout], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout == " ".join(words) + "\n", (shell, dry.stdout, replay.stdout)
+
+
 # ---- row 13: launchd takes the same plan ----
 
 def test_launchd_starts_the_program_an_env_shebang_names_with_the_note(tmp_path):
