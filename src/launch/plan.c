@@ -85,16 +85,10 @@ void launch_plan_free(struct launch_plan *p)
 
 bool exe_launch_plan(const char *exe, struct launch_plan *p)
 {
-    static char real[4096];
     static char *cmd[2];
     if (!exe || !*exe)
         return false;
-    cmd[0] = (char *)exe;
-    if (shim_real_for(exe, real, sizeof real)) {
-        if (!real[0])
-            return false;
-        cmd[0] = real;
-    }
+    cmd[0] = (char *)exe; /* a shim (by name or path) is the plan's to resolve, as run resolves it */
     return launch_plan_make(p, cmd, true) == 0 && p->found;
 }
 
