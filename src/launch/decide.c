@@ -197,8 +197,12 @@ enum launch_gate launch_gate(const struct vzcaps_profile *profile, const struct 
                  profile->callers);
         return LAUNCH_GATE_STOCK;
     }
-    if (!f || f->resolve_rc != 0)
+    if (!f || f->resolve_rc == 127)
         return LAUNCH_GATE_CHANGES; /* no program named, or none here: the configuration alone */
+    if (f->resolve_rc != 0) { /* found, but exec would not start it (a FIFO, a directory, not executable) */
+        snprintf(why, len, "%s: %s", f->cmd[0], f->resolve_why);
+        return LAUNCH_GATE_CANNOT_START;
+    }
     const char *name = f->cmd[0];
     if (f->shim && !f->shim_real[0]) {
         snprintf(why, len, "%s on PATH is a vzcaps shim (%s), and %s: it exits 127", name, f->first, f->shim_why);

@@ -150,7 +150,8 @@ int launch_decide(const struct launch_facts *f, struct launch_plan *p, bool dry)
  * scope leaves every caller stock, when the program (f: its facts; NULL: none named) is not a
  * vzcaps shim as PATH resolves it (or by its path), or when the loader will not inject where the
  * library would load (plan: setuid/setgid, a static executable, dyld's restrictions, SIP). A
- * program not found here is judged by the configuration alone. why says why, in every case. */
+ * program not found here is judged by the configuration alone; one found that exec would not
+ * start (a FIFO, a directory, not executable) cannot start. why says why, in every case. */
 enum launch_gate { LAUNCH_GATE_CHANGES, LAUNCH_GATE_STOCK, LAUNCH_GATE_CANNOT_START };
 enum launch_gate launch_gate(const struct vzcaps_profile *profile, const struct launch_facts *f, const struct launch_plan *plan,
                              char *why, size_t len);

@@ -138,3 +138,35 @@ def test_a_shim_given_by_path_runs_the_real_program_with_the_settings(fleet):
         assert fam[1007] == 1 and fam[1008] == 0, (cmd, p.stdout)
         dry = vz("run", "--dry-run", "--family", "1007", "--", cmd, env=env)
         assert dry.stdout.rstrip("\n").endswith(f" {real}/probe"), (cmd, dry.stdout)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "not executable", "link loop"])
+def test_a_program_exec_would_not_start_fails_the_gate(fleet, kind):
+    # hostile: what PATH finds by that name is no program; the gate passed it (judged by the config alone)
+    import os
+    tmp_path, real, shims = fleet
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    target = odd / "llama-server"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "directory":
+        target.mkdir()
+    elif kind == "not executable":
+        target.write_text("#!/bin/sh\n")
+    else:
+        target.symlink_to(target)
+    p = vz("check", "--strict", "--exe", "llama-server", env=env_for([odd, "/usr/bin", "/bin"]))
+    assert p.returncode == 1, p.stderr
+    assert p.stderr.startswith("vzcaps check: --strict: llama-server would not start: llama-server: "), p.stderr
+    assert len(p.stderr.splitlines()) == 1
+
+
+def test_a_shim_whose_path_loops_through_shims_fails_the_gate(fleet):
+    # hostile: the only llama-server after the shim directory is another vzcaps shim
+    tmp_path, real, shims = fleet
+    other = tmp_path / "other"
+    assert subprocess.run([VZ, "shims", "--dir", str(other), "llama-server"], env=clean_env(), capture_output=True,
+                          timeout=60).returncode == 0
+    p = vz("check", "--strict", "--exe", "llama-server", env=env_for([shims, other, "/usr/bin", "/bin"]))
+    assert p.returncode == 1 and "would not start: " in p.stderr and "refused, as starting one would loop" in p.stderr

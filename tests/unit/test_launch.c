@@ -212,6 +212,11 @@ static void test_the_gate_follows_what_path_resolves_to(void **st)
     program("llama-server", "");
     f.resolve_rc = 127; /* not here at all: judged by the configuration alone */
     assert_int_equal(gate(true, why, sizeof why), LAUNCH_GATE_CHANGES);
+    program("llama-server", "");
+    f.resolve_rc = 126; /* a FIFO or a directory by that name, and nothing exec would start */
+    snprintf(f.resolve_why, sizeof f.resolve_why, "not a regular file");
+    assert_int_equal(gate(true, why, sizeof why), LAUNCH_GATE_CANNOT_START);
+    assert_string_equal(why, "llama-server: not a regular file");
 }
 
 static void test_the_gate_knows_where_the_loader_will_not_inject(void **st)
