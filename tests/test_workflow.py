@@ -150,7 +150,46 @@ def test_actionlint_fails_a_broken_workflow_or_action(tmp_path, break_it, needle
 # ---- issue 26 item 8: macos-26, a small real model through the action's shims ----
 
 def test_the_matrix_has_the_macos_26_runner():
-    assert WF["jobs"]["guest"]["strategy"]["matrix"]["os"] == ["macos-14", "macos-15", "macos-26"]
+    assert WF["jobs"]["guest"]["strategy"]["matrix"]["os"] == ["macos-15", "macos-26"]
+
+
+# ---- issue 32 row 15: supported runner labels only ----
+
+# GitHub's runner images list macos-14 as deprecated and unsupported from November 2026; the
+# arm64 guests are macos-15 and macos-26, the one Intel image macos-15-intel.
+SUPPORTED_RUNNERS = {"macos-15", "macos-26", "macos-15-intel"}
+
+
+def runner_labels(workflow):
+    """Every label a workflow's jobs ask for, a matrix expression expanded over its values."""
+    out = []
+    for name, job in workflow["jobs"].items():
+        want = job.get("runs-on")
+        wants = want if isinstance(want, list) else [want]
+        for w in wants:
+            m = re.fullmatch(r"\$\{\{\s*matrix\.(\w+)\s*\}\}", str(w))
+            if m:
+                values = job["strategy"]["matrix"][m.group(1)]
+                out += [(name, v) for v in values]
+            else:
+                out.append((name, w))
+    return out
+
+
+def test_every_workflow_asks_only_for_supported_runner_labels():
+    files = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))
+    assert files
+    for f in files:
+        labels = runner_labels(yaml.safe_load(f.read_text()))
+        assert labels, f
+        bad = [(job, label) for job, label in labels if label not in SUPPORTED_RUNNERS]
+        assert not bad, f"{f.name}: unsupported runner labels {bad}"
+
+
+def test_the_runner_check_expands_a_matrix():
+    wf = {"jobs": {"a": {"runs-on": "${{ matrix.os }}", "strategy": {"matrix": {"os": ["macos-14", "macos-26"]}}},
+                   "b": {"runs-on": "ubuntu-latest"}}}
+    assert runner_labels(wf) == [("a", "macos-14"), ("a", "macos-26"), ("b", "ubuntu-latest")]
 
 
 def test_the_action_runs_in_the_workflow_with_llama_cpps_programs():

@@ -7,6 +7,7 @@
 #include "../common/child.h"
 #include "../common/readfile.h"
 #include "../common/sha256.h"
+#include "../common/stockenv.h"
 
 #include <errno.h>
 #include <math.h>
@@ -59,8 +60,8 @@ typedef void line_fn(void *ctx, const char *line, size_t len);
  * file out_name and its standard error into err_name (each capped, noted in summary.json), each
  * line of them also to out_line/err_line. The exit status (or 128+signal, 126 when it could not
  * be started), or -1 when a file could not be written (said, and counted). */
-static int run_to_files(char **argv, const char *out_name, const char *err_name, const char *label, int step, int steps,
-                        line_fn *out_line, line_fn *err_line, void *ctx)
+static int run_to_files(char **argv, bool stock, const char *out_name, const char *err_name, const char *label, int step,
+                        int steps, line_fn *out_line, line_fn *err_line, void *ctx)
 {
     char shown[600] = "";
     for (char **a = argv; *a; a++)
@@ -82,6 +83,8 @@ static int run_to_files(char **argv, const char *out_name, const char *err_name,
         .out = out_line ? (struct vzcaps_sink){vzcaps_lines_write, &lo} : (struct vzcaps_sink){out_stream_sink, &so},
         .err = err_line ? (struct vzcaps_sink){vzcaps_lines_write, &le} : (struct vzcaps_sink){out_stream_sink, &se},
     };
+    if (stock) /* stock means stock: no shim directory on PATH, no library of ours preloaded */
+        vzcaps_stock_child(&co, preload_var, library_file);
     struct vzcaps_child_result r;
     vzcaps_child_run(&co, &r);
     if (out_line)
@@ -166,13 +169,13 @@ static const char *ppl_verdict(double reference, double unlocked, double *rel)
 }
 
 /* One llama-perplexity run into DIR/TAG.log and DIR/TAG.stderr; *ppl from either. */
-static int perplexity_run(char **argv, const char *tag, const char *label, int step, int steps, double *ppl)
+static int perplexity_run(char **argv, bool stock, const char *tag, const char *label, int step, int steps, double *ppl)
 {
     char out_name[64], err_name[64];
     snprintf(out_name, sizeof out_name, "%s.log", tag);
     snprintf(err_name, sizeof err_name, "%s.stderr", tag);
     *ppl = NAN;
-    return run_to_files(argv, out_name, err_name, label, step, steps, ppl_line, ppl_line, ppl);
+    return run_to_files(argv, stock, out_name, err_name, label, step, steps, ppl_line, ppl_line, ppl);
 }
 
 static void hash_or_null(struct json *j, const char *key, const char *path)
@@ -265,191 +268,233 @@ static int incomplete(const char *fmt, ...)
     return 1;
 }
 
-static int bench_main(int argc, char **argv)
+/* One bench run's state, filled step by step (bench_main). */
+struct bench_state {
+    struct bench_opts o;
+    bool guest, have_lib, have_ppl, do_check, unlocked_taken;
+    char lb[1100], lp[1100], outdir[1100], self[1024], library[1100], tried[2400];
+    struct vzcaps_config_result cfg;
+    struct cfg_opts co;
+    char **bench_args, **unlocked_args; /* live until the command ends */
+    int steps, step;
+    struct bench_table table;
+    struct metal_caps caps[2];
+    const char *roles[2];
+    const char *verdict;
+    char verdict_reason[300];
+    double ref, unl, rel;
+};
+
+/* Each step: 0 to go on, or the command's exit status (after its message). */
+static int bench_parse(int argc, char **argv, struct bench_state *bs)
 {
-    struct bench_opts o = {.p = "512", .n = "128", .r = "10", .mode = "guest", .check = -1};
+    bs->o = (struct bench_opts){.p = "512", .n = "128", .r = "10", .mode = "guest", .check = -1};
     for (int i = 1; i < argc; i++) {
         int t;
-        if ((t = opt_take(argc, argv, &i, "-m", &o.model)) || (t = opt_take(argc, argv, &i, "--llama-bench", &o.llama_bench)) ||
-            (t = opt_take(argc, argv, &i, "--llama-perplexity", &o.llama_perplexity)) ||
-            (t = opt_take(argc, argv, &i, "-p", &o.p)) || (t = opt_take(argc, argv, &i, "-n", &o.n)) ||
-            (t = opt_take(argc, argv, &i, "-r", &o.r)) || (t = opt_take(argc, argv, &i, "--out", &o.out)) ||
-            (t = opt_take(argc, argv, &i, "--profile", &o.profile)) || (t = opt_take(argc, argv, &i, "--mode", &o.mode)) ||
-            (t = opt_take(argc, argv, &i, "--timeout", &o.timeout))) {
+        if ((t = opt_take(argc, argv, &i, "-m", &bs->o.model)) || (t = opt_take(argc, argv, &i, "--llama-bench", &bs->o.llama_bench)) ||
+            (t = opt_take(argc, argv, &i, "--llama-perplexity", &bs->o.llama_perplexity)) ||
+            (t = opt_take(argc, argv, &i, "-p", &bs->o.p)) || (t = opt_take(argc, argv, &i, "-n", &bs->o.n)) ||
+            (t = opt_take(argc, argv, &i, "-r", &bs->o.r)) || (t = opt_take(argc, argv, &i, "--out", &bs->o.out)) ||
+            (t = opt_take(argc, argv, &i, "--profile", &bs->o.profile)) || (t = opt_take(argc, argv, &i, "--mode", &bs->o.mode)) ||
+            (t = opt_take(argc, argv, &i, "--timeout", &bs->o.timeout))) {
             if (t < 0)
                 return usage_error("bench", "%s needs a value", argv[i]);
             continue;
         }
         if (strcmp(argv[i], "--") == 0) {
-            o.extra = argv + i + 1;
-            o.n_extra = argc - i - 1;
+            bs->o.extra = argv + i + 1;
+            bs->o.n_extra = argc - i - 1;
             break;
         }
         if (strcmp(argv[i], "--check-output") == 0)
-            o.check = 1;
+            bs->o.check = 1;
         else if (strcmp(argv[i], "--no-check-output") == 0)
-            o.check = 0;
+            bs->o.check = 0;
         else if (strcmp(argv[i], "--json") == 0)
             print_json = true;
         else
             return usage_error("bench", "unknown argument %s", argv[i]);
     }
-    if (!o.model)
+    return 0;
+}
+
+/* The options and the model, llama-bench found. */
+static int bench_check(struct bench_state *bs)
+{
+    if (!bs->o.model)
         return usage_error("bench", "-m MODEL is required");
-    if (strcmp(o.mode, "guest") && strcmp(o.mode, "host"))
-        return usage_error("bench", "--mode is guest or host, not \"%s\"", o.mode);
-    if (o.timeout && timeout_opt("bench", o.timeout, &timeout_s) != 0)
+    if (strcmp(bs->o.mode, "guest") && strcmp(bs->o.mode, "host"))
+        return usage_error("bench", "--mode is guest or host, not \"%s\"", bs->o.mode);
+    if (bs->o.timeout && timeout_opt("bench", bs->o.timeout, &timeout_s) != 0)
         return EXIT_USAGE;
-    bench_mode = o.mode;
+    bench_mode = bs->o.mode;
     uint64_t p, n, r;
-    if (vzcaps_parse_u64(o.p, &p) || vzcaps_parse_u64(o.n, &n) || vzcaps_parse_u64(o.r, &r))
+    if (vzcaps_parse_u64(bs->o.p, &p) || vzcaps_parse_u64(bs->o.n, &n) || vzcaps_parse_u64(bs->o.r, &r))
         return usage_error("bench", "-p, -n and -r take plain decimal counts");
     if (r == 0 || p + n == 0)
         return usage_error("bench", "-r must be at least 1, and -p or -n must be positive (nothing to measure)");
-    bool guest = strcmp(o.mode, "guest") == 0;
+    bs->guest = strcmp(bs->o.mode, "guest") == 0;
     /* the buffers below hold these paths and what is built from them, never a cut one */
-    const char *const paths[][2] = {{"--out", o.out}, {"--llama-bench", o.llama_bench}, {"--llama-perplexity", o.llama_perplexity}};
+    const char *const paths[][2] = {{"--out", bs->o.out}, {"--llama-bench", bs->o.llama_bench}, {"--llama-perplexity", bs->o.llama_perplexity}};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++)
         if (paths[i][1] && strlen(paths[i][1]) > VZCAPS_PATH_MAX)
             return usage_error("bench", "%s: too long (limit %d bytes)", paths[i][0], VZCAPS_PATH_MAX);
     struct stat mst;
     char mwhy[200];
-    int mfd = vzcaps_open_regular(o.model, &mst, mwhy, sizeof mwhy); /* a FIFO never hangs the hash below */
+    int mfd = vzcaps_open_regular(bs->o.model, &mst, mwhy, sizeof mwhy); /* a FIFO never hangs the hash below */
     if (mfd < 0) {
         const char *why = strncmp(mwhy, "cannot open: ", 13) == 0 ? mwhy + 13 : mwhy;
-        eprintf("vzcaps bench: %s: cannot read the model: %s", o.model, why);
+        eprintf("vzcaps bench: %s: cannot read the model: %s", bs->o.model, why);
         return 1;
     }
     close(mfd);
-    char lb[1100];
-    if (!find_executable(o.llama_bench ? o.llama_bench : "llama-bench", NULL, lb, sizeof lb)) {
-        eprintf("vzcaps bench: %s not found or not executable; give --llama-bench PATH", o.llama_bench ? o.llama_bench : "llama-bench");
+    if (!find_executable(bs->o.llama_bench ? bs->o.llama_bench : "llama-bench", NULL, bs->lb, sizeof bs->lb)) {
+        eprintf("vzcaps bench: %s not found or not executable; give --llama-bench PATH", bs->o.llama_bench ? bs->o.llama_bench : "llama-bench");
         return 1;
     }
-    char outdir[1100];
-    if (o.out)
-        snprintf(outdir, sizeof outdir, "%s", o.out);
+    return 0;
+}
+
+/* The bundle's name, the configuration, the arguments of every run, llama-perplexity. */
+static int bench_setup(struct bench_state *bs)
+{
+    if (bs->o.out)
+        snprintf(bs->outdir, sizeof bs->outdir, "%s", bs->o.out);
     else {
         time_t now = time(NULL);
         struct tm tm;
         gmtime_r(&now, &tm);
-        strftime(outdir, sizeof outdir, "vzcaps-bench-%Y%m%dT%H%M%SZ", &tm);
+        strftime(bs->outdir, sizeof bs->outdir, "vzcaps-bench-%Y%m%dT%H%M%SZ", &tm);
     }
     /* a new or empty directory, never through a link (made after every argument is checked) */
-    char self[1024], library[1100] = "", tried[2400];
-    self_path(self, sizeof self);
-    bool have_lib = find_library(library, sizeof library, tried, sizeof tried) == 0;
-    static struct vzcaps_config_result cfg;
-    struct cfg_opts co = {.profile = o.profile, .exe = vzcaps_basename(lb)};
-    cli_configure_run(&co, &cfg);
-    if (guest && cfg.profile.state != VZCAPS_ENABLED) {
-        eprintf("vzcaps bench: the unlocked run would be stock: %s", cfg.profile.n_notes ? cfg.profile.notes[0] : "nothing configured");
+    self_path(bs->self, sizeof bs->self);
+    bs->have_lib = find_library(bs->library, sizeof bs->library, bs->tried, sizeof bs->tried) == 0;
+    bs->co = (struct cfg_opts){.profile = bs->o.profile, .exe = vzcaps_basename(bs->lb)};
+    cli_configure_run(&bs->co, &bs->cfg);
+    if (bs->guest && bs->cfg.profile.state != VZCAPS_ENABLED) {
+        eprintf("vzcaps bench: the unlocked run would be stock: %s", bs->cfg.profile.n_notes ? bs->cfg.profile.notes[0] : "nothing configured");
         return 1;
     }
-
     /* the extra arguments first, so that the measured counts and the JSON output below win */
-    static char **bench_args, **unlocked_args; /* static: live until the command ends */
-    bench_args = calloc((size_t)o.n_extra + 16, sizeof *bench_args);
-    unlocked_args = calloc((size_t)o.n_extra + 32, sizeof *unlocked_args);
-    if (!bench_args || !unlocked_args) {
+    bs->bench_args = calloc((size_t)bs->o.n_extra + 16, sizeof *bs->bench_args);
+    bs->unlocked_args = calloc((size_t)bs->o.n_extra + 32, sizeof *bs->unlocked_args);
+    if (!bs->bench_args || !bs->unlocked_args) {
         eprintf("vzcaps bench: out of memory");
         return 1;
     }
     size_t na = 0;
-    bench_args[na++] = lb;
-    for (int i = 0; i < o.n_extra; i++)
-        bench_args[na++] = o.extra[i];
-    const char *fixed[] = {"-m", o.model, "-p", o.p, "-n", o.n, "-r", o.r, "-o", "json"};
+    bs->bench_args[na++] = bs->lb;
+    for (int i = 0; i < bs->o.n_extra; i++)
+        bs->bench_args[na++] = bs->o.extra[i];
+    const char *fixed[] = {"-m", bs->o.model, "-p", bs->o.p, "-n", bs->o.n, "-r", bs->o.r, "-o", "json"};
     for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        bench_args[na++] = (char *)fixed[i];
+        bs->bench_args[na++] = (char *)fixed[i];
     /* the unlocked runs go through `vzcaps run` with the same profile or family */
-    cli_run_argv(unlocked_args, (size_t)o.n_extra + 32, self, &co, bench_args);
+    cli_run_argv(bs->unlocked_args, (size_t)bs->o.n_extra + 32, bs->self, &bs->co, bs->bench_args);
+    /* a llama-bench found by name in a vzcaps shim directory is the shim: the stock run looks
+     * the name up on its own PATH, which has no shim directory */
+    if (!bs->o.llama_bench || !strchr(bs->o.llama_bench, '/')) {
+        char *dir = vzcaps_dir_name(bs->lb);
+        if (dir && vzcaps_is_shim_dir(dir))
+            bs->bench_args[0] = (char *)(bs->o.llama_bench ? bs->o.llama_bench : "llama-bench");
+        free(dir);
+    }
 
-    char lp[1100];
-    bool have_ppl = find_executable(o.llama_perplexity ? o.llama_perplexity : "llama-perplexity", o.llama_perplexity ? NULL : lb, lp, sizeof lp);
-    if (o.llama_perplexity && !have_ppl) { /* given, so never skipped in silence */
-        eprintf("vzcaps bench: %s not found or not executable; give --llama-perplexity PATH", o.llama_perplexity);
+    bs->have_ppl = find_executable(bs->o.llama_perplexity ? bs->o.llama_perplexity : "llama-perplexity", bs->o.llama_perplexity ? NULL : bs->lb, bs->lp, sizeof bs->lp);
+    if (bs->o.llama_perplexity && !bs->have_ppl) { /* given, so never skipped in silence */
+        eprintf("vzcaps bench: %s not found or not executable; give --llama-perplexity PATH", bs->o.llama_perplexity);
         return 1;
     }
-    bool do_check = guest && o.check != 0 && have_ppl;
-    if (guest && o.check == 1 && !have_ppl) {
+    bs->do_check = bs->guest && bs->o.check != 0 && bs->have_ppl;
+    if (bs->guest && bs->o.check == 1 && !bs->have_ppl) {
         eprintf("vzcaps bench: --check-output needs llama-perplexity (next to llama-bench, on PATH, or --llama-perplexity)");
         return 1;
     }
-    if (out_dir_open(&od, "bench", outdir) != 0)
+    return 0;
+}
+
+/* The bundle opened, then the stock (or host) and unlocked llama-bench runs, read. */
+static int bench_runs(struct bench_state *bs)
+{
+    if (out_dir_open(&od, "bench", bs->outdir) != 0)
         return 1;
     vzcaps_stop_defer(); /* a stop signal stops the run; the bundle is then marked incomplete */
-    int steps = guest ? 2 + (do_check ? 2 : 0) : 1, step = 0;
+    bs->steps = bs->guest ? 2 + (bs->do_check ? 2 : 0) : 1, bs->step = 0;
     char a[1400], b[1400];
-    static struct bench_table table;
-    memset(&table, 0, sizeof table);
+    memset(&bs->table, 0, sizeof bs->table);
     char err[1400];
-    struct metal_caps caps[2];
-    metal_caps_init(&caps[0]), metal_caps_init(&caps[1]);
-    const char *roles[2] = {guest ? "stock" : "host", "unlocked"};
-    for (int k = 0; k < (guest ? 2 : 1); k++) {
+    metal_caps_init(&bs->caps[0]), metal_caps_init(&bs->caps[1]);
+    bs->roles[0] = bs->guest ? "stock" : "host", bs->roles[1] = "unlocked";
+    for (int k = 0; k < (bs->guest ? 2 : 1); k++) {
         char out_name[32], err_name[32];
-        snprintf(out_name, sizeof out_name, "%s.json", roles[k]);
-        snprintf(err_name, sizeof err_name, "%s.stderr", roles[k]);
-        snprintf(a, sizeof a, "%s/%s", outdir, out_name);
-        snprintf(b, sizeof b, "%s/%s", outdir, err_name);
-        enum bench_role role = k ? ROLE_UNLOCKED : guest ? ROLE_STOCK : ROLE_HOST;
+        snprintf(out_name, sizeof out_name, "%s.json", bs->roles[k]);
+        snprintf(err_name, sizeof err_name, "%s.stderr", bs->roles[k]);
+        snprintf(a, sizeof a, "%s/%s", bs->outdir, out_name);
+        snprintf(b, sizeof b, "%s/%s", bs->outdir, err_name);
+        enum bench_role role = k ? ROLE_UNLOCKED : bs->guest ? ROLE_STOCK : ROLE_HOST;
         /* the run's GPU family line (it picks llama.cpp's tuning rows) and the shim that spoke,
          * read from its standard error as it comes */
-        int rc = run_to_files(k ? unlocked_args : bench_args, out_name, err_name, roles[k], ++step, steps, NULL, caps_line,
-                              &caps[k]);
-        table.caps[role] = caps[k];
-        table.have_caps[role] = true;
+        int rc = run_to_files(k ? bs->unlocked_args : bs->bench_args, !k, out_name, err_name, bs->roles[k], ++bs->step, bs->steps, NULL,
+                              caps_line, &bs->caps[k]);
+        bs->table.caps[role] = bs->caps[k];
+        bs->table.have_caps[role] = true;
         if (rc < 0)
-            return incomplete("stopped: the %s run's output could not be written (above)", roles[k]);
+            return incomplete("stopped: the %s run's output could not be written (above)", bs->roles[k]);
         if (rc != 0 || vzcaps_stop_signal())
-            return incomplete("the %s run failed (%s); its output is in %s", roles[k], steps_done[n_steps_done - 1].result, b);
-        if (bench_table_add_file(&table, role, a, err, sizeof err) != 0)
+            return incomplete("the %s run failed (%s); its output is in %s", bs->roles[k], steps_done[n_steps_done - 1].result, b);
+        if (bench_table_add_file(&bs->table, role, a, err, sizeof err) != 0)
             return incomplete("%s", err);
     }
-    if (bench_table_check(&table, err, sizeof err) != 0)
+    if (bench_table_check(&bs->table, err, sizeof err) != 0)
         return incomplete("%s", err);
+    return 0;
+}
 
-    /* the output check: CPU reference against the unlocked GPU path, same model and text */
-    const char *verdict = "skipped";
-    char verdict_reason[300] = "";
-    double ref = NAN, unl = NAN, rel = NAN;
-    if (!guest)
-        snprintf(verdict_reason, sizeof verdict_reason, "host mode: nothing unlocked to check");
-    else if (o.check == 0)
-        snprintf(verdict_reason, sizeof verdict_reason, "--no-check-output");
-    else if (!have_ppl)
-        snprintf(verdict_reason, sizeof verdict_reason, "llama-perplexity not found next to llama-bench or on PATH");
-    if (do_check) {
+/* The output check: CPU reference against the unlocked GPU path, same model and text. */
+static int bench_output_check(struct bench_state *bs)
+{
+    bs->verdict = "skipped";
+    bs->ref = NAN, bs->unl = NAN, bs->rel = NAN;
+    if (!bs->guest)
+        snprintf(bs->verdict_reason, sizeof bs->verdict_reason, "host mode: nothing unlocked to check");
+    else if (bs->o.check == 0)
+        snprintf(bs->verdict_reason, sizeof bs->verdict_reason, "--no-check-output");
+    else if (!bs->have_ppl)
+        snprintf(bs->verdict_reason, sizeof bs->verdict_reason, "llama-perplexity not found next to llama-bench or on PATH");
+    if (bs->do_check) {
         char text_path[1400];
-        snprintf(text_path, sizeof text_path, "%s/check-text.txt", outdir);
+        snprintf(text_path, sizeof text_path, "%s/check-text.txt", bs->outdir);
         if (out_dir_put(&od, "check-text.txt", vzcaps_check_text, strlen(vzcaps_check_text)) != 0)
             return incomplete("stopped: the output check's text could not be written (above)");
-        char *ref_args[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "0", NULL};
-        char *gpu_cmd[] = {lp, "-m", (char *)o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "99", NULL};
+        char *ref_args[] = {bs->lp, "-m", (char *)bs->o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "0", NULL};
+        char *gpu_cmd[] = {bs->lp, "-m", (char *)bs->o.model, "-f", text_path, "-c", "128", "-b", "128", "-ngl", "99", NULL};
         char *gpu_args[40];
-        cli_run_argv(gpu_args, 40, self, &co, gpu_cmd);
-        int rc1 = perplexity_run(ref_args, "check-reference", "output check, CPU reference", ++step, steps, &ref);
-        int rc2 = vzcaps_stop_signal() ? 0 : perplexity_run(gpu_args, "check-unlocked", "output check, unlocked GPU", ++step, steps, &unl);
+        cli_run_argv(gpu_args, 40, bs->self, &bs->co, gpu_cmd);
+        int rc1 = perplexity_run(ref_args, true, "check-reference", "output check, CPU reference", ++bs->step, bs->steps, &bs->ref);
+        int rc2 = vzcaps_stop_signal() ? 0 : perplexity_run(gpu_args, false, "check-unlocked", "output check, unlocked GPU", ++bs->step, bs->steps, &bs->unl);
         if (rc1 < 0 || rc2 < 0)
             return incomplete("stopped: the output check's output could not be written (above)");
         if (vzcaps_stop_signal())
             return incomplete("stopped");
-        verdict = rc1 || rc2 ? "error" : ppl_verdict(ref, unl, &rel);
-        if (strcmp(verdict, "pass") == 0)
-            snprintf(verdict_reason, sizeof verdict_reason, "perplexity %.4f (unlocked GPU) vs %.4f (CPU reference): %.2f %% apart, within %.0f %%",
-                     unl, ref, rel * 100, PPL_TOLERANCE * 100);
-        else if (strcmp(verdict, "fail") == 0)
-            snprintf(verdict_reason, sizeof verdict_reason, "perplexity %.4f (unlocked GPU) vs %.4f (CPU reference): %.2f %% apart, over %.0f %%: the unlocked output is WRONG",
-                     unl, ref, rel * 100, PPL_TOLERANCE * 100);
+        bs->verdict = rc1 || rc2 ? "error" : ppl_verdict(bs->ref, bs->unl, &bs->rel);
+        if (strcmp(bs->verdict, "pass") == 0)
+            snprintf(bs->verdict_reason, sizeof bs->verdict_reason, "perplexity %.4f (unlocked GPU) vs %.4f (CPU reference): %.2f %% apart, within %.0f %%",
+                     bs->unl, bs->ref, bs->rel * 100, PPL_TOLERANCE * 100);
+        else if (strcmp(bs->verdict, "fail") == 0)
+            snprintf(bs->verdict_reason, sizeof bs->verdict_reason, "perplexity %.4f (unlocked GPU) vs %.4f (CPU reference): %.2f %% apart, over %.0f %%: the unlocked output is WRONG",
+                     bs->unl, bs->ref, bs->rel * 100, PPL_TOLERANCE * 100);
         else
-            snprintf(verdict_reason, sizeof verdict_reason, "llama-perplexity failed or printed no final estimate (see check-*.stderr)");
+            snprintf(bs->verdict_reason, sizeof bs->verdict_reason, "llama-perplexity failed or printed no final estimate (see check-*.stderr)");
     }
+    return 0;
+}
 
-    /* what the Metal backend said in each run */
-    bool unlocked_taken = true;
-    if (guest && caps[1].found && caps[1].simdgroup_mm != 1)
-        unlocked_taken = false;
+/* capabilities.json and check-output.json. */
+static void bench_write_caps(struct bench_state *bs)
+{
+    bs->unlocked_taken = true;
+    if (bs->guest && bs->caps[1].found && bs->caps[1].simdgroup_mm != 1)
+        bs->unlocked_taken = false;
 
     FILE *f;
     struct memfile mf;
@@ -457,8 +502,8 @@ static int bench_main(int argc, char **argv)
         struct json j;
         json_begin(&j, f);
         json_obj(&j, NULL);
-        for (int k = 0; k < (guest ? 2 : 1); k++)
-            metal_caps_json(&caps[k], &j, roles[k]);
+        for (int k = 0; k < (bs->guest ? 2 : 1); k++)
+            metal_caps_json(&bs->caps[k], &j, bs->roles[k]);
         json_end_obj(&j);
         json_finish(&j);
     }
@@ -467,17 +512,24 @@ static int bench_main(int argc, char **argv)
         struct json j;
         json_begin(&j, f);
         json_obj(&j, NULL);
-        json_str(&j, "verdict", verdict);
-        json_str(&j, "reason", verdict_reason);
+        json_str(&j, "verdict", bs->verdict);
+        json_str(&j, "reason", bs->verdict_reason);
         json_str(&j, "method", "llama-perplexity over check-text.txt, -c 128: CPU (-ngl 0) against the unlocked GPU (-ngl 99)");
         json_num(&j, "tolerance_relative", PPL_TOLERANCE);
-        json_num(&j, "perplexity_reference", ref);
-        json_num(&j, "perplexity_unlocked", unl);
-        json_num(&j, "relative_difference", rel);
+        json_num(&j, "perplexity_reference", bs->ref);
+        json_num(&j, "perplexity_unlocked", bs->unl);
+        json_num(&j, "relative_difference", bs->rel);
         json_end_obj(&j);
         json_finish(&j);
     }
     mem_put(&mf, "check-output.json");
+}
+
+/* environment.json: the machine, the programs and their hashes, the effective profile. */
+static void bench_write_environment(struct bench_state *bs)
+{
+    FILE *f;
+    struct memfile mf;
     struct machine m;
     machine_facts(&m);
     if ((f = mem_open(&mf))) {
@@ -485,80 +537,107 @@ static int bench_main(int argc, char **argv)
         json_begin(&j, f);
         json_obj(&j, NULL);
         json_str(&j, "vzcaps_version", VZCAPS_VERSION);
-        json_str(&j, "mode", o.mode);
+        json_str(&j, "mode", bs->o.mode);
         machine_json(&j, &m);
-        json_str(&j, "llama_build_commit", table.build_commit[0] ? table.build_commit : NULL);
-        if (table.build_number)
-            json_int(&j, "llama_build_number", table.build_number);
+        json_str(&j, "llama_build_commit", bs->table.build_commit[0] ? bs->table.build_commit : NULL);
+        if (bs->table.build_number)
+            json_int(&j, "llama_build_number", bs->table.build_number);
         else
             json_null(&j, "llama_build_number");
-        json_str(&j, "model", o.model);
-        hash_or_null(&j, "model_sha256", o.model);
-        json_str(&j, "llama_bench", lb);
+        json_str(&j, "model", bs->o.model);
+        hash_or_null(&j, "model_sha256", bs->o.model);
+        json_str(&j, "llama_bench", bs->lb);
         json_arr(&j, "llama_bench_extra_args");
-        for (int i = 0; i < o.n_extra; i++)
-            json_str(&j, NULL, o.extra[i]);
+        for (int i = 0; i < bs->o.n_extra; i++)
+            json_str(&j, NULL, bs->o.extra[i]);
         json_end_arr(&j);
-        hash_or_null(&j, "llama_bench_sha256", lb);
-        json_str(&j, "library", have_lib ? library : NULL);
-        hash_or_null(&j, "library_sha256", have_lib ? library : NULL);
+        hash_or_null(&j, "llama_bench_sha256", bs->lb);
+        json_str(&j, "library", bs->have_lib ? bs->library : NULL);
+        hash_or_null(&j, "library_sha256", bs->have_lib ? bs->library : NULL);
         json_obj(&j, "arguments");
-        json_str(&j, "p", o.p);
-        json_str(&j, "n", o.n);
-        json_str(&j, "r", o.r);
+        json_str(&j, "p", bs->o.p);
+        json_str(&j, "n", bs->o.n);
+        json_str(&j, "r", bs->o.r);
         json_end_obj(&j);
         json_obj(&j, "effective_profile");
-        json_bool(&j, "enabled", guest && cfg.profile.state == VZCAPS_ENABLED);
-        if (guest && cfg.profile.apple_family_max)
-            json_int(&j, "apple_family_max", cfg.profile.apple_family_max);
+        json_bool(&j, "enabled", bs->guest && bs->cfg.profile.state == VZCAPS_ENABLED);
+        if (bs->guest && bs->cfg.profile.apple_family_max)
+            json_int(&j, "apple_family_max", bs->cfg.profile.apple_family_max);
         else
             json_null(&j, "apple_family_max");
-        json_str(&j, "profile", cfg.section[0] ? cfg.section : NULL);
+        json_str(&j, "profile", bs->cfg.section[0] ? bs->cfg.section : NULL);
         json_arr(&j, "notes");
-        for (size_t i = 0; guest && i < cfg.profile.n_notes; i++)
-            json_str(&j, NULL, cfg.profile.notes[i]);
+        for (size_t i = 0; bs->guest && i < bs->cfg.profile.n_notes; i++)
+            json_str(&j, NULL, bs->cfg.profile.notes[i]);
         json_end_arr(&j);
         json_end_obj(&j);
         json_end_obj(&j);
         json_finish(&j);
     }
     mem_put(&mf, "environment.json");
-    bench_render_csv(&table, mem_open(&mf));
+}
+
+/* results.csv, chart.svg, results.md. */
+static void bench_write_results(struct bench_state *bs)
+{
+    FILE *f;
+    struct memfile mf;
+    bench_render_csv(&bs->table, mem_open(&mf));
     mem_put(&mf, "results.csv");
-    bench_render_svg(&table, mem_open(&mf));
+    bench_render_svg(&bs->table, mem_open(&mf));
     mem_put(&mf, "chart.svg");
     f = mem_open(&mf);
-    fprintf(f, "# llama-bench: %s\n\n", guest ? "stock guest vs unlocked guest (vzcaps)" : "host (bare metal)");
-    if (o.n_extra) { /* as code spans nothing in an argument can end: no forged line or markup */
+    fprintf(f, "# llama-bench: %s\n\n", bs->guest ? "stock guest vs unlocked guest (vzcaps)" : "host (bare metal)");
+    if (bs->o.n_extra) { /* as code spans nothing in an argument can end: no forged line or markup */
         fprintf(f, "Extra llama-bench arguments, the same in every run:");
-        for (int i = 0; i < o.n_extra; i++) {
-            char *span = md_code_span(o.extra[i]);
+        for (int i = 0; i < bs->o.n_extra; i++) {
+            char *span = md_code_span(bs->o.extra[i]);
             fprintf(f, " %s", span);
             free(span);
         }
         fprintf(f, "\n\n");
     }
-    bench_render_md(&table, f);
-    fprintf(f, "\nOutput check: **%s**: %s\n", verdict, verdict_reason);
-    if (!unlocked_taken)
+    bench_render_md(&bs->table, f);
+    fprintf(f, "\nOutput check: **%s**: %s\n", bs->verdict, bs->verdict_reason);
+    if (!bs->unlocked_taken)
         fprintf(f, "\n**Warning:** the unlocked run's Metal backend did not report SIMD-group matrix multiply: the unlocked paths were not taken.\n");
     mem_put(&mf, "results.md");
+}
+
+/* summary.json and SHA256SUMS, then what is printed; the exit status. */
+static int bench_finish(struct bench_state *bs)
+{
     if (od.failures) /* nothing is reported as done that was not written */
         return incomplete("%d of its files could not be written (above)", od.failures);
-    write_summary(o.mode, NULL, verdict, verdict_reason, &table, guest ? unlocked_taken : -1);
+    write_summary(bs->o.mode, NULL, bs->verdict, bs->verdict_reason, &bs->table, bs->guest ? bs->unlocked_taken : -1);
     out_dir_sums(&od);
     if (od.failures) {
-        eprintf("vzcaps bench: the bundle in %s is incomplete: %d of its files could not be written (above)", outdir, od.failures);
+        eprintf("vzcaps bench: the bundle in %s is incomplete: %d of its files could not be written (above)", bs->outdir, od.failures);
         return 1;
     }
     vzcaps_stop_now(); /* a stop signal that came after the last run: the bundle is complete */
     if (print_json)
-        return strcmp(verdict, "fail") == 0 || strcmp(verdict, "error") == 0 ? 1 : 0;
-    bench_render_text(&table, stdout);
-    printf("output check: %s: %s\nbundle: %s\n", verdict, esc(verdict_reason), esc(outdir));
-    if (!unlocked_taken)
-        eprintf("vzcaps bench: warning: the unlocked run did not report SIMD-group matrix multiply; see %s/unlocked.stderr", outdir);
-    return strcmp(verdict, "fail") == 0 || strcmp(verdict, "error") == 0 ? 1 : 0;
+        return strcmp(bs->verdict, "fail") == 0 || strcmp(bs->verdict, "error") == 0 ? 1 : 0;
+    bench_render_text(&bs->table, stdout);
+    printf("output check: %s: %s\nbundle: %s\n", bs->verdict, esc(bs->verdict_reason), esc(bs->outdir));
+    if (!bs->unlocked_taken)
+        eprintf("vzcaps bench: warning: the unlocked run did not report SIMD-group matrix multiply; see %s/unlocked.stderr", bs->outdir);
+    return strcmp(bs->verdict, "fail") == 0 || strcmp(bs->verdict, "error") == 0 ? 1 : 0;
+}
+
+static int bench_main(int argc, char **argv)
+{
+    static struct bench_state state;
+    memset(&state, 0, sizeof state);
+    struct bench_state *bs = &state;
+    int rc;
+    if ((rc = bench_parse(argc, argv, bs)) || (rc = bench_check(bs)) || (rc = bench_setup(bs)) || (rc = bench_runs(bs)) ||
+        (rc = bench_output_check(bs)))
+        return rc;
+    bench_write_caps(bs);
+    bench_write_environment(bs);
+    bench_write_results(bs);
+    return bench_finish(bs);
 }
 
 int cmd_bench(int argc, char **argv)

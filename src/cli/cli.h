@@ -74,8 +74,15 @@ bool shim_entry_ours(int dirfd, const char *name);
 /* gui/UID when `launchctl print gui/UID` succeeds (a GUI login session), else user/UID (a guest
  * used over SSH): true for gui. */
 bool launchd_domain(const char *launchctl, unsigned uid, char *out, size_t len);
+/* The domain a LaunchAgent goes into: launchd_domain's, or gui/UID where launchctl is NULL (true). */
+bool launchd_choose_domain(const char *launchctl, unsigned uid, char *domain, size_t len);
 /* Says the domain, boots out label where it is loaded, then (plist given: --install) bootstraps
- * plist into the domain: 0, or 1 when a launchctl step failed. */
+ * plist into the domain: 0, or 1 when a launchctl step failed. launchd_apply_in: the same in a
+ * domain already chosen (and said). */
 int launchd_apply(const char *launchctl, unsigned uid, const char *label, const char *plist);
+int launchd_apply_in(const char *launchctl, unsigned uid, const char *domain, const char *label, const char *plist);
+/* The whole plist for a job, on the heap (NULL: out of memory); background: for the user/UID
+ * domain, with LimitLoadToSessionType = Background (gui/UID: without it). */
+char *launchd_plist(const char *label, char **cmd, char **env, const char *home, bool background, size_t *len);
 
 #endif

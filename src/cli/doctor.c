@@ -183,13 +183,34 @@ static void free_pitfalls(char **p, size_t n)
     free(p);
 }
 
-int cmd_doctor(int argc, char **argv)
+/* What doctor gathers, step by step (cmd_doctor), then says as JSON or text. */
+struct doctor_facts {
+    bool json, have_lib, lib_arm64e;
+    struct cfg_opts o;
+    const char *bundle;
+    unsigned timeout;
+    char **cmd; /* doctor [OPTIONS] [--bundle DIR] -- CMD [ARGS]: the run doctor records, or the bundle's workload */
+    struct machine m;
+    char library[1100], tried[2400], archs[128], arch_err[256], self[1024];
+    struct vzcaps_config_result r;
+    struct launch_plan plan_s;
+    const struct launch_plan *plan; /* the launch plan shown: of --exe PROGRAM as found on PATH, else of CMD */
+    struct library_run lr;
+    int sip, inherit;
+    const char *sip_text, *guest;
+    char clients[2][600], inherit_line[600];
+    size_t n_clients;
+    char q_cmd[4600], q_lib[4600];
+    char **pitfalls; /* every pitfall that applies is said: the list grows, none is dropped */
+    size_t np, cap_pitfalls;
+    char help_page[1200];
+};
+
+/* doctor's own --timeout, the view's options, the command after --: 0, or the usage error's status. */
+static int doctor_args(int argc, char **argv, struct doctor_facts *d)
 {
-    bool json = false;
-    struct cfg_opts o = {0};
-    const char *bundle = NULL;
     /* --timeout SECONDS is doctor's own; the other options are the view's (view_args) */
-    unsigned timeout = DOCTOR_TIMEOUT;
+    d->timeout = DOCTOR_TIMEOUT;
     static char **args; /* lives as long as the command */
     args = calloc((size_t)argc + 1, sizeof *args);
     int nargs = 0;
@@ -202,7 +223,7 @@ int cmd_doctor(int argc, char **argv)
         int t = i > 0 ? opt_take(argc, argv, &i, "--timeout", &v) : 0;
         if (t < 0)
             return usage_error("doctor", "--timeout needs a value");
-        if (t > 0 && timeout_opt("doctor", v, &timeout) != 0)
+        if (t > 0 && timeout_opt("doctor", v, &d->timeout) != 0)
             return EXIT_USAGE;
         if (t == 0)
             args[nargs++] = argv[i];
@@ -211,223 +232,240 @@ int cmd_doctor(int argc, char **argv)
                 args[nargs++] = argv[i];
     }
     argc = nargs, argv = args;
-    int bad = view_args("doctor", argc, argv, &o, &json, "--bundle", &bundle);
+    int bad = view_args("doctor", argc, argv, &d->o, &d->json, "--bundle", &d->bundle);
     if (bad)
         return bad;
-    char **cmd = NULL; /* doctor [OPTIONS] [--bundle DIR] -- CMD [ARGS]: the run doctor records, or the bundle's workload */
+    d->cmd = NULL;
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--") == 0) {
-            cmd = argv + i + 1;
+            d->cmd = argv + i + 1;
             break;
         }
-    if (cmd && !*cmd)
+    if (d->cmd && !*d->cmd)
         return usage_error("doctor", "no command after --");
-    if (bundle)
-        return doctor_bundle(bundle, o.exe, cmd, timeout);
-    struct machine m;
-    machine_facts(&m);
-    char library[1100], tried[2400], archs[128] = "", arch_err[256] = "";
-    bool have_lib = find_library(library, sizeof library, tried, sizeof tried) == 0;
-    if (have_lib && macho_arch_list(library, archs, sizeof archs, arch_err, sizeof arch_err) != 0)
-        snprintf(archs, sizeof archs, "%s", platform_is_macos ? "unreadable" : "ELF (Linux test build)");
-    static struct vzcaps_config_result r;
-    cli_configure_view(&o, &r);
+    return 0;
+}
+
+/* The machine, the library, the configuration, the launch plan, one run of a Metal program with
+ * the library, SIP, arm64e clients, quarantine. */
+static void doctor_gather(struct doctor_facts *d)
+{
+    machine_facts(&d->m);
+    d->have_lib = find_library(d->library, sizeof d->library, d->tried, sizeof d->tried) == 0;
+    if (d->have_lib && macho_arch_list(d->library, d->archs, sizeof d->archs, d->arch_err, sizeof d->arch_err) != 0)
+        snprintf(d->archs, sizeof d->archs, "%s", platform_is_macos ? "unreadable" : "ELF (Linux test build)");
+    cli_configure_view(&d->o, &d->r);
     /* the launch plan shown: of --exe PROGRAM as found on PATH, else of CMD */
-    static struct launch_plan plan_s;
-    const struct launch_plan *plan = NULL;
-    if (o.exe ? exe_launch_plan(o.exe, &plan_s) : cmd && launch_plan_make(&plan_s, cmd, true) == 0 && plan_s.found)
-        plan = &plan_s;
-    if (plan)
-        plan_inheritance(&plan_s, &r.profile);
+    if (d->o.exe ? exe_launch_plan(d->o.exe, &d->plan_s) : d->cmd && launch_plan_make(&d->plan_s, d->cmd, true) == 0 && d->plan_s.found)
+        d->plan = &d->plan_s;
+    if (d->plan)
+        plan_inheritance(&d->plan_s, &d->r.profile);
 
     /* the library's own lines, from one run of a Metal program: this command's device probe
      * on macOS, or the program given after -- */
-    static struct library_run lr;
-    memset(&lr, 0, sizeof lr);
-    lr.configured = lr.hooked = -1;
-    char self[1024];
-    self_path(self, sizeof self);
-    char *own_probe[] = {self, "__probe-child", NULL};
-    if (!have_lib)
-        snprintf(lr.skipped, sizeof lr.skipped, "not run: no library");
-    else if (cmd)
-        library_run(&o, cmd, &lr, timeout);
-    else if (platform_is_macos && self[0])
-        library_run(&o, own_probe, &lr, timeout);
+    memset(&d->lr, 0, sizeof d->lr);
+    d->lr.configured = d->lr.hooked = -1;
+    self_path(d->self, sizeof d->self);
+    char *own_probe[] = {d->self, "__probe-child", NULL};
+    if (!d->have_lib)
+        snprintf(d->lr.skipped, sizeof d->lr.skipped, "not run: no library");
+    else if (d->cmd)
+        library_run(&d->o, d->cmd, &d->lr, d->timeout);
+    else if (platform_is_macos && d->self[0])
+        library_run(&d->o, own_probe, &d->lr, d->timeout);
     else
-        snprintf(lr.skipped, sizeof lr.skipped, "not run: no Metal device on Linux (vzcaps doctor -- PROGRAM runs one with the library)");
-    bool lib_arm64e = have_lib && library_has_arch(library, "arm64e");
-    int sip = platform_is_macos ? sip_status() : VZCAPS_SIP_UNKNOWN;
-    const char *sip_text = !platform_is_macos ? "not macOS" : sip == VZCAPS_SIP_ENABLED ? "enabled" : sip == VZCAPS_SIP_DISABLED ? "disabled" : "unknown";
-    char clients[2][600], inherit_line[600];
-    size_t n_clients = arm64e_clients(lib_arm64e, clients, 2);
-    int apple_silicon = strncmp(m.brand, "Apple", 5) == 0 ? 1 : strstr(m.brand, "Intel") ? 0 : -1;
-    int inherit = inherit_safety(platform_is_macos, apple_silicon, sip, have_lib ? archs : NULL, inherit_line, sizeof inherit_line);
-    char q_cmd[4600] = "", q_lib[4600] = "";
-    if (self[0])
-        quarantine_line("the command", self, q_cmd, sizeof q_cmd);
-    if (have_lib)
-        quarantine_line("the library", library, q_lib, sizeof q_lib);
+        snprintf(d->lr.skipped, sizeof d->lr.skipped, "not run: no Metal device on Linux (vzcaps doctor -- PROGRAM runs one with the library)");
+    d->lib_arm64e = d->have_lib && library_has_arch(d->library, "arm64e");
+    d->sip = platform_is_macos ? sip_status() : VZCAPS_SIP_UNKNOWN;
+    d->sip_text = !platform_is_macos ? "not macOS" : d->sip == VZCAPS_SIP_ENABLED ? "enabled" : d->sip == VZCAPS_SIP_DISABLED ? "disabled" : "unknown";
+    d->n_clients = arm64e_clients(d->lib_arm64e, d->clients, 2);
+    int apple_silicon = strncmp(d->m.brand, "Apple", 5) == 0 ? 1 : strstr(d->m.brand, "Intel") ? 0 : -1;
+    d->inherit = inherit_safety(platform_is_macos, apple_silicon, d->sip, d->have_lib ? d->archs : NULL, d->inherit_line, sizeof d->inherit_line);
+    if (d->self[0])
+        quarantine_line("the command", d->self, d->q_cmd, sizeof d->q_cmd);
+    if (d->have_lib)
+        quarantine_line("the library", d->library, d->q_lib, sizeof d->q_lib);
+}
 
-    /* every pitfall that applies is said: the list grows, none is dropped */
-    char **pitfalls = NULL;
-    size_t np = 0, cap_pitfalls = 0;
-#define PITFALL(...) do { pitfalls = xgrow(pitfalls, &cap_pitfalls, np, sizeof *pitfalls); \
-                          pitfalls[np++] = xformat(__VA_ARGS__); } while (0)
+/* Every pitfall that applies, and the page that explains them. */
+static void doctor_pitfalls(struct doctor_facts *d)
+{
+#define PITFALL(...) do { d->pitfalls = xgrow(d->pitfalls, &d->cap_pitfalls, d->np, sizeof *d->pitfalls); \
+                          d->pitfalls[d->np++] = xformat(__VA_ARGS__); } while (0)
     if (!platform_is_macos)
         PITFALL("not macOS: only the portable parts run here (configuration, reports, inspect); probe, verify and host need a Mac");
-    if (platform_is_macos && m.guest == 0)
+    if (platform_is_macos && d->m.guest == 0)
         PITFALL("this is a host, not a guest: its Metal answers are already the chip's own, vzcaps changes nothing useful here");
     char near[48];
-    if (!r.profile.chip.known && o.chip && vzcaps_chip_suggest(o.chip, near, sizeof near))
-        PITFALL("host chip unknown: --chip \"%s\" is not a chip vzcaps knows (did you mean \"%s\"?)", o.chip, near);
-    else if (!r.profile.chip.known && o.chip)
-        PITFALL("host chip unknown: --chip \"%s\" is not a chip vzcaps knows (brand strings such as \"Apple M2 Pro\")", o.chip);
-    else if (!r.profile.chip.known)
+    if (!d->r.profile.chip.known && d->o.chip && vzcaps_chip_suggest(d->o.chip, near, sizeof near))
+        PITFALL("host chip unknown: --chip \"%s\" is not a chip vzcaps knows (did you mean \"%s\"?)", d->o.chip, near);
+    else if (!d->r.profile.chip.known && d->o.chip)
+        PITFALL("host chip unknown: --chip \"%s\" is not a chip vzcaps knows (brand strings such as \"Apple M2 Pro\")", d->o.chip);
+    else if (!d->r.profile.chip.known)
         PITFALL("host chip unknown: apple_family_max=auto leaves processes stock; set VZCAPS_HOST_CHIP (e.g. \"Apple M2 Pro\") or pass --chip to check");
-    if (!have_lib)
-        PITFALL("library not found (looked at %s)", tried);
-    if (have_lib && platform_is_macos && !strstr(archs, "arm64e"))
+    if (!d->have_lib)
+        PITFALL("library not found (looked at %s)", d->tried);
+    if (d->have_lib && platform_is_macos && !strstr(d->archs, "arm64e"))
         PITFALL("the library has no arm64e slice: arm64e processes (system binaries, Apple's python3) cannot load it; vzcaps run refuses them");
-    if (r.profile.invalid)
-        PITFALL("configuration invalid: %s", r.profile.notes[0]);
-    for (size_t i = 0; i < r.profile.n_extra; i++)
-        if (r.profile.extra[i] == 5001)
+    if (d->r.profile.invalid)
+        PITFALL("configuration invalid: %s", d->r.profile.notes[0]);
+    for (size_t i = 0; i < d->r.profile.n_extra; i++)
+        if (d->r.profile.extra[i] == 5001)
             PITFALL("extra family metal3 is claimed: MLX then fails with \"Unable to construct residency set\"; drop it for MLX workloads");
     const char *pre = getenv(preload_var);
     if (pre && strstr(pre, library_file))
         PITFALL("%s in this shell already names the library: every program started here is injected; prefer vzcaps run", preload_var);
-    if (pre && strstr(pre, library_file) && platform_is_macos && !lib_arm64e && sip != VZCAPS_SIP_ENABLED)
+    if (pre && strstr(pre, library_file) && platform_is_macos && !d->lib_arm64e && d->sip != VZCAPS_SIP_ENABLED)
         PITFALL("SIP is %s: arm64e system programs started from this shell (/bin/sh, /usr/bin/env) keep %s, and dyld terminates them",
-                sip_text, preload_var);
-    for (size_t i = 0; i < n_clients; i++)
+                d->sip_text, preload_var);
+    for (size_t i = 0; i < d->n_clients; i++)
         PITFALL("arm64e client %s: the library has no arm64e slice, so it cannot be loaded there (vzcaps run refuses it); "
-                "use an arm64 build (for Python: Homebrew's or python.org's python3)", clients[i]);
-    if (q_cmd[0])
-        PITFALL("%s", q_cmd);
-    if (q_lib[0])
-        PITFALL("%s", q_lib);
-    if (lr.ran && (lr.exit_code == EXIT_REFUSED || lr.exit_code == 126 || lr.exit_code == 127) && lr.configured < 0)
-        PITFALL("%s did not start the program (exit %d; its line is shown above)", lr.command, lr.exit_code);
-    else if (lr.ran && lr.exit_code < 0)
+                "use an arm64 build (for Python: Homebrew's or python.org's python3)", d->clients[i]);
+    if (d->q_cmd[0])
+        PITFALL("%s", d->q_cmd);
+    if (d->q_lib[0])
+        PITFALL("%s", d->q_lib);
+    if (d->lr.ran && (d->lr.exit_code == EXIT_REFUSED || d->lr.exit_code == 126 || d->lr.exit_code == 127) && d->lr.configured < 0)
+        PITFALL("%s did not start the program (exit %d; its line is shown above)", d->lr.command, d->lr.exit_code);
+    else if (d->lr.ran && d->lr.exit_code < 0)
         PITFALL("%s was %s: dyld terminates a process it cannot load the library into (an arm64e program, a quarantined library)",
-                lr.command, lr.status);
-    else if (lr.ran && lr.configured < 0)
+                d->lr.command, d->lr.status);
+    else if (d->lr.ran && d->lr.configured < 0)
         PITFALL("the library said nothing in %s: the program created no Metal device (the library speaks only when it acts), "
                 "it was not loaded (a program SIP protects, the hardened runtime: see vzcaps inspect), or VZCAPS_LOG=quiet",
-                lr.command);
-    else if (lr.ran && lr.hooked < 0 && strncmp(lr.lines[lr.configured], "vzcaps: configured", 18) == 0)
+                d->lr.command);
+    else if (d->lr.ran && d->lr.hooked < 0 && strncmp(d->lr.lines[d->lr.configured], "vzcaps: configured", 18) == 0)
         PITFALL("the library was configured in %s but hooked no device class: the program created no Metal device, or its class "
-                "was never reached (the lines above say which)", lr.command);
+                "was never reached (the lines above say which)", d->lr.command);
 
     /* the page that explains every pitfall: installed with the docs, or beside build/ in a checkout */
     static const char *const pages[] = {"share/doc/vzcaps/troubleshooting.md", "docs/troubleshooting.md"};
-    char help_page[1200];
-    if (!installed_file(pages, 2, help_page, sizeof help_page))
-        snprintf(help_page, sizeof help_page, "troubleshooting.md in vzcaps's documentation (share/doc/vzcaps/ under its prefix)");
+    if (!installed_file(pages, 2, d->help_page, sizeof d->help_page))
+        snprintf(d->help_page, sizeof d->help_page, "troubleshooting.md in vzcaps's documentation (share/doc/vzcaps/ under its prefix)");
+}
 
-    const char *guest = machine_kind(&m);
-    if (json) {
-        struct json j;
-        json_begin(&j, stdout);
-        json_obj(&j, NULL);
-        json_str(&j, "version", VZCAPS_VERSION);
-        machine_json(&j, &m);
-        json_str(&j, "host_chip", strcmp(r.profile.chip_origin, "none") ? r.profile.chip.name : NULL);
-        json_bool(&j, "host_chip_known", r.profile.chip.known);
-        json_str(&j, "host_chip_source", r.profile.chip_origin);
-        json_str(&j, "library", have_lib ? library : NULL);
-        json_str(&j, "library_archs", have_lib ? archs : NULL);
-        json_str(&j, "config_file", r.config_path[0] ? r.config_path : NULL);
-        json_str(&j, "config_error", r.config_error[0] ? r.config_error : NULL);
-        json_bool(&j, "config_valid", !r.profile.invalid);
-        json_str(&j, "profile", r.section[0] ? r.section : NULL);
-        json_bool(&j, "enabled", r.profile.state == VZCAPS_ENABLED);
-        json_str(&j, "view", o.bare ? "library" : "run");
-        json_bool(&j, "family_implied", o.family_implied);
-        char shim[9000];
-        shim_describe(o.exe ? o.exe : cmd ? cmd[0] : NULL, shim, sizeof shim);
-        json_str(&j, "shim", shim[0] ? shim : NULL);
-        if (plan)
-            launch_plan_json(&j, "launch", plan);
-        else
-            json_null(&j, "launch");
-        if (r.profile.state == VZCAPS_ENABLED)
-            json_int(&j, "apple_family_max", r.profile.apple_family_max);
-        else
-            json_null(&j, "apple_family_max");
-        json_arr(&j, "notes");
-        for (size_t i = 0; i < r.profile.n_notes; i++)
-            json_str(&j, NULL, r.profile.notes[i]);
-        json_end_arr(&j);
-        json_obj(&j, "library_run");
-        json_bool(&j, "ran", lr.ran);
-        json_str(&j, "command", lr.ran ? lr.command : NULL);
-        json_str(&j, "status", lr.ran ? lr.status : NULL);
-        json_str(&j, "skipped", lr.ran ? NULL : lr.skipped);
-        json_str(&j, "configured_line", lr.configured >= 0 ? lr.lines[lr.configured] : NULL);
-        json_str(&j, "hooked_line", lr.hooked >= 0 ? lr.lines[lr.hooked] : NULL);
-        json_arr(&j, "lines");
-        for (size_t i = 0; i < lr.n_lines; i++)
-            json_str(&j, NULL, lr.lines[i]);
-        json_end_arr(&j);
-        json_int(&j, "lines_not_shown", (long long)lr.n_more);
-        json_end_obj(&j);
-        json_str(&j, "sip", sip_text);
-        json_str(&j, "inherit_safety", inherit_safety_name(inherit));
-        json_str(&j, "inherit_safety_why", inherit_line);
-        json_arr(&j, "arm64e_clients");
-        for (size_t i = 0; i < n_clients; i++)
-            json_str(&j, NULL, clients[i]);
-        json_end_arr(&j);
-        json_arr(&j, "quarantined");
-        if (q_cmd[0])
-            json_str(&j, NULL, self);
-        if (q_lib[0])
-            json_str(&j, NULL, library);
-        json_end_arr(&j);
-        json_arr(&j, "pitfalls");
-        for (size_t i = 0; i < np; i++)
-            json_str(&j, NULL, pitfalls[i]);
-        json_end_arr(&j);
-        json_str(&j, "troubleshooting", np ? help_page : NULL);
-        json_end_obj(&j);
-        json_finish(&j);
-        free_pitfalls(pitfalls, np);
-        return 0;
-    }
+static void doctor_print_json(struct doctor_facts *d)
+{
+    struct json j;
+    json_begin(&j, stdout);
+    json_obj(&j, NULL);
+    json_str(&j, "version", VZCAPS_VERSION);
+    machine_json(&j, &d->m);
+    json_str(&j, "host_chip", strcmp(d->r.profile.chip_origin, "none") ? d->r.profile.chip.name : NULL);
+    json_bool(&j, "host_chip_known", d->r.profile.chip.known);
+    json_str(&j, "host_chip_source", d->r.profile.chip_origin);
+    json_str(&j, "library", d->have_lib ? d->library : NULL);
+    json_str(&j, "library_archs", d->have_lib ? d->archs : NULL);
+    json_str(&j, "config_file", d->r.config_path[0] ? d->r.config_path : NULL);
+    json_str(&j, "config_error", d->r.config_error[0] ? d->r.config_error : NULL);
+    json_bool(&j, "config_valid", !d->r.profile.invalid);
+    json_str(&j, "profile", d->r.section[0] ? d->r.section : NULL);
+    json_bool(&j, "enabled", d->r.profile.state == VZCAPS_ENABLED);
+    json_str(&j, "view", d->o.bare ? "library" : "run");
+    json_bool(&j, "family_implied", d->o.family_implied);
+    char shim[9000];
+    shim_describe(d->o.exe ? d->o.exe : d->cmd ? d->cmd[0] : NULL, shim, sizeof shim);
+    json_str(&j, "shim", shim[0] ? shim : NULL);
+    if (d->plan)
+        launch_plan_json(&j, "launch", d->plan);
+    else
+        json_null(&j, "launch");
+    if (d->r.profile.state == VZCAPS_ENABLED)
+        json_int(&j, "apple_family_max", d->r.profile.apple_family_max);
+    else
+        json_null(&j, "apple_family_max");
+    json_arr(&j, "notes");
+    for (size_t i = 0; i < d->r.profile.n_notes; i++)
+        json_str(&j, NULL, d->r.profile.notes[i]);
+    json_end_arr(&j);
+    json_obj(&j, "library_run");
+    json_bool(&j, "ran", d->lr.ran);
+    json_str(&j, "command", d->lr.ran ? d->lr.command : NULL);
+    json_str(&j, "status", d->lr.ran ? d->lr.status : NULL);
+    json_str(&j, "skipped", d->lr.ran ? NULL : d->lr.skipped);
+    json_str(&j, "configured_line", d->lr.configured >= 0 ? d->lr.lines[d->lr.configured] : NULL);
+    json_str(&j, "hooked_line", d->lr.hooked >= 0 ? d->lr.lines[d->lr.hooked] : NULL);
+    json_arr(&j, "lines");
+    for (size_t i = 0; i < d->lr.n_lines; i++)
+        json_str(&j, NULL, d->lr.lines[i]);
+    json_end_arr(&j);
+    json_int(&j, "lines_not_shown", (long long)d->lr.n_more);
+    json_end_obj(&j);
+    json_str(&j, "sip", d->sip_text);
+    json_str(&j, "inherit_safety", inherit_safety_name(d->inherit));
+    json_str(&j, "inherit_safety_why", d->inherit_line);
+    json_arr(&j, "arm64e_clients");
+    for (size_t i = 0; i < d->n_clients; i++)
+        json_str(&j, NULL, d->clients[i]);
+    json_end_arr(&j);
+    json_arr(&j, "quarantined");
+    if (d->q_cmd[0])
+        json_str(&j, NULL, d->self);
+    if (d->q_lib[0])
+        json_str(&j, NULL, d->library);
+    json_end_arr(&j);
+    json_arr(&j, "pitfalls");
+    for (size_t i = 0; i < d->np; i++)
+        json_str(&j, NULL, d->pitfalls[i]);
+    json_end_arr(&j);
+    json_str(&j, "troubleshooting", d->np ? d->help_page : NULL);
+    json_end_obj(&j);
+    json_finish(&j);
+}
+
+static void doctor_print_text(struct doctor_facts *d)
+{
     printf("vzcaps %s doctor\n", VZCAPS_VERSION);
-    printf("system         %s %s%s%s\n", m.os, m.os_version, m.os_build[0] ? " build " : "", m.os_build);
-    printf("machine        %s%s%s\n", guest, m.model[0] ? ", " : "", m.model);
-    printf("cpu            %s (%u cpus, %.1f GiB)\n", m.brand[0] ? esc(m.brand) : "(no brand string)", m.ncpu, (double)m.memory / 1073741824.0);
-    printf("library        %s%s%s%s\n", have_lib ? esc(library) : "NOT FOUND", have_lib ? " (" : "", have_lib ? archs : "", have_lib ? ")" : "");
-    printf("sip            %s\n", sip_text);
-    printf("inherit        %s\n", inherit_line);
-    print_profile_text(&r, &o);
-    if (!o.exe && plan) { /* doctor -- CMD: the plan of what it started (with --exe, the profile's lines show it) */
+    printf("system         %s %s%s%s\n", d->m.os, d->m.os_version, d->m.os_build[0] ? " build " : "", d->m.os_build);
+    printf("machine        %s%s%s\n", d->guest, d->m.model[0] ? ", " : "", d->m.model);
+    printf("cpu            %s (%u cpus, %.1f GiB)\n", d->m.brand[0] ? esc(d->m.brand) : "(no brand string)", d->m.ncpu, (double)d->m.memory / 1073741824.0);
+    printf("library        %s%s%s%s\n", d->have_lib ? esc(d->library) : "NOT FOUND", d->have_lib ? " (" : "", d->have_lib ? d->archs : "", d->have_lib ? ")" : "");
+    printf("sip            %s\n", d->sip_text);
+    printf("inherit        %s\n", d->inherit_line);
+    print_profile_text(&d->r, &d->o);
+    if (!d->o.exe && d->plan) { /* doctor -- CMD: the plan of what it started (with --exe, the profile's lines show it) */
         char shim[9000];
-        shim_describe(cmd[0], shim, sizeof shim);
+        shim_describe(d->cmd[0], shim, sizeof shim);
         if (shim[0])
             printf("shim           %s\n", esc(shim));
-        launch_plan_text(stdout, plan);
+        launch_plan_text(stdout, d->plan);
     }
-    if (lr.ran) {
-        printf("library run    %s (%s)\n", esc(lr.command), lr.status);
-        for (size_t i = 0; i < lr.n_lines; i++)
-            printf("  %s\n", esc(lr.lines[i]));
-        if (lr.n_more)
-            printf("  (%zu more lines from vzcaps, not shown)\n", lr.n_more);
-        if (lr.n_lines == 0)
+    if (d->lr.ran) {
+        printf("library run    %s (%s)\n", esc(d->lr.command), d->lr.status);
+        for (size_t i = 0; i < d->lr.n_lines; i++)
+            printf("  %s\n", esc(d->lr.lines[i]));
+        if (d->lr.n_more)
+            printf("  (%zu more lines from vzcaps, not shown)\n", d->lr.n_more);
+        if (d->lr.n_lines == 0)
             printf("  (no line from vzcaps)\n");
     } else {
-        printf("library run    %s\n", lr.skipped);
+        printf("library run    %s\n", d->lr.skipped);
     }
-    printf("pitfalls       %s\n", np ? "" : "none found");
-    for (size_t i = 0; i < np; i++)
-        printf("  ! %s\n", esc(pitfalls[i]));
-    if (np)
-        printf("  causes and fixes: %s\n", esc(help_page));
-    free_pitfalls(pitfalls, np);
+    printf("pitfalls       %s\n", d->np ? "" : "none found");
+    for (size_t i = 0; i < d->np; i++)
+        printf("  ! %s\n", esc(d->pitfalls[i]));
+    if (d->np)
+        printf("  causes and fixes: %s\n", esc(d->help_page));
+}
+
+int cmd_doctor(int argc, char **argv)
+{
+    static struct doctor_facts facts;
+    memset(&facts, 0, sizeof facts);
+    struct doctor_facts *d = &facts;
+    int bad = doctor_args(argc, argv, d);
+    if (bad)
+        return bad;
+    if (d->bundle)
+        return doctor_bundle(d->bundle, d->o.exe, d->cmd, d->timeout);
+    doctor_gather(d);
+    doctor_pitfalls(d);
+    d->guest = machine_kind(&d->m);
+    if (d->json)
+        doctor_print_json(d);
+    else
+        doctor_print_text(d);
+    free_pitfalls(d->pitfalls, d->np);
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "../common/child.h"
 #include "../common/scrub.h"
+#include "../common/stockenv.h"
 #include "../common/sha256.h"
 #include "../data/jsonread.h"
 #include "../device/metal.h"
@@ -381,7 +382,7 @@ static void record(const char *file, const char *what, enum step_state state, ch
 
 #define MERGE_STDERR 0x100 /* run_step: standard error into FILE too (interleaved as it comes) */
 #define ERR_ONLY 0x200     /* run_step: standard error alone into FILE, standard output discarded */
-#define STOCK 0x400        /* run_step: without the library (no vzcaps variable, no preload entry) */
+#define STOCK 0x400        /* run_step: stock (vzcaps_stock_child: no vzcaps variable, library or shim directory) */
 #define SEARCH 0x800       /* run_step: argv[0] looked up on PATH */
 
 /* What a caller wants of a step besides its files: the lines of standard error that start with
@@ -415,8 +416,10 @@ static int run_step(const char *file, const char *what, char *const argv[], char
     fe.lines = no_lines;
     if (keep && (keep->err_lines[0] || keep->err_lines[1]))
         fe.lines.line = keep_lines_of, fe.lines.ctx = (void *)keep;
-    struct vzcaps_child_opts co = {.argv = argv, .search = flags & SEARCH, .env_keep = flags & STOCK ? cli_stock_entry : NULL,
-                                   .env_add = env, .out = {feed_write, &fo}, .err = {feed_write, &fe}, .timeout = timeout_s};
+    struct vzcaps_child_opts co = {.argv = argv, .search = flags & SEARCH, .env_add = env, .out = {feed_write, &fo},
+                                   .err = {feed_write, &fe}, .timeout = timeout_s};
+    if (flags & STOCK) /* stock means stock: no shim directory on PATH, no library of ours preloaded (env: NULL) */
+        vzcaps_stock_child(&co, preload_var, library_file);
     struct vzcaps_child_result r;
     vzcaps_child_run(&co, &r);
     if (fe.lines.line)
@@ -501,9 +504,13 @@ static char *workload_section(char *self, char **cmd)
         shown = more;
     }
     char *c_cmd = md_code_span(shown);
+    /* the PATH each run used: the stock one without vzcaps shim directories */
+    char **stock_env = vzcaps_stock_environ(environ, preload_var, library_file);
+    const char *sp = stock_env ? vzcaps_env_path(stock_env) : NULL, *vp = getenv("PATH");
+    char *c_sp = sp ? md_code_span(sp) : xformat("%s", stock_env ? "(unset)" : "(not known: out of memory)"), *c_vp = vp ? md_code_span(vp) : xformat("%s", "(unset)");
     char *md = xformat("\n## The command, stock and through vzcaps run\n\n%s\n\n| | stock | through vzcaps run |\n| --- | --- | --- |\n"
-                       "| exit status | %s | %s |\n", c_cmd, s_res, v_res);
-    free(c_cmd);
+                       "| exit status | %s | %s |\n| PATH | %s | %s |\n", c_cmd, s_res, v_res, c_sp, c_vp);
+    free(c_cmd), free(c_sp), free(c_vp), free(stock_env);
     for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
         char *sl = vzcaps_kept_text(&kept[0][k], "workload-stock.txt.stderr"), *vl = vzcaps_kept_text(&kept[1][k], "workload-vzcaps.txt.stderr");
         char *a = cell(*sl ? sl : "(none)"), *b = cell(*vl ? vl : "(none)");
@@ -551,19 +558,10 @@ static void bundle_reset(void)
     n_steps = 0;
 }
 
-int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout)
+/* The first steps: the macOS version, doctor and check as JSON, the versions and hashes, inspect
+ * of the command and the library. */
+static void bundle_basics(char *self, char *library, bool have_lib, char *e)
 {
-    bundle_reset();
-    timeout_s = timeout;
-    if (out_dir_open(&od, "doctor", dir) != 0)
-        return 1;
-    vzcaps_stop_defer(); /* a stop signal ends the running step; the bundle is then finished as incomplete */
-    collect_needles();
-    char self[4096], library[4096], tried[2400];
-    self_path(self, sizeof self);
-    bool have_lib = find_library(library, sizeof library, tried, sizeof tried) == 0;
-    char *e = (char *)(exe ? exe : "probe");
-
     char *sw[] = {"/usr/bin/sw_vers", NULL};
     if (platform_is_macos)
         run_step("sw_vers.txt", "macOS version", sw, NULL, 0, NULL);
@@ -598,17 +596,21 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout
         record("inspect-library.json", "vzcaps inspect of the library", STEP_FAILED, xformat("library not found"));
     }
 
-    /* the verdict reads the two JSON outputs: kept up to 4 MiB each (a longer one is not theirs) */
-    struct vzcaps_head probe_out = {.limit = 4u << 20}, verify_out = {.limit = 4u << 20};
+}
+
+/* probe and verify with the library's lines, one injected child under dyld's tracing, the
+ * unified log (macOS; elsewhere skipped). probe_out and verify_out keep the two JSON outputs. */
+static void bundle_probe_verify(char *self, struct vzcaps_head *probe_out, struct vzcaps_head *verify_out)
+{
     if (platform_is_macos) {
         char *probe[] = {self, "probe", "--json", NULL}, *verify[] = {self, "verify", "--json", NULL};
         struct vzcaps_line_keep lib_lines = {.prefix = "vzcaps:"};
-        struct step_keep probe_keep = {.err_lines = {&lib_lines, NULL}, .out_head = &probe_out};
+        struct step_keep probe_keep = {.err_lines = {&lib_lines, NULL}, .out_head = probe_out};
         run_step("probe.json", "vzcaps probe --json", probe, NULL, 0, &probe_keep);
         char *log = vzcaps_kept_text(&lib_lines, "probe.json.stderr");
         put_text("library-log.txt", *log ? log : "(the library printed no line)\n");
         free(log);
-        struct step_keep verify_keep = {.out_head = &verify_out};
+        struct step_keep verify_keep = {.out_head = verify_out};
         run_step("verify.json", "vzcaps verify --json", verify, NULL, 0, &verify_keep);
         /* one injected child, with dyld saying what it interposed and loaded (on standard error) */
         char *trace[] = {self, "run", "--", self, "__probe-child", NULL};
@@ -624,6 +626,10 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout
         skip_step("dyld-trace.txt", "an injected child under DYLD_PRINT_*", NULL);
         skip_step("unified-log.txt", "the unified log's vzcaps: lines", NULL);
     }
+}
+
+static void bundle_diagnostics(char *self, char *library, bool have_lib)
+{
     /* what a failure needs to be diagnosed: the device's classes, SIP, quarantine, signatures,
      * the GPU as the system sees it (macOS only: elsewhere "not available on this system") */
     char *classes[] = {self, "__device-class", NULL};
@@ -659,7 +665,10 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout
         } else
             run_step(mac[i].file, mac[i].what, mac[i].argv, NULL, MERGE_STDERR, NULL);
     }
-    char *workload = cmd && *cmd ? workload_section(self, cmd) : xformat("%s", "");
+}
+
+static void bundle_crash_reports(char **cmd)
+{
     /* crash reports of the workload and of vzcaps (whose children probe and verify) */
     const char *home = getenv("HOME");
     char *reports_dir = xformat("%s/Library/Logs/DiagnosticReports", home && *home ? home : "~");
@@ -676,26 +685,29 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout
     free(crashes);
     free(reports_dir);
 
-    char reason[600];
-    bool whole = probe_out.total == probe_out.len && verify_out.total == verify_out.len;
-    const char *verdict = bundle_verdict(platform_is_macos, whole ? probe_out.data : NULL, whole ? verify_out.data : NULL, reason,
-                                         sizeof reason);
-    char device[400];
-    probe_device_describe(whole ? probe_out.data : NULL, device, sizeof device);
-    vzcaps_head_free(&probe_out), vzcaps_head_free(&verify_out);
-    size_t ran = 0, failed = 0, skipped = 0;
+}
+
+/* The table of every step and its result; the counts. */
+static char *bundle_step_table(size_t *ran, size_t *failed, size_t *skipped)
+{
+    *ran = *failed = *skipped = 0;
     char *table = xformat("%s", "| file | step | result |\n| --- | --- | --- |\n");
     for (size_t i = 0; i < n_steps; i++) {
-        ran += steps[i].state != STEP_SKIPPED;
-        failed += steps[i].state == STEP_FAILED;
-        skipped += steps[i].state == STEP_SKIPPED;
+        *ran += steps[i].state != STEP_SKIPPED;
+        *failed += steps[i].state == STEP_FAILED;
+        *skipped += steps[i].state == STEP_SKIPPED;
         char *more = xformat("%s| %s | %s | %s%s |\n", table, steps[i].file, steps[i].what,
                              steps[i].state == STEP_FAILED ? "**FAILED**: " : "", steps[i].result);
         free(table);
         table = more;
     }
-    /* the summary is the last file but SHA256SUMS: what could not be written so far is in it */
-    int failures_before = od.failures, stop = vzcaps_stop_signal();
+    return table;
+}
+
+/* The archive beside the bundle: *archive (NULL: none can be named, as for /) and its top
+ * directory's name; the directory's name to free. */
+static char *bundle_archive_name(const char *dir, char **archive, const char **top)
+{
     char *dir_name = vzcaps_dir_name(dir);
     const char *base = dir_name ? vzcaps_basename(dir_name) : "";
     if (dir_name && (!*base || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)) { /* "." names no file beside it */
@@ -704,8 +716,17 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout
     }
     if (dir_name && strcmp(dir_name, "/") == 0)
         free(dir_name), dir_name = NULL;
-    char *archive = dir_name ? xformat("%s.tar.gz", dir_name) : NULL;
-    const char *top = dir_name ? vzcaps_basename(dir_name) : "bundle";
+    *archive = dir_name ? xformat("%s.tar.gz", dir_name) : NULL;
+    *top = dir_name ? vzcaps_basename(dir_name) : "bundle";
+    return dir_name;
+}
+
+/* summary.md, the last file but SHA256SUMS (what could not be written so far is in it): whether
+ * it was written. */
+static bool bundle_summary(int stop, const char *verdict, const char *reason, const char *top, size_t ran, size_t failed,
+                           size_t skipped, const char *device, const char *table, const char *workload)
+{
+    int failures_before = od.failures;
     char *stopped = stop ? xformat("INCOMPLETE: vzcaps doctor was stopped by signal %d before its steps were done (the steps "
                                    "below ran); running the same command into this directory again replaces this bundle.\n\n", stop)
                          : xformat("%s", "");
@@ -724,12 +745,17 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout
         failures_before ? " (they are missing from SHA256SUMS; see the messages of vzcaps doctor)" : "", device, table, workload,
         files_table);
     put_text("summary.md", summary);
-    bool summary_written = od.failures == failures_before;
     free(summary);
-    free(table);
-    free(workload);
-
     free(stopped);
+    return od.failures == failures_before;
+
+}
+
+/* INCOMPLETE and SHA256SUMS after a stop; else SHA256SUMS, the archive and what is said (dir_name
+ * and archive are freed). The exit status. */
+static int bundle_finish(const char *dir, int stop, const char *verdict, const char *reason, size_t ran, size_t failed,
+                         size_t skipped, bool summary_written, char *dir_name, char *archive, const char *top)
+{
     if (stop) { /* complete what is there: INCOMPLETE and SHA256SUMS; no archive of it */
         char *why = xformat("stopped by signal %d before its steps were done", stop);
         out_dir_incomplete(&od, why);
@@ -750,8 +776,12 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout
     out_dir_close(&od);
     bundle_reset();
     if (files || failed) {
-        eprintf("vzcaps doctor: the bundle in %s is incomplete: %d of its files could not be written (above), %zu of its steps "
-                "failed %s", dir, files, failed, summary_written ? "(see summary.md)" : "(summary.md could not be written either)");
+        /* only what went wrong: "0 of its files could not be written (above)" pointed at nothing */
+        char *lost = files ? xformat("%d of its files could not be written (above)", files) : xformat("%s", "");
+        char *bad = failed ? xformat("%zu of its steps failed", failed) : xformat("%s", "");
+        eprintf("vzcaps doctor: the bundle in %s is incomplete: %s%s%s %s", dir, lost, files && failed ? ", " : "", bad,
+                summary_written ? "(see summary.md)" : "(summary.md could not be written either)");
+        free(lost), free(bad);
         if (archived)
             printf("attach %s to an issue in the repository you got vzcaps from\n", esc(archive));
         free(dir_name), free(archive);
@@ -767,4 +797,39 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout
            verdict, reason, esc(dir), wrote - 2, ran, skipped, esc(archive));
     free(dir_name), free(archive);
     return 0;
+}
+
+int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout)
+{
+    bundle_reset();
+    timeout_s = timeout;
+    if (out_dir_open(&od, "doctor", dir) != 0)
+        return 1;
+    vzcaps_stop_defer(); /* a stop signal ends the running step; the bundle is then finished as incomplete */
+    collect_needles();
+    char self[4096], library[4096], tried[2400];
+    self_path(self, sizeof self);
+    bool have_lib = find_library(library, sizeof library, tried, sizeof tried) == 0;
+    bundle_basics(self, library, have_lib, (char *)(exe ? exe : "probe"));
+    /* the verdict reads the two JSON outputs: kept up to 4 MiB each (a longer one is not theirs) */
+    struct vzcaps_head probe_out = {.limit = 4u << 20}, verify_out = {.limit = 4u << 20};
+    bundle_probe_verify(self, &probe_out, &verify_out);
+    bundle_diagnostics(self, library, have_lib);
+    char *workload = cmd && *cmd ? workload_section(self, cmd) : xformat("%s", "");
+    bundle_crash_reports(cmd);
+    char reason[600];
+    bool whole = probe_out.total == probe_out.len && verify_out.total == verify_out.len;
+    const char *verdict = bundle_verdict(platform_is_macos, whole ? probe_out.data : NULL, whole ? verify_out.data : NULL, reason,
+                                         sizeof reason);
+    char device[400];
+    probe_device_describe(whole ? probe_out.data : NULL, device, sizeof device);
+    vzcaps_head_free(&probe_out), vzcaps_head_free(&verify_out);
+    size_t ran, failed, skipped;
+    char *table = bundle_step_table(&ran, &failed, &skipped);
+    int stop = vzcaps_stop_signal();
+    const char *top;
+    char *archive, *dir_name = bundle_archive_name(dir, &archive, &top);
+    bool summary_written = bundle_summary(stop, verdict, reason, top, ran, failed, skipped, device, table, workload);
+    free(table), free(workload);
+    return bundle_finish(dir, stop, verdict, reason, ran, failed, skipped, summary_written, dir_name, archive, top);
 }

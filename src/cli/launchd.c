@@ -106,7 +106,10 @@ static const char *xml_unfit(const char *s)
 
 static bool keep_alive;
 
-static void write_plist(FILE *out, const char *label, char **cmd, char **env, const char *home)
+/* background: for the user/UID domain (no GUI login): launchd loads an agent without
+ * LimitLoadToSessionType into the Aqua session type only, and user/UID is the Background one
+ * (docs/macos-launch.md); gui/UID gets the plist without the key, as before. */
+static void write_plist(FILE *out, const char *label, char **cmd, char **env, const char *home, bool background)
 {
     fprintf(out, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                  "<!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n"
@@ -128,6 +131,8 @@ static void write_plist(FILE *out, const char *label, char **cmd, char **env, co
     fputs("  </dict>\n  <key>RunAtLoad</key>\n  <true/>\n", out);
     if (keep_alive) /* launchd starts it again whenever it exits */
         fputs("  <key>KeepAlive</key>\n  <true/>\n", out);
+    if (background)
+        kv_string(out, "  ", "LimitLoadToSessionType", "Background");
     char *path = xformat("%s/Library/Logs/vzcaps/%s.out.log", home, label);
     kv_string(out, "  ", "StandardOutPath", path);
     free(path);
@@ -137,15 +142,14 @@ static void write_plist(FILE *out, const char *label, char **cmd, char **env, co
     fputs("</dict>\n</plist>\n", out);
 }
 
-/* The whole plist as bytes, to compare with what is installed. */
-static char *plist_bytes(const char *label, char **cmd, char **env, const char *home, size_t *len)
+char *launchd_plist(const char *label, char **cmd, char **env, const char *home, bool background, size_t *len)
 {
     char *buf = NULL;
     size_t n = 0;
     FILE *f = open_memstream(&buf, &n);
     if (!f)
         return NULL;
-    write_plist(f, label, cmd, env, home);
+    write_plist(f, label, cmd, env, home, background);
     if (fclose(f) != 0)
         return NULL;
     *len = n;
@@ -204,17 +208,31 @@ bool launchd_domain(const char *launchctl, unsigned uid, char *out, size_t len)
     return false;
 }
 
+bool launchd_choose_domain(const char *launchctl, unsigned uid, char *domain, size_t len)
+{
+    if (!launchctl) { /* not macOS: what to run there, for the usual GUI session */
+        snprintf(domain, len, "gui/%u", uid);
+        return true;
+    }
+    return launchd_domain(launchctl, uid, domain, len);
+}
+
 int launchd_apply(const char *launchctl, unsigned uid, const char *label, const char *plist)
 {
     char domain[64];
-    if (!launchctl) { /* not macOS: what to run there, for the usual GUI session */
-        snprintf(domain, sizeof domain, "gui/%u", uid);
+    launchd_choose_domain(launchctl, uid, domain, sizeof domain);
+    return launchd_apply_in(launchctl, uid, domain, label, plist);
+}
+
+int launchd_apply_in(const char *launchctl, unsigned uid, const char *domain, const char *label, const char *plist)
+{
+    if (!launchctl) {
         if (plist)
-            printf("(in a session with no GUI login, as over SSH, the domain is user/%u instead)\n", uid);
+            printf("(in a session with no GUI login, as over SSH, the domain is user/%u instead, and the plist needs "
+                   "LimitLoadToSessionType Background there: vzcaps launchd --install on the Mac writes it)\n", uid);
     } else {
-        bool gui = launchd_domain(launchctl, uid, domain, sizeof domain);
-        printf("launchd domain %s (%s)\n", domain,
-               gui ? "a GUI login session" : "no GUI login session: launchctl print gui/UID failed, as over SSH");
+        printf("launchd domain %s (%s)\n", domain, strncmp(domain, "gui/", 4) == 0 ? "a GUI login session"
+                                                     : "no GUI login session: launchctl print gui/UID failed, as over SSH");
     }
     /* a label of ours already loaded, in either domain, is booted out first: bootstrap refuses it */
     const char *domains[2] = {domain, strncmp(domain, "gui/", 4) == 0 ? "user" : "gui"};
@@ -402,11 +420,16 @@ static int job_program(char ***cmdp, struct launch_plan *plan)
     return 0;
 }
 
-static int launchd_main(int argc, char **argv)
+/* launchd's options (launchd_parse). */
+struct launchd_opts {
+    struct cfg_opts o;
+    const char *label;
+    bool install, remove_, force, list, json;
+};
+
+/* The options before the command: *at is the command's index; 0, or the usage error's status. */
+static int launchd_parse(int argc, char **argv, struct launchd_opts *lo, int *at)
 {
-    struct cfg_opts o = {0};
-    const char *label = NULL;
-    bool install = false, remove_ = false, force = false, list = false, json = false;
     int i = 1;
     for (; i < argc; i++) {
         int t;
@@ -414,158 +437,101 @@ static int launchd_main(int argc, char **argv)
             i++;
             break;
         }
-        if ((t = opt_take(argc, argv, &i, "--label", &label)) || (t = opt_take(argc, argv, &i, "--profile", &o.profile)) ||
-            (t = opt_take(argc, argv, &i, "--family", &o.family))) {
+        if ((t = opt_take(argc, argv, &i, "--label", &lo->label)) || (t = opt_take(argc, argv, &i, "--profile", &lo->o.profile)) ||
+            (t = opt_take(argc, argv, &i, "--family", &lo->o.family))) {
             if (t < 0)
                 return usage_error("launchd", "%s needs a value", argv[i]);
             continue;
         }
         if (strcmp(argv[i], "--inherit") == 0)
-            o.inherit = true;
+            lo->o.inherit = true;
         else if (strcmp(argv[i], "--keep-alive") == 0)
             keep_alive = true;
         else if (strcmp(argv[i], "--install") == 0)
-            install = true;
+            lo->install = true;
         else if (strcmp(argv[i], "--remove") == 0)
-            remove_ = true;
+            lo->remove_ = true;
         else if (strcmp(argv[i], "--force") == 0)
-            force = true;
+            lo->force = true;
         else if (strcmp(argv[i], "--list") == 0)
-            list = true;
+            lo->list = true;
         else if (strcmp(argv[i], "--json") == 0)
-            json = true;
+            lo->json = true;
         else if (argv[i][0] == '-')
             return usage_error("launchd", "unknown option %s", argv[i]);
         else
             break;
     }
-    if (json && !list)
-        return usage_error("launchd", "--json goes with --list");
-    if (list) {
-        if (label || install || remove_ || i < argc)
-            return usage_error("launchd", "--list takes no label, command, --install or --remove");
-        const char *home = getenv("HOME");
-        if (!home || !*home) {
-            eprintf("vzcaps launchd: HOME is not set");
-            return 1;
-        }
-        char *agents = keep(xformat("%s/Library/LaunchAgents", home));
-        return list_agents(agents, json);
-    }
-    if (!label)
-        return usage_error("launchd", "--label is required");
-    if (strlen(label) > LABEL_MAX)
-        return usage_error("launchd", "label is %zu bytes long: at most %d (it names LABEL.plist and the job's log files)",
-                           strlen(label), LABEL_MAX);
-    if (!valid_label(label))
-        return usage_error("launchd", "label \"%s\" must be letters, digits, '.', '_' and '-' (e.g. com.example.llama-server)", label);
-    if (install && remove_)
-        return usage_error("launchd", "--install and --remove exclude each other");
-    int bad = check_family_opt("launchd", o.family);
-    if (bad)
-        return bad;
-    const char *home = getenv("HOME");
-    if (!home || !*home) {
-        eprintf("vzcaps launchd: HOME is not set");
+    *at = i;
+    return 0;
+}
+
+/* --remove: boots out and removes a plist vzcaps launchd wrote (or any with --force). */
+static int launchd_remove(const char *label, const char *plist, bool force)
+{
+    struct stat st;
+    if (lstat(plist, &st) != 0) {
+        eprintf("vzcaps launchd: %s is not installed (no %s)", label, plist);
         return 1;
     }
-    if (home[0] != '/') { /* the plist's log paths: launchd takes a relative path from / */
-        eprintf("vzcaps launchd: HOME %s is not an absolute path", home);
+    size_t plen;
+    char perr[1400];
+    char *text = S_ISREG(st.st_mode) ? read_text_file(plist, &plen, perr, sizeof perr) : NULL;
+    bool ours = text && plist_is_ours(text);
+    free(text);
+    if (!S_ISREG(st.st_mode) || (!ours && !force)) {
+        eprintf("vzcaps launchd: %s was not written by vzcaps launchd%s; not removed", plist,
+                S_ISREG(st.st_mode) ? " (--force removes it)" : " (not a regular file)");
         return 1;
     }
+    launchd_apply(platform_is_macos ? "/bin/launchctl" : NULL, (unsigned)getuid(), label, NULL);
+    if (unlink(plist) != 0) {
+        eprintf("vzcaps launchd: cannot remove %s: %s", plist, strerror(errno));
+        return 1;
+    }
+    printf("removed %s\n", esc(plist));
+    return 0;
+}
+
+/* Only what this workload needs: the settings and the library, nothing of this shell. env
+ * holds 10 entries; 0, or the usage error's status. */
+static int launchd_env(char **env, const struct cfg_opts *o, const struct vzcaps_config_result *r, const char *library)
+{
     const char *why;
-    if ((why = xml_unfit(home)))
-        return usage_error("launchd", "HOME %s has %s, which a plist cannot carry", esc(home), why);
-    char *agents = keep(xformat("%s/Library/LaunchAgents", home)), *plist = keep(xformat("%s/%s.plist", agents, label));
-    char *logs = keep(xformat("%s/Library/Logs/vzcaps", home));
-    if (remove_) {
-        if (i < argc)
-            return usage_error("launchd", "--remove takes no command");
-        struct stat st;
-        if (lstat(plist, &st) != 0) {
-            eprintf("vzcaps launchd: %s is not installed (no %s)", label, plist);
-            return 1;
-        }
-        size_t plen;
-        char perr[1400];
-        char *text = S_ISREG(st.st_mode) ? read_text_file(plist, &plen, perr, sizeof perr) : NULL;
-        bool ours = text && plist_is_ours(text);
-        free(text);
-        if (!S_ISREG(st.st_mode) || (!ours && !force)) {
-            eprintf("vzcaps launchd: %s was not written by vzcaps launchd%s; not removed", plist,
-                    S_ISREG(st.st_mode) ? " (--force removes it)" : " (not a regular file)");
-            return 1;
-        }
-        launchd_apply(platform_is_macos ? "/bin/launchctl" : NULL, (unsigned)getuid(), label, NULL);
-        if (unlink(plist) != 0) {
-            eprintf("vzcaps launchd: cannot remove %s: %s", plist, strerror(errno));
-            return 1;
-        }
-        printf("removed %s\n", esc(plist));
-        return 0;
-    }
-    if (i >= argc)
-        return usage_error("launchd", "no command given");
-    char **cmd = argv + i;
-    for (char **a = cmd; *a; a++)
-        if ((why = xml_unfit(*a)))
-            return usage_error("launchd", "argument %d (%s) has %s, which a plist cannot carry", (int)(a - cmd) + 1, esc(*a), why);
-    static struct launch_plan plan;
-    int prc = job_program(&cmd, &plan);
-    if (prc)
-        return prc;
-    char library[4096], tried[2400];
-    if (find_library(library, sizeof library, tried, sizeof tried) != 0) {
-        eprintf("vzcaps launchd: %s not found (looked at %s)", library_file, tried);
-        return 1;
-    }
-    o.exe = plan.exe; /* the name the library sees */
-    static struct vzcaps_config_result r;
-    cli_configure_run(&o, &r);
-    if (r.profile.invalid) {
-        eprintf("vzcaps launchd: configuration refused: %s", r.profile.notes[0]);
-        return 1;
-    }
-    if (r.profile.state == VZCAPS_ENABLED && r.profile.inherit) { /* run's SIP/arm64e decision */
-        int d = launch_plan_inherit(&plan, library, false);
-        if (d == VZCAPS_INHERIT_REFUSED) {
-            eprintf("vzcaps launchd: not writing a job that keeps the injection in %s's children: %s; drop --inherit "
-                    "(and inherit = yes)", o.exe, plan.inherit_why);
-            return 1;
-        }
-        if (d == VZCAPS_INHERIT_NOTE)
-            eprintf("vzcaps launchd: note: the injection is kept in %s's children: %s", o.exe, plan.inherit_why);
-    }
-    /* Only what this workload needs: the settings and the library, nothing of this shell. */
-    char *env[10];
     size_t n = 0;
     env[n++] = keep(xformat("%s=%s", preload_var, library));
-    if (r.config_path[0]) {
-        char *conf = absolute_as_given(r.config_path);
+    if (r->config_path[0]) {
+        char *conf = absolute_as_given(r->config_path);
         if (!conf) {
-            eprintf("vzcaps launchd: config file %s: %s", r.config_path, strerror(errno));
+            eprintf("vzcaps launchd: config file %s: %s", r->config_path, strerror(errno));
             return 1;
         }
         env[n++] = keep(xformat("VZCAPS_CONFIG=%s", conf));
         free(conf);
     }
-    if (o.inherit)
+    if (o->inherit)
         env[n++] = keep(xformat("VZCAPS_INHERIT=1"));
-    if (o.profile)
-        env[n++] = keep(xformat("VZCAPS_PROFILE=%s", o.profile));
-    if (o.family)
-        env[n++] = keep(xformat("VZCAPS_APPLE_FAMILY_MAX=%s", o.family));
+    if (o->profile)
+        env[n++] = keep(xformat("VZCAPS_PROFILE=%s", o->profile));
+    if (o->family)
+        env[n++] = keep(xformat("VZCAPS_APPLE_FAMILY_MAX=%s", o->family));
     env[n] = NULL;
     for (char **e = env; *e; e++)
         if ((why = xml_unfit(*e)))
             return usage_error("launchd", "%s has %s, which a plist cannot carry", esc(*e), why);
+    return 0;
+}
 
-    if (!install) {
-        write_plist(stdout, label, cmd, env, home);
-        return 0;
-    }
+/* --install: the plist for the domain it goes into, written through safewrite, then launchctl. */
+static int launchd_install(const char *label, char **cmd, char **env, const char *home, const char *agents, const char *logs,
+                           const char *plist, bool force)
+{
+    /* the domain first: the plist for user/UID (no GUI login) carries the Background session type */
+    const char *launchctl = platform_is_macos ? "/bin/launchctl" : NULL;
+    char domain[64];
+    bool gui = launchd_choose_domain(launchctl, (unsigned)getuid(), domain, sizeof domain);
     size_t len = 0;
-    char *bytes = keep(plist_bytes(label, cmd, env, home, &len));
+    char *bytes = keep(launchd_plist(label, cmd, env, home, !gui, &len));
     if (!bytes) {
         eprintf("vzcaps launchd: out of memory");
         return 1;
@@ -599,7 +565,126 @@ static int launchd_main(int argc, char **argv)
     printf("wrote %s\n", esc(plist));
     if (!platform_is_macos)
         printf("not macOS: run these on the Mac instead:\n");
-    return launchd_apply(platform_is_macos ? "/bin/launchctl" : NULL, (unsigned)getuid(), label, plist);
+    return launchd_apply_in(launchctl, (unsigned)getuid(), domain, label, plist);
+}
+
+/* --list: the agents vzcaps wrote in ~/Library/LaunchAgents. */
+static int launchd_list(bool json)
+{
+    const char *home = getenv("HOME");
+    if (!home || !*home) {
+        eprintf("vzcaps launchd: HOME is not set");
+        return 1;
+    }
+    char *agents = keep(xformat("%s/Library/LaunchAgents", home));
+    return list_agents(agents, json);
+}
+
+/* 0, or the usage error's status: a label (that names LABEL.plist and log files), one verb. */
+static int launchd_check_label(const char *label, bool install, bool remove_)
+{
+    if (!label)
+        return usage_error("launchd", "--label is required");
+    if (strlen(label) > LABEL_MAX)
+        return usage_error("launchd", "label is %zu bytes long: at most %d (it names LABEL.plist and the job's log files)",
+                           strlen(label), LABEL_MAX);
+    if (!valid_label(label))
+        return usage_error("launchd", "label \"%s\" must be letters, digits, '.', '_' and '-' (e.g. com.example.llama-server)", label);
+    if (install && remove_)
+        return usage_error("launchd", "--install and --remove exclude each other");
+    return 0;
+}
+
+/* HOME, which the plist's log paths are under: absolute, and text a plist can carry. */
+static int launchd_home(const char **homep)
+{
+    const char *home = *homep = getenv("HOME"), *why;
+    if (!home || !*home) {
+        eprintf("vzcaps launchd: HOME is not set");
+        return 1;
+    }
+    if (home[0] != '/') { /* the plist's log paths: launchd takes a relative path from / */
+        eprintf("vzcaps launchd: HOME %s is not an absolute path", home);
+        return 1;
+    }
+    if ((why = xml_unfit(home)))
+        return usage_error("launchd", "HOME %s has %s, which a plist cannot carry", esc(home), why);
+    return 0;
+}
+
+static int launchd_main(int argc, char **argv)
+{
+    struct launchd_opts lopts = {0};
+    int i = 1;
+    int bad = launchd_parse(argc, argv, &lopts, &i);
+    if (bad)
+        return bad;
+    struct cfg_opts o = lopts.o;
+    const char *label = lopts.label;
+    bool install = lopts.install, remove_ = lopts.remove_, force = lopts.force, list = lopts.list, json = lopts.json;
+    if (json && !list)
+        return usage_error("launchd", "--json goes with --list");
+    if (list) {
+        if (label || install || remove_ || i < argc)
+            return usage_error("launchd", "--list takes no label, command, --install or --remove");
+        return launchd_list(json);
+    }
+    if ((bad = launchd_check_label(label, install, remove_)))
+        return bad;
+    bad = check_family_opt("launchd", o.family);
+    if (bad)
+        return bad;
+    const char *home, *why;
+    if ((bad = launchd_home(&home)))
+        return bad;
+    char *agents = keep(xformat("%s/Library/LaunchAgents", home)), *plist = keep(xformat("%s/%s.plist", agents, label));
+    char *logs = keep(xformat("%s/Library/Logs/vzcaps", home));
+    if (remove_) {
+        if (i < argc)
+            return usage_error("launchd", "--remove takes no command");
+        return launchd_remove(label, plist, force);
+    }
+    if (i >= argc)
+        return usage_error("launchd", "no command given");
+    char **cmd = argv + i;
+    for (char **a = cmd; *a; a++)
+        if ((why = xml_unfit(*a)))
+            return usage_error("launchd", "argument %d (%s) has %s, which a plist cannot carry", (int)(a - cmd) + 1, esc(*a), why);
+    static struct launch_plan plan;
+    int prc = job_program(&cmd, &plan);
+    if (prc)
+        return prc;
+    char library[4096], tried[2400];
+    if (find_library(library, sizeof library, tried, sizeof tried) != 0) {
+        eprintf("vzcaps launchd: %s not found (looked at %s)", library_file, tried);
+        return 1;
+    }
+    o.exe = plan.exe; /* the name the library sees */
+    static struct vzcaps_config_result r;
+    cli_configure_run(&o, &r);
+    if (r.profile.invalid) {
+        eprintf("vzcaps launchd: configuration refused: %s", r.profile.notes[0]);
+        return 1;
+    }
+    if (r.profile.state == VZCAPS_ENABLED && r.profile.inherit) { /* run's SIP/arm64e decision */
+        int d = launch_plan_inherit(&plan, library, false);
+        if (d == VZCAPS_INHERIT_REFUSED) {
+            eprintf("vzcaps launchd: not writing a job that keeps the injection in %s's children: %s; drop --inherit "
+                    "(and inherit = yes)", o.exe, plan.inherit_why);
+            return 1;
+        }
+        if (d == VZCAPS_INHERIT_NOTE)
+            eprintf("vzcaps launchd: note: the injection is kept in %s's children: %s", o.exe, plan.inherit_why);
+    }
+    char *env[10];
+    if ((bad = launchd_env(env, &o, &r, library)))
+        return bad;
+    if (!install) {
+        write_plist(stdout, label, cmd, env, home, false);
+        return 0;
+    }
+
+    return launchd_install(label, cmd, env, home, agents, logs, plist, force);
 }
 
 int cmd_launchd(int argc, char **argv)

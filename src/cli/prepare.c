@@ -435,60 +435,62 @@ static void report(const struct input *in)
     free(list);
 }
 
-int cmd_prepare(int argc, char **argv)
+/* prepare's options: --into, --yes and how many programs are given; 0, or the usage error's status. */
+static int prepare_parse(int argc, char **argv, const char **into, bool *yes, int *count)
 {
-    const char *into = NULL;
-    bool yes = false, dashdash = false;
-    int count = 0;
+    bool dashdash = false;
     for (int i = 1; i < argc; i++) {
         int t;
-        if (!dashdash && (t = opt_take(argc, argv, &i, "--into", &into))) {
+        if (!dashdash && (t = opt_take(argc, argv, &i, "--into", into))) {
             if (t < 0)
                 return usage_error("prepare", "--into needs a directory");
             continue;
         }
         if (!dashdash && strcmp(argv[i], "--yes") == 0)
-            yes = true;
+            *yes = true;
         else if (!dashdash && strcmp(argv[i], "--") == 0)
             dashdash = true;
         else if (!dashdash && argv[i][0] == '-' && argv[i][1])
             return usage_error("prepare", "unknown option %s", argv[i]);
         else
-            count++;
+            (*count)++;
     }
-    if (!count)
+    if (!*count)
         return usage_error("prepare", "no program given (a Mach-O file or an .app bundle)");
+    return 0;
+}
+
+/* The --into directory (the default under HOME), as its own name ("DIR/" or "DIR/." is DIR: a
+ * link there is refused as DIR would be): heap, or NULL with *rc the exit status after the message. */
+static char *prepare_into(const char *into, int *rc)
+{
     char *dir = NULL;
+    *rc = 1;
     if (!into) {
         const char *home = getenv("HOME");
         if (!home || !*home) {
             eprintf("vzcaps prepare: HOME is not set: give --into DIR");
-            return 1;
+            return NULL;
         }
         into = dir = xformat("%s/Library/Application Support/vzcaps/prepared", home);
     }
     if (!*into) {
-        free(dir);
-        return usage_error("prepare", "--into needs a directory");
+        *rc = usage_error("prepare", "--into needs a directory");
+        return NULL;
     }
-    /* "DIR/" or "DIR/." is DIR: a link there is refused as DIR would be */
     char *given_into = dir;
-    into = dir = vzcaps_dir_name(into);
+    dir = vzcaps_dir_name(into);
     free(given_into);
-    if (!dir) {
+    if (!dir)
         eprintf("vzcaps prepare: out of memory");
-        return 1;
-    }
-    struct input *ins = calloc((size_t)count, sizeof *ins);
-    if (!ins) {
-        free(dir);
-        eprintf("vzcaps prepare: out of memory");
-        return 1;
-    }
-    /* every input read and signed in memory, every destination checked, before anything is
-     * written: a refusal leaves nothing behind, not even --into */
+    return dir;
+}
+
+/* Every input read and signed in memory (bc_analyse): the inputs' combined status. */
+static int prepare_analyse(int argc, char **argv, struct input *ins, const char *into)
+{
     int rc = 0, k = 0;
-    dashdash = false;
+    bool dashdash = false;
     for (int i = 1; i < argc; i++) {
         const char *v;
         if (!dashdash && opt_take(argc, argv, &i, "--into", &v))
@@ -503,9 +505,13 @@ int cmd_prepare(int argc, char **argv)
         rc |= one;
         k++;
     }
-    struct stat ist;
-    bool into_exists = lstat(into, &ist) == 0;
-    int intofd = into_exists ? open(into, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    return rc;
+}
+
+/* What stands in each input's way at its destination (two inputs with one name, something that
+ * is not ours there): a message per input or NULL; the array (NULL when out of memory). */
+static char **prepare_problems(struct input *ins, int count, const char *into, int intofd)
+{
     char **problems = calloc((size_t)count, sizeof *problems);
     for (int a = 0; a < count && problems; a++) {
         if (!ins[a].name || !ins[a].dest)
@@ -517,6 +523,66 @@ int cmd_prepare(int argc, char **argv)
         if (!problems[a] && ins[a].ok)
             problems[a] = dest_problem(&ins[a], into, intofd);
     }
+    return problems;
+}
+
+/* Each input placed into intofd, verified and reported; an interrupted run removes its
+ * temporary tree before it ends. The combined status. */
+static int prepare_place_all(struct input *ins, int count, const char *into, int intofd)
+{
+    int rc = 0;
+    struct sigaction sa, old_int, old_term, old_hup;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    remove_stale(intofd, into);
+    for (int a = 0; a < count && !bc_stop_signal; a++) {
+        int one = place(&ins[a], into, intofd);
+        rc |= one;
+        if (one == 0) {
+            codesign_verify(&ins[a]);
+            report(&ins[a]);
+        }
+    }
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGHUP, &old_hup, NULL);
+    if (bc_stop_signal) {
+        fflush(stdout);
+        signal(bc_stop_signal, SIG_DFL);
+        raise(bc_stop_signal);
+    }
+    return rc;
+}
+
+int cmd_prepare(int argc, char **argv)
+{
+    const char *into = NULL;
+    bool yes = false;
+    int count = 0;
+    int rc = prepare_parse(argc, argv, &into, &yes, &count);
+    if (rc)
+        return rc;
+    char *dir = prepare_into(into, &rc);
+    if (!dir)
+        return rc;
+    into = dir;
+    struct input *ins = calloc((size_t)count, sizeof *ins);
+    if (!ins) {
+        free(dir);
+        eprintf("vzcaps prepare: out of memory");
+        return 1;
+    }
+    /* every input read and signed in memory, every destination checked, before anything is
+     * written: a refusal leaves nothing behind, not even --into */
+    rc = prepare_analyse(argc, argv, ins, into);
+    struct stat ist;
+    bool into_exists = lstat(into, &ist) == 0;
+    int intofd = into_exists ? open(into, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    char **problems = prepare_problems(ins, count, into, intofd);
     for (int a = 0; a < count; a++) {
         if (!ins[a].ok || (rc && yes))
             continue;
@@ -543,33 +609,8 @@ int cmd_prepare(int argc, char **argv)
             rc = 1;
         }
     }
-    if (rc == 0) {
-        /* an interrupted run removes its temporary tree before it ends */
-        struct sigaction sa, old_int, old_term, old_hup;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_signal;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGINT, &sa, &old_int);
-        sigaction(SIGTERM, &sa, &old_term);
-        sigaction(SIGHUP, &sa, &old_hup);
-        remove_stale(intofd, into);
-        for (int a = 0; a < count && !bc_stop_signal; a++) {
-            int one = place(&ins[a], into, intofd);
-            rc |= one;
-            if (one == 0) {
-                codesign_verify(&ins[a]);
-                report(&ins[a]);
-            }
-        }
-        sigaction(SIGINT, &old_int, NULL);
-        sigaction(SIGTERM, &old_term, NULL);
-        sigaction(SIGHUP, &old_hup, NULL);
-        if (bc_stop_signal) {
-            fflush(stdout);
-            signal(bc_stop_signal, SIG_DFL);
-            raise(bc_stop_signal);
-        }
-    }
+    if (rc == 0)
+        rc = prepare_place_all(ins, count, into, intofd);
     if (intofd >= 0)
         close(intofd);
     for (int a = 0; a < count; a++) {

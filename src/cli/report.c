@@ -180,6 +180,83 @@ static const char *unlocked_vs_host(const struct report_input *in, long *unl, lo
     return *unl == *host ? "same" : *unl > *host ? "above" : "below";
 }
 
+/* report --json: the rows, each run's capabilities, and the family against the host's. */
+static void report_print_json(const struct report_input *in, long host, const char *vs)
+{
+    const struct bench_table *t = &in->table;
+    struct json j;
+    json_begin(&j, stdout);
+    json_obj(&j, NULL);
+    bench_render_json_rows(t, &j);
+    json_obj(&j, "capabilities");
+    for (int k = 0; k < N_ROLES; k++) {
+        if (t->have_caps[k])
+            metal_caps_json(&t->caps[k], &j, bench_role_names[k]);
+        else
+            json_null(&j, bench_role_names[k]);
+    }
+    json_end_obj(&j);
+    if (host)
+        json_int(&j, "host_apple_family", host);
+    else
+        json_null(&j, "host_apple_family");
+    json_arr(&j, "above_host_family"); /* runs that reported an Apple family above the host's */
+    for (int k = 0; k < N_ROLES; k++)
+        if (above_host(t, k, host))
+            json_str(&j, NULL, bench_role_names[k]);
+    json_end_arr(&j);
+    json_str(&j, "unlocked_family_vs_host", vs);
+    json_str(&j, "build_commit", t->build_commit[0] ? t->build_commit : NULL);
+    if (t->build_number)
+        json_int(&j, "build_number", t->build_number);
+    else
+        json_null(&j, "build_number");
+    json_str(&j, "model_type", t->model_type[0] ? t->model_type : NULL);
+    json_str(&j, "chip", t->chip[0] ? t->chip : NULL);
+    json_str(&j, "date", t->date[0] ? t->date : NULL);
+    json_end_obj(&j);
+    json_finish(&j);
+}
+
+/* The text report's table of what each run's Metal backend reported. */
+static void report_print_caps(const struct bench_table *t)
+{
+    printf("\nwhat the Metal backend reported:\n%-10s %-26s %-14s %-9s %-9s %-7s %-7s %s\n", "run", "GPU", "families", "simd red.",
+           "simd mm", "bfloat", "tensor", "shim (its log line)");
+    for (int k = 0; k < N_ROLES; k++) {
+        if (!t->have_caps[k])
+            continue;
+        const struct metal_caps *c = &t->caps[k];
+        char fams[METAL_MAX_FAMILIES * 22] = ""; /* every family: never cut */
+        for (size_t i = 0; i < c->n_families; i++)
+            vzcaps_appendf(fams, sizeof fams, "%s%ld", i ? "," : "", c->families[i]);
+        printf("%-10s %-26s %-14s %-9s %-9s %-7s %-7s %s\n", bench_role_names[k], c->found ? esc(c->gpu_name) : "(no Metal lines)",
+               fams, tri(c->simdgroup_reduction), tri(c->simdgroup_mm), tri(c->bfloat), tri(c->tensor), c->shim[0] ? c->shim : "none");
+    }
+}
+
+/* The text report's warnings: a run above the host chip's family, the unlocked one above or below it. */
+static void report_print_family_warnings(const struct bench_table *t, long unl, long host, const char *vs, const char *from)
+{
+    for (int k = 0; k < N_ROLES; k++) {
+        if (k == ROLE_UNLOCKED)
+            continue; /* said below, with the tuning */
+        long over = above_host(t, k, host);
+        if (over)
+            printf("! the %s run reported Apple%ld (%ld), above the host chip's real Apple%ld (%ld, from %s): more than the "
+                   "hardware has; vzcaps claims at most the host's family\n",
+                   bench_role_names[k], over - 1000, over, host - 1000, host, from);
+    }
+    if (vs && strcmp(vs, "above") == 0)
+        printf("! the unlocked run reported Apple%ld (%ld), above the host chip's real Apple%ld (%ld, from %s): more than the "
+               "hardware has, and llama.cpp chose tuning rows for another GPU generation; vzcaps claims at most the host's family\n",
+               unl - 1000, unl, host - 1000, host, from);
+    else if (vs && strcmp(vs, "below") == 0)
+        printf("! the unlocked run reported Apple%ld (%ld), below the host chip's Apple%ld (%ld, from %s): llama.cpp chose "
+               "tuning rows for an older GPU generation than the one that ran the work\n",
+               unl - 1000, unl, host - 1000, host, from);
+}
+
 static void report_print(const struct report_input *in, bool json)
 {
     const struct bench_table *t = &in->table;
@@ -187,38 +264,7 @@ static void report_print(const struct report_input *in, bool json)
     long unl, host;
     const char *vs = unlocked_vs_host(in, &unl, &host, &from);
     if (json) {
-        struct json j;
-        json_begin(&j, stdout);
-        json_obj(&j, NULL);
-        bench_render_json_rows(t, &j);
-        json_obj(&j, "capabilities");
-        for (int k = 0; k < N_ROLES; k++) {
-            if (t->have_caps[k])
-                metal_caps_json(&t->caps[k], &j, bench_role_names[k]);
-            else
-                json_null(&j, bench_role_names[k]);
-        }
-        json_end_obj(&j);
-        if (host)
-            json_int(&j, "host_apple_family", host);
-        else
-            json_null(&j, "host_apple_family");
-        json_arr(&j, "above_host_family"); /* runs that reported an Apple family above the host's */
-        for (int k = 0; k < N_ROLES; k++)
-            if (above_host(t, k, host))
-                json_str(&j, NULL, bench_role_names[k]);
-        json_end_arr(&j);
-        json_str(&j, "unlocked_family_vs_host", vs);
-        json_str(&j, "build_commit", t->build_commit[0] ? t->build_commit : NULL);
-        if (t->build_number)
-            json_int(&j, "build_number", t->build_number);
-        else
-            json_null(&j, "build_number");
-        json_str(&j, "model_type", t->model_type[0] ? t->model_type : NULL);
-        json_str(&j, "chip", t->chip[0] ? t->chip : NULL);
-        json_str(&j, "date", t->date[0] ? t->date : NULL);
-        json_end_obj(&j);
-        json_finish(&j);
+        report_print_json(in, host, vs);
         return;
     }
     if (t->model_type[0] || t->build_commit[0] || t->chip[0] || t->date[0]) {
@@ -237,35 +283,8 @@ static void report_print(const struct report_input *in, bool json)
         any |= t->have_caps[k];
     if (!any)
         return;
-    printf("\nwhat the Metal backend reported:\n%-10s %-26s %-14s %-9s %-9s %-7s %-7s %s\n", "run", "GPU", "families", "simd red.",
-           "simd mm", "bfloat", "tensor", "shim (its log line)");
-    for (int k = 0; k < N_ROLES; k++) {
-        if (!t->have_caps[k])
-            continue;
-        const struct metal_caps *c = &t->caps[k];
-        char fams[METAL_MAX_FAMILIES * 22] = ""; /* every family: never cut */
-        for (size_t i = 0; i < c->n_families; i++)
-            vzcaps_appendf(fams, sizeof fams, "%s%ld", i ? "," : "", c->families[i]);
-        printf("%-10s %-26s %-14s %-9s %-9s %-7s %-7s %s\n", bench_role_names[k], c->found ? esc(c->gpu_name) : "(no Metal lines)",
-               fams, tri(c->simdgroup_reduction), tri(c->simdgroup_mm), tri(c->bfloat), tri(c->tensor), c->shim[0] ? c->shim : "none");
-    }
-    for (int k = 0; k < N_ROLES; k++) {
-        if (k == ROLE_UNLOCKED)
-            continue; /* said below, with the tuning */
-        long over = above_host(t, k, host);
-        if (over)
-            printf("! the %s run reported Apple%ld (%ld), above the host chip's real Apple%ld (%ld, from %s): more than the "
-                   "hardware has; vzcaps claims at most the host's family\n",
-                   bench_role_names[k], over - 1000, over, host - 1000, host, from);
-    }
-    if (vs && strcmp(vs, "above") == 0)
-        printf("! the unlocked run reported Apple%ld (%ld), above the host chip's real Apple%ld (%ld, from %s): more than the "
-               "hardware has, and llama.cpp chose tuning rows for another GPU generation; vzcaps claims at most the host's family\n",
-               unl - 1000, unl, host - 1000, host, from);
-    else if (vs && strcmp(vs, "below") == 0)
-        printf("! the unlocked run reported Apple%ld (%ld), below the host chip's Apple%ld (%ld, from %s): llama.cpp chose "
-               "tuning rows for an older GPU generation than the one that ran the work\n",
-               unl - 1000, unl, host - 1000, host, from);
+    report_print_caps(t);
+    report_print_family_warnings(t, unl, host, vs, from);
 }
 
 /* What marks an output file as one vzcaps report wrote (replaced without --force): a comment in
@@ -348,15 +367,18 @@ struct rfile {
     const char *path;
 };
 
-static int report_main(int argc, char **argv, const char **dirs, struct rfile *files)
+/* report's options: the bundle directories and files to read, the outputs. */
+struct report_opts {
+    const char **dirs;
+    struct rfile *files;
+    int nd, nfiles;
+    bool json, force;
+    const char *outs[3]; /* --svg, --csv, --md */
+};
+
+/* 0, or the usage error's exit status. */
+static int report_parse(int argc, char **argv, struct report_opts *o)
 {
-    static struct report_input in;
-    memset(&in, 0, sizeof in);
-    bool json = false, force = false;
-    n_inputs = 0;
-    const char *svg = NULL, *csv = NULL, *md = NULL;
-    char err[1400];
-    int nd = 0, nfiles = 0;
     bool dashdash = false;
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -366,72 +388,84 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
             continue;
         }
         if (dashdash) {
-            dirs[nd++] = argv[i];
+            o->dirs[o->nd++] = argv[i];
             continue;
         }
         for (int k = 0; k < N_ROLES && !t; k++) {
             char opt[16];
             snprintf(opt, sizeof opt, "--%s", bench_role_names[k]);
             if ((t = opt_take(argc, argv, &i, opt, &v)) > 0)
-                files[nfiles].role = (enum bench_role)k, files[nfiles++].path = v;
+                o->files[o->nfiles].role = (enum bench_role)k, o->files[o->nfiles++].path = v;
         }
         if (t < 0)
             return usage_error("report", "%s needs a file", argv[i]);
         if (t)
             continue;
-        if ((t = opt_take(argc, argv, &i, "--svg", &svg)) || (t = opt_take(argc, argv, &i, "--csv", &csv)) ||
-            (t = opt_take(argc, argv, &i, "--md", &md))) {
+        if ((t = opt_take(argc, argv, &i, "--svg", &o->outs[0])) || (t = opt_take(argc, argv, &i, "--csv", &o->outs[1])) ||
+            (t = opt_take(argc, argv, &i, "--md", &o->outs[2]))) {
             if (t < 0)
                 return usage_error("report", "%s needs a file", argv[i]);
             continue;
         }
         if (strcmp(argv[i], "--json") == 0)
-            json = true;
+            o->json = true;
         else if (strcmp(argv[i], "--force") == 0)
-            force = true;
+            o->force = true;
         else if (argv[i][0] == '-')
             return usage_error("report", "unknown option %s", argv[i]);
         else
-            dirs[nd++] = argv[i];
+            o->dirs[o->nd++] = argv[i];
     }
-    if (!nd && !nfiles)
+    if (!o->nd && !o->nfiles)
         return usage_error("report", "give directories (bundles, or stock*.json, unlocked*.json, host*.json files) or --stock/--unlocked/--host files");
-    for (int i = 0; i < nfiles; i++)
-        if (report_add(&in, files[i].role, files[i].path, err, sizeof err) != 0) {
+    return 0;
+}
+
+/* Every run the options name, read into in and checked: 0, or 1 after the message. */
+static int report_read(const struct report_opts *o, struct report_input *in)
+{
+    char err[1400];
+    for (int i = 0; i < o->nfiles; i++)
+        if (report_add(in, o->files[i].role, o->files[i].path, err, sizeof err) != 0) {
             eprintf("vzcaps report: %s", err);
             return 1;
         }
-    for (int d = 0; d < nd; d++) {
-        if (read_environment(&in, dirs[d]) != 0)
+    for (int d = 0; d < o->nd; d++) {
+        if (read_environment(in, o->dirs[d]) != 0)
             return 1;
-        if (report_add_dir(&in, dirs[d]) != 0)
+        if (report_add_dir(in, o->dirs[d]) != 0)
             return 1;
     }
-    if (bench_table_check(&in.table, err, sizeof err) != 0) {
+    if (bench_table_check(&in->table, err, sizeof err) != 0) {
         eprintf("vzcaps report: %s", err);
         return 1;
     }
     struct vzcaps_chip chip; /* a bundle's own record of the machine names the chip first */
-    vzcaps_chip_from_brand(in.brand[0] ? in.brand : NULL, &chip);
+    vzcaps_chip_from_brand(in->brand[0] ? in->brand : NULL, &chip);
     if (chip.known) {
-        snprintf(in.table.chip, sizeof in.table.chip, "%s", chip.name);
-        snprintf(in.table.chip_from, sizeof in.table.chip_from, "environment.json's cpu_brand");
+        snprintf(in->table.chip, sizeof in->table.chip, "%s", chip.name);
+        snprintf(in->table.chip_from, sizeof in->table.chip_from, "environment.json's cpu_brand");
     }
-    if (in.table.n == 0) { /* never a table of dashes with exit 0 */
+    if (in->table.n == 0) { /* never a table of dashes with exit 0 */
         eprintf("vzcaps report: no llama-bench runs were read");
         return 1;
     }
-    const char *outs[3] = {svg, csv, md};
-    /* every output is checked before anything is written or printed; "-" is stdout (instead
-     * of the table) */
-    bool to_stdout = false;
+    return 0;
+}
+
+/* Every output is checked before anything is written or printed; "-" is stdout (instead of
+ * the table): 0 with *to_stdout, or the exit status after the message. */
+static int report_check_outputs(const struct report_opts *o, bool *to_stdout)
+{
+    const char *const *outs = o->outs;
+    *to_stdout = false;
     for (int k = 0; k < 3; k++) {
         if (!outs[k])
             continue;
         if (strcmp(outs[k], "-") == 0) {
-            if (to_stdout)
+            if (*to_stdout)
                 return usage_error("report", "only one of --svg, --csv and --md can be - (standard output)");
-            to_stdout = true;
+            *to_stdout = true;
             continue;
         }
         for (int m = 0; m < k; m++)
@@ -440,46 +474,66 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
                     return usage_error("report", "%s is given as two outputs", outs[k]);
                 return usage_error("report", "%s and %s are one file, given as two outputs", outs[m], outs[k]);
             }
-        const char *why = output_refusal(outs[k], k, force);
+        const char *why = output_refusal(outs[k], k, o->force);
         if (why) {
             eprintf("vzcaps report: cannot write %s: %s", outs[k], why);
             return 1;
         }
     }
-    void (*render[3])(const struct bench_table *, FILE *) = {bench_render_svg, bench_render_csv, bench_render_md};
-    for (int k = 0; k < 3; k++) { /* the files first: a failed write leaves nothing printed */
-        if (!outs[k] || strcmp(outs[k], "-") == 0)
-            continue;
-        char *buf = NULL, *err = NULL;
-        size_t n = 0;
-        FILE *f = open_memstream(&buf, &n);
-        if (!f) {
-            eprintf("vzcaps report: %s: out of memory", outs[k]);
-            return 1;
-        }
-        render[k](&in.table, f);
-        if (fclose(f) != 0) {
-            free(buf);
-            eprintf("vzcaps report: %s: out of memory", outs[k]);
-            return 1;
-        }
-        char *marked = with_marker(k, buf);
-        struct vzcaps_wopts opts = {.mode = 0644, .replace = force ? VZCAPS_FORCE : VZCAPS_IF_MARKED, .marker = markers[k],
-                                    .marker_at = marker_at[k]};
-        int rc = vzcaps_write_file(outs[k], marked, strlen(marked), &opts, &err);
-        free(marked);
-        free(buf);
-        if (rc != 0) {
-            eprintf("vzcaps report: cannot write %s", err ? err : outs[k]);
-            free(err);
-            return 1;
-        }
+    return 0;
+}
+
+static void (*const report_render[3])(const struct bench_table *, FILE *) = {bench_render_svg, bench_render_csv, bench_render_md};
+
+/* Output k rendered, marked and written through safewrite: 0, or 1 after the message. */
+static int report_write_output(const struct report_opts *o, const struct report_input *in, int k)
+{
+    const char *path = o->outs[k];
+    char *buf = NULL, *err = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    if (!f) {
+        eprintf("vzcaps report: %s: out of memory", path);
+        return 1;
     }
+    report_render[k](&in->table, f);
+    if (fclose(f) != 0) {
+        free(buf);
+        eprintf("vzcaps report: %s: out of memory", path);
+        return 1;
+    }
+    char *marked = with_marker(k, buf);
+    struct vzcaps_wopts opts = {.mode = 0644, .replace = o->force ? VZCAPS_FORCE : VZCAPS_IF_MARKED, .marker = markers[k],
+                                .marker_at = marker_at[k]};
+    int rc = vzcaps_write_file(path, marked, strlen(marked), &opts, &err);
+    free(marked);
+    free(buf);
+    if (rc != 0) {
+        eprintf("vzcaps report: cannot write %s", err ? err : path);
+        free(err);
+        return 1;
+    }
+    return 0;
+}
+
+static int report_main(int argc, char **argv, const char **dirs, struct rfile *files)
+{
+    static struct report_input in;
+    memset(&in, 0, sizeof in);
+    n_inputs = 0;
+    struct report_opts o = {.dirs = dirs, .files = files};
+    bool to_stdout;
+    int rc = report_parse(argc, argv, &o);
+    if (rc || (rc = report_read(&o, &in)) || (rc = report_check_outputs(&o, &to_stdout)))
+        return rc;
+    for (int k = 0; k < 3; k++) /* the files first: a failed write leaves nothing printed */
+        if (o.outs[k] && strcmp(o.outs[k], "-") != 0 && report_write_output(&o, &in, k) != 0)
+            return 1;
     if (!to_stdout)
-        report_print(&in, json);
+        report_print(&in, o.json);
     for (int k = 0; k < 3; k++)
-        if (outs[k] && strcmp(outs[k], "-") == 0)
-            render[k](&in.table, stdout);
+        if (o.outs[k] && strcmp(o.outs[k], "-") == 0)
+            report_render[k](&in.table, stdout);
     return 0;
 }
 

@@ -41,7 +41,9 @@ static void *fail(struct pctx *c, const char *fmt, ...)
     return NULL;
 }
 
-static struct plist *node(struct pctx *c, enum plist_type t)
+/* A value of type t for the tree (named so apart from bundlecopy.c's struct node), counted against
+ * PLIST_MAX_NODES. */
+static struct plist *new_value(struct pctx *c, enum plist_type t)
 {
     if (++c->nodes > PLIST_MAX_NODES)
         return fail(c, "more than %d values", PLIST_MAX_NODES);
@@ -178,7 +180,7 @@ static int put_utf8(struct pctx *c, struct buf *b, uint32_t u)
 
 static struct plist *string_node(struct pctx *c, enum plist_type t, struct buf *b)
 {
-    struct plist *p = node(c, t);
+    struct plist *p = new_value(c, t);
     if (!p) {
         free(b->s);
         return NULL;
@@ -423,7 +425,7 @@ static struct plist *xml_scalar(struct pctx *c, const char *name, bool empty)
         free(b.s);
         if (!ok)
             return XFAIL(c, "<%s> is not a number", name);
-        struct plist *p = node(c, integer ? PLIST_INTEGER : PLIST_REAL);
+        struct plist *p = new_value(c, integer ? PLIST_INTEGER : PLIST_REAL);
         if (p)
             p->integer = i, p->real = r;
         return p;
@@ -432,7 +434,7 @@ static struct plist *xml_scalar(struct pctx *c, const char *name, bool empty)
     if (strcmp(name, "true") == 0 || strcmp(name, "false") == 0) {
         if (b.n)
             return XFAIL(c, "<%s> holds text", name);
-        struct plist *p = node(c, PLIST_BOOL);
+        struct plist *p = new_value(c, PLIST_BOOL);
         if (p)
             p->boolean = name[0] == 't';
         return p;
@@ -444,7 +446,7 @@ static struct plist *xml_value(struct pctx *c, int depth);
 
 static struct plist *xml_container(struct pctx *c, bool dict, bool empty, int depth)
 {
-    struct plist *p = node(c, dict ? PLIST_DICT : PLIST_ARRAY);
+    struct plist *p = new_value(c, dict ? PLIST_DICT : PLIST_ARRAY);
     if (!p || empty)
         return p;
     for (;;) {
@@ -589,7 +591,7 @@ static struct plist *bin_container(struct pctx *c, uint64_t ref, bool dict, uint
     uint64_t width = dict ? 2 * (uint64_t)c->ref_size : c->ref_size;
     if (count > c->table / width || !span_ok(c, body, count * width))
         return fail(c, "binary: object %llu: %llu entries lie outside the file", (unsigned long long)ref, (unsigned long long)count);
-    struct plist *p = node(c, dict ? PLIST_DICT : PLIST_ARRAY);
+    struct plist *p = new_value(c, dict ? PLIST_DICT : PLIST_ARRAY);
     for (uint64_t i = 0; p && i < count; i++) {
         struct plist *key = NULL;
         if (dict) {
@@ -649,6 +651,27 @@ static struct plist *bin_string(struct pctx *c, uint64_t ref, bool utf16, uint64
     return string_node(c, PLIST_STRING, &b);
 }
 
+/* A binary real (marker 0x2N: 4 or 8 bytes) or date (0x33: 8 bytes, seconds since 2001). */
+static struct plist *bin_real(struct pctx *c, uint64_t ref, uint64_t off, unsigned hi, unsigned lo)
+{
+    if ((lo != 2 && lo != 3) || (hi == 0x3 && lo != 3) || !span_ok(c, off + 1, 1u << lo))
+        return fail(c, "binary: object %llu: a real number that lies outside the file", (unsigned long long)ref);
+    uint64_t bits = be(c->d + off + 1, 1u << lo);
+    double r;
+    if (lo == 2) {
+        uint32_t b32 = (uint32_t)bits;
+        float f;
+        memcpy(&f, &b32, sizeof f);
+        r = f;
+    } else {
+        memcpy(&r, &bits, sizeof r);
+    }
+    struct plist *p = new_value(c, hi == 0x2 ? PLIST_REAL : PLIST_DATE);
+    if (p)
+        p->real = r;
+    return p;
+}
+
 static struct plist *bin_object(struct pctx *c, uint64_t ref, int depth)
 {
     if (c->failed)
@@ -672,7 +695,7 @@ static struct plist *bin_object(struct pctx *c, uint64_t ref, int depth)
     case 0x0:
         if (m != 0x08 && m != 0x09)
             return fail(c, "binary: object %llu: marker 0x%02x is not a value", (unsigned long long)ref, m);
-        if ((p = node(c, PLIST_BOOL)))
+        if ((p = new_value(c, PLIST_BOOL)))
             p->boolean = m == 0x09;
         return p;
     case 0x1:
@@ -682,28 +705,13 @@ static struct plist *bin_object(struct pctx *c, uint64_t ref, int depth)
             return fail(c, "binary: object %llu: an integer that lies outside the file", (unsigned long long)ref);
         if (n == 16 && be(c->d + off + 1, 8) != 0 && be(c->d + off + 1, 8) != UINT64_MAX)
             return fail(c, "binary: object %llu: an integer wider than 64 bits", (unsigned long long)ref);
-        if ((p = node(c, hi == 0x1 ? PLIST_INTEGER : PLIST_UID)))
+        if ((p = new_value(c, hi == 0x1 ? PLIST_INTEGER : PLIST_UID)))
             p->integer = (long long)be(c->d + off + 1 + (n == 16 ? 8 : 0), n == 16 ? 8 : n);
         return p;
     }
     case 0x2:
-    case 0x3: {
-        if ((lo != 2 && lo != 3) || (hi == 0x3 && lo != 3) || !span_ok(c, off + 1, 1u << lo))
-            return fail(c, "binary: object %llu: a real number that lies outside the file", (unsigned long long)ref);
-        uint64_t bits = be(c->d + off + 1, 1u << lo);
-        double r;
-        if (lo == 2) {
-            uint32_t b32 = (uint32_t)bits;
-            float f;
-            memcpy(&f, &b32, sizeof f);
-            r = f;
-        } else {
-            memcpy(&r, &bits, sizeof r);
-        }
-        if ((p = node(c, hi == 0x2 ? PLIST_REAL : PLIST_DATE)))
-            p->real = r;
-        return p;
-    }
+    case 0x3:
+        return bin_real(c, ref, off, hi, lo);
     case 0x4:
         if (bin_count(c, ref, off, &count, &body) != 0)
             return NULL;

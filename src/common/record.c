@@ -76,12 +76,17 @@ static int hash_link(int dirfd, const char *name, const struct stat *st, char he
     }
 }
 
+unsigned long long vzcaps_made_dev(unsigned long long raw, size_t width)
+{
+    return width == 4 ? raw & 0xFFFFFFFFull : raw;
+}
+
 int vzcaps_made_stat(int dirfd, const char *name, bool hash, struct vzcaps_made *m)
 {
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
         return -1;
-    m->dev = (unsigned long long)st.st_dev;
+    m->dev = vzcaps_made_dev((unsigned long long)st.st_dev, sizeof st.st_dev);
     m->ino = (unsigned long long)st.st_ino;
     m->sec = (long long)st.st_mtime;
     m->nsec = MTIME_NSEC(st);

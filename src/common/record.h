@@ -21,6 +21,13 @@ struct vzcaps_made {
     char sha256[65];
 };
 
+/* A device number as the record keeps it, which is how BSD `stat -f %d` prints it (the shell
+ * scripts compare with that): a 32-bit dev_t (macOS's is int32_t) as unsigned 32-bit (file_cmds
+ * stat.c format1: st_dev's default output is FMTF_UNSIGNED, and a 4-byte field is cast to
+ * u_int32_t), so a device with bit 31 set is not sign-extended; a wider one as it is (Linux's
+ * dev_t is unsigned 64-bit, as GNU `stat -c %d` prints it). raw: the dev_t converted to
+ * unsigned long long; width: sizeof the dev_t. */
+unsigned long long vzcaps_made_dev(unsigned long long raw, size_t width);
 /* The entry at name in dirfd (AT_FDCWD: name is a path). hash false: "-" for every entry.
  * 0, or -1 with errno (the entry is missing or unreadable). */
 int vzcaps_made_stat(int dirfd, const char *name, bool hash, struct vzcaps_made *m);

@@ -316,6 +316,27 @@ int vzcaps_file_trust(unsigned long owner, unsigned long mode, unsigned long uid
  * the injection on unchanged: the profile applies in the program it starts. ---- */
 bool vzcaps_launcher_target(const char *exe_path, char *target, size_t len);
 
+/* ---- stock means stock (stock.c): the environment of a run that must be stock ---- */
+
+/* The number of ':'-separated entries in a PATH value (empty ones count; "" is one). */
+size_t vzcaps_path_entries(const char *path);
+/* The environment a stock child gets (doctor --bundle's, bench's, probe's and verify's stock
+ * runs): envp without any entry of ours (vzcaps_env_is_ours), without our library (base name
+ * libname) in the preload entry (its other libraries kept; an entry left empty goes), and with
+ * PATH without the entries that are vzcaps shim directories, so a program named on it resolves
+ * to the real one. Which entries those are is the caller's fact: shim_dir[i] for the i-th entry
+ * of the first PATH entry's value (n_path of them; vzcaps_path_entries); a PATH left with no
+ * entry goes (the system's default search). A later duplicate of PATH or of the preload entry
+ * goes (the first speaks). *out is built in mem: 0, or the bytes needed when cap is smaller
+ * (nothing written). envp and its strings are never changed. */
+struct vzcaps_stock_env_in {
+    char *const *envp;
+    const bool *shim_dir;
+    size_t n_path;
+    const char *preload_var, *seps, *libname;
+};
+long vzcaps_stock_env(const struct vzcaps_stock_env_in *in, void *mem, size_t cap, char *const **out);
+
 /* ---- how macOS starts a process (launch.c): decisions over facts the caller gathered ---- */
 
 /* Whether SIP protects the program at path (under /bin, /sbin, /usr/bin, /usr/sbin,

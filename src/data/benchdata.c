@@ -41,6 +41,144 @@ static long num_field(const struct jv *o, const char *key, bool *ok)
     return (long)v->number;
 }
 
+/* A run's samples_ts, each a bounded number of tokens per second (so medians, ratios and chart
+ * scales stay finite), in *vp (heap, *n of them): 0, or -1 with err. */
+static int run_samples(const struct jv *run, const char *path, size_t idx, double **vp, size_t *n, char *err, size_t errlen)
+{
+    const struct jv *samples = jv_get(run, "samples_ts");
+    if (!samples || samples->type != JV_ARRAY || samples->count == 0) {
+        snprintf(err, errlen, "%s: run %zu: no samples_ts (needs llama-bench -o json with repetitions)", path, idx);
+        return -1;
+    }
+    double *v = malloc(samples->count * sizeof *v);
+    *n = 0;
+    for (const struct jv *s = samples->child; s; s = s->next) {
+        if (s->type != JV_NUMBER || !(s->number >= BENCH_MIN_TS && s->number <= BENCH_MAX_TS)) {
+            snprintf(err, errlen, "%s: run %zu: samples_ts[%zu] is not a number of tokens per second in %g..%g", path, idx, *n,
+                     BENCH_MIN_TS, BENCH_MAX_TS);
+            free(v);
+            return -1;
+        }
+        v[(*n)++] = s->number;
+    }
+    *vp = v;
+    return 0;
+}
+
+/* The test's name, llama-bench's: pp512, tg128, pp512+tg128, with " @ dN" for a depth; -1 when
+ * neither count is positive. */
+static int run_test_name(long np, long ng, long nd, char *test, size_t len)
+{
+    if (np > 0 && ng > 0)
+        snprintf(test, len, "pp%ld+tg%ld", np, ng);
+    else if (np > 0)
+        snprintf(test, len, "pp%ld", np);
+    else if (ng > 0)
+        snprintf(test, len, "tg%ld", ng);
+    else
+        return -1;
+    if (nd > 0)
+        vzcaps_appendf(test, len, " @ d%ld", nd);
+    return 0;
+}
+
+/* The samples v (n of them, sorted by the median) as role's statistics of test's row: 0, or -1
+ * with err (too many tests, a test twice for one role). */
+static int add_stat(struct bench_table *t, enum bench_role role, const char *test, double *v, size_t n, const char *path,
+                    char *err, size_t errlen)
+{
+    struct bench_row *row = NULL;
+    for (size_t i = 0; i < t->n; i++)
+        if (strcmp(t->rows[i].test, test) == 0)
+            row = &t->rows[i];
+    if (!row) {
+        if (t->n == BENCH_MAX_ROWS) {
+            snprintf(err, errlen, "%s: more than %d tests", path, BENCH_MAX_ROWS);
+            return -1;
+        }
+        row = &t->rows[t->n++];
+        memset(row, 0, sizeof *row);
+        snprintf(row->test, sizeof row->test, "%s", test);
+    }
+    struct bench_stat *st = &row->role[role];
+    if (st->present) {
+        snprintf(err, errlen, "%s: test %s appears twice for the %s role", path, test, bench_role_names[role]);
+        return -1;
+    }
+    st->present = true;
+    st->n = n;
+    st->median = bench_median(v, n);
+    st->min = v[0];
+    st->max = v[n - 1];
+    return 0;
+}
+
+/* What the run says about the build, the model, the chip and the date (the first one given
+ * wins; the earliest date): 0, or -1 with err. */
+static int run_metadata(struct bench_table *t, const struct jv *run, const char *path, size_t idx, char *err, size_t errlen)
+{
+    const struct jv *bc = jv_get(run, "build_commit"), *bn = jv_get(run, "build_number"), *mt = jv_get(run, "model_type");
+    if (bn && (bn->type != JV_NUMBER || bn->number < 0 || bn->number > 9007199254740992.0 || bn->number != floor(bn->number))) {
+        snprintf(err, errlen, "%s: run %zu: build_number is not a whole number in 0..2^53", path, idx);
+        return -1;
+    }
+    if (bc && bc->type == JV_STRING && !t->build_commit[0])
+        vzcaps_clip(bc->string, sizeof t->build_commit - 16, t->build_commit, sizeof t->build_commit);
+    if (bn && !t->build_number)
+        t->build_number = (long long)bn->number;
+    if (mt && mt->type == JV_STRING && !t->model_type[0])
+        vzcaps_clip(mt->string, sizeof t->model_type - 16, t->model_type, sizeof t->model_type);
+    /* the chip: the last item of cpu_info ("Accelerate, Apple M1 Ultra (Virtual)"), when the
+     * chip table knows it (never an arbitrary string on the chart) */
+    const struct jv *ci = jv_get(run, "cpu_info"), *tt = jv_get(run, "test_time");
+    if (ci && ci->type == JV_STRING && !t->chip[0]) {
+        const char *last = strrchr(ci->string, ',');
+        struct vzcaps_chip chip;
+        vzcaps_chip_from_brand(last ? last + 1 : ci->string, &chip);
+        if (chip.known)
+            snprintf(t->chip, sizeof t->chip, "%s", chip.name);
+    }
+    /* the date: test_time "2026-08-09T18:13:03Z"; only a well-formed date is taken */
+    if (tt && tt->type == JV_STRING && strlen(tt->string) >= 10) {
+        bool date = true;
+        for (int i = 0; i < 10; i++)
+            date &= i == 4 || i == 7 ? tt->string[i] == '-' : tt->string[i] >= '0' && tt->string[i] <= '9';
+        if (date && (!t->date[0] || strncmp(tt->string, t->date, 10) < 0))
+            snprintf(t->date, sizeof t->date, "%.10s", tt->string);
+    }
+    return 0;
+}
+
+/* One llama-bench run (an object of its -o json array) into the table: 0, or -1 with err. */
+static int add_run(struct bench_table *t, enum bench_role role, const struct jv *run, const char *path, size_t idx, char *err,
+                   size_t errlen)
+{
+    bool ok = true;
+    if (run->type != JV_OBJECT) {
+        snprintf(err, errlen, "%s: run %zu is not an object", path, idx);
+        return -1;
+    }
+    long np = num_field(run, "n_prompt", &ok), ng = num_field(run, "n_gen", &ok);
+    long nd = jv_get(run, "n_depth") ? num_field(run, "n_depth", &ok) : 0;
+    if (!ok) {
+        snprintf(err, errlen, "%s: run %zu: n_prompt, n_gen or n_depth missing or not a count", path, idx);
+        return -1;
+    }
+    double *v;
+    size_t n;
+    if (run_samples(run, path, idx, &v, &n, err, errlen) != 0)
+        return -1;
+    char test[48];
+    if (run_test_name(np, ng, nd, test, sizeof test) != 0) {
+        snprintf(err, errlen, "%s: run %zu: neither n_prompt nor n_gen is positive", path, idx);
+        free(v);
+        return -1;
+    }
+    int rc = add_stat(t, role, test, v, n, path, err, errlen);
+    free(v);
+    return rc == 0 ? run_metadata(t, run, path, idx, err, errlen) : -1;
+}
+
 int bench_table_add_file(struct bench_table *t, enum bench_role role, const char *path, char *err, size_t errlen)
 {
     size_t len;
@@ -54,114 +192,16 @@ int bench_table_add_file(struct bench_table *t, enum bench_role role, const char
         snprintf(err, errlen, "%s: not valid JSON: %s", path, why);
         return -1;
     }
-    int rc = -1;
+    int rc = 0;
     if (doc->type != JV_ARRAY || doc->count == 0) {
         snprintf(err, errlen, "%s: expected a non-empty array of llama-bench runs (llama-bench -o json)", path);
-        goto out;
+        rc = -1;
+    } else {
+        t->role_given[role] = true;
+        size_t idx = 0;
+        for (const struct jv *run = doc->child; run && rc == 0; run = run->next, idx++)
+            rc = add_run(t, role, run, path, idx, err, errlen);
     }
-    t->role_given[role] = true;
-    size_t idx = 0;
-    for (const struct jv *run = doc->child; run; run = run->next, idx++) {
-        bool ok = true;
-        if (run->type != JV_OBJECT) {
-            snprintf(err, errlen, "%s: run %zu is not an object", path, idx);
-            goto out;
-        }
-        long np = num_field(run, "n_prompt", &ok), ng = num_field(run, "n_gen", &ok);
-        long nd = jv_get(run, "n_depth") ? num_field(run, "n_depth", &ok) : 0;
-        if (!ok) {
-            snprintf(err, errlen, "%s: run %zu: n_prompt, n_gen or n_depth missing or not a count", path, idx);
-            goto out;
-        }
-        const struct jv *samples = jv_get(run, "samples_ts");
-        if (!samples || samples->type != JV_ARRAY || samples->count == 0) {
-            snprintf(err, errlen, "%s: run %zu: no samples_ts (needs llama-bench -o json with repetitions)", path, idx);
-            goto out;
-        }
-        double *v = malloc(samples->count * sizeof *v);
-        size_t n = 0;
-        for (const struct jv *s = samples->child; s; s = s->next) {
-            /* bounded, so medians, ratios and chart scales stay finite */
-            if (s->type != JV_NUMBER || !(s->number >= BENCH_MIN_TS && s->number <= BENCH_MAX_TS)) {
-                snprintf(err, errlen, "%s: run %zu: samples_ts[%zu] is not a number of tokens per second in %g..%g", path, idx, n,
-                         BENCH_MIN_TS, BENCH_MAX_TS);
-                free(v);
-                goto out;
-            }
-            v[n++] = s->number;
-        }
-        char test[48];
-        if (np > 0 && ng > 0)
-            snprintf(test, sizeof test, "pp%ld+tg%ld", np, ng);
-        else if (np > 0)
-            snprintf(test, sizeof test, "pp%ld", np);
-        else if (ng > 0)
-            snprintf(test, sizeof test, "tg%ld", ng);
-        else {
-            snprintf(err, errlen, "%s: run %zu: neither n_prompt nor n_gen is positive", path, idx);
-            free(v);
-            goto out;
-        }
-        if (nd > 0)
-            vzcaps_appendf(test, sizeof test, " @ d%ld", nd);
-        struct bench_row *row = NULL;
-        for (size_t i = 0; i < t->n; i++)
-            if (strcmp(t->rows[i].test, test) == 0)
-                row = &t->rows[i];
-        if (!row) {
-            if (t->n == BENCH_MAX_ROWS) {
-                snprintf(err, errlen, "%s: more than %d tests", path, BENCH_MAX_ROWS);
-                free(v);
-                goto out;
-            }
-            row = &t->rows[t->n++];
-            memset(row, 0, sizeof *row);
-            snprintf(row->test, sizeof row->test, "%s", test);
-        }
-        struct bench_stat *st = &row->role[role];
-        if (st->present) {
-            snprintf(err, errlen, "%s: test %s appears twice for the %s role", path, test, bench_role_names[role]);
-            free(v);
-            goto out;
-        }
-        st->present = true;
-        st->n = n;
-        st->median = bench_median(v, n);
-        st->min = v[0];
-        st->max = v[n - 1];
-        free(v);
-        const struct jv *bc = jv_get(run, "build_commit"), *bn = jv_get(run, "build_number"), *mt = jv_get(run, "model_type");
-        if (bn && (bn->type != JV_NUMBER || bn->number < 0 || bn->number > 9007199254740992.0 || bn->number != floor(bn->number))) {
-            snprintf(err, errlen, "%s: run %zu: build_number is not a whole number in 0..2^53", path, idx);
-            goto out;
-        }
-        if (bc && bc->type == JV_STRING && !t->build_commit[0])
-            vzcaps_clip(bc->string, sizeof t->build_commit - 16, t->build_commit, sizeof t->build_commit);
-        if (bn && !t->build_number)
-            t->build_number = (long long)bn->number;
-        if (mt && mt->type == JV_STRING && !t->model_type[0])
-            vzcaps_clip(mt->string, sizeof t->model_type - 16, t->model_type, sizeof t->model_type);
-        /* the chip: the last item of cpu_info ("Accelerate, Apple M1 Ultra (Virtual)"), when the
-         * chip table knows it (never an arbitrary string on the chart) */
-        const struct jv *ci = jv_get(run, "cpu_info"), *tt = jv_get(run, "test_time");
-        if (ci && ci->type == JV_STRING && !t->chip[0]) {
-            const char *last = strrchr(ci->string, ',');
-            struct vzcaps_chip chip;
-            vzcaps_chip_from_brand(last ? last + 1 : ci->string, &chip);
-            if (chip.known)
-                snprintf(t->chip, sizeof t->chip, "%s", chip.name);
-        }
-        /* the date: test_time "2026-08-09T18:13:03Z"; only a well-formed date is taken */
-        if (tt && tt->type == JV_STRING && strlen(tt->string) >= 10) {
-            bool date = true;
-            for (int i = 0; i < 10; i++)
-                date &= i == 4 || i == 7 ? tt->string[i] == '-' : tt->string[i] >= '0' && tt->string[i] <= '9';
-            if (date && (!t->date[0] || strncmp(tt->string, t->date, 10) < 0))
-                snprintf(t->date, sizeof t->date, "%.10s", tt->string);
-        }
-    }
-    rc = 0;
-out:
     jv_free(doc);
     return rc;
 }

@@ -78,6 +78,64 @@ static int hex4(struct parser *p, unsigned *out)
     return 0;
 }
 
+/* After a backslash: the escape's code point in *cp (a \\u surrogate pair joined); 0, or -1
+ * after fail(). */
+static int escape(struct parser *p, unsigned *cp)
+{
+    char e = p->s[p->pos++];
+    if (e == 'u') {
+        if (hex4(p, cp) != 0)
+            return -1;
+        if (*cp == 0) { /* a C string would end there and the rest be lost unseen */
+            p->pos -= 6;
+            return fail(p, "\\u0000 (a NUL character) in a string: not accepted"), -1;
+        }
+        if (*cp >= 0xd800 && *cp < 0xdc00) {
+            unsigned lo;
+            if (p->len - p->pos < 2 || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u')
+                return fail(p, "unpaired surrogate"), -1;
+            p->pos += 2;
+            if (hex4(p, &lo) != 0)
+                return -1;
+            if (lo < 0xdc00 || lo > 0xdfff)
+                return fail(p, "unpaired surrogate"), -1;
+            *cp = 0x10000 + ((*cp - 0xd800) << 10) + (lo - 0xdc00);
+        } else if (*cp >= 0xdc00 && *cp <= 0xdfff) {
+            return fail(p, "unpaired surrogate"), -1;
+        }
+        return 0;
+    }
+    switch (e) {
+    case '"': *cp = '"'; break;
+    case '\\': *cp = '\\'; break;
+    case '/': *cp = '/'; break;
+    case 'b': *cp = '\b'; break;
+    case 'f': *cp = '\f'; break;
+    case 'n': *cp = '\n'; break;
+    case 'r': *cp = '\r'; break;
+    case 't': *cp = '\t'; break;
+    default: return fail(p, "bad escape"), -1;
+    }
+    return 0;
+}
+
+/* cp as UTF-8 at out + *n (room for 4 bytes); raw: a byte as it was (below 0x80). */
+static void put_utf8(char *out, size_t *np, unsigned cp, bool raw)
+{
+    size_t n = *np;
+    if (cp < 0x80 || raw) {
+        out[n++] = (char)cp;
+    } else if (cp < 0x800) {
+        out[n++] = (char)(0xc0 | cp >> 6), out[n++] = (char)(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        out[n++] = (char)(0xe0 | cp >> 12), out[n++] = (char)(0x80 | ((cp >> 6) & 0x3f)), out[n++] = (char)(0x80 | (cp & 0x3f));
+    } else {
+        out[n++] = (char)(0xf0 | cp >> 18), out[n++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+        out[n++] = (char)(0x80 | ((cp >> 6) & 0x3f)), out[n++] = (char)(0x80 | (cp & 0x3f));
+    }
+    *np = n;
+}
+
 static char *string(struct parser *p)
 {
     p->pos++; /* opening quote */
@@ -128,50 +186,8 @@ static char *string(struct parser *p)
                 fail(p, "unterminated string");
                 break;
             }
-            char e = p->s[p->pos++];
-            if (e == 'u') {
-                if (hex4(p, &cp) != 0)
-                    break;
-                if (cp == 0) { /* a C string would end there and the rest be lost unseen */
-                    p->pos -= 6;
-                    fail(p, "\\u0000 (a NUL character) in a string: not accepted");
-                    break;
-                }
-                if (cp >= 0xd800 && cp < 0xdc00) {
-                    unsigned lo;
-                    if (p->len - p->pos < 2 || p->s[p->pos] != '\\' || p->s[p->pos + 1] != 'u') {
-                        fail(p, "unpaired surrogate");
-                        break;
-                    }
-                    p->pos += 2;
-                    if (hex4(p, &lo) != 0)
-                        break;
-                    if (lo < 0xdc00 || lo > 0xdfff) {
-                        fail(p, "unpaired surrogate");
-                        break;
-                    }
-                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-                } else if (cp >= 0xdc00 && cp <= 0xdfff) {
-                    fail(p, "unpaired surrogate");
-                    break;
-                }
-            } else {
-                switch (e) {
-                case '"': cp = '"'; break;
-                case '\\': cp = '\\'; break;
-                case '/': cp = '/'; break;
-                case 'b': cp = '\b'; break;
-                case 'f': cp = '\f'; break;
-                case 'n': cp = '\n'; break;
-                case 'r': cp = '\r'; break;
-                case 't': cp = '\t'; break;
-                default: cp = 0x110000; break;
-                }
-                if (cp == 0x110000) {
-                    fail(p, "bad escape");
-                    break;
-                }
-            }
+            if (escape(p, &cp) != 0)
+                break;
         }
         if (n + 5 >= cap) {
             char *bigger = realloc(out, cap *= 2);
@@ -181,16 +197,7 @@ static char *string(struct parser *p)
             }
             out = bigger;
         }
-        if (cp < 0x80 || c != '\\') {
-            out[n++] = (char)cp;
-        } else if (cp < 0x800) {
-            out[n++] = (char)(0xc0 | cp >> 6), out[n++] = (char)(0x80 | (cp & 0x3f));
-        } else if (cp < 0x10000) {
-            out[n++] = (char)(0xe0 | cp >> 12), out[n++] = (char)(0x80 | ((cp >> 6) & 0x3f)), out[n++] = (char)(0x80 | (cp & 0x3f));
-        } else {
-            out[n++] = (char)(0xf0 | cp >> 18), out[n++] = (char)(0x80 | ((cp >> 12) & 0x3f));
-            out[n++] = (char)(0x80 | ((cp >> 6) & 0x3f)), out[n++] = (char)(0x80 | (cp & 0x3f));
-        }
+        put_utf8(out, &n, cp, c != '\\');
     }
     free(out);
     return NULL;

@@ -191,9 +191,3 @@ size_t cli_preload_duplicates(void)
 {
     return preload_dropped;
 }
-
-bool cli_stock_entry(const char *entry)
-{
-    size_t pl = strlen(preload_var);
-    return !vzcaps_env_is_ours(entry) && !(strncmp(entry, preload_var, pl) == 0 && entry[pl] == '=');
-}

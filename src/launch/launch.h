@@ -31,9 +31,7 @@
 /* The first of ../PATH... next to this command (an install: share/doc/vzcaps/X; a checkout:
  * docs/X beside build/) that is a regular file, into buf; false when none is. */
 bool installed_file(const char *const *rels, size_t n, char *buf, size_t len);
-/* Whether an environment entry stays in a stock child: every entry of ours and every preload
- * entry leave (env.c; for vzcaps_child_opts.env_keep). */
-bool cli_stock_entry(const char *entry);
+/* A stock child's environment: src/common/stockenv.h (vzcaps_stock_child). */
 /* Shell-quotes s to out ('...' with embedded quotes escaped). */
 void shell_quote(FILE *out, const char *s);
 

@@ -7,6 +7,7 @@
 #include "../common/child.h"
 #include "../common/safewrite.h"
 #include "../common/sha256.h"
+#include "../common/stockenv.h"
 #include "../device/metal.h"
 
 #include <errno.h>
@@ -56,8 +57,9 @@ static char *capture_status(char **argv, bool stock, int *status)
 {
     static struct vzcaps_head c = {.limit = CAPTURE_MAX};
     vzcaps_head_free(&c);
-    struct vzcaps_child_opts co = {.argv = argv, .env_keep = stock ? cli_stock_entry : NULL, .out = {capture_sink, &c},
-                                   .err = {to_stderr, NULL}, .timeout = launch_child_timeout};
+    struct vzcaps_child_opts co = {.argv = argv, .out = {capture_sink, &c}, .err = {to_stderr, NULL}, .timeout = launch_child_timeout};
+    if (stock)
+        vzcaps_stock_child(&co, preload_var, library_file);
     struct vzcaps_child_result r;
     vzcaps_child_run(&co, &r);
     if (r.timed_out)

@@ -142,8 +142,7 @@ def test_full_disk_counts_every_file_not_written(tmp_path):
     # regression: "(see summary.md)" although summary.md was among the files not written
     assert f"vzcaps doctor: cannot write {disk}/b/summary.md: No space left on device" in lost
     assert p.stderr.splitlines()[-1] == (f"vzcaps doctor: the bundle in {disk}/b is incomplete: {len(lost)} of its files "
-                                         "could not be written (above), 0 of its steps failed (summary.md could not be "
-                                         "written either)")
+                                         "could not be written (above) (summary.md could not be written either)")
 
 
 def test_a_file_size_limit_counts_as_a_failed_write(tmp_path):
@@ -166,7 +165,9 @@ def test_a_failed_step_is_counted_and_named(tmp_path):
     out = tmp_path / "b"
     p = doctor_bundle(out, env=clean_env(VZCAPS_CONFIG=str(bad)))
     assert p.returncode == 1 and "wrote" not in p.stdout
-    assert p.stderr.endswith("0 of its files could not be written (above), 1 of its steps failed (see summary.md)\n")
+    # issue 33 row 11: it said "0 of its files could not be written (above)" with nothing above
+    assert p.stderr.splitlines()[-1] == f"vzcaps doctor: the bundle in {out} is incomplete: 1 of its steps failed (see summary.md)"
+    assert "cannot write" not in p.stderr and "could not be written" not in p.stderr
     summary = (out / "summary.md").read_text()
     assert "Steps: 3 ran, 1 failed, 16 skipped" in summary
     assert "| check.json | vzcaps check --json | **FAILED**: exit 1 |" in summary
@@ -444,3 +445,52 @@ def test_the_archive_of_odd_directory_names(tmp_path):
     assert p.returncode == 0, p.stderr
     with tarfile.open(tmp_path / "first run\nx.tar.gz") as t:
         assert t.getnames()[0] == "first run\nx" and "first run\nx/SHA256SUMS" in t.getnames()
+
+
+# ---- issue 33 item 3: stock means stock ----
+
+def test_the_stock_run_of_a_workload_skips_the_shims_on_path(tmp_path):
+    """doctor --bundle DIR -- probe with a vzcaps shim directory first on PATH (on the rig,
+    `vzcaps shims --dir` and build/probe): the stock run starts the real probe with the stock
+    family, without our library in LD_PRELOAD (another library stays); through vzcaps run it is
+    unlocked; the bundle records the PATH each run used."""
+    shims, real = tmp_path / "shims", tmp_path / "real"
+    real.mkdir()
+    (real / "probe").symlink_to(BUILD / "probe")
+    p = subprocess.run([str(BUILD / "vzcaps"), "shims", "--dir", str(shims), "probe"], env=clean_env(),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    # a library that is not ours, preloaded in both runs: the C library's libm
+    other = subprocess.run(["gcc", "-print-file-name=libm.so.6"], capture_output=True, text=True).stdout.strip()
+    assert os.path.isabs(other), other
+    path = f"{shims}:{real}:/usr/bin:/bin"
+    env = clean_env(PATH=path, VZCAPS_HOST_CHIP="Apple M2", LD_PRELOAD=f"{other} {BUILD / 'libvzcaps.so'}")
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--", "probe", env=env)
+    assert p.returncode == 0, p.stderr
+    stock, injected = (out / "workload-stock.txt").read_text(), (out / "workload-vzcaps.txt").read_text()
+    assert "family 1008 0" in stock and f"env LD_PRELOAD={other}\n" in stock, stock
+    assert "family 1008 1" in injected and "family 1009 0" in injected, injected
+    stock_err = out / "workload-stock.txt.stderr"
+    assert not stock_err.exists() or "vzcaps:" not in stock_err.read_text()
+    row = next(l for l in (out / "summary.md").read_text().splitlines() if l.startswith("| PATH |"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == f"`{as_the_bundle_shows(real)}:/usr/bin:/bin`", row
+    assert cells[2] == f"`{as_the_bundle_shows(shims)}:{as_the_bundle_shows(real)}:/usr/bin:/bin`", row
+
+
+def test_a_directory_is_a_shim_directory_only_by_a_record_of_ours(tmp_path):
+    """A look-alike (a link to vzcaps without a record, a record file that names nothing) is not
+    taken for a shim directory: its PATH entry stays in the stock run."""
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "probe").symlink_to(BUILD / "probe")
+    (fake / ".probe.vzcaps-shim").write_text("vzcaps shims\ncopy 1 2 3.000000000 -\n")
+    (fake / ".x.vzcaps-shim").symlink_to("/etc/passwd")
+    env = clean_env(PATH=f"{fake}:/usr/bin:/bin", VZCAPS_HOST_CHIP="Apple M2")
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--", "probe", env=env)
+    assert p.returncode == 0, p.stderr
+    row = next(l for l in (out / "summary.md").read_text().splitlines() if l.startswith("| PATH |"))
+    assert row.split(" | ")[1] == f"`{as_the_bundle_shows(fake)}:/usr/bin:/bin`", row
+    assert "family 1008 0" in (out / "workload-stock.txt").read_text()

@@ -19,11 +19,12 @@ METAL = "/System/Library/Frameworks/Metal.framework/Versions/A/Metal"
 
 
 def lib(tmp_path, name="lib.dylib", libs=(LIBSYSTEM,), imports=(("_malloc", 1),), sdk=(15, 1), data_const=0,
-        headerpad=0x100, cputype=mg.CPU_ARM64, minos=(13, 0)):
-    """A signed dylib that passes every check below unless a parameter says otherwise."""
+        headerpad=0x100, cputype=mg.CPU_ARM64, minos=(13, 0), **more):
+    """A signed dylib that passes every check below unless a parameter says otherwise (more:
+    machogen's filetype, text_prot, linkedit_prot)."""
     f = tmp_path / name
     f.write_bytes(mg.build(cputype=cputype, cpusubtype=3 if cputype == mg.CPU_X86_64 else 0, libs=libs, imports=imports,
-                           sdk=sdk, data_const=data_const, headerpad=headerpad, cstrings=("x",), minos=minos))
+                           sdk=sdk, data_const=data_const, headerpad=headerpad, cstrings=("x",), minos=minos, **more))
     return f
 
 
@@ -117,6 +118,42 @@ def test_sdk_26_without_sg_read_only_fails(tmp_path):
 def test_sg_read_only_is_required_from_sdk_26_only(tmp_path, sdk, flags):
     p = audit(lib(tmp_path, sdk=sdk, data_const=flags))
     assert p.returncode == 0, p.stdout
+
+
+# ---- __TEXT r-x and an executable's __LINKEDIT r-- (issue 32 row 14) ----------------------------
+# dyld's mach_o/Header.cpp validSegment applies Policy::enforceTextSegmentPermissions (SDK
+# epoch fall 2019, macOS 10.15) and Policy::enforceReadOnlyLinkedit (fall 2015, macOS 10.11):
+# both hold for every file built against SDK 26.
+
+@pytest.mark.parametrize("filetype,name", [(6, "lib.dylib"), (2, "vzcaps")])
+def test_sdk_26_with_text_rwx_fails(tmp_path, filetype, name):
+    p = audit(lib(tmp_path, name=name, sdk=(26, 0), data_const=mg.SG_READ_ONLY, filetype=filetype, text_prot=7,
+                  linkedit_prot=1), command=filetype == 2)
+    assert p.returncode == 1
+    assert (f"{name} [arm64]: __TEXT is not r-x (rwx; dyld refuses it when built against SDK 10.15 or later; "
+            "SDK 26.0)") in p.stdout, p.stdout
+
+
+def test_sdk_26_executable_with_linkedit_rw_fails(tmp_path):
+    p = audit(lib(tmp_path, name="vzcaps", sdk=(26, 0), data_const=mg.SG_READ_ONLY, filetype=2, linkedit_prot=3),
+              command=True)
+    assert p.returncode == 1
+    assert ("vzcaps [arm64]: __LINKEDIT is not r-- (rw-; dyld refuses it when built against SDK 10.11 or later; "
+            "SDK 26.0)") in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("sdk,text,linkedit,ok", [
+    ((26, 0), 5, 1, True),       # what a linker writes
+    ((10, 14), 7, 1, True),      # before the __TEXT rule's epoch
+    ((10, 15), 7, 1, False),
+    ((10, 10), 5, 3, True),      # before the __LINKEDIT rule's epoch
+    ((10, 11), 5, 3, False),
+    ((26, 0), 1, 1, False),      # r-- is not r-x either
+])
+def test_segment_permission_rules_follow_the_sdk_epochs(tmp_path, sdk, text, linkedit, ok):
+    p = audit(lib(tmp_path, name="vzcaps", sdk=sdk, data_const=mg.SG_READ_ONLY if sdk >= (26, 0) else 0, filetype=2,
+                  text_prot=text, linkedit_prot=linkedit), command=True)
+    assert (p.returncode == 0) == ok, p.stdout
 
 
 # ---- header padding for install_name_tool (Homebrew) -------------------------------------------

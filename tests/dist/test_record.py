@@ -208,3 +208,46 @@ def test_the_shell_check_and_the_c_one_agree_on_every_marker(shell, record_check
         want = name.startswith("ours-")
         assert (c == 0) == want, f"C: {name}"
         assert shell_verdict(shell, "made_marked", path, marker, where) == want, f"{shell}: {name}"
+
+
+# ---- issue 32 row 13: a device number with bit 31 set (macOS's dev_t is int32_t) ----
+
+BIT31_DEV = 0x80000005  # 2147483653: what BSD `stat -f %d` prints for such a device
+
+
+@pytest.mark.parametrize("dev,want", [(BIT31_DEV - 2**32, BIT31_DEV), (-1, 2**32 - 1), (5, 5), (2**31 - 1, 2**31 - 1)])
+def test_a_32_bit_device_number_is_kept_unsigned_as_bsd_stat_prints_it(record_check, dev, want):
+    """file_cmds stat.c: st_dev prints FMTF_UNSIGNED, a 4-byte field cast to u_int32_t; the
+    record keeps it so (it kept it sign-extended: 18446744071562067973)."""
+    p = subprocess.run([record_check, "dev32", str(dev)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and p.stdout == f"{want}\n", p.stdout
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_shell_compares_such_a_device_as_the_record_keeps_it(shell, record_check, tmp_path):
+    """The scripts' made_this under a BSD stat (a stand-in printing what macOS's prints for a file
+    on a device with bit 31 set) accepts the record's unsigned field and refuses the
+    sign-extended one."""
+    f = tmp_path / "entry"
+    f.write_text("x\n")
+    st = os.lstat(f)
+    t = f"{st.st_mtime_ns // 10**9}.{st.st_mtime_ns % 10**9:09d}"
+    bindir = tmp_path / "bsd"
+    bindir.mkdir()
+    (bindir / "stat").write_text(
+        "#!/bin/sh\n"
+        f"[ \"$1\" = -f ] && [ \"$2\" = '%d %i %Fm' ] && [ \"$4\" = '{f}' ] && "
+        f"{{ echo '{BIT31_DEV} {st.st_ino} {t}'; exit 0; }}\nexit 1\n")
+    (bindir / "stat").chmod(0o755)
+    kept = subprocess.run([record_check, "dev32", str(BIT31_DEV - 2**32)], capture_output=True, text=True).stdout.strip()
+    script = block("packaging/uninstall.sh") + '\nmade_this "$@"\n'
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
+
+    def verdict(fields):
+        p = subprocess.run([*shell.split(), "-c", script, "sh", str(f), fields], env=env, capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode in (0, 1), p.stderr
+        return p.returncode == 0
+
+    assert verdict(f"{kept} {st.st_ino} {t}")
+    assert not verdict(f"{BIT31_DEV - 2**32 + 2**64} {st.st_ino} {t}")

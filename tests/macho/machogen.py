@@ -23,23 +23,29 @@ def entitlements_xml(**ents):
 
 def build(cputype=CPU_ARM64, cpusubtype=0, flags=CS_ADHOC, entitlements=None, libs=(),
           methnames=(), cstrings=(), minos=(13, 0), signed=True, platform=0, ident=b"demo", restrict=False,
-          cryptid=None, sdk=None, data_const=None, imports=(), headerpad=0):
+          cryptid=None, sdk=None, data_const=None, imports=(), headerpad=0, filetype=6, text_prot=5,
+          linkedit_prot=None):
     """Returns the bytes of a thin MH_DYLIB; its signature hashes are correct. restrict adds a
     __RESTRICT segment with an empty __restrict section; cryptid an LC_ENCRYPTION_INFO_64. sdk:
     (major, minor) in LC_BUILD_VERSION (else 0); data_const: the flags of a __DATA_CONST segment
     (None: no such segment); imports: (name, library ordinal) undefined symbols in an LC_SYMTAB;
-    headerpad: zero bytes between the load commands and the first section."""
+    headerpad: zero bytes between the load commands and the first section; filetype: 6 (MH_DYLIB)
+    or 2 (MH_EXECUTE, with MH_DYLDLINK); text_prot: __TEXT's initprot; linkedit_prot: the initprot
+    of an empty __LINKEDIT segment (None: no such segment)."""
     strings = b"".join(s.encode() + b"\0" for s in methnames)
     cstr = b"".join(s.encode() + b"\0" for s in cstrings)
     cmds = []
     # one __TEXT segment with __objc_methname and __cstring sections; offsets patched below
     nsect = 2
-    seg = bytearray(struct.pack("<II16sQQQQiiII", LC_SEGMENT_64, 72 + 80 * nsect, b"__TEXT", 0, 0, 0, 0, 5, 5, nsect, 0))
+    seg = bytearray(struct.pack("<II16sQQQQiiII", LC_SEGMENT_64, 72 + 80 * nsect, b"__TEXT", 0, 0, 0, 0, 5 | text_prot, text_prot, nsect, 0))
     seg += b"\0" * (80 * nsect)  # sections, filled in once the offsets are known
     cmds.append(seg)
     if data_const is not None:
         cmds.append(bytearray(struct.pack("<II16sQQQQiiII", LC_SEGMENT_64, 72, b"__DATA_CONST", 0x4000, 0x4000, 0, 0, 3, 3,
                                           0, data_const)))
+    if linkedit_prot is not None:
+        cmds.append(bytearray(struct.pack("<II16sQQQQiiII", LC_SEGMENT_64, 72, b"__LINKEDIT", 0x8000, 0x4000, 0, 0, 7,
+                                          linkedit_prot, 0, 0)))
     sdk_v = sdk[0] << 16 | sdk[1] << 8 if sdk else 0
     cmds.append(bytearray(struct.pack("<IIIIII", LC_BUILD_VERSION, 24, 1, minos[0] << 16 | minos[1] << 8, sdk_v, 0)))
     if restrict:
@@ -75,7 +81,8 @@ def build(cputype=CPU_ARM64, cpusubtype=0, flags=CS_ADHOC, entitlements=None, li
         struct.pack_into("<IIII", symtab, 8, data_off + len(body), len(imports), data_off + len(body) + len(nl), len(strtab))
         body += nl + strtab
     body = b"\0" * headerpad + body
-    code = bytearray(struct.pack("<IIIIIIII", 0xFEEDFACF, cputype, cpusubtype, 6, len(cmds), sizeofcmds, 0, 0))
+    code = bytearray(struct.pack("<IIIIIIII", 0xFEEDFACF, cputype, cpusubtype, filetype, len(cmds), sizeofcmds,
+                                    0x4 if filetype == 2 else 0, 0))
     for c in cmds:
         code += c
     code += body

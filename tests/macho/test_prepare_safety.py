@@ -405,6 +405,24 @@ def test_inspect_and_prepare_refuse_an_executable_name_that_leads_out(tmp_path):
     assert p.returncode == 1 and "is not a file name" in p.stderr and not (tmp_path / "out").exists()
 
 
+def test_a_nul_in_a_binary_plists_executable_name_is_shown_whole_with_its_reason(tmp_path):
+    """Issue 32 row 11: the name was cut at the NUL ("re") and refused as leading out of the
+    bundle."""
+    import json
+    import plistlib
+    app = app_bundle(tmp_path, exe="re")
+    (app / "Contents" / "Info.plist").write_bytes(plistlib.dumps({"CFBundleExecutable": "re\0al"},
+                                                                 fmt=plistlib.FMT_BINARY))
+    want = f'{app}/Contents/Info.plist: CFBundleExecutable "re\\x00al" holds a NUL byte, which no file name can'
+    p = subprocess.run([VZ, "inspect", "--json", str(app)], capture_output=True, text=True, env=clean_env())
+    assert p.returncode != 0
+    assert json.loads(p.stdout)["files"][0]["error"] == want, p.stdout
+    p = subprocess.run([VZ, "inspect", str(app)], capture_output=True, text=True, env=clean_env())
+    assert p.returncode != 0 and "holds a NUL byte" in p.stderr and "lead out" not in p.stderr, p.stderr
+    p = prepare("--yes", "--into", tmp_path / "out", app)
+    assert p.returncode == 1 and not (tmp_path / "out").exists(), p.stderr
+
+
 def test_hostile_entries_in_a_bundle_are_refused_without_writing(tmp_path):
     """A FIFO (never opened, never hangs), a name a property list cannot carry; links inside a
     bundle are copied as links, whatever they point to."""

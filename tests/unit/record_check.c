@@ -3,11 +3,13 @@
  * asserts they agree. Never part of a product. usage:
  *   record_check record PATH RECORD MAKER    exit 0: RECORD says vzcaps made PATH
  *   record_check marked FILE MARKER WHERE    exit 0: FILE carries MARKER at WHERE
- *   record_check write PATH MAKER            the record's text for PATH on stdout */
+ *   record_check write PATH MAKER            the record's text for PATH on stdout
+ *   record_check dev32 N                     the record's device field for a 32-bit dev_t N */
 #define _POSIX_C_SOURCE 200809L
 #include "../../src/common/record.h"
 
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,12 @@ int main(int argc, char **argv)
         free(text);
         return 0;
     }
-    fprintf(stderr, "usage: record_check record PATH RECORD MAKER | marked FILE MARKER WHERE | write PATH MAKER\n");
+    if (argc == 3 && strcmp(argv[1], "dev32") == 0) {
+        int32_t dev = (int32_t)strtol(argv[2], NULL, 10); /* as macOS's dev_t holds it */
+        printf("%llu\n", vzcaps_made_dev((unsigned long long)dev, sizeof dev));
+        return 0;
+    }
+    fprintf(stderr, "usage: record_check record PATH RECORD MAKER | marked FILE MARKER WHERE | write PATH MAKER"
+                    " | dev32 N\n");
     return 2;
 }

@@ -21,6 +21,7 @@
 #include "../../src/macho/coderesources.h"
 #include "../../src/macho/inheritsafe.h"
 #include "../../src/macho/macho.h"
+#include "../../src/common/plist.h"
 
 static void test_bf16_and_half_rounding(void **st)
 {
@@ -719,6 +720,41 @@ static void test_launchd_domain_gui_or_user(void **st)
     unsetenv("FAKE_LOG"), unsetenv("FAKE_GUI"), unsetenv("FAKE_LOADED");
 }
 
+/* Issue 32 row 12: the plist --install writes for the domain the stand-in launchctl gives:
+ * user/UID (no GUI login) with LimitLoadToSessionType = Background, gui/UID without the key. */
+static const struct plist *session_type_of_plist_for(const char *fake_gui, struct plist **doc)
+{
+    const char *lc = "tests/cli/standins/launchctl";
+    char domain[64], why[200];
+    setenv("FAKE_GUI", fake_gui, 1);
+    bool gui = launchd_choose_domain(lc, 501, domain, sizeof domain);
+    assert_string_equal(domain, gui ? "gui/501" : "user/501");
+    char *cmd[] = {"/opt/homebrew/bin/llama-server", "--port", "8080", NULL}, *env[] = {"DYLD_INSERT_LIBRARIES=/l.dylib", NULL};
+    size_t len = 0;
+    char *text = launchd_plist("com.me.x", cmd, env, "/Users/me", !gui, &len);
+    assert_non_null(text);
+    *doc = plist_parse(text, len, why, sizeof why);
+    free(text);
+    assert_non_null(*doc);
+    assert_string_equal(plist_get(*doc, "Label")->str, "com.me.x");
+    return plist_get(*doc, "LimitLoadToSessionType");
+}
+
+static void test_launchd_plist_session_type_per_domain(void **st)
+{
+    (void)st;
+    unsetenv("FAKE_LOADED"), unsetenv("FAKE_LOG");
+    struct plist *doc;
+    const struct plist *v = session_type_of_plist_for("0", &doc);
+    assert_non_null(v);
+    assert_int_equal(v->type, PLIST_STRING);
+    assert_string_equal(v->str, "Background");
+    plist_free(doc);
+    assert_null(session_type_of_plist_for("1", &doc));
+    plist_free(doc);
+    unsetenv("FAKE_GUI");
+}
+
 static void test_inherit_safety(void **state)
 {
     (void)state;
@@ -767,6 +803,7 @@ int main(void)
         cmocka_unit_test(test_sha1),                   cmocka_unit_test(test_coderesources_rules),
         cmocka_unit_test(test_coderesources_xml),      cmocka_unit_test(test_macho_classify),
         cmocka_unit_test(test_launchd_domain_gui_or_user),
+        cmocka_unit_test(test_launchd_plist_session_type_per_domain),
         cmocka_unit_test(test_inherit_safety),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);

@@ -1354,6 +1354,57 @@ static void test_child_decision(void **st)
     assert_string_equal(why, "a config section matches llama-*\\x0a\\x1b[2J, and it has a slice the library loads");
 }
 
+/* Issue 33 item 3: a stock run's environment (vzcaps_stock_env), from facts only. */
+static void test_stock_environment(void **st)
+{
+    (void)st;
+    static char mem[4096];
+    char *const *out;
+    char *env[] = {"HOME=/h", "PATH=/opt/shims:/usr/bin::/x/shims:/bin", "VZCAPS_APPLE_FAMILY_MAX=1009",
+                   "LD_PRELOAD=/a/libasan.so /b/libvzcaps.so", "TART_METAL_X=1", "PATH=/later", "LD_PRELOAD=/x/libvzcaps.so",
+                   NULL};
+    assert_int_equal(vzcaps_path_entries("/opt/shims:/usr/bin::/x/shims:/bin"), 5);
+    assert_int_equal(vzcaps_path_entries(""), 1);
+    const bool shim_dir[] = {true, false, false, true, false};
+    struct vzcaps_stock_env_in in = {env, shim_dir, 5, "LD_PRELOAD", ": ", "libvzcaps.so"};
+    long need = vzcaps_stock_env(&in, NULL, 0, &out);
+    assert_true(need > 0 && (size_t)need <= sizeof mem);
+    assert_int_equal(vzcaps_stock_env(&in, mem, (size_t)need - 1, &out), need); /* too small: nothing written */
+    assert_int_equal(vzcaps_stock_env(&in, mem, (size_t)need, &out), 0);
+    assert_string_equal(out[0], "HOME=/h");
+    assert_string_equal(out[1], "PATH=/usr/bin::/bin"); /* the empty entry (the current directory) stays */
+    assert_string_equal(out[2], "LD_PRELOAD=/a/libasan.so"); /* another library stays, ours goes */
+    assert_null(out[3]);                                    /* no entry of ours, no later duplicate */
+    assert_string_equal(env[1], "PATH=/opt/shims:/usr/bin::/x/shims:/bin"); /* the caller's array untouched */
+    /* a preload entry of ours only, and a PATH of shim directories only: both go */
+    char *only[] = {"DYLD_INSERT_LIBRARIES=/u/lib/libvzcaps.dylib", "PATH=/s", "TERM=x", NULL};
+    const bool all[] = {true};
+    struct vzcaps_stock_env_in mac = {only, all, 1, "DYLD_INSERT_LIBRARIES", ":", "libvzcaps.dylib"};
+    assert_int_equal(vzcaps_stock_env(&mac, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "TERM=x");
+    assert_null(out[1]);
+    /* nothing of ours, no shim directory: every entry as it was (the same strings) */
+    char *clean[] = {"PATH=/usr/bin:/bin", "LD_PRELOAD=/a/x.so", NULL};
+    const bool none[] = {false, false};
+    struct vzcaps_stock_env_in c = {clean, none, 2, "LD_PRELOAD", ": ", "libvzcaps.so"};
+    assert_int_equal(vzcaps_stock_env(&c, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "PATH=/usr/bin:/bin");
+    assert_ptr_equal(out[1], clean[1]);
+    assert_null(out[2]);
+    /* fewer facts than entries: the entries past them are kept; a library named like ours in
+     * another name is not ours */
+    char *odd[] = {"PATH=/s:/t", "LD_PRELOAD=/a/libvzcaps.so.old", NULL};
+    struct vzcaps_stock_env_in o = {odd, all, 1, "LD_PRELOAD", ": ", "libvzcaps.so"};
+    assert_int_equal(vzcaps_stock_env(&o, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "PATH=/t");
+    assert_string_equal(out[1], "LD_PRELOAD=/a/libvzcaps.so.old");
+    /* no environment at all */
+    char *empty[] = {NULL};
+    o.envp = empty;
+    assert_int_equal(vzcaps_stock_env(&o, mem, sizeof mem, &out), 0);
+    assert_null(out[0]);
+}
+
 static void test_child_environment(void **st)
 {
     (void)st;
@@ -1428,7 +1479,7 @@ int main(void)
         cmocka_unit_test(test_sip_and_inherit),        cmocka_unit_test(test_quarantine),
         cmocka_unit_test(test_did_you_mean),
         cmocka_unit_test(test_slices_of_an_executable), cmocka_unit_test(test_config_match_patterns),
-        cmocka_unit_test(test_child_decision),         cmocka_unit_test(test_child_environment),
+        cmocka_unit_test(test_child_decision),         cmocka_unit_test(test_child_environment), cmocka_unit_test(test_stock_environment),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
