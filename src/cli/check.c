@@ -56,8 +56,7 @@ int cmd_check(int argc, char **argv)
     char why[9000];
     enum launch_gate g = launch_gate(&r.profile, o.exe && *o.exe ? &f : NULL, o.exe && *o.exe ? &plan : NULL, why, sizeof why);
     if (g != LAUNCH_GATE_CHANGES)
-        eprintf("vzcaps check: --strict: %s would %s: %s", o.exe ? o.exe : "the program",
-                g == LAUNCH_GATE_STOCK ? "run stock" : "not start", why);
+        launch_gate_say("vzcaps check: --strict", o.exe, g, why);
     launch_plan_free(&plan);
     return g == LAUNCH_GATE_CHANGES ? 0 : 1;
 }

@@ -43,7 +43,8 @@ static const struct opt_spec check_opts[] = {
     VIEW_OPTS,
     {"--json", NULL, "one JSON object instead of the text", NULL},
     {"--strict", NULL, "a gate for CI: exit 1 when PROGRAM would run stock (refused, off, out of scope, nothing to "
-                       "change), with the reason on standard error", NULL},
+                       "change, PATH finding it past its shim, the loader ignoring the library there) or not start, "
+                       "with the reason on standard error", NULL},
     END};
 static const struct opt_spec doctor_opts[] = {
     CONFIG_OPT,

@@ -153,6 +153,9 @@ int launch_decide(const struct launch_facts *f, struct launch_plan *p, bool dry)
 enum launch_gate { LAUNCH_GATE_CHANGES, LAUNCH_GATE_STOCK, LAUNCH_GATE_CANNOT_START };
 enum launch_gate launch_gate(const struct vzcaps_profile *profile, const struct launch_facts *f, const struct launch_plan *plan,
                              char *why, size_t len);
+/* The gate's verdict in words, on stderr: "WHO: EXE would run stock: WHY" (or "not start", or
+ * "change an answer"); words.c. */
+void launch_gate_say(const char *who, const char *exe, enum launch_gate g, const char *why);
 /* Adds a note (or a warning) to the plan; past PLAN_NOTES the last one says so. */
 void launch_plan_note(struct launch_plan *p, bool warning, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The plan for cmd: gather, then decide. 0, or 126/127 when it cannot start (p->why). */

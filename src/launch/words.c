@@ -347,3 +347,9 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
         launch_plan_text(stdout, &plan);
     }
 }
+
+void launch_gate_say(const char *who, const char *exe, enum launch_gate g, const char *why)
+{
+    const char *verdict = g == LAUNCH_GATE_CHANGES ? "change an answer" : g == LAUNCH_GATE_STOCK ? "run stock" : "not start";
+    eprintf("%s: %s would %s: %s", who, exe ? exe : "the program", verdict, why);
+}
