@@ -5,6 +5,7 @@ shim or not, and which real program the shim starts), and whether the loader inj
 static executable). The table test compares every verdict with `run`'s real outcome on the rig:
 the stand-in Metal client started by name through its shim, its answers against stock."""
 import json
+import os
 import subprocess
 
 import pytest
@@ -143,7 +144,6 @@ def test_a_shim_given_by_path_runs_the_real_program_with_the_settings(fleet):
 @pytest.mark.parametrize("kind", ["fifo", "directory", "not executable", "link loop"])
 def test_a_program_exec_would_not_start_fails_the_gate(fleet, kind):
     # hostile: what PATH finds by that name is no program; the gate passed it (judged by the config alone)
-    import os
     tmp_path, real, shims = fleet
     odd = tmp_path / "odd"
     odd.mkdir()
