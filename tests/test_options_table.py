@@ -12,7 +12,7 @@ from conftest import BUILD, ROOT
 PARSERS = {
     "run": ["run.c"], "check": ["options.c#view_args", "check.c", "VIEW"], "doctor": ["options.c#view_args", "doctor.c", "VIEW"],
     "inspect": ["inspect.c", "VIEW-NOEXE"], "launchd": ["launchd.c"], "report": ["report.c", "ROLES"], "bench": ["bench.c"],
-    "probe": ["probe.c#parse_common"], "verify": ["probe.c#parse_common"], "prepare": ["prepare.c"], "host": [], "shims": ["shims.c"], "help": [],
+    "probe": ["probe.c#parse_common"], "verify": ["probe.c#parse_common"], "prepare": ["prepare.c"], "host": [], "shims": ["shims.c"], "stats": ["stats.c"], "help": [],
 }
 VIEW = {"--config", "--profile", "--exe", "--chip", "--family", "--bare"}
 
@@ -83,7 +83,7 @@ def vz(*args):
     return subprocess.run([str(BUILD / "vzcaps"), *args], capture_output=True, text=True, timeout=60)
 
 
-GROUPS = {"use it": ["run", "launchd", "prepare"], "check it": ["check", "doctor", "inspect"], "prove it": ["probe", "verify"],
+GROUPS = {"use it": ["run", "launchd", "prepare"], "check it": ["check", "doctor", "inspect"], "prove it": ["probe", "verify", "stats"],
           "measure it": ["report", "bench"], "set up": ["shims", "host"]}
 
 

@@ -24,6 +24,7 @@ int cmd_probe(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_prepare(int argc, char **argv);
 int cmd_shims(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
 int child_probe(void);
 int child_verify(int argc, char **argv);
 

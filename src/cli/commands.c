@@ -120,6 +120,15 @@ static const struct opt_spec shims_opts[] = {
     {"--list", NULL, "list the entries vzcaps made in DIR and the real program each runs, tab-separated (no NAME)", NULL},
     {"--remove", NULL, "remove the entries NAME... (only ones vzcaps made)", NULL},
     END};
+static const struct opt_spec stats_opts[] = {
+    {"--json", NULL, "one JSON object instead of the table: hooked, left_stock, skipped, programs, left_stock_reasons, "
+                     "log_files", NULL},
+    {"--since", "TIME", "only records from TIME on: unix seconds, ISO 8601 UTC (2026-12-01T20:00:00Z, 2026-12-01) or a "
+                        "time ago (90s, 30m, 2h, 7d)", "every record"},
+    {"--log-file", "PATH", "read this log (and PATH.1)", "VZCAPS_LOG_FILE, else the config file's log_file"},
+    {"--config", "FILE", "the config file whose log_file names the log (VZCAPS_CONFIG); default: the library's search "
+                         "order", NULL},
+    END};
 static const struct opt_spec no_opts[] = {END};
 
 const struct cmd_spec cli_commands[] = {
@@ -173,7 +182,8 @@ const struct cmd_spec cli_commands[] = {
      "the library's one line saying why (vzcaps: left stock for NAME: WHY), and exits with the\n"
      "program's own status; vzcaps check --strict --exe NAME is how CI finds out.",
      "0; 1 when an entry could not be made or removed (a file vzcaps did not make is in the way, DIR is\n"
-     "a link or not a directory); 2 for a malformed command line or NAME (a '/', '..', a leading '-').",
+     "a link or not a directory; nothing is left half-made); 2 for a malformed command line or NAME (a '/', a\n"
+     "leading '.' or '-', the record suffix .vzcaps-shim, a typo of a known client not on PATH).",
      "vzcaps shims --dir ~/.vzcaps/shims llama-server llama-cli python3",
      GROUP_SETUP, "make a directory of program names that start the real program through vzcaps run",
      "shim masquerade wrapper path"},
@@ -245,6 +255,18 @@ const struct cmd_spec cli_commands[] = {
      "malformed command line.",
      "vzcaps verify",
      GROUP_PROVE, "run compute kernels on every unlocked path and check the results", "test selftest self-test validate-gpu"},
+    {"stats", cmd_stats, "", ARGS_NONE, stats_opts,
+     "Shows which processes the library hooked, by program and GPU family, and which it left stock,\n"
+     "with the reason, from the log it appends one line per process to when the config file's top\n"
+     "level has log_file = PATH or VZCAPS_LOG_FILE=PATH is set (the variable wins; off by default):\n"
+     "PATH.1 (the log before it was last rotated, at 1 MiB) and then PATH. Run it after a job, as\n"
+     "ccache -s. A line that is not a record (malformed, longer than 1024 bytes, an unknown version)\n"
+     "is counted as skipped and named on standard error; a log file over 16 MiB, a link, a FIFO or a\n"
+     "directory at the path is refused. Each file is read as a stream, one line at a time.",
+     "0; 1 when no log is configured or a log file could not be read (named); 2 for a malformed\n"
+     "command line or --since value.",
+     "vzcaps stats --since 2h --json",
+     GROUP_PROVE, "show which processes were hooked and which were left stock, and why", "log usage hits summary"},
     {"prepare", cmd_prepare, "PATH...", ARGS_POSITIONAL, prepare_opts,
      "Makes a private copy of a program that ignores the library because it is signed with the hardened\n"
      "runtime: PATH is a Mach-O file or an .app bundle; every Mach-O file in the copy is re-signed ad\n"
@@ -325,6 +347,10 @@ static size_t job_lines(const char *word, char *found, size_t size)
 const char *cli_command_suggestion(const char *word)
 {
     static char found[256];
+    if (word[0] == '-') { /* an option before any command: only vzcaps --version and --help are */
+        static const char *const top[] = {"--version", "--help"};
+        return vzcaps_did_you_mean(word, top, 2);
+    }
     if (job_lines(word, found, sizeof found) || commands_for_job(word, found, sizeof found))
         return found;
     const char *names[32];
@@ -687,6 +713,7 @@ const struct env_spec cli_environment[] = {
     {"VZCAPS_STOCK_CALLERS", "globs of images whose calls always get the stock answers, checked first (default libtorch_cpu.dylib libtorch_cpu.so; none empties it)."},
     {"VZCAPS_CONFIG", "the config file to use instead of the search order under FILES (XDG_CONFIG_HOME or ~/.config, then /opt/homebrew/etc, then /usr/local/etc)."},
     {"VZCAPS_PROFILE", "the config section to use."},
+    {"VZCAPS_LOG_FILE", "absolute path or ~/PATH: the stats log, one JSON line per process hooked or left stock (wins over the config file's log_file; empty: off)."},
     {"TART_METAL_*, LUME_METAL_*", "APPLE_FAMILY_MAX, MAX_THREADGROUP_MEMORY and RECOMMENDED_WORKING_SET_SIZE under the existing shims' names, unless VZCAPS_ variables configure claims."},
     {0, 0},
 };
@@ -719,10 +746,11 @@ int unknown_command(const char *cmd, const char *word)
                     "uninstall vzcaps", prefix, word);
         return EXIT_USAGE;
     }
+    const char *what = word[0] == '-' ? "option" : "command";
     if (hint)
-        eprintf("%s: unknown command \"%s\" (did you mean %s?)", prefix, word, hint);
+        eprintf("%s: unknown %s \"%s\" (did you mean %s?)", prefix, what, word, hint);
     else
-        eprintf("%s: unknown command \"%s\"", prefix, word);
+        eprintf("%s: unknown %s \"%s\"", prefix, what, word);
     fprintf(stderr, "run vzcaps help for the list of commands\n");
     return EXIT_USAGE;
 }

@@ -22,7 +22,7 @@ extern const char cli_required[];
  *   BRAND       the chip brand strings the core recognises
  *   PROGRAM, NAME  command names
  *   FILE, PATH, MODEL, *.json, BUNDLE_DIR   file names;  DIR  directory names
- *   COMMAND     vzcaps's commands;  N, LABEL  nothing to offer */
+ *   COMMAND     vzcaps's commands;  N, LABEL, SECONDS, TIME  nothing to offer */
 
 enum args_mode {
     ARGS_NONE,       /* options only */

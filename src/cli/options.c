@@ -111,7 +111,7 @@ enum value_kind cli_value_kind(const char *m)
         {"PROFILE", VALUE_PROFILE}, {"BRAND", VALUE_CHIP},  {"PROGRAM", VALUE_PROGRAM}, {"CMD", VALUE_PROGRAM}, {"NAME", VALUE_PROGRAM},
         {"FILE", VALUE_FILE},       {"PATH", VALUE_FILE},   {"MODEL", VALUE_FILE},      {"BUNDLE_DIR", VALUE_FILE},
         {"DIR", VALUE_DIR},         {"COMMAND", VALUE_COMMAND}, {"N", VALUE_NONE},      {"LABEL", VALUE_NONE},
-        {"SECONDS", VALUE_NONE},
+        {"SECONDS", VALUE_NONE},     {"TIME", VALUE_NONE},
     };
     if (!m)
         return VALUE_NONE;

@@ -1,8 +1,8 @@
 /* vzcaps shims: a directory of links to this command named after client programs, and what such
  * a link does when started (the next NAME on PATH after it, through vzcaps run), as ccache does.
  * Never: replaces or removes what vzcaps did not make, writes through a link, or starts a shim. */
-#define _XOPEN_SOURCE 700
-#define _DARWIN_C_SOURCE /* O_NOFOLLOW, O_DIRECTORY */
+#define _GNU_SOURCE      /* renameat2, RENAME_NOREPLACE (glibc 2.28) */
+#define _DARWIN_C_SOURCE /* O_NOFOLLOW, O_DIRECTORY, renameatx_np, RENAME_EXCL */
 #include "../common/record.h"
 #include "../common/safewrite.h"
 #include "cli.h"
@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,9 +28,10 @@ static int self_id(struct stat *st)
 #define SHIM_MAKER "vzcaps shims"
 
 /* The record beside a shim: .NAME.vzcaps-shim (heap). */
+#define SHIM_RECORD_SUFFIX ".vzcaps-shim"
 static char *record_name(const char *name)
 {
-    return xformat(".%s.vzcaps-shim", name);
+    return xformat(".%s" SHIM_RECORD_SUFFIX, name);
 }
 
 bool shim_entry_ours(int dirfd, const char *name)
@@ -45,16 +47,18 @@ bool shim_entry_ours(int dirfd, const char *name)
            fstatat(dirfd, name, &st, 0) == 0 && self_id(&me) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
 }
 
-/* Writes the record of the link just made at name; 0, or -1 after the message. */
-static int record_shim(int dirfd, const char *dir, const char *name)
+/* Writes the record of name, naming the link at entry (name itself, or the temporary name it is
+ * made under before it is renamed to name: a rename keeps the link's inode and time); 0, or -1
+ * after the message. */
+static int record_shim(int dirfd, const char *dir, const char *name, const char *entry)
 {
     char *rec = record_name(name), *why = NULL;
-    char *text = vzcaps_record_text(dirfd, name, SHIM_MAKER, NULL);
+    char *text = vzcaps_record_text(dirfd, entry, SHIM_MAKER, NULL);
     struct vzcaps_wopts o = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = SHIM_MAKER};
     int rc = text && vzcaps_write_fileat(dirfd, dir, rec, text, strlen(text), &o, &why) == 0 ? 0 : -1;
     if (rc != 0)
-        eprintf("vzcaps shims: %s (the shim %s/%s is in place, but --list and --remove will not take it for vzcaps's)",
-                why ? why : strerror(errno), dir, name);
+        eprintf("vzcaps shims: %s/%s: its record: %s (%s)", dir, name, why ? why : strerror(errno),
+                strcmp(entry, name) != 0 ? "nothing was made" : "the link is left as it was, without a record");
     free(rec), free(text), free(why);
     return rc;
 }
@@ -70,6 +74,11 @@ static const char *bad_name(const char *name)
         return "a program name, not a path (no '/')";
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
         return "not a program name";
+    if (name[0] == '.')
+        return "a name starting with '.' (hidden: --list would never show it)";
+    size_t n = strlen(name), sl = strlen(SHIM_RECORD_SUFFIX);
+    if (n >= sl && strcmp(name + n - sl, SHIM_RECORD_SUFFIX) == 0)
+        return "it ends in " SHIM_RECORD_SUFFIX ", the suffix of the records vzcaps keeps beside its shims";
     if (name[0] == '-')
         return "a program name may not start with '-'";
     if (strncmp(name, "vzcaps", 6) == 0)
@@ -80,6 +89,25 @@ static const char *bad_name(const char *name)
         if (*p < 0x20 || *p == 0x7f)
             return "it holds a control character";
     return "";
+}
+
+/* Programs people make shims for (the Metal clients vzcaps is used with): a NAME that is one or
+ * two edits from one of them, is none of them and is not on PATH is taken for a typo. */
+static const char *const known_clients[] = {
+    "llama-server", "llama-cli", "llama-bench", "llama-perplexity", "llama-run", "llama-embedding", "llama-mtmd-cli",
+    "llama-simple", "ollama", "python3", "python", "whisper-cli", "whisper-server", "koboldcpp",
+};
+
+/* The known client name is a typo of ("lama-server": llama-server), or NULL. */
+static const char *client_typo(const char *name, const char *dir)
+{
+    size_t n = sizeof known_clients / sizeof known_clients[0];
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, known_clients[i]) == 0)
+            return NULL;
+    const char *near = vzcaps_did_you_mean(name, known_clients, n);
+    char real[4096], why[4400];
+    return near && shim_real(name, dir, real, sizeof real, why, sizeof why) != 0 ? near : NULL;
 }
 
 static int by_name(const void *a, const void *b)
@@ -128,40 +156,100 @@ static int list_shims(int dirfd, const char *dir)
     return 0;
 }
 
+/* Whether the entry at name is a link that leads to this command. */
+static bool links_to_vzcaps(int dirfd, const char *name)
+{
+    struct stat l, st, me;
+    return fstatat(dirfd, name, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode) && fstatat(dirfd, name, &st, 0) == 0 &&
+           self_id(&me) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
+}
+
 /* An entry already at name: 0 when it is a shim (made before, or meanwhile by another run), 1
- * after the message when it is not ours. */
+ * after the message when it is not ours or could not be repaired. */
 static int existing_entry(int dirfd, const char *dir, const char *name)
 {
     if (shim_entry_ours(dirfd, name)) {
         printf("%s/%s: already a shim\n", esc(dir), esc(name));
         return 0;
     }
-    /* a link to this command that no record names (made by hand, or by another run that has not
-     * written its record yet): it works as a shim, so the request holds; it is not taken for ours */
-    struct stat l, st, me;
-    if (fstatat(dirfd, name, &l, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(l.st_mode) && fstatat(dirfd, name, &st, 0) == 0 &&
-        self_id(&me) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino) {
-        printf("%s/%s: already a shim (a link to vzcaps that vzcaps shims did not record: --list and --remove leave it)\n",
-               esc(dir), esc(name));
+    /* a link to this command that no record names (a run that failed between the two before
+     * shims were made whole, another run's, or one made by hand): it works as a shim, so it is
+     * repaired with its record, and --list and --remove take it from now on */
+    if (links_to_vzcaps(dirfd, name)) {
+        if (record_shim(dirfd, dir, name, name) != 0)
+            return 1;
+        printf("%s/%s: already a shim (its record was missing: written)\n", esc(dir), esc(name));
         return 0;
     }
     eprintf("vzcaps shims: %s/%s: exists and vzcaps did not make it; left as it is", dir, name);
     return 1;
 }
 
+/* Renames from to name in dirfd unless name exists (EEXIST then): 0, or -1 with errno. */
+static int rename_new(int dirfd, const char *from, const char *name)
+{
+#ifdef __APPLE__
+    return renameatx_np(dirfd, from, dirfd, name, RENAME_EXCL);
+#else
+    if (renameat2(dirfd, from, dirfd, name, RENAME_NOREPLACE) == 0)
+        return 0;
+    if (errno != EINVAL && errno != ENOSYS)
+        return -1;
+    /* a file system without RENAME_NOREPLACE: a hard link of the link never replaces either */
+    if (linkat(dirfd, from, dirfd, name, 0) != 0)
+        return -1;
+    (void)unlinkat(dirfd, from, 0);
+    return 0;
+#endif
+}
+
+/* A link to self at a new temporary name in dirfd (.NAME.vzcaps-shim-new.N: a name starting with
+ * '.', which --list never shows and no NAME may take): the name on the heap, or NULL with errno. */
+static char *temp_link(int dirfd, const char *name, const char *self)
+{
+    for (unsigned k = 0; k < 100; k++) {
+        char *tmp = xformat(".%s.vzcaps-shim-new.%ld.%u", name, (long)getpid(), k);
+        if (symlinkat(self, dirfd, tmp) == 0)
+            return tmp;
+        int e = errno;
+        free(tmp);
+        if (e != EEXIST)
+            return errno = e, NULL;
+    }
+    return errno = EEXIST, NULL;
+}
+
+/* A shim is whole or absent: the link is made at a temporary name, its record written, and only
+ * then is the link renamed to NAME (never over an entry made meanwhile); a failure at any step
+ * removes what the steps before made. */
 static int make_shim(int dirfd, const char *dir, const char *name, const char *self)
 {
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
         return existing_entry(dirfd, dir, name);
-    if (symlinkat(self, dirfd, name) != 0) { /* never replaces: an entry made meanwhile is EEXIST */
-        if (errno == EEXIST)
-            return existing_entry(dirfd, dir, name);
-        eprintf("vzcaps shims: %s/%s: %s", dir, name, strerror(errno));
-        return 1;
+    char *tmp = temp_link(dirfd, name, self), *rec = record_name(name);
+    int rc = 0;
+    if (!tmp) {
+        eprintf("vzcaps shims: %s/%s: %s (nothing was made)", dir, name, strerror(errno));
+        rc = 1;
+    } else if (record_shim(dirfd, dir, name, tmp) != 0) {
+        rc = 1;
+    } else if (rename_new(dirfd, tmp, name) != 0) {
+        int e = errno;
+        if (!vzcaps_made_by_record(dirfd, name, rec, SHIM_MAKER))
+            (void)unlinkat(dirfd, rec, 0); /* it names the temporary link, which goes */
+        (void)unlinkat(dirfd, tmp, 0);
+        free(tmp), tmp = NULL;
+        if (e == EEXIST) /* made meanwhile */
+            rc = existing_entry(dirfd, dir, name) ? 1 : 2;
+        else
+            eprintf("vzcaps shims: %s/%s: %s (nothing was made)", dir, name, strerror(e)), rc = 1;
     }
-    if (record_shim(dirfd, dir, name) != 0)
-        return 1;
+    if (tmp && rc == 1)
+        (void)unlinkat(dirfd, tmp, 0);
+    free(tmp), free(rec);
+    if (rc)
+        return rc == 2 ? 0 : 1;
     printf("%s/%s -> %s\n", esc(dir), esc(name), esc(self));
     char real[4096], why[4400];
     if (shim_real(name, dir, real, sizeof real, why, sizeof why) != 0)
@@ -259,6 +347,15 @@ int cmd_shims(int argc, char **argv)
     for (size_t k = 0; !rc && k < n; k++)
         if (*bad_name(names[k]))
             rc = usage_error("shims", "NAME \"%s\": %s", names[k], bad_name(names[k]));
+    bool named_ok = !rc;
+    for (size_t k = 0; named_ok && !remove && k < n; k++) { /* a typo is never made into a shim with exit 0 */
+        const char *near = client_typo(names[k], dir_opt);
+        if (near) {
+            eprintf("vzcaps shims: NAME \"%s\" is not on PATH and is no client vzcaps knows: did you mean %s? "
+                    "(nothing was made)", names[k], near);
+            rc = EXIT_USAGE;
+        }
+    }
     if (rc)
         return free(names), rc;
     char *dir = vzcaps_dir_name(dir_opt);

@@ -59,108 +59,191 @@ struct parse_state {
     int chosen_by_match;  /* first section whose match fits, -1 */
     int apply_section;    /* pass 2: section whose keys go into *out, -1 for none */
     struct vzcaps_settings *out;
+    char log_file[VZCAPS_PATH_MAX + 1], log_file_origin[VZCAPS_ORIGIN_LEN]; /* top level, pass 1 */
 };
 
-/* One pass over the file. Pass 1 (st->out == NULL) validates everything; pass 2 applies. */
+/* Keys of the file's top level (before any section): log_file. 1 when key is one (st keeps
+ * it), 0 when it is not, -1 with the reason in why. */
+static int top_level_key(struct parse_state *st, int section, unsigned line_no, const char *key, const char *value,
+                         char *why, size_t len)
+{
+    static const char *const top[] = {"log_file"};
+    if (section < 0 && vzcaps_did_you_mean(key, top, 1))
+        return snprintf(why, len, "unknown key %s (did you mean log_file?)", key), -1;
+    if (strcmp(key, "log_file") != 0)
+        return 0;
+    if (section >= 0)
+        return snprintf(why, len, "log_file inside [%s]: it belongs at the top of the file, before any section",
+                        st->names[section]), -1;
+    if (st->log_file_origin[0])
+        return snprintf(why, len, "duplicate key log_file"), -1;
+    char bad[VZCAPS_NOTE_LEN / 2];
+    if (vzcaps_log_file_check(value, bad, sizeof bad) != 0)
+        return snprintf(why, len, "log_file: %s", bad), -1;
+    snprintf(st->log_file, sizeof st->log_file, "%s", value);
+    snprintf(st->log_file_origin, sizeof st->log_file_origin, "%s:%u: log_file", st->file, line_no);
+    return 1;
+}
+
+/* static: kept off the stack (the library's frames stay under 4 KiB); configuration runs once */
+static struct vzcaps_settings scratch; /* the keys of the section being read */
+static char line_buf[VZCAPS_CONFIG_MAX_LINE + 1], value_buf[VZCAPS_CONFIG_MAX_LINE + 1];
+static char origin_buf[VZCAPS_ORIGIN_LEN], why_buf[VZCAPS_NOTE_LEN];
+
+#define IN_NO_SECTION (-1)  /* before the first [section] */
+#define IN_BAD_SECTION (-2) /* after a refused header: keys are checked, not applied or compared */
+
+/* The n bytes at start as a line without its comment, trimmed, into *v (in line_buf): 0, or -1
+ * with why. */
+static int config_line(const char *start, size_t n, struct line_view *v, char *why, size_t whylen)
+{
+    if (n > VZCAPS_CONFIG_MAX_LINE)
+        return snprintf(why, whylen, "line longer than %d bytes", VZCAPS_CONFIG_MAX_LINE), -1;
+    if (memchr(start, '\0', n))
+        return snprintf(why, whylen, "NUL byte: not a text file"), -1;
+    memcpy(line_buf, start, n);
+    line_buf[n] = '\0';
+    /* a '#' at the start or after a blank starts a comment */
+    for (size_t i = 0; i < n; i++)
+        if (line_buf[i] == '#' && (i == 0 || is_blank(line_buf[i - 1]))) {
+            line_buf[i] = '\0';
+            break;
+        }
+    *v = trim(line_buf, strlen(line_buf));
+    return 0;
+}
+
+/* A [name] line: the new section's index, or -1 with why. */
+static int section_header(struct parse_state *st, struct line_view v, char *why, size_t whylen)
+{
+    if (v.p[v.n - 1] != ']' || v.n < 3)
+        return snprintf(why, whylen, "bad section header: expected [name]"), -1;
+    size_t nn = v.n - 2;
+    if (nn >= sizeof st->names[0])
+        return snprintf(why, whylen, "section name longer than %zu bytes", sizeof st->names[0] - 1), -1;
+    for (size_t i = 0; i < nn; i++)
+        if (!name_char(v.p[1 + i]))
+            return snprintf(why, whylen, "bad section name: use letters, digits, '_', '-' and '.'"), -1;
+    if (st->n_sections >= MAX_SECTIONS)
+        return snprintf(why, whylen, "more than %d sections", MAX_SECTIONS), -1;
+    char name[64];
+    memcpy(name, v.p + 1, nn);
+    name[nn] = '\0';
+    for (int i = 0; i < st->n_sections; i++)
+        if (strcmp(st->names[i], name) == 0)
+            return snprintf(why, whylen, "duplicate section [%s]", name), -1;
+    int section = st->n_sections++;
+    strcpy(st->names[section], name);
+    return section;
+}
+
+static int unknown_key(const char *key, char *why, size_t whylen)
+{
+    const char *known[VZCAPS_KEY_COUNT + 2] = {"match", "log_file"};
+    for (int k = 0; k < VZCAPS_KEY_COUNT; k++)
+        known[k + 2] = vzcaps_key_name((enum vzcaps_key)k);
+    const char *near = vzcaps_did_you_mean(key, known, VZCAPS_KEY_COUNT + 2);
+    if (near)
+        snprintf(why, whylen, "unknown key %s (did you mean %s?)", key, near);
+    else
+        snprintf(why, whylen, "unknown key %s", key);
+    return -1;
+}
+
+/* A key = value line in section (IN_*, or an index): checked into scratch and, in pass 2 for
+ * the section applied, into st->out. 0, or -1 with why. */
+static int key_line(struct parse_state *st, int section, struct line_view v, unsigned line_no, char *why, size_t whylen)
+{
+    const char *eq = memchr(v.p, '=', v.n);
+    if (!eq)
+        return snprintf(why, whylen, "expected key = value or [section]"), -1;
+    struct line_view k = trim(v.p, (size_t)(eq - v.p));
+    struct line_view val = trim(eq + 1, v.n - (size_t)(eq + 1 - v.p));
+    char key[64];
+    if (k.n == 0 || k.n >= sizeof key)
+        return snprintf(why, whylen, "missing or overlong key"), -1;
+    memcpy(key, k.p, k.n);
+    key[k.n] = '\0';
+    memcpy(value_buf, val.p, val.n);
+    value_buf[val.n] = '\0';
+    if (section == IN_BAD_SECTION && strcmp(key, "log_file") == 0)
+        return snprintf(why, whylen, "log_file inside the section refused above: it belongs at the top of the file, "
+                                     "before any section"), -1;
+    int top = section == IN_BAD_SECTION ? 0 : top_level_key(st, section, line_no, key, value_buf, why, whylen);
+    if (top)
+        return top < 0 ? -1 : 0;
+    if (section == IN_NO_SECTION)
+        return snprintf(why, whylen, "%s outside a section: start one with [name]", key), -1;
+    char in[80];
+    snprintf(in, sizeof in, section >= 0 ? "[%s]" : "the section refused above", section >= 0 ? st->names[section] : "");
+    if (strcmp(key, "match") == 0) {
+        if (scratch.set & (1u << VZCAPS_KEY_COUNT))
+            return snprintf(why, whylen, "duplicate key match in %s", in), -1;
+        if (val.n == 0)
+            return snprintf(why, whylen, "empty match"), -1;
+        scratch.set |= 1u << VZCAPS_KEY_COUNT;
+        if (section >= 0 && st->chosen_by_match < 0 && match_fits(value_buf, st->exe))
+            st->chosen_by_match = section;
+        return 0;
+    }
+    int kk = vzcaps_key_from_name(key);
+    if (kk < 0)
+        return unknown_key(key, why, whylen);
+    if (scratch.set & (1u << kk))
+        return snprintf(why, whylen, "duplicate key %s in %s", key, in), -1;
+    snprintf(origin_buf, sizeof origin_buf, "%s:%u: %s", st->file, line_no, key); /* names the key, as a variable does */
+    if (vzcaps_settings_set(&scratch, (enum vzcaps_key)kk, value_buf, origin_buf, why_buf, sizeof why_buf) != 0)
+        return snprintf(why, whylen, "%s: %s", key, why_buf), -1;
+    if (st->out && section == st->apply_section)
+        vzcaps_settings_set(st->out, (enum vzcaps_key)kk, value_buf, origin_buf, why_buf, sizeof why_buf);
+    return 0;
+}
+
+/* Adds "file:line: why" to err, after "; " when it holds others; one that does not fit is
+ * counted in *more (the caller says how many, in the room kept for it). */
+#define MORE_ROOM 40
+static void add_error(char *err, size_t errlen, unsigned n, unsigned *more, const char *file, unsigned line_no,
+                      const char *why)
+{
+    size_t used = n ? strlen(err) : 0;
+    int need = snprintf(NULL, 0, "%s%s:%u: %s", n ? "; " : "", file, line_no, why);
+    if (n && used + (size_t)need + MORE_ROOM >= errlen) {
+        (*more)++;
+        return;
+    }
+    snprintf(err + used, errlen - used, "%s%s:%u: %s", n ? "; " : "", file, line_no, why);
+}
+
+/* One pass over the file. Pass 1 (st->out == NULL) validates everything and reports every bad
+ * line, not only the first ("f:2: ...; f:5: ..."); pass 2 applies. 0, or -1 with err. */
 static int parse(const char *text, size_t len, struct parse_state *st, char *err, size_t errlen)
 {
-    /* static: kept off the stack (the library's frames stay under 4 KiB) */
-    static struct vzcaps_settings scratch;
-    static char line[VZCAPS_CONFIG_MAX_LINE + 1], value[VZCAPS_CONFIG_MAX_LINE + 1];
-    static char origin[VZCAPS_ORIGIN_LEN], why[VZCAPS_NOTE_LEN];
+    static char why[VZCAPS_NOTE_LEN];
     memset(&scratch, 0, sizeof scratch);
-    unsigned line_no = 0;
-    int section = -1;
-    size_t pos = 0;
-    while (pos < len) {
+    unsigned line_no = 0, n_bad = 0, more = 0;
+    int section = IN_NO_SECTION;
+    for (size_t pos = 0; pos < len;) {
         line_no++;
         const char *start = text + pos;
         const char *nl = memchr(start, '\n', len - pos);
         size_t n = nl ? (size_t)(nl - start) : len - pos;
         pos += n + (nl != NULL);
-#define BAD(...) do { snprintf(err, errlen, "%s:%u: ", st->file, line_no); \
-        vzcaps_appendf(err, errlen, __VA_ARGS__); return -1; } while (0)
-        if (n > VZCAPS_CONFIG_MAX_LINE)
-            BAD("line longer than %d bytes", VZCAPS_CONFIG_MAX_LINE);
-        if (memchr(start, '\0', n))
-            BAD("NUL byte: not a text file");
-        memcpy(line, start, n);
-        line[n] = '\0';
-        /* a '#' at the start or after a blank starts a comment */
-        for (size_t i = 0; i < n; i++)
-            if (line[i] == '#' && (i == 0 || is_blank(line[i - 1]))) {
-                line[i] = '\0';
-                break;
-            }
-        struct line_view v = trim(line, strlen(line));
-        if (v.n == 0)
-            continue;
-        if (v.p[0] == '[') {
-            if (v.p[v.n - 1] != ']' || v.n < 3)
-                BAD("bad section header: expected [name]");
-            size_t nn = v.n - 2;
-            if (nn >= sizeof st->names[0])
-                BAD("section name longer than %zu bytes", sizeof st->names[0] - 1);
-            for (size_t i = 0; i < nn; i++)
-                if (!name_char(v.p[1 + i]))
-                    BAD("bad section name: use letters, digits, '_', '-' and '.'");
-            if (st->n_sections >= MAX_SECTIONS)
-                BAD("more than %d sections", MAX_SECTIONS);
-            char name[64];
-            memcpy(name, v.p + 1, nn);
-            name[nn] = '\0';
-            for (int i = 0; i < st->n_sections; i++)
-                if (strcmp(st->names[i], name) == 0)
-                    BAD("duplicate section [%s]", name);
-            section = st->n_sections++;
-            strcpy(st->names[section], name);
+        struct line_view v;
+        int rc = config_line(start, n, &v, why, sizeof why);
+        if (rc == 0 && v.n && v.p[0] == '[') {
+            int s = section_header(st, v, why, sizeof why);
+            section = s >= 0 ? s : IN_BAD_SECTION; /* its keys are still checked, against nothing */
             memset(&scratch, 0, sizeof scratch);
-            continue;
+            rc = s >= 0 ? 0 : -1;
+        } else if (rc == 0 && v.n) {
+            rc = key_line(st, section, v, line_no, why, sizeof why);
         }
-        const char *eq = memchr(v.p, '=', v.n);
-        if (!eq)
-            BAD("expected key = value or [section]");
-        struct line_view k = trim(v.p, (size_t)(eq - v.p));
-        struct line_view val = trim(eq + 1, v.n - (size_t)(eq + 1 - v.p));
-        char key[64];
-        if (k.n == 0 || k.n >= sizeof key)
-            BAD("missing or overlong key");
-        memcpy(key, k.p, k.n);
-        key[k.n] = '\0';
-        memcpy(value, val.p, val.n);
-        value[val.n] = '\0';
-        if (section < 0)
-            BAD("%s outside a section: start one with [name]", key);
-        if (strcmp(key, "match") == 0) {
-            if (scratch.set & (1u << VZCAPS_KEY_COUNT))
-                BAD("duplicate key match in [%s]", st->names[section]);
-            if (val.n == 0)
-                BAD("empty match");
-            scratch.set |= 1u << VZCAPS_KEY_COUNT;
-            if (st->chosen_by_match < 0 && match_fits(value, st->exe))
-                st->chosen_by_match = section;
-            continue;
-        }
-        int kk = vzcaps_key_from_name(key);
-        if (kk < 0) {
-            const char *known[VZCAPS_KEY_COUNT + 1] = {"match"};
-            for (int k = 0; k < VZCAPS_KEY_COUNT; k++)
-                known[k + 1] = vzcaps_key_name((enum vzcaps_key)k);
-            const char *near = vzcaps_did_you_mean(key, known, VZCAPS_KEY_COUNT + 1);
-            if (near)
-                BAD("unknown key %s (did you mean %s?)", key, near);
-            BAD("unknown key %s", key);
-        }
-        if (scratch.set & (1u << kk))
-            BAD("duplicate key %s in [%s]", key, st->names[section]);
-        snprintf(origin, sizeof origin, "%s:%u: %s", st->file, line_no, key); /* names the key, as a variable does */
-        if (vzcaps_settings_set(&scratch, (enum vzcaps_key)kk, value, origin, why, sizeof why) != 0)
-            BAD("%s: %s", key, why);
-        if (st->out && section == st->apply_section)
-            vzcaps_settings_set(st->out, (enum vzcaps_key)kk, value, origin, why, sizeof why);
-#undef BAD
+        if (rc != 0)
+            add_error(err, errlen, n_bad++, &more, st->file, line_no, why);
     }
-    return 0;
+    if (more)
+        vzcaps_appendf(err, errlen, "; and %u more bad lines", more);
+    return n_bad ? -1 : 0;
 }
 
 int vzcaps_config_apply(const char *text, size_t len, const char *file, const char *exe,
@@ -175,6 +258,8 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
     st.apply_section = -1;
     if (parse(text, len, &st, err, errlen) != 0)
         return -1;
+    snprintf(s->log_file, sizeof s->log_file, "%s", st.log_file);
+    snprintf(s->log_file_origin, sizeof s->log_file_origin, "%s", st.log_file_origin);
     int chosen = -1;
     if (profile) {
         for (int i = 0; i < st.n_sections; i++)
@@ -205,6 +290,7 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
     st.apply_section = chosen;
     st.n_sections = 0;
     st.chosen_by_match = -1;
+    st.log_file_origin[0] = '\0'; /* read again */
     return parse(text, len, &st, err, errlen);
 }
 
@@ -216,7 +302,7 @@ static const char *const env_prefixes[] = {"VZCAPS_", "TART_METAL_", "LUME_METAL
 static const enum vzcaps_key compat_keys[] = {
     VZCAPS_KEY_APPLE_FAMILY_MAX, VZCAPS_KEY_MAX_THREADGROUP_MEMORY, VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE};
 /* VZCAPS_ names that are not settings: slots after the keys */
-static const char *const other_names[] = {"CONFIG", "PROFILE"};
+static const char *const other_names[] = {"CONFIG", "PROFILE", "LOG_FILE"};
 #define N_SLOTS (VZCAPS_KEY_COUNT + sizeof other_names / sizeof other_names[0])
 
 static bool compat_key_allowed(int k)
@@ -363,12 +449,39 @@ int vzcaps_config_search(const char *const *envp, const char *root, char paths[]
     return n;
 }
 
-void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
+/* large: kept off the stack (the library's frames stay under 4 KiB); configuration runs
+ * once in the library and one call at a time in the command */
+static struct vzcaps_settings s;
+
+/* The stats log's path: VZCAPS_LOG_FILE wins over the file's log_file (which a file refused
+ * before it was read does not give). A malformed VZCAPS_LOG_FILE refuses the configuration, as
+ * any malformed variable does. */
+static void log_file_of(const struct vzcaps_inputs *in, struct vzcaps_config_result *out)
+{
+    static char bad[VZCAPS_NOTE_LEN / 2], why[VZCAPS_NOTE_LEN];
+    const char *var = vzcaps_env_get(in->envp, "VZCAPS_LOG_FILE");
+    const char *value = var ? var : s.log_file;
+    if (var && var[0] && vzcaps_log_file_check(var, bad, sizeof bad) != 0) {
+        if (out->profile.state != VZCAPS_STOCK_REFUSED) {
+            snprintf(why, sizeof why, "VZCAPS_LOG_FILE: %s; fix or unset it", bad);
+            out->profile.n_notes = 0;
+            vzcaps_profile_refuse(&out->profile, why);
+        }
+        return;
+    }
+    snprintf(out->log_file_origin, sizeof out->log_file_origin, "%s", var ? "VZCAPS_LOG_FILE" : s.log_file_origin);
+    if (!value[0])
+        return; /* off; VZCAPS_LOG_FILE= turns off the file's */
+    if (vzcaps_log_file_expand(value, vzcaps_env_get(in->envp, "HOME"), out->log_file, sizeof out->log_file) != 0 &&
+        out->profile.n_notes < VZCAPS_MAX_NOTES)
+        snprintf(out->profile.notes[out->profile.n_notes++], VZCAPS_NOTE_LEN,
+                 "%s %s: HOME is not an absolute path, or the path is too long: no stats log", out->log_file_origin,
+                 vzcaps_clip(value, 64, (char[128]){0}, 128));
+}
+
+static void configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
                       struct vzcaps_config_result *out)
 {
-    /* large: kept off the stack (the library's frames stay under 4 KiB); configuration runs
-     * once in the library and one call at a time in the command */
-    static struct vzcaps_settings s;
     static char err[VZCAPS_NOTE_LEN], why[VZCAPS_NOTE_LEN], name[128];
     unsigned seen[N_PREFIXES];
     memset(out, 0, sizeof *out);
@@ -483,4 +596,11 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         snprintf(p->notes[0], sizeof p->notes[0], "profile [%s] of %s", out->section, out->config_path);
         p->n_notes++;
     }
+}
+
+void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
+                      struct vzcaps_config_result *out)
+{
+    configure(in, file_buf, file_cap, out);
+    log_file_of(in, out);
 }

@@ -37,19 +37,32 @@ int vzcaps_edit_distance(const char *a, const char *b)
     return prev[lb];
 }
 
-/* Whether a and b hold the same digits in the same order: a typo never changes a number
- * ("Apple M6" is a chip the table lacks, not a typo of "Apple M5"; "apple11" is not "apple1"). */
+static bool digit(char c)
+{
+    return c >= '0' && c <= '9';
+}
+
+/* Whether a and b hold the same numbers in the same order: a typo never changes a number
+ * ("Apple M6" is a chip the table lacks, not a typo of "Apple M5"; "apple11" is not "apple1"),
+ * but a number is its value: leading zeros do not make another ("apple08" is a spelling of
+ * apple8). */
 static bool same_digits(const char *a, const char *b)
 {
-    for (;; a++, b++) {
-        while (*a && (*a < '0' || *a > '9'))
+    for (;;) {
+        while (*a && !digit(*a))
             a++;
-        while (*b && (*b < '0' || *b > '9'))
+        while (*b && !digit(*b))
             b++;
-        if (*a != *b)
+        if (!*a || !*b)
+            return !*a && !*b;
+        while (*a == '0' && digit(a[1]))
+            a++;
+        while (*b == '0' && digit(b[1]))
+            b++;
+        while (digit(*a) && *a == *b)
+            a++, b++;
+        if (digit(*a) || digit(*b))
             return false;
-        if (!*a)
-            return true;
     }
 }
 

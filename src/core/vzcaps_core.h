@@ -93,6 +93,10 @@ struct vzcaps_settings {
     char callers[VZCAPS_GLOBS_LEN], stock_callers[VZCAPS_GLOBS_LEN]; /* normalised: single blanks; "" = none */
     /* where each key came from, e.g. "VZCAPS_APPLE_FAMILY_MAX" or "vzcaps.conf:4" */
     char origin[VZCAPS_KEY_COUNT][VZCAPS_ORIGIN_LEN];
+    /* the top-level log_file of the config file, as written (checked: vzcaps_log_file_check);
+     * "" when none */
+    char log_file[VZCAPS_PATH_MAX + 1];
+    char log_file_origin[VZCAPS_ORIGIN_LEN];
 };
 
 /* Config-file spelling of a key ("apple_family_max"); NULL when out of range. */
@@ -115,7 +119,8 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
 /* Parses a whole config file and applies the chosen section to *s.
  * Section: profile if non-NULL (must exist), else the first whose match fits exe,
  * else [default], else none. Any error rejects the whole file: returns -1 and writes
- * "file:line: reason" to err, *s untouched. On success the chosen section's name is
+ * "file:line: reason" to err for every bad line ("; " between them, then "; and N more bad
+ * lines" for those that do not fit in errlen), *s untouched. On success the chosen section's name is
  * copied to section (empty when none). */
 int vzcaps_config_apply(const char *text, size_t len, const char *file, const char *exe,
                         const char *profile, struct vzcaps_settings *s, char *section,
@@ -239,6 +244,12 @@ struct vzcaps_config_result {
     int n_searched;
     char section[64];        /* chosen section, empty when none */
     char env_prefix[16];     /* "VZCAPS_", "TART_METAL_", "LUME_METAL_" or "" */
+    /* the stats log (VZCAPS_LOG_FILE, which wins, else the config file's top-level log_file),
+     * ~/ expanded; "" when off (neither set, VZCAPS_LOG_FILE empty, or ~/ without an absolute
+     * HOME: then a note says so). Set whatever the profile's state, but for a configuration
+     * refused before the file was read. */
+    char log_file[VZCAPS_PATH_MAX + 1];
+    char log_file_origin[VZCAPS_ORIGIN_LEN]; /* "VZCAPS_LOG_FILE" or "FILE:LINE: log_file" */
 };
 
 /* Static scratch the caller provides for reading the file (VZCAPS_CONFIG_MAX_SIZE + 1). */
@@ -426,6 +437,33 @@ const char *vzcaps_family_suggest(const char *text);
 /* A known chip's canonical brand for text: "Apple M2 Pro" for "M2 Pro", "m2 pro" or
  * "Apple M2 Por"; into out, true when there is one. */
 bool vzcaps_chip_suggest(const char *text, char *out, size_t len);
+
+/* ---- the stats log (statslog.c): what the library appends for `vzcaps stats` ----
+ * One JSON line per process, at the first device hooked or left stock, exactly:
+ * {"v":1,"time":T,"pid":P,"program":"NAME","path":"EXE","event":"hooked"|"left_stock",
+ *  "class":"CLASS","family":F,"reason":"WHY"}
+ * ending in '\n', at most VZCAPS_STATSLOG_MAX bytes with it. Strings are JSON-escaped (", \,
+ * controls, DEL and C1 controls as \u00XX), valid UTF-8 passes, a byte that is not UTF-8 is
+ * \u00XX of its value; when the whole does not fit, the longest strings are cut to a common
+ * length at a UTF-8 (escape) boundary and end in "...". family: the highest Apple family the
+ * process answers yes to (0 when stock); reason: "" when hooked. */
+#define VZCAPS_STATSLOG_MAX 1024
+#define VZCAPS_STATSLOG_ROTATE 1048576 /* 1 MiB: at or above, LOG is renamed LOG.1 first */
+struct vzcaps_statslog_record {
+    long long time, pid, family;
+    bool hooked;
+    const char *program, *path, *cls, *reason; /* NULL is "" */
+};
+/* Writes the record into out; returns its length (<= VZCAPS_STATSLOG_MAX, ending in '\n'). */
+size_t vzcaps_statslog_format(const struct vzcaps_statslog_record *r, char out[VZCAPS_STATSLOG_MAX]);
+/* Bytes of the JSON-escaped form of the n bytes at s (the form the record uses). */
+size_t vzcaps_json_escaped_len(const char *s, size_t n);
+/* A log_file value (config key or VZCAPS_LOG_FILE): an absolute path or ~/PATH, at most
+ * VZCAPS_PATH_MAX bytes, not ending in '/'. 0, or -1 with why. */
+int vzcaps_log_file_check(const char *value, char *why, size_t len);
+/* A checked value made a path: ~/ against home (which must be absolute; trailing '/' dropped).
+ * 0, or -1 when home is not absolute or the path would be longer than VZCAPS_PATH_MAX. */
+int vzcaps_log_file_expand(const char *value, const char *home, char *out, size_t cap);
 
 /* ---- small helpers ---- */
 

@@ -4,6 +4,7 @@
  * class partially (a failed install is rolled back and the class stays stock). */
 #include "shim.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -93,9 +94,12 @@ static __attribute__((noinline)) bool caller_in_scope(uint64_t a)
         if (!e)
             break;
     }
-    /* a new site: resolve its image once, then claim a free slot (or stay uncached) */
+    /* a new site: resolve its image once, then claim a free slot (or stay uncached); dladdr
+     * may set errno, which the host's call must not see */
     char image[256];
+    int saved = errno;
     vzcaps_image_of((const void *)(uintptr_t)a, image, sizeof image);
+    errno = saved;
     bool in = vzcaps_caller_in_scope(&vzcaps_effective, image);
     uint64_t want = a << 1 | (in ? 0 : 1);
     for (size_t i = 0; i < SITE_PROBES; i++) {
@@ -286,10 +290,12 @@ out:
     return rc;
 }
 
-void vzcaps_hooks_on_device(id device, const char *path)
+static void on_device(id device, const char *path)
 {
-    if (device && vzcaps_effective.state == VZCAPS_STOCK_REFUSED)
+    if (device && vzcaps_effective.state == VZCAPS_STOCK_REFUSED) {
         vzcaps_said(NULL, path); /* the first device, left stock: the refusal is said now */
+        vzcaps_statslog_event(false, class_getName(object_getClass(device)), NULL);
+    }
     if (!device || vzcaps_effective.state != VZCAPS_ENABLED)
         return;
     Class cls = object_getClass(device);
@@ -304,10 +310,20 @@ void vzcaps_hooks_on_device(id device, const char *path)
         char line[300];
         snprintf(line, sizeof line, "vzcaps: %s", why);
         vzcaps_log(line, !vzcaps_effective.quiet);
+        vzcaps_statslog_event(false, class_getName(cls), why);
     } else {
         char label[160];
         vzcaps_said(class_label(cls, label), path); /* once per process */
+        vzcaps_statslog_event(true, class_getName(cls), NULL);
     }
+}
+
+/* errno is as the caller had it: installing, logging and the one line may all set it */
+void vzcaps_hooks_on_device(id device, const char *path)
+{
+    int saved = errno;
+    on_device(device, path);
+    errno = saved;
 }
 
 /* The private -[_MTLDevice initGPUFamilySupport] runs when any device is created. The hooks

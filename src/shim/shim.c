@@ -3,11 +3,12 @@
  * Never: exits, aborts or changes anything when the configuration is in doubt; blocks on a
  * file or on standard error; raises SIGPIPE; prints a byte a terminal would interpret. */
 #define _GNU_SOURCE /* Dl_info and dladdr on glibc */
-#include "shim.h"
+#include "quiet.h"
 
 #include <dlfcn.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
@@ -35,18 +36,80 @@ static long long now_us(void)
     return (long long)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
-/* Whether fd 2 takes more bytes before the deadline. */
-static bool stderr_writable(long long deadline)
+/* Standard error as the process started with it. The line is written at the first device,
+ * long after start-up, by when fd 2 may hold a file of the program's own: a process started
+ * with stderr closed, or one that closed it (daemons do) or whose stderr file was deleted and
+ * whose next open took fd 2 (ext4 hands the freed inode to the next file at once, so device
+ * and inode alone do not tell the files apart). So:
+ * - a regular file is pinned: the constructor keeps a close-on-exec duplicate of fd 2 (at 100
+ *   or above where the limit allows, out of the way of the low numbers programs expect), so its
+ *   inode cannot be freed and reused while we hold it; the line is written to that duplicate,
+ *   and only while fd 2 is the same file (device, inode, type) as the duplicate still is. Cost:
+ *   one descriptor, and a deleted stderr file's blocks stay in use until the process exits.
+ * - anything else (a terminal, a pipe, a socket, /dev/null) is not pinned: holding a pipe or a
+ *   socket would keep its reader from seeing end-of-file after the program closes it. Its
+ *   identity (device, inode, type, rdev) is compared at the write.
+ * - in doubt (fd 2 closed at start, a different file now, our duplicate closed or replaced by
+ *   the program), nothing is written. */
+static struct {
+    bool open;
+    int kept; /* the duplicate of a regular file, or -1 */
+    dev_t dev, rdev;
+    ino_t ino;
+    mode_t type;
+} stderr_at_start = {false, -1, 0, 0, 0, 0};
+
+static bool same_file(const struct stat *st)
+{
+    return st->st_dev == stderr_at_start.dev && st->st_ino == stderr_at_start.ino &&
+           (st->st_mode & S_IFMT) == stderr_at_start.type && st->st_rdev == stderr_at_start.rdev;
+}
+
+static void note_stderr(void)
+{
+    struct stat st;
+    if (fstat(2, &st) == 0)
+        stderr_at_start.open = true, stderr_at_start.dev = st.st_dev, stderr_at_start.ino = st.st_ino,
+        stderr_at_start.type = st.st_mode & S_IFMT, stderr_at_start.rdev = st.st_rdev;
+}
+
+/* Once, at the end of the constructor, when the library may write a line. */
+static void pin_stderr(void)
+{
+    struct stat st;
+    if (!stderr_at_start.open || stderr_at_start.type != S_IFREG || fstat(2, &st) != 0 || !same_file(&st))
+        return;
+    int fd = fcntl(2, F_DUPFD_CLOEXEC, 100);
+    if (fd < 0)
+        fd = fcntl(2, F_DUPFD_CLOEXEC, 3); /* a descriptor limit under 101 */
+    if (fd < 0)
+        stderr_at_start.open = false; /* in doubt later: nothing is written */
+    stderr_at_start.kept = fd;
+}
+
+/* The descriptor the line may be written to now, or -1 (never a file the program opened since). */
+static int stderr_target(void)
+{
+    struct stat st;
+    if (!stderr_at_start.open || fstat(2, &st) != 0 || !same_file(&st))
+        return -1;
+    if (stderr_at_start.type != S_IFREG)
+        return 2;
+    return stderr_at_start.kept >= 0 && fstat(stderr_at_start.kept, &st) == 0 && same_file(&st) ? stderr_at_start.kept : -1;
+}
+
+/* Whether fd takes more bytes before the deadline. */
+static bool fd_writable(int fd, long long deadline)
 {
     for (;;) {
         long long left = deadline - now_us();
-        if (left <= 0)
+        if (left <= 0 || fd >= FD_SETSIZE)
             return false;
         struct timeval tv = {(time_t)(left / 1000000), (suseconds_t)(left % 1000000)};
         fd_set w;
         FD_ZERO(&w);
-        FD_SET(2, &w);
-        int r = select(3, NULL, &w, NULL, &tv);
+        FD_SET(fd, &w);
+        int r = select(fd + 1, NULL, &w, NULL, &tv);
         if (r >= 0 || errno != EINTR)
             return r > 0;
     }
@@ -55,60 +118,71 @@ static bool stderr_writable(long long deadline)
 /* One line to standard error. The state of fd 2 is left alone (no O_NONBLOCK, no
  * F_SETNOSIGPIPE: they would change it for the host process too). Instead: SIGPIPE is blocked
  * in this thread for the write and a SIGPIPE the write raised is taken back; each chunk waits
- * until fd 2 is writable, within 200 ms for the whole line, and is no larger than PIPE_BUF on
- * macOS (512), so a writable pipe takes it without blocking. A reader that never reads costs
- * the host at most 200 ms, once. */
-/* fd 2 as the library found it: the line is written later (at the first device), by when a
- * process started with stderr closed, or that closed it, may hold a file of its own there. */
-static struct {
-    bool open;
-    dev_t dev;
-    ino_t ino;
-} stderr_at_start;
-
-static void note_stderr(void)
-{
-    struct stat st;
-    if (fstat(2, &st) == 0)
-        stderr_at_start.open = true, stderr_at_start.dev = st.st_dev, stderr_at_start.ino = st.st_ino;
-}
-
-/* Whether fd 2 is still the file it was at start-up (never a file the program opened since). */
-static bool stderr_is_ours_to_write(void)
-{
-    struct stat st;
-    return stderr_at_start.open && fstat(2, &st) == 0 && st.st_dev == stderr_at_start.dev &&
-           st.st_ino == stderr_at_start.ino;
-}
-
+ * until the file is writable, within 200 ms for the whole line, and is no larger than PIPE_BUF
+ * on macOS (512), so a writable pipe takes it without blocking. A reader that never reads costs
+ * the host at most 200 ms, once. errno is as it was. */
 VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n)
 {
-    if (!stderr_is_ours_to_write())
+    int saved = errno;
+    int fd = stderr_target();
+    if (fd < 0) {
+        errno = saved;
         return; /* the line is lost, the program's file is not touched */
-    sigset_t pipe_only, old, pending;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    bool blocked = pthread_sigmask(SIG_BLOCK, &pipe_only, &old) == 0;
-    bool was_pending = blocked && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    }
+    struct vzcaps_quiet q;
+    vzcaps_quiet_begin(&q);
     long long deadline = now_us() + 200000;
     for (size_t off = 0; off < n;) {
-        if (!stderr_writable(deadline))
+        if (!fd_writable(fd, deadline))
             break;
         size_t chunk = n - off < 512 ? n - off : 512;
-        ssize_t w = write(2, line + off, chunk);
+        ssize_t w = write(fd, line + off, chunk);
+        if (w < 0)
+            vzcaps_quiet_wrote(&q, errno);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
             break; /* closed, full or gone: the line is lost, the host is not */
         off += (size_t)w;
     }
-    if (blocked) {
-        if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+    vzcaps_quiet_end(&q);
+    errno = saved;
+}
+
+static const int quiet_signals[2] = {SIGPIPE, SIGXFSZ};
+
+void vzcaps_quiet_begin(struct vzcaps_quiet *q)
+{
+    sigset_t set, pending;
+    sigemptyset(&set);
+    for (int i = 0; i < 2; i++)
+        sigaddset(&set, quiet_signals[i]);
+    q->blocked = pthread_sigmask(SIG_BLOCK, &set, &q->old) == 0;
+    bool known = q->blocked && sigpending(&pending) == 0;
+    for (int i = 0; i < 2; i++)
+        q->was_pending[i] = !known || sigismember(&pending, quiet_signals[i]), q->raised[i] = false;
+}
+
+void vzcaps_quiet_wrote(struct vzcaps_quiet *q, int write_errno)
+{
+    q->raised[0] |= write_errno == EPIPE;
+    q->raised[1] |= write_errno == EFBIG;
+}
+
+void vzcaps_quiet_end(struct vzcaps_quiet *q)
+{
+    sigset_t pending;
+    if (!q->blocked)
+        return;
+    for (int i = 0; i < 2; i++)
+        if (q->raised[i] && !q->was_pending[i] && sigpending(&pending) == 0 && sigismember(&pending, quiet_signals[i])) {
+            sigset_t one;
             int sig;
-            sigwait(&pipe_only, &sig); /* pending, so this returns at once */
+            sigemptyset(&one);
+            sigaddset(&one, quiet_signals[i]);
+            sigwait(&one, &sig); /* pending, so this returns at once */
         }
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-    }
+    pthread_sigmask(SIG_SETMASK, &q->old, NULL);
 }
 
 VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr)
@@ -244,7 +318,7 @@ static bool is_launcher(void)
     return true;
 }
 
-__attribute__((constructor)) static void vzcaps_init(void)
+static void init(void)
 {
     static char brand[256], exe[300], raw[SAID_RAW];
     char **env = *vzcaps_platform_environ();
@@ -285,15 +359,27 @@ __attribute__((constructor)) static void vzcaps_init(void)
         p->invalid = false;
     }
     if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED) {
+        if (!p->quiet)
+            pin_stderr(); /* a line may be written to stderr: from now on */
         snprintf(raw, sizeof raw, "vzcaps: ");
         vzcaps_profile_describe(p, exe, raw + 8, sizeof raw - 8);
         said_prepare(p, exe, raw); /* nothing is written before a device exists (but verbose) */
     }
     vzcaps_effective = *p;
+    if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED)
+        vzcaps_statslog_prepare(&result, vzcaps_platform_exe_name());
     if (p->state == VZCAPS_STOCK_REFUSED)
         vzcaps_platform_trigger_install(); /* the factories say the refusal at the first device */
     if (p->state != VZCAPS_ENABLED)
         return;
     vzcaps_hooks_watch_base_class();
     vzcaps_platform_trigger_install();
+}
+
+/* errno is as the process had it (zero at start-up, C11 7.5p3), whatever the constructor did */
+__attribute__((constructor)) static void vzcaps_init(void)
+{
+    int saved = errno;
+    init();
+    errno = saved;
 }

@@ -29,6 +29,13 @@ VZCAPS_HIDDEN void vzcaps_hooks_watch_base_class(void);
 VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr);
 VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n);
 
+/* statslog.c: the stats log. prepare: once, in the constructor of a configured or refused
+ * process (nothing when the result names no log, or its directory is not safe). event: the
+ * first call writes the process's one record (hooked, the device class, why it is left stock:
+ * NULL for the refusal the constructor knew); errno is kept, nothing is ever said. */
+VZCAPS_HIDDEN void vzcaps_statslog_prepare(const struct vzcaps_config_result *r, const char *exe);
+VZCAPS_HIDDEN void vzcaps_statslog_event(bool hooked, const char *cls, const char *reason);
+
 /* shim.c: the one line that says what the library did, prepared by the constructor and
  * written once (an atomic flag; no lock, no allocation): "vzcaps: hooked LABEL for EXE via
  * PATH: NOTES" when the first device class is hooked, or the refusal's "vzcaps: left stock for

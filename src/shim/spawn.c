@@ -157,7 +157,19 @@ static const char *resolve(const char *file, struct cand *c, char *buf, size_t l
     }
 }
 
+static char *const *child_envp(const char *file, bool search, char *const argv[], char *const envp[]);
+
+/* errno is as the caller had it, but for ENOMEM when the child must not start */
 char *const *vzcaps_child_envp(const char *file, bool search, char *const argv[], char *const envp[])
+{
+    int saved = errno;
+    char *const *out = child_envp(file, search, argv, envp);
+    if (out)
+        errno = saved;
+    return out;
+}
+
+static char *const *child_envp(const char *file, bool search, char *const argv[], char *const envp[])
 {
     static char *const empty[] = {NULL};
     if (!envp) /* the kernel takes NULL as no variables (execve, environ after clearenv); here NULL is "refused" */

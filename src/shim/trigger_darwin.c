@@ -16,6 +16,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/sysctl.h>
 #include <syslog.h>
 #include <unistd.h>
@@ -51,7 +52,9 @@ const char *vzcaps_platform_exe_name(void)
 
 void vzcaps_platform_log(const char *line, size_t n, bool to_stderr)
 {
+    int saved = errno;
     syslog(LOG_NOTICE, "%.*s", (int)n, line);
+    errno = saved;
     if (to_stderr)
         vzcaps_write_stderr_line(line, n + 1);
 }
@@ -96,21 +99,25 @@ static void on_array(id devices, const char *path)
 static id vz_create_default(void)
 {
     id device = MTLCreateSystemDefaultDevice();
-    vzcaps_hooks_on_device(device, VZCAPS_PATH_FACTORY("MTLCreateSystemDefaultDevice"));
+    vzcaps_hooks_on_device(device, VZCAPS_PATH_FACTORY("MTLCreateSystemDefaultDevice")); /* keeps errno */
     return device;
 }
 
 static id vz_copy_all(void)
 {
     id devices = MTLCopyAllDevices();
+    int saved = errno; /* as Metal left it: count and objectAtIndex: may set it */
     on_array(devices, VZCAPS_PATH_FACTORY("MTLCopyAllDevices"));
+    errno = saved;
     return devices;
 }
 
 static id vz_copy_all_observed(id *observer, void *handler)
 {
     id devices = MTLCopyAllDevicesWithObserver(observer, handler);
+    int saved = errno;
     on_array(devices, VZCAPS_PATH_FACTORY("MTLCopyAllDevicesWithObserver"));
+    errno = saved;
     return devices;
 }
 
@@ -123,8 +130,15 @@ int vzcaps_platform_execve(const char *path, char *const argv[], char *const env
 }
 
 /* a pthread key: macOS keeps thread-specific data in fixed slots of the thread (no malloc, as
- * a _Thread_local's lazy allocation would) */
+ * a _Thread_local's lazy allocation would); its destructor unmaps the mapping when the thread
+ * exits (its first word is its size: spawn.c) */
 static pthread_key_t scratch_key;
+static void scratch_free(void *mapping)
+{
+    int saved = errno;
+    munmap(mapping, *(size_t *)mapping);
+    errno = saved;
+}
 static bool scratch_key_made;
 void *vzcaps_platform_scratch_get(void)
 {
@@ -141,14 +155,14 @@ bool vzcaps_platform_spawn_init(bool *library_has_arm64e)
     Dl_info info;
     unsigned char head[VZCAPS_SLICES_HEAD];
     ssize_t n = -1;
-    int fd = dladdr((const void *)vzcaps_platform_spawn_init, &info) && info.dli_fname ? open(info.dli_fname, O_RDONLY | O_NONBLOCK) : -1;
+    int fd = dladdr((const void *)vzcaps_platform_spawn_init, &info) && info.dli_fname ? open(info.dli_fname, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) : -1;
     if (fd >= 0) {
         n = read(fd, head, sizeof head);
         close(fd);
     }
     enum vzcaps_slices sl = n > 0 ? vzcaps_slices_of(head, (size_t)n, 0) : VZCAPS_SLICES_NONE_KNOWN;
     *library_has_arm64e = sl == VZCAPS_SLICES_ARM64E_ONLY || sl == VZCAPS_SLICES_UNIVERSAL;
-    scratch_key_made = pthread_key_create(&scratch_key, NULL) == 0;
+    scratch_key_made = pthread_key_create(&scratch_key, scratch_free) == 0;
     return scratch_key_made;
 }
 

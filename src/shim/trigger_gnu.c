@@ -7,6 +7,8 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <errno.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -68,11 +70,13 @@ __attribute__((visibility("default"))) id MTLCreateSystemDefaultDevice(void);
 id MTLCreateSystemDefaultDevice(void)
 {
     factory_fn real = real_create;
+    int saved = errno;
     if (!real) /* stock process, or Metal loaded after the constructor */
         real = (factory_fn)(void (*)(void))dlsym(RTLD_NEXT, "MTLCreateSystemDefaultDevice");
+    errno = saved;
     if (!real)
         return nil;
-    id device = real();
+    id device = real(); /* errno as the real factory leaves it; vzcaps_hooks_on_device keeps it */
     vzcaps_hooks_on_device(device, VZCAPS_PATH_FACTORY("MTLCreateSystemDefaultDevice"));
     return device;
 }
@@ -87,12 +91,16 @@ __attribute__((visibility("default"))) void __objc_exec_class(void *module);
 void __objc_exec_class(void *module)
 {
     static exec_class_fn real;
+    int saved = errno;
     if (!real)
         real = (exec_class_fn)(void (*)(void))dlsym(RTLD_NEXT, "__objc_exec_class");
+    errno = saved;
     if (real)
         real(module);
+    saved = errno;
     if (vzcaps_effective.state == VZCAPS_ENABLED)
         vzcaps_hooks_watch_base_class();
+    errno = saved;
 }
 
 const void *vzcaps_platform_strip_return_address(const void *ret)
@@ -116,8 +124,26 @@ int vzcaps_platform_execve(const char *path, char *const argv[], char *const env
     return (int)syscall(SYS_execve, path, argv, envp);
 }
 
-/* initial-exec: a preloaded library's TLS is in the static block, so no access allocates */
+/* initial-exec: a preloaded library's TLS is in the static block, so no access allocates.
+ * The mapping is unmapped when its thread exits, through a pthread key's destructor (a host
+ * that starts each child from a new thread lost 64 KiB and a mapping per thread). glibc keeps
+ * the values of its first 32 keys in the thread itself (specific_1stblock, nptl/descr.h); a
+ * later key's first value is calloc'ed, which must not happen here (a vfork child shares the
+ * parent's heap): with such a key the mapping is kept for the life of the process, as before. */
+#define GLIBC_KEYS_IN_THREAD 32
 static __thread void *scratch_slot __attribute__((tls_model("initial-exec")));
+static pthread_key_t scratch_key;
+static bool scratch_key_ok;
+
+static void scratch_free(void *mapping)
+{
+    int saved = errno;
+    if (mapping == scratch_slot)
+        scratch_slot = NULL;
+    munmap(mapping, *(size_t *)mapping); /* its first word is its size (spawn.c) */
+    errno = saved;
+}
+
 void *vzcaps_platform_scratch_get(void)
 {
     return scratch_slot;
@@ -125,6 +151,8 @@ void *vzcaps_platform_scratch_get(void)
 int vzcaps_platform_scratch_set(void *mapping)
 {
     scratch_slot = mapping;
+    if (scratch_key_ok)
+        pthread_setspecific(scratch_key, mapping);
     return 0;
 }
 
@@ -135,6 +163,11 @@ static spawn_fn real_spawn, real_spawnp;
 bool vzcaps_platform_spawn_init(bool *library_has_arm64e)
 {
     *library_has_arm64e = false; /* ELF: no slices */
+    scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+    if (scratch_key_ok && scratch_key >= GLIBC_KEYS_IN_THREAD) {
+        pthread_key_delete(scratch_key);
+        scratch_key_ok = false;
+    }
     real_spawn = (spawn_fn)(void (*)(void))dlsym(RTLD_NEXT, "posix_spawn");
     real_spawnp = (spawn_fn)(void (*)(void))dlsym(RTLD_NEXT, "posix_spawnp");
     return real_spawn && real_spawnp;
@@ -188,8 +221,10 @@ static int spawn(bool search, pid_t *pid, const char *file, const posix_spawn_fi
                  char *const argv[], char *const envp[])
 {
     spawn_fn real = search ? real_spawnp : real_spawn;
+    int saved = errno;
     if (!real) /* a process the library does not configure: resolved on its first spawn */
         real = (spawn_fn)(void (*)(void))dlsym(RTLD_NEXT, search ? "posix_spawnp" : "posix_spawn");
+    errno = saved; /* vzcaps_child_envp keeps it too, but for ENOMEM */
     if (!real)
         return ENOSYS;
     char *const *env = vzcaps_child_envp(file, search, argv, envp);

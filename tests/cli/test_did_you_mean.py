@@ -97,3 +97,62 @@ def test_uninstall_points_to_the_installed_script(tmp_path):
     os.remove(script)
     script.mkdir()
     assert "uninstall.sh of the release archive" in vz("uninstall", vzcaps=str(prefix / "bin" / "vzcaps")).stderr
+
+
+def test_a_top_level_option_typo_gets_the_option():
+    # regression (issue 33 row 11): `vzcaps --verison` said only 'unknown command "--verison"'
+    p = vz("--verison")
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.splitlines()[0] == 'vzcaps: unknown option "--verison" (did you mean --version?)'
+    assert 'unknown option "--hlep" (did you mean --help?)' in vz("--hlep").stderr
+    assert "did you mean" not in vz("--frobnicate").stderr
+    assert 'unknown command "stauts" (did you mean stats?)' in vz("stauts").stderr
+
+
+def test_a_family_with_a_leading_zero_gets_the_family():
+    # regression (issue 33 row 11): `--family apple08` got no suggestion (its digits "08" were not "8")
+    p = vz("run", "--family", "apple08", "--", "true")
+    assert p.returncode == 2 and '"apple08" is not auto, off, 0, or an Apple family 1001..1010 (did you mean apple8?)' in p.stderr
+    assert "(did you mean apple10?)" in vz("run", "--family", "apple010", "--", "true").stderr
+    assert "(did you mean apple8?)" in vz("check", "--family", "Apple08").stderr
+    for far in ("apple80", "apple18", "apple011"):  # another number is still no typo
+        assert "did you mean" not in vz("run", "--family", far, "--", "true").stderr, far
+
+
+def test_a_shim_name_that_is_a_typo_of_a_client_is_refused(tmp_path):
+    # regression (issue 33 row 11): `vzcaps shims --dir D lama-server` made the shim, exit 0
+    d = tmp_path / "shims"
+    env = clean_env(PATH="/usr/bin:/bin")
+    p = vz("shims", "--dir", str(d), "llama-server", "lama-server", "ollam", env=env)
+    assert p.returncode == 2 and p.stdout == ""
+    assert p.stderr.splitlines() == [
+        'vzcaps shims: NAME "lama-server" is not on PATH and is no client vzcaps knows: did you mean llama-server? '
+        "(nothing was made)",
+        'vzcaps shims: NAME "ollam" is not on PATH and is no client vzcaps knows: did you mean ollama? (nothing was made)']
+    assert not d.exists()
+    # a program of that name on PATH is what the user meant: made; so is a client not installed yet
+    real = tmp_path / "bin"
+    real.mkdir()
+    (real / "lama-server").symlink_to("/bin/true")
+    p = vz("shims", "--dir", str(d), "lama-server", "llama-server", "my-tool", env=clean_env(PATH=f"/usr/bin:/bin:{real}"))
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(d)) == [".lama-server.vzcaps-shim", ".llama-server.vzcaps-shim", ".my-tool.vzcaps-shim",
+                                     "lama-server", "llama-server", "my-tool"]
+    # removing is not making: --remove of a typo says it is not there
+    p = vz("shims", "--dir", str(d), "--remove", "ollam", env=env)
+    assert p.returncode == 1 and "No such file or directory" in p.stderr
+
+
+def test_every_bad_key_of_a_config_file_is_reported(tmp_path):
+    # regression (issue 33 row 11): only the first bad key was reported; fixing it showed the next
+    conf = tmp_path / "vzcaps.conf"
+    conf.write_text("[llama]\nmatch = llama-server\napple_family_maxx = auto\nlog = loud\nbogus = 1\n")
+    p = vz("check", "--config", str(conf), "--exe", "llama-server", "--chip", "Apple M2")
+    assert p.returncode == 1
+    want = (f"{conf}:3: unknown key apple_family_maxx (did you mean apple_family_max?); "
+            f"{conf}:4: log: \"loud\" is not quiet, normal or verbose; {conf}:5: unknown key bogus")
+    assert want in p.stdout and p.stderr.count("\n") == 1 and want in p.stderr
+    lib = subprocess.run([str(BUILD / "probe")], env=clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), VZCAPS_CONFIG=str(conf),
+                                                               VZCAPS_HOST_CHIP="Apple M2"), capture_output=True, text=True, timeout=60)
+    refused = [line for line in lib.stderr.splitlines() if line.startswith("vzcaps:")]
+    assert len(refused) == 1 and want in refused[0], lib.stderr  # the library's one line names them all

@@ -82,3 +82,20 @@ def test_shims_and_launchd_list_json(tmp_path):
     assert run("shims", "--dir", str(tmp_path / "empty"), "--list").returncode == 1  # no such directory
     (tmp_path / "empty").mkdir()
     assert run("shims", "--dir", str(tmp_path / "empty"), "--list").stdout == ""
+
+
+def test_stats_on_good_bad_and_odd_logs(tmp_path):
+    # the usage log reader (issue 33 item 4): every kind of line, the rotated file, --since, --json
+    log = tmp_path / "usage.log"
+    rec = ('{"v":1,"time":%d,"pid":%d,"program":"%s","path":"/p","event":"%s","class":"C","family":%d,"reason":"%s"}')
+    lines = [rec % (100 + i, i, f"p{i % 7}\\u00ff", "hooked" if i % 3 else "left_stock", 1008 if i % 3 else 0,
+                    "" if i % 3 else f"why {i % 5}") for i in range(300)]
+    lines += ["{", "[]", '{"v":2}', "x" * 3000, rec % (1, 1, "", "hooked", 1008, "")]
+    log.write_text("\n".join(lines) + "\n" + lines[0][:40])
+    (tmp_path / "usage.log.1").write_text("\n".join(lines[:50]) + "\n")
+    for args in ([], ["--json"], ["--since", "200"], ["--since", "2h", "--json"]):
+        p = run("stats", "--log-file", str(log), *args)
+        assert p.returncode == 0, p.stderr
+    assert '"hooked":233' in run("stats", "--log-file", str(log), "--json").stdout
+    assert run("stats", "--log-file", str(tmp_path)).returncode == 1
+    assert run("stats", "--since", "nonsense", "--log-file", str(log)).returncode == 2

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import BUILD, clean_env, parse_probe
+from conftest import BUILD, clean_env, needs_root, parse_probe
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (LD_PRELOAD, /proc)
 
@@ -200,6 +200,9 @@ def test_list_and_remove_only_what_vzcaps_made(tmp_path):
     ("a/b", "a program name, not a path"), ("..", "not a program name"), (".", "not a program name"),
     ("../probe", "a program name, not a path"), ("-x", "may not start with '-'"), ("vzcaps", "vzcaps itself"),
     ("a\x01b", "control character"), ("x" * 256, "longer than 255 bytes"),
+    # regression (issue 32 row 9): .hidden was made but --list never showed it; .x.vzcaps-shim took x's record name
+    (".hidden", "a name starting with '.'"), (".x.vzcaps-shim", "a name starting with '.'"),
+    ("x.vzcaps-shim", "it ends in .vzcaps-shim, the suffix of the records"),
 ])
 def test_odd_names_are_refused_before_anything_is_made(tmp_path, name, why):
     d = tmp_path / "shims"
@@ -356,3 +359,65 @@ def test_shims_of_two_vzcaps_installations_on_a_path_that_repeats_never_loop(tmp
     env["PATH"] = f"{a}:{b}:{a}:{real}:/usr/bin:/bin"
     p = subprocess.run(["sh", "-c", "probe"], env=env, capture_output=True, text=True, timeout=30)
     assert p.returncode == 0 and families(p.stdout)[1008] == 1, p.stderr
+
+
+@needs_root("mounts a 64 KiB tmpfs")
+def test_a_full_disk_leaves_no_shim_and_a_rerun_makes_it_whole(tmp_path):
+    # regression (issue 32 row 8): on a full disk the link was made and its record was not (exit 1);
+    # after space was freed the same command exited 0 without the record, --list omitted the
+    # shim and --remove refused it as not ours
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)], check=True)
+    try:
+        shims = disk / "shims"
+        shims.mkdir()
+        filler = disk / "filler"
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"x" * 512):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        env = shim_env(shims, real_bin(tmp_path), "/bin")
+        p = vz("shims", "--dir", str(shims), "probe", env=env)
+        assert p.returncode == 1 and p.stdout == ""
+        assert p.stderr.startswith(f"vzcaps shims: {shims}/probe: ") and "(nothing was made)" in p.stderr, p.stderr
+        assert os.listdir(shims) == []  # no link, no record, no temporary
+        filler.unlink()
+        p = vz("shims", "--dir", str(shims), "probe", env=env)
+        assert p.returncode == 0, p.stderr
+        assert sorted(os.listdir(shims)) == [".probe.vzcaps-shim", "probe"]
+        assert vz("shims", "--dir", str(shims), "--list", env=env).stdout.startswith("probe\t")
+        p = vz("shims", "--dir", str(shims), "--remove", "probe", env=env)
+        assert p.returncode == 0 and os.listdir(shims) == []
+    finally:
+        subprocess.run(["umount", str(disk)])
+
+
+def test_a_link_to_vzcaps_without_its_record_is_repaired_by_a_rerun(tmp_path):
+    # regression (issue 32 row 8): a link to this vzcaps left without a record (an earlier run
+    # that failed between the two) stayed outside --list and --remove whatever was run again
+    real = real_bin(tmp_path)
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "probe").symlink_to(VZ)
+    env = shim_env(shims, real, "/bin")
+    p = vz("shims", "--dir", str(shims), "probe", env=env)
+    assert p.returncode == 0 and p.stdout == f"{shims}/probe: already a shim (its record was missing: written)\n"
+    assert vz("shims", "--dir", str(shims), "--list", env=env).stdout == f"probe\t{real}/probe\n"
+    assert vz("shims", "--dir", str(shims), "probe", env=env).stdout == f"{shims}/probe: already a shim\n"
+    p = vz("shims", "--dir", str(shims), "--remove", "probe", env=env)
+    assert p.returncode == 0 and os.listdir(shims) == []
+    # a link elsewhere (not this vzcaps) is still not taken
+    (shims / "probe").symlink_to("/bin/true")
+    p = vz("shims", "--dir", str(shims), "probe", env=env)
+    assert p.returncode == 1 and os.listdir(shims) == ["probe"]
+
+
+def test_a_made_shim_leaves_only_the_link_and_its_record(tmp_path):
+    shims = make_shims(tmp_path, "probe", "llama-server")
+    assert sorted(os.listdir(shims)) == [".llama-server.vzcaps-shim", ".probe.vzcaps-shim", "llama-server", "probe"]
+    assert os.readlink(shims / "probe") == VZ

@@ -38,6 +38,8 @@ COMMANDS = {
     "run-dry-run": ["run", "--dry-run", "--family", "1007", "--", "/bin/true"],
     "probe-replay": ["probe", "--replay", "{answers}", "{unlocked}"],
     "verify-replay": ["verify", "--replay", "{verify}"],
+    "stats": ["stats", "--log-file", "{tmp}/usage.log"],
+    "stats-json": ["stats", "--json", "--log-file", "{tmp}/usage.log"],
     "completions": ["__completions", "bash"],
     "man": ["__man"],
 }

@@ -12,7 +12,7 @@ from conftest import BUILD, ROOT, clean_env
 
 COMPLETIONS = BUILD / "completions"
 HERE = pathlib.Path(__file__).resolve().parent
-COMMANDS = ["run", "check", "launchd", "host", "doctor", "inspect", "report", "bench", "probe", "verify", "prepare", "shims", "help"]
+COMMANDS = ["run", "check", "launchd", "host", "doctor", "inspect", "report", "bench", "probe", "verify", "prepare", "shims", "stats", "help"]
 FAMILIES = [str(n) for n in range(1001, 1011)]
 SHELLS = ["bash", "zsh", "fish"]
 
@@ -222,3 +222,8 @@ def test_generated_scripts_are_up_to_date():
 def test_shims_and_strict(shell, cwd):
     assert "--strict" in complete(shell, cwd, "vzcaps check --st")
     assert {"--dir", "--list", "--remove"} <= set(complete(shell, cwd, "vzcaps shims --"))
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_stats(shell, cwd):
+    assert {"--json", "--since", "--log-file", "--config"} <= set(complete(shell, cwd, "vzcaps stats --"))

@@ -15,6 +15,7 @@
 #include "../../src/cli/cli.h"
 #include "../../src/cli/commands.h"
 #include "../../src/data/jsonread.h"
+#include "../../src/data/usagelog.h"
 #include "../../src/common/sha256.h"
 #include "../../src/device/verify_core.h"
 #include "../../src/common/sha1.h"
@@ -495,7 +496,7 @@ static void test_command_table_for_help_and_completions(void **st)
     assert_string_equal(cli_command_suggestion("benchmark"), "bench");
     assert_null(cli_command_suggestion("frobnicate"));
     /* a typo of a job's word gets the commands for that job; a short word gets nothing */
-    assert_string_equal(cli_command_suggestion("stauts"), "doctor, or host status");
+    assert_string_equal(cli_command_suggestion("stauts"), "stats"); /* a command one edit away comes first */
     assert_string_equal(cli_command_suggestion("disabel"), "host disable");
     assert_string_equal(cli_command_suggestion("benchmrk"), "bench");
     assert_null(cli_command_suggestion("ls"));
@@ -787,6 +788,117 @@ static void test_inherit_safety(void **state)
     assert_string_equal(tiny, "unsafe:");
 }
 
+/* vzcaps stats's reader (usagelog.c): --since forms, lines split from a stream, one record. */
+static void test_usagelog_since(void **st)
+{
+    (void)st;
+    long long t = -1, now = 1796155200; /* 2026-12-01T20:00:00Z */
+    char why[300];
+    assert_int_equal(ulog_since_parse("2026-12-01T20:00:00Z", now, &t, why, sizeof why), 0);
+    assert_true(t == 1796155200);
+    assert_int_equal(ulog_since_parse("2026-12-01T20:00Z", now, &t, why, sizeof why), 0);
+    assert_true(t == 1796155200);
+    assert_int_equal(ulog_since_parse("2026-12-01", now, &t, why, sizeof why), 0);
+    assert_true(t == 1796155200 - 20 * 3600);
+    assert_int_equal(ulog_since_parse("2024-02-29T00:00:00Z", now, &t, why, sizeof why), 0); /* a leap day */
+    assert_true(t == 1709164800);
+    assert_int_equal(ulog_since_parse("1970-01-01", now, &t, why, sizeof why), 0);
+    assert_true(t == 0);
+    assert_int_equal(ulog_since_parse("2h", now, &t, why, sizeof why), 0);
+    assert_true(t == now - 7200);
+    assert_int_equal(ulog_since_parse("30m", now, &t, why, sizeof why), 0);
+    assert_true(t == now - 1800);
+    assert_int_equal(ulog_since_parse("7d", now, &t, why, sizeof why), 0);
+    assert_true(t == now - 7 * 86400);
+    assert_int_equal(ulog_since_parse("42", now, &t, why, sizeof why), 0);
+    assert_true(t == 42);
+    const char *bad[] = {"", "2023-02-29", "2026-00-10", "2026-12-32", "2026-12-01T24:00:00Z", "2026-12-01T20:00:00",
+                         "2026-12-01T20:00:00+01:00", "1969-12-31", "2h30m", "-1", "1w", "s", "99999999999d",
+                         "1234567890123456", " 5"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        why[0] = '\0';
+        assert_int_equal(ulog_since_parse(bad[i], now, &t, why, sizeof why), -1);
+        assert_non_null(strstr(why, "is "));
+    }
+}
+
+struct line_seen {
+    char text[8][VZCAPS_LOG_LINE_MAX + 1];
+    size_t len[8];
+    bool overlong[8], unterminated[8];
+    unsigned long long no[8];
+    int n;
+};
+
+static void line_seen(void *ctx, const char *line, size_t len, unsigned long long no, bool overlong, bool unterminated)
+{
+    struct line_seen *s = ctx;
+    memcpy(s->text[s->n], line, len + 1);
+    s->len[s->n] = len, s->no[s->n] = no, s->overlong[s->n] = overlong, s->unterminated[s->n] = unterminated;
+    s->n++;
+}
+
+static void test_usagelog_lines(void **st)
+{
+    (void)st;
+    static struct line_seen seen;
+    static struct ulog_lines l;
+    static char big[3000];
+    memset(&seen, 0, sizeof seen);
+    memset(&l, 0, sizeof l);
+    l.on_line = line_seen, l.ctx = &seen;
+    memset(big, 'x', sizeof big);
+    ulog_lines_feed(&l, "ab", 2);
+    ulog_lines_feed(&l, "c\n\nd", 4); /* a line across two reads, an empty line */
+    ulog_lines_feed(&l, big, 1024);   /* d + 1024 bytes: one too many */
+    ulog_lines_feed(&l, "\n", 1);
+    ulog_lines_feed(&l, big, 1024);   /* exactly the limit */
+    ulog_lines_feed(&l, "\ntail", 5);
+    ulog_lines_end(&l);
+    assert_int_equal(seen.n, 5);
+    assert_string_equal(seen.text[0], "abc");
+    assert_true(seen.len[1] == 0 && !seen.overlong[1]);
+    assert_true(seen.overlong[2] && seen.len[2] == VZCAPS_LOG_LINE_MAX && seen.no[2] == 3);
+    assert_true(!seen.overlong[3] && seen.len[3] == VZCAPS_LOG_LINE_MAX);
+    assert_true(seen.unterminated[4] && !seen.unterminated[3] && seen.no[4] == 5);
+    assert_string_equal(seen.text[4], "tail");
+}
+
+static void test_usagelog_record(void **st)
+{
+    (void)st;
+    struct ulog_record r;
+    char why[300];
+    const char *ok = "{\"v\":1,\"time\":1796155200,\"pid\":42,\"program\":\"a\\u00ffb\",\"path\":\"/p\",\"event\":\"left_stock\","
+                     "\"class\":\"MTLDevice\",\"family\":0,\"reason\":\"refused: x\",\"later\":[1]}";
+    assert_int_equal(ulog_parse_line(ok, strlen(ok), &r, why, sizeof why), 0);
+    assert_true(r.time == 1796155200 && r.pid == 42 && r.family == 0 && r.event == ULOG_LEFT_STOCK);
+    assert_string_equal(r.program, "a\xc3\xbf" "b");
+    assert_string_equal(r.reason, "refused: x");
+    struct ulog_stats s = {0};
+    assert_int_equal(ulog_stats_add(&s, &r), 0);
+    assert_int_equal(ulog_stats_add(&s, &r), 0);
+    ulog_record_free(&r);
+    assert_true(s.n == 1 && s.items[0].n == 2 && s.left_stock == 2 && s.hooked == 0);
+    ulog_stats_free(&s);
+    const char *bad[][2] = {
+        {"{\"v\":2,\"time\":1}", "unknown version 2"},
+        {"{\"time\":1}", "no \"v\" integer"},
+        {"{\"v\":1,\"time\":1,\"pid\":1,\"family\":1008,\"program\":\"p\",\"path\":\"/\",\"event\":\"hooked\",\"class\":\"c\"}",
+         "no \"reason\" string"},
+        {"{\"v\":1,\"time\":1.5,\"pid\":1}", "no \"time\" integer"},
+        {"{\"v\":1,\"time\":1,\"pid\":1,\"family\":1008,\"program\":\"p\",\"path\":\"/\",\"event\":\"other\",\"class\":\"c\","
+         "\"reason\":\"\"}", "unknown event"},
+        {"[]", "not a JSON object"},
+        {"{\"v\":1,", "not JSON: line 1"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(ulog_parse_line(bad[i][0], strlen(bad[i][0]), &r, why, sizeof why), -1);
+        assert_non_null(strstr(why, bad[i][1]));
+        assert_null(r.program);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -805,6 +917,8 @@ int main(void)
         cmocka_unit_test(test_launchd_domain_gui_or_user),
         cmocka_unit_test(test_launchd_plist_session_type_per_domain),
         cmocka_unit_test(test_inherit_safety),
+        cmocka_unit_test(test_usagelog_since), cmocka_unit_test(test_usagelog_lines),
+        cmocka_unit_test(test_usagelog_record),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }

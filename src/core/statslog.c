@@ -1,0 +1,166 @@
+/* The stats log's record (issue 33 item 4; `vzcaps stats` reads it): one JSON line per process,
+ * at most VZCAPS_STATSLOG_MAX bytes, and where its path comes from (log_file, VZCAPS_LOG_FILE).
+ * Owns: the record's exact form and how long fields are cut. Never: allocates, formats
+ * through stdio (the library formats the record at the first device). */
+#include "vzcaps_core.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* Bytes of the JSON form of the unit at p (n bytes left), and its length in *used. One unit is
+ * a valid UTF-8 sequence or one byte that is not; out (at least 6 bytes) receives it. */
+static size_t json_unit(const unsigned char *p, size_t n, char *out, size_t *used)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t k = vzcaps_utf8_valid((const char *)p, n);
+    unsigned cp = p[0];
+    if (k == 2 && p[0] == 0xc2 && p[1] < 0xa0)
+        cp = p[1]; /* a C1 control: escaped like the C0 ones */
+    else if (k > 1) {
+        memcpy(out, p, k);
+        *used = k;
+        return k;
+    }
+    *used = k ? k : 1; /* a byte that is not UTF-8 is one unit: \u00XX of its value */
+    if (k == 1 && cp >= 0x20 && cp != 0x7f && cp != '"' && cp != '\\') {
+        out[0] = (char)cp;
+        return 1;
+    }
+    if (k == 1 && (cp == '"' || cp == '\\')) {
+        out[0] = '\\', out[1] = (char)cp;
+        return 2;
+    }
+    memcpy(out, "\\u00", 4);
+    out[4] = hex[cp >> 4], out[5] = hex[cp & 15];
+    return 6;
+}
+
+size_t vzcaps_json_escaped_len(const char *s, size_t n)
+{
+    size_t len = 0;
+    char unit[8];
+    for (size_t i = 0, used; i < n; i += used)
+        len += json_unit((const unsigned char *)s + i, n - i, unit, &used);
+    return len;
+}
+
+/* s escaped into out, at most cap bytes; when the whole does not fit, whole units up to cap - 3
+ * and "..." (cap >= 3). Returns the bytes written. */
+static size_t json_put(const char *s, size_t n, char *out, size_t cap)
+{
+    bool whole = vzcaps_json_escaped_len(s, n) <= cap;
+    if (!whole && cap < 3)
+        return 0;
+    size_t room = whole ? cap : cap - 3, w = 0;
+    char unit[8];
+    for (size_t i = 0, used; i < n; i += used) {
+        size_t u = json_unit((const unsigned char *)s + i, n - i, unit, &used);
+        if (w + u > room)
+            break;
+        memcpy(out + w, unit, u);
+        w += u;
+    }
+    if (!whole)
+        memcpy(out + w, "...", 3), w += 3;
+    return w;
+}
+
+static size_t put_str(char *out, size_t at, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(out + at, s, n);
+    return at + n;
+}
+
+static size_t put_int(char *out, size_t at, long long v)
+{
+    char digits[24];
+    size_t n = 0;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    do
+        digits[n++] = (char)('0' + u % 10);
+    while (u /= 10);
+    if (v < 0)
+        out[at++] = '-';
+    while (n)
+        out[at++] = digits[--n];
+    return at;
+}
+
+/* The largest cap c such that the fields, each cut to c escaped bytes, fit budget together. */
+static size_t fair_cap(const size_t *len, size_t n, size_t budget)
+{
+    size_t lo = 0, hi = budget;
+    while (lo < hi) {
+        size_t mid = (lo + hi + 1) / 2, sum = 0;
+        for (size_t i = 0; i < n; i++)
+            sum += len[i] < mid ? len[i] : mid;
+        if (sum <= budget)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+size_t vzcaps_statslog_format(const struct vzcaps_statslog_record *r, char out[VZCAPS_STATSLOG_MAX])
+{
+    static const char *const keys[4] = {",\"program\":\"", "\",\"path\":\"", "\",\"event\":\"", "\",\"class\":\""};
+    const char *field[4] = {r->program ? r->program : "", r->path ? r->path : "", r->cls ? r->cls : "",
+                            r->reason ? r->reason : ""};
+    const char *event = r->hooked ? "hooked" : "left_stock";
+    char num[80];
+    size_t fixed = put_int(num, put_int(num, put_int(num, 0, r->time), r->pid), r->family); /* the digits */
+    for (size_t i = 0; i < 4; i++)
+        fixed += strlen(keys[i]);
+    fixed += strlen("{\"v\":1,\"time\":") + strlen(",\"pid\":") + strlen(event) + strlen("\",\"family\":") +
+             strlen(",\"reason\":\"") + strlen("\"}\n");
+    size_t len[4], budget = VZCAPS_STATSLOG_MAX - fixed;
+    for (size_t i = 0; i < 4; i++)
+        len[i] = vzcaps_json_escaped_len(field[i], strlen(field[i]));
+    size_t cap = fair_cap(len, 4, budget); /* >= 3: fixed is under 200 bytes */
+    size_t at = put_str(out, 0, "{\"v\":1,\"time\":");
+    at = put_int(out, at, r->time);
+    at = put_int(out, put_str(out, at, ",\"pid\":"), r->pid);
+    at = put_str(out, at, keys[0]);
+    at += json_put(field[0], strlen(field[0]), out + at, cap);
+    at = put_str(out, at, keys[1]);
+    at += json_put(field[1], strlen(field[1]), out + at, cap);
+    at = put_str(out, put_str(out, at, keys[2]), event);
+    at = put_str(out, at, keys[3]);
+    at += json_put(field[2], strlen(field[2]), out + at, cap);
+    at = put_int(out, put_str(out, at, "\",\"family\":"), r->family);
+    at = put_str(out, at, ",\"reason\":\"");
+    at += json_put(field[3], strlen(field[3]), out + at, cap);
+    return put_str(out, at, "\"}\n");
+}
+
+int vzcaps_log_file_check(const char *value, char *why, size_t len)
+{
+    size_t n = strlen(value);
+    if (n == 0 || !(value[0] == '/' || (value[0] == '~' && value[1] == '/')))
+        return snprintf(why, len, "not an absolute path or ~/PATH"), -1;
+    if (n > VZCAPS_PATH_MAX)
+        return snprintf(why, len, "too long (limit %d bytes)", VZCAPS_PATH_MAX), -1;
+    if (value[n - 1] == '/')
+        return snprintf(why, len, "ends in '/': name the log file, not a directory"), -1;
+    return 0;
+}
+
+int vzcaps_log_file_expand(const char *value, const char *home, char *out, size_t cap)
+{
+    const char *dir = value[0] == '~' ? home : "";
+    const char *rest = value[0] == '~' ? value + 1 : value;
+    if (value[0] == '~' && (!home || home[0] != '/'))
+        return -1;
+    size_t dl = strlen(dir), rl = strlen(rest);
+    while (dl > 1 && dir[dl - 1] == '/')
+        dl--; /* HOME=/home/me/ */
+    if (dl == 1 && dir[0] == '/')
+        dl = 0; /* HOME=/ */
+    if (dl + rl > VZCAPS_PATH_MAX || dl + rl + 1 > cap)
+        return -1;
+    memcpy(out, dir, dl);
+    memcpy(out + dl, rest, rl + 1);
+    return 0;
+}

@@ -1,0 +1,81 @@
+/* The usage log the library appends to when log_file or VZCAPS_LOG_FILE names one (docs/fleet.md,
+ * "Proof after a job"), as vzcaps stats reads it: JSON Lines, one record per process,
+ *   {"v":1,"time":SECONDS,"pid":PID,"program":"NAME","path":"EXE","event":"hooked"|"left_stock",
+ *    "class":"DEVICE_CLASS","family":1008,"reason":""}
+ * at most VZCAPS_LOG_LINE_MAX bytes a line; PATH is renamed PATH.1 when it reaches
+ * VZCAPS_LOG_ROTATE_SIZE (the library writes it: src/shim, the core's statslog.c; where it is,
+ * vzcaps_configure's log_file). Owns: reading one line, the --since forms and the counts. Never: reads a file (stats.c streams it through input.c), keeps a
+ * line past its limit, or drops a program or reason past a fixed table size. */
+#ifndef VZCAPS_USAGELOG_H
+#define VZCAPS_USAGELOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#define VZCAPS_LOG_VERSION 1
+#define VZCAPS_LOG_LINE_MAX 1024                 /* bytes of a record, its newline excluded */
+#define VZCAPS_LOG_ROTATE_SIZE (1u << 20)        /* the library renames PATH to PATH.1 here */
+#define VZCAPS_LOG_READ_MAX (16u << 20)          /* stats reads a file of at most this size */
+#define VZCAPS_LOG_KEY "log_file"                /* the config file's key (top level), for messages */
+#define VZCAPS_LOG_ENV "VZCAPS_LOG_FILE"         /* the variable, which wins over the key */
+
+enum ulog_event { ULOG_HOOKED, ULOG_LEFT_STOCK };
+
+/* One record; the strings on the heap (ulog_record_free). */
+struct ulog_record {
+    int version;
+    long long time, pid, family;
+    enum ulog_event event;
+    char *program, *path, *device_class, *reason;
+};
+
+/* Parses one line (no newline) into r: 0, or -1 with the reason in why ("not JSON: line 1,
+ * column 3: ...", "unknown version 2", "no \"program\" string"...); nothing to free then.
+ * Members other than the contract's are ignored (a later version 1 may add some). */
+int ulog_parse_line(const char *line, size_t len, struct ulog_record *r, char *why, size_t whylen);
+void ulog_record_free(struct ulog_record *r);
+
+/* Splits a stream into lines of at most VZCAPS_LOG_LINE_MAX bytes without keeping more than one:
+ * on_line gets each line (len, its 1-based number) or, for a longer one, overlong true and the
+ * first bytes only. A last line without its newline is passed with unterminated true. */
+struct ulog_lines {
+    char line[VZCAPS_LOG_LINE_MAX + 1];
+    size_t len;
+    bool overlong;
+    unsigned long long line_no;
+    void (*on_line)(void *ctx, const char *line, size_t len, unsigned long long line_no, bool overlong,
+                    bool unterminated);
+    void *ctx;
+};
+void ulog_lines_feed(struct ulog_lines *l, const char *buf, size_t n);
+void ulog_lines_end(struct ulog_lines *l);
+
+/* A --since value as seconds since the epoch: whole unix seconds ("1796155200"), ISO 8601 UTC
+ * ("2026-12-01T20:00:00Z", also without seconds "2026-12-01T20:00Z", or a date "2026-12-01"
+ * meaning its midnight UTC), or a time before now ("90s", "30m", "2h", "7d"). 0, or -1 with
+ * the reason in why. */
+int ulog_since_parse(const char *text, long long now, long long *out, char *why, size_t whylen);
+#define ULOG_SINCE_FORMS "unix seconds (1796155200), ISO 8601 UTC (2026-12-01T20:00:00Z, 2026-12-01), or a time ago (90s, 30m, 2h, 7d)"
+
+/* The counts: one entry per (event, program, family for hooked, reason for left stock), in a
+ * table that grows (an open-addressed hash over the entries). */
+struct ulog_count {
+    enum ulog_event event;
+    char *program, *reason; /* reason: "" for hooked */
+    long long family;       /* 0 for left stock */
+    unsigned long long n;
+};
+struct ulog_stats {
+    struct ulog_count *items;
+    size_t n, cap;
+    size_t *slots; /* index + 1 into items, 0 empty */
+    size_t n_slots;
+    unsigned long long hooked, left_stock;
+};
+/* Counts r: 0, or -1 when out of memory (the stats are then as before). */
+int ulog_stats_add(struct ulog_stats *s, const struct ulog_record *r);
+/* Orders the entries: by program (bytes), hooked before left stock, then family or reason. */
+void ulog_stats_sort(struct ulog_stats *s);
+void ulog_stats_free(struct ulog_stats *s);
+
+#endif

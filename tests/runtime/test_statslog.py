@@ -1,0 +1,317 @@
+"""The library's side of `vzcaps stats` (issue 33 row 4, item 4), on the GNU-runtime rig: with
+log_file (top level of the config file) or VZCAPS_LOG_FILE, each process appends one JSON line
+when its first device is hooked or left stock; off by default (nothing written anywhere); never
+through a link, into a FIFO, a directory others can write or a file of someone else's; bounded
+(1 MiB, then LOG.1); nothing said and the host unharmed when it cannot be written."""
+import json
+import os
+import stat
+import subprocess
+
+import pytest
+
+from conftest import BUILD, clean_env, needs_root, require_built
+
+from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
+
+LIB = str(BUILD / "libvzcaps.so")
+PROBE = str(BUILD / "probe")
+M2 = dict(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2")
+M9 = dict(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M9")
+HOOKED = "vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport"
+KEYS = ["v", "time", "pid", "program", "path", "event", "class", "family", "reason"]
+
+
+def probe(conf, *args, cwd=None, executable=None, argv0=None, **kw):
+    env = clean_env(LD_PRELOAD=LIB, **conf)
+    p = subprocess.run([argv0 or PROBE, *args], executable=executable or PROBE, env=env, capture_output=True,
+                       text=True, timeout=30, cwd=cwd, **kw)
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def records(path):
+    lines = path.read_bytes().split(b"\n")
+    assert lines[-1] == b""  # whole lines only
+    out = [json.loads(l) for l in lines[:-1]]
+    for r, raw in zip(out, lines):
+        assert list(r) == KEYS and len(raw) + 1 <= 1024
+    return out
+
+
+@pytest.fixture
+def logdir(tmp_path):
+    d = tmp_path / "logs"
+    d.mkdir(mode=0o700)
+    return d
+
+
+def test_three_hooked_and_one_left_stock_give_four_records(tmp_path, logdir):
+    log = logdir / "stats.jsonl"
+    conf = tmp_path / "vzcaps.conf"
+    conf.write_text(f"log_file = {log}\n[probe]\nmatch = probe\napple_family_max = auto\n")
+    conf.chmod(0o644)
+    pids = []
+    p = probe(dict(VZCAPS_CONFIG=str(conf), VZCAPS_HOST_CHIP="Apple M2"))  # the config file's key
+    assert p.stderr.startswith(HOOKED)  # the one line as before
+    pids.append(p)
+    pids.append(probe(dict(M2, VZCAPS_LOG_FILE=str(log)), "--threads", "4"))  # the variable; many devices, one record
+    pids.append(probe(dict(M2, VZCAPS_LOG_FILE=str(log), VZCAPS_LOG="quiet")))  # quiet: no line, still a record
+    p = probe(dict(M9, VZCAPS_LOG_FILE=str(log)))
+    assert "left stock" in p.stderr
+    probe(dict(M2, VZCAPS_LOG_FILE=str(log)), "--no-device")  # no device: nothing to say, no record
+    probe(dict(VZCAPS_LOG_FILE=str(log)))  # nothing configured: no record
+    got = records(log)
+    assert [r["event"] for r in got] == ["hooked", "hooked", "hooked", "left_stock"]
+    assert all(r["program"] == "probe" and r["path"] == os.path.realpath(PROBE) and r["v"] == 1 for r in got)
+    assert all(r["class"] == "AppleParavirtDevice" for r in got)
+    assert [r["family"] for r in got] == [1008, 1008, 1008, 0]
+    assert [r["reason"] for r in got[:3]] == ["", "", ""]
+    assert got[3]["reason"].startswith("VZCAPS_APPLE_FAMILY_MAX=auto needs a known host chip")
+    assert len({r["pid"] for r in got}) == 4
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    # the variable wins over the file's key; VZCAPS_LOG_FILE= turns it off
+    other = logdir / "other.jsonl"
+    probe(dict(VZCAPS_CONFIG=str(conf), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_LOG_FILE=str(other)))
+    assert len(records(other)) == 1 and len(records(log)) == 4
+    probe(dict(VZCAPS_CONFIG=str(conf), VZCAPS_HOST_CHIP="Apple M2", VZCAPS_LOG_FILE=""))
+    assert len(records(log)) == 4
+
+
+def test_a_class_left_stock_is_a_left_stock_record(logdir):
+    log = logdir / "s"
+    probe(dict(M2, FAKEMETAL_CLASS="lacking", VZCAPS_MAX_THREADGROUP_MEMORY="32768", VZCAPS_LOG_FILE=str(log)))
+    (r,) = records(log)
+    assert (r["event"], r["family"]) == ("left_stock", 0)
+    assert "left stock" in r["reason"] and r["class"]
+
+
+def test_tilde_is_the_home_the_library_reads(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    probe(dict(M2, HOME=str(home), VZCAPS_LOG_FILE="~/stats.jsonl"))
+    assert len(records(home / "stats.jsonl")) == 1
+
+
+def tree(*dirs):
+    return {str(p): p.stat().st_mtime_ns for d in dirs for p in [d, *d.rglob("*")]}
+
+
+def test_without_log_file_nothing_is_written_anywhere(tmp_path):
+    home, cwd = tmp_path / "home", tmp_path / "cwd"
+    cfg = home / ".config" / "vzcaps"
+    cfg.mkdir(parents=True)
+    cwd.mkdir()
+    (cfg / "vzcaps.conf").write_text("[probe]\nmatch = probe\napple_family_max = auto\n")
+    before = tree(home, cwd)
+    for conf in (dict(VZCAPS_HOST_CHIP="Apple M2"), dict(VZCAPS_HOST_CHIP="Apple M9")):
+        p = probe(dict(conf, HOME=str(home)), cwd=str(cwd))
+        assert p.stderr.startswith(("vzcaps: hooked", "vzcaps: left stock"))
+    assert tree(home, cwd) == before
+
+
+def test_never_through_a_link(logdir):
+    target = logdir / "target"
+    target.write_text("mine\n")
+    target.chmod(0o600)
+    link = logdir / "stats.jsonl"
+    link.symlink_to(target)
+    p = probe(dict(M2, VZCAPS_LOG_FILE=str(link)))
+    assert p.stderr.startswith(HOOKED) and p.stderr.count("\n") == 1  # nothing said about the log
+    assert target.read_text() == "mine\n" and link.is_symlink()
+    # nor a hard link of another file's (two names)
+    os.unlink(link)
+    os.link(target, link)
+    probe(dict(M2, VZCAPS_LOG_FILE=str(link)))
+    assert target.read_text() == "mine\n"
+
+
+def test_never_into_a_fifo(logdir):
+    fifo = logdir / "stats.jsonl"
+    os.mkfifo(fifo, 0o600)
+    probe(dict(M2, VZCAPS_LOG_FILE=str(fifo)))  # no reader: does not block (the timeout would say)
+    r = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader waiting: still not written
+    try:
+        probe(dict(M2, VZCAPS_LOG_FILE=str(fifo)))
+        assert os.read(r, 100) == b""  # opened and closed by the library, nothing written
+    finally:
+        os.close(r)
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o1777, 0o770, 0o702])
+def test_never_in_a_directory_others_can_write(tmp_path, mode):
+    d = tmp_path / "shared"
+    d.mkdir()
+    d.chmod(mode)
+    probe(dict(M2, VZCAPS_LOG_FILE=str(d / "stats.jsonl")))
+    assert list(d.iterdir()) == []
+    d.chmod(0o755)  # owned by this user, not writable by others: used
+    probe(dict(M2, VZCAPS_LOG_FILE=str(d / "stats.jsonl")))
+    assert len(records(d / "stats.jsonl")) == 1
+
+
+def test_never_a_directory_or_a_missing_directory(logdir):
+    (logdir / "dir").mkdir()
+    probe(dict(M2, VZCAPS_LOG_FILE=str(logdir / "dir")))
+    assert list((logdir / "dir").iterdir()) == []
+    probe(dict(M2, VZCAPS_LOG_FILE=str(logdir / "missing" / "s")))
+    assert not (logdir / "missing").exists()
+
+
+@needs_root("gives the log file to another user")
+def test_never_a_file_of_someone_elses(logdir):
+    log = logdir / "s"
+    log.write_text("")
+    os.chown(log, 65534, 65534)
+    log.chmod(0o600)
+    probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
+    assert log.read_text() == ""
+    d = logdir / "theirs"  # a directory of another user's
+    d.mkdir(mode=0o755)
+    os.chown(d, 65534, 65534)
+    probe(dict(M2, VZCAPS_LOG_FILE=str(d / "s")))
+    assert list(d.iterdir()) == []
+
+
+@needs_root("mounts a 16 KiB tmpfs")
+def test_a_full_disk_loses_the_record_not_the_host(tmp_path):
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k,mode=0700", "tmpfs", str(mnt)], check=True)
+    try:
+        fd = os.open(mnt / "fill", os.O_WRONLY | os.O_CREAT, 0o600)
+        try:
+            while os.write(fd, b"x" * 512):
+                pass
+        except OSError:
+            pass
+        os.close(fd)
+        log = mnt / "stats.jsonl"
+        for _ in range(2):
+            p = probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
+            assert p.stderr.startswith(HOOKED) and p.stderr.count("\n") == 1
+        assert not log.exists() or records(log) == []
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_rotation_at_one_mebibyte(logdir):
+    log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
+    old.write_text("previous rotation\n")
+    filler = b'{"v":1}\n' * (1048576 // 8)  # exactly 1 MiB
+    log.write_bytes(filler[:-8])
+    log.chmod(0o600)
+    probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # under 1 MiB: appended
+    assert log.stat().st_size > 1048576 - 8 and not old.read_text().startswith("{")
+    probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # 1 MiB or more: LOG.1 replaced, a new LOG
+    assert old.read_bytes().startswith(filler[:64])
+    (r,) = records(log)
+    assert r["event"] == "hooked"
+    log.write_bytes(filler)  # exactly 1 MiB counts
+    probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
+    assert len(records(log)) == 1 and old.stat().st_size == 1048576
+
+
+def test_a_3000_byte_program_name(logdir):
+    log = logdir / "s"
+    name = "\u00e9" * 1500  # 3000 bytes of two-byte characters
+    probe(dict(M2, VZCAPS_LOG_FILE=str(log)), argv0=name)
+    raw = log.read_bytes()
+    assert len(raw) <= 1024 and raw.endswith(b"}\n")
+    (r,) = records(log)
+    assert r["program"].endswith("...") and set(r["program"][:-3]) == {"\u00e9"}
+    assert r["path"] == os.path.realpath(PROBE)  # the short fields stay whole
+    # a name that is not UTF-8: \u00XX of each byte
+    bad = os.fsdecode(b"p\xff\xfeq")
+    probe(dict(M2, VZCAPS_LOG_FILE=str(log)), argv0=bad)
+    assert records(log)[1]["program"] == "p\u00ff\u00feq"
+
+
+ERRNO_CLIENT = r'''
+#include <errno.h>
+#include <stdio.h>
+void *MTLCreateSystemDefaultDevice(void);
+int main(void)
+{
+    int at_main = errno;
+    errno = 1234;
+    void *d = MTLCreateSystemDefaultDevice();
+    printf("main %d after %d device %s\n", at_main, errno, d ? "yes" : "no");
+    return 0;
+}
+'''
+
+
+def test_errno_is_kept_whether_the_log_is_written_or_not(tmp_path, logdir):
+    (tmp_path / "e.c").write_text(ERRNO_CLIENT)
+    exe = tmp_path / "e"
+    subprocess.run(["gcc", str(tmp_path / "e.c"), "-o", str(exe), f"-L{BUILD}", "-lfakemetal", f"-Wl,-rpath,{BUILD}"],
+                   check=True)
+    fifo = logdir / "fifo"
+    os.mkfifo(fifo)
+    for where in (logdir / "ok", fifo, logdir / "missing" / "x", tmp_path / "ro" / "x"):
+        (tmp_path / "ro").mkdir(exist_ok=True, mode=0o500)
+        for conf in (M2, M9):
+            p = subprocess.run([str(exe)], env=clean_env(LD_PRELOAD=LIB, VZCAPS_LOG_FILE=str(where), **conf),
+                               capture_output=True, text=True, timeout=30)
+            assert p.stdout == "main 0 after 1234 device yes\n"
+    assert [r["event"] for r in records(logdir / "ok")] == ["hooked", "left_stock"]
+
+
+def test_records_from_many_processes_at_once_stay_whole(logdir):
+    log = logdir / "s"
+    env = clean_env(LD_PRELOAD=LIB, VZCAPS_LOG_FILE=str(log), **M2)
+    procs = [subprocess.Popen([PROBE], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+             for _ in range(24)]
+    assert [p.wait(timeout=60) for p in procs] == [0] * 24
+    assert len(records(log)) == 24
+
+
+def test_the_sanitized_library_writes_the_same(logdir):
+    san = BUILD / "san" / "libvzcaps.so"
+    require_built(san, how="the sanitized build")
+    asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    log = logdir / "s"
+    env = clean_env(LD_PRELOAD=f"{asan} {san}", VZCAPS_LOG_FILE=str(log), ASAN_OPTIONS="detect_leaks=0", **M2)
+    p = subprocess.run([PROBE], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    name = "x" * 3000
+    p = subprocess.run([name], executable=PROBE, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert [r["event"] for r in records(log)] == ["hooked", "hooked"]
+
+
+def test_a_fifo_with_a_waiting_reader_is_never_opened(logdir):
+    # opening a FIFO for writing wakes a reader blocked in open() (and a device acts when
+    # opened): the library opened whatever was at the name, then saw it was not a regular file
+    fifo = logdir / "stats.jsonl"
+    os.mkfifo(fifo, 0o600)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        probe(dict(M2, VZCAPS_LOG_FILE=str(fifo)))
+        with pytest.raises(subprocess.TimeoutExpired):
+            reader.wait(timeout=0.5)  # still waiting for a writer
+    finally:
+        try:  # wake the reader if it still waits (never block here if it does not)
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+        reader.wait(timeout=10)
+    assert reader.stdout.read() == b""
+
+
+def test_a_log_over_the_size_limit_does_not_kill_the_host(logdir):
+    # RLIMIT_FSIZE below the log's size: the append fails with EFBIG and raises SIGXFSZ, which
+    # is taken back (its default action kills the process)
+    import resource
+    log = logdir / "s"
+    log.write_bytes(b"{}\n" * 2000)
+    log.chmod(0o600)
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    p = probe(dict(M2, VZCAPS_LOG_FILE=str(log)), preexec_fn=limit)
+    assert p.stderr.startswith(HOOKED)
+    assert log.stat().st_size == 6000
