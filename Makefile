@@ -106,6 +106,9 @@ $(B)/test_core: tests/unit/test_core.c $(CORE_SRC) $(HEADERS)
 	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CORE_LINK)
 $(B)/test_cli_units: tests/unit/test_cli_units.c $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) -DVZCAPS_NO_MAIN $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CLI_LINK)
+# the launch floor's decision, from facts alone (linked with the command's sources, without main)
+$(B)/test_launch: tests/unit/test_launch.c $(CLI_ALL) $(HEADERS) $(B)/kernels.h
+	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) -DVZCAPS_NO_MAIN $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CLI_LINK)
 $(B)/test_child: tests/unit/test_child.c $(wildcard src/common/*.c) $(CORE_SRC) $(HEADERS)
 	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA)
 $(B)/test_safewrite: tests/unit/test_safewrite.c src/common/safewrite.c src/common/record.c src/common/sha256.c src/common/readfile.c src/common/input.c $(CORE_SRC) src/common/safewrite.h src/common/record.h src/common/input.h
@@ -139,10 +142,10 @@ deps-demo:
 # On Linux: everything. On macOS (native, Xcode): unit tests and the portable end-to-end
 # tests; the GNU-runtime rig, libFuzzer and the cross toolchain are Linux-only.
 ifeq ($(UNAME_S),Darwin)
-CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units $(B)/test_safewrite $(B)/test_child $(B)/test_input
+CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units $(B)/test_launch $(B)/test_safewrite $(B)/test_child $(B)/test_input
 CHECK_FUZZ := @echo "check: fuzzing skipped (Apple clang has no libFuzzer)"
 else
-CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units $(B)/test_safewrite $(B)/test_child $(B)/test_input $(B)/san/libvzcaps.so $(B)/san/vzcaps $(FUZZERS)
+CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units $(B)/test_launch $(B)/test_safewrite $(B)/test_child $(B)/test_input $(B)/san/libvzcaps.so $(B)/san/vzcaps $(FUZZERS)
 CHECK_FUZZ := sh scripts/fuzz-seeds && sh scripts/fuzz-run $(FUZZ_SECONDS) $(FUZZERS)
 endif
 
@@ -153,6 +156,7 @@ check: deps
 	@if [ "$(UNAME_S)" != Darwin ] && sh scripts/have-cross; then $(MAKE) cross-link; fi
 	$(B)/test_core
 	$(B)/test_cli_units
+	$(B)/test_launch
 	$(B)/test_safewrite
 	$(B)/test_child
 	$(B)/test_input

@@ -10,7 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
 
 # A folder may include its own files and those of folders of a lower rank, nothing else.
-RANK = {"core": 0, "common": 1, "shim": 2, "macho": 2, "data": 2, "device": 3, "platform": 3, "cli": 4}
+RANK = {"core": 0, "common": 1, "shim": 2, "macho": 2, "data": 2, "device": 3, "platform": 3, "launch": 4, "cli": 5}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -113,3 +113,79 @@ def test_every_source_file_says_what_it_owns():
     for p in sources():
         head = p.read_text(errors="replace").lstrip()
         assert head.startswith("/*") or head.startswith("//"), f"{p.relative_to(ROOT)} opens without its comment"
+
+
+# ---- the command's files: no subcommand leans on another's file (issue 31) ----
+# main.c dispatches, commands.c is the table (with help and usage errors), options.c reads option
+# values: every subcommand may call those. A subcommand's file calls nothing defined in another
+# subcommand's file and includes no header but cli.h (and the table's): what two commands share
+# lives in a floor below (src/launch). doctor_bundle.c is doctor's own (doctor --bundle).
+CLI_SHARED = ("main.c", "commands.c", "options.c")
+CLI_OWNER = {"doctor_bundle.c": "doctor.c"}
+DISPATCH_ENTRY = re.compile(r"^(cmd_|child_)")  # what the dispatcher and the table may name
+C_NOISE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+DEFINITION = re.compile(r"^(?!static\b)(?!typedef\b)[A-Za-z_][\w \t*]*?\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*(?:__attribute__\s*\(\(.*?\)\)\s*)?\{", re.M | re.S)
+IDENT = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def c_code(path):
+    return C_NOISE.sub(lambda m: "" if m.group(0)[0] in "/" else '""', path.read_text(errors="replace"))
+
+
+def cli_definitions(cli):
+    """Every non-static function defined in each src/cli/*.c: {file name: {function names}}."""
+    return {p.name: set(DEFINITION.findall(c_code(p))) for p in sorted(cli.glob("*.c"))}
+
+
+def cross_references(cli):
+    """Each use (a call or a function pointer) of a function defined in another command file."""
+    defs = cli_definitions(cli)
+    where = {f: name for name, fs in defs.items() for f in fs}
+    bad = []
+    for p in sorted(cli.glob("*.c")):
+        a = p.name
+        used = set(IDENT.findall(c_code(p)))
+        for f in sorted(used & set(where)):
+            b = where[f]
+            if b == a or CLI_OWNER.get(a) == b or CLI_OWNER.get(b) == a:
+                continue
+            if a in ("main.c", "commands.c") and b not in CLI_SHARED and DISPATCH_ENTRY.match(f):
+                continue  # dispatch: the table names each command's entry point
+            if b in ("commands.c", "options.c") and not (a == "commands.c" and b == "options.c"):
+                continue  # the table and the option readers serve every command (commands.c calls none of options.c)
+            bad.append(f"src/cli/{a}: uses {f} of src/cli/{b}")
+        for inc in INCLUDE.findall(p.read_text(errors="replace")):
+            if "/" not in inc and inc not in ("cli.h", "commands.h"):
+                bad.append(f"src/cli/{a}: includes {inc}")
+            if inc == "commands.h" and a not in CLI_SHARED:
+                bad.append(f"src/cli/{a}: includes commands.h (the table's, for main.c, commands.c and options.c)")
+    return bad
+
+
+def test_no_command_file_calls_or_includes_another():
+    assert cross_references(SRC / "cli") == []
+
+
+def test_the_cross_reference_check_catches_a_planted_call(tmp_path):
+    cli = tmp_path / "cli"
+    cli.mkdir()
+    (cli / "probe.c").write_text('#include "cli.h"\n/* verify_gate( in a comment */\nint verify_gate(const struct cfg_opts *o,\n'
+                                 '                int n)\n{\n    return n;\n}\nstatic int helper(void) { return 0; }\n')
+    (cli / "run.c").write_text('#include "cli.h"\n#include "probe.h"\nint cmd_run(int argc, char **argv)\n{\n'
+                               '    const char *s = "helper(";\n    return verify_gate(0, argc) + helper();\n}\n')
+    (cli / "doctor.c").write_text('int cmd_doctor(void)\n{\n    int (*f)(int, char **) = cmd_run;\n    return f != 0;\n}\n')
+    (cli / "commands.c").write_text('int cmd_help(void) { return opt_take(); }\nconst void *table[] = {cmd_run, cmd_doctor};\n')
+    (cli / "options.c").write_text('int opt_take(void)\n{\n    return usage_error();\n}\nint usage_error(void) { return 2; }\n')
+    assert cross_references(cli) == [
+        "src/cli/commands.c: uses opt_take of src/cli/options.c",
+        "src/cli/doctor.c: uses cmd_run of src/cli/run.c",
+        "src/cli/run.c: uses verify_gate of src/cli/probe.c",
+        "src/cli/run.c: includes probe.h",
+    ]
+
+
+def test_the_definitions_the_check_reads_are_the_real_ones():
+    # the scan must see the functions a subcommand exports (else it could never fail)
+    defs = cli_definitions(SRC / "cli")
+    assert "cmd_run" in defs["run.c"] and "cmd_shims" in defs["shims.c"] and "usage_error" in defs["commands.c"]
+    assert "opt_take" in defs["options.c"] and "cfg_opt_take" in defs["options.c"]

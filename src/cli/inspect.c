@@ -167,15 +167,6 @@ static int script_report(const char *path, struct json *j, const struct launch_p
     return 1;
 }
 
-/* Whether vzcaps prepare would make a copy that honours injection: ignored because of the
- * hardened runtime, library validation or a restricted signature, not because it is Apple's. */
-bool macho_prepare_helps(const struct macho_slice *s)
-{
-    /* a re-signed copy keeps a __RESTRICT section and encrypted segments */
-    return s->injection == MACHO_INJECTION_IGNORED && !s->platform_binary && !s->restrict_section &&
-           !(s->encryption_cmd && s->cryptid);
-}
-
 /* Why an image's calls get stock answers, or NULL when they get the profile's. */
 static const char *scope_stock_reason(const struct vzcaps_profile *p, const char *image, char *buf, size_t len)
 {
@@ -324,40 +315,128 @@ static void slice_text(const struct macho_slice *s, const struct vzcaps_profile 
     scope_lines(s, self, p, scope_text_one, NULL);
 }
 
-static int inspect_main(int argc, char **argv, const char **files)
+/* What inspect was asked: the view's options, --json, and the files (at most argc: none dropped). */
+struct inspect_run {
+    struct cfg_opts o;
+    bool json, lib_arm64e;
+    int nf;
+    const char **files;
+};
+
+/* The command line: 0, or a usage error's exit status. */
+static int inspect_args(int argc, char **argv, struct inspect_run *in)
 {
-    struct cfg_opts o = {0};
-    bool json = false;
-    int nf = 0;
     bool dashdash = false;
     for (int i = 1; i < argc; i++) {
         if (dashdash || (argv[i][0] != '-' || !argv[i][1])) {
-            files[nf++] = argv[i];
+            in->files[in->nf++] = argv[i];
             continue;
         }
         if (strcmp(argv[i], "--") == 0) {
             dashdash = true;
             continue;
         }
-        int t = cfg_opt_take("inspect", argc, argv, &i, &o, false);
+        int t = cfg_opt_take("inspect", argc, argv, &i, &in->o, false);
         if (t == EXIT_USAGE)
             return t;
         if (t)
             continue;
         if (strcmp(argv[i], "--json") == 0)
-            json = true;
+            in->json = true;
         else
             return usage_error("inspect", "unknown option %s", argv[i]);
     }
-    if (nf == 0)
+    if (in->nf == 0)
         return usage_error("inspect", "no file given");
-    int bad = check_family_opt("inspect", o.family);
+    return check_family_opt("inspect", in->o.family);
+}
+
+static void file_json(struct json *j, const char *file, const struct macho_file *mf, const struct vzcaps_config_result *r,
+                      const struct inspect_run *in, const struct cfg_opts *fo, const struct launch_plan *pl)
+{
+    json_obj(j, NULL);
+    json_str(j, "path", file);
+    if (strcmp(mf->path, file) != 0) /* a bundle: the file read, and the Info.plist that named it */
+        json_str(j, "executable", mf->path);
+    json_str(j, "info_plist", mf->info_plist[0] ? mf->info_plist : NULL);
+    json_bool(j, "universal", mf->fat);
+    json_str(j, "profile", r->section[0] ? r->section : NULL);
+    json_str(j, "view", fo->bare ? "library" : "run");
+    json_bool(j, "enabled", r->profile.state == VZCAPS_ENABLED);
+    if (r->profile.state == VZCAPS_ENABLED)
+        json_int(j, "apple_family_max", r->profile.apple_family_max);
+    else
+        json_null(j, "apple_family_max");
+    json_arr(j, "slices");
+    for (size_t i = 0; i < mf->n_slices; i++)
+        slice_json(j, &mf->slices[i], &r->profile, fo->exe, file, in->lib_arm64e);
+    json_end_arr(j);
+    plan_member(j, pl);
+    json_end_obj(j);
+}
+
+static void file_text(const char *file, const struct macho_file *mf, const struct vzcaps_config_result *r,
+                      const struct inspect_run *in, const struct cfg_opts *fo, const struct launch_plan *pl)
+{
+    printf("%s: %s Mach-O, %zu slice%s\n", esc(file), mf->fat ? "universal" : "thin", mf->n_slices, mf->n_slices == 1 ? "" : "s");
+    if (strcmp(mf->path, file) != 0) /* a bundle: which file, and what named it */
+        printf("  main executable: %s (%s%s)\n", esc(mf->path), mf->info_plist[0] ? "CFBundleExecutable of " : "",
+               mf->info_plist[0] ? esc(mf->info_plist) : "named after the bundle: no Info.plist with a CFBundleExecutable");
+    for (size_t i = 0; i < mf->n_slices; i++)
+        slice_text(&mf->slices[i], &r->profile, fo->exe, file, in->lib_arm64e);
+    if (pl)
+        launch_plan_text(stdout, pl);
+}
+
+/* One file: its script report or its Mach-O slices, with the launch plan of the file as a
+ * command (an executable only: what run would start). 0, or 1 when it could not be read. */
+static int inspect_file(const struct inspect_run *in, const char *file, struct json *j)
+{
+    static struct macho_file mf;
+    static struct vzcaps_config_result r;
+    static struct launch_plan plan;
+    char err[4600];
+    char *as_cmd = xformat("%s%s", strchr(file, '/') ? "" : "./", file); /* whole, never cut */
+    char *cmd[] = {as_cmd, NULL};
+    const struct launch_plan *pl = launch_plan_make(&plan, cmd, false) == 0 ? &plan : NULL;
+    int sk = script_report(file, in->json ? j : NULL, pl);
+    if (pl)
+        launch_plan_free(&plan);
+    free(as_cmd);
+    if (sk != 0)
+        return sk < 0;
+    if (macho_load(file, &mf, err, sizeof err) != 0) {
+        eprintf("vzcaps inspect: %s", err);
+        if (in->json) {
+            json_obj(j, NULL);
+            json_str(j, "path", file);
+            json_str(j, "error", err);
+            json_end_obj(j);
+        }
+        return 1;
+    }
+    struct cfg_opts fo = in->o; /* per file: run's implied --family depends on the file's name */
+    fo.exe = vzcaps_basename(file);
+    cli_configure_view(&fo, &r);
+    if (in->json)
+        file_json(j, file, &mf, &r, in, &fo, pl);
+    else
+        file_text(file, &mf, &r, in, &fo, pl);
+    return 0;
+}
+
+static int inspect_main(int argc, char **argv, const char **files)
+{
+    static struct inspect_run in;
+    memset(&in, 0, sizeof in);
+    in.files = files;
+    int bad = inspect_args(argc, argv, &in);
     if (bad)
         return bad;
     /* the options are validated as check validates them: a configuration that cannot be
      * read (an unknown --profile, a bad file) stops here, for any file */
     static struct vzcaps_config_result first;
-    struct cfg_opts probe_o = o;
+    struct cfg_opts probe_o = in.o;
     probe_o.exe = vzcaps_basename(files[0]);
     cli_configure_view(&probe_o, &first);
     if (first.profile.invalid) {
@@ -366,76 +445,15 @@ static int inspect_main(int argc, char **argv, const char **files)
     }
     int rc = 0;
     struct json j;
-    if (json) {
+    if (in.json) {
         json_begin(&j, stdout);
         json_obj(&j, NULL);
         json_arr(&j, "files");
     }
-    bool lib_arm64e = library_arm64e();
-    for (int f = 0; f < nf; f++) {
-        static struct macho_file mf;
-        static struct vzcaps_config_result r;
-        char err[4600];
-        /* the launch plan of the file as a command (an executable only): what run would start */
-        static struct launch_plan plan;
-        char *as_cmd = xformat("%s%s", strchr(files[f], '/') ? "" : "./", files[f]); /* whole, never cut */
-        char *cmd[] = {as_cmd, NULL};
-        const struct launch_plan *pl = launch_plan_make(&plan, cmd, false) == 0 ? &plan : NULL;
-        int sk = script_report(files[f], json ? &j : NULL, pl);
-        if (pl)
-            launch_plan_free(&plan);
-        free(as_cmd);
-        if (sk < 0)
-            rc = 1;
-        if (sk != 0)
-            continue;
-        if (macho_load(files[f], &mf, err, sizeof err) != 0) {
-            eprintf("vzcaps inspect: %s", err);
-            rc = 1;
-            if (json) {
-                json_obj(&j, NULL);
-                json_str(&j, "path", files[f]);
-                json_str(&j, "error", err);
-                json_end_obj(&j);
-            }
-            continue;
-        }
-        o.exe = vzcaps_basename(files[f]);
-        struct cfg_opts fo = o; /* per file: run's implied --family depends on the file's name */
-        fo.exe = o.exe;
-        cli_configure_view(&fo, &r);
-        if (json) {
-            json_obj(&j, NULL);
-            json_str(&j, "path", files[f]);
-            if (strcmp(mf.path, files[f]) != 0) /* a bundle: the file read, and the Info.plist that named it */
-                json_str(&j, "executable", mf.path);
-            json_str(&j, "info_plist", mf.info_plist[0] ? mf.info_plist : NULL);
-            json_bool(&j, "universal", mf.fat);
-            json_str(&j, "profile", r.section[0] ? r.section : NULL);
-            json_str(&j, "view", fo.bare ? "library" : "run");
-            json_bool(&j, "enabled", r.profile.state == VZCAPS_ENABLED);
-            if (r.profile.state == VZCAPS_ENABLED)
-                json_int(&j, "apple_family_max", r.profile.apple_family_max);
-            else
-                json_null(&j, "apple_family_max");
-            json_arr(&j, "slices");
-            for (size_t i = 0; i < mf.n_slices; i++)
-                slice_json(&j, &mf.slices[i], &r.profile, o.exe, files[f], lib_arm64e);
-            json_end_arr(&j);
-            plan_member(&j, pl);
-            json_end_obj(&j);
-        } else {
-            printf("%s: %s Mach-O, %zu slice%s\n", esc(files[f]), mf.fat ? "universal" : "thin", mf.n_slices, mf.n_slices == 1 ? "" : "s");
-            if (strcmp(mf.path, files[f]) != 0) /* a bundle: which file, and what named it */
-                printf("  main executable: %s (%s%s)\n", esc(mf.path), mf.info_plist[0] ? "CFBundleExecutable of " : "",
-                       mf.info_plist[0] ? esc(mf.info_plist) : "named after the bundle: no Info.plist with a CFBundleExecutable");
-            for (size_t i = 0; i < mf.n_slices; i++)
-                slice_text(&mf.slices[i], &r.profile, o.exe, files[f], lib_arm64e);
-            if (pl)
-                launch_plan_text(stdout, pl);
-        }
-    }
-    if (json) {
+    in.lib_arm64e = library_arm64e();
+    for (int f = 0; f < in.nf; f++)
+        rc |= inspect_file(&in, files[f], &j);
+    if (in.json) {
         json_end_arr(&j);
         json_end_obj(&j);
         json_finish(&j);
@@ -450,63 +468,4 @@ int cmd_inspect(int argc, char **argv)
     int rc = files ? inspect_main(argc, argv, files) : 1;
     free(files);
     return rc;
-}
-
-/* Which slice runs: on Apple silicon arm64e, then arm64, then x86_64 (Rosetta). */
-const struct macho_slice *macho_running_slice(const struct macho_file *mf)
-{
-    const char *order[] = {"arm64e", "arm64", "x86_64", "x86_64h"};
-    for (size_t k = 0; k < 4; k++)
-        for (size_t i = 0; i < mf->n_slices; i++)
-            if (strcmp(mf->slices[i].arch, order[k]) == 0)
-                return &mf->slices[i];
-    return mf->n_slices ? &mf->slices[0] : NULL;
-}
-
-/* run's check before exec: refuse a target the library cannot be loaded into. Not Mach-O
- * (e.g. a Linux ELF or a script): nothing to check. */
-int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile, char *arch, size_t arch_len)
-{
-    arch[0] = '\0';
-    char err[4600];
-    static struct macho_file tf, lf;
-    if (macho_load(target, &tf, err, sizeof err) != 0)
-        return 0;
-    const struct macho_slice *s = macho_running_slice(&tf);
-    if (!s)
-        return 0;
-    snprintf(arch, arch_len, "%s", s->arch);
-    char lib_archs[128] = "";
-    if (macho_load(library, &lf, err, sizeof err) == 0) {
-        for (size_t i = 0; i < lf.n_slices; i++)
-            vzcaps_appendf(lib_archs, sizeof lib_archs, "%s%s", i ? " " : "", lf.slices[i].arch);
-        bool have = false;
-        for (size_t i = 0; i < lf.n_slices; i++)
-            have |= strcmp(lf.slices[i].arch, s->arch) == 0;
-        if (!have) {
-            eprintf("vzcaps run: refusing %s: it runs as %s and the library has only %s, so dyld would abort it at launch.",
-                    target, s->arch, lib_archs);
-            if (strcmp(s->arch, "arm64e") == 0)
-                eprintf("vzcaps run: arm64e builds of the library are made only on a Mac (make dist with Xcode); "
-                        "or run an arm64 build of the program (e.g. a Homebrew or python.org python instead of Apple's)");
-            return EXIT_REFUSED;
-        }
-    }
-    /* what dyld ignores is the launch plan's to say (launch_plan_make) */
-    if (profile && profile->state == VZCAPS_ENABLED) {
-        char stock[512] = "";
-        for (size_t i = 0; i < s->n_libs; i++)
-            if (!vzcaps_caller_in_scope(profile, vzcaps_basename(s->libs[i])))
-                vzcaps_appendf(stock, sizeof stock, "%s%s", stock[0] ? ", " : "", vzcaps_basename(s->libs[i]));
-        if (stock[0])
-            eprintf("vzcaps run: note: %s loads %s, whose calls get stock answers (caller scope: stock_callers %s)", target, stock,
-                    profile->stock_callers[0] ? profile->stock_callers : "none");
-    }
-    bool any = false;
-    const char *changed[] = {"supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize"};
-    for (size_t k = 0; k < 3; k++)
-        any |= uses(s, changed[k]);
-    if (!any && s->n_libs)
-        eprintf("vzcaps run: note: %s references none of the queries the library changes (they may live in a library it loads)", target);
-    return 0;
 }

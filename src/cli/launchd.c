@@ -401,6 +401,9 @@ static int job_program(char ***cmdp, struct launch_plan *plan)
         return 1;
     }
     launch_plan_notes(plan, "vzcaps launchd");
+    char *real_abs = plan->by_path && plan->exec_argv == cmd ? absolute_as_given(plan->target) : NULL;
+    if (real_abs) /* a shim given by its path: the job starts the real program, as by name */
+        cmd[0] = keep(real_abs);
     if (plan->exec_argv != cmd) {
         char *start = absolute_as_given(plan->exec_path);
         if (!start) {

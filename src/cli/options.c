@@ -1,8 +1,8 @@
-/* Options and help shared by the subcommands: the overview, usage errors, option values, the
- * configuration view that check, doctor and inspect share, and the bash, zsh and fish
+/* Options shared by the subcommands: option values, the configuration view that check, doctor and inspect share, and the bash, zsh and fish
  * completions generated from the command table (`vzcaps __completions SHELL`: what completes a
  * value follows from its metavariable, cli_value_kind; `vzcaps __profiles` lists sections).
- * Owns: how a command line's values are taken and completed. Never: decides what an option
+ * Owns: how a command line's values are taken and completed (usage errors and help are the
+ * table's, commands.c; this file calls it, it calls nothing here). Never: decides what an option
  * means for the library (that is the core's configuration step). */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
@@ -13,97 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-void print_help(const char *cmd, FILE *out)
-{
-    const struct cmd_spec *c = cli_find_command(cmd);
-    if (!c)
-        cli_print_overview(out);
-    else
-        cli_print_help(out, c);
-}
-
-bool installed_file(const char *const *rels, size_t n, char *buf, size_t len)
-{
-    char self[1024];
-    self_path(self, sizeof self);
-    char *slash = strrchr(self, '/');
-    if (!slash)
-        return false;
-    *slash = '\0';
-    for (size_t i = 0; i < n; i++) {
-        struct stat st;
-        int w = snprintf(buf, len, "%s/../%s", self, rels[i]);
-        if (w < 0 || (size_t)w >= len || stat(buf, &st) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        char *real = realpath(buf, NULL);
-        if (real && strlen(real) < len)
-            snprintf(buf, len, "%s", real);
-        free(real);
-        return true;
-    }
-    buf[0] = '\0';
-    return false;
-}
-
-int unknown_command(const char *cmd, const char *word)
-{
-    const char *hint = cli_command_suggestion(word);
-    const char *prefix = cmd ? "vzcaps help" : "vzcaps";
-    if (strcmp(word, "uninstall") == 0) {
-        /* removing vzcaps is the uninstall script's job: it knows what install.sh put where */
-        static const char *const script[] = {"share/vzcaps/uninstall.sh"};
-        char path[1200];
-        if (installed_file(script, 1, path, sizeof path))
-            eprintf("%s: unknown command \"%s\": to remove vzcaps, run %s (add --all for its LaunchAgents, logs and "
-                    "caches; see the install page)", prefix, word, path);
-        else
-            eprintf("%s: unknown command \"%s\": to remove vzcaps, run the uninstall.sh of the release archive it came "
-                    "from (installed as PREFIX/share/vzcaps/uninstall.sh), make uninstall in a checkout, or brew "
-                    "uninstall vzcaps", prefix, word);
-        return EXIT_USAGE;
-    }
-    const char *what = word[0] == '-' ? "option" : "command";
-    if (hint)
-        eprintf("%s: unknown %s \"%s\" (did you mean %s?)", prefix, what, word, hint);
-    else
-        eprintf("%s: unknown %s \"%s\"", prefix, what, word);
-    fprintf(stderr, "run vzcaps help for the list of commands\n");
-    return EXIT_USAGE;
-}
-
-int cmd_help(int argc, char **argv)
-{
-    const char *name = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0)
-            continue;
-        if (name)
-            return usage_error("help", "one command at a time (got %s and %s)", name, argv[i]);
-        name = argv[i];
-    }
-    if (name && !cli_find_command(name))
-        return unknown_command("help", name);
-    print_help(name ? name : "", stdout);
-    return 0;
-}
-
-int usage_error(const char *cmd, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *msg = vxformat(fmt, ap);
-    va_end(ap);
-    eprintf("vzcaps %s: %s", cmd, msg ? msg : "out of memory");
-    free(msg);
-    const struct cmd_spec *c = cli_find_command(cmd);
-    fputs("usage: ", stderr);
-    if (c)
-        cli_print_synopsis(stderr, c, strlen("usage: "));
-    else
-        fputs("vzcaps COMMAND [OPTIONS]\n", stderr);
-    return EXIT_USAGE;
-}
 
 int opt_take(int argc, char **argv, int *i, const char *name, const char **value)
 {
@@ -192,15 +101,6 @@ int view_args(const char *cmd, int argc, char **argv, struct cfg_opts *o, bool *
         *json = true;
     }
     return check_family_opt(cmd, o->family);
-}
-
-const char *cfg_view_text(const struct cfg_opts *o)
-{
-    if (o->bare)
-        return "what the library does with this environment alone (--bare)";
-    if (o->family_implied)
-        return "what vzcaps run would do: --family auto implied, since nothing else configures vzcaps here";
-    return "what vzcaps run would do (the same as the library with these settings)";
 }
 
 /* ---- completions: bash, zsh and fish scripts generated from the table ---- */

@@ -154,6 +154,40 @@ static int copy_path(char *out, size_t len, const char *path, char *why, size_t 
     return 0;
 }
 
+/* A file with no #! line: a program (its own image), or, with no executable format either, a
+ * script execvp starts with /bin/sh. */
+static int no_shebang(const char *target, struct script_chain *c, char *why, size_t len)
+{
+    c->binary_script = !script_is_binary(target);
+    if (c->binary_script) { /* no #! and no executable format: started with /bin/sh, as execvp does */
+        c->script = true;
+        snprintf(c->line, sizeof c->line, "(no #! line)");
+        snprintf(c->image, sizeof c->image, "/bin/sh");
+        c->protected_image = protected_file("/bin/sh");
+    } else if (copy_path(c->image, sizeof c->image, target, why, len) != 0)
+        return 126;
+    return 0;
+}
+
+/* #!/usr/bin/env NAME: run starts NAME itself, found on PATH as env finds it (into found). */
+static int env_start(struct script_chain *c, const struct vzcaps_shebang *cur, size_t name, char *found, size_t flen, char *why,
+                     size_t len)
+{
+    const char *prog = vzcaps_shebang_word(cur, name);
+    char nwhy[200];
+    int rc = resolve_target(prog, found, flen, nwhy, sizeof nwhy);
+    if (rc != 0) {
+        snprintf(why, len, "its #! line starts %s through env, and %s is %s%s", prog, prog, nwhy, strchr(prog, '/') ? "" : " on PATH");
+        return rc;
+    }
+    snprintf(c->env_name, sizeof c->env_name, "%s", prog);
+    if (copy_path(c->start, sizeof c->start, found, why, len) != 0)
+        return 126;
+    c->rewritten = true;
+    c->first_arg = name + 1;
+    return 0;
+}
+
 int script_chain(const char *target, struct script_chain *c, char *why, size_t len)
 {
     memset(c, 0, sizeof *c);
@@ -161,17 +195,8 @@ int script_chain(const char *target, struct script_chain *c, char *why, size_t l
     int k = script_read(target, &sb, why, len);
     if (k == -2) /* executable but unreadable (mode 0111): exec can still run it; nothing to read */
         return copy_path(c->image, sizeof c->image, target, why, len) != 0 ? 126 : 0;
-    if (k == 0) {
-        c->binary_script = !script_is_binary(target);
-        if (c->binary_script) { /* no #! and no executable format: started with /bin/sh, as execvp does */
-            c->script = true;
-            snprintf(c->line, sizeof c->line, "(no #! line)");
-            snprintf(c->image, sizeof c->image, "/bin/sh");
-            c->protected_image = protected_file("/bin/sh");
-        } else if (copy_path(c->image, sizeof c->image, target, why, len) != 0)
-            return 126;
-        return 0;
-    }
+    if (k == 0)
+        return no_shebang(target, c, why, len);
     c->script = true;
     if (k < 0)
         return 126;
@@ -185,20 +210,9 @@ int script_chain(const char *target, struct script_chain *c, char *why, size_t l
         int e = vzcaps_shebang_env(&cur, &name, env_why, sizeof env_why);
         const char *interp = vzcaps_shebang_word(&cur, 0);
         if (e == 1 && c->depth == 1) {
-            /* run starts NAME itself, found on PATH as env finds it */
-            const char *prog = vzcaps_shebang_word(&cur, name);
-            char nwhy[200];
-            int rc = resolve_target(prog, found, sizeof found, nwhy, sizeof nwhy);
-            if (rc != 0) {
-                snprintf(why, len, "its #! line starts %s through env, and %s is %s%s", prog, prog, nwhy,
-                         strchr(prog, '/') ? "" : " on PATH");
+            int rc = env_start(c, &cur, name, found, sizeof found, why, len);
+            if (rc != 0)
                 return rc;
-            }
-            snprintf(c->env_name, sizeof c->env_name, "%s", prog);
-            if (copy_path(c->start, sizeof c->start, found, why, len) != 0)
-                return 126;
-            c->rewritten = true;
-            c->first_arg = name + 1;
             interp = found;
         } else if (e == -2) {
             snprintf(why, len, "its #! line%s: %s", c->depth == 1 ? "" : " of an interpreter", env_why);

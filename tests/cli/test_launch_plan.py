@@ -111,6 +111,22 @@ def test_dry_run_line_starts_a_program_whose_path_holds_an_equals_sign(tmp_path,
     assert dry.stdout.startswith("env ") == (how == "plain")  # env(1) takes any word with '=' for an assignment
 
 
+# ---- issue 32 row 10: a word starting with '=' is quoted (zsh expands =NAME to its path) ----
+
+@pytest.mark.parametrize("shell", ["bash", "dash", "zsh"])
+def test_dry_run_line_keeps_equals_leading_words_in_every_shell(tmp_path, shell):
+    if not shutil.which(shell):
+        pytest.fail(f"{shell} not found: run sh scripts/install-deps", pytrace=False)
+    words = ["=ls", "=", "==", "=a=b", "a=b", "x=ls"]
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
+    dry = vz("run", "--dry-run", "--family", "1007", "--", "/bin/echo", *words, env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert " '=ls' '=' '==' '=a=b' a=b x=ls\n" in dry.stdout, dry.stdout
+    replay = subprocess.run([shell, "-c", dry.stdout], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert replay.returncode == 0, replay.stderr
+    assert replay.stdout == " ".join(words) + "\n", (shell, dry.stdout, replay.stdout)
+
+
 # ---- row 13: launchd takes the same plan ----
 
 def test_launchd_starts_the_program_an_env_shebang_names_with_the_note(tmp_path):
@@ -168,3 +184,41 @@ def test_prepare_says_its_copy_would_still_ignore_the_library(tmp_path, restrict
     assert "srv: the copy will still ignore the library: " in p.stdout and "which re-signing does not change" in p.stdout
     plain = executable(tmp_path / "plain", mg.build(flags=mg.CS_ADHOC | mg.CS_RUNTIME))
     assert "will still ignore" not in vz("prepare", "--into", str(tmp_path / "out"), str(plain)).stdout
+
+
+# ---- issue 31: one plan, printed the same by every command that shows it ----
+
+@pytest.mark.parametrize("how", ["by-name", "by-path"])
+@pytest.mark.parametrize("kind", ["program", "restricted"])
+def test_every_command_prints_the_same_plan_for_the_same_command_line(tmp_path, how, kind):
+    """run --dry-run, check, launchd (its printed plist), inspect and doctor, for a shimmed Mach-O
+    program given by name or by the shim's path: the same program, the same start, the same
+    verdict and the same notes."""
+    real = tmp_path / "real"
+    real.mkdir()
+    executable(real / "tool", mg.build(restrict=kind == "restricted", methnames=["supportsFamily:"]))
+    shims = tmp_path / "shims"
+    assert vz("shims", "--dir", str(shims), "tool").returncode == 0
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2", HOME=str(tmp_path), PATH=f"{shims}:{real}:/usr/bin:/bin")
+    word = "tool" if how == "by-name" else str(shims / "tool")
+    plans = {
+        "check": json.loads(vz("check", "--exe", word, "--json", env=env).stdout)["launch"],
+        "doctor": json.loads(vz("doctor", "--exe", word, "--json", env=env).stdout)["launch"],
+    }
+    first = plans["check"]
+    assert first["program"] == first["starts"] == first["image"] == str(real / "tool")
+    assert first["injection"] == ("ignored" if kind == "restricted" else "honoured")
+    for name, plan in plans.items():
+        assert plan == first, name
+    # inspect takes a file (the shim itself is vzcaps, not a Mach-O): the real one, as check sees it
+    direct = json.loads(vz("check", "--exe", str(real / "tool"), "--json", env=env).stdout)["launch"]
+    inspected = json.loads(vz("inspect", "--json", str(real / "tool"), env=env).stdout)["files"][0]["launch"]
+    assert inspected == direct and direct["injection"] == first["injection"]
+    dry = vz("run", "--dry-run", "--family", "1008", "--", word, "--port", "1", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert dry.stdout.rstrip("\n").endswith(f" {real}/tool --port 1")
+    said = [l.split(": ", 2)[2] for l in dry.stderr.splitlines() if l.startswith(("vzcaps run: note: ", "vzcaps run: warning: "))]
+    assert said == first["notes"], dry.stderr
+    agent = vz("launchd", "--label", "x.y", "--family", "1008", "--", word, "--port", "1", env=env)
+    assert agent.returncode == 0, agent.stderr
+    assert plistlib.loads(agent.stdout.encode())["ProgramArguments"] == [first["starts"], "--port", "1"]

@@ -1,0 +1,264 @@
+/* The launch floor's contract: what starts when a command is launched through vzcaps, and what
+ * the library will do in it. Facts are gathered first (the program PATH resolves to, shims
+ * included; its #! chain; its Mach-O facts; the environment the child gets; the configuration
+ * that applies), then one decision makes the plan, then one renderer words it (words.c).
+ * run, check, launchd, inspect, doctor, shims and probe take the plan from here.
+ * Never: reads a command line (that is src/cli's), or includes anything of the command. */
+#ifndef VZCAPS_LAUNCH_H
+#define VZCAPS_LAUNCH_H
+
+#include "../common/readfile.h"
+#include "../common/outdir.h"
+#include "../common/text.h"
+#include "../core/vzcaps_core.h"
+#include "../data/json.h"
+#include "../platform/platform.h"
+#include "../platform/exec.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* exit codes */
+#define EXIT_USAGE 2
+#define EXIT_NEEDS_MACOS 3   /* probe/verify/host without what they need */
+#define EXIT_REFUSED 125     /* run: configuration refused before the workload started */
+
+/* The defaults of --timeout, per child the command runs (stated in help). */
+#define BENCH_TIMEOUT 3600
+#define DOCTOR_TIMEOUT 600
+#define PROBE_TIMEOUT 300
+/* library.c: files next to this command. */
+/* The first of ../PATH... next to this command (an install: share/doc/vzcaps/X; a checkout:
+ * docs/X beside build/) that is a regular file, into buf; false when none is. */
+bool installed_file(const char *const *rels, size_t n, char *buf, size_t len);
+/* A stock child's environment: src/common/stockenv.h (vzcaps_stock_child). */
+/* Shell-quotes s to out ('...' with embedded quotes escaped). */
+void shell_quote(FILE *out, const char *s);
+
+/* Options shared by commands that resolve a configuration. */
+struct cfg_opts {
+    const char *config, *profile, *exe, *chip, *family;
+    bool inherit;
+    bool inherit_matching; /* run --inherit-matching: VZCAPS_INHERIT=matching */
+    bool family_implied; /* set by cli_configure_run: --family auto was implied */
+    bool bare;           /* check/doctor/inspect --bare: the library with this environment alone */
+};
+/* The configuration as a command shows it: what `vzcaps run` would do (cli_configure_run), or
+ * with o->bare what the library would do with this environment alone (cli_configure). */
+void cli_configure_view(struct cfg_opts *o, struct vzcaps_config_result *r);
+/* Runs the same configuration step as the library, for exe, with opts as if they were
+ * VZCAPS_* variables. envp_out receives the environment a child would get (static). */
+void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r);
+/* cli_configure as `vzcaps run` applies it: when nothing configures the library for o->exe
+ * (no --family, --profile, variable or config section), o->family becomes "auto". */
+void cli_configure_run(struct cfg_opts *o, struct vzcaps_config_result *r);
+/* Builds the child environment for run: this environment with the settings, every other
+ * variable unchanged, and one preload entry that names the library exactly once (after the
+ * other libraries of the first preload entry). No size limit. Returns a NULL-terminated
+ * array valid until the next call of this or cli_configure. */
+char **cli_child_env(const struct cfg_opts *o, const char *library);
+/* How many further preload entries the last environment build dropped (the first wins, as
+ * getenv(3) sees it). */
+size_t cli_preload_duplicates(void);
+/* argv for `SELF run [--profile P] [--family F] -- CMD...` into out (cap entries). */
+void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opts *o, char *const *cmd);
+
+/* launch.c */
+/* Finds the library next to the command or in ../lib, as an absolute path; returns 0 or -1
+ * (with the paths tried). */
+int find_library(char *buf, size_t len, char *tried, size_t tried_len);
+/* Runs path with argv and waits: its exit status, 127 when it could not run, 1 on a signal. */
+int spawn_wait(const char *path, char *const argv[]);
+/* Whether library is a shared library the target can load: a regular file, ELF ET_DYN or a
+ * Mach-O dylib, named like ours (the library finds its own preload entry by that name), of
+ * the target's architecture (ELF) — Mach-O slices are checked by run_target_check. 0, or -1
+ * with a reason. */
+int library_check(const char *library, const char *target, char *why, size_t len);
+/* Whether path is a statically linked ELF executable (no PT_INTERP: no dynamic loader, so no
+ * preload): 1, 0 for another ELF, -1 when it is not an ELF file (or unreadable). */
+int launch_elf_static(const char *path);
+/* launch.c: the launch plan, the one decision of what starts when a command is launched through
+ * vzcaps, taken and shown the same way by run, run --dry-run, launchd, check, inspect and doctor:
+ * the program exec finds, its #! chain (env only as /usr/bin/env, by path), the program started
+ * (NAME itself for #!/usr/bin/env NAME), what dyld does with the injection there (signature,
+ * __RESTRICT, FairPlay, setuid/setgid), the SIP/arm64e decision for inheritance, and the one
+ * line a POSIX shell runs as it is. */
+#define PLAN_NOTES 8
+struct launch_plan {
+    char *const *cmd;
+    int rc;                 /* 0, or 126/127: it cannot start (why) */
+    bool found;             /* cmd[0] was found */
+    bool by_path;           /* cmd[0] named a vzcaps shim: the line names the real program by its path */
+    char why[1400];
+    char target[4096];      /* what exec runs for cmd[0] */
+    struct script_chain chain;
+    const char *image;      /* the program the library is loaded into */
+    const char *exe;        /* its base name: the name the library sees */
+    const char *exec_path;  /* what run starts: target, or NAME for #!/usr/bin/env NAME */
+    char **exec_argv;
+    bool macho, setugid, prepare_helps, elf_static;
+    int injection;          /* enum macho_injection of the running slice (macho) */
+    char arch[32], injection_why[300];
+    bool inherit_decided;   /* launch_plan_inherit ran (the workload keeps the injection in its children) */
+    int inherit;            /* VZCAPS_INHERIT_* */
+    char inherit_why[600];
+    char notes[PLAN_NOTES][2800];
+    bool warning[PLAN_NOTES];
+    size_t n_notes;
+};
+/* The facts the plan is decided from, gathered first (plan.c: the only part that reads files):
+ * what exec finds for cmd[0], whether that is a vzcaps shim and which real program it starts,
+ * the #! chain of what starts, a shimmed #!/usr/bin/env NAME, and the image the library would
+ * load into (setuid/setgid, its running Mach-O slice, a static ELF). */
+struct launch_facts {
+    char *const *cmd;
+    int resolve_rc;               /* resolve_target's: 0, 126 or 127 (resolve_why) */
+    char resolve_why[200];
+    char first[4096];             /* what exec finds for cmd[0] */
+    bool shim;                    /* first is a vzcaps shim (by name or by path alike) */
+    char shim_real[4096];         /* the real program it starts ("": none) */
+    char shim_why[4400];
+    int chain_rc;                 /* script_chain's for what starts (chain_why) */
+    char chain_why[1400];
+    struct script_chain chain;
+    bool env_shim;                /* #!/usr/bin/env NAME where NAME on PATH is a vzcaps shim */
+    char env_real[4096];          /* its real NAME ("": none) */
+    int env_rc;                   /* script_chain's for env_real */
+    char env_why[1400];
+    struct script_chain env_sub;
+    bool setugid;                 /* the image has setuid/setgid bits */
+    bool macho;                   /* the image has a Mach-O slice that runs */
+    char arch[32];
+    int injection;                /* enum macho_injection of that slice */
+    char injection_why[300];
+    bool prepare_helps, prepare_cannot; /* vzcaps prepare's copy would accept it / cannot change it */
+    bool elf_static;              /* the image is an ELF executable without an interpreter */
+};
+/* Reads the facts for cmd (the only step that touches the file system). */
+void launch_facts_gather(struct launch_facts *f, char *const *cmd);
+/* What starts: the image the library would load into, given the facts so far (the chain's
+ * image, a shimmed env NAME's real program, or the program itself). */
+const char *launch_facts_image(const struct launch_facts *f);
+/* decide.c: the one decision, facts in, plan out (pure: no file, no environment). With dry, a
+ * program that is not found or not a valid script still gets a plan (p->rc says why).
+ * Returns p->rc, or 0 for such a dry plan. */
+int launch_decide(const struct launch_facts *f, struct launch_plan *p, bool dry);
+/* The gate's verdict (check --strict): the run changes at least one answer, runs stock, or
+ * cannot start. Stock when the profile changes nothing (vzcaps_stock_reason), when the caller
+ * scope leaves every caller stock, when the program (f: its facts; NULL: none named) is not a
+ * vzcaps shim as PATH resolves it (or by its path), or when the loader will not inject where the
+ * library would load (plan: setuid/setgid, a static executable, dyld's restrictions, SIP). A
+ * program not found here is judged by the configuration alone; one found that exec would not
+ * start (a FIFO, a directory, not executable) cannot start. why says why, in every case. */
+enum launch_gate { LAUNCH_GATE_CHANGES, LAUNCH_GATE_STOCK, LAUNCH_GATE_CANNOT_START };
+enum launch_gate launch_gate(const struct vzcaps_profile *profile, const struct launch_facts *f, const struct launch_plan *plan,
+                             char *why, size_t len);
+/* The gate's verdict in words, on stderr: "WHO: EXE would run stock: WHY" (or "not start", or
+ * "change an answer"); words.c. */
+void launch_gate_say(const char *who, const char *exe, enum launch_gate g, const char *why);
+/* Adds a note (or a warning) to the plan; past PLAN_NOTES the last one says so. */
+void launch_plan_note(struct launch_plan *p, bool warning, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The plan for cmd: gather, then decide. 0, or 126/127 when it cannot start (p->why). */
+int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry);
+/* The SIP/arm64e decision for a workload that keeps the injection in its children (a note when
+ * allowed with a caveat): VZCAPS_INHERIT_*. */
+int launch_plan_inherit(struct launch_plan *p, const char *library, bool anyway);
+/* The plan's notes and warnings on stderr, each "WHO: note: ..." or "WHO: warning: ...". */
+void launch_plan_notes(const struct launch_plan *p, const char *who);
+/* The line a POSIX shell runs as it is: env, the variables env changes from base, the program
+ * and its arguments, each quoted; a program word env would take for an assignment (one with
+ * '=') is started by the shell's own assignments and as a path instead. */
+void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, char *const *base);
+void launch_plan_free(struct launch_plan *p);
+/* What happens to the injection where the library would load: "honoured", "ignored",
+ * "unknown" (macho_injection_name) or "removed" (a program SIP protects). */
+const char *launch_plan_injection(const struct launch_plan *p);
+/* The plan as check, doctor and inspect show it: a "launch" block, or a "launch" member. */
+void launch_plan_text(FILE *out, const struct launch_plan *p);
+void launch_plan_json(struct json *j, const char *key, const struct launch_plan *p);
+/* inspect.c: the slice that runs on Apple silicon (arm64e, arm64, then x86_64), and whether
+ * vzcaps prepare's copy would honour the injection where the original ignores it. */
+struct macho_file;
+struct macho_slice;
+const struct macho_slice *macho_running_slice(const struct macho_file *mf);
+bool macho_prepare_helps(const struct macho_slice *s);
+
+/* The chip run passes to its target as VZCAPS_HOST_CHIP: the one this command read natively,
+ * when the target runs as x86_64 (under Rosetta on Apple silicon), the chip is known and
+ * none was given; else NULL. */
+const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *native, bool chip_given);
+
+/* resolve.c: which entry on PATH is a vzcaps shim, and which real program it starts */
+/* Whether argv[0] names a shim (its base name is not vzcaps...): main then runs shim_main. */
+bool shim_is_started_as(const char *argv0);
+/* Started as NAME: the real NAME (shim_real) through `vzcaps run`; 127 with one line when none. */
+int shim_main(int argc, char **argv);
+/* The next NAME on PATH after the shim directory dir (any spelling of it; NULL: the first PATH
+ * entry whose NAME is this command), never this command however reached: 0 with out, or 127
+ * with why. */
+int shim_real(const char *name, const char *dir, char *out, size_t len, char *why, size_t whylen);
+/* Whether path (as exec found it) is a vzcaps shim: a link to this command not named vzcaps...;
+ * true with the real program it starts in out ("" when there is none, why says so). */
+bool shim_at(const char *path, char *out, size_t len, char *why, size_t whylen);
+/* Whether name, as exec finds it on PATH, is a vzcaps shim: true with the real program it runs
+ * in out ("" when there is none). */
+bool shim_real_for(const char *name, char *out, size_t len);
+/* One sentence when name, as exec finds it on PATH, is a vzcaps shim: where, and the real one
+ * it runs (or that there is none); "" otherwise. */
+void shim_describe(const char *name, char *out, size_t len);
+/* The running command's device and inode: 0, or -1 when its path is unknown. */
+struct stat;
+int shim_self_id(struct stat *st);
+
+/* words.c: the configuration as check and doctor show it */
+void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o);
+void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_opts *o);
+/* "view" line and JSON members for the view. */
+const char *cfg_view_text(const struct cfg_opts *o);
+/* The launch plan for --exe PROGRAM as exec finds it on PATH (through a shim: the real program
+ * it runs): true with p filled, false when PROGRAM is not found here (nothing to show). */
+bool exe_launch_plan(const char *exe, struct launch_plan *p);
+/* With a profile that keeps the injection in children: the plan's SIP/arm64e decision for the
+ * library installed with this command (none found: as if it had no arm64e slice). */
+void plan_inheritance(struct launch_plan *p, const struct vzcaps_profile *profile);
+
+/* verify.c: the children of probe and verify (this command's hidden subcommands) */
+/* What probe and verify were asked (family: from run --verify --family). */
+struct child_opts {
+    bool json;
+    const char *profile, *family, *replay[2];
+};
+/* Each child's --timeout in seconds (0: none). */
+extern unsigned launch_child_timeout;
+/* "vzcaps CMD: needs a macOS Metal device ...": EXIT_NEEDS_MACOS. */
+int launch_needs_macos(const char *cmd);
+/* Runs argv and returns its standard output (valid until the next call), or NULL when it
+ * printed nothing or too much. stock: without the library. */
+char *launch_capture(char **argv, bool stock);
+/* The configuration the library will apply in the child (which is this very command). */
+void launch_child_profile(const struct child_opts *o, struct vzcaps_config_result *r, struct cfg_opts *co);
+/* This command with child_args, through `vzcaps run` with co: its standard output as launch_capture. */
+char *launch_unlocked_child(const struct cfg_opts *co, char **child_args);
+struct vresult;
+/* A verify run: 0 with res (and key, the verdict's cache key), or an exit status. */
+int launch_verify_run(const struct child_opts *o, struct vresult *res, struct vzcaps_config_result *r, char key[65]);
+/* Caches the verdict under key (a failure is said, and only costs a repeat). */
+void launch_verify_cache(const char *key, const struct vresult *res);
+void launch_verify_print(const struct vresult *res, bool json, FILE *out);
+/* run --verify's gate: the cached verdict for this chip, build, library and profile, else a
+ * verify run: 0, or an exit status. */
+int verify_gate(const struct cfg_opts *o);
+
+/* start.c: one workload started with the library (vzcaps run, and a shim started as NAME) */
+struct launch_request {
+    struct cfg_opts o;
+    bool dry, verify, inherit_anyway;
+    bool shim;               /* started as a shim: where run refuses, the program starts stock */
+    const char *library_opt; /* --library */
+    char **cmd;
+};
+/* Plans, checks and starts rq->cmd (execve: returns only when it cannot start, or for a dry run):
+ * an exit status. */
+int launch_run(struct launch_request *rq);
+
+#endif

@@ -1,0 +1,100 @@
+/* The launch plan's facts: what exec finds for the command, whether that is a vzcaps shim and
+ * which real program it starts (by name or by path alike), its #! chain, a shimmed env NAME, and
+ * what the image the library would load into is (setuid/setgid, Mach-O slice, static ELF); then
+ * the plan (gathered here, decided in decide.c) and the SIP/arm64e decision for inheritance,
+ * taken the same way by run, run --dry-run, launchd, check, inspect and doctor.
+ * Owns: reading the facts. Never: decides from them (decide.c) or words them (words.c). */
+#define _XOPEN_SOURCE 700
+#include "launch.h"
+#include "../macho/macho.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The image's own facts: setuid/setgid bits, the Mach-O slice that runs and what dyld does with
+ * the injection there (signature, __RESTRICT, FairPlay), and whether it is a static ELF. */
+static void image_facts(struct launch_facts *f, const char *path)
+{
+    static struct macho_file mf;
+    char err[4600];
+    struct stat st;
+    f->setugid = stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID));
+    f->elf_static = launch_elf_static(path) == 1;
+    if (macho_load(path, &mf, err, sizeof err) != 0)
+        return; /* not Mach-O (an ELF here, or unreadable): dyld's verdicts do not apply */
+    const struct macho_slice *s = macho_running_slice(&mf);
+    if (!s)
+        return;
+    f->macho = true;
+    snprintf(f->arch, sizeof f->arch, "%s", s->arch);
+    f->injection = s->injection;
+    snprintf(f->injection_why, sizeof f->injection_why, "%s", s->injection_reason);
+    f->prepare_helps = macho_prepare_helps(s);
+    f->prepare_cannot = s->restrict_section || s->cryptid;
+}
+
+void launch_facts_gather(struct launch_facts *f, char *const *cmd)
+{
+    memset(f, 0, sizeof *f);
+    f->cmd = cmd;
+    f->resolve_rc = resolve_target(cmd[0], f->first, sizeof f->first, f->resolve_why, sizeof f->resolve_why);
+    if (f->resolve_rc != 0)
+        return;
+    /* a vzcaps shim, by name or by path: the real program it would start (the shim would only run
+     * this same plan again, with the library loaded into vzcaps itself) */
+    f->shim = shim_at(f->first, f->shim_real, sizeof f->shim_real, f->shim_why, sizeof f->shim_why);
+    if (f->shim && !f->shim_real[0])
+        return;
+    /* a script: the program that really starts (and, for #!/usr/bin/env NAME, NAME itself,
+     * since macOS removes the injection at env) */
+    f->chain_rc = script_chain(f->shim ? f->shim_real : f->first, &f->chain, f->chain_why, sizeof f->chain_why);
+    if (f->chain_rc != 0)
+        return;
+    if (f->chain.rewritten && shim_real_for(f->chain.env_name, f->env_real, sizeof f->env_real)) {
+        f->env_shim = true; /* #!/usr/bin/env NAME, NAME shimmed: the real NAME, as the shim would start it */
+        if (!f->env_real[0] || (f->env_rc = script_chain(f->env_real, &f->env_sub, f->env_why, sizeof f->env_why)) != 0)
+            return;
+    }
+    image_facts(f, launch_facts_image(f));
+}
+
+int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry)
+{
+    static struct launch_facts f;
+    launch_facts_gather(&f, cmd);
+    return launch_decide(&f, p, dry);
+}
+
+int launch_plan_inherit(struct launch_plan *p, const char *library, bool anyway)
+{
+    p->inherit_decided = true;
+    p->inherit = vzcaps_inherit_decision(platform_is_macos, platform_is_macos ? sip_status() : VZCAPS_SIP_UNKNOWN,
+                                         library_has_arch(library, "arm64e"), anyway, p->inherit_why, sizeof p->inherit_why);
+    if (p->inherit == VZCAPS_INHERIT_NOTE)
+        launch_plan_note(p, false, "the injection is kept in %s's children: %s", p->exe, p->inherit_why);
+    return p->inherit;
+}
+
+void launch_plan_free(struct launch_plan *p)
+{
+    if (p->exec_argv != (char **)p->cmd)
+        free(p->exec_argv);
+    p->exec_argv = (char **)p->cmd;
+}
+
+bool exe_launch_plan(const char *exe, struct launch_plan *p)
+{
+    static char *cmd[2];
+    if (!exe || !*exe)
+        return false;
+    cmd[0] = (char *)exe; /* a shim (by name or path) is the plan's to resolve, as run resolves it */
+    return launch_plan_make(p, cmd, true) == 0 && p->found;
+}
+
+void plan_inheritance(struct launch_plan *p, const struct vzcaps_profile *profile)
+{
+    char library[4096], tried[2400];
+    if (profile->state == VZCAPS_ENABLED && profile->inherit)
+        launch_plan_inherit(p, find_library(library, sizeof library, tried, sizeof tried) == 0 ? library : "", false);
+}

@@ -1,0 +1,78 @@
+"""A shim never breaks a job (issue 33 row 2, item 2): when the configuration is refused or
+unusable (no host chip to answer as, a malformed config file, no library), the shim starts the
+real program stock, says why in the one line the library uses for it, and exits with the
+program's own status. Exit 125 stays for an explicit `vzcaps run`, where a person asked."""
+import subprocess
+
+import pytest
+
+from conftest import BUILD, STOCK_FAMILIES, clean_env, parse_probe
+
+from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the rig)
+
+VZ = str(BUILD / "vzcaps")
+
+
+@pytest.fixture
+def fleet(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "probe").symlink_to(BUILD / "probe")
+    src = tmp_path / "tool.c"  # a program, not a script: exit 7 and its arguments
+    src.write_text('#include <stdio.h>\nint main(int c, char **v) { printf("tool"); for (int i = 1; i < c; i++) '
+                   'printf(" %s", v[i]); printf("\\n"); return 7; }\n')
+    subprocess.run(["gcc", "-o", str(real / "tool"), str(src)], check=True)
+    shims = tmp_path / "shims"
+    p = subprocess.run([VZ, "shims", "--dir", str(shims), "probe", "tool"], env=clean_env(), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    return tmp_path, real, shims
+
+
+def refused_env(tmp_path, real, shims, why):
+    env = clean_env(PATH=f"{shims}:{real}:/usr/bin:/bin")
+    if why == "malformed config":
+        c = tmp_path / "bad.conf"
+        c.write_text("[p]\nmatch = *\napple_family_max = auto\nbogus = 1\n")
+        env.update(VZCAPS_CONFIG=str(c), VZCAPS_HOST_CHIP="Apple M2 Pro")
+    elif why == "bad family":
+        env.update(VZCAPS_APPLE_FAMILY_MAX="1099", VZCAPS_HOST_CHIP="Apple M2 Pro")
+    # "unknown chip": the rig's CPU brand names no Apple chip, so the implied --family auto is refused
+    return env
+
+
+@pytest.mark.parametrize("why", ["unknown chip", "malformed config", "bad family"])
+def test_a_refused_configuration_starts_the_real_program_stock(fleet, why):
+    tmp_path, real, shims = fleet
+    env = refused_env(tmp_path, real, shims, why)
+    p = subprocess.run(["sh", "-c", "probe"], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert [r for r in parse_probe(p.stdout) if "families" in r][0]["families"] == STOCK_FAMILIES
+    lines = p.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("vzcaps: left stock for probe: "), p.stderr
+    # its exit status and arguments are the program's own
+    t = subprocess.run(["sh", "-c", "tool 'a b' c"], env=env, capture_output=True, text=True, timeout=60)
+    assert (t.returncode, t.stdout) == (7, "tool a b c\n")
+    assert len(t.stderr.splitlines()) == 1 and t.stderr.startswith("vzcaps: left stock for tool: ")
+    # an explicit vzcaps run still refuses
+    r = subprocess.run([VZ, "run", "--", str(real / "probe")], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 125 and "vzcaps run: not starting probe: " in r.stderr
+
+
+def test_without_the_library_a_shim_starts_the_program_stock(fleet, tmp_path):
+    _, real, _ = fleet
+    # a copy of vzcaps with no libvzcaps.so beside it (nor in ../lib), and its own shim
+    bare = tmp_path / "bare" / "bin"
+    bare.mkdir(parents=True)
+    (bare / "vzcaps").write_bytes((BUILD / "vzcaps").read_bytes())
+    (bare / "vzcaps").chmod(0o755)
+    own = tmp_path / "own-shims"
+    assert subprocess.run([str(bare / "vzcaps"), "shims", "--dir", str(own), "tool"], env=clean_env(), capture_output=True,
+                          timeout=60).returncode == 0
+    env = clean_env(PATH=f"{own}:{real}:/usr/bin:/bin", VZCAPS_HOST_CHIP="Apple M2 Pro")
+    t = subprocess.run(["sh", "-c", "tool x"], env=env, capture_output=True, text=True, timeout=60)
+    assert (t.returncode, t.stdout) == (7, "tool x\n")
+    assert t.stderr.startswith("vzcaps: left stock for tool: libvzcaps.so not found (looked at ") and \
+        len(t.stderr.splitlines()) == 1, t.stderr
+    r = subprocess.run([str(bare / "vzcaps"), "run", "--", "tool"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 125
