@@ -153,7 +153,7 @@ const struct cmd_spec cli_commands[] = {
      "BRAND (its implied --family auto included), or with --bare what the library alone would do with\n"
      "this environment: each effective claim and where it came from.",
      "0 when the configuration is valid (even if this host cannot apply it), 1 when it is not or, with\n"
-     "--strict, when PROGRAM would run stock; 2 for a malformed command line.",
+     "--strict, when PROGRAM would run stock or not start; 2 for a malformed command line.",
      "vzcaps check --exe llama-server --chip \"Apple M2 Pro\" --json",
      GROUP_CHECK, "validate a configuration and explain what run would do for a program", "validate config lint explain show"},
     {"launchd", cmd_launchd, "-- CMD [ARGS]", ARGS_COMMAND, launchd_opts,
