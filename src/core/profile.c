@@ -160,6 +160,29 @@ static int parse_globs(const char *v, char *out, char *err, size_t errlen)
     return 0;
 }
 
+/* apple_family_max: auto, off (or 0), or an Apple family (a number or appleN) */
+static int set_family_max(struct vzcaps_settings *s, const char *value, char *err, size_t errlen)
+{
+    if (strcmp(value, "auto") == 0) {
+        s->family_mode = VZCAPS_FAMILY_AUTO;
+    } else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0) {
+        s->family_mode = VZCAPS_FAMILY_OFF;
+    } else {
+        int64_t f;
+        if (vzcaps_family_parse(value, &f) != 0 || !vzcaps_family_is_apple(f)) {
+            static const char *const words[] = {"auto", "off", "apple1", "apple2", "apple3", "apple4", "apple5",
+                                                "apple6", "apple7", "apple8", "apple9", "apple10"};
+            const char *near = vzcaps_did_you_mean(value, words, sizeof words / sizeof words[0]);
+            if (near)
+                return fail_near(err, errlen, "\"%s\" is not auto, off, 0, or an Apple family 1001..1010", value, near);
+            return fail(err, errlen, "\"%s\" is not auto, off, 0, or an Apple family 1001..1010 (apple1..apple10)", value);
+        }
+        s->family_mode = VZCAPS_FAMILY_NUMBER;
+        s->family_max = f;
+    }
+    return 0;
+}
+
 int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const char *value,
                         const char *origin, char *err, size_t errlen)
 {
@@ -171,23 +194,8 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
         return fail(err, errlen, "%s", "empty value");
     switch (key) {
     case VZCAPS_KEY_APPLE_FAMILY_MAX:
-        if (strcmp(value, "auto") == 0) {
-            s->family_mode = VZCAPS_FAMILY_AUTO;
-        } else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0) {
-            s->family_mode = VZCAPS_FAMILY_OFF;
-        } else {
-            int64_t f;
-            if (vzcaps_family_parse(value, &f) != 0 || !vzcaps_family_is_apple(f)) {
-                static const char *const words[] = {"auto", "off", "apple1", "apple2", "apple3", "apple4", "apple5",
-                                                    "apple6", "apple7", "apple8", "apple9", "apple10"};
-                const char *near = vzcaps_did_you_mean(value, words, sizeof words / sizeof words[0]);
-                if (near)
-                    return fail_near(err, errlen, "\"%s\" is not auto, off, 0, or an Apple family 1001..1010", value, near);
-                return fail(err, errlen, "\"%s\" is not auto, off, 0, or an Apple family 1001..1010 (apple1..apple10)", value);
-            }
-            s->family_mode = VZCAPS_FAMILY_NUMBER;
-            s->family_max = f;
-        }
+        if (set_family_max(s, value, err, errlen) != 0)
+            return -1;
         break;
     case VZCAPS_KEY_MAX_THREADGROUP_MEMORY:
         if (parse_bytes(value, VZCAPS_MAX_THREADGROUP_LIMIT, &n, err, errlen) != 0)
