@@ -285,10 +285,9 @@ void vzcaps_profile_refuse(struct vzcaps_profile *p, const char *reason)
 
 #define HAS(s, k) (((s)->set >> (k)) & 1u)
 
-void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps_host *host,
-                            struct vzcaps_profile *p)
+/* The flags and the caller scope, copied from the settings. */
+static void resolve_scope(const struct vzcaps_settings *s, struct vzcaps_profile *p)
 {
-    memset(p, 0, sizeof *p);
     p->inherit = s->inherit;
     p->quiet = s->quiet;
     p->verbose = s->verbose;
@@ -299,15 +298,36 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
              HAS(s, VZCAPS_KEY_STOCK_CALLERS) ? s->stock_callers : VZCAPS_DEFAULT_STOCK_CALLERS);
     p->scoped = strcmp(p->callers, "*") != 0 || p->stock_callers[0];
     p->scope_default = strcmp(p->callers, "*") == 0 && strcmp(p->stock_callers, VZCAPS_DEFAULT_STOCK_CALLERS) == 0;
+}
 
-    const char *brand = host ? host->brand : NULL;
-    const char *origin = host && host->brand_origin ? host->brand_origin : "detection";
-    if (HAS(s, VZCAPS_KEY_HOST_CHIP)) {
-        brand = s->host_chip;
-        origin = s->origin[VZCAPS_KEY_HOST_CHIP];
-    }
-    vzcaps_chip_from_brand(brand, &p->chip);
-    snprintf(p->chip_origin, sizeof p->chip_origin, "%s", brand ? origin : "none");
+/* apple_family_max=auto on a host chip that is not known: refused, with the way out that
+ * fits how the brand was found. */
+static void refuse_auto(const struct vzcaps_settings *s, const struct vzcaps_host *host, const char *brand,
+                        const char *origin, struct vzcaps_profile *p)
+{
+    const char *fam_origin = s->origin[VZCAPS_KEY_APPLE_FAMILY_MAX];
+    char why[VZCAPS_NOTE_LEN], near[48];
+    if (host && host->translated == 1)
+        snprintf(why, sizeof why, "%s=auto needs the host chip, and this process runs under Rosetta, where the CPU brand (\"%s\") does not name it: start it with vzcaps run, which passes the chip it reads natively, or set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand ? brand : "none");
+    else if (brand && HAS(s, VZCAPS_KEY_HOST_CHIP) && vzcaps_chip_suggest(brand, near, sizeof near))
+        snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one (did you mean \"%s\"?): fix %s",
+                 fam_origin, brand, origin, near, origin);
+    else if (brand && HAS(s, VZCAPS_KEY_HOST_CHIP))
+        snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: fix %s, e.g. \"Apple M2 Pro\", or give a family number",
+                 fam_origin, brand, origin, origin);
+    else if (brand)
+        snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand, origin);
+    else
+        snprintf(why, sizeof why, "%s=auto needs the host chip, which could not be detected: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin);
+    vzcaps_profile_refuse(p, why);
+    p->invalid = false; /* a valid configuration this host cannot apply */
+}
+
+/* The family ceiling from apple_family_max. false: the profile is final (stock: unset, off
+ * or refused); true: go on to enable it. */
+static bool resolve_family(const struct vzcaps_settings *s, const struct vzcaps_host *host, const char *brand,
+                           const char *origin, struct vzcaps_profile *p)
+{
     const struct vzcaps_chip *chip = &p->chip;
     const char *fam_origin = s->origin[VZCAPS_KEY_APPLE_FAMILY_MAX];
 
@@ -319,33 +339,19 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
                 char why[VZCAPS_NOTE_LEN];
                 snprintf(why, sizeof why, "%s is set but apple_family_max is not, and only it enables vzcaps: set it to auto", s->origin[k]);
                 vzcaps_profile_refuse(p, why);
-                return;
+                return false;
             }
         }
         p->state = VZCAPS_STOCK_UNCONFIGURED;
-        return;
+        return false;
     case VZCAPS_FAMILY_OFF:
         p->state = VZCAPS_STOCK_OFF;
         note(p, "%s is off", fam_origin);
-        return;
+        return false;
     case VZCAPS_FAMILY_AUTO:
         if (!chip->known) {
-            char why[VZCAPS_NOTE_LEN], near[48];
-            if (host && host->translated == 1)
-                snprintf(why, sizeof why, "%s=auto needs the host chip, and this process runs under Rosetta, where the CPU brand (\"%s\") does not name it: start it with vzcaps run, which passes the chip it reads natively, or set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand ? brand : "none");
-            else if (brand && HAS(s, VZCAPS_KEY_HOST_CHIP) && vzcaps_chip_suggest(brand, near, sizeof near))
-                snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one (did you mean \"%s\"?): fix %s",
-                         fam_origin, brand, origin, near, origin);
-            else if (brand && HAS(s, VZCAPS_KEY_HOST_CHIP))
-                snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: fix %s, e.g. \"Apple M2 Pro\", or give a family number",
-                         fam_origin, brand, origin, origin);
-            else if (brand)
-                snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand, origin);
-            else
-                snprintf(why, sizeof why, "%s=auto needs the host chip, which could not be detected: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin);
-            vzcaps_profile_refuse(p, why);
-            p->invalid = false; /* a valid configuration this host cannot apply */
-            return;
+            refuse_auto(s, host, brand, origin, p);
+            return false;
         }
         p->apple_family_max = chip->apple_family;
         note(p, "Apple families up to %lld (%s): auto, the real family of %s (from %s)",
@@ -370,13 +376,13 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
         }
         break;
     }
-    p->state = VZCAPS_ENABLED;
-    if (!p->scope_default)
-        note(p, "for calls from images %s, except %s (stock answers)", p->callers[0] ? p->callers : "none",
-             p->stock_callers[0] ? p->stock_callers : "none");
-    if (s->unsafe)
-        note(p, "unsafe_beyond_hardware is set (%s): claims are not clamped to the host chip", s->origin[VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE]);
+    return true;
+}
 
+/* The two byte floors, clamped to the chip's documented limit and to physical memory. */
+static void resolve_floors(const struct vzcaps_settings *s, const struct vzcaps_host *host, struct vzcaps_profile *p)
+{
+    const struct vzcaps_chip *chip = &p->chip;
     if (HAS(s, VZCAPS_KEY_MAX_THREADGROUP_MEMORY)) {
         uint64_t v = s->max_threadgroup_memory, lim = chip->max_threadgroup_memory;
         p->max_threadgroup_memory = v;
@@ -404,6 +410,12 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
             note(p, "working-set floor %llu clamped to physical memory %llu", (unsigned long long)v, (unsigned long long)mem);
         }
     }
+}
+
+/* The extra families the chip has (all of them when unsafe or the chip is unknown). */
+static void resolve_extras(const struct vzcaps_settings *s, struct vzcaps_profile *p)
+{
+    const struct vzcaps_chip *chip = &p->chip;
     for (size_t i = 0; i < s->n_extra; i++) {
         int64_t f = s->extra[i];
         const char *name = vzcaps_family_name(f);
@@ -415,6 +427,33 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
         note(p, "extra family %lld (%s)%s%s", (long long)f, name, chip->known ? "" : " as given, not validated",
              f == 5001 ? " (warning: known to break MLX's residency sets)" : "");
     }
+}
+
+void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps_host *host,
+                            struct vzcaps_profile *p)
+{
+    memset(p, 0, sizeof *p);
+    resolve_scope(s, p);
+
+    const char *brand = host ? host->brand : NULL;
+    const char *origin = host && host->brand_origin ? host->brand_origin : "detection";
+    if (HAS(s, VZCAPS_KEY_HOST_CHIP)) {
+        brand = s->host_chip;
+        origin = s->origin[VZCAPS_KEY_HOST_CHIP];
+    }
+    vzcaps_chip_from_brand(brand, &p->chip);
+    snprintf(p->chip_origin, sizeof p->chip_origin, "%s", brand ? origin : "none");
+
+    if (!resolve_family(s, host, brand, origin, p))
+        return;
+    p->state = VZCAPS_ENABLED;
+    if (!p->scope_default)
+        note(p, "for calls from images %s, except %s (stock answers)", p->callers[0] ? p->callers : "none",
+             p->stock_callers[0] ? p->stock_callers : "none");
+    if (s->unsafe)
+        note(p, "unsafe_beyond_hardware is set (%s): claims are not clamped to the host chip", s->origin[VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE]);
+    resolve_floors(s, host, p);
+    resolve_extras(s, p);
 }
 
 static bool globs_fit(const char *list, const char *image)
