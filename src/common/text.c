@@ -74,13 +74,55 @@ const char *esc(const char *s)
     return *slot = b;
 }
 
+/* msg escaped (vzcaps_escape) into out when it is not NULL; its length. A \x00 in msg is a NUL
+ * its maker wrote as it is shown (a C string cannot carry one): kept, not escaped again. */
+static size_t escape_line(const char *msg, char *out)
+{
+    size_t w = 0;
+    for (const char *p = msg;;) {
+        const char *nul = strstr(p, "\\x00");
+        size_t n = nul ? (size_t)(nul - p) : strlen(p), need = vzcaps_escape(p, n, NULL, 0);
+        if (out)
+            vzcaps_escape(p, n, out + w, need + 1);
+        w += need;
+        if (!nul)
+            return w;
+        if (out)
+            memcpy(out + w, "\\x00", 4);
+        w += 4;
+        p = nul + 4;
+    }
+}
+
+char *nul_shown(const char *s, size_t n)
+{
+    char *out = malloc(n * 4 + 1);
+    size_t w = 0;
+    for (size_t i = 0; out && i < n; i++) {
+        if (s[i]) {
+            out[w++] = s[i];
+        } else {
+            memcpy(out + w, "\\x00", 4);
+            w += 4;
+        }
+    }
+    if (out)
+        out[w] = '\0';
+    return out;
+}
+
 static void vline(FILE *out, const char *fmt, va_list ap)
 {
     char *msg = vxformat(fmt, ap);
-    if (msg) {
-        fprintf(out, "%s\n", esc(msg));
-        free(msg);
+    char *line = msg ? malloc(escape_line(msg, NULL) + 1) : NULL;
+    if (line) {
+        line[escape_line(msg, line)] = '\0';
+        fprintf(out, "%s\n", line);
+    } else if (msg) {
+        fputs("(out of memory)\n", out);
     }
+    free(line);
+    free(msg);
 }
 
 void eprintf(const char *fmt, ...)

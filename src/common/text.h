@@ -11,10 +11,15 @@
 
 /* Every human-readable line escapes what a terminal would interpret (vzcaps_escape: control
  * characters, DEL, C1, invalid UTF-8 as \\xNN; a backslash as \\\\). eprintf formats one whole
- * line (no '\n' in fmt), escapes it and writes it to stderr with its newline; esc returns an
+ * line (no '\n' in fmt), escapes it and writes it to stderr with its newline (a "\\x00" in the
+ * line is kept as it is: the one form a message's maker writes pre-escaped, for a NUL a C
+ * string cannot carry; everything else in a message is raw, escaped once here); esc returns an
  * escaped copy of s for a value printed inside other output (valid until 16 more calls). */
 void eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *esc(const char *s);
+/* s[0..n) as a message carries it: raw, each NUL as "\\x00" (the form eprintf keeps); on the
+ * heap, NULL when out of memory. */
+char *nul_shown(const char *s, size_t n);
 /* A formatted string on the heap, never cut (the caller frees it; NULL when out of memory
  * for vxformat; xformat exits with a message instead). */
 char *xformat(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

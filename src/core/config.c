@@ -479,33 +479,28 @@ static void log_file_of(const struct vzcaps_inputs *in, struct vzcaps_config_res
                  vzcaps_clip(value, 64, (char[128]){0}, 128));
 }
 
-static void configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
-                      struct vzcaps_config_result *out)
-{
-    static char err[VZCAPS_NOTE_LEN], why[VZCAPS_NOTE_LEN], name[128];
-    unsigned seen[N_PREFIXES];
-    memset(out, 0, sizeof *out);
-    memset(&s, 0, sizeof s);
+/* the configuration's scratch text, kept off the stack like s (one call at a time) */
+static char cfg_err[VZCAPS_NOTE_LEN], cfg_why[VZCAPS_NOTE_LEN], cfg_name[128];
 
-    if (scan_env(in, seen, why, sizeof why) != 0) {
-        vzcaps_profile_refuse(&out->profile, why);
-        return;
-    }
-    /* Which variables speak for the claims: VZCAPS_* ones that configure claims (directly, or a
-     * config file through VZCAPS_CONFIG/VZCAPS_PROFILE) silence the compatible families;
-     * otherwise the first compatible family set does. VZCAPS_HOST_CHIP, _LOG, _INHERIT,
-     * _CALLERS and _STOCK_CALLERS combine with either. */
-    const unsigned claims = 1u << VZCAPS_KEY_APPLE_FAMILY_MAX | 1u << VZCAPS_KEY_MAX_THREADGROUP_MEMORY |
-                            1u << VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE | 1u << VZCAPS_KEY_EXTRA_FAMILIES |
-                            1u << VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE | 1u << VZCAPS_KEY_COUNT | 1u << (VZCAPS_KEY_COUNT + 1);
+/* Which variables speak for the claims: VZCAPS_* ones that configure claims (directly, or a
+ * config file through VZCAPS_CONFIG/VZCAPS_PROFILE) silence the compatible families;
+ * otherwise the first compatible family set does. VZCAPS_HOST_CHIP, _LOG, _INHERIT,
+ * _CALLERS and _STOCK_CALLERS combine with either. */
+static const unsigned claims = 1u << VZCAPS_KEY_APPLE_FAMILY_MAX | 1u << VZCAPS_KEY_MAX_THREADGROUP_MEMORY |
+                               1u << VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE | 1u << VZCAPS_KEY_EXTRA_FAMILIES |
+                               1u << VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE | 1u << VZCAPS_KEY_COUNT |
+                               1u << (VZCAPS_KEY_COUNT + 1);
+
+/* The index of the compatible family that speaks (0: none), and in ignored the note naming
+ * the families that were set but do not speak ("" when none). */
+static size_t speaking_family(const struct vzcaps_inputs *in, const unsigned seen[N_PREFIXES], char *ignored,
+                              size_t len)
+{
     bool ours = seen[0] & claims;
     size_t compat = 0;
     for (size_t i = 1; i < N_PREFIXES && !ours && !compat; i++)
         if (seen[i])
             compat = i;
-    const char *prefix = compat ? env_prefixes[compat] : NULL;
-    snprintf(out->env_prefix, sizeof out->env_prefix, "%s", prefix ? prefix : seen[0] ? "VZCAPS_" : "");
-    static char ignored[VZCAPS_NOTE_LEN];
     ignored[0] = '\0';
     if (ours && (seen[1] || seen[2])) {
         const char *which = "";
@@ -516,39 +511,46 @@ static void configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
             if (k >= 0 && (claims & (1u << k)))
                 which = *e, wn = (size_t)(eq - *e);
         }
-        snprintf(ignored, sizeof ignored, "%s%s%s ignored: %.*s is set, and VZCAPS_ variables configure vzcaps",
+        snprintf(ignored, len, "%s%s%s ignored: %.*s is set, and VZCAPS_ variables configure vzcaps",
                  seen[1] ? "TART_METAL_*" : "", seen[1] && seen[2] ? " and " : "", seen[2] ? "LUME_METAL_*" : "", (int)wn, which);
     } else if (compat == 1 && seen[2]) {
-        snprintf(ignored, sizeof ignored, "LUME_METAL_* ignored: TART_METAL_* is set and comes first");
+        snprintf(ignored, len, "LUME_METAL_* ignored: TART_METAL_* is set and comes first");
     }
+    return compat;
+}
 
-    /* 1. the config file, in vzcaps_config_search's order */
+/* Step 1: the config file, in vzcaps_config_search's order, read into s. -1: refused (the
+ * reason is in out->profile). */
+static int read_config_file(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
+                            struct vzcaps_config_result *out)
+{
+    char *const err = cfg_err, *const why = cfg_why;
     bool named = false;
-    int n_cand = vzcaps_config_search(in->envp, in->sys_root, out->searched, &named, why, sizeof why);
+    int n_cand = vzcaps_config_search(in->envp, in->sys_root, out->searched, &named, why, sizeof cfg_why);
     if (n_cand < 0) {
         vzcaps_profile_refuse(&out->profile, why);
-        return;
+        return -1;
     }
     out->n_searched = n_cand;
     char (*candidates)[VZCAPS_PATH_MAX + 1] = out->searched;
     for (int i = 0; i < n_cand && in->read_file; i++) {
         size_t len = 0;
         bool missing = false;
-        if (in->read_file(in->read_ctx, candidates[i], file_buf, file_cap, &len, &missing, err, sizeof err) != 0) {
+        if (in->read_file(in->read_ctx, candidates[i], file_buf, file_cap, &len, &missing, err, sizeof cfg_err) != 0) {
             if (missing && !named)
                 continue;
             snprintf(out->config_path, sizeof out->config_path, "%s", candidates[i]);
             snprintf(out->config_error, sizeof out->config_error, "%s", err);
-            snprintf(why, sizeof why, "%s: %s%s", candidates[i], err, named ? " (named by VZCAPS_CONFIG)" : "");
+            snprintf(why, sizeof cfg_why, "%s: %s%s", candidates[i], err, named ? " (named by VZCAPS_CONFIG)" : "");
             vzcaps_profile_refuse(&out->profile, why);
-            return;
+            return -1;
         }
         snprintf(out->config_path, sizeof out->config_path, "%s", candidates[i]);
         if (vzcaps_config_apply(file_buf, len, candidates[i], in->exe, vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), &s,
-                                out->section, sizeof out->section, err, sizeof err) != 0) {
+                                out->section, sizeof out->section, err, sizeof cfg_err) != 0) {
             snprintf(out->config_error, sizeof out->config_error, "%s", err);
             vzcaps_profile_refuse(&out->profile, err);
-            return;
+            return -1;
         }
         break;
     }
@@ -557,14 +559,19 @@ static void configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         for (const char *const *l = in->labels; l && l[0]; l += 2)
             if (strcmp(l[0], given) == 0)
                 given = l[1];
-        snprintf(why, sizeof why, "%s is set but no config file was found: create one with a [%s] section, or drop %s",
-                 given, vzcaps_clip(vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), 64, name, sizeof name), given);
+        snprintf(why, sizeof cfg_why, "%s is set but no config file was found: create one with a [%s] section, or drop %s",
+                 given, vzcaps_clip(vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), 64, cfg_name, sizeof cfg_name), given);
         vzcaps_profile_refuse(&out->profile, why);
-        return;
+        return -1;
     }
+    return 0;
+}
 
-    /* 2. variables override the file: every VZCAPS_ setting, and the claims of the compatible
-     * family that speaks (if any) */
+/* Step 2: variables override the file: every VZCAPS_ setting, and the claims of the
+ * compatible family that speaks (prefix; NULL if none). -1: refused. */
+static int apply_variables(const struct vzcaps_inputs *in, const char *prefix, struct vzcaps_config_result *out)
+{
+    char *const err = cfg_err, *const why = cfg_why, *const name = cfg_name;
     for (const char *const *e = in->envp; e && *e; e++) {
         const char *eq = strchr(*e, '=');
         size_t xl = strncmp(*e, "VZCAPS_", 7) == 0 ? 7 : prefix && strncmp(*e, prefix, strlen(prefix)) == 0 ? strlen(prefix) : 0;
@@ -573,20 +580,25 @@ static void configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         int k = env_slot(*e + xl, (size_t)(eq - *e) - xl, xl == 7);
         if (k < 0 || k >= VZCAPS_KEY_COUNT)
             continue;
-        vzcaps_clipn(*e, (size_t)(eq - *e), 64, name, sizeof name); /* a known name: short */
+        vzcaps_clipn(*e, (size_t)(eq - *e), 64, name, sizeof cfg_name); /* a known name: short */
         for (const char *const *l = in->labels; l && l[0]; l += 2)
             if (strcmp(l[0], name) == 0) {
-                snprintf(name, sizeof name, "%s", l[1]);
+                snprintf(name, sizeof cfg_name, "%s", l[1]);
                 break;
             }
-        if (vzcaps_settings_set(&s, (enum vzcaps_key)k, eq + 1, name, err, sizeof err) != 0) {
-            snprintf(why, sizeof why, "%s: %s; fix or unset it", name, err);
+        if (vzcaps_settings_set(&s, (enum vzcaps_key)k, eq + 1, name, err, sizeof cfg_err) != 0) {
+            snprintf(why, sizeof cfg_why, "%s: %s; fix or unset it", name, err);
             vzcaps_profile_refuse(&out->profile, why);
-            return;
+            return -1;
         }
     }
+    return 0;
+}
 
-    vzcaps_profile_resolve(&s, &in->host, &out->profile);
+/* Step 3: the notes that explain the resolved profile: the ignored families, and the
+ * section, named first. */
+static void add_config_notes(const char *ignored, struct vzcaps_config_result *out)
+{
     if (ignored[0] && out->profile.n_notes < VZCAPS_MAX_NOTES) /* never silently */
         snprintf(out->profile.notes[out->profile.n_notes++], VZCAPS_NOTE_LEN, "%s", ignored);
     if (out->section[0] && out->profile.n_notes < VZCAPS_MAX_NOTES && out->profile.state != VZCAPS_STOCK_UNCONFIGURED) {
@@ -596,6 +608,28 @@ static void configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
         snprintf(p->notes[0], sizeof p->notes[0], "profile [%s] of %s", out->section, out->config_path);
         p->n_notes++;
     }
+}
+
+static void configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
+                      struct vzcaps_config_result *out)
+{
+    static char ignored[VZCAPS_NOTE_LEN];
+    unsigned seen[N_PREFIXES];
+    memset(out, 0, sizeof *out);
+    memset(&s, 0, sizeof s);
+
+    if (scan_env(in, seen, cfg_why, sizeof cfg_why) != 0) {
+        vzcaps_profile_refuse(&out->profile, cfg_why);
+        return;
+    }
+    size_t compat = speaking_family(in, seen, ignored, sizeof ignored);
+    const char *prefix = compat ? env_prefixes[compat] : NULL;
+    snprintf(out->env_prefix, sizeof out->env_prefix, "%s", prefix ? prefix : seen[0] ? "VZCAPS_" : "");
+
+    if (read_config_file(in, file_buf, file_cap, out) != 0 || apply_variables(in, prefix, out) != 0)
+        return;
+    vzcaps_profile_resolve(&s, &in->host, &out->profile);
+    add_config_notes(ignored, out);
 }
 
 void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,

@@ -160,6 +160,29 @@ static int parse_globs(const char *v, char *out, char *err, size_t errlen)
     return 0;
 }
 
+/* apple_family_max: auto, off (or 0), or an Apple family (a number or appleN) */
+static int set_family_max(struct vzcaps_settings *s, const char *value, char *err, size_t errlen)
+{
+    if (strcmp(value, "auto") == 0) {
+        s->family_mode = VZCAPS_FAMILY_AUTO;
+    } else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0) {
+        s->family_mode = VZCAPS_FAMILY_OFF;
+    } else {
+        int64_t f;
+        if (vzcaps_family_parse(value, &f) != 0 || !vzcaps_family_is_apple(f)) {
+            static const char *const words[] = {"auto", "off", "apple1", "apple2", "apple3", "apple4", "apple5",
+                                                "apple6", "apple7", "apple8", "apple9", "apple10"};
+            const char *near = vzcaps_did_you_mean(value, words, sizeof words / sizeof words[0]);
+            if (near)
+                return fail_near(err, errlen, "\"%s\" is not auto, off, 0, or an Apple family 1001..1010", value, near);
+            return fail(err, errlen, "\"%s\" is not auto, off, 0, or an Apple family 1001..1010 (apple1..apple10)", value);
+        }
+        s->family_mode = VZCAPS_FAMILY_NUMBER;
+        s->family_max = f;
+    }
+    return 0;
+}
+
 int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const char *value,
                         const char *origin, char *err, size_t errlen)
 {
@@ -171,23 +194,8 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
         return fail(err, errlen, "%s", "empty value");
     switch (key) {
     case VZCAPS_KEY_APPLE_FAMILY_MAX:
-        if (strcmp(value, "auto") == 0) {
-            s->family_mode = VZCAPS_FAMILY_AUTO;
-        } else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0) {
-            s->family_mode = VZCAPS_FAMILY_OFF;
-        } else {
-            int64_t f;
-            if (vzcaps_family_parse(value, &f) != 0 || !vzcaps_family_is_apple(f)) {
-                static const char *const words[] = {"auto", "off", "apple1", "apple2", "apple3", "apple4", "apple5",
-                                                    "apple6", "apple7", "apple8", "apple9", "apple10"};
-                const char *near = vzcaps_did_you_mean(value, words, sizeof words / sizeof words[0]);
-                if (near)
-                    return fail_near(err, errlen, "\"%s\" is not auto, off, 0, or an Apple family 1001..1010", value, near);
-                return fail(err, errlen, "\"%s\" is not auto, off, 0, or an Apple family 1001..1010 (apple1..apple10)", value);
-            }
-            s->family_mode = VZCAPS_FAMILY_NUMBER;
-            s->family_max = f;
-        }
+        if (set_family_max(s, value, err, errlen) != 0)
+            return -1;
         break;
     case VZCAPS_KEY_MAX_THREADGROUP_MEMORY:
         if (parse_bytes(value, VZCAPS_MAX_THREADGROUP_LIMIT, &n, err, errlen) != 0)
@@ -277,10 +285,9 @@ void vzcaps_profile_refuse(struct vzcaps_profile *p, const char *reason)
 
 #define HAS(s, k) (((s)->set >> (k)) & 1u)
 
-void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps_host *host,
-                            struct vzcaps_profile *p)
+/* The flags and the caller scope, copied from the settings. */
+static void resolve_scope(const struct vzcaps_settings *s, struct vzcaps_profile *p)
 {
-    memset(p, 0, sizeof *p);
     p->inherit = s->inherit;
     p->quiet = s->quiet;
     p->verbose = s->verbose;
@@ -291,15 +298,36 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
              HAS(s, VZCAPS_KEY_STOCK_CALLERS) ? s->stock_callers : VZCAPS_DEFAULT_STOCK_CALLERS);
     p->scoped = strcmp(p->callers, "*") != 0 || p->stock_callers[0];
     p->scope_default = strcmp(p->callers, "*") == 0 && strcmp(p->stock_callers, VZCAPS_DEFAULT_STOCK_CALLERS) == 0;
+}
 
-    const char *brand = host ? host->brand : NULL;
-    const char *origin = host && host->brand_origin ? host->brand_origin : "detection";
-    if (HAS(s, VZCAPS_KEY_HOST_CHIP)) {
-        brand = s->host_chip;
-        origin = s->origin[VZCAPS_KEY_HOST_CHIP];
-    }
-    vzcaps_chip_from_brand(brand, &p->chip);
-    snprintf(p->chip_origin, sizeof p->chip_origin, "%s", brand ? origin : "none");
+/* apple_family_max=auto on a host chip that is not known: refused, with the way out that
+ * fits how the brand was found. */
+static void refuse_auto(const struct vzcaps_settings *s, const struct vzcaps_host *host, const char *brand,
+                        const char *origin, struct vzcaps_profile *p)
+{
+    const char *fam_origin = s->origin[VZCAPS_KEY_APPLE_FAMILY_MAX];
+    char why[VZCAPS_NOTE_LEN], near[48];
+    if (host && host->translated == 1)
+        snprintf(why, sizeof why, "%s=auto needs the host chip, and this process runs under Rosetta, where the CPU brand (\"%s\") does not name it: start it with vzcaps run, which passes the chip it reads natively, or set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand ? brand : "none");
+    else if (brand && HAS(s, VZCAPS_KEY_HOST_CHIP) && vzcaps_chip_suggest(brand, near, sizeof near))
+        snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one (did you mean \"%s\"?): fix %s",
+                 fam_origin, brand, origin, near, origin);
+    else if (brand && HAS(s, VZCAPS_KEY_HOST_CHIP))
+        snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: fix %s, e.g. \"Apple M2 Pro\", or give a family number",
+                 fam_origin, brand, origin, origin);
+    else if (brand)
+        snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand, origin);
+    else
+        snprintf(why, sizeof why, "%s=auto needs the host chip, which could not be detected: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin);
+    vzcaps_profile_refuse(p, why);
+    p->invalid = false; /* a valid configuration this host cannot apply */
+}
+
+/* The family ceiling from apple_family_max. false: the profile is final (stock: unset, off
+ * or refused); true: go on to enable it. */
+static bool resolve_family(const struct vzcaps_settings *s, const struct vzcaps_host *host, const char *brand,
+                           const char *origin, struct vzcaps_profile *p)
+{
     const struct vzcaps_chip *chip = &p->chip;
     const char *fam_origin = s->origin[VZCAPS_KEY_APPLE_FAMILY_MAX];
 
@@ -311,33 +339,19 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
                 char why[VZCAPS_NOTE_LEN];
                 snprintf(why, sizeof why, "%s is set but apple_family_max is not, and only it enables vzcaps: set it to auto", s->origin[k]);
                 vzcaps_profile_refuse(p, why);
-                return;
+                return false;
             }
         }
         p->state = VZCAPS_STOCK_UNCONFIGURED;
-        return;
+        return false;
     case VZCAPS_FAMILY_OFF:
         p->state = VZCAPS_STOCK_OFF;
         note(p, "%s is off", fam_origin);
-        return;
+        return false;
     case VZCAPS_FAMILY_AUTO:
         if (!chip->known) {
-            char why[VZCAPS_NOTE_LEN], near[48];
-            if (host && host->translated == 1)
-                snprintf(why, sizeof why, "%s=auto needs the host chip, and this process runs under Rosetta, where the CPU brand (\"%s\") does not name it: start it with vzcaps run, which passes the chip it reads natively, or set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand ? brand : "none");
-            else if (brand && HAS(s, VZCAPS_KEY_HOST_CHIP) && vzcaps_chip_suggest(brand, near, sizeof near))
-                snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one (did you mean \"%s\"?): fix %s",
-                         fam_origin, brand, origin, near, origin);
-            else if (brand && HAS(s, VZCAPS_KEY_HOST_CHIP))
-                snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: fix %s, e.g. \"Apple M2 Pro\", or give a family number",
-                         fam_origin, brand, origin, origin);
-            else if (brand)
-                snprintf(why, sizeof why, "%s=auto needs a known host chip, and \"%s\" (from %s) is not one: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin, brand, origin);
-            else
-                snprintf(why, sizeof why, "%s=auto needs the host chip, which could not be detected: set VZCAPS_HOST_CHIP, e.g. \"Apple M2 Pro\"", fam_origin);
-            vzcaps_profile_refuse(p, why);
-            p->invalid = false; /* a valid configuration this host cannot apply */
-            return;
+            refuse_auto(s, host, brand, origin, p);
+            return false;
         }
         p->apple_family_max = chip->apple_family;
         note(p, "Apple families up to %lld (%s): auto, the real family of %s (from %s)",
@@ -362,13 +376,13 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
         }
         break;
     }
-    p->state = VZCAPS_ENABLED;
-    if (!p->scope_default)
-        note(p, "for calls from images %s, except %s (stock answers)", p->callers[0] ? p->callers : "none",
-             p->stock_callers[0] ? p->stock_callers : "none");
-    if (s->unsafe)
-        note(p, "unsafe_beyond_hardware is set (%s): claims are not clamped to the host chip", s->origin[VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE]);
+    return true;
+}
 
+/* The two byte floors, clamped to the chip's documented limit and to physical memory. */
+static void resolve_floors(const struct vzcaps_settings *s, const struct vzcaps_host *host, struct vzcaps_profile *p)
+{
+    const struct vzcaps_chip *chip = &p->chip;
     if (HAS(s, VZCAPS_KEY_MAX_THREADGROUP_MEMORY)) {
         uint64_t v = s->max_threadgroup_memory, lim = chip->max_threadgroup_memory;
         p->max_threadgroup_memory = v;
@@ -396,6 +410,12 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
             note(p, "working-set floor %llu clamped to physical memory %llu", (unsigned long long)v, (unsigned long long)mem);
         }
     }
+}
+
+/* The extra families the chip has (all of them when unsafe or the chip is unknown). */
+static void resolve_extras(const struct vzcaps_settings *s, struct vzcaps_profile *p)
+{
+    const struct vzcaps_chip *chip = &p->chip;
     for (size_t i = 0; i < s->n_extra; i++) {
         int64_t f = s->extra[i];
         const char *name = vzcaps_family_name(f);
@@ -407,6 +427,33 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
         note(p, "extra family %lld (%s)%s%s", (long long)f, name, chip->known ? "" : " as given, not validated",
              f == 5001 ? " (warning: known to break MLX's residency sets)" : "");
     }
+}
+
+void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps_host *host,
+                            struct vzcaps_profile *p)
+{
+    memset(p, 0, sizeof *p);
+    resolve_scope(s, p);
+
+    const char *brand = host ? host->brand : NULL;
+    const char *origin = host && host->brand_origin ? host->brand_origin : "detection";
+    if (HAS(s, VZCAPS_KEY_HOST_CHIP)) {
+        brand = s->host_chip;
+        origin = s->origin[VZCAPS_KEY_HOST_CHIP];
+    }
+    vzcaps_chip_from_brand(brand, &p->chip);
+    snprintf(p->chip_origin, sizeof p->chip_origin, "%s", brand ? origin : "none");
+
+    if (!resolve_family(s, host, brand, origin, p))
+        return;
+    p->state = VZCAPS_ENABLED;
+    if (!p->scope_default)
+        note(p, "for calls from images %s, except %s (stock answers)", p->callers[0] ? p->callers : "none",
+             p->stock_callers[0] ? p->stock_callers : "none");
+    if (s->unsafe)
+        note(p, "unsafe_beyond_hardware is set (%s): claims are not clamped to the host chip", s->origin[VZCAPS_KEY_UNSAFE_BEYOND_HARDWARE]);
+    resolve_floors(s, host, p);
+    resolve_extras(s, p);
 }
 
 static bool globs_fit(const char *list, const char *image)

@@ -179,7 +179,7 @@ static int walk(struct input *in, const char *path, const char *rel, int depth, 
         char *p = xformat("%s/%s", path, names[i]), *r = join(rel, names[i]);
         struct stat st;
         if (!cr_name_ok(names[i])) {
-            snprintf(err, errlen, "%s: a name with control characters or invalid UTF-8 cannot be sealed", esc(p));
+            snprintf(err, errlen, "%s: a name with control characters or invalid UTF-8 cannot be sealed", p); /* raw: the printer escapes it */
             rc = -1;
         } else if (in->nn >= MAX_NODES) {
             snprintf(err, errlen, "%s: more than %d files", in->arg, MAX_NODES);

@@ -353,30 +353,14 @@ int codesign_adhoc(const uint8_t *in, size_t len, const char *fallback_ident, ui
     return codesign_adhoc_bound(in, len, fallback_ident, NULL, false, out, out_len, rep, err, errlen);
 }
 
-int codesign_adhoc_bound(const uint8_t *in, size_t len, const char *fallback_ident, const struct codesign_bind *bind,
-                         bool sign_unsigned_slices, uint8_t **out, size_t *out_len, struct codesign_report *rep, char *err,
-                         size_t errlen)
+/* Each slice of a universal file signed on its own, into signed_[i] (sizes[i] bytes; the
+ * caller frees them), with its alignment and the offset of the first slice. The slices must
+ * lie inside the file, after the header, and not overlap each other. */
+static int sign_fat_slices(const uint8_t *in, size_t len, bool wide, uint32_t n, const char *fallback_ident,
+                           const struct codesign_bind *bind, bool sign_unsigned_slices, uint8_t **signed_, size_t *sizes,
+                           uint32_t *aligns, uint64_t *first_out, struct codesign_report *rep, char *err, size_t errlen)
 {
-    /* one notion of a well-formed file: what the project's reader refuses is not signed */
-    static struct macho_file mf;
-    char why[300];
-    if (macho_parse(in, len, &mf, why, sizeof why) != 0)
-        FAIL("%s", why);
-    if (len >= 4 && le32(in) == MH_MAGIC_64) {
-        if (rep)
-            rep->n_slices = 1;
-        return sign_slice(in, len, fallback_ident, bind, false, out, out_len, rep ? &rep->slice[0] : NULL, err, errlen);
-    }
-    if (len < 8 || (be32(in) != FAT_MAGIC && be32(in) != FAT_MAGIC_64))
-        FAIL("not a Mach-O file");
-    bool wide = be32(in) == FAT_MAGIC_64;
-    uint32_t n = be32(in + 4);
     size_t entry = wide ? 32 : 20;
-    if (n == 0 || n > CODESIGN_MAX_SLICES || !in_range(len, 8, (uint64_t)n * entry))
-        FAIL("universal header claims %u slices (1..%d supported)", n, CODESIGN_MAX_SLICES);
-    uint8_t *signed_[CODESIGN_MAX_SLICES] = {0};
-    size_t sizes[CODESIGN_MAX_SLICES];
-    uint32_t aligns[CODESIGN_MAX_SLICES];
     uint64_t first = UINT64_MAX;
     int rc = 0;
     for (uint32_t i = 0; i < n && rc == 0; i++) {
@@ -407,35 +391,75 @@ int codesign_adhoc_bound(const uint8_t *in, size_t len, const char *fallback_ide
             rc = -1;
         }
     }
-    if (rc == 0) {
-        /* the same header, the first slice where it was, each next one at its alignment */
-        uint64_t total = first;
-        uint64_t offs[CODESIGN_MAX_SLICES];
-        for (uint32_t i = 0; i < n; i++) {
-            offs[i] = i ? align_up(total, aligns[i]) : first;
-            total = offs[i] + sizes[i];
-        }
-        if (!wide && total > UINT32_MAX) {
-            snprintf(err, errlen, "too large for a 32-bit universal header");
-            rc = -1;
-        } else if (!(*out = calloc(1, (size_t)total))) {
-            snprintf(err, errlen, "out of memory");
-            rc = -1;
-        } else {
-            memcpy(*out, in, (size_t)first); /* the header and its padding */
-            for (uint32_t i = 0; i < n; i++) {
-                uint8_t *e = *out + 8 + i * entry;
-                if (wide)
-                    put_be64(e + 8, offs[i]), put_be64(e + 16, sizes[i]);
-                else
-                    put_be32(e + 8, (uint32_t)offs[i]), put_be32(e + 12, (uint32_t)sizes[i]);
-                memcpy(*out + offs[i], signed_[i], sizes[i]);
-            }
-            *out_len = (size_t)total;
-            if (rep)
-                rep->n_slices = n;
-        }
+    *first_out = first;
+    return rc;
+}
+
+/* The signed slices joined under the same header: the first slice where it was, each next
+ * one at its alignment. */
+static int join_fat_slices(const uint8_t *in, bool wide, uint32_t n, uint8_t *const *signed_, const size_t *sizes,
+                           const uint32_t *aligns, uint64_t first, uint8_t **out, size_t *out_len,
+                           struct codesign_report *rep, char *err, size_t errlen)
+{
+    size_t entry = wide ? 32 : 20;
+    uint64_t total = first;
+    uint64_t offs[CODESIGN_MAX_SLICES];
+    for (uint32_t i = 0; i < n; i++) {
+        offs[i] = i ? align_up(total, aligns[i]) : first;
+        total = offs[i] + sizes[i];
     }
+    if (!wide && total > UINT32_MAX) {
+        snprintf(err, errlen, "too large for a 32-bit universal header");
+        return -1;
+    }
+    if (!(*out = calloc(1, (size_t)total))) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(*out, in, (size_t)first); /* the header and its padding */
+    for (uint32_t i = 0; i < n; i++) {
+        uint8_t *e = *out + 8 + i * entry;
+        if (wide)
+            put_be64(e + 8, offs[i]), put_be64(e + 16, sizes[i]);
+        else
+            put_be32(e + 8, (uint32_t)offs[i]), put_be32(e + 12, (uint32_t)sizes[i]);
+        memcpy(*out + offs[i], signed_[i], sizes[i]);
+    }
+    *out_len = (size_t)total;
+    if (rep)
+        rep->n_slices = n;
+    return 0;
+}
+
+int codesign_adhoc_bound(const uint8_t *in, size_t len, const char *fallback_ident, const struct codesign_bind *bind,
+                         bool sign_unsigned_slices, uint8_t **out, size_t *out_len, struct codesign_report *rep, char *err,
+                         size_t errlen)
+{
+    /* one notion of a well-formed file: what the project's reader refuses is not signed */
+    static struct macho_file mf;
+    char why[300];
+    if (macho_parse(in, len, &mf, why, sizeof why) != 0)
+        FAIL("%s", why);
+    if (len >= 4 && le32(in) == MH_MAGIC_64) {
+        if (rep)
+            rep->n_slices = 1;
+        return sign_slice(in, len, fallback_ident, bind, false, out, out_len, rep ? &rep->slice[0] : NULL, err, errlen);
+    }
+    if (len < 8 || (be32(in) != FAT_MAGIC && be32(in) != FAT_MAGIC_64))
+        FAIL("not a Mach-O file");
+    bool wide = be32(in) == FAT_MAGIC_64;
+    uint32_t n = be32(in + 4);
+    size_t entry = wide ? 32 : 20;
+    if (n == 0 || n > CODESIGN_MAX_SLICES || !in_range(len, 8, (uint64_t)n * entry))
+        FAIL("universal header claims %u slices (1..%d supported)", n, CODESIGN_MAX_SLICES);
+    uint8_t *signed_[CODESIGN_MAX_SLICES] = {0};
+    size_t sizes[CODESIGN_MAX_SLICES];
+    uint32_t aligns[CODESIGN_MAX_SLICES];
+    uint64_t first = UINT64_MAX;
+    int rc = sign_fat_slices(in, len, wide, n, fallback_ident, bind, sign_unsigned_slices, signed_, sizes, aligns, &first,
+                             rep, err, errlen);
+    if (rc == 0)
+        rc = join_fat_slices(in, wide, n, signed_, sizes, aligns, first, out, out_len, rep, err, errlen);
     for (uint32_t i = 0; i < n; i++)
         free(signed_[i]);
     return rc;

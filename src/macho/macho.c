@@ -636,18 +636,15 @@ int macho_plist_executable(const char *plist, char **name, char *err, size_t err
         rc = -1;
     } else if (v && v->len) {
         /* a file name beside the bundle's other code, nothing that leads out of it */
-        if (memchr(v->str, '\0', v->len)) { /* a binary plist's string may hold one: shown whole, each as \x00 */
-            size_t need = vzcaps_escape(v->str, v->len, NULL, 0);
-            char *shown = malloc(need + 1);
-            if (shown)
-                vzcaps_escape(v->str, v->len, shown, need + 1);
+        if (memchr(v->str, '\0', v->len)) { /* a binary plist's string may hold one: shown whole */
+            char *shown = nul_shown(v->str, v->len);
             snprintf(err, errlen, "%s: CFBundleExecutable \"%s\" holds a NUL byte, which no file name can", plist,
                      shown ? shown : "(out of memory)");
             free(shown);
             rc = -1;
         } else if (memchr(v->str, '/', v->len) || strcmp(v->str, ".") == 0 || strcmp(v->str, "..") == 0) {
             snprintf(err, errlen, "%s: CFBundleExecutable \"%s\" is not a file name (it would lead out of the bundle)", plist,
-                     esc(v->str));
+                     v->str); /* raw: the printer escapes it */
             rc = -1;
         } else {
             *name = xformat("%s", v->str);

@@ -423,6 +423,24 @@ def test_a_nul_in_a_binary_plists_executable_name_is_shown_whole_with_its_reason
     assert p.returncode == 1 and not (tmp_path / "out").exists(), p.stderr
 
 
+def test_a_nul_in_an_executable_name_is_escaped_once_on_the_plain_line(tmp_path):
+    """The plain line showed the name escaped twice (re\\\\x00al): the printer escaped what the
+    reader had escaped. Each byte is escaped once: a backslash as two, the NUL as \\x00, a
+    control character as \\xNN, in the NUL's reason and in the leading-out one alike."""
+    import plistlib
+    for i, (name, shown, reason) in enumerate((("re\0al", "re\\x00al", "holds a NUL byte"),
+                                             ("r\\e\0al\x1b", "r\\\\e\\x00al\\x1b", "holds a NUL byte"),
+                                             ("../x\x1b", "../x\\x1b", "is not a file name"))):
+        root = tmp_path / str(i)
+        app = app_bundle(root, exe="re")
+        (app / "Contents" / "Info.plist").write_bytes(plistlib.dumps({"CFBundleExecutable": name},
+                                                                     fmt=plistlib.FMT_BINARY))
+        p = subprocess.run([VZ, "inspect", str(app)], capture_output=True, text=True, env=clean_env())
+        assert p.returncode != 0 and p.stdout == "", (p.stdout, p.stderr)
+        assert p.stderr == f'vzcaps inspect: {app}/Contents/Info.plist: CFBundleExecutable "{shown}" {reason}' + (
+            ", which no file name can\n" if "NUL" in reason else " (it would lead out of the bundle)\n"), p.stderr
+
+
 def test_hostile_entries_in_a_bundle_are_refused_without_writing(tmp_path):
     """A FIFO (never opened, never hangs), a name a property list cannot carry; links inside a
     bundle are copied as links, whatever they point to."""
@@ -435,7 +453,7 @@ def test_hostile_entries_in_a_bundle_are_refused_without_writing(tmp_path):
             needle = "not a regular file, directory or link"
         elif case == "name":
             (app / "Contents" / "Resources" / "bad\nname").write_text("x")
-            needle = "control characters or invalid UTF-8"
+            needle = "Resources/bad\\x0aname: a name with control characters or invalid UTF-8"  # escaped once
         else:
             target = src / "pipe"
             os.mkfifo(target)
