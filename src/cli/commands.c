@@ -344,6 +344,36 @@ static size_t job_lines(const char *word, char *found, size_t size)
     return n;
 }
 
+/* The alias or operand word nearest a typo ("stauts"), or NULL: only words of five letters or
+ * more, since two edits turn any short word into another ("ls" into "vm"). The words are
+ * copied on the heap, as many as the table has; the one returned is kept (static). */
+static const char *alias_suggestion(const char *word)
+{
+    static char *kept;
+    size_t nw = 0, cap = 0;
+    char **words = NULL;
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        for (int pass = 0; pass < 2; pass++) {
+            const char *list = pass == 0 ? (c->aliases ? c->aliases : "")
+                             : c->args_mode == ARGS_POSITIONAL && strchr(c->args, '|') ? c->args : "";
+            for (const char *p = list; *p;) {
+                size_t len = strcspn(p, pass == 0 ? " " : "|");
+                if (len >= 5) {
+                    words = xgrow(words, &cap, nw, sizeof *words);
+                    words[nw++] = xformat("%.*s", (int)len, p);
+                }
+                p += len + (p[len] != '\0');
+            }
+        }
+    const char *near = vzcaps_did_you_mean(word, (const char *const *)words, nw);
+    free(kept);
+    kept = near ? xformat("%s", near) : NULL;
+    for (size_t i = 0; i < nw; i++)
+        free(words[i]);
+    free(words);
+    return kept;
+}
+
 const char *cli_command_suggestion(const char *word)
 {
     static char found[256];
@@ -353,34 +383,17 @@ const char *cli_command_suggestion(const char *word)
     }
     if (job_lines(word, found, sizeof found) || commands_for_job(word, found, sizeof found))
         return found;
-    const char *names[32];
-    size_t n = 0;
-    for (const struct cmd_spec *c = cli_commands; c->name && n < 32; c++)
+    size_t n = 0, cap = 0;
+    const char **names = NULL;
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        names = xgrow(names, &cap, n, sizeof *names);
         names[n++] = c->name;
+    }
     const char *name = vzcaps_did_you_mean(word, names, n);
+    free(names);
     if (name)
         return name;
-    /* a typo of an alias or an operand ("stauts"): only words of five letters or more, since
-     * two edits turn any short word into another ("ls" into "vm") */
-    static char words[64][24];
-    const char *cands[64];
-    size_t nw = 0;
-    for (const struct cmd_spec *c = cli_commands; c->name; c++)
-        for (int pass = 0; pass < 2; pass++) {
-            const char *list = pass == 0 ? (c->aliases ? c->aliases : "")
-                             : c->args_mode == ARGS_POSITIONAL && strchr(c->args, '|') ? c->args : "";
-            for (const char *p = list; *p && nw < 64;) {
-                size_t len = strcspn(p, pass == 0 ? " " : "|");
-                if (len >= 5 && len < sizeof words[0]) {
-                    memcpy(words[nw], p, len);
-                    words[nw][len] = '\0';
-                    cands[nw] = words[nw];
-                    nw++;
-                }
-                p += len + (p[len] != '\0');
-            }
-        }
-    const char *near = strlen(word) >= 4 ? vzcaps_did_you_mean(word, cands, nw) : NULL;
+    const char *near = strlen(word) >= 4 ? alias_suggestion(word) : NULL;
     return near && commands_for_job(near, found, sizeof found) ? found : NULL;
 }
 
@@ -421,12 +434,15 @@ int cli_validate_args(const struct cmd_spec *c, int argc, char **argv)
         size_t len = eq && a[1] == '-' ? (size_t)(eq - a) : strlen(a);
         const struct opt_spec *o = find_opt(c, a, len);
         if (!o) {
-            const char *names[32];
-            size_t n = 0;
-            for (const struct opt_spec *x = c->opts; x->name && n < 32; x++)
+            size_t n = 0, cap = 0;
+            const char **names = NULL;
+            for (const struct opt_spec *x = c->opts; x->name; x++) {
+                names = xgrow(names, &cap, n, sizeof *names);
                 names[n++] = x->name;
+            }
             char *name = xformat("%.*s", (int)len, a);
             const char *hint = vzcaps_did_you_mean(name, names, n);
+            free(names);
             int rc = hint ? usage_error(c->name, "unknown option %s (did you mean %s?)", name, hint)
                           : usage_error(c->name, "unknown option %s", name);
             free(name);
