@@ -9,6 +9,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -141,6 +142,8 @@ static int find_log(const char *opt, const char *config, char *out, size_t len, 
                     char *why, size_t whylen)
 {
     if (opt) {
+        if (strlen(opt) >= len)
+            return snprintf(why, whylen, "--log-file is longer than %zu bytes, which no log path can be", len - 1), -1;
         snprintf(out, len, "%s", opt);
         snprintf(from, fromlen, "--log-file");
         return 1;
@@ -157,6 +160,9 @@ static int find_log(const char *opt, const char *config, char *out, size_t len, 
     vzcaps_configure(&in, file_buf, sizeof file_buf, &r);
     const char *var = vzcaps_env_get(in.envp, VZCAPS_LOG_ENV); /* in environ, not in env's own entry */
     free(entry), free(env);
+    if (config && var) /* the variable wins, as in the library: the file given is not read for the log */
+        eprintf("vzcaps stats: --config %s: not read for the log: %s is set (%s), and it wins, as in the library", config,
+                VZCAPS_LOG_ENV, *var ? var : "empty: the log is off");
     snprintf(out, len, "%s", r.log_file);
     snprintf(from, fromlen, "%s", r.log_file_origin);
     if (r.log_file[0])
@@ -286,6 +292,27 @@ static int stats_args(int argc, char **argv, bool *json, const char **since, con
     return 0;
 }
 
+/* When neither file exists: whether the library would write at path at all (the directory it
+ * checks: there, a directory of this user's or root's that neither group nor others may write).
+ * 0 yes; else one line saying why not, and 1. */
+static int check_log_dir(const char *path)
+{
+    char dir[VZCAPS_PATH_MAX + 1], why[200];
+    const char *slash = strrchr(path, '/');
+    size_t n = slash && slash > path ? (size_t)(slash - path) : slash ? 1 : 0;
+    snprintf(dir, sizeof dir, "%.*s", n ? (int)n : 1, n ? path : ".");
+    struct stat st;
+    if (stat(dir, &st) != 0)
+        snprintf(why, sizeof why, "its directory %s: %s (the library makes none)", dir, strerror(errno));
+    else if (!S_ISDIR(st.st_mode))
+        snprintf(why, sizeof why, "%s is not a directory", dir);
+    else if (vzcaps_file_trust((unsigned long)st.st_uid, (unsigned long)st.st_mode, (unsigned long)geteuid(), why,
+                               sizeof why) == 0)
+        return 0;
+    eprintf("vzcaps stats: %s: not written yet, and the library will not write it there: %s", path, why);
+    return 1;
+}
+
 int cmd_stats(int argc, char **argv)
 {
     bool json = false;
@@ -302,6 +329,8 @@ int cmd_stats(int argc, char **argv)
     static char path[VZCAPS_PATH_MAX + 1], files[2][VZCAPS_PATH_MAX + 3];
     char from[VZCAPS_PATH_MAX + 1];
     int found = find_log(log_opt, config, path, sizeof path, from, sizeof from, why, sizeof why);
+    if (found < 0)
+        return eprintf("vzcaps stats: %s", why), EXIT_USAGE;
     if (!found) {
         eprintf("vzcaps stats: no log is configured (%s): set %s = PATH at the top of the config file or %s=PATH, "
                 "or give --log-file PATH", why, VZCAPS_LOG_KEY, VZCAPS_LOG_ENV);
@@ -313,6 +342,8 @@ int cmd_stats(int argc, char **argv)
     int rc = 0;
     for (int i = 0; i < 2; i++)
         rc |= read_log(&s, files[i], &read[i]) != 0;
+    if (rc == 0 && !read[0] && !read[1] && check_log_dir(path))
+        rc = 1;
     if (s.oom)
         eprintf("vzcaps stats: out of memory while counting: the counts are incomplete"), rc = 1;
     ulog_stats_sort(&s.counts);

@@ -115,6 +115,33 @@ def test_a_configured_log_not_written_yet_counts_nothing(tmp_path):
     assert text.returncode == 0 and "not written yet" in text.stdout
 
 
+@pytest.mark.parametrize("where", ["missing", "shared"])
+def test_a_log_the_library_would_never_write_there_is_said_not_counted_as_empty(tmp_path, where):
+    # the library writes only into an existing directory of this user's (or root's) that neither
+    # group nor others may write; stats said "not written yet", exit 0, for ever
+    d = tmp_path / "d"
+    if where == "shared":
+        d.mkdir()
+        d.chmod(0o1777)
+    p = vz("--json", VZCAPS_LOG_FILE=d / "vzcaps.log")
+    assert p.returncode == 1 and p.stdout == "", p.stdout
+    assert p.stderr.count("\n") == 1 and "the library will not write it there" in p.stderr, p.stderr
+    assert {"missing": "the library makes none", "shared": "not trusted"}[where] in p.stderr
+
+
+def test_config_given_beside_the_variable_is_named_not_ignored(tmp_path):
+    conf = tmp_path / "vzcaps.conf"
+    conf.write_text(f"log_file = {tmp_path / 'from-config.log'}\n")
+    out, p = stats_json("--config", str(conf), VZCAPS_LOG_FILE=tmp_path / "from-var.log")
+    assert out["configured_by"] == "VZCAPS_LOG_FILE"
+    assert f"--config {conf}: not read for the log: VZCAPS_LOG_FILE is set" in p.stderr
+
+
+def test_a_log_file_longer_than_a_path_is_refused_not_cut():
+    p = vz("--log-file", "/" + "x" * 5000)
+    assert p.returncode == 2 and p.stdout == "" and "--log-file is longer than" in p.stderr
+
+
 def test_the_rotated_file_is_read_first_then_the_log(tmp_path):
     log = tmp_path / "usage.log"
     write_log(tmp_path / "usage.log.1", *JOB[:2])
