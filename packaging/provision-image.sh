@@ -17,9 +17,10 @@ me=provision-image.sh
 usage="usage: $me --archive vzcaps-VERSION-macos.tar.gz --user NAME [--home DIR] [--prefix DIR] [--etc DIR]
        [--programs \"NAME...\"] [--config FILE] [--force] [--shim-dir DIR] [--runner-dir DIR]
        [--server LABEL -- PROGRAM [ARGS...]]
-       $me --undo [--prefix DIR]   (removes what it wrote, then the install)"
+       $me --undo [--prefix DIR]   (removes what it wrote, then the install; the installed copy's
+                                    default PREFIX is the one it is installed in)"
 archive="" user="" home="" prefix=/usr/local etc=/usr/local/etc config="" force=no shims="" runner="" server=""
-undo=no keep_install=no
+undo=no keep_install=no prefix_given=no
 programs="llama-server llama-cli llama-bench whisper-cli ollama"
 fail() { printf '%s: %s\n' "$me" "$*" >&2; exit 1; }
 bad() { printf '%s: %s\n%s\n' "$me" "$*" "$usage" >&2; exit 2; }
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
         --archive | --user | --home | --prefix | --etc | --programs | --config | --shim-dir | --runner-dir | --server)
             [ $# -ge 2 ] || bad "$1 needs a value"
             case $1 in
-                --archive) archive=$2 ;; --user) user=$2 ;; --home) home=$2 ;; --prefix) prefix=$2 ;; --etc) etc=$2 ;;
+                --archive) archive=$2 ;; --user) user=$2 ;; --home) home=$2 ;; --prefix) prefix=$2 prefix_given=yes ;; --etc) etc=$2 ;;
                 --programs) programs=$2 ;; --config) config=$2 ;; --shim-dir) shims=$2 ;; --runner-dir) runner=$2 ;;
                 --server) server=$2 ;;
             esac
@@ -41,6 +42,12 @@ while [ $# -gt 0 ]; do
         *) bad "unknown argument \"$1\"" ;;
     esac
 done
+# the installed copy (PREFIX/share/vzcaps/provision-image.sh) undoes its own PREFIX unless told
+if [ $undo = yes ] && [ $prefix_given = no ]; then
+    case $0 in
+        */share/vzcaps/provision-image.sh) _self=$(cd "$(dirname "$0")" && pwd) && prefix=${_self%/share/vzcaps} ;;
+    esac
+fi
 say() { printf '%s\n' "$*"; }
 # ---- the record of what vzcaps made (kept identical in packaging/*install.sh and scripts/release;
 # the same test as src/common/record.c: tests/dist/test_record.py runs one table through both) ----

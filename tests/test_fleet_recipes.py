@@ -633,13 +633,15 @@ def undo(env, shell, tmp_path, how):
     prefix = tmp_path / "usr" / "local"
     if how == "undo":
         cmd = [*shell.split(), str(ROOT / "packaging" / "provision-image.sh"), "--undo", "--prefix", str(prefix)]
+    elif how == "installed-undo":  # the copy installed beside the uninstaller: its own PREFIX, no --prefix
+        cmd = [*shell.split(), str(prefix / "share" / "vzcaps" / "provision-image.sh"), "--undo"]
     else:  # the installed uninstaller, as a user of the image runs it
         cmd = [*shell.split(), str(prefix / "share" / "vzcaps" / "uninstall.sh"), "--all"]
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-@pytest.mark.parametrize("how", ["undo", "uninstall-all"])
+@pytest.mark.parametrize("how", ["undo", "installed-undo", "uninstall-all"])
 def test_provision_then_undo_leaves_the_files_as_they_were(mac, tmp_path, archive, shell, how):
     env, sim = mac
     home, runner = image(tmp_path, sim)
