@@ -344,6 +344,8 @@ int cmd_shims(int argc, char **argv)
         rc = usage_error("shims", "--list takes no NAME and no --remove");
     else if (!list && !n)
         rc = usage_error("shims", "no NAME given (or --list)");
+    else if (!list && !remove && strchr(dir_opt, ':'))
+        rc = usage_error("shims", "--dir %s: it holds ':', which separates PATH's entries, so no PATH can name it", dir_opt);
     for (size_t k = 0; !rc && k < n; k++)
         if (*bad_name(names[k]))
             rc = usage_error("shims", "NAME \"%s\": %s", names[k], bad_name(names[k]));

@@ -421,3 +421,14 @@ def test_a_made_shim_leaves_only_the_link_and_its_record(tmp_path):
     shims = make_shims(tmp_path, "probe", "llama-server")
     assert sorted(os.listdir(shims)) == [".llama-server.vzcaps-shim", ".probe.vzcaps-shim", "llama-server", "probe"]
     assert os.readlink(shims / "probe") == VZ
+
+
+def test_a_directory_with_a_colon_is_refused_as_it_can_never_be_on_path(tmp_path):
+    # hostile: --dir "a:b" made the shims and exited 0, though no PATH can name that directory
+    # (':' separates the entries, with no escape): the shims could never run
+    d = tmp_path / "a:b"
+    p = vz("shims", "--dir", str(d), "probe")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.splitlines()[0] == (f"vzcaps shims: --dir {d}: it holds ':', which separates PATH's entries, so no "
+                                        "PATH can name it")
+    assert not d.exists()
