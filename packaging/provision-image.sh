@@ -318,6 +318,11 @@ case $shims in
 esac
 names=$programs # split on blanks where used, never globbed (set -f)
 [ -n "$(printf '%s' "$names" | tr -d ' \t\n')" ] || bad "--programs names no program"
+set -f
+for name in $names; do # vzcaps check and vzcaps shims would read it as one of their options
+    case $name in -*) bad "--programs: \"$name\" starts with '-': a program name, not an option" ;; esac
+done
+set +f
 [ -f "$archive" ] || fail "$archive is not a file"
 as_root=no
 [ "$(id -u)" -eq 0 ] && as_root=yes
@@ -398,7 +403,7 @@ for name in $names; do
     [ -e "$shims/$name" ] || [ -L "$shims/$name" ] || new_shims="$new_shims $name"
 done
 # shellcheck disable=SC2086
-"$vz" shims --dir "$shims" $names || fail "vzcaps shims failed (above)"
+"$vz" shims --dir "$shims" -- $names || fail "vzcaps shims failed (above)"
 for name in $new_shims; do
     record_entry "$shims/$name" shim
 done

@@ -777,3 +777,24 @@ def test_uninstall_without_all_on_a_provisioned_image_removes_nothing(mac, tmp_p
     u = subprocess.run(["dash", str(prefix / "share" / "vzcaps" / "uninstall.sh")], env=env, capture_output=True, text=True)
     assert u.returncode == 1 and "was provisioned by provision-image.sh" in u.stderr and "--all" in u.stderr, u.stderr
     assert files_of(tmp_path) == made
+
+
+@pytest.mark.parametrize("programs", ["probe --remove", "probe --list", "-h probe"])
+def test_a_program_name_that_reads_as_an_option_is_refused_before_anything_is_written(mac, tmp_path, archive, programs):
+    # hostile: the names went to `vzcaps shims --dir D $names` unguarded: "probe --remove" removed
+    # the shim just made (its record left naming nothing), "-h" printed shims's help, and the
+    # failure read "cannot record .../--remove (a full disk?)"
+    env, _ = mac
+    p, home = provision(env, tmp_path, "dash", archive)
+    assert p.returncode == 0, p.stderr
+    prefix = tmp_path / "usr" / "local"
+    before = files_of(tmp_path)
+    args = ["--archive", str(archive), "--user", subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip(),
+            "--home", str(home), "--prefix", str(prefix), "--etc", str(prefix / "etc"), "--programs", programs]
+    q = subprocess.run(["dash", str(ROOT / "packaging" / "provision-image.sh"), *args], env=env, capture_output=True,
+                       text=True, timeout=300, stdin=subprocess.DEVNULL)
+    bad = next(w for w in programs.split() if w.startswith("-"))
+    assert q.returncode == 2, q.stdout + q.stderr
+    assert q.stderr.splitlines()[0] == (f"provision-image.sh: --programs: \"{bad}\" starts with '-': "
+                                        "a program name, not an option"), q.stderr
+    assert files_of(tmp_path) == before  # nothing installed, written or removed

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -227,6 +228,12 @@ static int make_shim(int dirfd, const char *dir, const char *name, const char *s
     struct stat st;
     if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
         return existing_entry(dirfd, dir, name);
+    /* whole or absent across a signal too: SIGINT, SIGTERM, SIGHUP, SIGQUIT wait (pending) until
+     * the steps are done or undone; only SIGKILL can leave the temporary link */
+    sigset_t stop, was;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT), sigaddset(&stop, SIGTERM), sigaddset(&stop, SIGHUP), sigaddset(&stop, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &stop, &was);
     char *tmp = temp_link(dirfd, name, self), *rec = record_name(name);
     int rc = 0;
     if (!tmp) {
@@ -248,6 +255,7 @@ static int make_shim(int dirfd, const char *dir, const char *name, const char *s
     if (tmp && rc == 1)
         (void)unlinkat(dirfd, tmp, 0);
     free(tmp), free(rec);
+    sigprocmask(SIG_SETMASK, &was, NULL);
     if (rc)
         return rc == 2 ? 0 : 1;
     printf("%s/%s -> %s\n", esc(dir), esc(name), esc(self));
@@ -344,6 +352,8 @@ int cmd_shims(int argc, char **argv)
         rc = usage_error("shims", "--list takes no NAME and no --remove");
     else if (!list && !n)
         rc = usage_error("shims", "no NAME given (or --list)");
+    else if (!list && !remove && strchr(dir_opt, ':'))
+        rc = usage_error("shims", "--dir %s: it holds ':', which separates PATH's entries, so no PATH can name it", dir_opt);
     for (size_t k = 0; !rc && k < n; k++)
         if (*bad_name(names[k]))
             rc = usage_error("shims", "NAME \"%s\": %s", names[k], bad_name(names[k]));

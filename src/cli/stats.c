@@ -47,7 +47,14 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
         skip_line(s, line_no, why);
         return;
     }
-    if (ulog_parse_line(line, len, &r, why, sizeof why) != 0) {
+    int bad = ulog_parse_line(line, len, &r, why, sizeof why);
+    const char *tail = bad ? ulog_record_after_cut(line, len) : NULL;
+    char tail_why[300];
+    if (tail && ulog_parse_line(tail, len - (size_t)(tail - line), &r, tail_why, sizeof tail_why) == 0) {
+        skip_line(s, line_no, "a record cut short (no newline), followed by a whole one (counted)");
+        bad = 0;
+    }
+    if (bad) {
         if (unterminated) /* a record is one write with its newline: this one was cut */
             snprintf(why + strlen(why), sizeof why - strlen(why), " (the last line, without its newline)");
         skip_line(s, line_no, why);

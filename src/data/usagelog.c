@@ -88,6 +88,16 @@ static int record_fields(const struct jv *o, struct ulog_record *r, char *why, s
     return 0;
 }
 
+const char *ulog_record_after_cut(const char *line, size_t len)
+{
+    static const char mark[] = "{\"v\":";
+    size_t m = sizeof mark - 1;
+    for (size_t i = len >= m ? len - m + 1 : 0; i-- > 1;)
+        if (memcmp(line + i, mark, m) == 0)
+            return line + i;
+    return NULL;
+}
+
 int ulog_parse_line(const char *line, size_t len, struct ulog_record *r, char *why, size_t whylen)
 {
     memset(r, 0, sizeof *r);

@@ -35,6 +35,12 @@ struct ulog_record {
 int ulog_parse_line(const char *line, size_t len, struct ulog_record *r, char *why, size_t whylen);
 void ulog_record_free(struct ulog_record *r);
 
+/* Where a whole record may start inside a line that does not parse: the last "{\"v\":" after its
+ * first byte (a record's strings escape every quote, so none holds that text). A record cut short
+ * (a short write on a full disk, a writer killed mid-write) has no newline, and the next process
+ * appends its record to it. NULL when there is none. */
+const char *ulog_record_after_cut(const char *line, size_t len);
+
 /* Splits a stream into lines of at most VZCAPS_LOG_LINE_MAX bytes without keeping more than one:
  * on_line gets each line (len, its 1-based number) or, for a longer one, overlong true and the
  * first bytes only. A last line without its newline is passed with unterminated true. */

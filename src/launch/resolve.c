@@ -57,7 +57,7 @@ static bool path_next(struct path_walk *w)
         size_t n = strcspn(w->p, ":");
         bool fits = n < sizeof w->entry;
         if (fits)
-            snprintf(w->entry, sizeof w->entry, "%.*s", (int)n, n ? w->p : ".");
+            snprintf(w->entry, sizeof w->entry, "%.*s", n ? (int)n : 1, n ? w->p : ".");
         w->done = w->p[n] == '\0';
         w->p += n + !w->done;
         if (fits) /* an entry longer than a path names nothing exec could start */

@@ -170,13 +170,15 @@ static void print_child_decision(const struct vzcaps_config_result *r, const cha
     if (vzcaps_config_matches(text, len, matches, sizeof matches) < 0)
         matches[0] = '\0';
     const char *dirs = getenv("PATH");
-    for (const char *d = dirs && exe && !strchr(exe, '/') ? dirs : ""; *d;) {
-        size_t k = strcspn(d, ":");
-        snprintf(path, sizeof path, "%.*s/%s", (int)k, d, exe);
+    const char *pd = dirs && exe && !strchr(exe, '/') ? dirs : "";
+    for (bool more = *pd; more;) { /* an empty entry is the current directory */
+        size_t k = strcspn(pd, ":");
+        snprintf(path, sizeof path, "%.*s/%s", k ? (int)k : 1, k ? pd : ".", exe);
         if (access(path, X_OK) == 0)
             break;
         path[0] = '\0';
-        d += k + (d[k] == ':');
+        more = pd[k] == ':';
+        pd += k + more;
     }
     if (exe && strchr(exe, '/'))
         snprintf(path, sizeof path, "%s", exe);

@@ -37,13 +37,16 @@ int resolve_target(const char *name, char *out, size_t len, char *why, size_t wh
         rc = exec_candidate(out);
     } else {
         rc = ENOENT;
-        for (const char *path = getenv("PATH"); path && *path && rc;) {
+        /* an empty entry (leading, trailing, doubled ':') is the current directory, as execvp reads it */
+        const char *path = getenv("PATH");
+        for (bool more = path && *path; more && rc;) {
             size_t n = strcspn(path, ":");
-            int w = snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name);
+            int w = snprintf(out, len, "%.*s/%s", n ? (int)n : 1, n ? path : ".", name);
             int c = w > 0 && (size_t)w < len ? exec_candidate(out) : ENOENT;
             if (c == 0 || (c != ENOENT && rc == ENOENT))
                 rc = c; /* remember why a found file would not do; keep looking, as execvp does */
-            path += n + (path[n] == ':');
+            more = path[n] == ':';
+            path += n + more;
         }
     }
     if (rc == 0)
@@ -61,11 +64,13 @@ bool find_executable(const char *name, const char *near, char *out, size_t len)
     const char *slash = near ? strrchr(near, '/') : NULL;
     if (slash && (size_t)snprintf(out, len, "%.*s/%s", (int)(slash - near), near, name) < len && access(out, X_OK) == 0)
         return true;
-    for (const char *path = getenv("PATH"); path && *path;) {
+    const char *path = getenv("PATH");
+    for (bool more = path && *path; more;) { /* an empty entry is the current directory */
         size_t n = strcspn(path, ":");
-        if ((size_t)snprintf(out, len, "%.*s/%s", (int)n, n ? path : ".", name) < len && access(out, X_OK) == 0)
+        if ((size_t)snprintf(out, len, "%.*s/%s", n ? (int)n : 1, n ? path : ".", name) < len && access(out, X_OK) == 0)
             return true;
-        path += n + (path[n] == ':');
+        more = path[n] == ':';
+        path += n + more;
     }
     return false;
 }

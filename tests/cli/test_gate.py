@@ -170,3 +170,32 @@ def test_a_shim_whose_path_loops_through_shims_fails_the_gate(fleet):
                           timeout=60).returncode == 0
     p = vz("check", "--strict", "--exe", "llama-server", env=env_for([shims, other, "/usr/bin", "/bin"]))
     assert p.returncode == 1 and "would not start: " in p.stderr and "refused, as starting one would loop" in p.stderr
+
+
+@pytest.mark.parametrize("spelling", ["leading", "middle", "trailing"])
+def test_an_empty_path_entry_is_the_current_directory_as_exec_reads_it(fleet, spelling):
+    # hostile: an empty PATH entry is the current directory for execvp and every shell; check and
+    # the shim read it as "/" ("%.*s" of "." with precision 0), so with PATH=:SHIMS:REAL and a
+    # probe in the job's directory the shell ran ./probe stock and check --strict exited 0
+    tmp_path, real, shims = fleet
+    work = tmp_path / "work dir"
+    work.mkdir()
+    (work / "probe").symlink_to(BUILD / "probe")
+    path = {"leading": f":{shims}:{real}:/usr/bin:/bin", "middle": f"{shims}::{real}:/usr/bin:/bin",
+            "trailing": f"{shims}:/usr/bin:/bin:"}[spelling]
+    env = clean_env(PATH=path, VZCAPS_HOST_CHIP=CHIP)
+    gate = subprocess.run([VZ, "check", "--strict", "--exe", "probe"], env=env, cwd=work, capture_output=True,
+                          text=True, timeout=60)
+    run = subprocess.run(["sh", "-c", "probe"], env=env, cwd=work, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    changed = [r for r in parse_probe(run.stdout) if "families" in r][0]["families"] != STOCK_FAMILIES
+    assert changed == (spelling != "leading"), (spelling, run.stderr)
+    assert (gate.returncode == 0) == changed, (spelling, gate.stderr)
+    if spelling == "leading":
+        assert gate.stderr == ("vzcaps check: --strict: probe would run stock: probe on PATH resolves to ./probe, which is "
+                               "not a vzcaps shim: a job that starts it runs it without the library (put the shim "
+                               "directory first on PATH, or start it with vzcaps run)\n")
+    else:  # the shim's real program is the next probe after the shim directory: ./probe for both
+        plan = subprocess.run([VZ, "check", "--exe", "probe", "--json"], env=env, cwd=work, capture_output=True,
+                              text=True, timeout=60)
+        assert json.loads(plan.stdout)["launch"]["program"] in ("./probe", str(work / "probe")), plan.stdout

@@ -421,3 +421,37 @@ def test_a_made_shim_leaves_only_the_link_and_its_record(tmp_path):
     shims = make_shims(tmp_path, "probe", "llama-server")
     assert sorted(os.listdir(shims)) == [".llama-server.vzcaps-shim", ".probe.vzcaps-shim", "llama-server", "probe"]
     assert os.readlink(shims / "probe") == VZ
+
+
+def test_a_directory_with_a_colon_is_refused_as_it_can_never_be_on_path(tmp_path):
+    # hostile: --dir "a:b" made the shims and exited 0, though no PATH can name that directory
+    # (':' separates the entries, with no escape): the shims could never run
+    d = tmp_path / "a:b"
+    p = vz("shims", "--dir", str(d), "probe")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.stderr.splitlines()[0] == (f"vzcaps shims: --dir {d}: it holds ':', which separates PATH's entries, so no "
+                                        "PATH can name it")
+    assert not d.exists()
+
+
+def test_a_signal_while_a_shim_is_made_leaves_it_whole_or_absent(tmp_path):
+    # hostile: SIGTERM between the record and the rename left .probe.vzcaps-shim-new.PID.0 (a
+    # link to vzcaps that no rerun, --remove or undo ever removed: the directory could never be
+    # removed empty) and a record naming it
+    src = tmp_path / "term.c"
+    src.write_text('#define _GNU_SOURCE\n#include <dlfcn.h>\n#include <signal.h>\n#include <unistd.h>\n'
+                   'int renameat2(int a, const char *b, int c, const char *d, unsigned e) {\n'
+                   '    kill(getpid(), SIGTERM);\n'
+                   '    int (*real)(int, const char *, int, const char *, unsigned) = '
+                   '(int (*)(int, const char *, int, const char *, unsigned))dlsym(RTLD_NEXT, "renameat2");\n'
+                   '    return real(a, b, c, d, e);\n}\n')
+    lib = tmp_path / "libterm.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(src), "-ldl"], check=True)
+    d = tmp_path / "shims"
+    p = subprocess.run([VZ, "shims", "--dir", str(d), "probe"], env=clean_env(LD_PRELOAD=str(lib)), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == -15, p.stderr
+    assert sorted(os.listdir(d)) in ([], [".probe.vzcaps-shim", "probe"]), os.listdir(d)
+    ok = vz("shims", "--dir", str(d), "--remove", "probe")
+    assert ok.returncode == 0, ok.stderr
+    assert os.listdir(d) == []

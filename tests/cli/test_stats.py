@@ -294,3 +294,15 @@ def test_a_job_on_the_rig_three_hooked_and_one_left_stock_is_exactly_that(tmp_pa
                                 "families": [{"family": 1008, "name": "Apple8", "processes": 3}]}]
     assert out["left_stock_reasons"][0]["processes"] == 1 and "host chip" in out["left_stock_reasons"][0]["reason"]
     assert out["configured_by"] == f"{conf}:1: log_file" and out["log_files"] == [str(log)]
+
+
+def test_a_record_appended_to_a_cut_one_is_still_counted(tmp_path):
+    # hostile: a short write (a full disk) or a writer killed mid-write leaves a record without its
+    # newline; the next process's record is appended to it, and the whole line was skipped, so
+    # the cut record lost the next one too
+    log = tmp_path / "usage.log"
+    log.write_text(rec(pid=1) + "\n" + rec(pid=2)[:40] + rec("llama-cli", family=1009, pid=3) + "\n" + rec(pid=4) + "\n")
+    out, p = stats_json(VZCAPS_LOG_FILE=log)
+    assert (out["hooked"], out["skipped"]) == (3, 1), p.stderr
+    assert [x["program"] for x in out["programs"]] == ["llama-cli", "llama-server"]
+    assert p.stderr.count("\n") == 1 and f"{log}:2: skipped: " in p.stderr and "cut short" in p.stderr, p.stderr

@@ -897,6 +897,14 @@ static void test_usagelog_record(void **st)
         assert_non_null(strstr(why, bad[i][1]));
         assert_null(r.program);
     }
+    /* a record appended to one cut short: where it starts; none in a whole record or at byte 0 */
+    const char *cut = "{\"v\":1,\"time\":17{\"v\":1,\"x\":\"{\\\"v\\\":\"}";
+    assert_ptr_equal(ulog_record_after_cut(cut, strlen(cut)), cut + 16);
+    assert_null(ulog_record_after_cut(ok, strlen(ok)));
+    assert_null(ulog_record_after_cut("{\"v\":", 5));
+    const char *at1 = "x{\"v\":";
+    assert_null(ulog_record_after_cut(at1, 5)); /* the mark cut by the line's end */
+    assert_ptr_equal(ulog_record_after_cut(at1, 6), at1 + 1);
 }
 
 int main(void)
