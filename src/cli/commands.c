@@ -344,9 +344,7 @@ static size_t job_lines(const char *word, char *found, size_t size)
     return n;
 }
 
-/* The alias or operand word nearest a typo ("stauts"), or NULL: only words of five letters or
- * more, since two edits turn any short word into another ("ls" into "vm"). The words are
- * copied on the heap, as many as the table has; the one returned is kept (static). */
+/* The alias or operand word of 5+ letters nearest a typo ("stauts"), or NULL; kept (static). */
 static const char *alias_suggestion(const char *word)
 {
     static char *kept;
@@ -368,8 +366,8 @@ static const char *alias_suggestion(const char *word)
     const char *near = vzcaps_did_you_mean(word, (const char *const *)words, nw);
     free(kept);
     kept = near ? xformat("%s", near) : NULL;
-    for (size_t i = 0; i < nw; i++)
-        free(words[i]);
+    while (nw)
+        free(words[--nw]);
     free(words);
     return kept;
 }
@@ -383,14 +381,11 @@ const char *cli_command_suggestion(const char *word)
     }
     if (job_lines(word, found, sizeof found) || commands_for_job(word, found, sizeof found))
         return found;
-    size_t n = 0, cap = 0;
-    const char **names = NULL;
-    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-        names = xgrow(names, &cap, n, sizeof *names);
+    const char *names[sizeof cli_commands / sizeof cli_commands[0]]; /* every command: the table's own size */
+    size_t n = 0;
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
         names[n++] = c->name;
-    }
     const char *name = vzcaps_did_you_mean(word, names, n);
-    free(names);
     if (name)
         return name;
     const char *near = strlen(word) >= 4 ? alias_suggestion(word) : NULL;
