@@ -313,9 +313,10 @@ static void doctor_pitfalls(struct doctor_facts *d)
         if (d->r.profile.extra[i] == 5001)
             PITFALL("extra family metal3 is claimed: MLX then fails with \"Unable to construct residency set\"; drop it for MLX workloads");
     const char *pre = getenv(preload_var);
-    if (pre && strstr(pre, library_file))
+    bool preloaded = pre && vzcaps_list_names_library(pre, platform_is_macos ? ":" : ": ", library_file);
+    if (preloaded)
         PITFALL("%s in this shell already names the library: every program started here is injected; prefer vzcaps run", preload_var);
-    if (pre && strstr(pre, library_file) && platform_is_macos && !d->lib_arm64e && d->sip != VZCAPS_SIP_ENABLED)
+    if (preloaded && platform_is_macos && !d->lib_arm64e && d->sip != VZCAPS_SIP_ENABLED)
         PITFALL("SIP is %s: arm64e system programs started from this shell (/bin/sh, /usr/bin/env) keep %s, and dyld terminates them",
                 d->sip_text, preload_var);
     for (size_t i = 0; i < d->n_clients; i++)

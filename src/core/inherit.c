@@ -140,25 +140,6 @@ static bool is_var(const char *entry, const char *var, size_t vl)
     return strncmp(entry, var, vl) == 0 && entry[vl] == '=';
 }
 
-/* Whether the list (a preload value) names our library. */
-static bool names_lib(const char *list, const char *seps, const char *libname)
-{
-    for (const char *p = list; *p;) {
-        size_t n = strcspn(p, seps);
-        size_t ln = strlen(libname);
-        const char *base = p;
-        for (size_t i = 0; i < n; i++)
-            if (p[i] == '/')
-                base = p + i + 1;
-        if ((size_t)(p + n - base) == ln && memcmp(base, libname, ln) == 0)
-            return true;
-        p += n;
-        if (*p)
-            p++;
-    }
-    return false;
-}
-
 long vzcaps_child_env(const struct vzcaps_child_env_in *in, bool keep, void *mem, size_t cap, char *const **out)
 {
     size_t vl = strlen(in->preload_var), n_env = 0, preload_bytes = 0;
@@ -168,7 +149,7 @@ long vzcaps_child_env(const struct vzcaps_child_env_in *in, bool keep, void *mem
             ours = true;
         } else if (is_var(*e, in->preload_var, vl)) {
             preload_bytes += strlen(*e) + 1;
-            ours |= names_lib(*e + vl + 1, in->seps, in->libname) || !first; /* a second entry: ambiguous, rewritten */
+            ours |= vzcaps_list_names_library(*e + vl + 1, in->seps, in->libname) || !first; /* a second entry: ambiguous, rewritten */
             first = false;
         }
     }

@@ -51,6 +51,22 @@ const char *vzcaps_basename(const char *path)
     return slash ? slash + 1 : path;
 }
 
+bool vzcaps_list_names_library(const char *list, const char *seps, const char *libname)
+{
+    size_t ln = strlen(libname);
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, seps), base = n;
+        while (base > 0 && p[base - 1] != '/')
+            base--;
+        if (n - base == ln && memcmp(p + base, libname, ln) == 0)
+            return true;
+        p += n;
+        if (*p)
+            p++;
+    }
+    return false;
+}
+
 int vzcaps_strip_library(const char *list, const char *seps, const char *libname, char *out, size_t outlen)
 {
     size_t w = 0;

@@ -469,6 +469,9 @@ int vzcaps_log_file_expand(const char *value, const char *home, char *out, size_
 
 /* Plain decimal (no sign, blank, prefix or trailing text); 0 or -1. */
 int vzcaps_parse_u64(const char *text, uint64_t *out);
+/* Whether an element of list (a preload value, elements split at any of seps) has the base
+ * name libname: "/x/libvzcaps.so" does, "/x/libvzcaps.so.bak" and "libvzcaps.sox" do not. */
+bool vzcaps_list_names_library(const char *list, const char *seps, const char *libname);
 /* Copies list without entries whose base name is libname; seps lists the separators.
  * Returns the length written, or -1 if out is too small. */
 int vzcaps_strip_library(const char *list, const char *seps, const char *libname, char *out, size_t outlen);

@@ -43,3 +43,18 @@ def test_the_man_page_names_the_page():
     page = subprocess.run([str(BUILD / "vzcaps"), "__man"], capture_output=True, text=True).stdout
     see_also = page[page.index(".SH SEE ALSO"):]
     assert "troubleshooting.md there lists every line vzcaps prints that needs an action" in see_also
+
+
+def test_the_preload_pitfall_reads_the_list_element_by_element(tmp_path):
+    """doctor's "already names the library" pitfall tested the preload variable by substring,
+    so a library merely named like ours (a backup, another project's) raised it."""
+    def pitfall(value):
+        env = clean_env()
+        env["LD_PRELOAD"] = value
+        p = subprocess.run([str(BUILD / "vzcaps"), "doctor"], capture_output=True, text=True, timeout=60, env=env)
+        return "LD_PRELOAD in this shell already names the library" in p.stdout + p.stderr
+
+    for name in ("libvzcaps.so.bak", "notlibvzcaps.so"):
+        (tmp_path / name).write_bytes(b"")
+    assert not pitfall(f"{tmp_path}/libvzcaps.so.bak:{tmp_path}/notlibvzcaps.so")
+    assert pitfall(f"{tmp_path}/notlibvzcaps.so {BUILD}/libvzcaps.so")

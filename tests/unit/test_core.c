@@ -770,6 +770,12 @@ static void test_glob_and_strip(void **st)
     vzcaps_strip_library("libvzcaps.so.bak:libvzcaps.so::", ":", "libvzcaps.so", out, sizeof out);
     assert_string_equal(out, "libvzcaps.so.bak");
     assert_int_equal(vzcaps_strip_library("/long/liba.so", ":", "libvzcaps.so", out, 5), -1);
+    assert_true(vzcaps_list_names_library("/x/liba.so:/a/libvzcaps.so", ": ", "libvzcaps.so"));
+    assert_true(vzcaps_list_names_library("libvzcaps.so", ":", "libvzcaps.so"));
+    assert_true(vzcaps_list_names_library("/x/liba.so /a/libvzcaps.so", ": ", "libvzcaps.so"));
+    assert_false(vzcaps_list_names_library("/a/libvzcaps.so.bak:/b/notlibvzcaps.so", ":", "libvzcaps.so"));
+    assert_false(vzcaps_list_names_library("/libvzcaps.so/liba.so", ":", "libvzcaps.so"));
+    assert_false(vzcaps_list_names_library("", ":", "libvzcaps.so"));
     assert_string_equal(vzcaps_basename("/usr/bin/llama-cli"), "llama-cli");
     assert_string_equal(vzcaps_basename("ollama"), "ollama");
     uint64_t v;
