@@ -297,12 +297,18 @@ const struct cmd_spec *cli_find_command(const char *name)
     return NULL;
 }
 
-/* The commands that take word as an alias, or as an operand ("host status"), into found;
- * how many. */
-static size_t commands_for_job(const char *word, char *found, size_t size)
+/* found (heap, or NULL), ", or " and a, b, c: a new heap string; found is freed. */
+static char *or_append(char *found, const char *a, const char *b, const char *c)
 {
-    found[0] = '\0';
-    size_t n_found = 0;
+    char *s = xformat("%s%s%s%s%s", found ? found : "", found ? ", or " : "", a, b, c);
+    free(found);
+    return s;
+}
+
+/* The commands that take word as an alias, or as an operand ("host status"); NULL: none. */
+static char *commands_for_job(const char *word)
+{
+    char *found = NULL;
     for (int pass = 0; pass < 2; pass++) /* aliases first, then operands */
         for (const struct cmd_spec *c = cli_commands; c->name; c++) {
             bool hit = false;
@@ -313,14 +319,10 @@ static size_t commands_for_job(const char *word, char *found, size_t size)
                 hit = n == strlen(word) && strncmp(p, word, n) == 0;
                 p += n + (p[n] != '\0');
             }
-            if (hit && strlen(found) + strlen(c->name) + strlen(word) + 8 < size) {
-                size_t len = strlen(found);
-                snprintf(found + len, size - len, "%s%s%s%s", n_found ? ", or " : "", c->name, pass ? " " : "",
-                         pass ? word : "");
-                n_found++;
-            }
+            if (hit)
+                found = or_append(found, c->name, pass ? " " : "", pass ? word : "");
         }
-    return n_found;
+    return found;
 }
 
 /* Words people type for a job that an option of a command does ("list"), with the command lines
@@ -332,16 +334,13 @@ static const struct {
     {"list", "shims", "shims --dir DIR --list"},
 };
 
-static size_t job_lines(const char *word, char *found, size_t size)
+static char *job_lines(const char *word)
 {
-    size_t n = 0;
-    found[0] = '\0';
+    char *found = NULL;
     for (size_t i = 0; i < sizeof jobs / sizeof jobs[0]; i++)
-        if (strcmp(jobs[i].word, word) == 0 && cli_find_command(jobs[i].command)) {
-            size_t len = strlen(found);
-            snprintf(found + len, size - len, "%s%s", n++ ? ", or " : "", jobs[i].line);
-        }
-    return n;
+        if (strcmp(jobs[i].word, word) == 0 && cli_find_command(jobs[i].command))
+            found = or_append(found, jobs[i].line, "", "");
+    return found;
 }
 
 /* The alias or operand word of 5+ letters nearest a typo ("stauts"), or NULL; kept (static). */
@@ -374,12 +373,13 @@ static const char *alias_suggestion(const char *word)
 
 const char *cli_command_suggestion(const char *word)
 {
-    static char found[256];
+    static char *found; /* the last answer, kept until the next call */
+    free(found), found = NULL;
     if (word[0] == '-') { /* an option before any command: only vzcaps --version and --help are */
         static const char *const top[] = {"--version", "--help"};
         return vzcaps_did_you_mean(word, top, 2);
     }
-    if (job_lines(word, found, sizeof found) || commands_for_job(word, found, sizeof found))
+    if ((found = job_lines(word)) || (found = commands_for_job(word)))
         return found;
     const char *names[sizeof cli_commands / sizeof cli_commands[0]]; /* every command: the table's own size */
     size_t n = 0;
@@ -389,7 +389,7 @@ const char *cli_command_suggestion(const char *word)
     if (name)
         return name;
     const char *near = strlen(word) >= 4 ? alias_suggestion(word) : NULL;
-    return near && commands_for_job(near, found, sizeof found) ? found : NULL;
+    return near ? (found = commands_for_job(near)) : NULL;
 }
 
 static const struct opt_spec *find_opt(const struct cmd_spec *c, const char *arg, size_t len)
