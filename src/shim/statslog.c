@@ -2,10 +2,11 @@
  * appended when the first device is hooked or left stock (where the one line is decided).
  * Prepared in the constructor: the path and LOG.1, the directory's check, the program's name,
  * path and refusal. Written with one open, at most one rename, one write(2) of the whole record
- * (at most 1024 bytes, O_APPEND) and a close: no malloc, no lock, no blocking open (nothing but
- * a regular file is opened; O_NONBLOCK besides), never through a link (O_NOFOLLOW), never a
- * file of someone else's, errno as it was, SIGXFSZ taken back, and nothing said when anything
- * fails (the log is lost, the host is not touched). */
+ * (at most 1024 bytes, O_APPEND) and a close: no malloc, no lock that waits (a rotation takes
+ * one that never does), no blocking open (nothing but a regular file is opened; O_NONBLOCK
+ * besides), never through a link (O_NOFOLLOW), never a file of someone else's, errno as it was,
+ * SIGXFSZ taken back, and nothing said when anything fails (the record is lost, the host is not
+ * touched). */
 #define _POSIX_C_SOURCE 200809L
 #define _DARWIN_C_SOURCE /* O_NOFOLLOW on macOS */
 #include "quiet.h"
@@ -15,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -80,15 +82,19 @@ static int open_log(struct stat *st)
 }
 
 /* 1 MiB or more: LOG becomes LOG.1 (replacing it) and a new LOG is started; only when LOG is
- * still the file opened (another process may have rotated it meanwhile). */
+ * still the file opened (another process may have rotated it meanwhile), checked and renamed
+ * under a lock on that file, so that of two writers that opened it only one renames it (without
+ * the lock the second could rename the first one's new LOG over LOG.1, and the full log was
+ * lost). The lock never waits: a writer that finds it taken leaves the rotation to its holder. */
 static int rotate(int fd, struct stat *st)
 {
     struct stat now;
     if (st->st_size < VZCAPS_STATSLOG_ROTATE)
         return fd;
-    if (lstat(log_path, &now) == 0 && now.st_dev == st->st_dev && now.st_ino == st->st_ino)
+    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && lstat(log_path, &now) == 0 && now.st_dev == st->st_dev &&
+        now.st_ino == st->st_ino)
         rename(log_path, log_old);
-    close(fd);
+    close(fd); /* the lock goes with it */
     fd = open_log(st);
     if (fd >= 0 && st->st_size >= VZCAPS_STATSLOG_ROTATE) { /* another writer's full file: give up */
         close(fd);

@@ -13,6 +13,7 @@ posix_spawnp calls posix_spawn per PATH candidate, execv/execvp/execl* call exec
 system/popen call posix_spawn. execve and posix_spawn (the kernel) record path, argv and
 environment and answer ENOENT/EACCES/ENOEXEC as xnu's exec_activate_image would.
 """
+import fcntl as host_fcntl
 import os
 import re
 import struct
@@ -337,6 +338,7 @@ class Darwin:
         self.fds = {}  # descriptor -> this machine's descriptor of a real file
         self.special = {}  # descriptor -> "tty" (the terminal) or "full" (/dev/full)
         self.cloexec, self.opened_for_writing, self.renames, self.unmapped = set(), [], [], []
+        self.flocks = []  # (descriptor, operation) of every flock(2) that succeeded
         self.errno_sets = 0
         self.pid, self.wall_s = 4242, 1_800_000_000
         self.init_stdio(self.host)
@@ -734,6 +736,25 @@ class Darwin:
                 return sys_fail(e)
             return 0
         S("_unlink", unlink)
+
+        def flock_(m, fd, op, *_):
+            """flock(2) (xnu bsd/kern/kern_descrip.c: sys_flock): a lock on the open file, here
+            this machine's own flock on the real file, so a lock another open of it holds
+            conflicts; LOCK_SH 1, LOCK_EX 2, LOCK_NB 4, LOCK_UN 8 as in bsd/sys/fcntl.h."""
+            if fd not in self.fds:
+                self.set_errno(EBADF)
+                return 2**64 - 1
+            how = {1: host_fcntl.LOCK_SH, 2: host_fcntl.LOCK_EX, 8: host_fcntl.LOCK_UN}.get(op & ~4)
+            if how is None:
+                self.set_errno(EINVAL)
+                return 2**64 - 1
+            try:
+                host_fcntl.flock(self.fds[fd], how | (host_fcntl.LOCK_NB if op & 4 else 0))
+            except OSError as e:
+                return sys_fail(e)
+            self.flocks.append((fd, op))
+            return 0
+        S("_flock", flock_)
 
         def fcntl(m, fd, cmd, *_):
             """fcntl (xnu libsyscall/wrappers/cancelable/fcntl-base.c: the third argument is

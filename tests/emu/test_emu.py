@@ -762,6 +762,29 @@ def test_rotation_at_one_mebibyte_by_the_standin_rename(img, logdir):
     assert len(stats_records(log)) == 1 and old.stat().st_size == 1048576
 
 
+def test_a_rotation_another_writer_holds_is_left_to_it(img, logdir):
+    """The rig's case on the slice: the test holds flock(2) on the full LOG; the library's lock
+    does not wait, it renames nothing and its record is lost; released, it rotates."""
+    import fcntl
+    log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
+    old.write_text("previous rotation\n")
+    filler = b'{"v":1}\n' * (1048576 // 8)
+    log.write_bytes(filler)
+    log.chmod(0o600)
+    env = env_of(**M2, VZCAPS_LOG_FILE=str(log))
+    with open(log, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        p = proc(img, env)
+        p.d.set_errno(1234)
+        assert p.probe()["families"] == up_to(1008)
+        assert p.d.renames == [] and p.d.flocks == [] and p.m.u32(p.d.errno_addr) == 1234
+        assert log.read_bytes() == filler and old.read_text() == "previous rotation\n"
+    p = proc(img, env)
+    p.probe()
+    assert p.d.renames == [(str(log), str(old))] and [op for _, op in p.d.flocks] == [6]  # LOCK_EX | LOCK_NB
+    assert old.read_bytes() == filler and len(stats_records(log)) == 1
+
+
 def test_a_failing_log_write_keeps_errno(img, logdir):
     """A write(2) of the record that fails (a full disk: ENOSPC from the stand-in kernel): the
     record is lost, errno is the caller's, the host goes on."""

@@ -212,6 +212,26 @@ def test_rotation_at_one_mebibyte(logdir):
     assert len(records(log)) == 1 and old.stat().st_size == 1048576
 
 
+def test_a_rotation_another_writer_holds_is_left_to_it(logdir):
+    """Two writers that opened the same full LOG: only the one that takes the lock on it renames
+    it. Without the lock, the second renamed the first one's new LOG over LOG.1 and the whole
+    rotated log was lost. Here the test holds the lock: the library neither waits nor renames,
+    and its record is lost instead (LOG and LOG.1 as they were)."""
+    import fcntl
+    log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
+    old.write_text("previous rotation\n")
+    filler = b'{"v":1}\n' * (1048576 // 8)
+    log.write_bytes(filler)
+    log.chmod(0o600)
+    with open(log, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        p = probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
+        assert p.stderr.startswith(HOOKED)
+        assert log.read_bytes() == filler and old.read_text() == "previous rotation\n"
+    probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # the lock released: rotated as usual
+    assert old.read_bytes() == filler and len(records(log)) == 1
+
+
 def test_a_3000_byte_program_name(logdir):
     log = logdir / "s"
     name = "\u00e9" * 1500  # 3000 bytes of two-byte characters
