@@ -556,7 +556,7 @@ static int launchd_install(const char *label, char **cmd, char **env, const char
     }
     /* the umask applies (launchd refuses a plist others can write; 0644 & ~umask never is) */
     struct vzcaps_wopts wo = {.mode = 0644, .replace = force ? VZCAPS_FORCE : VZCAPS_IF_MARKED, .marker = plist_marker,
-                              .marker_at = VZCAPS_MARK_AFTER_DOCTYPE, .sync = true};
+                              .marker_at = VZCAPS_MARK_AFTER_DOCTYPE, .sync = true, .force_option = true};
     if (vzcaps_write_file(plist, bytes, len, &wo, &why_err) != 0) {
         eprintf("vzcaps launchd: cannot write %s", why_err ? why_err : plist);
         free(why_err);

@@ -504,7 +504,7 @@ static int report_write_output(const struct report_opts *o, const struct report_
     }
     char *marked = with_marker(k, buf);
     struct vzcaps_wopts opts = {.mode = 0644, .replace = o->force ? VZCAPS_FORCE : VZCAPS_IF_MARKED, .marker = markers[k],
-                                .marker_at = marker_at[k]};
+                                .marker_at = marker_at[k], .force_option = true};
     int rc = vzcaps_write_file(path, marked, strlen(marked), &opts, &err);
     free(marked);
     free(buf);

@@ -352,7 +352,10 @@ static int place(struct vzcaps_out *o, char **err)
         return fail(err, o->path, "already exists (not replaced)", EEXIST);
     case VZCAPS_IF_MARKED:
         if (!vzcaps_marked_file(o->dirfd, o->name, o->opts.marker, o->opts.marker_at))
-            return fail(err, o->path, "already exists and vzcaps did not write it (not replaced; --force replaces it)", EEXIST);
+            return fail(err, o->path,
+                        o->opts.force_option ? "already exists and vzcaps did not write it (not replaced; --force replaces it)"
+                                             : "already exists and vzcaps did not write it (not replaced)",
+                        EEXIST);
         break;
     case VZCAPS_FORCE:
         break;

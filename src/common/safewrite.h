@@ -30,6 +30,7 @@ struct vzcaps_wopts {
     const char *marker; /* for VZCAPS_IF_MARKED: a line of its own (record.h) */
     enum vzcaps_mark_at marker_at;
     bool sync;
+    bool force_option; /* the command has --force: a file not replaced says that --force would */
 };
 
 /* A file being written: created as a hidden temporary in its directory, exclusively and

@@ -455,3 +455,15 @@ def test_a_signal_while_a_shim_is_made_leaves_it_whole_or_absent(tmp_path):
     ok = vz("shims", "--dir", str(d), "--remove", "probe")
     assert ok.returncode == 0, ok.stderr
     assert os.listdir(d) == []
+
+
+def test_a_record_name_of_someone_elses_names_no_option_shims_lacks(tmp_path):
+    """A user's file where a shim's record goes is left alone, and the line does not advise
+    --force: shims has no such option (the shared writer's hint named it for every command)."""
+    d = tmp_path / "shims"
+    d.mkdir()
+    (d / ".probe.vzcaps-shim").write_text("my own notes\n")
+    p = vz("shims", "--dir", str(d), "probe")
+    assert p.returncode == 1 and "--force" not in p.stderr, p.stderr
+    assert "already exists and vzcaps did not write it (not replaced)" in p.stderr
+    assert (d / ".probe.vzcaps-shim").read_text() == "my own notes\n" and not os.path.lexists(d / "probe")
