@@ -9,9 +9,14 @@
 #define _XOPEN_SOURCE 700
 #include "launch.h"
 
+#include "../common/statsfile.h"
+
 #include <errno.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char **environ;
@@ -44,15 +49,40 @@ static int exec_plan(const struct launch_plan *plan, char **env)
     return err == ENOENT ? 127 : 126;
 }
 
+/* The stats log's record of a shim's stock start, as the library writes one for a process it
+ * leaves stock (event left_stock, no device class: none was created), when r asks for the log;
+ * the pid is the program's (the exec keeps it). Nothing is said when it cannot be written. */
+static void stock_record(const struct launch_plan *plan, const struct vzcaps_config_result *r, const char *why)
+{
+    if (!r->log_file[0] || !vzcaps_statsfile_dir_ok(r->log_file))
+        return;
+    char old[VZCAPS_PATH_MAX + 3], path[PATH_MAX], line[VZCAPS_STATSLOG_MAX];
+    snprintf(old, sizeof old, "%s.1", r->log_file);
+    struct vzcaps_statslog_record rec = {(long long)time(NULL), (long long)getpid(), 0, false, plan->exe,
+                                         realpath(plan->exec_path, path) ? path : plan->exec_path, "", why};
+    size_t n = vzcaps_statslog_format(&rec, line);
+    int fd = vzcaps_statsfile_open(r->log_file, old);
+    if (fd < 0)
+        return;
+    void (*was)(int) = signal(SIGXFSZ, SIG_IGN); /* a file over RLIMIT_FSIZE: EFBIG, not the end of us */
+    if (write(fd, line, n) < 0) /* one write: O_APPEND keeps concurrent records whole */
+        n = 0;                      /* a lost record, nothing more */
+    signal(SIGXFSZ, was);
+    close(fd);
+}
+
 /* A shim where run would refuse: the real program, stock (this environment as it is, no
- * library), after the library's own line. A dry run prints the line a shell runs. */
-static int start_stock(const struct launch_request *rq, const struct launch_plan *plan, const char *why)
+ * library), after the library's own line (and its stats record). A dry run prints the line a
+ * shell runs and records nothing. */
+static int start_stock(const struct launch_request *rq, const struct launch_plan *plan,
+                       const struct vzcaps_config_result *r, const char *why)
 {
     eprintf("vzcaps: left stock for %s: %s", plan->exe, why);
     if (rq->dry) {
         launch_plan_line(stdout, plan, environ, environ);
         return 0;
     }
+    stock_record(plan, r, why);
     return exec_plan(plan, environ);
 }
 
@@ -91,7 +121,13 @@ static int configure(struct launch_request *rq, struct launch_plan *plan, struct
         if (rq->shim) {
             vzcaps_profile_describe(&r->profile, rq->o.exe, why, sizeof why); /* the library's words */
             eprintf("vzcaps: %s", why);
-            return rq->dry ? (launch_plan_line(stdout, plan, environ, environ), 0) : exec_plan(plan, environ);
+            if (rq->dry)
+                return launch_plan_line(stdout, plan, environ, environ), 0;
+            why[0] = '\0'; /* the record's reason: the notes, as the library joins them */
+            for (size_t i = 0; i < r->profile.n_notes; i++)
+                vzcaps_appendf(why, sizeof why, "%s%s", i ? "; " : "", r->profile.notes[i]);
+            stock_record(plan, r, why);
+            return exec_plan(plan, environ);
         }
         eprintf("vzcaps run: not starting %s: %s", rq->o.exe, r->profile.notes[0]);
         if (!r->profile.invalid)
@@ -104,7 +140,7 @@ static int configure(struct launch_request *rq, struct launch_plan *plan, struct
     const char *iwhy = plan->inherit_why;
     if (d == VZCAPS_INHERIT_REFUSED) {
         if (rq->shim)
-            return snprintf(why, sizeof why, "the injection would be kept in its children: %s", iwhy), start_stock(rq, plan, why);
+            return snprintf(why, sizeof why, "the injection would be kept in its children: %s", iwhy), start_stock(rq, plan, r, why);
         eprintf("vzcaps run: not starting %s with the injection kept in its children: %s; drop --inherit (and inherit = yes), "
                 "or pass --inherit-anyway to accept that", rq->o.exe, iwhy);
         return EXIT_REFUSED;
@@ -121,7 +157,7 @@ static int target_check(struct launch_request *rq, const struct launch_plan *pla
     char arch[32], why[400];
     int rc = run_target_check(plan->image, library, &r->profile, arch, sizeof arch, why, sizeof why);
     if (rc != 0 && rq->shim)
-        return start_stock(rq, plan, why);
+        return start_stock(rq, plan, r, why);
     if (rc != 0) {
         eprintf("vzcaps run: refusing %s: %s", plan->image, why);
         if (strcmp(arch, "arm64e") == 0)
@@ -157,15 +193,15 @@ int launch_run(struct launch_request *rq)
     launch_plan_notes(&plan, "vzcaps run");
     char library[4096], why[4000];
     int lib = library_for(rq, plan.image, library, sizeof library, why, sizeof why);
-    if (lib && rq->shim)
-        return start_stock(rq, &plan, why);
+    static struct vzcaps_config_result r;
+    if (lib && rq->shim) /* the configuration only names the stats log here */
+        return cli_configure_run(&rq->o, &r), start_stock(rq, &plan, &r, why);
     if (lib == 1)
         eprintf("vzcaps run: %s", why);
     else if (lib)
         eprintf("vzcaps run: not starting %s: %s", rq->o.exe, why);
     if (lib)
         return EXIT_REFUSED;
-    static struct vzcaps_config_result r;
     if ((rc = configure(rq, &plan, &r, library)) != 0 || r.profile.state == VZCAPS_STOCK_REFUSED ||
         (rc = target_check(rq, &plan, &r, library)) != 0)
         return rc;

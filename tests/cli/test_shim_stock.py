@@ -76,3 +76,54 @@ def test_without_the_library_a_shim_starts_the_program_stock(fleet, tmp_path):
         len(t.stderr.splitlines()) == 1, t.stderr
     r = subprocess.run([str(bare / "vzcaps"), "run", "--", "tool"], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 125
+
+
+def stats_records(log):
+    import json
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("why", ["unknown chip", "malformed config", "bad family", "no library"])
+def test_a_shims_stock_start_is_in_the_stats_log(fleet, tmp_path, why):
+    """The library records a process it leaves stock; a shim that starts its program stock
+    itself (the library never loads) records it the same way, so vzcaps stats counts it."""
+    import json
+    import os
+    _, real, shims = fleet
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    log = logs / "stats.jsonl"
+    if why == "no library":
+        bare = tmp_path / "bare" / "bin"
+        bare.mkdir(parents=True)
+        (bare / "vzcaps").write_bytes((BUILD / "vzcaps").read_bytes())
+        (bare / "vzcaps").chmod(0o755)
+        shims = tmp_path / "own-shims"
+        assert subprocess.run([str(bare / "vzcaps"), "shims", "--dir", str(shims), "tool"], env=clean_env(),
+                              capture_output=True, timeout=60).returncode == 0
+        env = clean_env(PATH=f"{shims}:{real}:/usr/bin:/bin", VZCAPS_HOST_CHIP="Apple M2 Pro")
+    else:
+        env = refused_env(tmp_path, real, shims, why)
+    env["VZCAPS_LOG_FILE"] = str(log)
+    t = subprocess.run(["sh", "-c", "tool x"], env=env, capture_output=True, text=True, timeout=60)
+    assert (t.returncode, t.stdout) == (7, "tool x\n"), t.stderr
+    (r,) = stats_records(log)
+    line = t.stderr.splitlines()[0]
+    assert r["event"] == "left_stock" and r["program"] == "tool" and r["family"] == 0 and r["class"] == ""
+    assert r["path"] == os.path.realpath(real / "tool")
+    assert line == f"vzcaps: left stock for tool: {r['reason']}", (line, r["reason"])
+    assert oct(log.stat().st_mode & 0o777) == "0o600"
+    s = subprocess.run([VZ, "stats", "--json"], env=env, capture_output=True, text=True, timeout=60)
+    got = json.loads(s.stdout)
+    assert (got["hooked"], got["left_stock"]) == (0, 1), s.stdout
+    subprocess.run(["sh", "-c", "tool"], env=env, capture_output=True, timeout=60)  # each start, one record
+    assert [x["event"] for x in stats_records(log)] == ["left_stock"] * 2
+
+
+def test_a_shims_stock_start_writes_no_log_it_was_not_asked_for(fleet, tmp_path):
+    tmp_path_, real, shims = fleet
+    env = refused_env(tmp_path_, real, shims, "bad family")
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    t = subprocess.run(["sh", "-c", "tool"], env=env, capture_output=True, text=True, timeout=60)
+    assert t.returncode == 7
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before
