@@ -49,17 +49,25 @@ static int exec_plan(const struct launch_plan *plan, char **env)
     return err == ENOENT ? 127 : 126;
 }
 
+/* The name a shim's stock start goes by: the program the job named (its file's base name), not
+ * the interpreter of its #! line the library would have been loaded into. */
+static const char *stock_name(const struct launch_plan *plan)
+{
+    return vzcaps_basename(plan->target);
+}
+
 /* The stats log's record of a shim's stock start, as the library writes one for a process it
  * leaves stock (event left_stock, no device class: none was created), when r asks for the log;
  * the pid is the program's (the exec keeps it). Nothing is said when it cannot be written. */
 static void stock_record(const struct launch_plan *plan, const struct vzcaps_config_result *r, const char *why)
 {
+    char path[PATH_MAX];
     if (!r->log_file[0] || !vzcaps_statsfile_dir_ok(r->log_file))
         return;
-    char old[VZCAPS_PATH_MAX + 3], path[PATH_MAX], line[VZCAPS_STATSLOG_MAX];
+    char old[VZCAPS_PATH_MAX + 3], line[VZCAPS_STATSLOG_MAX];
     snprintf(old, sizeof old, "%s.1", r->log_file);
-    struct vzcaps_statslog_record rec = {(long long)time(NULL), (long long)getpid(), 0, false, plan->exe,
-                                         realpath(plan->exec_path, path) ? path : plan->exec_path, "", why};
+    struct vzcaps_statslog_record rec = {(long long)time(NULL), (long long)getpid(), 0, false, stock_name(plan),
+                                         realpath(plan->target, path) ? path : plan->target, "", why};
     size_t n = vzcaps_statslog_format(&rec, line);
     int fd = vzcaps_statsfile_open(r->log_file, old);
     if (fd < 0)
@@ -77,7 +85,7 @@ static void stock_record(const struct launch_plan *plan, const struct vzcaps_con
 static int start_stock(const struct launch_request *rq, const struct launch_plan *plan,
                        const struct vzcaps_config_result *r, const char *why)
 {
-    eprintf("vzcaps: left stock for %s: %s", plan->exe, why);
+    eprintf("vzcaps: left stock for %s: %s", stock_name(plan), why);
     if (rq->dry) {
         launch_plan_line(stdout, plan, environ, environ);
         return 0;
@@ -119,7 +127,7 @@ static int configure(struct launch_request *rq, struct launch_plan *plan, struct
     cli_configure_run(&rq->o, r);
     if (r->profile.state == VZCAPS_STOCK_REFUSED) {
         if (rq->shim) {
-            vzcaps_profile_describe(&r->profile, rq->o.exe, why, sizeof why); /* the library's words */
+            vzcaps_profile_describe(&r->profile, stock_name(plan), why, sizeof why); /* the library's words */
             eprintf("vzcaps: %s", why);
             if (rq->dry)
                 return launch_plan_line(stdout, plan, environ, environ), 0;
@@ -190,7 +198,8 @@ int launch_run(struct launch_request *rq)
     if (plan.rc != 0) /* a dry run still shows the environment, for a program installed elsewhere */
         eprintf("vzcaps run: note: %s: %s%s", plan.found ? plan.target : cmd[0], plan.why, plan.found ? "" : " here");
     rq->o.exe = plan.exe;
-    launch_plan_notes(&plan, "vzcaps run");
+    if (!rq->shim) /* a shim says them only when it starts the program with the library */
+        launch_plan_notes(&plan, "vzcaps run");
     char library[4096], why[4000];
     int lib = library_for(rq, plan.image, library, sizeof library, why, sizeof why);
     static struct vzcaps_config_result r;
@@ -207,6 +216,8 @@ int launch_run(struct launch_request *rq)
         return rc;
     if (rq->verify && r.profile.state == VZCAPS_ENABLED && (rc = verify_gate(&rq->o)) != 0)
         return rc;
+    if (rq->shim)
+        launch_plan_notes(&plan, "vzcaps run");
     char **env = cli_child_env(&rq->o, library);
     if (cli_preload_duplicates())
         eprintf("vzcaps run: note: %s was set %zu more time(s); the child gets one entry (the first, as getenv sees it)",

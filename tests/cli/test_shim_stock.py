@@ -127,3 +127,20 @@ def test_a_shims_stock_start_writes_no_log_it_was_not_asked_for(fleet, tmp_path)
     t = subprocess.run(["sh", "-c", "tool"], env=env, capture_output=True, text=True, timeout=60)
     assert t.returncode == 7
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_a_script_behind_a_refused_shim_gets_one_line_with_its_own_name(tmp_path):
+    """A #!/bin/sh program behind a shim that starts it stock: one line, naming the program the
+    job ran (it named sh, the interpreter, after the plan's SIP warning, which is moot for a
+    program started without the library)."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "myscript").write_text('#!/bin/sh\necho hi "$@"\n')
+    (real / "myscript").chmod(0o755)
+    shims = tmp_path / "shims"
+    assert subprocess.run([VZ, "shims", "--dir", str(shims), "myscript"], env=clean_env(), capture_output=True,
+                          timeout=60).returncode == 0
+    env = clean_env(PATH=f"{shims}:{real}:/usr/bin:/bin")  # the rig names no chip: refused, stock
+    t = subprocess.run(["sh", "-c", "myscript a"], env=env, capture_output=True, text=True, timeout=60)
+    assert (t.returncode, t.stdout) == (0, "hi a\n")
+    assert len(t.stderr.splitlines()) == 1 and t.stderr.startswith("vzcaps: left stock for myscript: "), t.stderr
