@@ -126,10 +126,17 @@ $(B)/san/vzcaps: $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 
 FUZZERS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_SECONDS ?= 8
-$(B)/fuzz/%: tests/fuzz/%.c $(CLI_ALL) $(HEADERS) $(B)/kernels.h
+# the command's sources are compiled once for all the targets (instrumented as libFuzzer
+# instruments, without its main), each target file then linked with them
+FUZZ_CFLAGS := $(CSTD) -Wall -Wextra -Werror -g -O1 -I$(B) -DVZCAPS_NO_MAIN -fno-sanitize-recover=all
+FUZZ_OBJ := $(patsubst %.c,$(B)/fuzz/obj/%.o,$(CLI_ALL))
+$(B)/fuzz/obj/%.o: %.c $(HEADERS) $(B)/kernels.h
+	@mkdir -p $(dir $@)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,address,undefined -c $< -o $@
+$(FUZZERS): $(FUZZ_OBJ) # named here, so make keeps the objects
+$(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	@mkdir -p $(B)/fuzz
-	clang $(CSTD) -Wall -Wextra -Werror -g -O1 -I$(B) -DVZCAPS_NO_MAIN -fsanitize=fuzzer,address,undefined \
-	  -fno-sanitize-recover=all $(filter %.c,$^) -o $@ -lm
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $< $(FUZZ_OBJ) -o $@ -lm
 
 # What building and testing needs (scripts/install-deps: everything; docs/developers.md lists
 # it); make demo installs only what the demo needs. Each says up front what it will install.
