@@ -156,8 +156,10 @@ CHECK_BUILD := all $(B)/test_core $(B)/test_cli_units $(B)/test_launch $(B)/test
 CHECK_FUZZ := sh scripts/fuzz-seeds && sh scripts/fuzz-run $(FUZZ_SECONDS) $(FUZZERS)
 endif
 
+# the test build runs one job per core
+CHECK_JOBS := -j$(shell getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 check: deps
-	$(MAKE) $(CHECK_BUILD)
+	$(MAKE) $(CHECK_JOBS) $(CHECK_BUILD)
 	@if sh scripts/have-cross; then $(MAKE) dist; \
 	  else echo "check: cross toolchain absent: dist, audit and reproducibility skipped"; fi
 	@if [ "$(UNAME_S)" != Darwin ] && sh scripts/have-cross; then $(MAKE) cross-link; fi
