@@ -85,7 +85,8 @@ static void stock_record(const struct launch_plan *plan, const struct vzcaps_con
 static int start_stock(const struct launch_request *rq, const struct launch_plan *plan,
                        const struct vzcaps_config_result *r, const char *why)
 {
-    eprintf("vzcaps: left stock for %s: %s", stock_name(plan), why);
+    if (!r->profile.quiet) /* log = quiet: no line, as the library says none */
+        eprintf("vzcaps: left stock for %s: %s", stock_name(plan), why);
     if (rq->dry) {
         launch_plan_line(stdout, plan, environ, environ);
         return 0;
@@ -128,7 +129,8 @@ static int configure(struct launch_request *rq, struct launch_plan *plan, struct
     if (r->profile.state == VZCAPS_STOCK_REFUSED) {
         if (rq->shim) {
             vzcaps_profile_describe(&r->profile, stock_name(plan), why, sizeof why); /* the library's words */
-            eprintf("vzcaps: %s", why);
+            if (!r->profile.quiet)
+                eprintf("vzcaps: %s", why);
             if (rq->dry)
                 return launch_plan_line(stdout, plan, environ, environ), 0;
             why[0] = '\0'; /* the record's reason: the notes, as the library joins them */

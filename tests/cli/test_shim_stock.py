@@ -144,3 +144,30 @@ def test_a_script_behind_a_refused_shim_gets_one_line_with_its_own_name(tmp_path
     t = subprocess.run(["sh", "-c", "myscript a"], env=env, capture_output=True, text=True, timeout=60)
     assert (t.returncode, t.stdout) == (0, "hi a\n")
     assert len(t.stderr.splitlines()) == 1 and t.stderr.startswith("vzcaps: left stock for myscript: "), t.stderr
+
+
+@pytest.mark.parametrize("why", ["unknown chip", "no library"])
+def test_log_quiet_silences_the_stock_line_as_it_silences_the_librarys(fleet, tmp_path, why):
+    """VZCAPS_LOG=quiet (log = quiet): no stderr line. The library says none for a process it
+    leaves stock; a shim's stock start said its line all the same. The record is still written."""
+    import json
+    _, real, shims = fleet
+    if why == "no library":
+        bare = tmp_path / "bare" / "bin"
+        bare.mkdir(parents=True)
+        (bare / "vzcaps").write_bytes((BUILD / "vzcaps").read_bytes())
+        (bare / "vzcaps").chmod(0o755)
+        shims = tmp_path / "own-shims"
+        assert subprocess.run([str(bare / "vzcaps"), "shims", "--dir", str(shims), "tool"], env=clean_env(),
+                              capture_output=True, timeout=60).returncode == 0
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    log = logs / "stats.jsonl"
+    env = clean_env(PATH=f"{shims}:{real}:/usr/bin:/bin", VZCAPS_LOG="quiet", VZCAPS_LOG_FILE=str(log))
+    t = subprocess.run(["sh", "-c", "tool q"], env=env, capture_output=True, text=True, timeout=60)
+    assert (t.returncode, t.stdout, t.stderr) == (7, "tool q\n", "")
+    assert [json.loads(x)["event"] for x in log.read_text().splitlines()] == ["left_stock"]
+    # the library itself, the same configuration: no line either
+    p = subprocess.run([str(BUILD / "probe")], env=clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), VZCAPS_LOG="quiet"),
+                       capture_output=True, text=True, timeout=60)
+    assert (p.returncode, p.stderr) == (0, "")
