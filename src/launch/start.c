@@ -72,10 +72,20 @@ static void stock_record(const struct launch_plan *plan, const struct vzcaps_con
     int fd = vzcaps_statsfile_open(r->log_file, old);
     if (fd < 0)
         return;
-    void (*was)(int) = signal(SIGXFSZ, SIG_IGN); /* a file over RLIMIT_FSIZE: EFBIG, not the end of us */
-    if (write(fd, line, n) < 0) /* one write: O_APPEND keeps concurrent records whole */
-        n = 0;                      /* a lost record, nothing more */
-    signal(SIGXFSZ, was);
+    /* a file over RLIMIT_FSIZE: EFBIG, not the end of us; SIGXFSZ blocked, and the one our write
+     * raised taken (ignoring it left it pending where the program's mask blocked it, and the
+     * program was killed by it when it unblocked signals); one pending before stays */
+    sigset_t xfsz, mask, pend;
+    sigemptyset(&xfsz);
+    sigaddset(&xfsz, SIGXFSZ);
+    bool blocked = sigprocmask(SIG_BLOCK, &xfsz, &mask) == 0;
+    bool was_pending = !blocked || sigpending(&pend) != 0 || sigismember(&pend, SIGXFSZ);
+    int sig;
+    /* one write: O_APPEND keeps concurrent records whole; a failed one is a lost record */
+    if (write(fd, line, n) < 0 && errno == EFBIG && !was_pending && sigpending(&pend) == 0 && sigismember(&pend, SIGXFSZ))
+        sigwait(&xfsz, &sig); /* pending: returns at once */
+    if (blocked)
+        sigprocmask(SIG_SETMASK, &mask, NULL);
     close(fd);
 }
 

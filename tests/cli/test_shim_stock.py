@@ -171,3 +171,34 @@ def test_log_quiet_silences_the_stock_line_as_it_silences_the_librarys(fleet, tm
     p = subprocess.run([str(BUILD / "probe")], env=clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), VZCAPS_LOG="quiet"),
                        capture_output=True, text=True, timeout=60)
     assert (p.returncode, p.stderr) == (0, "")
+
+
+def test_the_sigxfsz_of_a_stock_record_is_not_left_to_the_program(tmp_path):
+    """RLIMIT_FSIZE under the log's size and SIGXFSZ blocked in the job (its mask is the
+    program's): the record's write raised SIGXFSZ, which ignoring it for the write left pending
+    across the exec, so the program was killed by it when it unblocked signals. It is taken."""
+    import resource
+    import signal
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "pend").write_text("#!/bin/sh\ngrep -E '^(SigPnd|ShdPnd)' /proc/$$/status\nexit 5\n")
+    (real / "pend").chmod(0o755)
+    shims = tmp_path / "shims"
+    assert subprocess.run([VZ, "shims", "--dir", str(shims), "pend"], env=clean_env(), capture_output=True,
+                          timeout=60).returncode == 0
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    log = logs / "stats.jsonl"
+    log.write_bytes(b"x" * 5000 + b"\n")
+    log.chmod(0o600)
+
+    def job():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGXFSZ})
+
+    env = clean_env(PATH=f"{shims}:{real}:/usr/bin:/bin", VZCAPS_LOG_FILE=str(log))
+    t = subprocess.run(["pend"], env=env, capture_output=True, text=True, timeout=60, preexec_fn=job)
+    assert (t.returncode, t.stdout) == (5, "SigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n"), t.stderr
+    assert len(t.stderr.splitlines()) == 1 and t.stderr.startswith("vzcaps: left stock for pend: ")
+    assert log.stat().st_size == 5001
