@@ -78,6 +78,18 @@ def test_without_the_library_a_shim_starts_the_program_stock(fleet, tmp_path):
     assert r.returncode == 125
 
 
+def shims_without_library(tmp_path):
+    """A shim directory for tool made by a copy of vzcaps with no libvzcaps.so beside it."""
+    bare = tmp_path / "bare" / "bin"
+    bare.mkdir(parents=True)
+    (bare / "vzcaps").write_bytes((BUILD / "vzcaps").read_bytes())
+    (bare / "vzcaps").chmod(0o755)
+    shims = tmp_path / "own-shims"
+    assert subprocess.run([str(bare / "vzcaps"), "shims", "--dir", str(shims), "tool"], env=clean_env(),
+                          capture_output=True, timeout=60).returncode == 0
+    return shims
+
+
 def stats_records(log):
     import json
     return [json.loads(line) for line in log.read_text().splitlines()]
@@ -94,13 +106,7 @@ def test_a_shims_stock_start_is_in_the_stats_log(fleet, tmp_path, why):
     logs.mkdir(mode=0o700)
     log = logs / "stats.jsonl"
     if why == "no library":
-        bare = tmp_path / "bare" / "bin"
-        bare.mkdir(parents=True)
-        (bare / "vzcaps").write_bytes((BUILD / "vzcaps").read_bytes())
-        (bare / "vzcaps").chmod(0o755)
-        shims = tmp_path / "own-shims"
-        assert subprocess.run([str(bare / "vzcaps"), "shims", "--dir", str(shims), "tool"], env=clean_env(),
-                              capture_output=True, timeout=60).returncode == 0
+        shims = shims_without_library(tmp_path)
         env = clean_env(PATH=f"{shims}:{real}:/usr/bin:/bin", VZCAPS_HOST_CHIP="Apple M2 Pro")
     else:
         env = refused_env(tmp_path, real, shims, why)
@@ -129,17 +135,23 @@ def test_a_shims_stock_start_writes_no_log_it_was_not_asked_for(fleet, tmp_path)
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
 
 
+def script_behind_a_shim(tmp_path, name, text):
+    """tmp_path/real/NAME, a script of text, and a shim for it in tmp_path/shims."""
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / name).write_text(text)
+    (real / name).chmod(0o755)
+    shims = tmp_path / "shims"
+    assert subprocess.run([VZ, "shims", "--dir", str(shims), name], env=clean_env(), capture_output=True,
+                          timeout=60).returncode == 0
+    return real, shims
+
+
 def test_a_script_behind_a_refused_shim_gets_one_line_with_its_own_name(tmp_path):
     """A #!/bin/sh program behind a shim that starts it stock: one line, naming the program the
     job ran (it named sh, the interpreter, after the plan's SIP warning, which is moot for a
     program started without the library)."""
-    real = tmp_path / "real"
-    real.mkdir()
-    (real / "myscript").write_text('#!/bin/sh\necho hi "$@"\n')
-    (real / "myscript").chmod(0o755)
-    shims = tmp_path / "shims"
-    assert subprocess.run([VZ, "shims", "--dir", str(shims), "myscript"], env=clean_env(), capture_output=True,
-                          timeout=60).returncode == 0
+    real, shims = script_behind_a_shim(tmp_path, "myscript", '#!/bin/sh\necho hi "$@"\n')
     env = clean_env(PATH=f"{shims}:{real}:/usr/bin:/bin")  # the rig names no chip: refused, stock
     t = subprocess.run(["sh", "-c", "myscript a"], env=env, capture_output=True, text=True, timeout=60)
     assert (t.returncode, t.stdout) == (0, "hi a\n")
@@ -153,13 +165,7 @@ def test_log_quiet_silences_the_stock_line_as_it_silences_the_librarys(fleet, tm
     import json
     _, real, shims = fleet
     if why == "no library":
-        bare = tmp_path / "bare" / "bin"
-        bare.mkdir(parents=True)
-        (bare / "vzcaps").write_bytes((BUILD / "vzcaps").read_bytes())
-        (bare / "vzcaps").chmod(0o755)
-        shims = tmp_path / "own-shims"
-        assert subprocess.run([str(bare / "vzcaps"), "shims", "--dir", str(shims), "tool"], env=clean_env(),
-                              capture_output=True, timeout=60).returncode == 0
+        shims = shims_without_library(tmp_path)
     logs = tmp_path / "logs"
     logs.mkdir(mode=0o700)
     log = logs / "stats.jsonl"
@@ -179,13 +185,7 @@ def test_the_sigxfsz_of_a_stock_record_is_not_left_to_the_program(tmp_path):
     across the exec, so the program was killed by it when it unblocked signals. It is taken."""
     import resource
     import signal
-    real = tmp_path / "real"
-    real.mkdir()
-    (real / "pend").write_text("#!/bin/sh\ngrep -E '^(SigPnd|ShdPnd)' /proc/$$/status\nexit 5\n")
-    (real / "pend").chmod(0o755)
-    shims = tmp_path / "shims"
-    assert subprocess.run([VZ, "shims", "--dir", str(shims), "pend"], env=clean_env(), capture_output=True,
-                          timeout=60).returncode == 0
+    real, shims = script_behind_a_shim(tmp_path, "pend", "#!/bin/sh\ngrep -E '^(SigPnd|ShdPnd)' /proc/$$/status\nexit 5\n")
     logs = tmp_path / "logs"
     logs.mkdir(mode=0o700)
     log = logs / "stats.jsonl"
