@@ -170,3 +170,39 @@ def private_mounts_ran(p):
                     "(a plain chroot's is not: bind-mount the root onto itself first, as scripts/check-fresh does); "
                     f"unshare said: {p.stderr.strip().splitlines()[-1]}", pytrace=False)
     return p
+
+
+def descendants_named(pid, name):
+    """The processes named name (their comm) below pid, at any depth, read from /proc."""
+    parent, comm = {}, {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        comm[int(d)] = st[st.index("(") + 1:st.rindex(")")]
+        parent[int(d)] = int(st[st.rindex(")") + 2:].split()[1])
+    def below(q):
+        while q in parent and q != pid:
+            q = parent[q]
+        return q == pid
+    return [q for q, c in comm.items() if c == name and q != pid and below(q)]
+
+
+def term_once_running(cmd, env, child="sleep", timeout=60):
+    """cmd, sent SIGTERM once a process named child runs below it: not after a fixed time (a
+    loaded machine may not have reached the child by then, and the signal would end the command
+    before its handler is installed). The finished process, as subprocess.run gives it."""
+    import signal
+    import time
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and p.poll() is None and not descendants_named(p.pid, child):
+        time.sleep(0.05)
+    if p.poll() is None:
+        p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)

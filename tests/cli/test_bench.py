@@ -6,12 +6,13 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import BUILD, ROOT, clean_env, need_tool, needs_root
+from conftest import BUILD, ROOT, clean_env, need_tool, needs_root, term_once_running
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
 
@@ -366,13 +367,16 @@ def fake_llama_bench(tmp_path, body):
     return lb
 
 
-def run_bench(tmp_path, lb, *extra, wrap=()):
+def run_bench(tmp_path, lb, *extra, term_when=None):
+    """vzcaps bench; term_when: SIGTERM once a process of that name runs below it."""
     model = tmp_path / "tiny.gguf"
     model.write_bytes(b"GGUF" + bytes(range(256)) * 4)
     env = clean_env(VZCAPS_HOST_CHIP="Apple M1 Ultra (Virtual)")
     env["PATH"] = "/usr/bin:/bin"
-    return subprocess.run([*wrap, VZ, "bench", "-m", str(model), "--llama-bench", str(lb), "-r", "2", *extra], env=env,
-                          capture_output=True, text=True, timeout=300)
+    cmd = [VZ, "bench", "-m", str(model), "--llama-bench", str(lb), "-r", "2", *extra]
+    if term_when:
+        return term_once_running(cmd, env, term_when, timeout=300)
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
 
 
 def test_a_huge_stderr_is_capped_and_noted_not_a_crash(tmp_path):
@@ -415,8 +419,8 @@ def test_sigterm_mid_run_marks_the_bundle_incomplete_and_a_rerun_replaces_it(tmp
     # regression (row 7): a stop signal left a half-written bundle the next run refused
     lb = fake_llama_bench(tmp_path, "sleep 120 & wait")
     out = tmp_path / "e"
-    p = run_bench(tmp_path, lb, "--out", str(out), wrap=("timeout", "-s", "TERM", "1"))
-    assert p.returncode == 124, p.stderr
+    p = run_bench(tmp_path, lb, "--out", str(out), term_when="sleep")
+    assert p.returncode == -signal.SIGTERM, p.stderr
     assert not [f for f in out.iterdir() if f.name.startswith(".vzcaps-tmp.")]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["complete"] is False and "stopped by signal 15" in summary["incomplete_reason"]

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, clean_env, needs_root
+from conftest import BUILD, clean_env, needs_root, term_once_running
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
@@ -366,9 +366,8 @@ def test_sigterm_mid_run_leaves_a_marked_bundle_that_a_rerun_replaces(tmp_path):
     # SHA256SUMS, and the next run refused the directory
     out = tmp_path / "b"
     env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
-    p = subprocess.run(["timeout", "-s", "TERM", "1", str(BUILD / "vzcaps"), "doctor", "--bundle", str(out), "--",
-                        "sleep", "120"], env=env, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 124, p.stderr  # timeout(1): the command was ended by the signal
+    p = term_once_running([str(BUILD / "vzcaps"), "doctor", "--bundle", str(out), "--", "sleep", "120"], env)
+    assert p.returncode == -signal.SIGTERM, p.stderr  # the command ended by the signal, as it was sent
     assert "vzcaps doctor: stopped by signal 15: the bundle in" in p.stderr
     no_temporaries(out, tmp_path)
     summary = (out / "summary.md").read_text()
@@ -381,8 +380,7 @@ def test_sigterm_mid_run_leaves_a_marked_bundle_that_a_rerun_replaces(tmp_path):
     assert not (out / "INCOMPLETE").exists() and (out / "summary.md").read_text().startswith("NOT ON MACOS")
     sums_verify(out)
     # an incomplete bundle with a file of someone else's in it is not replaced
-    p = subprocess.run(["timeout", "-s", "TERM", "1", str(BUILD / "vzcaps"), "doctor", "--bundle", str(tmp_path / "c"),
-                        "--", "sleep", "120"], env=env, capture_output=True, text=True, timeout=60)
+    p = term_once_running([str(BUILD / "vzcaps"), "doctor", "--bundle", str(tmp_path / "c"), "--", "sleep", "120"], env)
     (tmp_path / "c" / "notes.txt").write_text("mine\n")
     p = doctor_bundle(tmp_path / "c", "--", "true", env=env)
     assert p.returncode == 1 and "holds an incomplete bundle that cannot be replaced: it holds files that are not part " \
