@@ -173,9 +173,13 @@ def test_log_quiet_silences_the_stock_line_as_it_silences_the_librarys(fleet, tm
     t = subprocess.run(["sh", "-c", "tool q"], env=env, capture_output=True, text=True, timeout=60)
     assert (t.returncode, t.stdout, t.stderr) == (7, "tool q\n", "")
     assert [json.loads(x)["event"] for x in log.read_text().splitlines()] == ["left_stock"]
-    # the library itself, the same configuration: no line either
-    p = subprocess.run([str(BUILD / "probe")], env=clean_env(LD_PRELOAD=str(BUILD / "libvzcaps.so"), VZCAPS_LOG="quiet"),
-                       capture_output=True, text=True, timeout=60)
+    # the library itself, refusing the same way (auto with no chip known): a line without
+    # quiet, none with it (it ran unconfigured before, where it is silent either way)
+    lib = dict(LD_PRELOAD=str(BUILD / "libvzcaps.so"), VZCAPS_APPLE_FAMILY_MAX="auto")
+    loud = subprocess.run([str(BUILD / "probe")], env=clean_env(**lib), capture_output=True, text=True, timeout=60)
+    assert loud.returncode == 0 and loud.stderr.startswith("vzcaps: left stock for probe: ")
+    p = subprocess.run([str(BUILD / "probe")], env=clean_env(**lib, VZCAPS_LOG="quiet"), capture_output=True, text=True,
+                       timeout=60)
     assert (p.returncode, p.stderr) == (0, "")
 
 
