@@ -261,9 +261,14 @@ static void print_text(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX 
     if (!read[0] && !read[1])
         printf("%s (not written yet)", esc(files[1]));
     printf(" (configured by %s)", esc(from));
-    if (s->have_since)
-        printf(" (since %lld; %llu earlier %s left out)", s->since, s->before_since,
-               plural(s->before_since, "record", "records"));
+    if (s->have_since) { /* a time a person reads (it printed Unix seconds), in UTC as records are */
+        char when[64] = "";
+        time_t t = (time_t)s->since;
+        struct tm tm;
+        if ((long long)t != s->since || !gmtime_r(&t, &tm) || !strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm))
+            snprintf(when, sizeof when, "%lld", s->since);
+        printf(" (since %s; %llu earlier %s left out)", when, s->before_since, plural(s->before_since, "record", "records"));
+    }
     printf("\nhooked: %llu %s\n", s->counts.hooked, plural(s->counts.hooked, "process", "processes"));
     for (size_t i = 0; i < s->counts.n; i++) {
         const struct ulog_count *c = &s->counts.items[i];
