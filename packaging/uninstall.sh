@@ -322,7 +322,11 @@ if [ $all = no ] && { [ -e "$base/share/vzcaps/provision" ] || [ -L "$base/share
 fi
 if [ $all = yes ] && { [ -e "$base/share/vzcaps/provision" ] || [ -L "$base/share/vzcaps/provision" ]; }; then
     if [ -f "$base/share/vzcaps/provision-image.sh" ] && [ ! -L "$base/share/vzcaps/provision-image.sh" ]; then
-        sh "$base/share/vzcaps/provision-image.sh" --undo --keep-install --prefix "$prefix" || rc=1
+        if ! sh "$base/share/vzcaps/provision-image.sh" --undo --keep-install --prefix "$prefix"; then
+            # the install (this script, provision-image.sh, the vzcaps its undo runs) stays to finish it
+            warn "what provision-image.sh wrote is not all undone (above): the install in $(q "$prefix") is kept; run $(q "$base/share/vzcaps/uninstall.sh") --all again when that is fixed"
+            exit 1
+        fi
     else
         warn "$(q "$base/share/vzcaps/provision") holds provision-image.sh's records, but $(q "$base/share/vzcaps/provision-image.sh") is missing: what it provisioned is kept"
         rc=1
@@ -340,6 +344,10 @@ elif [ ! -e "$manifest" ]; then
     rc=1
 else
     entries=$(check_manifest "$manifest") || { warn "nothing removed"; exit 1; }
+    if [ ! -w "$base/share/vzcaps" ] || [ ! -x "$base/share/vzcaps" ]; then
+        warn "$(q "$prefix") is not yours to change (installed as $(ls -ld "$base/share/vzcaps" | awk '{ print $3 }')): nothing removed; run it as that user (sudo)"
+        exit 1
+    fi
     removed=0 kept=0 gone=0
     # without --all, while vzcaps made anything for this user, the installed copy of this script
     # stays (with a manifest naming it) so that --all can run later; it removes itself then

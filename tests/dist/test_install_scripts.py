@@ -961,3 +961,17 @@ def test_uninstall_all_names_the_installed_config_page(shell, rel, tmp_path):
     assert p.returncode == 0, p.stderr
     assert f"no config files (looked where the library looks: the config page, installed as {page}" in p.stdout, p.stdout
     assert "docs/config.md" not in p.stdout + p.stderr
+
+
+def test_a_second_install_writes_nothing(rel, mac, tmp_path):
+    """issue 39 row 19: a second provisioning run reinstalled every file ("installed 33 files")."""
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    before = {p: (os.lstat(p).st_ino, os.lstat(p).st_mtime_ns) for p in map(str, prefix.rglob("*"))}
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert f"already installed: the {len(INSTALLED)} files in {prefix} are this release's: nothing written" in p.stdout
+    assert {p: (os.lstat(p).st_ino, os.lstat(p).st_mtime_ns) for p in map(str, prefix.rglob("*"))} == before
+    (prefix / "share" / "doc" / "vzcaps" / "README").write_text("changed\n")
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1 and "already installed" not in p.stdout  # not what it installed: refused as before
