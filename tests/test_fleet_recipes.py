@@ -1020,3 +1020,27 @@ def test_undo_by_a_user_who_did_not_provision_says_so_in_one_line(mac, archive):
     finally:
         shutil.rmtree(top)
 
+
+def test_make_try_provision_is_the_documented_linux_route(tmp_path):
+    """issue 39 row 19: docs/fleet.md's way to try provisioning on Linux, scripts/try-provision
+    (make try-provision), into a directory of its own; the undo it prints puts every file back,
+    and a second run over the first starts again from a clean directory."""
+    fleet = (ROOT / "docs" / "fleet.md").read_text()
+    assert "make try-provision" in fleet and "build/try-provision" in fleet
+    assert "try-provision:" in (ROOT / "Makefile").read_text()
+    try_dir = tmp_path / "try"
+    env = dict(os.environ, TRY_DIR=str(try_dir), B=str(BUILD))
+    for _ in range(2):
+        p = subprocess.run(["sh", "scripts/try-provision"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+    home, prefix = try_dir / "home", try_dir / "usr" / "local"
+    assert f"PATH={prefix}/libexec/vzcaps/shims:$PATH" in (home / ".zshenv").read_text()
+    undo_line = next(line.strip() for line in p.stdout.splitlines() if "--undo" in line)
+    u = subprocess.run(undo_line.split("#")[0].split(), env=env, capture_output=True, text=True, timeout=300)
+    assert u.returncode == 0 and not u.stderr, u.stdout + u.stderr
+    assert os.listdir(home) == [] and (try_dir / "actions-runner" / ".path").read_text() == "/usr/bin:/bin\n"
+    assert not prefix.exists()
+    (tmp_path / "mine").mkdir()
+    p = subprocess.run(["sh", "scripts/try-provision"], cwd=ROOT, env=dict(env, TRY_DIR=str(tmp_path / "mine")),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "is not a directory this script made: left alone" in p.stderr
