@@ -24,7 +24,7 @@ import time
 import pytest
 import yaml
 
-from conftest import BUILD, ROOT, STOCK_FAMILIES, parse_probe
+from conftest import BUILD, LINUX_ONLY, ROOT, STOCK_FAMILIES, parse_probe
 from test_simulated_mac import STOCK, SW_VERS, SYSCTL, UNAME, write
 
 pytestmark = pytest.mark.skipif(sys.platform == "darwin", reason="simulates a Mac on Linux; on a Mac the workflow runs the action itself")
@@ -1044,3 +1044,47 @@ def test_make_try_provision_is_the_documented_linux_route(tmp_path):
     p = subprocess.run(["sh", "scripts/try-provision"], cwd=ROOT, env=dict(env, TRY_DIR=str(tmp_path / "mine")),
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 1 and "is not a directory this script made: left alone" in p.stderr
+
+
+@LINUX_ONLY  # setpriv plays sudo
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to provision as a second user (nobody) and undo as root")
+def test_provisioned_as_the_user_then_undone_as_root(archive):
+    """issue 39 row 7, as the user: nobody provisions its own prefix and home with --server; root's
+    --undo removes the agent as nobody (sudo -u, a stand-in over setpriv), its logs and the
+    directories made for them: exit 0, no error, every file as it was."""
+    top = tempfile.mkdtemp(prefix="vzcaps-as-user.")
+    try:
+        tmp = pathlib.Path(top)
+        stand = tmp / "standins"
+        stand.mkdir()
+        write(stand / "uname", UNAME)
+        write(stand / "sudo", '#!/bin/sh\n[ "$1" = -u ] || exit 1\nu=$2\nshift 2\n'
+                              'exec setpriv --reuid "$u" --regid "$(id -g "$u")" --clear-groups "$@"\n')
+        shutil.copy(archive, tmp / "release.tar.gz")
+        home = tmp / "home"
+        home.mkdir()
+        (home / ".zshenv").write_text("export EDITOR=vi")
+        for d, _, files in os.walk(top):
+            for n in [d, *(os.path.join(d, f) for f in files)]:
+                os.chown(n, 65534, 65534)
+        os.chmod(top, 0o755)
+        before = files_of(tmp)
+        env = dict(PATH=f"{stand}:/usr/bin:/bin", HOME=str(home))
+        prefix = tmp / "prefix"
+        p = subprocess.run(["sh", str(ROOT / "packaging" / "provision-image.sh"), "--archive", str(tmp / "release.tar.gz"),
+                            "--user", "nobody", "--home", str(home), "--prefix", str(prefix), "--etc", str(prefix / "etc"),
+                            "--programs", "probe", "--server", "com.example.sleep", "--", "sleep", "1000"],
+                           env=env, capture_output=True, text=True, timeout=300, preexec_fn=as_nobody, cwd="/",
+                           stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, p.stdout + p.stderr
+        plist = home / "Library" / "LaunchAgents" / "com.example.sleep.plist"
+        assert plist.is_file() and os.stat(plist).st_uid == 65534
+        (home / "Library" / "Logs" / "vzcaps" / "com.example.sleep.err.log").write_text("launchd's\n")
+        u = subprocess.run(["sh", str(prefix / "share" / "vzcaps" / "provision-image.sh"), "--undo"], env=env,
+                           capture_output=True, text=True, timeout=300, cwd="/", stdin=subprocess.DEVNULL)
+        assert u.returncode == 0 and not u.stderr, u.stdout + u.stderr
+        assert "removed the LaunchAgent com.example.sleep" in u.stdout
+        after = files_of(tmp)
+        assert after == before, sorted(set(after.items()) ^ set(before.items()))[:6]
+    finally:
+        shutil.rmtree(top)
