@@ -237,6 +237,10 @@ deps-cross:
 	@sh scripts/have-cross || { sh scripts/install-deps && sh scripts/have-cross; } || \
 	  { echo "make: the cross toolchain is missing: run sh scripts/install-deps (Debian, as root)" >&2; exit 1; }
 
+# packaging/provision-image.sh tried on Linux, into build/try-provision (docs/fleet.md)
+try-provision: all
+	sh scripts/try-provision
+
 # the release archive for a guest: make dist, then one tarball with install.sh/uninstall.sh
 release: dist $(GENERATED)
 	sh scripts/release
@@ -252,4 +256,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps install-deps deps-demo deps-cross check check-emu check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release audit install uninstall clean
+.PHONY: all rig deps install-deps deps-demo deps-cross check check-emu check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release try-provision audit install uninstall clean

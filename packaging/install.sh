@@ -280,6 +280,21 @@ for f in $files share/vzcaps/install-manifest; do
 done
 [ -z "$conflicts" ] || { printf '%s: cannot install into %s:%s\nnothing installed\n' "$me" "$(q "$prefix")" "$conflicts" >&2; exit 1; }
 
+# ---- already installed: every file there with this release's bytes and named so by the
+# manifest: nothing is written (a second run changes nothing) ----
+same=no
+if [ -n "$old" ]; then
+    same=yes
+    for f in $files; do
+        h=$(lookup "$sums" "$f")
+        if [ -L "$base/$f" ] || [ ! -f "$base/$f" ] || [ "$(lookup "$current" "$f")" != "$h" ] ||
+            ! printf '%s\n' "$old" | grep -Fqx "file $h $f"; then same=no; break; fi
+    done
+fi
+if [ $same = yes ]; then
+    say "already installed: the $(printf '%s\n' "$files" | grep -c .) files in $(q "$prefix") are this release's: nothing written"
+else
+
 # ---- 3. copy: each file to a new temporary file beside its destination, checked, renamed ----
 created=""    # directories this run made, in the order made
 parents=""    # "parent N DEV INO" lines: the directories above the prefix this run made
@@ -384,6 +399,7 @@ write_manifest || abort "cannot write $(q "$manifest")"
 trap - INT TERM HUP
 n=$(printf '%s' "$installed" | grep -c '^file ')
 say "installed $n files into $(q "$prefix") (the list: $(q "$manifest"))"
+fi
 
 # ---- 4. quarantine: a browser download marks the files; Gatekeeper and dyld refuse them ----
 rc=0

@@ -5,10 +5,12 @@
 # (their shell start-up files and, with --runner-dir, the GitHub runner service's .path), and
 # optionally a LaunchAgent for a long-running server (vzcaps launchd --install). Everything it
 # writes (the shim links, the start-up file blocks, the runner's .path, the system config, the
-# directories it makes) is recorded under PREFIX/share/vzcaps/provision with the one record
-# mechanism (the record block below, identical in install.sh, uninstall.sh and scripts/release);
-# --undo (and uninstall.sh --all) removes exactly those, restoring a file as it was when nobody
-# changed it since, and keeps what a user made or changed (named).
+# LaunchAgent, the directories it makes) is recorded under PREFIX/share/vzcaps/provision with the
+# one record mechanism (the record block below, identical in install.sh, uninstall.sh and
+# scripts/release), each record written before its entry (a journal: a run killed anywhere leaves
+# records --undo finishes); --undo (and uninstall.sh --all) removes exactly those, restoring a
+# file byte for byte as it was when nobody changed it since, and keeps what a user made or
+# changed (named). A second run writes nothing and says "already provisioned".
 # Never: sets DYLD_INSERT_LIBRARIES anywhere (only shimmed programs and the agent get the
 # library); writes through a link; replaces a config or start-up block it did not write (the
 # config only with --force). Only what a stock Mac has: /bin/sh, BSD tools, tar.
@@ -124,10 +126,22 @@ made_marked() {
 }
 # ---- end of the record ----
 # ---- what provisioning wrote: one record per entry in $records (entry.N: the record's two
-# lines naming the entry as written, then "kind KIND", "path PATH", "orig absent|saved|none"
-# and for a start-up file "shims DIR"; entry.N.orig: a file as it was before, mode kept) ----
+# lines naming the entry as written, then "kind KIND", "path PATH", "orig absent|saved|none" and
+# keyed lines: "shims DIR" for a start-up file or .path, "label LABEL" and "user NAME" for an
+# agent; entry.N.orig: a file as it was before, mode kept). A journal: each record is written
+# (whole, renamed into place) before its entry is, with "copy pending", the SHA-256 of the bytes
+# about to be written ("want"), the entry as provisioning left it before ("before", on a rerun)
+# and the temporary copy's name ("temp"); once written, the record names the entry as it is. So a
+# run stopped at any point (a kill, a failing chown) leaves records that --undo finishes ----
 records=${prefix%/}/share/vzcaps/provision
 maker="vzcaps provision-image.sh"
+# rec_field KEY RECORD: the value of RECORD's first "KEY VALUE" line
+rec_field() { sed -n "s/^$1 //p" "$2" | sed -n 1p; }
+# entries: the record numbers, newest first
+entries() {
+    [ -d "$records" ] || return 0
+    (cd "$records" && find . -name 'entry.*' -type f | sed -n 's|^\./entry\.\([0-9][0-9]*\)$|\1|p' | sort -rn)
+}
 # record_of PATH: the record naming PATH, if any
 record_of() {
     for _r in $(entries); do
@@ -136,47 +150,83 @@ record_of() {
     done
     return 1
 }
-# entries: the record numbers, newest first
-entries() {
-    [ -d "$records" ] || return 0
-    (cd "$records" && find . -name 'entry.*' -type f | sed -n 's|^\./entry\.\([0-9][0-9]*\)$|\1|p' | sort -rn)
+# put_record RECORD: standard input as RECORD, whole or not at all (a temporary renamed)
+put_record() {
+    cat >"$1.new" && mv -f "$1.new" "$1" || { rm -f "$1.new"; fail "cannot record in $records (a full disk?)"; }
 }
-# new_record PATH: reserves a record file for PATH (its path line, so record_of finds it) as rec
-new_record() {
+# ours PATH RECORD: PATH is as provisioning left it: as its record names it, or (a run stopped
+# between the record and the write) the bytes it was about to write, or as an earlier run left it
+ours() {
+    made_by_record "$1" "$2" "$maker" && return 0
+    [ "$(sed -n 2p "$2")" = "copy pending" ] && [ "$(sed -n 1p "$2")" = "$maker" ] || return 1
+    _w=$(rec_field want "$2") _b=$(rec_field before "$2")
+    { [ -n "$_b" ] && made_this "$1" "$_b"; } && return 0
+    [ -n "$_w" ] && [ -f "$1" ] && [ ! -L "$1" ] && [ "$(made_sum <"$1")" = "$_w" ]
+}
+# step: a point between two writes. For the test of a run stopped at each point,
+# PROVISION_IMAGE_STOP_AT=N kills the run (SIGKILL, no trap runs) at the Nth
+step=0 stop_at=${PROVISION_IMAGE_STOP_AT:-}
+unset PROVISION_IMAGE_STOP_AT
+step() {
+    step=$((step + 1))
+    [ "$stop_at" != "$step" ] || kill -KILL $$
+}
+# intend PATH KIND NEWFILE [EXTRA]: PATH's record, before PATH is (re)written with NEWFILE's bytes
+# (sets rec and tmp_of). While PATH is as provisioning left it, the saved original stays; else
+# PATH as it is now is kept (without provisioning's part when a record says it wrote PATH
+# before), or "absent"
+intend() {
+    _before="" _seen=no
+    if rec=$(record_of "$1"); then
+        _seen=yes
+        if ours "$1" "$rec"; then
+            _orig=$(rec_field orig "$rec")
+            case $(sed -n 2p "$rec") in 'copy pending') _before=$(rec_field before "$rec") ;; *) _before=$(sed -n 2p "$rec"); _before=${_before#copy } ;; esac
+            _seen=kept
+        fi
+    else
+        _n=1
+        while [ -e "$records/entry.$_n" ] || [ -L "$records/entry.$_n" ]; do _n=$((_n + 1)); done
+        rec=$records/entry.$_n
+    fi
+    if [ $_seen != kept ]; then
+        if [ -f "$1" ] && [ ! -L "$1" ]; then
+            cp -p "$1" "$rec.orig.new" || fail "cannot keep a copy of $1 in $records"
+            if [ $_seen = yes ]; then
+                strip_kind "$(rec_field kind "$rec")" "$1" "$(rec_field shims "$rec")" >"$rec.orig.new" ||
+                    cp -p "$1" "$rec.orig.new" || fail "cannot keep a copy of $1 in $records"
+            fi
+            mv -f "$rec.orig.new" "$rec.orig" || fail "cannot keep a copy of $1 in $records"
+            _orig=saved
+        else
+            rm -f "$rec.orig"
+            _orig=absent
+        fi
+    fi
+    # a temporary copy a stopped run left beside PATH (its record names it) goes
+    _old=$(rec_field temp "$rec" 2>/dev/null)
+    [ "$_old" != "$1.vzcaps-provision" ] || { [ ! -f "$_old" ] || [ -L "$_old" ] || rm -f "$_old"; }
+    tmp_of=$1.vzcaps-provision
+    { printf '%s\ncopy pending\nkind %s\npath %s\norig %s\n' "$maker" "$2" "$1" "$_orig"
+      [ -z "${4:-}" ] || printf '%s\n' "$4"
+      printf 'want %s\ntemp %s\n' "$(made_sum <"$3")" "$tmp_of"
+      [ -z "$_before" ] || printf 'before %s\n' "$_before"; } | put_record "$rec"
+}
+# pending PATH KIND [EXTRA]: a new record for PATH, about to be made (a directory, a shim, an agent)
+pending() {
     _n=1
     while [ -e "$records/entry.$_n" ] || [ -L "$records/entry.$_n" ]; do _n=$((_n + 1)); done
-    printf '\n\n\npath %s\n' "$1" >"$records/entry.$_n" || fail "cannot write a record in $records (a full disk?)"
     rec=$records/entry.$_n
+    { printf '%s\ncopy pending\nkind %s\npath %s\norig absent\n' "$maker" "$2" "$1"
+      [ -z "${3:-}" ] || printf '%s\n' "$3"; } | put_record "$rec"
 }
-# before_write PATH STRIP: before PATH is (re)written; sets rec (its record) and orig. While PATH
-# is as provisioning left it, the record's saved original stays; else PATH as it is now is kept
-# (through STRIP, which takes our part out, when a record says provisioning wrote it before), or
-# "absent"
-before_write() {
-    if rec=$(record_of "$1") && made_by_record "$1" "$rec" "$maker"; then
-        orig=$(sed -n 's/^orig //p' "$rec")
-        return 0
-    fi
-    _seen=no
-    if rec=$(record_of "$1"); then _seen=yes; else new_record "$1"; fi
-    if [ -f "$1" ] && [ ! -L "$1" ]; then
-        cp -p "$1" "$rec.orig" || fail "cannot keep a copy of $1 in $records"
-        if [ -n "$2" ] && [ $_seen = yes ]; then
-            $2 <"$1" >"$rec.orig" || fail "cannot keep a copy of $1 in $records"
-        fi
-        orig=saved
-    else
-        rm -f "$rec.orig"
-        orig=absent
-    fi
-}
-# record_entry PATH KIND [EXTRA]: PATH as it is now, in its record (rec, from before_write, or a new one)
+# record_entry PATH KIND [EXTRA]: PATH as it is now, in its record (rec, from intend or pending)
 record_entry() {
-    [ -n "${rec:-}" ] || new_record "$1"
-    { made_record "$1" "$maker" && printf 'kind %s\npath %s\norig %s\n' "$2" "$1" "${orig:-none}" &&
+    _orig=$(rec_field orig "$rec")
+    { made_record "$1" "$maker" && printf 'kind %s\npath %s\norig %s\n' "$2" "$1" "${_orig:-none}" &&
         { [ -z "${3:-}" ] || printf '%s\n' "$3"; }; } >"$rec.new" && mv -f "$rec.new" "$rec" ||
         { rm -f "$rec.new"; fail "cannot record $1 in $records (a full disk?)"; }
-    rec="" orig=""
+    rec=""
 }
 # make_dirs DIR: makes DIR and the directories above it that are missing, each recorded
 make_dirs() {
@@ -188,32 +238,84 @@ $_todo"
     done
     while IFS= read -r _d; do
         [ -n "$_d" ] || continue
+        pending "$_d" dir
+        step
         mkdir "$_d" || fail "cannot make $_d"
-        rec="" orig=""
+        step
         record_entry "$_d" dir
-    done <<EOF
+        changed=yes
+    done <<EOT
 $_todo
-EOF
+EOT
 }
+# the PATH block of this prefix in a start-up file: one per prefix, so two prefixes provisioned
+# into the same home are undone independently. When the file did not end in a newline, its
+# begin marker says the newline before it is provisioning's, and taking the block out takes it too
 block_body() { printf 'case "$PATH" in %s | %s:*) ;; *) PATH=%s:$PATH; export PATH ;; esac\n' "$1" "$1" "$1"; }
-begin="# >>> vzcaps shims (written by provision-image.sh) >>>"
-end="# <<< vzcaps shims <<<"
-# strip_block [DIR]: standard input without the marker block (with DIR: only when it is the block
-# provisioning writes for DIR, else status 3 and nothing; no block: status 4)
+block_pre="# >>> vzcaps shims of " block_suf=" (written by provision-image.sh) >>>"
+block_suf_nl=" (written by provision-image.sh, with the newline before it) >>>"
+begin=$block_pre$prefix$block_suf begin_nl=$block_pre$prefix$block_suf_nl end="# <<< vzcaps shims of $prefix <<<"
+# only_blocks FILE: FILE holds nothing but PATH blocks of provisioning (of any prefix)
+only_blocks() {
+    awk -v pre="$block_pre" -v end="# <<< vzcaps shims of " '
+        !inb && index($0, pre) == 1 { inb = 1; next }
+        inb && index($0, end) == 1 { inb = 0; next }
+        !inb { bad = 1 }
+        END { exit bad }' "$1"
+}
+# has_final_newline FILE: FILE is empty or ends in a newline
+has_final_newline() { [ -z "$(tail -c 1 "$1")" ]; }
+# strip_block FILE [DIR]: FILE without this prefix's block, byte for byte otherwise (with DIR:
+# only when it is the block provisioning writes for DIR, else status 3 and nothing; no block:
+# status 4)
 strip_block() {
-    awk -v b="$begin" -v e="$end" -v body="${1:+$(block_body "$1")}" '
+    _nl=0
+    ! has_final_newline "$1" || _nl=1
+    awk -v b="$begin" -v bn="$begin_nl" -v e="$end" -v body="${2:+$(block_body "$2")}" -v nl=$_nl -v pre="$block_pre" \
+        -v suf="$block_suf" -v sufnl="$block_suf_nl" '
         { l[NR] = $0 }
         END {
-            for (i = 1; i <= NR; i++) if (l[i] == b) { found = i; break }
+            for (i = 1; i <= NR; i++) if (l[i] == b || l[i] == bn) { found = i; break }
             if (!found && body != "") exit 4
             if (found && body != "" && !(l[found + 1] == body && l[found + 2] == e)) exit 3
-            skip = 0
-            for (i = 1; i <= NR; i++) { if (l[i] == b) skip = 1; if (!skip) print l[i]; if (l[i] == e) skip = 0 }
-        }'
+            n = 0; skip = 0; ours_nl = 0
+            for (i = 1; i <= NR; i++) {
+                if (!skip && (l[i] == b || l[i] == bn)) { skip = 1; ours_nl = l[i] == bn }
+                else if (skip && l[i] == e) { skip = 0; if (i == NR) continue
+                    # the newline before the block goes with the next block of another prefix
+                    if (ours_nl && index(l[i + 1], pre) == 1 && substr(l[i + 1], length(l[i + 1]) - length(suf) + 1) == suf)
+                        l[i + 1] = substr(l[i + 1], 1, length(l[i + 1]) - length(suf)) sufnl
+                    ours_nl = 0; continue }
+                if (!skip) { o[++n] = l[i]; ours_nl = 0 }
+            }
+            if (ours_nl) nl = 0
+            for (i = 1; i <= n; i++) printf "%s%s", o[i], (i < n || nl) ? "\n" : ""
+        }' "$1"
 }
-# strip_path DIR: standard input (a .path) without DIR leading its first line (status 4 when it does not)
+# strip_path FILE DIR: FILE (a .path) without the entry DIR in its first line, byte for byte
+# otherwise (status 4 when the first line has no such entry)
 strip_path() {
-    awk -v s="$1" 'NR == 1 { if ($0 == s) $0 = ""; else if (index($0, s ":") == 1) $0 = substr($0, length(s) + 2); else bad = 1 } { print } END { exit bad ? 4 : 0 }'
+    _nl=0
+    ! has_final_newline "$1" || _nl=1
+    awk -v s="$2" -v nl=$_nl '
+        NR == 1 {
+            k = split($0, a, ":"); out = ""; gone = 0; first = 1
+            for (i = 1; i <= k; i++) {
+                if (!gone && a[i] == s) { gone = 1; continue }
+                out = first ? a[i] : out ":" a[i]; first = 0
+            }
+            $0 = out
+        }
+        { o[NR] = $0 }
+        END { for (i = 1; i <= NR; i++) printf "%s%s", o[i], (i < NR || nl) ? "\n" : ""; exit gone ? 0 : 4 }' "$1"
+}
+# strip_kind KIND FILE DIR: FILE without provisioning's part (a start-up file's block, .path's entry)
+strip_kind() {
+    case $1 in
+        rc) strip_block "$2" ;;
+        path) strip_path "$2" "$3" ;;
+        *) return 1 ;;
+    esac
 }
 # put_back PATH SOURCE: SOURCE's bytes in place of PATH, through a temporary beside it (the mode
 # and owner of a copy made with cp -p)
@@ -223,35 +325,68 @@ put_back() {
     rm -f "$_t"
     return 1
 }
-# undo_file RECORD KIND PATH ORIG EXTRA: PATH as it was, when it is as provisioning left it; else
+# undo_file RECORD KIND PATH ORIG DIR: PATH as it was, when it is as provisioning left it; else
 # only provisioning's part taken out of it, or kept and named (a user's: status 0); status 1 when
 # a write failed
 undo_file() {
-    _dir=${5#shims }
+    _tp=$(rec_field temp "$1")
+    if [ -n "$_tp" ] && [ "$_tp" = "$3.vzcaps-provision" ] && [ -f "$_tp" ] && [ ! -L "$_tp" ]; then
+        rm -f "$_tp" && say "removed $_tp (the copy a stopped run left)"
+    fi
     if [ -L "$3" ]; then say "kept $3: a link now, not the file $me wrote"; return 0
     elif [ ! -e "$3" ]; then say "$3: already gone"; return 0
     elif [ ! -f "$3" ]; then say "kept $3: not a regular file now"; return 0
     fi
-    if made_by_record "$3" "$1" "$maker"; then
+    if ours "$3" "$1"; then
         case $4 in
             absent) rm -f "$3" && say "removed $3" && return 0 ;;
             saved) [ -f "$1.orig" ] && put_back "$3" "$1.orig" && say "restored $3 as it was before" && return 0 ;;
         esac
         say "kept $3: cannot put back what was there before"; return 1
     fi
+    if [ "$(sed -n 2p "$1")" = "copy pending" ] && [ "$4" = saved ] && [ -f "$1.orig" ] && cmp -s "$3" "$1.orig"; then
+        say "$3: unchanged (the run stopped before writing it)"; return 0
+    fi
     _s=0
     case $2 in
         conf) say "kept $3: changed since $me wrote it"; return 0 ;;
-        rc) strip_block "$_dir" <"$3" >"$records/stripped" || _s=$? ;;
-        path) strip_path "$_dir" <"$3" >"$records/stripped" || _s=$? ;;
+        rc) strip_block "$3" "$5" >"$records/stripped" || _s=$? ;;
+        path) strip_path "$3" "$5" >"$records/stripped" || _s=$? ;;
     esac
     case $_s in
-        0) cp -p "$3" "$records/stripped.m" && cat "$records/stripped" >"$records/stripped.m" && put_back "$3" "$records/stripped.m" &&
+        0) if [ ! -s "$records/stripped" ] && { [ "$4" = absent ] || { [ -f "$1.orig" ] && only_blocks "$1.orig"; }; }; then
+               rm -f "$3" && say "removed $3: nothing but what $me wrote was left in it" && return 0
+           fi
+           if [ "$4" = saved ] && [ -f "$1.orig" ] && cmp -s "$records/stripped" "$1.orig"; then
+               put_back "$3" "$1.orig" && say "restored $3 as it was before" && return 0
+           fi
+           cp -p "$3" "$records/stripped.m" && cat "$records/stripped" >"$records/stripped.m" && put_back "$3" "$records/stripped.m" &&
                rm -f "$records/stripped.m" && say "$3: took out what $me wrote (changed since, so the rest is kept)" && return 0
            say "kept $3: cannot write it"; return 1 ;;
         3) say "kept $3: the block between the vzcaps markers was edited since $me wrote it (remove it by hand)"; return 0 ;;
         *) say "$3: nothing of $me left in it (changed since)"; return 0 ;;
     esac
+}
+# as_user NAME HOME COMMAND...: COMMAND as NAME with HOME (sudo when this is another user)
+as_user() {
+    _au=$1 _ah=$2
+    shift 2
+    if [ "$(id -un)" = "$_au" ]; then HOME=$_ah "$@"; else sudo -u "$_au" env HOME="$_ah" "$@"; fi
+}
+# undo_agent RECORD PATH: the LaunchAgent of --server: stopped and removed (vzcaps launchd
+# --remove, as its user, while the installed vzcaps is still there), and its two logs
+undo_agent() {
+    _l=$(rec_field label "$1") _u=$(rec_field user "$1") _h=$(rec_field home "$1")
+    [ -n "$_l" ] && [ -n "$_u" ] && [ -n "$_h" ] || { say "kept the record $1: no label, user or home in it"; return 1; }
+    if [ ! -e "$2" ] && [ ! -L "$2" ]; then say "$2: already gone"
+    elif ! ours "$2" "$1" && [ "$(sed -n 2p "$1")" != "copy pending" ]; then say "kept $2: changed since $me wrote it"; return 0
+    elif _e=$(as_user "$_u" "$_h" "$_vz" launchd --label "$_l" --remove 2>&1 >/dev/null); then say "removed the LaunchAgent $_l ($2)"
+    else say "kept $2: $(printf '%s' "${_e:-vzcaps launchd --remove refused it}" | head -n 1)"; return 1
+    fi
+    for _lf in "$_h/Library/Logs/vzcaps/$_l.out.log" "$_h/Library/Logs/vzcaps/$_l.err.log"; do
+        if [ -f "$_lf" ] && [ ! -L "$_lf" ]; then rm -f "$_lf" && say "removed $_lf"; fi
+    done
+    return 0
 }
 # undo_all: every record, newest first; then (without --keep-install) the install itself
 undo_all() {
@@ -259,12 +394,18 @@ undo_all() {
     if [ -L "$records" ] || { [ -e "$records" ] && [ ! -d "$records" ]; }; then
         printf '%s: %s is a link or not a directory: nothing undone\n' "$me" "$records" >&2; return 1
     fi
+    if [ -d "$records" ] && ! { [ -r "$records" ] && [ -w "$records" ] && [ -x "$records" ] && [ -w "${records%/provision}" ]; }; then
+        printf '%s: %s is not yours to change (provisioned as %s): nothing undone; run --undo as that user (sudo)\n' \
+            "$me" "$records" "$(ls -ld "$records" | awk '{ print $3 }')" >&2
+        return 1
+    fi
     if [ -d "$records" ]; then
         _vz=${prefix%/}/bin/vzcaps
         for _n in $(entries); do
             _r=$records/entry.$_n
             [ -f "$_r" ] && [ ! -L "$_r" ] || continue
-            _k=$(sed -n 's/^kind //p' "$_r") _p=$(sed -n 4p "$_r") _o=$(sed -n 's/^orig //p' "$_r") _x=$(sed -n 6p "$_r")
+            if [ "$(sed -n 1p "$_r")" != "$maker" ]; then say "kept the record $_r: not one $me wrote"; _rc=1; continue; fi
+            _k=$(rec_field kind "$_r") _p=$(sed -n 4p "$_r") _o=$(rec_field orig "$_r") _x=$(rec_field shims "$_r")
             _p=${_p#path }
             case $_k in
                 dir)
@@ -276,12 +417,13 @@ undo_all() {
                     elif _e=$("$_vz" shims --dir "${_p%/*}" --remove "${_p##*/}" 2>&1 >/dev/null); then say "removed the shim $_p"
                     else say "kept $_p: $(printf '%s' "${_e:-vzcaps shims --remove refused it}" | head -n 1)"
                     fi ;;
+                agent) undo_agent "$_r" "$_p" || _rc=1 ;;
                 rc | path | conf) undo_file "$_r" "$_k" "$_p" "$_o" "$_x" || _rc=1 ;;
                 *) say "kept the record $_r: not one $me wrote"; _rc=1; continue ;;
             esac
             rm -f "$_r" "$_r.orig"
         done
-        rm -f "$records/stripped" "$records/stripped.m"
+        rm -f "$records/stripped" "$records/stripped.m" "$records"/entry.*.new "$records"/entry.*.orig.new
         rmdir "$records" 2>/dev/null || { say "kept $records: not empty"; _rc=1; }
     else
         say "nothing provisioned under $prefix (no $records)"
@@ -340,11 +482,16 @@ for d in "$work"/vzcaps-*-macos; do
     [ -f "$d/install.sh" ] && [ ! -L "$d/install.sh" ] && release=$d
 done
 [ -n "$release" ] || fail "$archive holds no vzcaps-VERSION-macos/install.sh"
+changed=no # anything this run wrote: none says "already provisioned"
+manifest=${prefix%/}/share/vzcaps/install-manifest
+was=$(made_stat "$manifest") || was=""
 sh "$release/install.sh" --prefix "$prefix" || fail "install.sh failed (above): nothing more done"
+[ -n "$was" ] && [ "$(made_stat "$manifest")" = "$was" ] || changed=yes # install.sh rewrote its manifest
 vz=$prefix/bin/vzcaps
 # the records of what follows: the install's own share/vzcaps, readable only by whoever provisions
 if [ ! -d "$records" ]; then mkdir -m 700 "$records" || fail "cannot make $records"; fi
 [ ! -L "$records" ] || fail "$records is a symbolic link: nothing more done"
+step
 
 # plain_or_absent PATH: fails unless PATH is absent or a regular file (never a link, a FIFO that
 # would hang a read, a device or a directory)
@@ -352,14 +499,29 @@ plain_or_absent() {
     [ ! -L "$1" ] || fail "$1 is a symbolic link: not written through it"
     [ ! -e "$1" ] || [ -f "$1" ] || fail "$1 is not a regular file: left alone"
 }
-# write_new DEST SOURCE: SOURCE's bytes to DEST through a temporary file beside it, renamed
-# (never through a link; mode 644)
+# write_new DEST SOURCE: SOURCE's bytes to DEST through a new file beside it (tmp_of, which its
+# record names), renamed (never through a link or over a file not its own; mode 644)
 write_new() {
     plain_or_absent "$1"
-    _t=$(mktemp "$(dirname "$1")/.vzcaps-provision.XXXXXX") || fail "cannot write beside $1"
-    if cat "$2" >"$_t" && chmod 644 "$_t" && mv -f "$_t" "$1"; then return 0; fi
-    rm -f "$_t"
+    [ ! -e "$tmp_of" ] && [ ! -L "$tmp_of" ] || fail "$tmp_of exists (not $me's): $1 not written"
+    _mode=644 # a file there keeps its mode (a user's 600 .zshenv stays 600)
+    [ ! -f "$1" ] || _mode=$(stat -c '%a' "$1" 2>/dev/null || stat -f '%Lp' "$1" 2>/dev/null) || _mode=644
+    case $_mode in [0-7][0-7][0-7] | [0-7][0-7][0-7][0-7]) ;; *) _mode=644 ;; esac
+    if (set -C && cat "$2" >"$tmp_of") && chmod "$_mode" "$tmp_of" && mv -f "$tmp_of" "$1"; then return 0; fi
+    rm -f "$tmp_of"
     fail "cannot write $1 (a full disk?)"
+}
+# journal_write PATH KIND NEWFILE [EXTRA]: NEWFILE's bytes as PATH, its record first (owned by
+# the user unless a config)
+journal_write() {
+    plain_or_absent "$1"
+    intend "$1" "$2" "$3" "${4:-}"
+    step
+    write_new "$1" "$3"
+    step
+    [ $as_root = no ] || [ "$2" = conf ] || chown "$user" "$1" || fail "cannot give $1 to $user"
+    record_entry "$1" "$2" "${4:-}"
+    changed=yes
 }
 
 # ---- 2. the system config: per-program sections, validated before the image keeps it ----
@@ -381,17 +543,13 @@ if [ -e "$conf" ]; then
     if cmp -s "$conf" "$config"; then
         say "config: $conf is already this config"
     elif [ $force = yes ]; then
-        before_write "$conf" ""
-        write_new "$conf" "$config"
-        record_entry "$conf" conf
+        journal_write "$conf" conf "$config"
         say "config: replaced $conf (--force)"
     else
         fail "$conf exists and differs from the config to install: not replaced (pass --force)"
     fi
 else
-    before_write "$conf" ""
-    write_new "$conf" "$config"
-    record_entry "$conf" conf
+    journal_write "$conf" conf "$config"
     say "config: wrote $conf"
 fi
 
@@ -402,32 +560,39 @@ new_shims=""
 for name in $names; do
     [ -e "$shims/$name" ] || [ -L "$shims/$name" ] || new_shims="$new_shims $name"
 done
-# shellcheck disable=SC2086
-"$vz" shims --dir "$shims" -- $names || fail "vzcaps shims failed (above)"
 for name in $new_shims; do
+    pending "$shims/$name" shim
+done
+step
+# shellcheck disable=SC2086
+"$vz" shims --dir "$shims" -- $names >"$work/shims.txt" || { cat "$work/shims.txt"; fail "vzcaps shims failed (above)"; }
+step
+[ -z "$new_shims" ] || { cat "$work/shims.txt"; changed=yes; } # what it made (a second run: nothing)
+for name in $new_shims; do
+    rec=$(record_of "$shims/$name") || fail "the record of $shims/$name is gone"
     record_entry "$shims/$name" shim
 done
 set +f
 
 # ---- 4. the runner's user: the shim directory first on PATH in every shell it starts ----
-# A block between two marker lines, replaced on every run; the rest of each file is kept.
-block="$begin
-$(block_body "$shims")
-$end"
+# A block of this prefix between two marker lines, replaced on every run; the rest of each file
+# is kept byte for byte.
 put_block() { # put_block FILE: FILE with the block, owned by the user
     f=$home/$1
     plain_or_absent "$f"
     if [ -f "$f" ]; then
-        strip_block <"$f" >"$work/rc" || fail "cannot read $f"
+        strip_block "$f" >"$work/rc" || fail "cannot read $f"
     else
         : >"$work/rc"
     fi
-    printf '%s\n' "$block" >>"$work/rc"
+    if [ -s "$work/rc" ] && ! has_final_newline "$work/rc"; then
+        printf '\n%s\n' "$begin_nl" >>"$work/rc"
+    else
+        printf '%s\n' "$begin" >>"$work/rc"
+    fi
+    { block_body "$shims"; printf '%s\n' "$end"; } >>"$work/rc"
     if [ -f "$f" ] && cmp -s "$f" "$work/rc"; then return 0; fi
-    before_write "$f" strip_block
-    write_new "$f" "$work/rc"
-    [ $as_root = no ] || chown "$user" "$f" || fail "cannot give $f to $user"
-    record_entry "$f" rc "shims $shims"
+    journal_write "$f" rc "$work/rc" "shims $shims"
     say "PATH: $f puts $shims first"
 }
 # zsh (the login shell of a macOS user) reads .zshenv in every shell, ssh commands included;
@@ -438,31 +603,65 @@ put_block .profile
 [ ! -f "$home/.bash_profile" ] || put_block .bash_profile # bash reads .profile only without it
 
 # ---- 5. the self-hosted runner service: its launchd job's runsvc.sh exports PATH from .path ----
+# The shim directory as the first entry of its first line; the rest of the file kept byte for byte
 if [ -n "$runner" ]; then
     [ -d "$runner" ] || fail "--runner-dir $runner is not a directory"
     p=$runner/.path
     plain_or_absent "$p"
-    if [ -f "$p" ]; then rest=$(cat "$p"); else rest=/usr/bin:/bin:/usr/sbin:/sbin; fi # launchd's own PATH
-    rest=$(printf '%s\n' "$rest" | head -n 1 | tr ':' '\n' | awk -v s="$shims" 'NF && $0 != s' | paste -s -d : -)
-    printf '%s\n' "$shims${rest:+:$rest}" >"$work/path"
+    if [ -f "$p" ]; then
+        case $(sed -n 1p "$p") in
+            "$shims" | "$shims":*) cp "$p" "$work/path" ;;
+            *) _nl=0
+               ! has_final_newline "$p" || _nl=1
+               awk -v s="$shims" -v nl=$_nl 'NR == 1 { $0 = $0 == "" ? s : s ":" $0 } { o[NR] = $0 }
+                   END { for (i = 1; i <= NR; i++) printf "%s%s", o[i], (i < NR || nl) ? "\n" : "" }' "$p" >"$work/path" ;;
+        esac
+        [ -s "$work/path" ] || printf '%s\n' "$shims" >"$work/path"
+    else
+        printf '%s\n' "$shims:/usr/bin:/bin:/usr/sbin:/sbin" >"$work/path" # launchd's own PATH after the shims
+    fi
     if ! { [ -f "$p" ] && cmp -s "$p" "$work/path"; }; then
-        before_write "$p" "strip_path $shims"
-        write_new "$p" "$work/path"
-        [ $as_root = no ] || chown "$user" "$p" || fail "cannot give $p to $user"
-        record_entry "$p" path "shims $shims"
+        journal_write "$p" path "$work/path" "shims $shims"
     fi
     say "runner: $p starts with $shims (restart the service: ./svc.sh stop && ./svc.sh start)"
 fi
 
 # ---- 6. a LaunchAgent for a long-running server, written and bootstrapped as the user ----
+# Recorded before it is made (with the directories vzcaps launchd will make for it and its logs),
+# so --undo stops and removes it, and its logs, as the user
 if [ -n "$server" ]; then
     # the program is resolved without the shims: the agent runs the real one with the library
     plain=$(printf '%s\n' "$PATH" | tr ':' '\n' | awk -v s="$shims" 'NF && $0 != s' | paste -s -d : -)
-    if [ "$(id -un)" = "$user" ]; then
-        HOME=$home PATH=$plain "$vz" launchd --label "$server" --keep-alive --install -- "$@" || fail "vzcaps launchd failed (above)"
-    else
-        sudo -u "$user" env HOME="$home" PATH="$plain" "$vz" launchd --label "$server" --keep-alive --install -- "$@" ||
+    plist=$home/Library/LaunchAgents/$server.plist
+    if [ -f "$plist" ] && [ ! -L "$plist" ] &&
+        as_user "$user" "$home" env PATH="$plain" "$vz" launchd --label "$server" --keep-alive -- "$@" >"$work/plist" 2>/dev/null &&
+        cmp -s "$plist" "$work/plist"; then
+        say "server: $plist is already this job"
+    elif [ ! -e "$plist" ] && [ ! -L "$plist" ]; then
+        for d in "$home/Library" "$home/Library/LaunchAgents" "$home/Library/Logs" "$home/Library/Logs/vzcaps"; do
+            [ -d "$d" ] || [ -L "$d" ] || pending "$d" dir
+        done
+        pending "$plist" agent "label $server
+user $user
+home $home"
+        step
+        as_user "$user" "$home" env PATH="$plain" "$vz" launchd --label "$server" --keep-alive --install -- "$@" ||
             fail "vzcaps launchd as $user failed (above)"
+        step
+        rec=$(record_of "$plist") || fail "the record of $plist is gone"
+        record_entry "$plist" agent "label $server
+user $user
+home $home"
+        for d in "$home/Library" "$home/Library/LaunchAgents" "$home/Library/Logs" "$home/Library/Logs/vzcaps"; do
+            if rec=$(record_of "$d") && [ "$(sed -n 2p "$rec")" = "copy pending" ] && [ -d "$d" ]; then record_entry "$d" dir; fi
+        done
+        changed=yes
+    else
+        as_user "$user" "$home" env PATH="$plain" "$vz" launchd --label "$server" --keep-alive --install -- "$@" ||
+            fail "vzcaps launchd as $user failed (above)"
+        say "server: $plist was there before: not recorded (the undo leaves it)"
     fi
 fi
-say "$me: done; check with: $vz doctor"
+if [ $changed = no ]; then say "$me: already provisioned: nothing changed; check with: $vz doctor"
+else say "$me: done; check with: $vz doctor"
+fi

@@ -5,7 +5,7 @@
 # named), then the directories install.sh created, when empty; without --all, while vzcaps made
 # anything for this user, it keeps its installed copy so that --all can run later. --all also
 # removes the LaunchAgents `vzcaps launchd` installed (after launchctl bootout),
-# ~/Library/Logs/vzcaps and ~/Library/Caches/vzcaps, what provision-image.sh wrote (by its records:
+# the logs vzcaps made in ~/Library/Logs/vzcaps (the rest kept and named) and ~/Library/Caches/vzcaps, what provision-image.sh wrote (by its records:
 # provision-image.sh --undo), and lists prepared copies and config files;
 # --yes removes the copies, --yes --config the config files. Never: removes a file the manifest
 # does not list, a changed file, a non-empty directory, or something of the user's that vzcaps's
@@ -31,7 +31,8 @@ while [ $# -gt 0 ]; do
             echo "$usage"
             echo "Removes the files install.sh recorded in PREFIX/share/vzcaps/install-manifest that are unchanged,"
             echo "then the directories it created, when empty."
-            echo "--all: also the LaunchAgents vzcaps installed, ~/Library/Logs/vzcaps and ~/Library/Caches/vzcaps,"
+            echo "--all: also the LaunchAgents vzcaps installed, the logs vzcaps made in ~/Library/Logs/vzcaps"
+            echo "(the rest there is kept and named), ~/Library/Caches/vzcaps,"
             echo "and lists the prepared copies in ~/Library/Application Support/vzcaps/prepared (--yes removes them)"
             echo "and the config files the library would read (--yes --config removes them)."
             echo "Without --all, while vzcaps has made any of those for you, this script keeps its installed copy,"
@@ -322,7 +323,11 @@ if [ $all = no ] && { [ -e "$base/share/vzcaps/provision" ] || [ -L "$base/share
 fi
 if [ $all = yes ] && { [ -e "$base/share/vzcaps/provision" ] || [ -L "$base/share/vzcaps/provision" ]; }; then
     if [ -f "$base/share/vzcaps/provision-image.sh" ] && [ ! -L "$base/share/vzcaps/provision-image.sh" ]; then
-        sh "$base/share/vzcaps/provision-image.sh" --undo --keep-install --prefix "$prefix" || rc=1
+        if ! sh "$base/share/vzcaps/provision-image.sh" --undo --keep-install --prefix "$prefix"; then
+            # the install (this script, provision-image.sh, the vzcaps its undo runs) stays to finish it
+            warn "what provision-image.sh wrote is not all undone (above): the install in $(q "$prefix") is kept; run $(q "$base/share/vzcaps/uninstall.sh") --all again when that is fixed"
+            exit 1
+        fi
     else
         warn "$(q "$base/share/vzcaps/provision") holds provision-image.sh's records, but $(q "$base/share/vzcaps/provision-image.sh") is missing: what it provisioned is kept"
         rc=1
@@ -340,6 +345,10 @@ elif [ ! -e "$manifest" ]; then
     rc=1
 else
     entries=$(check_manifest "$manifest") || { warn "nothing removed"; exit 1; }
+    if [ ! -w "$base/share/vzcaps" ] || [ ! -x "$base/share/vzcaps" ]; then
+        warn "$(q "$prefix") is not yours to change (installed as $(ls -ld "$base/share/vzcaps" | awk '{ print $3 }')): nothing removed; run it as that user (sudo)"
+        exit 1
+    fi
     removed=0 kept=0 gone=0
     # without --all, while vzcaps made anything for this user, the installed copy of this script
     # stays (with a manifest naming it) so that --all can run later; it removes itself then
@@ -414,6 +423,27 @@ fi
 # ---- --all: what vzcaps made for this user ----
 [ -n "$home" ] || { warn "--all: HOME is not an absolute path (without control characters)"; exit 1; }
 na=0
+agent_labels=$(our_agents | sed 's|.*/||; s|\.plist$||')
+# ours_log NAME: a file of ~/Library/Logs/vzcaps that vzcaps made: the standard output or error
+# log of one of its LaunchAgents (LABEL.out.log, LABEL.err.log), or a stats log (vzcaps.log,
+# stats.jsonl or any name, and its .1) whose every line is one of the library's records, or a
+# record cut short (docs/config.md), and not empty
+ours_log() {
+    case $1 in
+        *.out.log | *.err.log)
+            _ol=${1%.*.log}
+            printf '%s\n' "$agent_labels" | grep -Fqx -- "$_ol" && return 0 ;;
+    esac
+    _of=$logs/$1
+    [ -f "$_of" ] && [ ! -L "$_of" ] && [ -s "$_of" ] || return 1
+    _os='"([^"\\]|\\.)*"' # a JSON string
+    REC="^[{]\"v\":1,\"time\":[0-9]+,\"pid\":[0-9]+,\"program\":$_os,\"path\":$_os,\"event\":\"(hooked|left_stock)\",\"class\":$_os,\"family\":[0-9]+,\"reason\":$_os[}]\$" \
+        LC_ALL=C awk 'BEGIN { rec = ENVIRON["REC"] }
+        $0 ~ rec { whole++; next }
+        index($0, "{\"v\":1,") == 1 { next } # a record cut short
+        { bad = 1; exit }
+        END { exit bad || !whole }' "$_of"
+}
 while IFS= read -r plist; do
     [ -n "$plist" ] || continue
     label=${plist##*/}
@@ -433,7 +463,26 @@ done <<EOF
 $(our_agents)
 EOF
 [ $na -gt 0 ] || say "no LaunchAgent of vzcaps in $(q "$agents")"
-for d in "$home/Library/Logs/vzcaps" "$home/Library/Caches/vzcaps"; do
+# ~/Library/Logs/vzcaps: only what vzcaps made there goes (the logs of its agents, stats logs);
+# the rest (a user's notes, evidence) is kept and named, and the directory with it
+logs=$home/Library/Logs/vzcaps
+if [ -d "$logs" ] && [ ! -L "$logs" ]; then
+    set +f
+    for f in "$logs"/* "$logs"/.[!.]* "$logs"/..?*; do
+        set -f
+        [ -e "$f" ] || [ -L "$f" ] || continue
+        n=${f##*/}
+        if ours_log "$n" && [ -f "$f" ] && [ ! -L "$f" ]; then
+            if rm -f "$f"; then say "removed $(q "$f")"; else warn "cannot remove $(q "$f")"; rc=1; fi
+        else
+            say "kept $(q "$f"): not a log vzcaps made"
+        fi
+    done
+    set -f
+    if rmdir "$logs" 2>/dev/null; then say "removed $(q "$logs")"; else say "kept $(q "$logs"): not empty (named above)"; fi
+fi
+for d in "$logs" "$home/Library/Caches/vzcaps"; do
+    [ "$d" != "$logs" ] || [ -L "$d" ] || continue
     if [ -L "$d" ]; then
         if rm -f "$d"; then say "removed the link $(q "$d")"; else warn "cannot remove $(q "$d")"; rc=1; fi
     elif [ -e "$d" ]; then

@@ -11,17 +11,20 @@ import ast
 import hashlib
 import json
 import os
+import pathlib
 import re
 import shutil
 import stat
 import subprocess
 import sys
 import tarfile
+import tempfile
+import time
 
 import pytest
 import yaml
 
-from conftest import BUILD, ROOT, STOCK_FAMILIES, parse_probe
+from conftest import BUILD, LINUX_ONLY, ROOT, STOCK_FAMILIES, parse_probe
 from test_simulated_mac import STOCK, SW_VERS, SYSCTL, UNAME, write
 
 pytestmark = pytest.mark.skipif(sys.platform == "darwin", reason="simulates a Mac on Linux; on a Mac the workflow runs the action itself")
@@ -798,3 +801,290 @@ def test_a_program_name_that_reads_as_an_option_is_refused_before_anything_is_wr
     assert q.stderr.splitlines()[0] == (f"provision-image.sh: --programs: \"{bad}\" starts with '-': "
                                         "a program name, not an option"), q.stderr
     assert files_of(tmp_path) == before  # nothing installed, written or removed
+
+
+# ---- issue 39: a journal, prefixes undone independently, the agent, a second run ----
+
+def provision_into(env, tmp, archive, prefix, *extra, shell="dash", stop_at=None):
+    home = tmp / "Users" / "runner"
+    home.mkdir(parents=True, exist_ok=True)
+    args = ["--archive", str(archive), "--user", subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip(),
+            "--home", str(home), "--prefix", str(prefix), "--etc", str(prefix / "etc"), "--programs", "probe llama-server", *extra]
+    e = dict(env, PROVISION_IMAGE_STOP_AT=str(stop_at)) if stop_at else env
+    return subprocess.run([*shell.split(), str(ROOT / "packaging" / "provision-image.sh"), *args], env=e,
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+
+
+def undo_prefix(env, prefix, shell="dash"):
+    return subprocess.run([*shell.split(), str(ROOT / "packaging" / "provision-image.sh"), "--undo", "--prefix", str(prefix)],
+                          env=env, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+
+
+def stamps(root):
+    """Every entry under root with its inode and modification time: a rewrite shows."""
+    return {os.path.relpath(os.path.join(d, n), root): (os.lstat(os.path.join(d, n)).st_ino, os.lstat(os.path.join(d, n)).st_mtime_ns)
+            for d, dirs, files in os.walk(root) for n in dirs + files}
+
+
+def test_a_second_provisioning_run_changes_nothing_and_says_so(mac, tmp_path, archive):
+    # issue 39 row 19: a second run rewrote every installed file and said "installed 33 files" again
+    env, sim = mac
+    home, runner = image(tmp_path, sim)
+    prefix = tmp_path / "usr" / "local"
+    server = ["--server", "com.example.probe", "--", "probe"]
+    p = provision_into(env, tmp_path, archive, prefix, "--runner-dir", str(runner), *server)
+    assert p.returncode == 0 and "already provisioned" not in p.stdout, p.stdout + p.stderr
+    first = stamps(tmp_path)
+    p = provision_into(env, tmp_path, archive, prefix, "--runner-dir", str(runner), *server)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "provision-image.sh: already provisioned: nothing changed" in p.stdout, p.stdout
+    assert "installed " not in p.stdout and "already installed" in p.stdout and "PATH:" not in p.stdout
+    assert stamps(tmp_path) == first, sorted(set(stamps(tmp_path).items()) ^ set(first.items()))[:6]
+
+
+def test_provisioning_stopped_at_every_step_is_undone(mac, tmp_path, archive):
+    """issue 39 row 5: killed (SIGKILL: no trap runs) between a start-up file's write and its record,
+    --undo exited 1, kept the PATH block and asked to be run again. Stopped at each point between
+    two writes in turn (PROVISION_IMAGE_STOP_AT), then undone: exit 0, every file as it was."""
+    env, sim = mac
+    home, runner = image(tmp_path, sim)
+    prefix = tmp_path / "usr" / "local"
+    before = files_of(tmp_path)
+    args = ["--runner-dir", str(runner), "--server", "com.example.probe", "--", "probe"]
+    n = 0
+    while True:
+        n += 1
+        assert n < 60, "provisioning never finished"
+        p = provision_into(env, tmp_path, archive, prefix, *args, stop_at=n)
+        u = undo_prefix(env, prefix)
+        assert u.returncode == 0 and not u.stderr, (n, u.stdout + u.stderr)
+        assert "again" not in u.stdout and "kept" not in u.stdout, (n, u.stdout)
+        after = files_of(tmp_path)
+        assert after == before, (n, sorted(set(after.items()) ^ set(before.items()))[:6])
+        if p.returncode == 0:
+            break
+        assert p.returncode == -9, (n, p.stdout + p.stderr)
+    assert n > 15  # every directory, the config, the shims, four start-up files, .path and the agent
+
+
+def test_provisioning_killed_at_random_moments_is_undone(mac, tmp_path, archive):
+    """The whole run's process killed (SIGKILL) at moments spread over a run, whatever it was doing
+    (its child, install.sh or vzcaps, finishes); then --undo: exit 0, every file as it was."""
+    env, sim = mac
+    home, runner = image(tmp_path, sim)
+    prefix = tmp_path / "usr" / "local"
+    before = files_of(tmp_path)
+    cmd = ["dash", str(ROOT / "packaging" / "provision-image.sh"), "--archive", str(archive), "--user",
+           subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip(), "--home", str(home),
+           "--prefix", str(prefix), "--etc", str(prefix / "etc"), "--programs", "probe llama-server",
+           "--runner-dir", str(runner), "--server", "com.example.probe", "--", "probe"]
+
+    t0 = time.monotonic()
+    whole = subprocess.run(cmd, env=env, capture_output=True, timeout=300, stdin=subprocess.DEVNULL)
+    took = time.monotonic() - t0
+    assert whole.returncode == 0 and undo_prefix(env, prefix).returncode == 0
+    for k in range(1, 9):
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+        time.sleep(took * k / 9)
+        p.kill()
+        p.communicate(timeout=300)  # the pipes close when the child it was running has finished too
+        u = undo_prefix(env, prefix)
+        assert u.returncode == 0 and not u.stderr, (k, u.stdout + u.stderr)
+        after = files_of(tmp_path)
+        assert after == before, (k, sorted(set(after.items()) ^ set(before.items()))[:6])
+
+
+def test_a_failing_chown_is_undone(mac, tmp_path, archive):
+    """As root, a chown that fails after the write (row 5's other case): exit 1, then --undo
+    finishes: exit 0, every file as it was. id answers 0 and chown fails (stand-ins)."""
+    env, sim = mac
+    home, runner = image(tmp_path, sim)
+    prefix = tmp_path / "usr" / "local"
+    before = files_of(tmp_path)
+    stand = tmp_path.parent / (tmp_path.name + "-standins")
+    stand.mkdir()
+    write(stand / "chown", "#!/bin/sh\necho \"chown: $2: Operation not permitted\" >&2\nexit 1\n")
+    write(stand / "id", "#!/bin/sh\n[ \"$*\" = -u ] && { echo 0; exit 0; }\nexec @ID@ \"$@\"\n", ID=shutil.which("id"))
+    p = provision_into(dict(env, PATH=f"{stand}:{env['PATH']}"), tmp_path, archive, prefix, "--runner-dir", str(runner))
+    assert p.returncode == 1 and "cannot give" in p.stderr, p.stdout + p.stderr
+    u = undo_prefix(env, prefix)
+    assert u.returncode == 0 and not u.stderr, u.stdout + u.stderr
+    assert files_of(tmp_path) == before
+
+
+@pytest.mark.parametrize("order", ["a-then-b", "b-then-a"])
+def test_two_prefixes_are_undone_independently(mac, tmp_path, archive, order):
+    # issue 39 row 6: provision A, provision B, undo A, undo B (each exit 0) left A's PATH block
+    env, sim = mac
+    home, runner = image(tmp_path, sim)
+    before = files_of(tmp_path)
+    a, b = tmp_path / "a", tmp_path / "b"
+    for prefix in (a, b):
+        p = provision_into(env, tmp_path, archive, prefix, "--runner-dir", str(runner))
+        assert p.returncode == 0, p.stdout + p.stderr
+    zshenv = (home / ".zshenv").read_text()
+    assert f"{a}/libexec/vzcaps/shims" in zshenv and f"{b}/libexec/vzcaps/shims" in zshenv
+    first, second = (a, b) if order == "a-then-b" else (b, a)
+    u = undo_prefix(env, first)
+    assert u.returncode == 0, u.stdout + u.stderr
+    for rc in (".zshenv", ".zprofile", ".profile", ".bash_profile"):
+        text = (home / rc).read_text()
+        assert f"{first}/libexec" not in text and f"{second}/libexec/vzcaps/shims" in text, (rc, text)
+        assert login_path(env, home, rc).split(":")[0] == f"{second}/libexec/vzcaps/shims", rc
+    assert (runner / ".path").read_text().split(":")[0] == f"{second}/libexec/vzcaps/shims"
+    u = undo_prefix(env, second)
+    assert u.returncode == 0, u.stdout + u.stderr
+    after = files_of(tmp_path)
+    assert after == before, sorted(set(after.items()) ^ set(before.items()))[:6]
+
+
+def test_a_file_without_a_final_newline_is_restored_without_one(mac, tmp_path, archive):
+    """issue 39 row 8: the undo kept the newline provisioning added to a file that had none. Here
+    the files are edited since (a line put first), so the undo takes out only provisioning's part."""
+    env, sim = mac
+    home, runner = image(tmp_path, sim)
+    (runner / ".path").write_text("/usr/bin:/bin")  # none at its end either
+    prefix = tmp_path / "usr" / "local"
+    p = provision_into(env, tmp_path, archive, prefix, "--runner-dir", str(runner))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert login_path(env, home, ".zshenv").split(":")[0] == f"{prefix}/libexec/vzcaps/shims"
+    assert (runner / ".path").read_bytes() == f"{prefix}/libexec/vzcaps/shims:/usr/bin:/bin".encode()
+    for f in (home / ".zshenv", home / ".profile"):
+        f.write_bytes(b"# mine\n" + f.read_bytes())
+    (runner / ".path").write_bytes((runner / ".path").read_bytes() + b"\n# mine")
+    u = undo_prefix(env, prefix)
+    assert u.returncode == 0, u.stdout + u.stderr
+    assert u.stdout.count("took out what provision-image.sh wrote") == 3, u.stdout
+    assert (home / ".zshenv").read_bytes() == b"# mine\nexport EDITOR=vi"
+    assert stat.S_IMODE((home / ".zshenv").stat().st_mode) == 0o600  # its mode kept throughout
+    assert (runner / ".path").read_bytes() == b"/usr/bin:/bin\n# mine"
+    assert (home / ".profile").read_bytes() == b"# mine\n"
+
+
+@pytest.mark.parametrize("how", ["undo", "uninstall-all"])
+def test_server_then_undo_leaves_no_agent_log_or_tool(mac, tmp_path, archive, how):
+    """issue 39 row 7: as root, the undo left the KeepAlive agent (naming the removed library) and
+    ~/Library/Logs/vzcaps, and removed uninstall.sh, the tool named for removing the agent."""
+    env, sim = mac
+    home, runner = image(tmp_path, sim)
+    before = files_of(tmp_path)
+    prefix = tmp_path / "usr" / "local"
+    p = provision_into(env, tmp_path, archive, prefix, "--server", "com.example.probe", "--", "probe", "--port", "1")
+    assert p.returncode == 0, p.stdout + p.stderr
+    logs = home / "Library" / "Logs" / "vzcaps"
+    assert (home / "Library" / "LaunchAgents" / "com.example.probe.plist").is_file() and logs.is_dir()
+    (logs / "com.example.probe.err.log").write_text("the job's own log\n")  # as launchd would make it
+    (logs / "com.example.probe.out.log").write_text("")
+    u = undo(env, "dash", tmp_path, how)
+    assert u.returncode == 0 and not u.stderr, u.stdout + u.stderr
+    assert "removed the LaunchAgent com.example.probe" in u.stdout
+    after = files_of(tmp_path)
+    assert after == before, sorted(set(after.items()) ^ set(before.items()))[:6]
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to provision as root and undo as a second user (nobody)")
+def test_undo_by_a_user_who_did_not_provision_says_so_in_one_line(mac, archive):
+    """issue 39 row 7, the other order: provisioned as root, --undo (and uninstall.sh --all) as
+    another user printed about 70 "Permission denied" lines and a raw cd error, then exit 1. Now
+    one line naming whose it is, nothing changed, and root's --undo afterwards still finishes."""
+    env, sim = mac
+    top = tempfile.mkdtemp(prefix="vzcaps-second-user.")  # a directory the second user can reach
+    try:
+        os.chmod(top, 0o755)
+        tmp = pathlib.Path(top)
+        home, runner = image(tmp, sim)
+        prefix = tmp / "usr" / "local"
+        before = files_of(tmp)
+        p = provision_into(env, tmp, archive, prefix, "--server", "com.example.probe", "--", "probe")
+        assert p.returncode == 0, p.stdout + p.stderr
+        made = files_of(tmp)
+        plain = dict(PATH="/usr/bin:/bin", HOME="/nonexistent")
+        for cmd in (["sh", str(prefix / "share" / "vzcaps" / "provision-image.sh"), "--undo"],
+                    ["sh", str(prefix / "share" / "vzcaps" / "uninstall.sh"), "--all"]):
+            q = subprocess.run(cmd, env=plain, capture_output=True, text=True, timeout=120, preexec_fn=as_nobody,
+                               cwd="/", stdin=subprocess.DEVNULL)
+            assert q.returncode == 1, (cmd, q.stdout, q.stderr)
+            assert "Permission denied" not in q.stderr and "can't cd" not in q.stderr and "cd:" not in q.stderr, q.stderr
+            assert "is not yours to change (provisioned as root)" in q.stderr.splitlines()[0], q.stderr
+            assert len(q.stderr.splitlines()) <= 2 and not q.stdout, (q.stdout, q.stderr)
+            assert files_of(tmp) == made
+        u = undo_prefix(env, prefix)
+        assert u.returncode == 0 and not u.stderr, u.stdout + u.stderr
+        assert files_of(tmp) == before
+    finally:
+        shutil.rmtree(top)
+
+
+def test_make_try_provision_is_the_documented_linux_route(tmp_path):
+    """issue 39 row 19: docs/fleet.md's way to try provisioning on Linux, scripts/try-provision
+    (make try-provision), into a directory of its own; the undo it prints puts every file back,
+    and a second run over the first starts again from a clean directory."""
+    fleet = (ROOT / "docs" / "fleet.md").read_text()
+    assert "make try-provision" in fleet and "build/try-provision" in fleet
+    assert "try-provision:" in (ROOT / "Makefile").read_text()
+    try_dir = tmp_path / "try"
+    env = dict(os.environ, TRY_DIR=str(try_dir), B=str(BUILD))
+    for _ in range(2):
+        p = subprocess.run(["sh", "scripts/try-provision"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+    home, prefix = try_dir / "home", try_dir / "usr" / "local"
+    assert f"PATH={prefix}/libexec/vzcaps/shims:$PATH" in (home / ".zshenv").read_text()
+    undo_line = next(line.strip() for line in p.stdout.splitlines() if "--undo" in line)
+    u = subprocess.run(undo_line.split("#")[0].split(), env=env, capture_output=True, text=True, timeout=300)
+    assert u.returncode == 0 and not u.stderr, u.stdout + u.stderr
+    assert os.listdir(home) == [] and (try_dir / "actions-runner" / ".path").read_text() == "/usr/bin:/bin\n"
+    assert not prefix.exists()
+    (tmp_path / "mine").mkdir()
+    p = subprocess.run(["sh", "scripts/try-provision"], cwd=ROOT, env=dict(env, TRY_DIR=str(tmp_path / "mine")),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and "is not a directory this script made: left alone" in p.stderr
+
+
+@LINUX_ONLY  # setpriv plays sudo
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, to provision as a second user (nobody) and undo as root")
+def test_provisioned_as_the_user_then_undone_as_root(archive):
+    """issue 39 row 7, as the user: nobody provisions its own prefix and home with --server; root's
+    --undo removes the agent as nobody (sudo -u, a stand-in over setpriv), its logs and the
+    directories made for them: exit 0, no error, every file as it was."""
+    top = tempfile.mkdtemp(prefix="vzcaps-as-user.")
+    try:
+        tmp = pathlib.Path(top)
+        stand = tmp / "standins"
+        stand.mkdir()
+        write(stand / "uname", UNAME)
+        write(stand / "sudo", '#!/bin/sh\n[ "$1" = -u ] || exit 1\nu=$2\nshift 2\n'
+                              'exec setpriv --reuid "$u" --regid "$(id -g "$u")" --clear-groups "$@"\n')
+        shutil.copy(archive, tmp / "release.tar.gz")
+        home = tmp / "home"
+        home.mkdir()
+        (home / ".zshenv").write_text("export EDITOR=vi")
+        for d, _, files in os.walk(top):
+            for n in [d, *(os.path.join(d, f) for f in files)]:
+                os.chown(n, 65534, 65534)
+        os.chmod(top, 0o755)
+        before = files_of(tmp)
+        env = dict(PATH=f"{stand}:/usr/bin:/bin", HOME=str(home))
+        prefix = tmp / "prefix"
+        p = subprocess.run(["sh", str(ROOT / "packaging" / "provision-image.sh"), "--archive", str(tmp / "release.tar.gz"),
+                            "--user", "nobody", "--home", str(home), "--prefix", str(prefix), "--etc", str(prefix / "etc"),
+                            "--programs", "probe", "--server", "com.example.sleep", "--", "sleep", "1000"],
+                           env=env, capture_output=True, text=True, timeout=300, preexec_fn=as_nobody, cwd="/",
+                           stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, p.stdout + p.stderr
+        plist = home / "Library" / "LaunchAgents" / "com.example.sleep.plist"
+        assert plist.is_file() and os.stat(plist).st_uid == 65534
+        (home / "Library" / "Logs" / "vzcaps" / "com.example.sleep.err.log").write_text("launchd's\n")
+        u = subprocess.run(["sh", str(prefix / "share" / "vzcaps" / "provision-image.sh"), "--undo"], env=env,
+                           capture_output=True, text=True, timeout=300, cwd="/", stdin=subprocess.DEVNULL)
+        assert u.returncode == 0 and not u.stderr, u.stdout + u.stderr
+        assert "removed the LaunchAgent com.example.sleep" in u.stdout
+        after = files_of(tmp)
+        assert after == before, sorted(set(after.items()) ^ set(before.items()))[:6]
+    finally:
+        shutil.rmtree(top)

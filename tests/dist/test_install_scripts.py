@@ -978,3 +978,51 @@ def test_a_prefix_outside_zshs_fpath_says_the_line_that_makes_zsh_complete(rel, 
     found = subprocess.run([zsh, "-fc", f"{line}; autoload -Uz _vzcaps; whence -v _vzcaps"], capture_output=True,
                            text=True, timeout=60)
     assert found.returncode == 0 and "_vzcaps is an autoload shell function" in found.stdout, found.stdout + found.stderr
+
+
+def test_uninstall_all_removes_only_the_logs_vzcaps_made(rel, tmp_path):
+    """issue 39 row 4: --all (without --yes) deleted the user's own files in ~/Library/Logs/vzcaps
+    (notes, evidence). Now only the logs of vzcaps's agents and the library's stats logs go; the
+    rest is kept and named, and the directory with it."""
+    home = tmp_path / "home"
+    d = standins(tmp_path / "standins", launchctl=True)
+    env = env_with(d, HOME=str(home))
+    launchd_plist(home, "com.me.llama-server", "/bin/echo", "hi")
+    logs = home / "Library" / "Logs" / "vzcaps"
+    logs.mkdir(parents=True, exist_ok=True)
+    record = ('{"v":1,"time":1796000000,"pid":42,"program":"llama-server","path":"/opt/homebrew/bin/llama-server",'
+              '"event":"hooked","class":"AGXG14GDevice","family":1008,"reason":""}\n')
+    stock = '{"v":1,"time":1796000001,"pid":43,"program":"a\\"b","path":"","event":"left_stock","class":"","family":0,"reason":"no host chip"}\n'
+    made = {"com.me.llama-server.err.log": "error\n", "com.me.llama-server.out.log": "",
+            "stats.jsonl": record + stock + '{"v":1,"time":17960', "stats.jsonl.1": record}
+    mine = {"notes.txt": "what I saw\n", "evidence.jsonl": record + "my own line\n", "other.err.log": "not an agent of vzcaps\n",
+            "empty.log": "", ".hidden": "mine\n"}
+    for name, text in {**made, **mine}.items():
+        (logs / name).write_text(text)
+    (logs / "dir").mkdir()
+    (logs / "link.log").symlink_to(tmp_path / "nowhere")
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=env).returncode == 0
+    p = run("dash", rel / "uninstall.sh", "--all", "--prefix", str(prefix), env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert sorted(os.listdir(logs)) == sorted([*mine, "dir", "link.log"])
+    for name, text in mine.items():
+        assert (logs / name).read_text() == text
+        assert f"kept {shlex.quote(str(logs / name))}: not a log vzcaps made" in p.stdout, p.stdout
+    for name in made:
+        assert f"removed {shlex.quote(str(logs / name))}" in p.stdout
+    assert f"kept {shlex.quote(str(logs))}: not empty" in p.stdout
+
+
+def test_a_second_install_writes_nothing(rel, mac, tmp_path):
+    """issue 39 row 19: a second provisioning run reinstalled every file ("installed 33 files")."""
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    before = {p: (os.lstat(p).st_ino, os.lstat(p).st_mtime_ns) for p in map(str, prefix.rglob("*"))}
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert f"already installed: the {len(INSTALLED)} files in {prefix} are this release's: nothing written" in p.stdout
+    assert {p: (os.lstat(p).st_ino, os.lstat(p).st_mtime_ns) for p in map(str, prefix.rglob("*"))} == before
+    (prefix / "share" / "doc" / "vzcaps" / "README").write_text("changed\n")
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1 and "already installed" not in p.stdout  # not what it installed: refused as before
