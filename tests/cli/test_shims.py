@@ -467,3 +467,29 @@ def test_a_record_name_of_someone_elses_names_no_option_shims_lacks(tmp_path):
     assert p.returncode == 1 and "--force" not in p.stderr, p.stderr
     assert "already exists and vzcaps did not write it (not replaced)" in p.stderr
     assert (d / ".probe.vzcaps-shim").read_text() == "my own notes\n" and not os.path.lexists(d / "probe")
+
+
+def test_a_shim_started_with_an_empty_argv0_starts_the_program_it_stands_for(tmp_path):
+    # regression (issue 39 row 14): execve(shim, {"", NULL}, env) ran vzcaps itself (the usage,
+    # exit 2): the program never started. The path exec was given names the shim (AT_EXECFN on
+    # Linux, _NSGetExecutablePath on macOS), links unresolved.
+    real = real_bin(tmp_path)
+    shims = make_shims(tmp_path, "probe")
+    env = shim_env(shims, real, "/usr/bin", "/bin")
+    p = subprocess.run([""], executable=str(shims / "probe"), env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert families(p.stdout)[1008] == 1, p.stderr
+    # by a relative path (the shim directory is the one it names), and by a link chain to the shim
+    p = subprocess.run([""], executable="shims/probe", env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert p.returncode == 0 and families(p.stdout)[1008] == 1, p.stderr
+    # the real program's exit status and arguments pass through
+    tool = real / "tool"
+    tool.write_text('#!/bin/sh\necho "args:$*"\nexit 9\n')
+    tool.chmod(0o755)
+    make_shims(tmp_path, "tool")
+    p = subprocess.run(["", "a b", "c"], executable=str(shims / "tool"), env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 9 and "args:a b c" in p.stdout, p.stderr
+    # vzcaps itself with an empty argv[0] is still vzcaps (its usage, 2), not a shim of "vzcaps"
+    p = subprocess.run([""], executable=VZ, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "usage: vzcaps COMMAND" in p.stderr, p.stderr
