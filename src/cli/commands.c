@@ -183,7 +183,7 @@ const struct cmd_spec cli_commands[] = {
      "program's own status; vzcaps check --strict --exe NAME is how CI finds out.",
      "0; 1 when an entry could not be made or removed (a file vzcaps did not make is in the way, DIR is\n"
      "a link or not a directory; nothing is left half-made); 2 for a malformed command line or NAME (a '/', a\n"
-     "leading '.' or '-', the record suffix .vzcaps-shim, a typo of a known client not on PATH).",
+     "leading '.' or '-', the record suffix .vzcaps-shim, over 224 bytes, a typo of a known client not on PATH).",
      "vzcaps shims --dir ~/.vzcaps/shims llama-server llama-cli python3",
      GROUP_SETUP, "make a directory of program names that start the real program through vzcaps run",
      "shim masquerade wrapper path"},

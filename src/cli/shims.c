@@ -66,6 +66,12 @@ static int record_shim(int dirfd, const char *dir, const char *name, const char 
 
 /* ---- the command ---- */
 
+/* The longest NAME: its temporary name .NAME.vzcaps-shim-new.PID.N (temp_link) must be a file
+ * name (NAME_MAX, 255 bytes on Linux and macOS) whatever the PID (pid_t: at most 10 digits) and
+ * N (at most 2). */
+#define SHIM_TEMP_EXTRA (sizeof ".vzcaps-shim-new.." + 10 + 2) /* the leading '.' is the NUL's byte */
+#define SHIM_NAME_MAX (255 - SHIM_TEMP_EXTRA)
+
 /* Why name cannot be an entry ("" when it can). */
 static const char *bad_name(const char *name)
 {
@@ -84,8 +90,6 @@ static const char *bad_name(const char *name)
         return "a program name may not start with '-'";
     if (strncmp(name, "vzcaps", 6) == 0)
         return "vzcaps itself (an entry named vzcaps... would start vzcaps, not a shim)";
-    if (strlen(name) > 255)
-        return "longer than 255 bytes";
     for (const unsigned char *p = (const unsigned char *)name; *p; p++)
         if (*p < 0x20 || *p == 0x7f)
             return "it holds a control character";
@@ -357,6 +361,13 @@ int cmd_shims(int argc, char **argv)
     for (size_t k = 0; !rc && k < n; k++)
         if (*bad_name(names[k]))
             rc = usage_error("shims", "NAME \"%s\": %s", names[k], bad_name(names[k]));
+    for (size_t k = 0; !rc && k < n; k++) /* one line each, before anything is made */
+        if (strlen(names[k]) > SHIM_NAME_MAX)
+            eprintf("vzcaps shims: NAME \"%s\": longer than %d bytes (a shim is made as .NAME.vzcaps-shim-new.PID.N first, "
+                    "and a file name holds at most 255 bytes)", names[k], (int)SHIM_NAME_MAX), rc = EXIT_USAGE;
+        else if (strlen(dir_opt) + 1 + strlen(names[k]) >= PATH_MAX) /* no PATH search could start it */
+            eprintf("vzcaps shims: %s/%s: longer than a path can be (%d bytes)", dir_opt, names[k], PATH_MAX - 1),
+                rc = EXIT_USAGE;
     bool named_ok = !rc;
     for (size_t k = 0; named_ok && !remove && k < n; k++) { /* a typo is never made into a shim with exit 0 */
         const char *near = client_typo(names[k], dir_opt);

@@ -199,7 +199,7 @@ def test_list_and_remove_only_what_vzcaps_made(tmp_path):
 @pytest.mark.parametrize("name,why", [
     ("a/b", "a program name, not a path"), ("..", "not a program name"), (".", "not a program name"),
     ("../probe", "a program name, not a path"), ("-x", "may not start with '-'"), ("vzcaps", "vzcaps itself"),
-    ("a\x01b", "control character"), ("x" * 256, "longer than 255 bytes"),
+    ("a\x01b", "control character"), ("x" * 256, "longer than 224 bytes"),
     # regression (issue 32 row 9): .hidden was made but --list never showed it; .x.vzcaps-shim took x's record name
     (".hidden", "a name starting with '.'"), (".x.vzcaps-shim", "a name starting with '.'"),
     ("x.vzcaps-shim", "it ends in .vzcaps-shim, the suffix of the records"),
@@ -493,3 +493,33 @@ def test_a_shim_started_with_an_empty_argv0_starts_the_program_it_stands_for(tmp
     # vzcaps itself with an empty argv[0] is still vzcaps (its usage, 2), not a shim of "vzcaps"
     p = subprocess.run([""], executable=VZ, env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 2 and "usage: vzcaps COMMAND" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("length", [225, 240])
+def test_a_name_that_cannot_fit_is_refused_up_front_with_2(tmp_path, length):
+    # regression (issue 39 row 16): a name of about 225+ bytes was accepted, then failed with
+    # exit 1 ("File name too long"): its temporary name .NAME.vzcaps-shim-new.PID.N is longer
+    # than a file name can be (255 bytes)
+    d = tmp_path / "shims"
+    name = "n" * length
+    p = vz("shims", "--dir", str(d), "probe", name)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.splitlines() == [f'vzcaps shims: NAME "{name}": longer than 224 bytes (a shim is made as '
+                                     '.NAME.vzcaps-shim-new.PID.N first, and a file name holds at most 255 bytes)'], p.stderr
+    assert not d.exists()
+    # the longest name that fits is made, listed and removed
+    fits = "n" * 224
+    p = vz("shims", "--dir", str(d), fits)
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(d)) == [f".{fits}.vzcaps-shim", fits]
+    assert vz("shims", "--dir", str(d), "--remove", fits).returncode == 0 and os.listdir(d) == []
+
+
+def test_a_shim_path_longer_than_a_path_can_be_is_refused_up_front_with_2(tmp_path):
+    # the same for DIR/NAME past PATH_MAX (4096 here): no PATH search could start it
+    d = tmp_path / ("d" * 200) / ("e" * 200)
+    d = str(d) + "/" + "/".join(["f" * 200] * ((4096 - len(str(d))) // 201 + 1))
+    p = vz("shims", "--dir", d, "probe")
+    assert p.returncode == 2, p.stderr
+    assert len(p.stderr.splitlines()) == 1 and p.stderr.startswith(f"vzcaps shims: {d}/probe: longer than a path can be"), p.stderr
+    assert not (tmp_path / ("d" * 200)).exists()
