@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- which files are this command ---- */
@@ -170,8 +172,9 @@ static bool links_to_vzcaps(int dirfd, const char *name)
 }
 
 /* An entry already at name: 0 when it is a shim (made before, or meanwhile by another run), 1
- * after the message when it is not ours or could not be repaired. */
-static int existing_entry(int dirfd, const char *dir, const char *name)
+ * after the message when it is not ours or could not be repaired; -1 (no message) when it is
+ * gone by now and may_retry (removed meanwhile by a run that does not take turns). */
+static int existing_entry(int dirfd, const char *dir, const char *name, bool may_retry)
 {
     if (shim_entry_ours(dirfd, name)) {
         printf("%s/%s: already a shim\n", esc(dir), esc(name));
@@ -186,6 +189,9 @@ static int existing_entry(int dirfd, const char *dir, const char *name)
         printf("%s/%s: already a shim (its record was missing: written)\n", esc(dir), esc(name));
         return 0;
     }
+    struct stat st;
+    if (may_retry && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+        return -1;
     eprintf("vzcaps shims: %s/%s: exists and vzcaps did not make it; left as it is", dir, name);
     return 1;
 }
@@ -230,8 +236,11 @@ static char *temp_link(int dirfd, const char *name, const char *self)
 static int make_shim(int dirfd, const char *dir, const char *name, const char *self)
 {
     struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return existing_entry(dirfd, dir, name);
+    for (int tries = 0; fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0; tries++) {
+        int r = existing_entry(dirfd, dir, name, tries < 10);
+        if (r >= 0)
+            return r;
+    }
     /* whole or absent across a signal too: SIGINT, SIGTERM, SIGHUP, SIGQUIT wait (pending) until
      * the steps are done or undone; only SIGKILL can leave the temporary link */
     sigset_t stop, was;
@@ -252,7 +261,7 @@ static int make_shim(int dirfd, const char *dir, const char *name, const char *s
         (void)unlinkat(dirfd, tmp, 0);
         free(tmp), tmp = NULL;
         if (e == EEXIST) /* made meanwhile */
-            rc = existing_entry(dirfd, dir, name) ? 1 : 2;
+            rc = existing_entry(dirfd, dir, name, false) ? 1 : 2;
         else
             eprintf("vzcaps shims: %s/%s: %s (nothing was made)", dir, name, strerror(e)), rc = 1;
     }
@@ -290,6 +299,24 @@ static int remove_shim(int dirfd, const char *dir, const char *name)
     free(rec);
     printf("removed %s/%s\n", esc(dir), esc(name));
     return 0;
+}
+
+/* Runs that make or remove entries in one directory take turns: an exclusive flock on the
+ * directory itself (no file of its own), so a make never finds an entry half-removed by another
+ * run, nor a removal a shim half-made. A lock held by another process is waited for up to 5 s,
+ * never for ever (any user who can read DIR can take it), then 1 with one line. A file system
+ * without flock on directories: no turns (then a make only retries an entry that vanished). */
+static int lock_dir(int dirfd, const char *dir)
+{
+    for (int tries = 0; tries < 500; tries++) {
+        if (flock(dirfd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return 0;
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    eprintf("vzcaps shims: %s: another process has held the directory's lock for 5 s; nothing was made or removed", dir);
+    return -1;
 }
 
 /* DIR for writing: created when missing; a link (also spelled DIR/ or DIR/.) or another kind of
@@ -392,6 +419,8 @@ int cmd_shims(int argc, char **argv)
         return free(dir), free(names), 1;
     if (list)
         rc = list_shims(dirfd, dir);
+    else if (lock_dir(dirfd, dir) != 0)
+        n = 0, rc = 1;
     for (size_t k = 0; k < n; k++)
         rc |= remove ? remove_shim(dirfd, dir, names[k]) : make_shim(dirfd, dir, names[k], self);
     close(dirfd);

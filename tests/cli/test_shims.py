@@ -523,3 +523,52 @@ def test_a_shim_path_longer_than_a_path_can_be_is_refused_up_front_with_2(tmp_pa
     assert p.returncode == 2, p.stderr
     assert len(p.stderr.splitlines()) == 1 and p.stderr.startswith(f"vzcaps shims: {d}/probe: longer than a path can be"), p.stderr
     assert not (tmp_path / ("d" * 200)).exists()
+
+
+def test_making_a_shim_while_another_run_removes_it_never_fails_the_make(tmp_path):
+    # regression (issue 39 row 15): make and --remove in a loop side by side: the make that found
+    # the entry as the removal took it said "exists and vzcaps did not make it", exit 1, and left
+    # no shim. Runs on one directory are serialized (a lock on the directory), so each finds the
+    # shim whole or absent.
+    import threading
+    d = make_shims(tmp_path, "probe")
+    results = {"make": [], "remove": []}
+
+    def loop(kind, args):
+        for _ in range(150):
+            p = vz("shims", "--dir", str(d), *args)
+            results[kind].append((p.returncode, p.stdout, p.stderr))
+
+    threads = [threading.Thread(target=loop, args=(kind, args)) for kind, args in
+               [("make", ["probe"]), ("remove", ["--remove", "probe"])] * 3]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+    assert not any(t.is_alive() for t in threads)
+    bad = [r for r in results["make"] if r[0] != 0 or "vzcaps did not make it" in r[2]]
+    assert not bad, bad[:3]
+    for rc, out, err in results["remove"]:  # removed, or already gone: never "not a shim vzcaps made"
+        assert (rc, err) == (0, "") or (rc == 1 and err.endswith("No such file or directory\n")), err
+    names = sorted(os.listdir(d))
+    assert names in ([], [".probe.vzcaps-shim", "probe"]), names  # whole or absent, no temporary left
+    if names:
+        assert vz("shims", "--dir", str(d), "--list").stdout.startswith("probe\t")
+
+
+def test_a_directory_lock_held_by_another_process_is_waited_for_5_s_not_for_ever(tmp_path):
+    # hostile: anyone who can read DIR can flock it; a make waits its turn a bounded time, then
+    # says so in one line and makes nothing; --list takes no turn
+    import fcntl
+    d = make_shims(tmp_path, "probe")
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        p = vz("shims", "--dir", str(d), "llama-server")
+        assert p.returncode == 1 and p.stderr.splitlines() == [
+            f"vzcaps shims: {d}: another process has held the directory's lock for 5 s; nothing was made or removed"], p.stderr
+        assert not os.path.lexists(d / "llama-server")
+        assert vz("shims", "--dir", str(d), "--list").stdout.startswith("probe\t")
+    finally:
+        os.close(fd)
+    assert vz("shims", "--dir", str(d), "llama-server").returncode == 0
