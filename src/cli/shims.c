@@ -50,6 +50,28 @@ bool shim_entry_ours(int dirfd, const char *name)
            fstatat(dirfd, name, &st, 0) == 0 && self_id(&me) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
 }
 
+/* --force: a shim another copy of vzcaps made is taken over (made this copy's) or removed. */
+static bool take_over;
+
+/* Whether the entry at name is a shim another copy of vzcaps made: its record names this very
+ * link as it is now (vzcaps made it, and it was not changed since), yet it does not lead to this
+ * command. copy: the link's text (the copy that made it); *gone: that file is missing now. */
+static bool shim_of_another_copy(int dirfd, const char *name, char *copy, size_t len, bool *gone)
+{
+    char *rec = record_name(name);
+    bool recorded = vzcaps_made_by_record(dirfd, name, rec, SHIM_MAKER);
+    free(rec);
+    struct stat l, st;
+    if (!recorded || fstatat(dirfd, name, &l, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(l.st_mode) || shim_entry_ours(dirfd, name))
+        return false;
+    ssize_t n = readlinkat(dirfd, name, copy, len - 1);
+    if (n < 0)
+        return false;
+    copy[n] = '\0';
+    *gone = fstatat(dirfd, name, &st, 0) != 0;
+    return true;
+}
+
 /* Writes the record of name, naming the link at entry (name itself, or the temporary name it is
  * made under before it is renamed to name: a rename keeps the link's inode and time); 0, or -1
  * after the message. */
@@ -171,10 +193,13 @@ static bool links_to_vzcaps(int dirfd, const char *name)
            self_id(&me) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
 }
 
-/* An entry already at name: 0 when it is a shim (made before, or meanwhile by another run), 1
- * after the message when it is not ours or could not be repaired; -1 (no message) when it is
- * gone by now and may_retry (removed meanwhile by a run that does not take turns). */
-static int existing_entry(int dirfd, const char *dir, const char *name, bool may_retry)
+static int take_over_shim(int dirfd, const char *dir, const char *name, const char *self, const char *copy);
+
+/* An entry already at name: 0 when it is a shim (made before, or meanwhile by another run, or
+ * another copy's taken over with --force), 1 after the message when it is not ours or could not
+ * be repaired; -1 (no message) when it is gone by now and may_retry (removed meanwhile by a run
+ * that does not take turns). */
+static int existing_entry(int dirfd, const char *dir, const char *name, const char *self, bool may_retry)
 {
     if (shim_entry_ours(dirfd, name)) {
         printf("%s/%s: already a shim\n", esc(dir), esc(name));
@@ -188,6 +213,15 @@ static int existing_entry(int dirfd, const char *dir, const char *name, bool may
             return 1;
         printf("%s/%s: already a shim (its record was missing: written)\n", esc(dir), esc(name));
         return 0;
+    }
+    char copy[4096];
+    bool gone = false;
+    if (shim_of_another_copy(dirfd, name, copy, sizeof copy, &gone)) {
+        if (take_over)
+            return take_over_shim(dirfd, dir, name, self, copy);
+        eprintf("vzcaps shims: %s/%s: a shim made by another copy of vzcaps (%s%s); vzcaps shims --dir %s --force %s makes "
+                "it this copy's", dir, name, copy, gone ? ", now missing" : "", dir, name);
+        return 1;
     }
     struct stat st;
     if (may_retry && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
@@ -237,7 +271,7 @@ static int make_shim(int dirfd, const char *dir, const char *name, const char *s
 {
     struct stat st;
     for (int tries = 0; fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0; tries++) {
-        int r = existing_entry(dirfd, dir, name, tries < 10);
+        int r = existing_entry(dirfd, dir, name, self, tries < 10);
         if (r >= 0)
             return r;
     }
@@ -261,7 +295,7 @@ static int make_shim(int dirfd, const char *dir, const char *name, const char *s
         (void)unlinkat(dirfd, tmp, 0);
         free(tmp), tmp = NULL;
         if (e == EEXIST) /* made meanwhile */
-            rc = existing_entry(dirfd, dir, name, false) ? 1 : 2;
+            rc = existing_entry(dirfd, dir, name, self, false) ? 1 : 2;
         else
             eprintf("vzcaps shims: %s/%s: %s (nothing was made)", dir, name, strerror(e)), rc = 1;
     }
@@ -278,6 +312,33 @@ static int make_shim(int dirfd, const char *dir, const char *name, const char *s
     return 0;
 }
 
+/* --force over another copy's shim (shim_of_another_copy, checked under the directory's lock):
+ * a link to this command under a temporary name replaces it in one rename, then its record is
+ * rewritten; a failure before the rename leaves the old shim as it was, one after it a link to
+ * this command that a rerun repairs (existing_entry). */
+static int take_over_shim(int dirfd, const char *dir, const char *name, const char *self, const char *copy)
+{
+    sigset_t stop, was;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT), sigaddset(&stop, SIGTERM), sigaddset(&stop, SIGHUP), sigaddset(&stop, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &stop, &was);
+    char *tmp = temp_link(dirfd, name, self);
+    int rc = 0;
+    if (!tmp || renameat(dirfd, tmp, dirfd, name) != 0) {
+        eprintf("vzcaps shims: %s/%s: %s (left as it was: a shim of %s)", dir, name, strerror(errno), copy);
+        if (tmp)
+            (void)unlinkat(dirfd, tmp, 0);
+        rc = 1;
+    } else if (record_shim(dirfd, dir, name, name) != 0) {
+        rc = 1;
+    } else {
+        printf("%s/%s -> %s (was a shim of %s)\n", esc(dir), esc(name), esc(self), esc(copy));
+    }
+    free(tmp);
+    sigprocmask(SIG_SETMASK, &was, NULL);
+    return rc;
+}
+
 static int remove_shim(int dirfd, const char *dir, const char *name)
 {
     struct stat st;
@@ -285,7 +346,15 @@ static int remove_shim(int dirfd, const char *dir, const char *name)
         eprintf("vzcaps shims: %s/%s: %s", dir, name, strerror(errno));
         return 1;
     }
-    if (!shim_entry_ours(dirfd, name)) {
+    char copy[4096];
+    bool gone = false;
+    bool other = shim_of_another_copy(dirfd, name, copy, sizeof copy, &gone);
+    if (other && !take_over) {
+        eprintf("vzcaps shims: %s/%s: a shim made by another copy of vzcaps (%s%s); vzcaps shims --dir %s --remove --force %s "
+                "removes it", dir, name, copy, gone ? ", now missing" : "", dir, name);
+        return 1;
+    }
+    if (!other && !shim_entry_ours(dirfd, name)) {
         eprintf("vzcaps shims: %s/%s: not a shim vzcaps made; left as it is", dir, name);
         return 1;
     }
@@ -350,41 +419,11 @@ static int open_dir(const char *dir, bool create, bool read_only)
     return fd;
 }
 
-int cmd_shims(int argc, char **argv)
+/* Every NAME before anything is made: 0, or 2 after the message (usage for a malformed NAME, one
+ * line for one that cannot fit or a typo). */
+static int check_names(char **names, size_t n, const char *dir_opt, bool remove)
 {
-    const char *dir_opt = NULL;
-    bool list = false, remove = false;
-    char **names = calloc((size_t)argc + 1, sizeof *names);
-    size_t n = 0;
-    if (!names)
-        return eprintf("vzcaps shims: out of memory"), 1;
-    for (int i = 1; i < argc; i++) {
-        int t = opt_take(argc, argv, &i, "--dir", &dir_opt);
-        if (t < 0)
-            return free(names), usage_error("shims", "--dir needs a value");
-        if (t)
-            continue;
-        if (strcmp(argv[i], "--list") == 0)
-            list = true;
-        else if (strcmp(argv[i], "--remove") == 0)
-            remove = true;
-        else if (strcmp(argv[i], "--") == 0)
-            for (i++; i < argc; i++)
-                names[n++] = argv[i];
-        else if (argv[i][0] == '-')
-            return free(names), usage_error("shims", "unknown option %s", argv[i]);
-        else
-            names[n++] = argv[i];
-    }
     int rc = 0;
-    if (!dir_opt || !*dir_opt)
-        rc = usage_error("shims", "--dir DIR is required");
-    else if (list && (remove || n))
-        rc = usage_error("shims", "--list takes no NAME and no --remove");
-    else if (!list && !n)
-        rc = usage_error("shims", "no NAME given (or --list)");
-    else if (!list && !remove && strchr(dir_opt, ':'))
-        rc = usage_error("shims", "--dir %s: it holds ':', which separates PATH's entries, so no PATH can name it", dir_opt);
     for (size_t k = 0; !rc && k < n; k++)
         if (*bad_name(names[k]))
             rc = usage_error("shims", "NAME \"%s\": %s", names[k], bad_name(names[k]));
@@ -404,6 +443,50 @@ int cmd_shims(int argc, char **argv)
             rc = EXIT_USAGE;
         }
     }
+    return rc;
+}
+
+int cmd_shims(int argc, char **argv)
+{
+    const char *dir_opt = NULL;
+    bool list = false, remove = false;
+    char **names = calloc((size_t)argc + 1, sizeof *names);
+    size_t n = 0;
+    if (!names)
+        return eprintf("vzcaps shims: out of memory"), 1;
+    for (int i = 1; i < argc; i++) {
+        int t = opt_take(argc, argv, &i, "--dir", &dir_opt);
+        if (t < 0)
+            return free(names), usage_error("shims", "--dir needs a value");
+        if (t)
+            continue;
+        if (strcmp(argv[i], "--list") == 0)
+            list = true;
+        else if (strcmp(argv[i], "--remove") == 0)
+            remove = true;
+        else if (strcmp(argv[i], "--force") == 0)
+            take_over = true;
+        else if (strcmp(argv[i], "--") == 0)
+            for (i++; i < argc; i++)
+                names[n++] = argv[i];
+        else if (argv[i][0] == '-')
+            return free(names), usage_error("shims", "unknown option %s", argv[i]);
+        else
+            names[n++] = argv[i];
+    }
+    int rc = 0;
+    if (!dir_opt || !*dir_opt)
+        rc = usage_error("shims", "--dir DIR is required");
+    else if (list && (remove || n))
+        rc = usage_error("shims", "--list takes no NAME and no --remove");
+    else if (list && take_over)
+        rc = usage_error("shims", "--force takes over or removes shims another copy made; --list changes nothing");
+    else if (!list && !n)
+        rc = usage_error("shims", "no NAME given (or --list)");
+    else if (!list && !remove && strchr(dir_opt, ':'))
+        rc = usage_error("shims", "--dir %s: it holds ':', which separates PATH's entries, so no PATH can name it", dir_opt);
+    if (!rc)
+        rc = check_names(names, n, dir_opt, remove);
     if (rc)
         return free(names), rc;
     char *dir = vzcaps_dir_name(dir_opt);

@@ -459,7 +459,8 @@ def test_a_signal_while_a_shim_is_made_leaves_it_whole_or_absent(tmp_path):
 
 def test_a_record_name_of_someone_elses_names_no_option_shims_lacks(tmp_path):
     """A user's file where a shim's record goes is left alone, and the line does not advise
-    --force: shims has no such option (the shared writer's hint named it for every command)."""
+    --force: shims's --force takes over only another copy's shims, never a user's file (the
+    shared writer's hint named it for every command)."""
     d = tmp_path / "shims"
     d.mkdir()
     (d / ".probe.vzcaps-shim").write_text("my own notes\n")
@@ -572,3 +573,64 @@ def test_a_directory_lock_held_by_another_process_is_waited_for_5_s_not_for_ever
     finally:
         os.close(fd)
     assert vz("shims", "--dir", str(d), "llama-server").returncode == 0
+
+
+def copy_of_vzcaps(tmp_path, name):
+    d = tmp_path / name
+    d.mkdir()
+    shutil.copy2(VZ, d / "vzcaps")
+    shutil.copy2(BUILD / "libvzcaps.so", d / "libvzcaps.so")
+    return str(d / "vzcaps")
+
+
+def test_a_shim_made_by_another_copy_is_named_with_that_copy_and_taken_over_with_force(tmp_path):
+    # regression (issue 39 row 17): after `make install`, the installed copy said "vzcaps did
+    # not make it" of the build's shims, with no next step, and could neither re-make nor remove them
+    installed = copy_of_vzcaps(tmp_path, "installed")
+    d = make_shims(tmp_path, "probe", "llama-server")  # made by build/vzcaps
+    p = subprocess.run([installed, "shims", "--dir", str(d), "probe"], env=clean_env(), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 1 and p.stderr.splitlines() == [
+        f"vzcaps shims: {d}/probe: a shim made by another copy of vzcaps ({VZ}); "
+        f"vzcaps shims --dir {d} --force probe makes it this copy's"], p.stderr
+    assert os.readlink(d / "probe") == VZ
+    p = subprocess.run([installed, "shims", "--dir", str(d), "--force", "probe"], env=clean_env(), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == f"{d}/probe -> {installed} (was a shim of {VZ})\n", p.stdout + p.stderr
+    assert os.readlink(d / "probe") == installed and sorted(os.listdir(d)) == [
+        ".llama-server.vzcaps-shim", ".probe.vzcaps-shim", "llama-server", "probe"]
+    listed = subprocess.run([installed, "shims", "--dir", str(d), "--list"], env=clean_env(), capture_output=True, text=True)
+    assert [l.split("\t")[0] for l in listed.stdout.splitlines()] == ["probe"]  # now this copy's
+    assert vz("shims", "--dir", str(d), "probe").returncode == 1  # and to the build's copy, another copy's
+    # --remove: named the same way, removed with --force, its record too
+    p = subprocess.run([installed, "shims", "--dir", str(d), "--remove", "llama-server"], env=clean_env(),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and p.stderr.splitlines() == [
+        f"vzcaps shims: {d}/llama-server: a shim made by another copy of vzcaps ({VZ}); "
+        f"vzcaps shims --dir {d} --remove --force llama-server removes it"], p.stderr
+    p = subprocess.run([installed, "shims", "--dir", str(d), "--remove", "--force", "llama-server"], env=clean_env(),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and sorted(os.listdir(d)) == [".probe.vzcaps-shim", "probe"], p.stderr
+
+
+def test_force_takes_over_only_a_recorded_shim_of_another_copy(tmp_path):
+    # hostile: --force never replaces a user's file, a link of the user's (to any vzcaps), or a
+    # shim whose link was changed since its record; a copy that is gone is named as gone
+    installed = copy_of_vzcaps(tmp_path, "installed")
+    gone = copy_of_vzcaps(tmp_path, "gone")
+    d = tmp_path / "shims"
+    assert subprocess.run([gone, "shims", "--dir", str(d), "probe"], env=clean_env(), capture_output=True).returncode == 0
+    os.unlink(gone)
+    (d / "mine").write_text("#!/bin/sh\n")
+    (d / "hand").symlink_to(VZ)
+    for name in ("mine", "hand"):
+        p = subprocess.run([installed, "shims", "--dir", str(d), "--force", name], env=clean_env(), capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 1 and "vzcaps did not make it" in p.stderr, p.stderr
+    assert (d / "mine").read_text() == "#!/bin/sh\n" and os.readlink(d / "hand") == VZ
+    p = subprocess.run([installed, "shims", "--dir", str(d), "probe"], env=clean_env(), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 1 and f"a shim made by another copy of vzcaps ({gone}, now missing)" in p.stderr, p.stderr
+    p = subprocess.run([installed, "shims", "--dir", str(d), "--remove", "--force", "probe"], env=clean_env(),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and not os.path.lexists(d / "probe") and not os.path.lexists(d / ".probe.vzcaps-shim")
