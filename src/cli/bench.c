@@ -53,6 +53,15 @@ struct bench_step {
 static struct bench_step *steps_done; /* every child bench ran, in order (it grows) */
 static size_t n_steps_done, cap_steps_done;
 
+/* This command's path, for the stock environment's identity rules (stockenv.h). */
+static const char *stock_self(void)
+{
+    static char self[4096];
+    if (!self[0])
+        self_path(self, sizeof self);
+    return self;
+}
+
 /* What to look for in a run's lines as they come (NULL: nothing). */
 typedef void line_fn(void *ctx, const char *line, size_t len);
 
@@ -84,7 +93,7 @@ static int run_to_files(char **argv, bool stock, const char *out_name, const cha
         .err = err_line ? (struct vzcaps_sink){vzcaps_lines_write, &le} : (struct vzcaps_sink){out_stream_sink, &se},
     };
     if (stock) /* stock means stock: no shim directory on PATH, no library of ours preloaded */
-        vzcaps_stock_child(&co, preload_var, library_file);
+        vzcaps_stock_child(&co, preload_var, library_file, stock_self());
     struct vzcaps_child_result r;
     vzcaps_child_run(&co, &r);
     if (out_line)
@@ -391,11 +400,13 @@ static int bench_setup(struct bench_state *bs)
         bs->bench_args[na++] = (char *)fixed[i];
     /* the unlocked runs go through `vzcaps run` with the same profile or family */
     cli_run_argv(bs->unlocked_args, (size_t)bs->o.n_extra + 32, bs->self, &bs->co, bs->bench_args);
-    /* a llama-bench found by name in a vzcaps shim directory is the shim: the stock run looks
-     * the name up on its own PATH, which has no shim directory */
+    /* a llama-bench found by name in a vzcaps directory (a shim's, or one where the name starts
+     * vzcaps) is vzcaps: the stock run looks the name up on its own PATH, which has no such
+     * directory (the directory of the file found, not the file: it was never a directory) */
     if (!bs->o.llama_bench || !strchr(bs->o.llama_bench, '/')) {
-        char *dir = vzcaps_dir_name(bs->lb);
-        if (dir && vzcaps_is_shim_dir(dir))
+        const char *slash = strrchr(bs->lb, '/');
+        char *dir = slash ? xformat("%.*s", slash == bs->lb ? 1 : (int)(slash - bs->lb), bs->lb) : xformat("%s", "");
+        if (vzcaps_is_vzcaps_dir(dir, bs->self))
             bs->bench_args[0] = (char *)(bs->o.llama_bench ? bs->o.llama_bench : "llama-bench");
         free(dir);
     }

@@ -87,9 +87,7 @@ static const struct opt_spec report_opts[] = {
 static const struct opt_spec bench_opts[] = {
     {"-m", "MODEL", "the GGUF model", REQUIRED},
     {"--llama-bench", "PATH", "the llama-bench to run", "llama-bench on PATH"},
-    {"-p", "N", "prompt tokens", "512"},
-    {"-n", "N", "generated tokens", "128"},
-    {"-r", "N", "repetitions", "10"},
+    {"-p", "N", "prompt tokens", "512"}, {"-n", "N", "generated tokens", "128"}, {"-r", "N", "repetitions", "10"},
     {"--out", "DIR", "the bundle directory (new or empty)", "vzcaps-bench-<UTC time>"},
     {"--profile", "PROFILE", "section of the config file for the unlocked run", NULL},
     {"--mode", "guest|host", "guest (stock and unlocked) or host (once, stock, on bare metal)", "guest"},
@@ -119,6 +117,7 @@ static const struct opt_spec shims_opts[] = {
     {"--dir", "DIR", "the shim directory (created when missing; never a link); put it first on PATH", REQUIRED},
     {"--list", NULL, "list the entries vzcaps made in DIR and the real program each runs, tab-separated (no NAME)", NULL},
     {"--remove", NULL, "remove the entries NAME... (only ones vzcaps made)", NULL},
+    {"--force", NULL, "also take over (or with --remove, remove) shims another copy of vzcaps made; never anything else", NULL},
     END};
 static const struct opt_spec stats_opts[] = {
     {"--json", NULL, "one JSON object instead of the table: hooked, left_stock, skipped, programs, left_stock_reasons, "
@@ -181,9 +180,10 @@ const struct cmd_spec cli_commands[] = {
      "configuration is refused or unusable, no library), the shim starts the real program stock, with\n"
      "the library's one line saying why (vzcaps: left stock for NAME: WHY), and exits with the\n"
      "program's own status; vzcaps check --strict --exe NAME is how CI finds out.",
-     "0; 1 when an entry could not be made or removed (a file vzcaps did not make is in the way, DIR is\n"
-     "a link or not a directory; nothing is left half-made); 2 for a malformed command line or NAME (a '/', a\n"
-     "leading '.' or '-', the record suffix .vzcaps-shim, a typo of a known client not on PATH).",
+     "0; 1 when an entry could not be made or removed (a file vzcaps did not make, or another copy's shim\n"
+     "without --force, is in the way; DIR is a link or not a directory; nothing is left half-made); 2 for a\n"
+     "malformed command line or NAME (a '/', a leading '.' or '-', the record suffix .vzcaps-shim, over\n"
+     "224 bytes, a typo of a known client not on PATH).",
      "vzcaps shims --dir ~/.vzcaps/shims llama-server llama-cli python3",
      GROUP_SETUP, "make a directory of program names that start the real program through vzcaps run",
      "shim masquerade wrapper path"},

@@ -64,12 +64,33 @@ static int dispatch(int argc, char **argv)
     return c->fn(argc - 1, argv + 1);
 }
 
+/* Started with an empty argv[0] (or none): the path exec was given says what started, a shim
+ * (its own name, so the program it stands for starts, with argv[1...] as its arguments) or
+ * vzcaps itself. */
+static int started_unnamed(int argc, char **argv)
+{
+    static char path[4096];
+    start_path(path, sizeof path);
+    if (!shim_is_started_as(path))
+        return dispatch(argc, argv);
+    char **av = calloc((size_t)(argc > 1 ? argc : 1) + 1, sizeof *av);
+    if (!av)
+        return eprintf("vzcaps: %s: out of memory", path), 126;
+    av[0] = path;
+    for (int k = 1; k < argc; k++)
+        av[k] = argv[k];
+    int rc = shim_main(argc > 1 ? argc : 1, av);
+    free(av);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     vzcaps_guard_std_fds();
     vzcaps_stop_install(); /* a stop signal removes every temporary and stops a child's group */
     /* started as NAME through a shim directory's link: the real NAME, through vzcaps run */
-    int rc = argc > 0 && shim_is_started_as(argv[0]) ? shim_main(argc, argv) : dispatch(argc, argv);
+    int rc = argc > 0 && *argv[0] ? (shim_is_started_as(argv[0]) ? shim_main(argc, argv) : dispatch(argc, argv))
+                                  : started_unnamed(argc, argv);
     /* standard output is a file too: a failed write of it fails the command */
     if (vzcaps_close_stdout() != 0 && rc == 0)
         rc = 1;

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- which files are this command ---- */
@@ -48,6 +50,28 @@ bool shim_entry_ours(int dirfd, const char *name)
            fstatat(dirfd, name, &st, 0) == 0 && self_id(&me) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
 }
 
+/* --force: a shim another copy of vzcaps made is taken over (made this copy's) or removed. */
+static bool take_over;
+
+/* Whether the entry at name is a shim another copy of vzcaps made: its record names this very
+ * link as it is now (vzcaps made it, and it was not changed since), yet it does not lead to this
+ * command. copy: the link's text (the copy that made it); *gone: that file is missing now. */
+static bool shim_of_another_copy(int dirfd, const char *name, char *copy, size_t len, bool *gone)
+{
+    char *rec = record_name(name);
+    bool recorded = vzcaps_made_by_record(dirfd, name, rec, SHIM_MAKER);
+    free(rec);
+    struct stat l, st;
+    if (!recorded || fstatat(dirfd, name, &l, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(l.st_mode) || shim_entry_ours(dirfd, name))
+        return false;
+    ssize_t n = readlinkat(dirfd, name, copy, len - 1);
+    if (n < 0)
+        return false;
+    copy[n] = '\0';
+    *gone = fstatat(dirfd, name, &st, 0) != 0;
+    return true;
+}
+
 /* Writes the record of name, naming the link at entry (name itself, or the temporary name it is
  * made under before it is renamed to name: a rename keeps the link's inode and time); 0, or -1
  * after the message. */
@@ -65,6 +89,12 @@ static int record_shim(int dirfd, const char *dir, const char *name, const char 
 }
 
 /* ---- the command ---- */
+
+/* The longest NAME: its temporary name .NAME.vzcaps-shim-new.PID.N (temp_link) must be a file
+ * name (NAME_MAX, 255 bytes on Linux and macOS) whatever the PID (pid_t: at most 10 digits) and
+ * N (at most 2). */
+#define SHIM_TEMP_EXTRA (sizeof ".vzcaps-shim-new.." + 10 + 2) /* the leading '.' is the NUL's byte */
+#define SHIM_NAME_MAX (255 - SHIM_TEMP_EXTRA)
 
 /* Why name cannot be an entry ("" when it can). */
 static const char *bad_name(const char *name)
@@ -84,8 +114,6 @@ static const char *bad_name(const char *name)
         return "a program name may not start with '-'";
     if (strncmp(name, "vzcaps", 6) == 0)
         return "vzcaps itself (an entry named vzcaps... would start vzcaps, not a shim)";
-    if (strlen(name) > 255)
-        return "longer than 255 bytes";
     for (const unsigned char *p = (const unsigned char *)name; *p; p++)
         if (*p < 0x20 || *p == 0x7f)
             return "it holds a control character";
@@ -169,9 +197,13 @@ static bool links_to_vzcaps(int dirfd, const char *name)
            self_id(&me) == 0 && st.st_dev == me.st_dev && st.st_ino == me.st_ino;
 }
 
-/* An entry already at name: 0 when it is a shim (made before, or meanwhile by another run), 1
- * after the message when it is not ours or could not be repaired. */
-static int existing_entry(int dirfd, const char *dir, const char *name)
+static int take_over_shim(int dirfd, const char *dir, const char *name, const char *self, const char *copy);
+
+/* An entry already at name: 0 when it is a shim (made before, or meanwhile by another run, or
+ * another copy's taken over with --force), 1 after the message when it is not ours or could not
+ * be repaired; -1 (no message) when it is gone by now and may_retry (removed meanwhile by a run
+ * that does not take turns). */
+static int existing_entry(int dirfd, const char *dir, const char *name, const char *self, bool may_retry)
 {
     if (shim_entry_ours(dirfd, name)) {
         printf("%s/%s: already a shim\n", esc(dir), esc(name));
@@ -186,6 +218,18 @@ static int existing_entry(int dirfd, const char *dir, const char *name)
         printf("%s/%s: already a shim (its record was missing: written)\n", esc(dir), esc(name));
         return 0;
     }
+    char copy[4096];
+    bool gone = false;
+    if (shim_of_another_copy(dirfd, name, copy, sizeof copy, &gone)) {
+        if (take_over)
+            return take_over_shim(dirfd, dir, name, self, copy);
+        eprintf("vzcaps shims: %s/%s: a shim made by another copy of vzcaps (%s%s); vzcaps shims --dir %s --force %s makes "
+                "it this copy's", dir, name, copy, gone ? ", now missing" : "", dir, name);
+        return 1;
+    }
+    struct stat st;
+    if (may_retry && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 && errno == ENOENT)
+        return -1;
     eprintf("vzcaps shims: %s/%s: exists and vzcaps did not make it; left as it is", dir, name);
     return 1;
 }
@@ -230,8 +274,11 @@ static char *temp_link(int dirfd, const char *name, const char *self)
 static int make_shim(int dirfd, const char *dir, const char *name, const char *self)
 {
     struct stat st;
-    if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-        return existing_entry(dirfd, dir, name);
+    for (int tries = 0; fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0; tries++) {
+        int r = existing_entry(dirfd, dir, name, self, tries < 10);
+        if (r >= 0)
+            return r;
+    }
     /* whole or absent across a signal too: SIGINT, SIGTERM, SIGHUP, SIGQUIT wait (pending) until
      * the steps are done or undone; only SIGKILL can leave the temporary link */
     sigset_t stop, was;
@@ -252,7 +299,7 @@ static int make_shim(int dirfd, const char *dir, const char *name, const char *s
         (void)unlinkat(dirfd, tmp, 0);
         free(tmp), tmp = NULL;
         if (e == EEXIST) /* made meanwhile */
-            rc = existing_entry(dirfd, dir, name) ? 1 : 2;
+            rc = existing_entry(dirfd, dir, name, self, false) ? 1 : 2;
         else
             eprintf("vzcaps shims: %s/%s: %s (nothing was made)", dir, name, strerror(e)), rc = 1;
     }
@@ -269,6 +316,33 @@ static int make_shim(int dirfd, const char *dir, const char *name, const char *s
     return 0;
 }
 
+/* --force over another copy's shim (shim_of_another_copy, checked under the directory's lock):
+ * a link to this command under a temporary name replaces it in one rename, then its record is
+ * rewritten; a failure before the rename leaves the old shim as it was, one after it a link to
+ * this command that a rerun repairs (existing_entry). */
+static int take_over_shim(int dirfd, const char *dir, const char *name, const char *self, const char *copy)
+{
+    sigset_t stop, was;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT), sigaddset(&stop, SIGTERM), sigaddset(&stop, SIGHUP), sigaddset(&stop, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &stop, &was);
+    char *tmp = temp_link(dirfd, name, self);
+    int rc = 0;
+    if (!tmp || renameat(dirfd, tmp, dirfd, name) != 0) {
+        eprintf("vzcaps shims: %s/%s: %s (left as it was: a shim of %s)", dir, name, strerror(errno), copy);
+        if (tmp)
+            (void)unlinkat(dirfd, tmp, 0);
+        rc = 1;
+    } else if (record_shim(dirfd, dir, name, name) != 0) {
+        rc = 1;
+    } else {
+        printf("%s/%s -> %s (was a shim of %s)\n", esc(dir), esc(name), esc(self), esc(copy));
+    }
+    free(tmp);
+    sigprocmask(SIG_SETMASK, &was, NULL);
+    return rc;
+}
+
 static int remove_shim(int dirfd, const char *dir, const char *name)
 {
     struct stat st;
@@ -276,7 +350,15 @@ static int remove_shim(int dirfd, const char *dir, const char *name)
         eprintf("vzcaps shims: %s/%s: %s", dir, name, strerror(errno));
         return 1;
     }
-    if (!shim_entry_ours(dirfd, name)) {
+    char copy[4096];
+    bool gone = false;
+    bool other = shim_of_another_copy(dirfd, name, copy, sizeof copy, &gone);
+    if (other && !take_over) {
+        eprintf("vzcaps shims: %s/%s: a shim made by another copy of vzcaps (%s%s); vzcaps shims --dir %s --remove --force %s "
+                "removes it", dir, name, copy, gone ? ", now missing" : "", dir, name);
+        return 1;
+    }
+    if (!other && !shim_entry_ours(dirfd, name)) {
         eprintf("vzcaps shims: %s/%s: not a shim vzcaps made; left as it is", dir, name);
         return 1;
     }
@@ -290,6 +372,24 @@ static int remove_shim(int dirfd, const char *dir, const char *name)
     free(rec);
     printf("removed %s/%s\n", esc(dir), esc(name));
     return 0;
+}
+
+/* Runs that make or remove entries in one directory take turns: an exclusive flock on the
+ * directory itself (no file of its own), so a make never finds an entry half-removed by another
+ * run, nor a removal a shim half-made. A lock held by another process is waited for up to 5 s,
+ * never for ever (any user who can read DIR can take it), then 1 with one line. A file system
+ * without flock on directories: no turns (then a make only retries an entry that vanished). */
+static int lock_dir(int dirfd, const char *dir)
+{
+    for (int tries = 0; tries < 500; tries++) {
+        if (flock(dirfd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            return 0;
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    eprintf("vzcaps shims: %s: another process has held the directory's lock for 5 s; nothing was made or removed", dir);
+    return -1;
 }
 
 /* DIR for writing: created when missing; a link (also spelled DIR/ or DIR/.) or another kind of
@@ -323,6 +423,33 @@ static int open_dir(const char *dir, bool create, bool read_only)
     return fd;
 }
 
+/* Every NAME before anything is made: 0, or 2 after the message (usage for a malformed NAME, one
+ * line for one that cannot fit or a typo). */
+static int check_names(char **names, size_t n, const char *dir_opt, bool remove)
+{
+    int rc = 0;
+    for (size_t k = 0; !rc && k < n; k++)
+        if (*bad_name(names[k]))
+            rc = usage_error("shims", "NAME \"%s\": %s", names[k], bad_name(names[k]));
+    for (size_t k = 0; !rc && k < n; k++) /* one line each, before anything is made */
+        if (strlen(names[k]) > SHIM_NAME_MAX)
+            eprintf("vzcaps shims: NAME \"%s\": longer than %d bytes (a shim is made as .NAME.vzcaps-shim-new.PID.N first, "
+                    "and a file name holds at most 255 bytes)", names[k], (int)SHIM_NAME_MAX), rc = EXIT_USAGE;
+        else if (strlen(dir_opt) + 1 + strlen(names[k]) >= PATH_MAX) /* no PATH search could start it */
+            eprintf("vzcaps shims: %s/%s: longer than a path can be (%d bytes)", dir_opt, names[k], PATH_MAX - 1),
+                rc = EXIT_USAGE;
+    bool named_ok = !rc;
+    for (size_t k = 0; named_ok && !remove && k < n; k++) { /* a typo is never made into a shim with exit 0 */
+        const char *near = client_typo(names[k], dir_opt);
+        if (near) {
+            eprintf("vzcaps shims: NAME \"%s\" is not on PATH and is no client vzcaps knows: did you mean %s? "
+                    "(nothing was made)", names[k], near);
+            rc = EXIT_USAGE;
+        }
+    }
+    return rc;
+}
+
 int cmd_shims(int argc, char **argv)
 {
     const char *dir_opt = NULL;
@@ -341,6 +468,8 @@ int cmd_shims(int argc, char **argv)
             list = true;
         else if (strcmp(argv[i], "--remove") == 0)
             remove = true;
+        else if (strcmp(argv[i], "--force") == 0)
+            take_over = true;
         else if (strcmp(argv[i], "--") == 0)
             for (i++; i < argc; i++)
                 names[n++] = argv[i];
@@ -354,22 +483,14 @@ int cmd_shims(int argc, char **argv)
         rc = usage_error("shims", "--dir DIR is required");
     else if (list && (remove || n))
         rc = usage_error("shims", "--list takes no NAME and no --remove");
+    else if (list && take_over)
+        rc = usage_error("shims", "--force takes over or removes shims another copy made; --list changes nothing");
     else if (!list && !n)
         rc = usage_error("shims", "no NAME given (or --list)");
     else if (!list && !remove && strchr(dir_opt, ':'))
         rc = usage_error("shims", "--dir %s: it holds ':', which separates PATH's entries, so no PATH can name it", dir_opt);
-    for (size_t k = 0; !rc && k < n; k++)
-        if (*bad_name(names[k]))
-            rc = usage_error("shims", "NAME \"%s\": %s", names[k], bad_name(names[k]));
-    bool named_ok = !rc;
-    for (size_t k = 0; named_ok && !remove && k < n; k++) { /* a typo is never made into a shim with exit 0 */
-        const char *near = client_typo(names[k], dir_opt);
-        if (near) {
-            eprintf("vzcaps shims: NAME \"%s\" is not on PATH and is no client vzcaps knows: did you mean %s? "
-                    "(nothing was made)", names[k], near);
-            rc = EXIT_USAGE;
-        }
-    }
+    if (!rc)
+        rc = check_names(names, n, dir_opt, remove);
     if (rc)
         return free(names), rc;
     char *dir = vzcaps_dir_name(dir_opt);
@@ -385,6 +506,8 @@ int cmd_shims(int argc, char **argv)
         return free(dir), free(names), 1;
     if (list)
         rc = list_shims(dirfd, dir);
+    else if (lock_dir(dirfd, dir) != 0)
+        n = 0, rc = 1;
     for (size_t k = 0; k < n; k++)
         rc |= remove ? remove_shim(dirfd, dir, names[k]) : make_shim(dirfd, dir, names[k], self);
     close(dirfd);

@@ -61,7 +61,7 @@ long vzcaps_stock_env(const struct vzcaps_stock_env_in *in, void *mem, size_t ca
                 continue; /* a later duplicate: the first entry speaks, as the loader reads it */
             have_preload = true;
             memcpy(t, *e, vl + 1);
-            int r = vzcaps_strip_library(*e + vl + 1, in->seps, in->libname, t + vl + 1, len - vl);
+            int r = vzcaps_strip_library_facts(*e + vl + 1, in->seps, in->libname, in->lib_elem, in->n_lib, t + vl + 1, len - vl);
             if (r <= 0)
                 continue; /* only our library was in it (or nothing): the entry goes */
             if ((size_t)r == len - vl - 1) { /* nothing of ours in it: the entry as it was */

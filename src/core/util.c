@@ -69,16 +69,22 @@ bool vzcaps_list_names_library(const char *list, const char *seps, const char *l
 
 int vzcaps_strip_library(const char *list, const char *seps, const char *libname, char *out, size_t outlen)
 {
-    size_t w = 0;
+    return vzcaps_strip_library_facts(list, seps, libname, NULL, 0, out, outlen);
+}
+
+int vzcaps_strip_library_facts(const char *list, const char *seps, const char *libname, const bool *marked, size_t n_marked,
+                               char *out, size_t outlen)
+{
+    size_t w = 0, k = 0;
     const char *p = list;
     if (outlen == 0)
         return -1;
-    while (*p) {
+    for (; *p; k++) {
         size_t n = strcspn(p, seps);
         size_t base = n;
         while (base > 0 && p[base - 1] != '/')
             base--;
-        bool ours = n - base == strlen(libname) && memcmp(p + base, libname, n - base) == 0;
+        bool ours = (n - base == strlen(libname) && memcmp(p + base, libname, n - base) == 0) || (k < n_marked && marked[k]);
         if (n > 0 && !ours) {
             if (w + (w > 0) + n + 1 > outlen)
                 return -1;

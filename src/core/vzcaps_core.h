@@ -333,9 +333,10 @@ bool vzcaps_launcher_target(const char *exe_path, char *target, size_t len);
 size_t vzcaps_path_entries(const char *path);
 /* The environment a stock child gets (doctor --bundle's, bench's, probe's and verify's stock
  * runs): envp without any entry of ours (vzcaps_env_is_ours), without our library (base name
- * libname) in the preload entry (its other libraries kept; an entry left empty goes), and with
- * PATH without the entries that are vzcaps shim directories, so a program named on it resolves
- * to the real one. Which entries those are is the caller's fact: shim_dir[i] for the i-th entry
+ * libname, or an element lib_elem marks) in the preload entry (its other libraries kept; an
+ * entry left empty goes), and with PATH without the entries that are vzcaps directories (a shim
+ * directory, or one holding a vzcaps command under another name), so a program named on it
+ * resolves to the real one. Which entries those are is the caller's fact: shim_dir[i] for the i-th entry
  * of the first PATH entry's value (n_path of them; vzcaps_path_entries); a PATH left with no
  * entry goes (the system's default search). A later duplicate of PATH or of the preload entry
  * goes (the first speaks). *out is built in mem: 0, or the bytes needed when cap is smaller
@@ -345,6 +346,10 @@ struct vzcaps_stock_env_in {
     const bool *shim_dir;
     size_t n_path;
     const char *preload_var, *seps, *libname;
+    /* lib_elem[k]: the k-th element of the first preload entry (vzcaps_strip_library_facts) is
+     * our library by what the file is; n_lib of them (NULL, 0: the name rule alone) */
+    const bool *lib_elem;
+    size_t n_lib;
 };
 long vzcaps_stock_env(const struct vzcaps_stock_env_in *in, void *mem, size_t cap, char *const **out);
 
@@ -475,6 +480,11 @@ bool vzcaps_list_names_library(const char *list, const char *seps, const char *l
 /* Copies list without entries whose base name is libname; seps lists the separators.
  * Returns the length written, or -1 if out is too small. */
 int vzcaps_strip_library(const char *list, const char *seps, const char *libname, char *out, size_t outlen);
+/* The same, also without the k-th element (0-based, empty ones counted, as split at any one of
+ * seps) when ours[k] is true (k < n_ours): the caller found it to be our library by what the
+ * file is, whatever its name. */
+int vzcaps_strip_library_facts(const char *list, const char *seps, const char *libname, const bool *ours, size_t n_ours,
+                               char *out, size_t outlen);
 /* Base name of a path (pointer into path). */
 const char *vzcaps_basename(const char *path);
 /* snprintf-like appending that never overflows; text that does not fit is cut and the end

@@ -66,6 +66,11 @@ void self_path(char *buf, size_t len)
         buf[0] = '\0';
 }
 
+void start_path(char *buf, size_t len)
+{
+    self_path(buf, len); /* dyld's executable_path: the path exec was given, a link not resolved */
+}
+
 int sip_status(void)
 {
     if (access("/usr/bin/csrutil", X_OK) != 0)

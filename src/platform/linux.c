@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -32,6 +33,15 @@ void self_path(char *buf, size_t len)
 {
     ssize_t n = readlink("/proc/self/exe", buf, len);
     buf[n > 0 && (size_t)n < len ? n : 0] = '\0'; /* one that fills buf may be cut: unknown, as on macOS */
+}
+
+void start_path(char *buf, size_t len)
+{
+    const char *p = (const char *)getauxval(AT_EXECFN); /* the kernel's copy of execve's path */
+    size_t n = p ? strlen(p) : 0;
+    buf[0] = '\0';
+    if (n && n < len)
+        memcpy(buf, p, n + 1);
 }
 
 int sip_status(void)

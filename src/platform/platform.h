@@ -27,6 +27,10 @@ const char *machine_kind(const struct machine *m);
 void machine_json(struct json *j, const struct machine *m);
 /* Path of the running command; "" when unknown or when it does not fit in len (never cut) */
 void self_path(char *buf, size_t len);
+/* The path exec was given to start this process, links not resolved (a shim's own path, whatever
+ * argv[0] says): AT_EXECFN on Linux, _NSGetExecutablePath on macOS; "" when unknown or when it
+ * does not fit in len (never cut). */
+void start_path(char *buf, size_t len);
 extern const char preload_var[];      /* LD_PRELOAD or DYLD_INSERT_LIBRARIES */
 extern const char library_file[];     /* libvzcaps.so or libvzcaps.dylib */
 extern const bool platform_is_macos;

@@ -443,3 +443,37 @@ def test_timeout_stops_a_run(tmp_path):
     assert json.loads((out / "summary.json").read_text())["complete"] is False
     p = run_bench(tmp_path, lb, "--out", str(tmp_path / "f"), "--timeout", "-1")
     assert p.returncode == 2 and "--timeout takes whole seconds" in p.stderr
+
+
+# ---- issue 39 row 9: the stock run is stock by identity ----
+
+@pytest.mark.parametrize("how", ["hand-link", "linked-library"])
+def test_the_stock_run_is_stock_however_vzcaps_is_named(tmp_path, how):
+    """llama-bench found in a shim directory is run by name on the stock PATH, where a hand-made
+    link to vzcaps named llama-bench (no record: no shim directory by record) was found next and
+    ran unlocked; so did a library of ours preloaded under another name (a link to it). The stock
+    run is stock now: the entry and the element go. (The stand-in tells unlocked by the name
+    libvzcaps in its maps, so a renamed copy is tested with doctor --bundle, test_bundle.py.)"""
+    hand, real = tmp_path / "hand", tmp_path / "real"
+    hand.mkdir(), real.mkdir()
+    (real / "llama-bench").symlink_to(STANDINS / "llama-bench")
+    model = tmp_path / "tiny.gguf"
+    model.write_bytes(b"GGUF" + bytes(range(256)) * 4)
+    log = tmp_path / "calls.log"
+    home = tmp_path / "home"  # the chip from a config file too: a stock run has no VZCAPS_ variable
+    (home / ".config" / "vzcaps").mkdir(parents=True)
+    (home / ".config" / "vzcaps" / "vzcaps.conf").write_text("[default]\nhost_chip = Apple M1 Ultra\n")
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M1 Ultra (Virtual)", FAKE_LOG=str(log), PATH=f"{real}:/usr/bin:/bin",
+                    HOME=str(home))
+    if how == "hand-link":
+        shims = tmp_path / "shims"
+        assert subprocess.run([VZ, "shims", "--dir", str(shims), "llama-bench"], env=env, capture_output=True).returncode == 0
+        (hand / "llama-bench").symlink_to(VZ)
+        env["PATH"] = f"{shims}:{hand}:{real}:/usr/bin:/bin"
+    else:
+        (tmp_path / "libhelper.so").symlink_to(BUILD / "libvzcaps.so")
+        env["LD_PRELOAD"] = str(tmp_path / "libhelper.so")
+    p = subprocess.run([VZ, "bench", "-m", str(model), "-r", "2", "--out", str(tmp_path / "out")], env=env,
+                       capture_output=True, text=True, timeout=300)
+    calls = [c.split()[0] for c in log.read_text().splitlines() if " -o json" in c]
+    assert calls == ["stock", "unlocked"], p.stderr

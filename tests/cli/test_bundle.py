@@ -523,3 +523,103 @@ def test_the_workloads_text_cannot_break_out_of_its_block(tmp_path):
     assert summary.count("\n`````\n(cut at 400 bytes)\n") == 2
     stock, unlocked = both_runs(summary, "Standard output")
     assert stock == unlocked and stock.startswith("a ```` b [31m\nxxx")
+
+
+# ---- issue 39 row 9: stock is stock by identity, not by name or record ----
+
+def stock_path_and_run(out):
+    row = next(l for l in (out / "summary.md").read_text().splitlines() if l.startswith("| PATH |"))
+    return row.split(" | ")[1], (out / "workload-stock.txt").read_text()
+
+
+@pytest.mark.parametrize("how", ["link", "chain", "hard", "copy", "to-a-shim", "other-install"])
+def test_a_path_entry_that_starts_vzcaps_under_another_name_is_not_stock(tmp_path, how):
+    """`ln -s .../vzcaps bin/probe` (no record), a chain of links, a hard link or a copy of the
+    command, a program that links to a shim, a link to another installation's vzcaps: the stock
+    run started vzcaps as probe, which ran it unlocked. Now the entry goes from the stock PATH
+    (the bundle's PATH row says so) and the stock run starts the real probe."""
+    inst = tmp_path / "inst"  # a copy of the command, so that a hard link lies on its file system
+    inst.mkdir()
+    for f in ("vzcaps", "libvzcaps.so"):
+        shutil.copy2(BUILD / f, inst / f)
+    vz = inst / "vzcaps"
+    hand, real = tmp_path / "hand", tmp_path / "real"
+    hand.mkdir(), real.mkdir()
+    (real / "probe").symlink_to(BUILD / "probe")
+    (hand / "other-tool").symlink_to("/bin/true")  # the directory holds more than the one entry
+    os.mkfifo(hand / "a-fifo")  # looked at, never opened: nothing blocks
+    if how == "link":
+        (hand / "probe").symlink_to(vz)
+    elif how == "chain":
+        (tmp_path / "one").symlink_to(vz)
+        (hand / "probe").symlink_to(tmp_path / "one")
+    elif how == "hard":
+        os.link(vz, hand / "probe")
+    elif how == "copy":
+        shutil.copy2(vz, hand / "probe")
+    elif how == "to-a-shim":
+        shims = tmp_path / "shims"
+        p = subprocess.run([str(vz), "shims", "--dir", str(shims), "probe"], env=clean_env(), capture_output=True, text=True,
+                           timeout=60)
+        assert p.returncode == 0, p.stderr
+        (hand / "probe").symlink_to(shims / "probe")
+    else:  # another installation's command, not this one's file
+        other = tmp_path / "other"
+        other.mkdir()
+        shutil.copy2(BUILD / "vzcaps", other / "vzcaps")
+        shutil.copy2(BUILD / "libvzcaps.so", other / "libvzcaps.so")
+        (hand / "probe").symlink_to(other / "vzcaps")
+    env = clean_env(PATH=f"{hand}:{real}:/usr/bin:/bin", VZCAPS_HOST_CHIP="Apple M2")
+    out = tmp_path / "b"
+    p = subprocess.run([str(vz), "doctor", "--bundle", str(out), "--", "probe"], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    path, stock = stock_path_and_run(out)
+    assert path == f"`{as_the_bundle_shows(real)}:/usr/bin:/bin`", path
+    assert "family 1008 0" in stock and "family 1009 0" in stock, stock
+    if how not in ("copy", "other-install"):  # through vzcaps run, a shim of this command starts the real probe
+        assert "family 1008 1" in (out / "workload-vzcaps.txt").read_text()
+
+
+def test_a_directory_holding_only_vzcaps_itself_stays_on_the_stock_path(tmp_path):
+    """The command's own directory (vzcaps, its library, a vzcaps-named link: never started as a
+    program) is not taken for a shim directory: a client installed beside vzcaps stays found."""
+    inst = tmp_path / "inst"
+    inst.mkdir()
+    for f in ("vzcaps", "libvzcaps.so"):
+        shutil.copy2(BUILD / f, inst / f)
+    (inst / "vzcaps-old").symlink_to(inst / "vzcaps")
+    (inst / "probe").symlink_to(BUILD / "probe")
+    env = clean_env(PATH=f"{inst}:/usr/bin:/bin", VZCAPS_HOST_CHIP="Apple M2")
+    out = tmp_path / "b"
+    p = subprocess.run([str(inst / "vzcaps"), "doctor", "--bundle", str(out), "--", "probe"], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    path, stock = stock_path_and_run(out)
+    assert path == f"`{as_the_bundle_shows(inst)}:/usr/bin:/bin`" and "family 1008 0" in stock, (path, stock)
+
+
+def test_the_library_preloaded_under_another_name_is_not_stock(tmp_path):
+    """A renamed copy of the library, a link to it, the library under its own name: each is our
+    library by what the file is (its marker, or its device and inode) and goes from the stock
+    run's preload entry; another library stays, and so do an unreadable file, a directory and a
+    missing file (the loader skips those), in a list of 1,500 elements."""
+    other = subprocess.run(["gcc", "-print-file-name=libm.so.6"], capture_output=True, text=True).stdout.strip()
+    assert os.path.isabs(other), other
+    renamed, link = tmp_path / "libmetalhelper.so", tmp_path / "libz-link.so"
+    shutil.copy2(BUILD / "libvzcaps.so", renamed)
+    link.symlink_to(BUILD / "libvzcaps.so")
+    locked = tmp_path / "liblocked.so"
+    shutil.copy2(other, locked)
+    locked.chmod(0)
+    (tmp_path / "libdir.so").mkdir()
+    keep = [other, str(locked), str(tmp_path / "libdir.so"), str(tmp_path / "missing.so")]
+    elements = [str(renamed), other, str(link), str(BUILD / "libvzcaps.so")] + [other] * 1490 + keep
+    env = clean_env(PATH=f"{BUILD}:/usr/bin:/bin", VZCAPS_HOST_CHIP="Apple M2", LD_PRELOAD=":".join(elements))
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--", "probe", env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    stock = (out / "workload-stock.txt").read_text()
+    line = next(l for l in stock.splitlines() if l.startswith("env LD_PRELOAD="))
+    assert line == "env LD_PRELOAD=" + ":".join([other] * 1491 + keep), line[:300]
+    assert "family 1008 0" in stock, stock

@@ -206,3 +206,14 @@ def test_the_sigxfsz_of_a_stock_record_is_not_left_to_the_program(tmp_path):
     assert (t.returncode, t.stdout) == (5, "SigPnd:\t0000000000000000\nShdPnd:\t0000000000000000\n"), t.stderr
     assert len(t.stderr.splitlines()) == 1 and t.stderr.startswith("vzcaps: left stock for pend: ")
     assert log.stat().st_size == 5001
+
+
+def test_a_shim_started_with_an_empty_argv0_starts_its_program_stock_where_run_would_refuse(fleet, tmp_path):
+    # issue 39 row 14, the stock side: execve(shim, {"", ...}) ran vzcaps itself (exit 2, the
+    # program never started); where vzcaps run would refuse, the shim's stock start runs it
+    _, real, _ = fleet
+    shims = shims_without_library(tmp_path)
+    env = clean_env(PATH=f"{shims}:{real}:/usr/bin:/bin", VZCAPS_HOST_CHIP="Apple M2 Pro")
+    t = subprocess.run(["", "x"], executable=str(shims / "tool"), env=env, capture_output=True, text=True, timeout=60)
+    assert (t.returncode, t.stdout) == (7, "tool x\n"), t.stderr
+    assert t.stderr.startswith("vzcaps: left stock for tool: libvzcaps.so not found"), t.stderr

@@ -199,7 +199,7 @@ def test_list_and_remove_only_what_vzcaps_made(tmp_path):
 @pytest.mark.parametrize("name,why", [
     ("a/b", "a program name, not a path"), ("..", "not a program name"), (".", "not a program name"),
     ("../probe", "a program name, not a path"), ("-x", "may not start with '-'"), ("vzcaps", "vzcaps itself"),
-    ("a\x01b", "control character"), ("x" * 256, "longer than 255 bytes"),
+    ("a\x01b", "control character"), ("x" * 256, "longer than 224 bytes"),
     # regression (issue 32 row 9): .hidden was made but --list never showed it; .x.vzcaps-shim took x's record name
     (".hidden", "a name starting with '.'"), (".x.vzcaps-shim", "a name starting with '.'"),
     ("x.vzcaps-shim", "it ends in .vzcaps-shim, the suffix of the records"),
@@ -459,7 +459,8 @@ def test_a_signal_while_a_shim_is_made_leaves_it_whole_or_absent(tmp_path):
 
 def test_a_record_name_of_someone_elses_names_no_option_shims_lacks(tmp_path):
     """A user's file where a shim's record goes is left alone, and the line does not advise
-    --force: shims has no such option (the shared writer's hint named it for every command)."""
+    --force: shims's --force takes over only another copy's shims, never a user's file (the
+    shared writer's hint named it for every command)."""
     d = tmp_path / "shims"
     d.mkdir()
     (d / ".probe.vzcaps-shim").write_text("my own notes\n")
@@ -467,3 +468,169 @@ def test_a_record_name_of_someone_elses_names_no_option_shims_lacks(tmp_path):
     assert p.returncode == 1 and "--force" not in p.stderr, p.stderr
     assert "already exists and vzcaps did not write it (not replaced)" in p.stderr
     assert (d / ".probe.vzcaps-shim").read_text() == "my own notes\n" and not os.path.lexists(d / "probe")
+
+
+def test_a_shim_started_with_an_empty_argv0_starts_the_program_it_stands_for(tmp_path):
+    # regression (issue 39 row 14): execve(shim, {"", NULL}, env) ran vzcaps itself (the usage,
+    # exit 2): the program never started. The path exec was given names the shim (AT_EXECFN on
+    # Linux, _NSGetExecutablePath on macOS), links unresolved.
+    real = real_bin(tmp_path)
+    shims = make_shims(tmp_path, "probe")
+    env = shim_env(shims, real, "/usr/bin", "/bin")
+    p = subprocess.run([""], executable=str(shims / "probe"), env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert families(p.stdout)[1008] == 1, p.stderr
+    # by a relative path (the shim directory is the one it names), and by a link chain to the shim
+    p = subprocess.run([""], executable="shims/probe", env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert p.returncode == 0 and families(p.stdout)[1008] == 1, p.stderr
+    # the real program's exit status and arguments pass through
+    tool = real / "tool"
+    tool.write_text('#!/bin/sh\necho "args:$*"\nexit 9\n')
+    tool.chmod(0o755)
+    make_shims(tmp_path, "tool")
+    p = subprocess.run(["", "a b", "c"], executable=str(shims / "tool"), env=env, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 9 and "args:a b c" in p.stdout, p.stderr
+    # vzcaps itself with an empty argv[0] is still vzcaps (its usage, 2), not a shim of "vzcaps"
+    p = subprocess.run([""], executable=VZ, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "usage: vzcaps COMMAND" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("length", [225, 240])
+def test_a_name_that_cannot_fit_is_refused_up_front_with_2(tmp_path, length):
+    # regression (issue 39 row 16): a name of about 225+ bytes was accepted, then failed with
+    # exit 1 ("File name too long"): its temporary name .NAME.vzcaps-shim-new.PID.N is longer
+    # than a file name can be (255 bytes)
+    d = tmp_path / "shims"
+    name = "n" * length
+    p = vz("shims", "--dir", str(d), "probe", name)
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.splitlines() == [f'vzcaps shims: NAME "{name}": longer than 224 bytes (a shim is made as '
+                                     '.NAME.vzcaps-shim-new.PID.N first, and a file name holds at most 255 bytes)'], p.stderr
+    assert not d.exists()
+    # the longest name that fits is made, listed and removed
+    fits = "n" * 224
+    p = vz("shims", "--dir", str(d), fits)
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(d)) == [f".{fits}.vzcaps-shim", fits]
+    assert vz("shims", "--dir", str(d), "--remove", fits).returncode == 0 and os.listdir(d) == []
+
+
+def test_a_shim_path_longer_than_a_path_can_be_is_refused_up_front_with_2(tmp_path):
+    # the same for DIR/NAME past PATH_MAX (4096 here): no PATH search could start it
+    d = tmp_path / ("d" * 200) / ("e" * 200)
+    d = str(d) + "/" + "/".join(["f" * 200] * ((4096 - len(str(d))) // 201 + 1))
+    p = vz("shims", "--dir", d, "probe")
+    assert p.returncode == 2, p.stderr
+    assert len(p.stderr.splitlines()) == 1 and p.stderr.startswith(f"vzcaps shims: {d}/probe: longer than a path can be"), p.stderr
+    assert not (tmp_path / ("d" * 200)).exists()
+
+
+def test_making_a_shim_while_another_run_removes_it_never_fails_the_make(tmp_path):
+    # regression (issue 39 row 15): make and --remove in a loop side by side: the make that found
+    # the entry as the removal took it said "exists and vzcaps did not make it", exit 1, and left
+    # no shim. Runs on one directory are serialized (a lock on the directory), so each finds the
+    # shim whole or absent.
+    import threading
+    d = make_shims(tmp_path, "probe")
+    results = {"make": [], "remove": []}
+
+    def loop(kind, args):
+        for _ in range(150):
+            p = vz("shims", "--dir", str(d), *args)
+            results[kind].append((p.returncode, p.stdout, p.stderr))
+
+    threads = [threading.Thread(target=loop, args=(kind, args)) for kind, args in
+               [("make", ["probe"]), ("remove", ["--remove", "probe"])] * 3]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=240)
+    assert not any(t.is_alive() for t in threads)
+    bad = [r for r in results["make"] if r[0] != 0 or "vzcaps did not make it" in r[2]]
+    assert not bad, bad[:3]
+    for rc, out, err in results["remove"]:  # removed, or already gone: never "not a shim vzcaps made"
+        assert (rc, err) == (0, "") or (rc == 1 and err.endswith("No such file or directory\n")), err
+    names = sorted(os.listdir(d))
+    assert names in ([], [".probe.vzcaps-shim", "probe"]), names  # whole or absent, no temporary left
+    if names:
+        assert vz("shims", "--dir", str(d), "--list").stdout.startswith("probe\t")
+
+
+def test_a_directory_lock_held_by_another_process_is_waited_for_5_s_not_for_ever(tmp_path):
+    # hostile: anyone who can read DIR can flock it; a make waits its turn a bounded time, then
+    # says so in one line and makes nothing; --list takes no turn
+    import fcntl
+    d = make_shims(tmp_path, "probe")
+    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        p = vz("shims", "--dir", str(d), "llama-server")
+        assert p.returncode == 1 and p.stderr.splitlines() == [
+            f"vzcaps shims: {d}: another process has held the directory's lock for 5 s; nothing was made or removed"], p.stderr
+        assert not os.path.lexists(d / "llama-server")
+        assert vz("shims", "--dir", str(d), "--list").stdout.startswith("probe\t")
+    finally:
+        os.close(fd)
+    assert vz("shims", "--dir", str(d), "llama-server").returncode == 0
+
+
+def copy_of_vzcaps(tmp_path, name):
+    d = tmp_path / name
+    d.mkdir()
+    shutil.copy2(VZ, d / "vzcaps")
+    shutil.copy2(BUILD / "libvzcaps.so", d / "libvzcaps.so")
+    return str(d / "vzcaps")
+
+
+def test_a_shim_made_by_another_copy_is_named_with_that_copy_and_taken_over_with_force(tmp_path):
+    # regression (issue 39 row 17): after `make install`, the installed copy said "vzcaps did
+    # not make it" of the build's shims, with no next step, and could neither re-make nor remove them
+    installed = copy_of_vzcaps(tmp_path, "installed")
+    d = make_shims(tmp_path, "probe", "llama-server")  # made by build/vzcaps
+    p = subprocess.run([installed, "shims", "--dir", str(d), "probe"], env=clean_env(), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 1 and p.stderr.splitlines() == [
+        f"vzcaps shims: {d}/probe: a shim made by another copy of vzcaps ({VZ}); "
+        f"vzcaps shims --dir {d} --force probe makes it this copy's"], p.stderr
+    assert os.readlink(d / "probe") == VZ
+    p = subprocess.run([installed, "shims", "--dir", str(d), "--force", "probe"], env=clean_env(), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == f"{d}/probe -> {installed} (was a shim of {VZ})\n", p.stdout + p.stderr
+    assert os.readlink(d / "probe") == installed and sorted(os.listdir(d)) == [
+        ".llama-server.vzcaps-shim", ".probe.vzcaps-shim", "llama-server", "probe"]
+    listed = subprocess.run([installed, "shims", "--dir", str(d), "--list"], env=clean_env(), capture_output=True, text=True)
+    assert [l.split("\t")[0] for l in listed.stdout.splitlines()] == ["probe"]  # now this copy's
+    assert vz("shims", "--dir", str(d), "probe").returncode == 1  # and to the build's copy, another copy's
+    # --remove: named the same way, removed with --force, its record too
+    p = subprocess.run([installed, "shims", "--dir", str(d), "--remove", "llama-server"], env=clean_env(),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and p.stderr.splitlines() == [
+        f"vzcaps shims: {d}/llama-server: a shim made by another copy of vzcaps ({VZ}); "
+        f"vzcaps shims --dir {d} --remove --force llama-server removes it"], p.stderr
+    p = subprocess.run([installed, "shims", "--dir", str(d), "--remove", "--force", "llama-server"], env=clean_env(),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and sorted(os.listdir(d)) == [".probe.vzcaps-shim", "probe"], p.stderr
+
+
+def test_force_takes_over_only_a_recorded_shim_of_another_copy(tmp_path):
+    # hostile: --force never replaces a user's file, a link of the user's (to any vzcaps), or a
+    # shim whose link was changed since its record; a copy that is gone is named as gone
+    installed = copy_of_vzcaps(tmp_path, "installed")
+    gone = copy_of_vzcaps(tmp_path, "gone")
+    d = tmp_path / "shims"
+    assert subprocess.run([gone, "shims", "--dir", str(d), "probe"], env=clean_env(), capture_output=True).returncode == 0
+    os.unlink(gone)
+    (d / "mine").write_text("#!/bin/sh\n")
+    (d / "hand").symlink_to(VZ)
+    for name in ("mine", "hand"):
+        p = subprocess.run([installed, "shims", "--dir", str(d), "--force", name], env=clean_env(), capture_output=True,
+                           text=True, timeout=60)
+        assert p.returncode == 1 and "vzcaps did not make it" in p.stderr, p.stderr
+    assert (d / "mine").read_text() == "#!/bin/sh\n" and os.readlink(d / "hand") == VZ
+    p = subprocess.run([installed, "shims", "--dir", str(d), "probe"], env=clean_env(), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 1 and f"a shim made by another copy of vzcaps ({gone}, now missing)" in p.stderr, p.stderr
+    p = subprocess.run([installed, "shims", "--dir", str(d), "--remove", "--force", "probe"], env=clean_env(),
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and not os.path.lexists(d / "probe") and not os.path.lexists(d / ".probe.vzcaps-shim")

@@ -1410,7 +1410,7 @@ static void test_stock_environment(void **st)
     assert_int_equal(vzcaps_path_entries("/opt/shims:/usr/bin::/x/shims:/bin"), 5);
     assert_int_equal(vzcaps_path_entries(""), 1);
     const bool shim_dir[] = {true, false, false, true, false};
-    struct vzcaps_stock_env_in in = {env, shim_dir, 5, "LD_PRELOAD", ": ", "libvzcaps.so"};
+    struct vzcaps_stock_env_in in = {env, shim_dir, 5, "LD_PRELOAD", ": ", "libvzcaps.so", NULL, 0};
     long need = vzcaps_stock_env(&in, NULL, 0, &out);
     assert_true(need > 0 && (size_t)need <= sizeof mem);
     assert_int_equal(vzcaps_stock_env(&in, mem, (size_t)need - 1, &out), need); /* too small: nothing written */
@@ -1423,14 +1423,14 @@ static void test_stock_environment(void **st)
     /* a preload entry of ours only, and a PATH of shim directories only: both go */
     char *only[] = {"DYLD_INSERT_LIBRARIES=/u/lib/libvzcaps.dylib", "PATH=/s", "TERM=x", NULL};
     const bool all[] = {true};
-    struct vzcaps_stock_env_in mac = {only, all, 1, "DYLD_INSERT_LIBRARIES", ":", "libvzcaps.dylib"};
+    struct vzcaps_stock_env_in mac = {only, all, 1, "DYLD_INSERT_LIBRARIES", ":", "libvzcaps.dylib", NULL, 0};
     assert_int_equal(vzcaps_stock_env(&mac, mem, sizeof mem, &out), 0);
     assert_string_equal(out[0], "TERM=x");
     assert_null(out[1]);
     /* nothing of ours, no shim directory: every entry as it was (the same strings) */
     char *clean[] = {"PATH=/usr/bin:/bin", "LD_PRELOAD=/a/x.so", NULL};
     const bool none[] = {false, false};
-    struct vzcaps_stock_env_in c = {clean, none, 2, "LD_PRELOAD", ": ", "libvzcaps.so"};
+    struct vzcaps_stock_env_in c = {clean, none, 2, "LD_PRELOAD", ": ", "libvzcaps.so", NULL, 0};
     assert_int_equal(vzcaps_stock_env(&c, mem, sizeof mem, &out), 0);
     assert_string_equal(out[0], "PATH=/usr/bin:/bin");
     assert_ptr_equal(out[1], clean[1]);
@@ -1438,10 +1438,26 @@ static void test_stock_environment(void **st)
     /* fewer facts than entries: the entries past them are kept; a library named like ours in
      * another name is not ours */
     char *odd[] = {"PATH=/s:/t", "LD_PRELOAD=/a/libvzcaps.so.old", NULL};
-    struct vzcaps_stock_env_in o = {odd, all, 1, "LD_PRELOAD", ": ", "libvzcaps.so"};
+    struct vzcaps_stock_env_in o = {odd, all, 1, "LD_PRELOAD", ": ", "libvzcaps.so", NULL, 0};
     assert_int_equal(vzcaps_stock_env(&o, mem, sizeof mem, &out), 0);
     assert_string_equal(out[0], "PATH=/t");
     assert_string_equal(out[1], "LD_PRELOAD=/a/libvzcaps.so.old");
+    /* issue 39 row 9: an element the caller found to be our library by what the file is goes,
+     * whatever its name; elements are counted as split, empty ones too; facts past the list and
+     * an element not marked stay */
+    char *renamed[] = {"LD_PRELOAD=/a/x.so::/b/libmine.so /c/libvzcaps.so.old /d/y.so", NULL};
+    const bool marks[] = {false, false, true, true, false, true};
+    struct vzcaps_stock_env_in r = {renamed, none, 0, "LD_PRELOAD", ": ", "libvzcaps.so", marks, 6};
+    assert_int_equal(vzcaps_stock_env(&r, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "LD_PRELOAD=/a/x.so:/d/y.so");
+    assert_null(out[1]);
+    const bool every[] = {true, true, true, true, true};
+    r.lib_elem = every, r.n_lib = 5;
+    assert_int_equal(vzcaps_stock_env(&r, mem, sizeof mem, &out), 0);
+    assert_null(out[0]); /* every element ours: the entry goes */
+    char buf[64];
+    assert_int_equal(vzcaps_strip_library_facts("p:q:r", ":", "libvzcaps.so", marks + 2, 2, buf, sizeof buf), 1);
+    assert_string_equal(buf, "r");
     /* no environment at all */
     char *empty[] = {NULL};
     o.envp = empty;
