@@ -48,10 +48,12 @@ def shell_env(cwd):
 BASH_COMPLETION = "/usr/share/bash-completion/bash_completion"  # Debian's bash-completion (install-deps)
 
 
-def bash(cwd, *words, with_bash_completion=False):
-    """COMPREPLY for the command line words (the last one is being completed)."""
+def bash(cwd, *words, with_bash_completion=False, wordbreaks=None):
+    """COMPREPLY for the command line words (the last one is being completed); wordbreaks: the
+    COMP_WORDBREAKS readline completes with (bash's default when None)."""
     line = " ".join(words)
     script = (f"{'source ' + BASH_COMPLETION if with_bash_completion else ''}\n"
+              f"{'' if wordbreaks is None else 'COMP_WORDBREAKS=' + shlex.quote(wordbreaks)}\n"
               f"source {shlex.quote(str(COMPLETIONS / 'vzcaps.bash'))}\n"
               f"COMP_WORDS=({' '.join(shlex.quote(w) for w in words)}); COMP_CWORD={len(words) - 1}\n"
               f"COMP_LINE={shlex.quote(line)}; COMP_POINT={len(line)}\n"
@@ -119,8 +121,10 @@ def test_profiles_come_from_the_config_file_when_completing(shell, cwd):
     conf = cwd / "home" / ".config" / "vzcaps" / "vzcaps.conf"
     conf.write_text("[changed]\napple_family_max = auto\n")  # read at completion time
     assert complete(shell, cwd, "vzcaps check --profile ") == ["changed"]
-    # --config earlier on the line names the file whose sections count
+    # --config earlier on the line names the file whose sections count, written with = too
     assert complete(shell, cwd, f"vzcaps check --config {cwd}/other.conf --profile ") == ["only-here"]
+    if shell != "bash":  # bash: its 3.2 and 4.0 splits of --config=FILE, in their own tests
+        assert complete(shell, cwd, f"vzcaps check --config={cwd}/other.conf --profile ") == ["only-here"]
     spaced = cwd / "my dir" / "x.conf"  # a --config path typed with an escaped space
     spaced.parent.mkdir()
     spaced.write_text("[spaced]\napple_family_max = off\n")
@@ -190,6 +194,37 @@ def test_acceptance_bash(cwd):
     assert "status" in bash(cwd, "vzcaps", "host", "")
     assert "auto" in bash(cwd, "vzcaps", "run", "--family", "")
     assert bash(cwd, "vzcaps", "run", "--family", "=", "au") == ["auto"]  # --family=au, as bash splits it
+
+
+def test_bash_3_2_completes_the_value_of_an_option_written_with_equals(cwd):
+    """issue 39 row 25: bash 3.2 (a Mac's) does not split COMP_WORDS at = (4.0 does), so
+    `run --profile=<TAB>` was one word "--profile=" and offered nothing, and `--config=FILE
+    --profile <TAB>` read the default config. Driven with COMP_WORDS as 3.2 gives them; readline
+    replaces the text after the = (a word break in COMP_WORDBREAKS), so the values come bare."""
+    assert sorted(bash(cwd, "vzcaps", "run", "--profile=")) == ["llama", "my-ollama"]
+    assert bash(cwd, "vzcaps", "run", "--profile=my") == ["my-ollama"]
+    assert bash(cwd, "vzcaps", "check", f"--config={cwd}/other.conf", "--profile", "") == ["only-here"]
+    assert bash(cwd, "vzcaps", "check", "--config=~/../other.conf", "--profile=") == ["only-here"]
+    assert bash(cwd, "vzcaps", "check", "--config='other.conf'", "--profile=o") == ["only-here"]  # as typed: quotes undone
+    assert bash(cwd, "vzcaps", "check", "--family=a") == ["auto"]
+    assert bash(cwd, "vzcaps", "check", "--config=pl") == ["plain.json"]
+    assert bash(cwd, "vzcaps", "check", '--config="pl') == ["plain.json"]
+    # an option that takes no value, or an unknown one, offers nothing after its =
+    assert bash(cwd, "vzcaps", "check", "--json=") == [] and bash(cwd, "vzcaps", "check", "--nope=a") == []
+    # a value already given with = is not asked again: the next word is an option or argument
+    assert "--profile" in bash(cwd, "vzcaps", "check", "--family=auto", "--")
+    # bash 4 splits at = where = is a word break: unchanged
+    assert sorted(bash(cwd, "vzcaps", "run", "--profile", "=", "")) == ["llama", "my-ollama"]
+    assert bash(cwd, "vzcaps", "check", "--config", "=", f"{cwd}/other.conf", "--profile", "") == ["only-here"]
+
+
+def test_bash_without_equals_as_a_word_break_inserts_the_option_too(cwd):
+    """Where COMP_WORDBREAKS lacks = (a user's setting), readline replaces the whole --opt=VALUE
+    word: each candidate carries its --opt=."""
+    breaks = " \t\n\"'@><;|&(:"
+    assert sorted(bash(cwd, "vzcaps", "run", "--profile=", wordbreaks=breaks)) == ["--profile=llama", "--profile=my-ollama"]
+    assert bash(cwd, "vzcaps", "check", "--family=a", wordbreaks=breaks) == ["--family=auto"]
+    assert bash(cwd, "vzcaps", "check", "--family=a", wordbreaks=breaks + "=") == ["auto"]
 
 
 @pytest.mark.skipif(sys.platform == "darwin", reason="needs Debian's bash-completion (Linux): a stock Mac has none")
