@@ -113,6 +113,7 @@ def _build_without_rig(build):
 
 def simulate(build):
     """Turns this process into the simulated Mac; the build directory the tests use there."""
+    import urllib.request  # noqa: F401  it loads its Mac-only part (_scproxy) by sys.platform: first
     sys.platform = "darwin"
     shadows = _Shadows()
     os.environ.pop("LD_PRELOAD", None)
