@@ -209,6 +209,12 @@ def test_bash_3_2_completes_the_value_of_an_option_written_with_equals(cwd):
     assert bash(cwd, "vzcaps", "check", "--family=a") == ["auto"]
     assert bash(cwd, "vzcaps", "check", "--config=pl") == ["plain.json"]
     assert bash(cwd, "vzcaps", "check", '--config="pl') == ["plain.json"]
+    odd = cwd / "a=b.conf"  # a value holding = itself: split at the first only
+    odd.write_text("[odd]\napple_family_max = off\n")
+    odd.chmod(0o644)
+    assert bash(cwd, "vzcaps", "check", "--config=a=b.conf", "--profile=") == ["odd"]
+    assert bash(cwd, "vzcaps", "check", "--config=a=b") == ["b.conf"]  # readline replaces what follows the last =
+    assert bash(cwd, "vzcaps", "check", "--config=a=b", wordbreaks=" \t\n") == ["--config=a=b.conf"]  # or the whole word
     # an option that takes no value, or an unknown one, offers nothing after its =
     assert bash(cwd, "vzcaps", "check", "--json=") == [] and bash(cwd, "vzcaps", "check", "--nope=a") == []
     # a value already given with = is not asked again: the next word is an option or argument
