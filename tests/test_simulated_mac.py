@@ -303,8 +303,9 @@ SEEN = r"""
 import os, shutil, subprocess, sys
 sys.path.insert(0, "tests")
 from conftest import BUILD, LINUX_ONLY
+from macsim import ABSENT
 print("platform", sys.platform)
-print("fish", shutil.which("fish"), shutil.which("unshare"), shutil.which("setpriv"))
+print("absent", " ".join(str(shutil.which(name)) for name in ABSENT))
 env = {"PATH": "/usr/bin:/bin", "LD_PRELOAD": "/x.so"}
 print(subprocess.run(["sh", "-c", "echo child preload=$LD_PRELOAD fish=$(command -v fish)"], env=env,
                      capture_output=True, text=True).stdout.strip())
@@ -319,11 +320,12 @@ def simulated(**extra):
 
 
 def test_the_simulated_mac_switch_changes_what_a_mac_lacks():
-    assert shutil.which("fish") and shutil.which("unshare"), "this test compares with a Linux that has them"
+    from macsim import ABSENT
+    assert all(shutil.which(name) for name in ABSENT), "this test compares with a Linux that has them all"
     p = subprocess.run([sys.executable, "-c", SEEN], cwd=ROOT, env=simulated(), capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     seen = dict(line.split(" ", 1) for line in p.stdout.splitlines())
-    assert seen["platform"] == "darwin" and seen["fish"] == "None None None"
+    assert seen["platform"] == "darwin" and seen["absent"] == " ".join(["None"] * len(ABSENT))
     assert seen["child"] == "preload= fish="  # dyld ignores LD_PRELOAD; no fish on any PATH a child gets
     assert seen["ziglang"] != "0"
     built = seen["build"].split()
