@@ -283,8 +283,8 @@ struct doctor_facts {
     char **pitfalls; /* every pitfall that applies is said: the list grows, none is dropped */
     size_t np, cap_pitfalls;
     char help_page[1200];
-    char hazard[900]; /* the macOS 14 guest hazard, "" when it does not apply */
-    char verify_cache[1400]; /* the cached verify verdict read, "" when none */
+    char *hazard;       /* the macOS 14 guest hazard, "" when it does not apply */
+    char *verify_cache; /* the cached verify verdict read, NULL when none */
     const char *nocopy;      /* its nocopy_mmap result: unchecked, pass, skipped, fail_stock or fail */
 };
 
@@ -335,14 +335,15 @@ static void doctor_gather(struct doctor_facts *d)
     machine_facts(&d->m);
     { /* the verdict `vzcaps verify` cached for this view (before the view fills in its defaults) */
         static struct vresult cached;
-        char *at = cached_verify_verdict(&d->o, &cached);
+        char *at = d->verify_cache = cached_verify_verdict(&d->o, &cached);
         const struct vcheck *c = at ? nocopy_check(&cached) : NULL;
-        snprintf(d->verify_cache, sizeof d->verify_cache, "%s", at ? at : "");
         d->nocopy = !c ? "unchecked" : c->status == VCHECK_PASS ? "pass" : c->status == VCHECK_SKIP ? "skipped"
                   : cached.nocopy_stock_failed || !c->unlocked ? "fail_stock" : "fail";
-        char *source = at ? xformat("the verdict cached in %s", at) : NULL;
-        nocopy_guest_hazard(&d->m, platform_is_macos, at ? &cached : NULL, source ? source : "", d->hazard, sizeof d->hazard);
-        free(source), free(at);
+        char *source = at ? xformat("the verdict cached in %s", at) : xformat("%s", "");
+        size_t len = strlen(source) + 1024; /* the text's own length is under 1024: the path is never cut */
+        d->hazard = xformat("%*s", (int)len, "");
+        nocopy_guest_hazard(&d->m, platform_is_macos, at ? &cached : NULL, source, d->hazard, len + 1);
+        free(source);
     }
     d->have_lib = find_library(d->library, sizeof d->library, d->tried, sizeof d->tried) == 0;
     if (d->have_lib && macho_arch_list(d->library, d->archs, sizeof d->archs, d->arch_err, sizeof d->arch_err) != 0)
@@ -489,7 +490,7 @@ static void doctor_print_json(struct doctor_facts *d)
     json_end_obj(&j);
     json_obj(&j, "nocopy_mmap"); /* the macOS 14 guest hazard's check, from the cached verify verdict */
     json_str(&j, "verdict", d->nocopy);
-    json_str(&j, "verify_cache", d->verify_cache[0] ? d->verify_cache : NULL);
+    json_str(&j, "verify_cache", d->verify_cache);
     json_end_obj(&j);
     json_str(&j, "sip", d->sip_text);
     json_str(&j, "inherit_safety", inherit_safety_name(d->inherit));
@@ -566,6 +567,7 @@ int cmd_doctor(int argc, char **argv)
     else
         doctor_print_text(d);
     free_pitfalls(d->pitfalls, d->np);
+    free(d->hazard), free(d->verify_cache);
     return 0;
 }
 

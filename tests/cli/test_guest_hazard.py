@@ -130,3 +130,13 @@ def test_doctor_takes_no_verdict_from_what_is_not_one(tmp_path):
     env2 = clean_env(VZCAPS_HOST_CHIP="Apple M2", HOME="relative", XDG_CACHE_HOME="cache")
     p = subprocess.run([VZ, "doctor", "--json"], env=env2, cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert json.loads(p.stdout)["nocopy_mmap"] == {"verdict": "unchecked", "verify_cache": None}
+
+
+def test_doctor_names_a_verdict_under_a_long_cache_home_whole(tmp_path):
+    home = tmp_path
+    for i in range(8):
+        home = home / (str(i) * 200)
+    f = cache_file(home)
+    f.write_text(verdict(check("nocopy_mmap", "fail")))
+    d = doctor_nocopy(clean_env(VZCAPS_HOST_CHIP="Apple M2", XDG_CACHE_HOME=str(home)))
+    assert len(str(f)) > 1600 and d["nocopy_mmap"] == {"verdict": "fail", "verify_cache": str(f)}
