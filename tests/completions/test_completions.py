@@ -209,6 +209,13 @@ def test_bash_3_2_completes_the_value_of_an_option_written_with_equals(cwd):
     assert bash(cwd, "vzcaps", "check", "--family=a") == ["auto"]
     assert bash(cwd, "vzcaps", "check", "--config=pl") == ["plain.json"]
     assert bash(cwd, "vzcaps", "check", '--config="pl') == ["plain.json"]
+    spaced = cwd / "my dir" / "x.conf"  # a --config=FILE typed with quotes or an escaped space
+    spaced.parent.mkdir()
+    spaced.write_text("[spaced]\napple_family_max = off\n")
+    spaced.chmod(0o644)
+    assert bash(cwd, "vzcaps", "check", '--config="my dir/x.conf"', "--profile=") == ["spaced"]
+    assert bash(cwd, "vzcaps", "check", "--config=my\\ dir/x.conf", "--profile", "") == ["spaced"]
+    assert bash(cwd, "vzcaps", "check", "--config=~/nope.conf", "--profile=") == []  # a missing file offers nothing
     odd = cwd / "a=b.conf"  # a value holding = itself: split at the first only
     odd.write_text("[odd]\napple_family_max = off\n")
     odd.chmod(0o644)
