@@ -7,7 +7,9 @@ What a stock Mac differs in, for the tests:
   child's, hides them;
 - the host's python3 has no ziglang (nothing installs it on a Mac): a child python3 finds none;
 - `make` builds no rig (the GNU Objective-C stand-ins: build/probe and friends): the tests run
-  from a copy of build/ without them.
+  from a copy of build/ without them;
+- the Command Line Tools' `xcrun --find lipo` names a lipo (LLVM's plays it), as conftest's
+  lipo_tool asks a Mac without Homebrew's llvm-lipo in PATH.
 The command and library stay the Linux build's: what a test asks of them is what it asks on a Mac,
 answered by this platform (so a test of the macOS platform layer is not run by this)."""
 import atexit
@@ -118,5 +120,14 @@ def simulate(build):
     shadows = _Shadows()
     os.environ.pop("LD_PRELOAD", None)
     os.environ["PATH"] = shadows.path(os.environ.get("PATH", ""))
+    lipo = shutil.which("llvm-lipo") or shutil.which("llvm-lipo-14")
+    if lipo:
+        clt = os.path.join(shadows.top, "clt")
+        os.mkdir(clt)
+        with open(os.path.join(clt, "xcrun"), "w") as f:
+            f.write(f'#!/bin/sh\ncase "$*" in "--find lipo"|"-f lipo") echo "{lipo}" ;; '
+                    '*) echo "xcrun: error: unable to find utility \\"$*\\" (the simulated Mac)" >&2; exit 1 ;; esac\n')
+        os.chmod(os.path.join(clt, "xcrun"), 0o755)
+        os.environ["PATH"] = clt + os.pathsep + os.environ["PATH"]
     _patch_popen(shadows)
     return _build_without_rig(str(build))
