@@ -30,6 +30,10 @@ def runnable_build():
 
 
 BUILD = runnable_build()
+# VZTEST_SIMULATED_MAC=1: the suite as a stock Mac runs it (tests/macsim.py says what changes)
+import macsim  # noqa: E402
+if macsim.active():
+    BUILD = macsim.simulate(BUILD)
 # real llama-bench output (MIT, see its LICENSE-DATA.md), copied from the project's shared notes
 FIXTURES = ROOT / "tests" / "fixtures" / "llama-bench" / "tinyllama-m1-ultra"
 
@@ -45,6 +49,17 @@ def needs_root(why):
     """A mark for a test that only root can set up (a tmpfs mount, a file given away): as
     another user it is skipped with one line saying so (README: the developers' set-up)."""
     return pytest.mark.skipif(os.geteuid() != 0, reason=f"needs root: {why}")
+
+
+def as_nobody():
+    """subprocess keywords that start a child as the unprivileged user nobody (no groups) when the
+    suite runs as root, and as the suite's user otherwise: Python's own setuid, on Linux and on a
+    Mac alike (util-linux's setpriv is Linux's only)."""
+    if os.geteuid() != 0:
+        return {}
+    import pwd
+    who = pwd.getpwnam("nobody")
+    return {"user": who.pw_uid, "group": who.pw_gid, "extra_groups": []}
 
 
 def require_built(*paths, how):

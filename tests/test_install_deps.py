@@ -102,8 +102,9 @@ STANDINS = {
                'echo "debconf: delaying package configuration, since apt-utils is not installed" >&2\n'
                'echo "W: a warning of apt" >&2\n'
                '[ -n "${APT_INSTALL_OK:-}" ] && exit 0\necho "E: Unable to locate package x" >&2\nexit 100\n',
-    # the real python3, except that ziglang is absent when NO_ZIG is set and pip install fails
-    "python3": '#!/bin/sh\ncase "$*" in *"import ziglang"*) [ -z "${NO_ZIG:-}" ] || exit 1 ;; esac\n'
+    # the real python3, except that ziglang is the pinned one (whatever the host's python3 has: a
+    # Mac's has none), or absent when NO_ZIG is set, and pip install fails
+    "python3": '#!/bin/sh\ncase "$*" in *"import ziglang"*) [ -z "${NO_ZIG:-}" ] || exit 1; echo "@ZIG@"; exit 0 ;; esac\n'
                'if [ "$1 $2 $3" = "-m pip install" ]; then echo "ERROR: No matching distribution" >&2; exit 1; fi\n'
                'exec "@PY@" "$@"\n',
 }
@@ -114,7 +115,7 @@ def debian(tmp_path):
     d = tmp_path / "standins"
     d.mkdir()
     for name, text in STANDINS.items():
-        (d / name).write_text(text.replace("@PY@", sys.executable))
+        (d / name).write_text(text.replace("@PY@", sys.executable).replace("@ZIG@", assignments()["ZIG_VERSION"]))
         (d / name).chmod(0o755)
     env = {k: v for k, v in os.environ.items() if k in ("HOME", "LANG")}
     env.update(PATH=f"{d}:/usr/local/bin:/usr/bin:/bin", LOG=str(tmp_path / "log"), MISSING="")

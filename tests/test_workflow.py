@@ -225,3 +225,73 @@ def test_the_model_runs_stock_by_the_real_path_and_unlocked_through_the_shim():
     assert "--svg model-bench/chart.svg" in run and "--md model-bench/report.md" in run
     upload = [x for x in STEPS if x.get("uses", "").startswith("actions/upload-artifact")][0]
     assert {"model-bench/", "action-doctor.json"} <= set(upload["with"]["path"].split())
+
+
+# ---- issue 39 item 6: the action's cache key hashes the build's sources, never the job's outputs ----
+
+KEY_STEP = next(s for s in ACTION["runs"]["steps"] if s.get("id") == "key")
+# what neither make nor make install reads on a Mac (the tests, the rig's and the cross build's
+# inputs, the release's packaging, CI files): the key leaves them out
+NOT_BUILT_FROM = {".ci", ".github", ".gitignore", "action.yml", "bench", "packaging", "pytest.ini", "stubs", "tests"}
+
+
+def cache_key(tmp_path, workspace):
+    """The key step's run, as the runner runs it with ./ as the action (working-directory: the
+    workspace), on a Mac played by a sw_vers stand-in: the key it writes."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "sw_vers").write_text("#!/bin/sh\necho 15.1\n")
+    (bin_dir / "sw_vers").chmod(0o755)
+    out = tmp_path / "github_output"
+    out.write_text("")
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "GITHUB_OUTPUT": str(out), "RUNNER_TEMP": str(tmp_path / "temp"),
+           "ACTION_REF": "main", "LC_ALL": "C"}
+    p = subprocess.run(["sh", "-e", "-c", KEY_STEP["run"]], cwd=workspace, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    return re.search(r"^key=(.*)$", out.read_text(), re.M).group(1)
+
+
+def test_the_cache_key_ignores_the_jobs_outputs_and_follows_the_sources(tmp_path):
+    """In the project's workflow the action's directory is the workspace: the key hashed it
+    whole, with that run's outputs (the build, the evidence, doctor.json), so no job ever hit."""
+    import shutil
+    ws = tmp_path / "ws"
+    shutil.copytree(ROOT, ws, ignore=shutil.ignore_patterns("build", "dist", ".git", "tests", "fuzz-out", "__pycache__"))
+    key = cache_key(tmp_path, ws)
+    assert re.fullmatch(r"vzcaps-main-[0-9a-f]{16}-macos-15\.1-\w+", key), key
+    # what a job writes into its workspace: the build, outputs, evidence, a report
+    (ws / "build").mkdir()
+    (ws / "build" / "vzcaps").write_text("built")
+    (ws / "model-bench").mkdir()
+    (ws / "model-bench" / "summary.json").write_text("{}")
+    (ws / "action-doctor.json").write_text("{}")
+    (ws / "test-suite.log").write_text("ok")
+    (ws / "packaging" / "new.txt").write_text("x")
+    assert cache_key(tmp_path, ws) == key
+    # every source of the build changes it
+    for source in ("src/cli/main.c", "Makefile", "mk/darwin.mk", "scripts/install", "kernels", "docs/commands.md",
+                   "README.md", "LICENSE"):
+        path = ws / source
+        if path.is_dir():
+            path = sorted(path.iterdir())[0]
+        before = path.read_bytes()
+        path.write_bytes(before + b"\n")
+        assert cache_key(tmp_path, ws) != key, source
+        path.write_bytes(before)
+    (ws / "src" / "cli" / "new file.c").write_text("")  # a new source, a name with a space
+    assert cache_key(tmp_path, ws) != key
+    (ws / "src" / "cli" / "new file.c").unlink()
+    assert cache_key(tmp_path, ws) == key
+
+
+def test_every_top_level_entry_is_in_the_cache_key_or_named_as_not_built_from():
+    """A new top-level folder must be decided: hashed by the key (make or make install reads it)
+    or named here as not read."""
+    hashed = set(re.search(r"find (.*?) -type f", KEY_STEP["run"]).group(1).split())
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True)
+    if tracked.returncode == 0 and tracked.stdout:
+        entries = {line.split("/")[0] for line in tracked.stdout.splitlines()}
+    else:  # a copy without .git: what is there, less make's and pytest's outputs
+        entries = {p.name for p in ROOT.iterdir() if p.name not in ("build", "dist", ".git", "fuzz-out", ".pytest_cache")}
+    assert entries - hashed - NOT_BUILT_FROM == set()
+    assert not hashed & NOT_BUILT_FROM

@@ -6,6 +6,8 @@
 #define _XOPEN_SOURCE 700
 #include "cli.h"
 #include "../common/child.h"
+#include "../common/sha256.h"
+#include "../device/metal.h"
 #include "../macho/inheritsafe.h"
 #include "../macho/macho.h"
 
@@ -176,6 +178,83 @@ static size_t arm64e_clients(bool lib_arm64e, char out[][600], size_t cap)
     return n;
 }
 
+/* ---- the guest hazard of macOS 14 (issue 39 item 7): said, never worked around behind the user's back ---- */
+
+#define NOCOPY_WORKAROUND "run the client with --no-mmap (llama.cpp: the model is read into memory, not mapped), " \
+                          "or set GGML_METAL_SHARED_BUFFERS_DISABLE=1 for ggml clients"
+
+static const struct vcheck *nocopy_check(const struct vresult *r)
+{
+    for (size_t i = 0; r && i < r->n; i++)
+        if (strcmp(r->checks[i].name, "nocopy_mmap") == 0)
+            return &r->checks[i];
+    return NULL;
+}
+
+bool nocopy_guest_hazard(const struct machine *m, bool macos, const struct vresult *verdict, const char *source, char *out,
+                         size_t len)
+{
+    out[0] = '\0';
+    uint64_t major = 0;
+    char head[16];
+    size_t n = strcspn(m->os_version, ".");
+    if (!macos || m->guest != 1 || n == 0 || n >= sizeof head)
+        return false;
+    memcpy(head, m->os_version, n);
+    head[n] = '\0';
+    if (vzcaps_parse_u64(head, &major) != 0 || major != 14)
+        return false;
+    const struct vcheck *c = nocopy_check(verdict);
+    if (c && c->status == VCHECK_PASS)
+        return false; /* checked on this guest: not seen here */
+    if (c && c->status == VCHECK_FAIL && (verdict->nocopy_stock_failed || !c->unlocked))
+        snprintf(out, len, "macOS %s guest: vzcaps verify found newBufferWithBytesNoCopy over a file-backed mmap returning "
+                           "stale data here, stock too (nocopy_mmap, %s): a client that maps its model (llama.cpp does by "
+                           "default) prints empty or garbage output with or without vzcaps; " NOCOPY_WORKAROUND,
+                 m->os_version, source);
+    else if (c && c->status == VCHECK_FAIL)
+        snprintf(out, len, "macOS %s guest: vzcaps verify found newBufferWithBytesNoCopy over a file-backed mmap returning "
+                           "wrong data with the library (nocopy_mmap, %s): a client that maps its model may print empty or "
+                           "garbage output, and run --verify refuses to start it; " NOCOPY_WORKAROUND,
+                 m->os_version, source);
+    else
+        snprintf(out, len, "macOS %s guest: newBufferWithBytesNoCopy over a file-backed mmap is known to return stale data "
+                           "in macOS 14 guests, stock too (macOS 15 and 26 guests are fine): a client that maps its model "
+                           "(llama.cpp does by default) may print empty or garbage output; check this guest with vzcaps "
+                           "verify (its nocopy_mmap check); if it fails, " NOCOPY_WORKAROUND,
+                 m->os_version);
+    return true;
+}
+
+/* The verify verdict cached for doctor's view (what `vzcaps verify` with the same --profile
+ * cached: the key of src/launch/verify.c, its file under the user's cache), into res: its
+ * path, or NULL when there is none (no cache directory, no file, not a verdict). */
+static char *cached_verify_verdict(const struct cfg_opts *view, struct vresult *res)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+    if (!(xdg && xdg[0] == '/') && !(home && home[0] == '/'))
+        return NULL;
+    struct child_opts o = {.profile = view->profile, .family = view->family};
+    static struct vzcaps_config_result r;
+    struct cfg_opts co;
+    launch_child_profile(&o, &r, &co);
+    char lib[1100], tried[2400], lib_hash[65] = "", key[65], err[1300];
+    if (find_library(lib, sizeof lib, tried, sizeof tried) == 0)
+        sha256_file_hex(lib, lib_hash);
+    struct machine m;
+    machine_facts(&m);
+    verify_cache_key(r.profile.chip.name, m.os_build, lib_hash, &r.profile, key);
+    char *path = xdg && xdg[0] == '/' ? xformat("%s/vzcaps/verify-%s.json", xdg, key)
+                                      : xformat("%s/%s/vzcaps/verify-%s.json", home, platform_is_macos ? "Library/Caches" : ".cache", key);
+    size_t n;
+    char *text = read_text_file(path, &n, err, sizeof err);
+    int ok = text && vresult_parse(text, res) == 0;
+    free(text);
+    if (!ok)
+        free(path), path = NULL;
+    return path;
+}
+
 static void free_pitfalls(char **p, size_t n)
 {
     while (n)
@@ -204,6 +283,9 @@ struct doctor_facts {
     char **pitfalls; /* every pitfall that applies is said: the list grows, none is dropped */
     size_t np, cap_pitfalls;
     char help_page[1200];
+    char *hazard;       /* the macOS 14 guest hazard, "" when it does not apply */
+    char *verify_cache; /* the cached verify verdict read, NULL when none */
+    const char *nocopy;      /* its nocopy_mmap result: unchecked, pass, skipped, fail_stock or fail */
 };
 
 /* doctor's own --timeout, the view's options, the command after --: 0, or the usage error's status. */
@@ -251,6 +333,18 @@ static int doctor_args(int argc, char **argv, struct doctor_facts *d)
 static void doctor_gather(struct doctor_facts *d)
 {
     machine_facts(&d->m);
+    { /* the verdict `vzcaps verify` cached for this view (before the view fills in its defaults) */
+        static struct vresult cached;
+        char *at = d->verify_cache = cached_verify_verdict(&d->o, &cached);
+        const struct vcheck *c = at ? nocopy_check(&cached) : NULL;
+        d->nocopy = !c ? "unchecked" : c->status == VCHECK_PASS ? "pass" : c->status == VCHECK_SKIP ? "skipped"
+                  : cached.nocopy_stock_failed || !c->unlocked ? "fail_stock" : "fail";
+        char *source = at ? xformat("the verdict cached in %s", at) : xformat("%s", "");
+        size_t len = strlen(source) + 1024; /* the text's own length is under 1024: the path is never cut */
+        d->hazard = xformat("%*s", (int)len, "");
+        nocopy_guest_hazard(&d->m, platform_is_macos, at ? &cached : NULL, source, d->hazard, len + 1);
+        free(source);
+    }
     d->have_lib = find_library(d->library, sizeof d->library, d->tried, sizeof d->tried) == 0;
     if (d->have_lib && macho_arch_list(d->library, d->archs, sizeof d->archs, d->arch_err, sizeof d->arch_err) != 0)
         snprintf(d->archs, sizeof d->archs, "%s", platform_is_macos ? "unreadable" : "ELF (Linux test build)");
@@ -322,6 +416,8 @@ static void doctor_pitfalls(struct doctor_facts *d)
     for (size_t i = 0; i < d->n_clients; i++)
         PITFALL("arm64e client %s: the library has no arm64e slice, so it cannot be loaded there (vzcaps run refuses it); "
                 "use an arm64 build (for Python: Homebrew's or python.org's python3)", d->clients[i]);
+    if (d->hazard[0])
+        PITFALL("%s", d->hazard);
     if (d->q_cmd[0])
         PITFALL("%s", d->q_cmd);
     if (d->q_lib[0])
@@ -391,6 +487,10 @@ static void doctor_print_json(struct doctor_facts *d)
         json_str(&j, NULL, d->lr.lines[i]);
     json_end_arr(&j);
     json_int(&j, "lines_not_shown", (long long)d->lr.n_more);
+    json_end_obj(&j);
+    json_obj(&j, "nocopy_mmap"); /* the macOS 14 guest hazard's check, from the cached verify verdict */
+    json_str(&j, "verdict", d->nocopy);
+    json_str(&j, "verify_cache", d->verify_cache);
     json_end_obj(&j);
     json_str(&j, "sip", d->sip_text);
     json_str(&j, "inherit_safety", inherit_safety_name(d->inherit));
@@ -467,6 +567,7 @@ int cmd_doctor(int argc, char **argv)
     else
         doctor_print_text(d);
     free_pitfalls(d->pitfalls, d->np);
+    free(d->hazard), free(d->verify_cache);
     return 0;
 }
 

@@ -655,10 +655,17 @@ static char *bundle_archive_name(const char *dir, char **archive, const char **t
     return dir_name;
 }
 
+bool bundle_guest_hazard(const struct machine *m, bool macos, const char *verify_json, char *out, size_t len)
+{
+    static struct vresult res;
+    bool parsed = verify_json && vresult_parse(verify_json, &res) == 0;
+    return nocopy_guest_hazard(m, macos, parsed ? &res : NULL, "verify.json in this bundle", out, len);
+}
+
 /* summary.md, the last file but SHA256SUMS (what could not be written so far is in it): whether
  * it was written. */
 static bool bundle_summary(int stop, const char *verdict, const char *reason, const char *top, size_t ran, size_t failed,
-                           size_t skipped, const char *device, const char *table, const char *workload)
+                           size_t skipped, const char *device, const char *table, const char *workload, const char *hazard)
 {
     int failures_before = od.failures;
     char *stopped = stop ? xformat("INCOMPLETE: vzcaps doctor was stopped by signal %d before its steps were done (the steps "
@@ -671,13 +678,13 @@ static bool bundle_summary(int stop, const char *verdict, const char *reason, co
         "is written as ~.\n\n"
         "Steps: %zu ran, %zu failed, %zu skipped (not available on this system). Files: %d could not be written%s.\n\n"
         "Device (MTLDevice name and architecture.name, from probe.json): %s.\n\n"
-        "%s%s\n%s\n"
+        "%s%s%s%s%s\n%s\n"
         "Verdicts: WORKS (answers changed as asked and every unlocked check computed correct results), PARTIAL\n"
         "(answers changed, but a check failed or did not run), DOES NOT WORK (nothing changed, or something\n"
         "changed that was not asked for), CANNOT TELL (the device could not be read), NOT ON MACOS.\n",
         stopped, verdict, reason, VZCAPS_VERSION, top, ran, failed, skipped, failures_before,
-        failures_before ? " (they are missing from SHA256SUMS; see the messages of vzcaps doctor)" : "", device, table, workload,
-        files_table);
+        failures_before ? " (they are missing from SHA256SUMS; see the messages of vzcaps doctor)" : "", device,
+        *hazard ? "Guest hazard: " : "", hazard, *hazard ? "\n\n" : "", table, workload, files_table);
     put_text("summary.md", summary);
     free(summary);
     free(stopped);
@@ -755,15 +762,18 @@ int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout
     bool whole = probe_out.total == probe_out.len && verify_out.total == verify_out.len;
     const char *verdict = bundle_verdict(platform_is_macos, whole ? probe_out.data : NULL, whole ? verify_out.data : NULL, reason,
                                          sizeof reason);
-    char device[400];
+    char device[400], hazard[900];
     probe_device_describe(whole ? probe_out.data : NULL, device, sizeof device);
+    struct machine m;
+    machine_facts(&m);
+    bundle_guest_hazard(&m, platform_is_macos, whole ? verify_out.data : NULL, hazard, sizeof hazard);
     vzcaps_head_free(&probe_out), vzcaps_head_free(&verify_out);
     size_t ran, failed, skipped;
     char *table = bundle_step_table(&ran, &failed, &skipped);
     int stop = vzcaps_stop_signal();
     const char *top;
     char *archive, *dir_name = bundle_archive_name(dir, &archive, &top);
-    bool summary_written = bundle_summary(stop, verdict, reason, top, ran, failed, skipped, device, table, workload);
+    bool summary_written = bundle_summary(stop, verdict, reason, top, ran, failed, skipped, device, table, workload, hazard);
     free(table), free(workload);
     return bundle_finish(dir, stop, verdict, reason, ran, failed, skipped, summary_written, dir_name, archive, top);
 }

@@ -267,11 +267,20 @@ int verify_gate(const struct cfg_opts *co)
         return 0;
     }
     eprintf("vzcaps run: not starting: vzcaps verify found unlocked paths that compute wrong results:");
+    bool nocopy = false, other = false;
     for (size_t i = 0; i < res.n; i++)
-        if (res.checks[i].unlocked && res.checks[i].status == VCHECK_FAIL)
+        if (res.checks[i].unlocked && res.checks[i].status == VCHECK_FAIL) {
             eprintf("  %s (%s)%s%s", res.checks[i].name, res.checks[i].path, res.checks[i].reason[0] ? ": " : "", res.checks[i].reason);
-    eprintf("vzcaps run: lower the claim (--family 1006 keeps SIMD-group paths off), drop the floor that failed, "
-            "or run without --verify to accept the risk; `vzcaps verify` shows the details%s%s%s",
+            bool is_nocopy = strcmp(res.checks[i].name, "nocopy_mmap") == 0;
+            nocopy |= is_nocopy, other |= !is_nocopy;
+        }
+    /* the workaround for what failed: a lower claim for the GPU paths; for a NoCopy buffer over
+     * a mapped file (the macOS 14 guest hazard), not mapping the model */
+    eprintf("vzcaps run: %s%sor run without --verify to accept the risk; `vzcaps verify` shows the details%s%s%s",
+            other ? "lower the claim (--family 1006 keeps SIMD-group paths off), drop the floor that failed, " : "",
+            nocopy ? "for nocopy_mmap run the client with --no-mmap (llama.cpp: the model is read, not mapped), or set "
+                     "GGML_METAL_SHARED_BUFFERS_DISABLE=1 for ggml clients (a lower claim does not help: a newBufferWithBytesNoCopy "
+                     "over a mapped file returned wrong data), " : "",
             path ? " (cached in " : "", path ? path : "", path ? ")" : "");
     free(path);
     return EXIT_REFUSED;

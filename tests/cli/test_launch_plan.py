@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "macho"))
 import machogen as mg  # noqa: E402
-from conftest import BUILD, clean_env, parse_probe  # noqa: E402
+from conftest import BUILD, LINUX_ONLY, clean_env, parse_probe  # noqa: E402
 
 VZ = str(BUILD / "vzcaps")
 
@@ -90,6 +90,7 @@ def test_a_users_env_in_a_shebang_is_a_program_not_env(tmp_path):
 
 # ---- row 12: the dry-run line runs in a POSIX shell as it is ----
 
+@LINUX_ONLY  # the rig's build/probe shows the injection
 @pytest.mark.parametrize("shell", ["sh", "bash", "dash"])
 @pytest.mark.parametrize("how", ["dot-slash", "on-path", "plain"])
 def test_dry_run_line_starts_a_program_whose_path_holds_an_equals_sign(tmp_path, shell, how):
@@ -165,6 +166,7 @@ def test_check_and_doctor_show_the_same_plan_as_run(tmp_path):
     assert f"launch         {script} (a script: #!/usr/bin/env python3)\n  starts       {tmp_path}/python3\n" in text
 
 
+@LINUX_ONLY  # the rig's build/probe, and this platform's answer (no dyld to terminate a child)
 def test_the_plan_carries_the_inheritance_decision_when_children_keep_the_library(tmp_path):
     (tmp_path / "probe").symlink_to(BUILD / "probe")
     env = clean_env(VZCAPS_HOST_CHIP="Apple M2", PATH=f"{tmp_path}:/usr/bin:/bin")

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from pathlib import Path
 
-from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT, need_tool, needs_root
+from conftest import BUILD, FIXTURES, LINUX_ONLY, ROOT, as_nobody, need_tool, needs_root
 
 VZ = str(BUILD / "vzcaps")
 S, U, H = (str(FIXTURES / f) for f in ("stock-guest.json", "unlocked-guest.json", "host.json"))
@@ -542,8 +542,7 @@ def test_a_companion_stderr_unreadable_for_the_user_fails_the_run(request):
     d = role_dir(base)
     bad = d / "unlocked-guest.stderr"
     os.chmod(bad, 0)
-    as_user = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if os.geteuid() == 0 else []
-    p = subprocess.run([*as_user, VZ, "report", str(d)], capture_output=True, text=True, timeout=60)
+    p = subprocess.run([VZ, "report", str(d)], capture_output=True, text=True, timeout=60, **as_nobody())
     assert p.returncode == 1 and p.stderr == f"vzcaps report: {bad}: cannot open: Permission denied\n", p.stderr
 
 

@@ -226,3 +226,52 @@ def test_launchd_remove_chooses_the_domain_with_a_standin_launchctl(cmd_img, tmp
         r = subprocess.run([str(BUILD / "vzcaps"), "launchd", "--remove", "--label", "org.example.llama"], env=env,
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0 and r.stdout.splitlines() == lines[1:]
+
+
+# ---- issue 39 item 7: doctor names the macOS 14 guest hazard (the facts a Mac's sysctl gives) ----
+
+def doctor_json(img, version, guest, cache_home=None):
+    env = env_of(VZCAPS_HOST_CHIP="Apple M2")
+    if cache_home:
+        env["XDG_CACHE_HOME"] = str(cache_home)
+    c = Command(img, ["vzcaps", "doctor", "--json"], env, exe=str(CMD.resolve()),
+                host={"brand": "Apple M2 (Virtual)", "memsize": 16 << 30,
+                      "sysctl": {"kern.hv_vmm_present": guest, "hw.ncpu": 4, "kern.osproductversion": version}})
+    rc, out, err = c.run(["vzcaps", "doctor", "--json"])
+    assert rc == 0, err
+    import json
+    return json.loads(out)
+
+
+def hazard(doc):
+    return [p for p in doc["pitfalls"] if "newBufferWithBytesNoCopy" in p]
+
+
+def test_doctor_names_the_nocopy_hazard_on_a_macos_14_guest_only(cmd_img):
+    [line] = hazard(doctor_json(cmd_img, "14.6", 1))
+    assert line.startswith("macOS 14.6 guest: newBufferWithBytesNoCopy over a file-backed mmap is known to return stale data")
+    assert "vzcaps verify" in line and "--no-mmap" in line and "GGML_METAL_SHARED_BUFFERS_DISABLE=1" in line
+    assert hazard(doctor_json(cmd_img, "15.1", 1)) == [] and hazard(doctor_json(cmd_img, "26.0", 1)) == []
+    assert hazard(doctor_json(cmd_img, "14.6", 0)) == []  # a host
+
+
+def test_doctor_takes_the_cached_verify_verdict_on_a_macos_14_guest(cmd_img, tmp_path):
+    """The verdict `vzcaps verify` cached for this chip, build, library and profile (the key of
+    verify_cache_key, written again; Apple M2: family 1008)."""
+    import hashlib
+    import json
+    lib = CMD.resolve().parent / "libvzcaps.dylib"
+    lib_sha = hashlib.sha256(lib.read_bytes()).hexdigest() if lib.exists() else ""
+    key = hashlib.sha256(f"vzcaps-verify-1|Apple M2||{lib_sha}|1008|0|0|".encode()).hexdigest()
+    f = tmp_path / "vzcaps" / f"verify-{key}.json"
+    f.parent.mkdir()
+    nocopy = {"name": "nocopy_mmap", "path": "newBufferWithBytesNoCopy over mmap", "result": "fail", "unlocked": False}
+    f.write_text(json.dumps({"device": "d", "ok": True, "nocopy_guest_fault": True, "checks": [nocopy]}))
+    doc = doctor_json(cmd_img, "14.6", 1, tmp_path)
+    assert doc["nocopy_mmap"] == {"verdict": "fail_stock", "verify_cache": str(f)}
+    [line] = hazard(doc)
+    assert f"returning stale data here, stock too (nocopy_mmap, the verdict cached in {f})" in line and "--no-mmap" in line
+    nocopy.update(result="pass")
+    f.write_text(json.dumps({"device": "d", "ok": True, "nocopy_guest_fault": False, "checks": [nocopy]}))
+    doc = doctor_json(cmd_img, "14.6", 1, tmp_path)
+    assert doc["nocopy_mmap"]["verdict"] == "pass" and hazard(doc) == []  # checked here: not seen

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(__file__))
 import machogen as mg  # noqa: E402
-from conftest import BUILD, clean_env, private_mounts_ran  # noqa: E402
+from conftest import BUILD, LINUX_ONLY, clean_env, private_mounts_ran  # noqa: E402
 
 VZ = str(BUILD / "vzcaps")
 
@@ -377,6 +377,7 @@ def test_an_interrupted_run_removes_its_temporary_tree(tmp_path):
     assert os.listdir(out) == []
 
 
+@LINUX_ONLY  # unshare (util-linux) and a tmpfs in a private mount namespace
 def test_a_full_disk_leaves_nothing_behind(tmp_path):
     """Writes that fail (a 256 KiB tmpfs) are an error naming the path; the temporary tree is
     removed and nothing is placed."""

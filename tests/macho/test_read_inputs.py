@@ -10,7 +10,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 import machogen as mg  # noqa: E402
-from conftest import BUILD, clean_env  # noqa: E402
+import macsim  # noqa: E402
+import pytest  # noqa: E402
+from conftest import BUILD, CROSS_BUILD, clean_env  # noqa: E402
 
 VZ = str(BUILD / "vzcaps")
 
@@ -65,12 +67,80 @@ void *mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off)
 """
 
 
-def shrink_lib(tmp_path):
+# The same on macOS, where dyld ignores LD_PRELOAD: a library for DYLD_INSERT_LIBRARIES that
+# interposes read(2) and mmap(2) (the __DATA,__interpose pairs: the replacement, the original)
+# and names the descriptor's file with F_GETPATH (there is no /proc).
+SHRINK_MAC_C = r"""
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/param.h>
+#include <sys/types.h>
+#include <unistd.h>
+static int done;
+static void shrink(int fd, size_t n)
+{
+    const char *want = getenv("VZTEST_SHRINK");
+    char path[MAXPATHLEN];
+    if (done || !want || fd < 0 || n <= 1000 || fcntl(fd, F_GETPATH, path) == -1)
+        return;
+    if (strcmp(path, want) == 0) {
+        done = 1;
+        if (truncate(path, 1000) != 0)
+            abort();
+    }
+}
+static ssize_t shrink_read(int fd, void *buf, size_t n)
+{
+    shrink(fd, n);
+    return read(fd, buf, n); /* the original: an image's own calls are not interposed */
+}
+static void *shrink_mmap(void *addr, size_t n, int prot, int flags, int fd, off_t off)
+{
+    void *m = mmap(addr, n, prot, flags, fd, off);
+    shrink(fd, n);
+    return m;
+}
+__attribute__((used, section("__DATA,__interpose"))) static const struct {
+    const void *replacement, *original;
+} interposed[] = {
+    {(const void *)shrink_read, (const void *)read},
+    {(const void *)shrink_mmap, (const void *)mmap},
+};
+"""
+
+
+def shrink_env(tmp_path, target):
+    """clean_env with the shrinking library loaded into the command, which then truncates target
+    (a resolved path) while it is read: LD_PRELOAD on Linux, DYLD_INSERT_LIBRARIES on macOS."""
+    if sys.platform == "darwin":
+        if macsim.active():
+            pytest.skip("needs macOS's dyld (DYLD_INSERT_LIBRARIES): the simulated Mac runs the Linux build")
+        src = tmp_path / "shrink.c"
+        src.write_text(SHRINK_MAC_C)
+        lib = tmp_path / "libshrink.dylib"
+        subprocess.run(["cc", "-dynamiclib", "-O1", str(src), "-o", str(lib)], check=True)
+        return clean_env(DYLD_INSERT_LIBRARIES=str(lib), VZTEST_SHRINK=str(target))
     src = tmp_path / "shrink.c"
     src.write_text(SHRINK_C)
     lib = tmp_path / "libshrink.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-O1", str(src), "-o", str(lib), "-ldl"], check=True)
-    return lib
+    return clean_env(LD_PRELOAD=str(lib), VZTEST_SHRINK=str(target))
+
+
+@CROSS_BUILD
+def test_the_macos_shrinking_library_compiles_with_its_interpose_section(tmp_path):
+    """Off a Mac, at least the macOS interposer compiles for arm64 macOS (zig's macOS headers)
+    and carries the section dyld reads."""
+    src = tmp_path / "shrink.c"
+    src.write_text(SHRINK_MAC_C)
+    obj = tmp_path / "shrink.o"
+    p = subprocess.run([sys.executable, "-m", "ziglang", "cc", "-target", "aarch64-macos.13.0", "-Wall", "-Wextra", "-Werror",
+                        "-O1", "-c", str(src), "-o", str(obj)], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, ZIG_GLOBAL_CACHE_DIR=str(tmp_path / "zc"), ZIG_LOCAL_CACHE_DIR=str(tmp_path / "zc")))
+    assert p.returncode == 0, p.stderr
+    assert b"__interpose" in obj.read_bytes()
 
 
 def big_macho():
@@ -79,10 +149,9 @@ def big_macho():
 
 
 def test_a_mach_o_truncated_while_inspect_reads_it_is_truncated_not_a_signal(tmp_path):
-    lib = shrink_lib(tmp_path)
     f = tmp_path / "tool"
     f.write_bytes(big_macho())
-    env = clean_env(LD_PRELOAD=str(lib), VZTEST_SHRINK=str(f.resolve()))
+    env = shrink_env(tmp_path, f.resolve())
     p = subprocess.run([VZ, "inspect", str(f)], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 1, (p.returncode, p.stderr)  # not 135 (SIGBUS)
     assert p.stderr == f"vzcaps inspect: {f}: truncated while read (1000 of {len(big_macho())} bytes)\n"
@@ -90,12 +159,11 @@ def test_a_mach_o_truncated_while_inspect_reads_it_is_truncated_not_a_signal(tmp
 
 
 def test_a_mach_o_truncated_while_prepare_reads_it_is_truncated_not_a_signal(tmp_path):
-    lib = shrink_lib(tmp_path)
     app = tmp_path / "Big.app" / "Contents"
     (app / "MacOS").mkdir(parents=True)
     exe = app / "MacOS" / "Big"
     exe.write_bytes(big_macho())
-    env = clean_env(LD_PRELOAD=str(lib), VZTEST_SHRINK=str(exe.resolve()))
+    env = shrink_env(tmp_path, exe.resolve())
     p = subprocess.run([VZ, "prepare", "--yes", "--into", str(tmp_path / "out"), str(tmp_path / "Big.app")],
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 1, (p.returncode, p.stderr)
@@ -197,23 +265,21 @@ def test_a_file_linking_more_libraries_than_the_table_is_refused_not_cut(tmp_pat
 def test_a_config_truncated_while_read_is_refused(tmp_path):
     """The config reader (shared with the library) says "truncated" too: the first 1000 bytes
     of a file that was longer are not the configuration."""
-    lib = shrink_lib(tmp_path)
     conf = tmp_path / "c.conf"
     text = "# padding\n" * 200 + "[x]\nmatch = foo\napple_family_max = 1007\n"
     conf.write_text(text)
-    env = clean_env(LD_PRELOAD=str(lib), VZTEST_SHRINK=str(conf.resolve()))
+    env = shrink_env(tmp_path, conf.resolve())
     p = subprocess.run([VZ, "check", "--config", str(conf), "--exe", "foo"], capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 1, (p.stdout, p.stderr)
     assert f"{conf}: truncated while read (1000 of {len(text)} bytes)" in p.stderr, p.stderr
 
 
 def test_a_resource_truncated_while_prepare_copies_it_fails_and_leaves_nothing(tmp_path):
-    lib = shrink_lib(tmp_path)
     a = app(tmp_path, plistlib.dumps({"CFBundleExecutable": "Real"}), exes=("Real",))
     res = a / "Contents" / "Resources"
     res.mkdir()
     (res / "model.bin").write_bytes(b"m" * 50000)
-    env = clean_env(LD_PRELOAD=str(lib), VZTEST_SHRINK=str((res / "model.bin").resolve()))
+    env = shrink_env(tmp_path, (res / "model.bin").resolve())
     p = subprocess.run([VZ, "prepare", "--yes", "--into", str(tmp_path / "out"), str(a)], capture_output=True, text=True,
                        env=env, timeout=60)
     assert p.returncode == 1, (p.stdout, p.stderr)

@@ -432,6 +432,82 @@ static void test_bundle_verdicts(void **st)
     assert_string_equal(bundle_verdict(true, NULL, NULL, why, sizeof why), "CANNOT TELL");
 }
 
+/* Issue 39 item 7: the macOS 14 guest hazard (newBufferWithBytesNoCopy over a file-backed mmap
+ * returns stale data) is named on a macOS 14 guest only, from the verify verdict when there is
+ * one, with the check and both workarounds; a passing nocopy_mmap check says nothing. */
+static struct machine mac_machine(const char *version, int guest)
+{
+    struct machine m;
+    memset(&m, 0, sizeof m);
+    snprintf(m.os, sizeof m.os, "macOS");
+    snprintf(m.os_version, sizeof m.os_version, "%s", version);
+    m.guest = guest;
+    return m;
+}
+
+static void test_nocopy_guest_hazard(void **st)
+{
+    (void)st;
+    char out[900];
+    struct machine m14 = mac_machine("14.6.1", 1);
+    assert_true(nocopy_guest_hazard(&m14, true, NULL, "", out, sizeof out));
+    assert_non_null(strstr(out, "macOS 14.6.1 guest: newBufferWithBytesNoCopy over a file-backed mmap is known to return stale data"));
+    assert_non_null(strstr(out, "check this guest with vzcaps verify (its nocopy_mmap check)"));
+    assert_non_null(strstr(out, "--no-mmap") && strstr(out, "GGML_METAL_SHARED_BUFFERS_DISABLE=1 for ggml clients"));
+    struct machine m14b = mac_machine("14", 1), m14c = mac_machine("14.0", 1);
+    assert_true(nocopy_guest_hazard(&m14b, true, NULL, "", out, sizeof out));
+    assert_true(nocopy_guest_hazard(&m14c, true, NULL, "", out, sizeof out));
+    /* not a macOS 14 guest: nothing */
+    const char *others[] = {"15.1", "26.0", "13.6", "4.14", "140.1", "14a", "", "1.4", "014x"};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        struct machine m = mac_machine(others[i], 1);
+        assert_false(nocopy_guest_hazard(&m, true, NULL, "", out, sizeof out));
+        assert_string_equal(out, "");
+    }
+    struct machine host = mac_machine("14.6", 0), unknown = mac_machine("14.6", -1);
+    assert_false(nocopy_guest_hazard(&host, true, NULL, "", out, sizeof out));
+    assert_false(nocopy_guest_hazard(&unknown, true, NULL, "", out, sizeof out));
+    assert_false(nocopy_guest_hazard(&m14, false, NULL, "", out, sizeof out)); /* not a Mac (the rig's Linux) */
+    /* with a verdict: passing says nothing; failing stock is the guest's fault; failing with the library only */
+    static struct vresult v;
+    assert_int_equal(vresult_parse("{\"nocopy_guest_fault\":false,\"checks\":[{\"name\":\"nocopy_mmap\",\"result\":\"pass\","
+                                   "\"unlocked\":false}]}", &v), 0);
+    assert_false(nocopy_guest_hazard(&m14, true, &v, "the verdict cached in X", out, sizeof out));
+    assert_int_equal(vresult_parse("{\"nocopy_guest_fault\":true,\"checks\":[{\"name\":\"nocopy_mmap\",\"result\":\"fail\","
+                                   "\"unlocked\":false}]}", &v), 0);
+    assert_true(nocopy_guest_hazard(&m14, true, &v, "the verdict cached in X", out, sizeof out));
+    assert_non_null(strstr(out, "vzcaps verify found newBufferWithBytesNoCopy over a file-backed mmap returning stale data here, "
+                                "stock too (nocopy_mmap, the verdict cached in X)"));
+    assert_non_null(strstr(out, "--no-mmap") && strstr(out, "GGML_METAL_SHARED_BUFFERS_DISABLE=1"));
+    assert_int_equal(vresult_parse("{\"nocopy_guest_fault\":false,\"checks\":[{\"name\":\"nocopy_mmap\",\"result\":\"fail\","
+                                   "\"unlocked\":true}]}", &v), 0);
+    assert_true(nocopy_guest_hazard(&m14, true, &v, "S", out, sizeof out));
+    assert_non_null(strstr(out, "returning wrong data with the library (nocopy_mmap, S)"));
+    assert_non_null(strstr(out, "run --verify refuses to start it") && strstr(out, "--no-mmap"));
+    /* a verdict without the check, or with it skipped: as unchecked */
+    assert_int_equal(vresult_parse("{\"checks\":[{\"name\":\"nocopy_mmap\",\"result\":\"skipped\"}]}", &v), 0);
+    assert_true(nocopy_guest_hazard(&m14, true, &v, "S", out, sizeof out));
+    assert_non_null(strstr(out, "is known to return stale data"));
+    assert_int_equal(vresult_parse("{\"checks\":[]}", &v), 0);
+    assert_true(nocopy_guest_hazard(&m14, true, &v, "S", out, sizeof out));
+    assert_non_null(strstr(out, "is known to return stale data"));
+    /* a short buffer gets a cut line, never an overrun */
+    char small[16];
+    assert_true(nocopy_guest_hazard(&m14, true, NULL, "", small, sizeof small));
+    assert_int_equal(strlen(small), sizeof small - 1);
+    /* the bundle's summary: from its own verify.json */
+    assert_true(bundle_guest_hazard(&m14, true, "{\"nocopy_guest_fault\":true,\"checks\":[{\"name\":\"nocopy_mmap\","
+                                               "\"result\":\"fail\",\"unlocked\":false}]}", out, sizeof out));
+    assert_non_null(strstr(out, "stock too (nocopy_mmap, verify.json in this bundle)"));
+    assert_true(bundle_guest_hazard(&m14, true, "null", out, sizeof out)); /* verify did not run */
+    assert_non_null(strstr(out, "check this guest with vzcaps verify"));
+    assert_true(bundle_guest_hazard(&m14, true, NULL, out, sizeof out));
+    assert_false(bundle_guest_hazard(&m14, true, "{\"checks\":[{\"name\":\"nocopy_mmap\",\"result\":\"pass\"}]}", out,
+                                     sizeof out));
+    struct machine m15 = mac_machine("15.1", 1);
+    assert_false(bundle_guest_hazard(&m15, true, NULL, out, sizeof out));
+}
+
 /* The summary's device line: MTLDevice's name and architecture.name from probe --json, null and
  * absent ones said so (issue 26 item 8). */
 static void test_probe_device_describe(void **st)
@@ -926,7 +1002,7 @@ int main(void)
         cmocka_unit_test(test_launchd_plist_session_type_per_domain),
         cmocka_unit_test(test_inherit_safety),
         cmocka_unit_test(test_usagelog_since), cmocka_unit_test(test_usagelog_lines),
-        cmocka_unit_test(test_usagelog_record),
+        cmocka_unit_test(test_usagelog_record),        cmocka_unit_test(test_nocopy_guest_hazard),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }
