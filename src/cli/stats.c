@@ -3,7 +3,7 @@
  * Owns: finding the log (--log-file, VZCAPS_LOG_FILE, the config file's log_file), streaming
  * PATH.1 then PATH through input.c, and the table and --json. Never: keeps a log file in memory
  * (one line at a time), follows a link at the log, or drops a line without counting and naming it. */
-#define _POSIX_C_SOURCE 200809L
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "../common/input.h"
 #include "../data/usagelog.h"
 #include "cli.h"
@@ -20,8 +20,19 @@ extern char **environ;
 /* Skipped lines named on standard error per file; the rest are counted in one more line. */
 #define NAMED_SKIPS 20
 
+/* One NAME of --require: its runs counted as the records come (after --since). */
+struct required {
+    const char *name;
+    char *match; /* NAME, or for a NAME with a '/' its real path (the record's "path" is one) */
+    bool by_path;
+    unsigned long long hooked, stock;
+    char *reason; /* the first stock run's reason (heap) */
+};
+
 struct stats_run {
     struct ulog_stats counts;
+    struct required *req;
+    size_t n_req;
     long long since;
     bool have_since;
     unsigned long long skipped, before_since, file_skipped;
@@ -34,6 +45,21 @@ static void skip_line(struct stats_run *s, unsigned long long line_no, const cha
     s->skipped++;
     if (++s->file_skipped <= NAMED_SKIPS)
         eprintf("vzcaps stats: %s:%llu: skipped: %s", s->file, line_no, why);
+}
+
+/* A record for each NAME of --require it is a run of: by the program's name, or by the
+ * executable's path for a NAME with a '/'. */
+static void require_count(struct stats_run *s, const struct ulog_record *r)
+{
+    for (size_t i = 0; i < s->n_req; i++) {
+        struct required *q = &s->req[i];
+        if (strcmp(q->by_path ? r->path : r->program, q->match) != 0)
+            continue;
+        if (r->event == ULOG_HOOKED)
+            q->hooked++;
+        else if (q->stock++ == 0 && !(q->reason = strdup(r->reason)))
+            s->oom = true;
+    }
 }
 
 static void on_line(void *ctx, const char *line, size_t len, unsigned long long line_no, bool overlong,
@@ -64,6 +90,8 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
         s->before_since++;
     else if (ulog_stats_add(&s->counts, &r) != 0)
         s->oom = true;
+    else
+        require_count(s, &r);
     ulog_record_free(&r);
 }
 
@@ -281,21 +309,43 @@ static void print_text(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX 
            s->skipped ? " (named on standard error)" : "");
 }
 
-static int stats_args(int argc, char **argv, bool *json, const char **since, const char **log, const char **config)
+/* The command line: options, and the NAMEs --require takes (operands, in any order). */
+struct stats_args {
+    bool json, require;
+    const char *since, *log, *config;
+    char **names;
+    size_t n_names;
+};
+
+static int parse_args(int argc, char **argv, struct stats_args *a)
 {
+    a->names = calloc((size_t)argc, sizeof *a->names);
+    if (!a->names)
+        return eprintf("vzcaps stats: out of memory"), 1;
     for (int i = 1; i < argc; i++) {
         int t;
-        if ((t = opt_take(argc, argv, &i, "--since", since)) || (t = opt_take(argc, argv, &i, "--log-file", log)) ||
-            (t = opt_take(argc, argv, &i, "--config", config))) {
+        if ((t = opt_take(argc, argv, &i, "--since", &a->since)) || (t = opt_take(argc, argv, &i, "--log-file", &a->log)) ||
+            (t = opt_take(argc, argv, &i, "--config", &a->config))) {
             if (t < 0)
                 return usage_error("stats", "%s needs a value", argv[i]);
             continue;
         }
-        if (strcmp(argv[i], "--json") == 0)
-            *json = true;
-        else
+        if (strcmp(argv[i], "--") == 0)
+            while (i + 1 < argc)
+                a->names[a->n_names++] = argv[++i];
+        else if (strcmp(argv[i], "--json") == 0)
+            a->json = true;
+        else if (strcmp(argv[i], "--require") == 0)
+            a->require = true;
+        else if (argv[i][0] == '-' && argv[i][1])
             return usage_error("stats", "unexpected argument %s", argv[i]);
+        else
+            a->names[a->n_names++] = argv[i];
     }
+    if (a->n_names && !a->require)
+        return usage_error("stats", "%s: a NAME is for --require (vzcaps stats --require NAME...)", a->names[0]);
+    if (a->require && !a->n_names)
+        return usage_error("stats", "--require needs at least one NAME: the programs the job ran");
     return 0;
 }
 
@@ -320,22 +370,158 @@ static int check_log_dir(const char *path)
     return 1;
 }
 
-int cmd_stats(int argc, char **argv)
+/* ---- --require: the proof after a job ---- */
+
+/* The NAMEs as records are matched: a NAME with a '/' by its real path (the record's "path" is
+ * the executable's, links resolved), when it resolves; each NAME once. 0, or 1 out of memory. */
+static int require_init(struct stats_run *s, char **names, size_t n)
 {
-    bool json = false;
-    const char *since = NULL, *log_opt = NULL, *config = NULL;
-    int bad = stats_args(argc, argv, &json, &since, &log_opt, &config);
-    if (bad)
-        return bad;
+    s->req = calloc(n ? n : 1, sizeof *s->req);
+    if (!s->req)
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < s->n_req; k++)
+            seen |= strcmp(s->req[k].name, names[i]) == 0;
+        if (seen)
+            continue;
+        struct required *q = &s->req[s->n_req++];
+        q->name = names[i];
+        q->by_path = strchr(names[i], '/') != NULL;
+        q->match = q->by_path ? realpath(names[i], NULL) : NULL;
+        if (!q->match && !(q->match = strdup(names[i])))
+            return 1;
+    }
+    return 0;
+}
+
+static void require_free(struct stats_run *s)
+{
+    for (size_t i = 0; i < s->n_req; i++)
+        free(s->req[i].match), free(s->req[i].reason);
+    free(s->req);
+    s->req = NULL, s->n_req = 0;
+}
+
+static const char *require_verdict(const struct required *q)
+{
+    return q->stock ? "stock" : q->hooked ? "unlocked" : "not_run";
+}
+
+/* Why q passes or fails, in words (heap). window: " since ..." or "". */
+static char *require_reason(const struct required *q, const char *window)
+{
+    unsigned long long ran = q->hooked + q->stock;
+    if (!ran)
+        return xformat("never ran%s: no record of %s%s%s in the log", window, q->by_path ? "a process whose executable is " : "",
+                       q->match, q->by_path && strcmp(q->match, q->name) ? " (where it leads)" : "");
+    if (q->stock)
+        return xformat("left stock in %llu of %llu %s%s: %s", q->stock, ran, plural(ran, "run", "runs"), window,
+                       q->reason && *q->reason ? q->reason : "(no reason given)");
+    return xformat("hooked in %s%llu %s%s", ran == 1 ? "its " : "all ", ran, plural(ran, "run", "runs"), window);
+}
+
+static char *window_text(const struct stats_run *s)
+{
+    return s->have_since ? xformat(" since %lld", s->since) : xformat("%s", "");
+}
+
+/* One line per failing NAME on standard error, or the one line of confirmation on standard
+ * output: 0 when every NAME ran and was hooked in every run, else 1. */
+static int require_say(const struct stats_run *s, bool json)
+{
+    char *window = window_text(s);
+    int failed = 0;
+    for (size_t i = 0; i < s->n_req; i++)
+        if (s->req[i].stock || !s->req[i].hooked) {
+            char *why = require_reason(&s->req[i], window);
+            eprintf("vzcaps stats: --require %s: %s", s->req[i].name, why);
+            free(why);
+            failed = 1;
+        }
+    if (!failed && !json) {
+        printf("vzcaps stats: --require: hooked in every run%s:", window);
+        for (size_t i = 0; i < s->n_req; i++)
+            printf("%s %s (%llu)", i ? "," : "", esc(s->req[i].name), s->req[i].hooked);
+        if (s->skipped)
+            printf(" (%llu %s skipped, named on standard error)", s->skipped, plural(s->skipped, "line", "lines"));
+        printf("\n");
+    }
+    free(window);
+    return failed;
+}
+
+static void require_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX + 3], const bool *read, const char *from,
+                         int failed)
+{
+    struct json j;
+    char *window = window_text(s);
+    json_begin(&j, stdout);
+    json_obj(&j, NULL);
+    json_str(&j, "verdict", failed ? "fail" : "pass");
+    json_arr(&j, "required");
+    for (size_t i = 0; i < s->n_req; i++) {
+        const struct required *q = &s->req[i];
+        char *why = require_reason(q, window);
+        json_obj(&j, NULL);
+        json_str(&j, "program", q->name);
+        json_str(&j, "matched", q->by_path ? "path" : "program");
+        json_str(&j, "match", q->match);
+        json_int(&j, "ran", (long long)(q->hooked + q->stock));
+        json_int(&j, "hooked", (long long)q->hooked);
+        json_int(&j, "left_stock", (long long)q->stock);
+        json_str(&j, "verdict", require_verdict(q));
+        json_str(&j, "reason", why);
+        json_end_obj(&j);
+        free(why);
+    }
+    json_end_arr(&j);
+    json_str(&j, "log_file", files[1]);
+    json_str(&j, "configured_by", from);
+    json_arr(&j, "log_files");
+    for (int i = 0; i < 2; i++)
+        if (read[i])
+            json_str(&j, NULL, files[i]);
+    json_end_arr(&j);
+    if (s->have_since)
+        json_int(&j, "since", s->since);
+    else
+        json_null(&j, "since");
+    json_int(&j, "skipped", (long long)s->skipped);
+    json_end_obj(&j);
+    json_finish(&j);
+    free(window);
+}
+
+/* ---- the command ---- */
+
+/* Reads PATH.1 then PATH into s: 0, or 1 after the message (nothing is shown of a part). */
+static int count_log(struct stats_run *s, const char *path, char files[2][VZCAPS_PATH_MAX + 3], bool *read)
+{
+    snprintf(files[0], VZCAPS_PATH_MAX + 3, "%s.1", path); /* the older records first */
+    snprintf(files[1], VZCAPS_PATH_MAX + 3, "%s", path);
+    int rc = 0;
+    for (int i = 0; i < 2; i++)
+        rc |= read_log(s, files[i], &read[i]) != 0;
+    if (rc == 0 && !read[0] && !read[1] && check_log_dir(path))
+        rc = 1;
+    if (s->oom)
+        eprintf("vzcaps stats: out of memory while counting: the counts are incomplete"), rc = 1;
+    ulog_stats_sort(&s->counts);
+    return rc;
+}
+
+static int stats_main(const struct stats_args *a)
+{
     static struct stats_run s;
     memset(&s, 0, sizeof s);
     char why[VZCAPS_NOTE_LEN + 100];
-    if (since && ulog_since_parse(since, (long long)time(NULL), &s.since, why, sizeof why) != 0)
+    if (a->since && ulog_since_parse(a->since, (long long)time(NULL), &s.since, why, sizeof why) != 0)
         return eprintf("vzcaps stats: --since %s", why), EXIT_USAGE;
-    s.have_since = since != NULL;
+    s.have_since = a->since != NULL;
     static char path[VZCAPS_PATH_MAX + 1], files[2][VZCAPS_PATH_MAX + 3];
     char from[VZCAPS_PATH_MAX + 1];
-    int found = find_log(log_opt, config, path, sizeof path, from, sizeof from, why, sizeof why);
+    int found = find_log(a->log, a->config, path, sizeof path, from, sizeof from, why, sizeof why);
     if (found < 0)
         return eprintf("vzcaps stats: %s", why), EXIT_USAGE;
     if (!found) {
@@ -343,21 +529,29 @@ int cmd_stats(int argc, char **argv)
                 "or give --log-file PATH", why, VZCAPS_LOG_KEY, VZCAPS_LOG_ENV);
         return 1;
     }
-    snprintf(files[0], sizeof files[0], "%s.1", path); /* the older records first */
-    snprintf(files[1], sizeof files[1], "%s", path);
+    if (require_init(&s, a->names, a->n_names) != 0)
+        return require_free(&s), eprintf("vzcaps stats: out of memory"), 1;
     bool read[2];
-    int rc = 0;
-    for (int i = 0; i < 2; i++)
-        rc |= read_log(&s, files[i], &read[i]) != 0;
-    if (rc == 0 && !read[0] && !read[1] && check_log_dir(path))
-        rc = 1;
-    if (s.oom)
-        eprintf("vzcaps stats: out of memory while counting: the counts are incomplete"), rc = 1;
-    ulog_stats_sort(&s.counts);
-    if (rc == 0 && json) /* counts of part of the log are not shown as the log's */
+    int rc = count_log(&s, path, files, read);
+    if (rc == 0 && a->require) { /* counts of part of the log prove nothing */
+        rc = require_say(&s, a->json);
+        if (a->json)
+            require_json(&s, files, read, from, rc);
+    } else if (rc == 0 && a->json)
         print_json(&s, files, read, from);
     else if (rc == 0)
         print_text(&s, files, read, from);
     ulog_stats_free(&s.counts);
+    require_free(&s);
+    return rc;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+    struct stats_args a = {0};
+    int rc = parse_args(argc, argv, &a);
+    if (rc == 0)
+        rc = stats_main(&a);
+    free(a.names);
     return rc;
 }
