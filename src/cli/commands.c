@@ -126,6 +126,7 @@ static const struct opt_spec stats_opts[] = {
     {"--log-file", "PATH", "read this log (and PATH.1)", "VZCAPS_LOG_FILE, else the config file's log_file"},
     {"--config", "FILE", "the config file whose log_file names the log (VZCAPS_CONFIG); default: the library's search order", NULL},
     {"--require", NULL, "exit 1 unless every NAME ran and was hooked in every run (a NAME with / by its real path)", NULL},
+    {"--zero", NULL, "start a fresh count (as ccache -z): a zero mark at the log's end, then the log moved to PATH.1", NULL},
     END};
 static const struct opt_spec no_opts[] = {END};
 

@@ -1,14 +1,19 @@
 /* vzcaps stats: which processes the library hooked and which it left stock, and why, from the
  * usage log it appends to when one is configured (usagelog.h), as `ccache -s` shows a cache's use.
  * Owns: finding the log (--log-file, VZCAPS_LOG_FILE, the config file's log_file), streaming
- * PATH.1 then PATH through input.c, and the table and --json. Never: keeps a log file in memory
- * (one line at a time), follows a link at the log, or drops a line without counting and naming it. */
+ * PATH.1 then PATH through input.c, the table and --json, --require's verdict per NAME, and
+ * --zero (a zero mark, then the log moved aside through statsfile.c, as the rotation moves it).
+ * Never: keeps a log file in memory (one line at a time), follows a link at the log, drops a
+ * line without counting and naming it, or moves or writes a file the library could not have
+ * written. */
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "../common/input.h"
+#include "../common/statsfile.h"
 #include "../data/usagelog.h"
 #include "cli.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,9 +38,9 @@ struct stats_run {
     struct ulog_stats counts;
     struct required *req;
     size_t n_req;
-    long long since;
-    bool have_since;
-    unsigned long long skipped, before_since, file_skipped;
+    long long since, zeroed; /* zeroed: the time of the last zero mark read */
+    bool have_since, have_zero;
+    unsigned long long skipped, before_since, before_zero, file_skipped;
     const char *file; /* the file being read */
     bool oom;
 };
@@ -62,6 +67,20 @@ static void require_count(struct stats_run *s, const struct ulog_record *r)
     }
 }
 
+/* A zero mark (stats --zero): what was counted before it is left out, kept in the file. */
+static void zero_mark(struct stats_run *s, long long when)
+{
+    s->before_zero += s->counts.hooked + s->counts.left_stock + s->before_since;
+    s->before_since = 0;
+    ulog_stats_free(&s->counts);
+    memset(&s->counts, 0, sizeof s->counts);
+    for (size_t i = 0; i < s->n_req; i++) {
+        free(s->req[i].reason);
+        s->req[i].reason = NULL, s->req[i].hooked = s->req[i].stock = 0;
+    }
+    s->zeroed = when, s->have_zero = true;
+}
+
 static void on_line(void *ctx, const char *line, size_t len, unsigned long long line_no, bool overlong,
                     bool unterminated)
 {
@@ -79,6 +98,15 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
     if (tail && ulog_parse_line(tail, len - (size_t)(tail - line), &r, tail_why, sizeof tail_why) == 0) {
         skip_line(s, line_no, "a record cut short (no newline), followed by a whole one (counted)");
         bad = 0;
+    }
+    long long when;
+    bool whole_zero = bad && ulog_parse_zero(line, len, &when);
+    bool tail_zero = bad && !whole_zero && tail && ulog_parse_zero(tail, len - (size_t)(tail - line), &when);
+    if (tail_zero)
+        skip_line(s, line_no, "a record cut short (no newline), followed by a zero mark (read)");
+    if (whole_zero || tail_zero) {
+        zero_mark(s, when);
+        return;
     }
     if (bad) {
         if (unterminated) /* a record is one write with its newline: this one was cut */
@@ -219,6 +247,16 @@ static int find_log(const char *opt, const char *config, char *out, size_t len, 
     return 0;
 }
 
+/* Where the count starts after stats --zero: the mark's time (null: no mark) and the records left out. */
+static void zero_json(struct json *j, const struct stats_run *s)
+{
+    if (s->have_zero)
+        json_int(j, "zeroed_at", s->zeroed);
+    else
+        json_null(j, "zeroed_at");
+    json_int(j, "before_zero", (long long)s->before_zero);
+}
+
 static void print_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX + 3], const bool *read, const char *from)
 {
     struct json j;
@@ -239,6 +277,7 @@ static void print_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX 
     json_int(&j, "left_stock", (long long)s->counts.left_stock);
     json_int(&j, "skipped", (long long)s->skipped);
     json_int(&j, "before_since", (long long)s->before_since);
+    zero_json(&j, s);
     json_arr(&j, "programs");
     const struct ulog_count *c = s->counts.items, *end = c + s->counts.n;
     while (c < end) { /* one object per program: the entries are sorted by program */
@@ -292,6 +331,9 @@ static void print_text(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX 
     if (s->have_since)
         printf(" (since %lld; %llu earlier %s left out)", s->since, s->before_since,
                plural(s->before_since, "record", "records"));
+    if (s->have_zero)
+        printf(" (counted from the zero mark of %lld; %llu earlier %s kept, left out)", s->zeroed, s->before_zero,
+               plural(s->before_zero, "record", "records"));
     printf("\nhooked: %llu %s\n", s->counts.hooked, plural(s->counts.hooked, "process", "processes"));
     for (size_t i = 0; i < s->counts.n; i++) {
         const struct ulog_count *c = &s->counts.items[i];
@@ -311,7 +353,7 @@ static void print_text(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX 
 
 /* The command line: options, and the NAMEs --require takes (operands, in any order). */
 struct stats_args {
-    bool json, require;
+    bool json, require, zero;
     const char *since, *log, *config;
     char **names;
     size_t n_names;
@@ -337,11 +379,15 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
             a->json = true;
         else if (strcmp(argv[i], "--require") == 0)
             a->require = true;
+        else if (strcmp(argv[i], "--zero") == 0)
+            a->zero = true;
         else if (argv[i][0] == '-' && argv[i][1])
             return usage_error("stats", "unexpected argument %s", argv[i]);
         else
             a->names[a->n_names++] = argv[i];
     }
+    if (a->zero && (a->require || a->n_names || a->json || a->since))
+        return usage_error("stats", "--zero takes no --require, NAME, --json or --since: it only starts a fresh count");
     if (a->n_names && !a->require)
         return usage_error("stats", "%s: a NAME is for --require (vzcaps stats --require NAME...)", a->names[0]);
     if (a->require && !a->n_names)
@@ -349,10 +395,10 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
     return 0;
 }
 
-/* When neither file exists: whether the library would write at path at all (the directory it
- * checks: there, a directory of this user's or root's that neither group nor others may write).
- * 0 yes; else one line saying why not, and 1. */
-static int check_log_dir(const char *path)
+/* When neither file exists (or before --zero writes): whether the library would write at path
+ * at all (the directory it checks: there, a directory of this user's or root's that neither
+ * group nor others may write). 0 yes; else one line saying why not (after what), and 1. */
+static int check_log_dir(const char *path, const char *what)
 {
     char dir[VZCAPS_PATH_MAX + 1], why[200];
     const char *slash = strrchr(path, '/');
@@ -366,7 +412,7 @@ static int check_log_dir(const char *path)
     else if (vzcaps_file_trust((unsigned long)st.st_uid, (unsigned long)st.st_mode, (unsigned long)geteuid(), why,
                                sizeof why) == 0)
         return 0;
-    eprintf("vzcaps stats: %s: not written yet, and the library will not write it there: %s", path, why);
+    eprintf("vzcaps stats: %s: %s: %s", path, what, why);
     return 1;
 }
 
@@ -423,7 +469,11 @@ static char *require_reason(const struct required *q, const char *window)
 
 static char *window_text(const struct stats_run *s)
 {
-    return s->have_since ? xformat(" since %lld", s->since) : xformat("%s", "");
+    if (s->have_since && s->have_zero)
+        return xformat(" since %lld and the zero mark of %lld", s->since, s->zeroed);
+    if (s->have_since || s->have_zero)
+        return xformat(" since %s%lld", s->have_zero ? "the zero mark of " : "", s->have_zero ? s->zeroed : s->since);
+    return xformat("%s", "");
 }
 
 /* One line per failing NAME on standard error, or the one line of confirmation on standard
@@ -488,9 +538,143 @@ static void require_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MA
     else
         json_null(&j, "since");
     json_int(&j, "skipped", (long long)s->skipped);
+    zero_json(&j, s);
     json_end_obj(&j);
     json_finish(&j);
     free(window);
+}
+
+/* ---- --zero: a fresh count, the old records kept ---- */
+
+/* NULL when fd's file starts with a line of the log (a record or a zero mark, or one after a cut
+ * record) or is empty; else why not. */
+static const char *first_line_why(int fd)
+{
+    static char buf[VZCAPS_LOG_LINE_MAX + 2];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - got)) != 0) {
+        if (n < 0 && errno != EINTR)
+            return strerror(errno);
+        got += n > 0 ? (size_t)n : 0;
+    }
+    const char *nl = got ? memchr(buf, '\n', got) : buf;
+    size_t len = got ? (size_t)(nl - buf) : 0;
+    const char *tail = nl && got ? ulog_record_after_cut(buf, len) : NULL;
+    struct ulog_record r;
+    char why[300];
+    long long t;
+    for (const char *line = got ? buf : NULL; nl && line; line = line == buf ? tail : NULL) {
+        size_t l = len - (size_t)(line - buf);
+        if (ulog_parse_zero(line, l, &t))
+            return NULL;
+        if (ulog_parse_line(line, l, &r, why, sizeof why) == 0)
+            return ulog_record_free(&r), NULL;
+    }
+    return got ? "its first line is not a record of the stats log" : NULL;
+}
+
+/* What --zero may write to or replace at path: nothing there (0, *st_out zeroed), or a regular
+ * file of this user's with one link that others cannot write, starting with a line of the log
+ * (0, its stat); else one line saying why, and -1. */
+static int zero_check(const char *path, struct stat *st_out)
+{
+    char err[VZCAPS_PATH_MAX + 200], why[200] = "";
+    struct stat st;
+    memset(st_out, 0, sizeof *st_out);
+    errno = 0;
+    int fd = vzcaps_input_open(path, VZCAPS_IN_NOFOLLOW, &st, err, sizeof err);
+    if (fd < 0 && errno == ENOENT)
+        return 0;
+    if (fd < 0)
+        return eprintf("vzcaps stats: --zero: %s: nothing moved", err), -1;
+    const char *line_why = first_line_why(fd);
+    close(fd);
+    if (st.st_uid != geteuid())
+        snprintf(why, sizeof why, "owned by uid %lu, not by this user", (unsigned long)st.st_uid);
+    else if (st.st_nlink != 1)
+        snprintf(why, sizeof why, "it has %lu links", (unsigned long)st.st_nlink);
+    else if (st.st_mode & (S_IWGRP | S_IWOTH))
+        snprintf(why, sizeof why, "others may write it");
+    else if (line_why)
+        snprintf(why, sizeof why, "%s", line_why);
+    if (why[0])
+        return eprintf("vzcaps stats: --zero: %s: %s: not a log vzcaps wrote; nothing moved", path, why), -1;
+    *st_out = st;
+    return 0;
+}
+
+/* The file checked (path: the log, else old) opened for appending, checked again: the same file
+ * still there. -1 after the message; -2 when it changed in between (a rotation: check again). */
+static int zero_open(const char *target, const struct stat *checked, struct stat *st)
+{
+    int fd = vzcaps_statsfile_append(target, st);
+    if (fd < 0)
+        return eprintf("vzcaps stats: --zero: %s: cannot be opened to append the zero mark (no longer a log of "
+                       "this user's): nothing moved", target), -1;
+    if (st->st_dev == checked->st_dev && st->st_ino == checked->st_ino)
+        return fd;
+    close(fd);
+    return -2;
+}
+
+/* Appends the zero mark to fd's file: 0, or 1 after the message. */
+static int zero_mark_write(int fd, const char *target)
+{
+    char mark[128];
+    size_t n = ulog_zero_format((long long)time(NULL), (long long)getpid(), mark, sizeof mark);
+    signal(SIGXFSZ, SIG_IGN); /* past RLIMIT_FSIZE: EFBIG and a message, not the end of us */
+    ssize_t w = write(fd, mark, n); /* one write: O_APPEND keeps it whole among the records */
+    if (w == (ssize_t)n)
+        return 0;
+    eprintf("vzcaps stats: --zero: %s: the zero mark could not be written (%s): nothing moved, nothing zeroed", target,
+            w < 0 ? strerror(errno) : "written short: is the disk full?");
+    return 1;
+}
+
+/* vzcaps stats --zero: the zero mark appended to the log (to PATH.1 when there is no log), then
+ * the log moved to PATH.1, as the rotation moves it. One line saying what it did. */
+static int zero_log(const char *path)
+{
+    char old[VZCAPS_PATH_MAX + 3];
+    snprintf(old, sizeof old, "%s.1", path);
+    if (check_log_dir(path, "--zero: the library does not write there, so there is nothing to zero"))
+        return 1;
+    struct stat st_old, st_log, st;
+    int fd = -2;
+    for (int tries = 0; fd == -2 && tries < 5; tries++) {
+        if (zero_check(old, &st_old) || zero_check(path, &st_log))
+            return 1;
+        if (!st_log.st_nlink && !st_old.st_nlink)
+            return printf("vzcaps stats: --zero: nothing to zero: %s not written yet\n", esc(path)), 0;
+        fd = zero_open(st_log.st_nlink ? path : old, st_log.st_nlink ? &st_log : &st_old, &st);
+    }
+    if (fd < 0)
+        return fd == -2 ? eprintf("vzcaps stats: --zero: %s: it keeps changing (rotated meanwhile): nothing moved", path), 1 : 1;
+    const char *target = st_log.st_nlink ? path : old;
+    if (zero_mark_write(fd, target))
+        return close(fd), 1;
+    if (!st_log.st_nlink) {
+        close(fd);
+        return printf("vzcaps stats: --zero: %s not written since its rotation: the zero mark is at the end of %s, its "
+                      "records kept; counting starts afresh\n", esc(path), esc(old)), 0;
+    }
+    int moved;
+    struct timespec wait = {0, 10 * 1000 * 1000};
+    for (int tries = 0; (moved = vzcaps_statsfile_move_aside(path, old, fd, &st)) == 1 && tries < 100; tries++)
+        nanosleep(&wait, NULL); /* a rotation holds the lock for a rename's time */
+    int err = errno;
+    close(fd);
+    if (moved < 0)
+        return eprintf("vzcaps stats: --zero: %s: the zero mark is written, but it could not be moved to %s: %s", path, old,
+                       strerror(err)), 1;
+    if (moved == 0)
+        printf("vzcaps stats: --zero: %s moved to %s%s, with the zero mark at its end; counting starts afresh\n", esc(path),
+               esc(old), st_old.st_nlink ? " (replacing the older one, as a rotation does)" : "");
+    else
+        printf("vzcaps stats: --zero: the zero mark is at the end of %s, %s; counting starts afresh\n", esc(path),
+               moved == 2 ? "moved meanwhile by a rotation" : "not moved: a rotation held its lock for a second");
+    return 0;
 }
 
 /* ---- the command ---- */
@@ -503,7 +687,7 @@ static int count_log(struct stats_run *s, const char *path, char files[2][VZCAPS
     int rc = 0;
     for (int i = 0; i < 2; i++)
         rc |= read_log(s, files[i], &read[i]) != 0;
-    if (rc == 0 && !read[0] && !read[1] && check_log_dir(path))
+    if (rc == 0 && !read[0] && !read[1] && check_log_dir(path, "not written yet, and the library will not write it there"))
         rc = 1;
     if (s->oom)
         eprintf("vzcaps stats: out of memory while counting: the counts are incomplete"), rc = 1;
@@ -529,6 +713,8 @@ static int stats_main(const struct stats_args *a)
                 "or give --log-file PATH", why, VZCAPS_LOG_KEY, VZCAPS_LOG_ENV);
         return 1;
     }
+    if (a->zero)
+        return zero_log(path);
     if (require_init(&s, a->names, a->n_names) != 0)
         return require_free(&s), eprintf("vzcaps stats: out of memory"), 1;
     bool read[2];
