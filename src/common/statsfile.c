@@ -61,13 +61,9 @@ int vzcaps_statsfile_move_aside(const char *log_path, const char *log_old, int f
     struct stat now;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0)
         return 1;
-    int rc = lstat(log_path, &now) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino ? 2
-           : rename(log_path, log_old) == 0                                                       ? 0
-                                                                                                   : -1;
-    int saved = errno;
-    flock(fd, LOCK_UN);
-    errno = saved;
-    return rc;
+    if (lstat(log_path, &now) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+        return 2;
+    return rename(log_path, log_old) == 0 ? 0 : -1; /* the lock is held until fd is closed */
 }
 
 static int rotate(const char *log_path, const char *log_old, int fd, struct stat *st)

@@ -20,7 +20,8 @@ int vzcaps_statsfile_open(const char *path, const char *old);
 int vzcaps_statsfile_append(const char *path, struct stat *st);
 /* path renamed to old, as the rotation does: only while path is still fd's file (st), under a
  * lock on it that never waits. 0 moved; 1 the lock is held (another writer's rotation is under
- * way); 2 path is no longer that file (rotated meanwhile); -1 the rename failed (errno). */
+ * way); 2 path is no longer that file (rotated meanwhile); -1 the rename failed (errno). The
+ * lock, once taken, is held until fd is closed. */
 int vzcaps_statsfile_move_aside(const char *path, const char *old, int fd, const struct stat *st);
 
 #endif
