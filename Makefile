@@ -205,9 +205,11 @@ check-client: deps
 	$(MAKE) all
 	sh scripts/check-client
 
+# the build says one line, not every compiler command, so that the demo's table is what shows
 demo: deps-demo
-	$(MAKE) all
-	sh scripts/demo
+	@echo "demo: building (make all)"
+	@$(MAKE) -s --no-print-directory all
+	@sh scripts/demo
 
 bench: deps
 	$(MAKE) all

@@ -408,5 +408,13 @@ case ":${PATH:-}:" in
     *":$base/bin:"*) ;;
     *) say "note: $(q "$base/bin") is not in PATH" ;;
 esac
+# zsh finds completions in the directories of its fpath, whose default (zsh -f: no start-up file
+# read) holds /usr/local/share/zsh/site-functions but not another prefix's; bash-completion and
+# fish need no such line for /usr/local, and ~/.local is bash-completion's own user directory
+zdir=$base/share/zsh/site-functions
+if command -v zsh >/dev/null 2>&1 &&
+    ! zsh -fc 'for d in $fpath; do [[ $d == $1 ]] && exit 0; done; exit 1' zsh "$zdir" >/dev/null 2>&1; then
+    say "note: zsh completes vzcaps once ~/.zshrc has fpath=($(q "$zdir") \$fpath) before compinit"
+fi
 say "next: $(q "$base/bin/vzcaps") doctor"
 exit $rc

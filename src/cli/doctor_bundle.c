@@ -355,30 +355,42 @@ static void skip_step(const char *file, const char *what, const char *content)
     record(file, what, STEP_SKIPPED, xformat("not available on this system"));
 }
 
-/* Markdown table cell text: one line, | and markup escaped, clipped (and saying so). */
-static char *cell(const char *s)
+/* Text as a fenced Markdown block that shows it as it is, to a reader of the raw file and of the
+ * rendered page alike: the fence is longer than any run of backticks in it, control characters
+ * other than newline and tab show as spaces, and it is cut at 400 bytes (saying so; the caller's
+ * text may be a head already, so the whole length is not known here). */
+static char *fenced(const char *s)
 {
-    char *out = xformat("%s", "");
-    size_t n = 0;
-    for (const char *p = s; *p; p++, n++) {
-        if (n == 400) {
-            char *more = xformat("%s ...(%zu bytes in all)", out, strlen(s));
-            free(out);
-            return more;
-        }
-        char *more;
-        if (*p == '\n')
-            more = xformat("%s<br>", out);
-        else if (strchr("|\\`*_[]<>#&", *p))
-            more = xformat("%s&#%d;", out, (unsigned char)*p);
-        else if ((unsigned char)*p < 0x20)
-            more = xformat("%s ", out);
-        else
-            more = xformat("%s%c", out, *p);
-        free(out);
-        out = more;
+    size_t len = strlen(s), run = 0, longest = 0;
+    for (const char *p = s; *p; p++)
+        run = *p == '`' ? run + 1 : 0, longest = run > longest ? run : longest;
+    size_t fence = longest >= 3 ? longest + 1 : 3, shown = len > 400 ? 400 : len;
+    char *ticks = malloc(fence + 1), *body = malloc(shown + 2);
+    if (!ticks || !body) {
+        eprintf("vzcaps doctor: out of memory");
+        exit(1);
     }
+    memset(ticks, '`', fence);
+    ticks[fence] = '\0';
+    size_t n = 0;
+    for (; n < shown; n++)
+        body[n] = (unsigned char)s[n] < 0x20 && s[n] != '\n' && s[n] != '\t' ? ' ' : s[n];
+    if (n && body[n - 1] != '\n')
+        body[n++] = '\n';
+    body[n] = '\0';
+    char *out = len > shown ? xformat("%stext\n%s%s\n(cut at 400 bytes)", ticks, body, ticks)
+                            : xformat("%stext\n%s%s", ticks, body, ticks);
+    free(ticks), free(body);
     return out;
+}
+
+/* One text of the workload's two runs, under its own heading: stock, then through vzcaps run. */
+static char *both_runs(char *md, const char *what, const char *stock, const char *unlocked)
+{
+    char *a = *stock ? fenced(stock) : xformat("(none)"), *b = *unlocked ? fenced(unlocked) : xformat("(none)");
+    char *more = xformat("%s\n### %s\n\nStock:\n\n%s\n\nThrough vzcaps run:\n\n%s\n", md, what, a, b);
+    free(md), free(a), free(b);
+    return more;
 }
 
 /* ---- the workload, stock and through vzcaps run (doctor --bundle DIR -- CMD ARGS) ---- */
@@ -429,16 +441,13 @@ static char *workload_section(char *self, char **cmd)
     free(c_cmd), free(c_sp), free(c_vp), free(stock_env);
     for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
         char *sl = vzcaps_kept_text(&kept[0][k], "workload-stock.txt.stderr"), *vl = vzcaps_kept_text(&kept[1][k], "workload-vzcaps.txt.stderr");
-        char *a = cell(*sl ? sl : "(none)"), *b = cell(*vl ? vl : "(none)");
-        char *more = xformat("%s| `%s` lines | %s | %s |\n", md, marks[k], a, b);
-        free(md);
-        md = more;
-        free(a), free(b), free(sl), free(vl);
+        char *what = xformat("The `%s` lines", marks[k]);
+        md = both_runs(md, what, sl, vl);
+        free(what), free(sl), free(vl);
     }
-    char *a = cell(out_head[0].len ? out_head[0].data : "(none)"), *b = cell(out_head[1].len ? out_head[1].data : "(none)");
-    char *more = xformat("%s| standard output | %s | %s |\n\nThe whole outputs: workload-stock.txt and workload-vzcaps.txt "
-                         "(standard error in *.stderr).\n", md, a, b);
-    free(md), free(a), free(b);
+    md = both_runs(md, "Standard output", out_head[0].len ? out_head[0].data : "", out_head[1].len ? out_head[1].data : "");
+    char *more = xformat("%s\nThe whole outputs: workload-stock.txt and workload-vzcaps.txt (standard error in *.stderr).\n", md);
+    free(md);
     md = more;
     free(shown), free(s_res), free(v_res), free(argv_run);
     vzcaps_head_free(&out_head[0]), vzcaps_head_free(&out_head[1]);

@@ -304,6 +304,57 @@ static char *with_marker(int k, const char *text)
     return xformat("%s\n%s", markers[k], text);
 }
 
+/* CSV has no comment syntax: the record .NAME.vzcaps-report beside it (record.h: "vzcaps report",
+ * then the file's device, inode, time and SHA-256) says that vzcaps report wrote it as it is now. */
+#define CSV_MAKER "vzcaps report"
+
+/* The directory of path opened (as the user named it; "." for a bare name), its last component
+ * and the record's name in *base and *rec (on the heap). -1 when the directory cannot be opened. */
+static int csv_parts(const char *path, char **base, char **rec)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? xformat("%.*s", (int)(slash - path), path) : xformat(".");
+    int fd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    free(dir);
+    *base = xformat("%s", slash ? slash + 1 : path);
+    *rec = xformat(".%s.vzcaps-report", *base);
+    return fd;
+}
+
+static bool csv_recorded(const char *path)
+{
+    char *base, *rec;
+    int fd = csv_parts(path, &base, &rec);
+    bool ours = fd >= 0 && vzcaps_made_by_record(fd, base, rec, CSV_MAKER);
+    if (fd >= 0)
+        close(fd);
+    free(base);
+    free(rec);
+    return ours;
+}
+
+/* After the CSV at path is written: its record beside it, replacing only a record of ours. */
+static int csv_record_write(const char *path)
+{
+    char *base, *rec, *err = NULL;
+    int fd = csv_parts(path, &base, &rec), rc = -1;
+    char *text = fd >= 0 ? vzcaps_record_text(fd, base, CSV_MAKER, NULL) : NULL;
+    struct vzcaps_wopts opts = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = CSV_MAKER,
+                                .marker_at = VZCAPS_MARK_LINE1};
+    if (text)
+        rc = vzcaps_write_fileat(fd, path, rec, text, strlen(text), &opts, &err);
+    if (rc != 0)
+        eprintf("vzcaps report: %s: written, but its record %s was not (%s): a later run will not replace it without --force",
+                path, rec, err ? err : strerror(errno));
+    free(err);
+    free(text);
+    free(base);
+    free(rec);
+    if (fd >= 0)
+        close(fd);
+    return rc == 0 ? 0 : 1;
+}
+
 /* Why output path cannot be written, or NULL: its directory is missing, it is a directory, a
  * link or a special file, one of the inputs, or a file vzcaps did not write (without --force). */
 static const char *output_refusal(const char *path, int k, bool force)
@@ -330,7 +381,7 @@ static const char *output_refusal(const char *path, int k, bool force)
             return "it is one of the inputs (refusing to overwrite it)";
     if (force)
         return NULL;
-    bool marked = markers[k] && vzcaps_marked_file(AT_FDCWD, path, markers[k], marker_at[k]);
+    bool marked = markers[k] ? vzcaps_marked_file(AT_FDCWD, path, markers[k], marker_at[k]) : csv_recorded(path);
     return marked ? NULL : "it exists and vzcaps report did not write it (--force replaces it)";
 }
 
@@ -503,8 +554,9 @@ static int report_write_output(const struct report_opts *o, const struct report_
         return 1;
     }
     char *marked = with_marker(k, buf);
-    struct vzcaps_wopts opts = {.mode = 0644, .replace = o->force ? VZCAPS_FORCE : VZCAPS_IF_MARKED, .marker = markers[k],
-                                .marker_at = marker_at[k], .force_option = true};
+    bool csv = !markers[k];
+    struct vzcaps_wopts opts = {.mode = 0644, .replace = o->force || (csv && csv_recorded(path)) ? VZCAPS_FORCE : VZCAPS_IF_MARKED,
+                                .marker = markers[k], .marker_at = marker_at[k], .force_option = true};
     int rc = vzcaps_write_file(path, marked, strlen(marked), &opts, &err);
     free(marked);
     free(buf);
@@ -513,7 +565,7 @@ static int report_write_output(const struct report_opts *o, const struct report_
         free(err);
         return 1;
     }
-    return 0;
+    return csv ? csv_record_write(path) : 0;
 }
 
 static int report_main(int argc, char **argv, const char **dirs, struct rfile *files)

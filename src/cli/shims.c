@@ -150,7 +150,11 @@ static int list_shims(int dirfd, const char *dir)
     for (size_t i = 0; i < n; i++) {
         char real[4096], why[4400];
         bool found = shim_real(names[i], dir, real, sizeof real, why, sizeof why) == 0;
-        printf("%s\t%s\n", esc(names[i]), found ? esc(real) : "(not found on PATH after DIR)");
+        printf("%s\t", esc(names[i]));
+        if (found)
+            printf("%s\n", esc(real));
+        else
+            printf("(not found on PATH after %s)\n", esc(dir));
         free(names[i]);
     }
     free(names);

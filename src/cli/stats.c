@@ -317,6 +317,16 @@ static void print_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX 
     json_finish(&j);
 }
 
+/* A record's time as a person reads it, in UTC as records are (Unix seconds when it has no date). */
+static const char *human_time(long long secs, char *when, size_t len)
+{
+    time_t t = (time_t)secs;
+    struct tm tm;
+    if ((long long)t != secs || !gmtime_r(&t, &tm) || !strftime(when, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        snprintf(when, len, "%lld", secs);
+    return when;
+}
+
 static const char *plural(unsigned long long n, const char *one, const char *many)
 {
     return n == 1 ? one : many;
@@ -328,12 +338,13 @@ static void print_text(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX 
     if (!read[0] && !read[1])
         printf("%s (not written yet)", esc(files[1]));
     printf(" (configured by %s)", esc(from));
+    char when[64];
     if (s->have_since)
-        printf(" (since %lld; %llu earlier %s left out)", s->since, s->before_since,
+        printf(" (since %s; %llu earlier %s left out)", human_time(s->since, when, sizeof when), s->before_since,
                plural(s->before_since, "record", "records"));
     if (s->have_zero)
-        printf(" (counted from the zero mark of %lld; %llu earlier %s kept, left out)", s->zeroed, s->before_zero,
-               plural(s->before_zero, "record", "records"));
+        printf(" (counted from the zero mark of %s; %llu earlier %s kept, left out)", human_time(s->zeroed, when, sizeof when),
+               s->before_zero, plural(s->before_zero, "record", "records"));
     printf("\nhooked: %llu %s\n", s->counts.hooked, plural(s->counts.hooked, "process", "processes"));
     for (size_t i = 0; i < s->counts.n; i++) {
         const struct ulog_count *c = &s->counts.items[i];
@@ -469,10 +480,12 @@ static char *require_reason(const struct required *q, const char *window)
 
 static char *window_text(const struct stats_run *s)
 {
+    char since[64], zeroed[64];
+    human_time(s->since, since, sizeof since), human_time(s->zeroed, zeroed, sizeof zeroed);
     if (s->have_since && s->have_zero)
-        return xformat(" since %lld and the zero mark of %lld", s->since, s->zeroed);
+        return xformat(" since %s and the zero mark of %s", since, zeroed);
     if (s->have_since || s->have_zero)
-        return xformat(" since %s%lld", s->have_zero ? "the zero mark of " : "", s->have_zero ? s->zeroed : s->since);
+        return xformat(" since %s%s", s->have_zero ? "the zero mark of " : "", s->have_zero ? zeroed : since);
     return xformat("%s", "");
 }
 

@@ -519,6 +519,16 @@ static size_t speaking_family(const struct vzcaps_inputs *in, const unsigned see
     return compat;
 }
 
+/* What a setting is called where the user gave it: the option a command's label names for the
+ * variable, else the variable itself. */
+static const char *setting_label(const char *const *labels, const char *var)
+{
+    for (const char *const *l = labels; l && l[0]; l += 2)
+        if (strcmp(l[0], var) == 0)
+            return l[1];
+    return var;
+}
+
 /* Step 1: the config file, in vzcaps_config_search's order, read into s. -1: refused (the
  * reason is in out->profile). */
 static int read_config_file(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
@@ -541,7 +551,8 @@ static int read_config_file(const struct vzcaps_inputs *in, char *file_buf, size
                 continue;
             snprintf(out->config_path, sizeof out->config_path, "%s", candidates[i]);
             snprintf(out->config_error, sizeof out->config_error, "%s", err);
-            snprintf(why, sizeof cfg_why, "%s: %s%s", candidates[i], err, named ? " (named by VZCAPS_CONFIG)" : "");
+            snprintf(why, sizeof cfg_why, "%s: %s%s%s%s", candidates[i], err, named ? " (named by " : "",
+                     named ? setting_label(in->labels, "VZCAPS_CONFIG") : "", named ? ")" : "");
             vzcaps_profile_refuse(&out->profile, why);
             return -1;
         }
@@ -555,10 +566,7 @@ static int read_config_file(const struct vzcaps_inputs *in, char *file_buf, size
         break;
     }
     if (!out->config_path[0] && vzcaps_env_get(in->envp, "VZCAPS_PROFILE")) {
-        const char *given = "VZCAPS_PROFILE"; /* or the option it came from (--profile) */
-        for (const char *const *l = in->labels; l && l[0]; l += 2)
-            if (strcmp(l[0], given) == 0)
-                given = l[1];
+        const char *given = setting_label(in->labels, "VZCAPS_PROFILE"); /* or the option it came from */
         snprintf(why, sizeof cfg_why, "%s is set but no config file was found: create one with a [%s] section, or drop %s",
                  given, vzcaps_clip(vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), 64, cfg_name, sizeof cfg_name), given);
         vzcaps_profile_refuse(&out->profile, why);
@@ -581,11 +589,9 @@ static int apply_variables(const struct vzcaps_inputs *in, const char *prefix, s
         if (k < 0 || k >= VZCAPS_KEY_COUNT)
             continue;
         vzcaps_clipn(*e, (size_t)(eq - *e), 64, name, sizeof cfg_name); /* a known name: short */
-        for (const char *const *l = in->labels; l && l[0]; l += 2)
-            if (strcmp(l[0], name) == 0) {
-                snprintf(name, sizeof cfg_name, "%s", l[1]);
-                break;
-            }
+        const char *label = setting_label(in->labels, name);
+        if (label != name)
+            snprintf(name, sizeof cfg_name, "%s", label);
         if (vzcaps_settings_set(&s, (enum vzcaps_key)k, eq + 1, name, err, sizeof cfg_err) != 0) {
             snprintf(why, sizeof cfg_why, "%s: %s; fix or unset it", name, err);
             vzcaps_profile_refuse(&out->profile, why);

@@ -267,11 +267,11 @@ int vzcaps_env_strip(char **env, const char *preload_var, const char *seps, cons
 int vzcaps_file_trust(unsigned long owner, unsigned long mode, unsigned long uid, char *why, size_t len)
 {
     if (owner != uid && owner != 0) {
-        snprintf(why, len, "not trusted: owned by uid %lu", owner);
+        snprintf(why, len, "not trusted: owned by uid %lu (only you or root may own it)", owner);
         return -1;
     }
     if (mode & 022) {
-        snprintf(why, len, "not trusted: writable by others (mode 0%03lo)", mode & 0777);
+        snprintf(why, len, "not trusted: writable by others (mode 0%03lo): chmod go-w it", mode & 0777);
         return -1;
     }
     return 0;

@@ -109,6 +109,8 @@ void cli_configure(const struct cfg_opts *o, struct vzcaps_config_result *r)
      * options travel in */
     static const char *labels[16];
     size_t nl = 0;
+    if (o->config)
+        labels[nl++] = "VZCAPS_CONFIG", labels[nl++] = "--config";
     if (o->chip)
         labels[nl++] = "VZCAPS_HOST_CHIP", labels[nl++] = "--chip";
     if (o->profile)

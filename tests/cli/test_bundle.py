@@ -3,6 +3,7 @@ Mac). On Linux: the same layout, the Mac-only parts marked, verdict NOT ON MACOS
 import hashlib
 import json
 import os
+import re
 import pwd
 import resource
 import shutil
@@ -206,6 +207,21 @@ def as_the_bundle_shows(path):
     return s
 
 
+def both_runs(summary, heading):
+    """The stock and the through-vzcaps text of one section of summary.md, as its fenced blocks
+    hold them ("(none)" when a run printed none)."""
+    part = summary.split(f"\n### {heading}\n", 1)[1].split("\n### ", 1)[0].split("\nThe whole outputs", 1)[0]
+    stock, unlocked = part.split("\nThrough vzcaps run:\n", 1)
+    def text(chunk):
+        chunk = chunk.replace("Stock:\n", "", 1).strip()
+        if chunk == "(none)":
+            return chunk
+        fence = re.match(r"(`{3,})text\n", chunk).group(1)
+        assert chunk.endswith(fence) or chunk.endswith(f"\n{fence}\n(cut at 400 bytes)"), chunk
+        return chunk[len(fence) + 5:].split(f"\n{fence}", 1)[0] + "\n"
+    return text(stock), text(unlocked)
+
+
 def test_workload_stock_and_through_vzcaps_side_by_side(tmp_path):
     """doctor --bundle DIR -- CMD: the rig's probe, stock and through vzcaps run."""
     out = tmp_path / "b"
@@ -219,9 +235,9 @@ def test_workload_stock_and_through_vzcaps_side_by_side(tmp_path):
     shown = as_the_bundle_shows(BUILD / "probe")  # a clone under the home directory reads ~/...
     assert f"``{shown}``" in summary or f"`{shown}`" in summary
     assert "| exit status | exit 0 | exit 0 |" in summary
-    row = next(l for l in summary.splitlines() if l.startswith("| `vzcaps:` lines"))
-    assert row.split(" | ")[1] == "(none)"
-    assert "vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport: Apple families up to 1008" in row.split(" | ")[2]
+    stock_lines, unlocked_lines = both_runs(summary, "The `vzcaps:` lines")
+    assert stock_lines == "(none)"
+    assert "vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport: Apple families up to 1008" in unlocked_lines
     assert "Steps: 5 ran, 0 failed, 16 skipped" in summary
     # ggml_metal_device_init: lines side by side, and a command that fails is a failed step
     script = tmp_path / "client.sh"
@@ -230,12 +246,13 @@ def test_workload_stock_and_through_vzcaps_side_by_side(tmp_path):
     p = doctor_bundle(tmp_path / "c", "--", str(script), env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
     assert p.returncode == 1 and "2 of its steps failed" in p.stderr
     summary = (tmp_path / "c" / "summary.md").read_text()
-    row = next(l for l in summary.splitlines() if l.startswith("| `ggml_metal_device_init:` lines"))
-    cells = row.split(" | ")
-    assert len(cells) == 3, row  # the | of the line is escaped
-    assert "GPU name:   Apple M2 &#124; x" in cells[1] and "GPU name:   Apple M2 &#124; x" in cells[2]
+    # issue 39 row 20: the lines are shown as they are, in a block each (they were one table cell
+    # joined with <br>, with `_` and `|` as entities)
+    line = "ggml_metal_device_init: GPU name:   Apple M2 | x\n"
+    assert both_runs(summary, "The `ggml_metal_device_init:` lines") == (line, line)
+    assert "&#" not in summary and "<br>" not in summary
     # sh creates no device: the library says nothing there
-    assert next(l for l in summary.splitlines() if l.startswith("| `vzcaps:` lines")).count("(none)") == 2
+    assert both_runs(summary, "The `vzcaps:` lines") == ("(none)", "(none)")
     assert "| exit status | exit 4 | exit 4 |" in summary
     assert "| workload-stock.txt | the command, stock | **FAILED**: exit 4 |" in summary
 
@@ -312,8 +329,7 @@ def test_forty_thousand_lines_are_matched_in_one_pass(tmp_path):
     assert p.returncode == 0, p.stderr
     assert (out / "workload-stock.txt.stderr").read_text().count("\n") == 40000
     summary = (out / "summary.md").read_text()
-    row = next(l for l in summary.splitlines() if l.startswith("| `ggml_metal_device_init:` lines"))
-    assert row.split(" | ")[1] == "ggml&#95;metal&#95;device&#95;init: GPU family: x<br>"
+    assert both_runs(summary, "The `ggml_metal_device_init:` lines")[0] == "ggml_metal_device_init: GPU family: x\n"
 
 
 def test_a_huge_output_is_capped_on_disk_not_held_in_memory(tmp_path):
@@ -342,7 +358,7 @@ def test_a_grandchild_holding_the_pipe_neither_hangs_nor_outlives_the_bundle(tmp
     summary = (out / "summary.md").read_text()
     assert "| exit status | exit 0, processes it left running were stopped | exit 0, processes it left running were " \
            "stopped |" in summary
-    assert "| standard output | started<br> | started<br> |" in summary
+    assert both_runs(summary, "Standard output") == ("started\n", "started\n")
     for pid in pids.read_text().split():
         stat = f"/proc/{pid}/stat"
         assert not os.path.exists(stat) or open(stat).read().rsplit(")", 1)[1].split()[0] == "Z", pid
@@ -492,3 +508,18 @@ def test_a_directory_is_a_shim_directory_only_by_a_record_of_ours(tmp_path):
     row = next(l for l in (out / "summary.md").read_text().splitlines() if l.startswith("| PATH |"))
     assert row.split(" | ")[1] == f"`{as_the_bundle_shows(fake)}:/usr/bin:/bin`", row
     assert "family 1008 0" in (out / "workload-stock.txt").read_text()
+
+
+def test_the_workloads_text_cannot_break_out_of_its_block(tmp_path):
+    # a line with backticks, a control character and more than 400 bytes stays inside its block
+    script = tmp_path / "w.sh"
+    script.write_text("#!/bin/sh\nprintf 'a ```` b\\033[31m\\n'\nhead -c 600 /dev/zero | tr '\\0' x\n")
+    script.chmod(0o755)
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--", str(script), env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 0, p.stderr
+    summary = (out / "summary.md").read_text()
+    assert "\n`````text\na ```` b [31m\nxxx" in summary and "\x1b" not in summary
+    assert summary.count("\n`````\n(cut at 400 bytes)\n") == 2
+    stock, unlocked = both_runs(summary, "Standard output")
+    assert stock == unlocked and stock.startswith("a ```` b [31m\nxxx")

@@ -59,12 +59,23 @@ def test_untrusted_file_is_named_on_the_config_line(tmp_path):
     p = check(clean_env(HOME=str(tmp_path)))
     assert p.returncode == 1
     # regression: the line said "(none found)" while the why line named this file
-    assert config_line(p.stdout) == f"config file    {conf} (refused: not trusted: writable by others (mode 0664))"
+    assert config_line(p.stdout) == f"config file    {conf} (refused: not trusted: writable by others (mode 0664): chmod go-w it)"
     data = json.loads(check(clean_env(HOME=str(tmp_path)), "--json").stdout)
     assert data["config_file"] == str(conf) and data["config_error"].startswith("not trusted")
     doctor = json.loads(subprocess.run([VZ, "doctor", "--json"], env=clean_env(HOME=str(tmp_path)), capture_output=True,
                                        text=True, timeout=60).stdout)
     assert doctor["config_file"] == str(conf) and doctor["config_error"].startswith("not trusted")
+
+
+def test_a_refused_file_is_named_by_where_the_user_named_it(tmp_path):
+    # issue 39 row 20: check --config FILE said "(named by VZCAPS_CONFIG)", which the user never set
+    conf = write_conf(tmp_path / "c.conf", "auto", mode=0o666)
+    by_option = check(clean_env(), "--config", str(conf))
+    assert by_option.returncode == 1
+    assert f"{conf}: not trusted: writable by others (mode 0666): chmod go-w it (named by --config)" in by_option.stderr
+    assert "VZCAPS_CONFIG" not in by_option.stdout + by_option.stderr
+    by_variable = check(clean_env(VZCAPS_CONFIG=str(conf)))
+    assert "chmod go-w it (named by VZCAPS_CONFIG)" in by_variable.stderr
 
 
 def test_none_found_lists_where_it_looked(tmp_path):

@@ -381,12 +381,29 @@ def test_existing_outputs_are_replaced_only_when_vzcaps_wrote_them_or_with_force
     svg = (tmp_path / "outsvg").read_text()
     assert svg.startswith("<?xml") and svg.splitlines()[1] == "<!-- written by vzcaps report -->"
     ET.fromstring(svg.encode())
-    # CSV has no comment syntax: replaced only with --force
+    # CSV has no comment syntax: its record beside it says vzcaps report wrote it (issue 39 row 20:
+    # a second run said "did not write it"); a CSV changed since, or without its record, is not ours
     csv = tmp_path / "out.csv"
     assert report(*fixture_args(), "--csv", str(csv)).returncode == 0
-    assert report(*fixture_args(), "--csv", str(csv)).returncode == 1
+    rec = tmp_path / ".out.csv.vzcaps-report"
+    assert rec.read_text().splitlines()[0] == "vzcaps report" and rec.read_text().splitlines()[1].startswith("copy ")
+    p = report(*fixture_args(), "--csv", str(csv))
+    assert p.returncode == 0 and p.stderr == "" and csv.read_text().startswith("test,")
+    with csv.open("a") as f:
+        f.write("the user's own row\n")
+    p = report(*fixture_args(), "--csv", str(csv))
+    assert p.returncode == 1 and "did not write it (--force replaces it)" in p.stderr
+    assert csv.read_text().endswith("the user's own row\n")
     p = report(*fixture_args(), "--csv", str(csv), "--force")
     assert p.returncode == 0 and csv.read_text().startswith("test,")
+    assert report(*fixture_args(), "--csv", str(csv)).returncode == 0  # recorded again by the forced run
+    # a record that is not ours (a user's file, a link) is never replaced: the CSV is written, and
+    # the line says its record was not, so a later run needs --force
+    other = tmp_path / "other.csv"
+    (tmp_path / ".other.csv.vzcaps-report").write_text("the user's own notes\n")
+    p = report(*fixture_args(), "--csv", str(other))
+    assert p.returncode == 1 and "its record .other.csv.vzcaps-report was not" in p.stderr
+    assert (tmp_path / ".other.csv.vzcaps-report").read_text() == "the user's own notes\n"
     p = report(*fixture_args(), "--md", str(notes["--md"]), "--force")
     assert p.returncode == 0 and "11.08" in notes["--md"].read_text()
 

@@ -339,3 +339,32 @@ def test_execute_only_target_and_interpreter_still_run():
             assert "Permission denied" not in p.stderr
     finally:
         shutil.rmtree(d)
+
+
+def demo(b):
+    return subprocess.run(["sh", "scripts/demo"], cwd=ROOT, env=clean_env(B=str(b)), capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_the_demos_command_line_runs_when_pasted():
+    # issue 39 row 20: make demo printed a `$ ...` line that, pasted from a path with a space, was refused
+    p = demo("build")
+    assert p.returncode == 0, p.stderr
+    shown = [x for x in p.stdout.splitlines() if x.startswith("$ ")]
+    if " " in str(ROOT.resolve()) or ":" in str(ROOT.resolve()):  # check-fresh's checkout: no line to paste
+        assert not shown and "LD_PRELOAD cannot carry" in p.stdout, p.stdout
+        return
+    assert len(shown) == 1
+    pasted = subprocess.run(["sh", "-c", shown[0][2:]], cwd=ROOT, env=clean_env(), capture_output=True, text=True,
+                            timeout=60)
+    assert pasted.returncode == 0 and "hooked AppleParavirtDevice" in pasted.stderr, pasted.stderr
+
+
+def test_the_demo_from_a_spaced_path_shows_no_line_that_would_be_refused(tmp_path):
+    b = tmp_path / "a b" / "build"
+    b.parent.mkdir()
+    subprocess.run(["cp", "-pR", str(BUILD), str(b)], check=True)
+    p = demo(b)
+    assert p.returncode == 0, p.stderr
+    assert not [x for x in p.stdout.splitlines() if x.startswith("$ ")], p.stdout
+    assert "LD_PRELOAD cannot carry" in p.stdout and "supportsFamily(Apple7 1007)" in p.stdout

@@ -180,7 +180,7 @@ def test_list_and_remove_only_what_vzcaps_made(tmp_path):
     env = shim_env(shims, real, "/bin")
     p = vz("shims", "--dir", str(shims), "--list", env=env)
     assert p.returncode == 0
-    assert p.stdout == f"llama-server\t(not found on PATH after DIR)\nprobe\t{real}/probe\n"
+    assert p.stdout == f"llama-server\t(not found on PATH after {shims})\nprobe\t{real}/probe\n"
     p = vz("shims", "--dir", str(shims), "--remove", "mine", "alink", "probe", "nothere", env=env)
     assert p.returncode == 1
     assert p.stdout == f"removed {shims}/probe\n"

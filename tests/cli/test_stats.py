@@ -251,7 +251,8 @@ def test_since_in_every_form(tmp_path):
     out, _ = stats_json("--since", "2025-12-01T20:00:00Z", VZCAPS_LOG_FILE=log)
     assert out["since"] == 1764619200
     text = vz("--since", "1764619200", VZCAPS_LOG_FILE=log)
-    assert "1 earlier record left out" in text.stdout
+    # issue 39 row 20: the time as a person reads it, not Unix seconds
+    assert "(since 2025-12-01 20:00:00 UTC; 1 earlier record left out)" in text.stdout
 
 
 @pytest.mark.parametrize("bad", ["yesterday", "2h30m", "-5", "2026-13-01", "2026-02-30", "2026-12-01T25:00:00Z",

@@ -120,9 +120,9 @@ JOB = [rec("probe", pid=1, t=1000), rec("probe", pid=2, t=2000), rec("tool", "le
 def test_since_decides_which_runs_count(tmp_path):
     log = write_log(tmp_path / "usage.log", *JOB)
     assert vz("--require", "tool", "--since", "1600", VZCAPS_LOG_FILE=log).stderr == \
-        "vzcaps stats: --require tool: never ran since 1600: no record of tool in the log\n"
+        "vzcaps stats: --require tool: never ran since 1970-01-01 00:26:40 UTC: no record of tool in the log\n"
     p = vz("--require", "probe", "--since", "1600", VZCAPS_LOG_FILE=log)
-    assert p.returncode == 0 and p.stdout == "vzcaps stats: --require: hooked in every run since 1600: probe (1)\n"
+    assert p.returncode == 0 and p.stdout == "vzcaps stats: --require: hooked in every run since 1970-01-01 00:26:40 UTC: probe (1)\n"
     assert required(vz("--require", "probe", "--since", "1600", "--json", VZCAPS_LOG_FILE=log))["probe"]["ran"] == 1
 
 

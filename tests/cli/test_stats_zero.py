@@ -10,6 +10,7 @@ import os
 import resource
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -55,7 +56,8 @@ def test_zero_moves_the_log_aside_and_the_count_starts_afresh(logdir):
     assert counts(log) == (1, 0, 2)
     assert vz("--require", "probe", VZCAPS_LOG_FILE=log).returncode == 0  # the stock run before the zero is not counted
     text = vz(VZCAPS_LOG_FILE=log).stdout
-    assert f"(counted from the zero mark of {mark['time']}; 2 earlier records kept, left out)" in text
+    when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(mark["time"]))  # as a person reads it
+    assert f"(counted from the zero mark of {when}; 2 earlier records kept, left out)" in text
     assert vz("--require", "probe", "--json", VZCAPS_LOG_FILE=log).stdout.count('"zeroed_at":') == 1
 
 

@@ -961,3 +961,20 @@ def test_uninstall_all_names_the_installed_config_page(shell, rel, tmp_path):
     assert p.returncode == 0, p.stderr
     assert f"no config files (looked where the library looks: the config page, installed as {page}" in p.stdout, p.stdout
     assert "docs/config.md" not in p.stdout + p.stderr
+
+
+def test_a_prefix_outside_zshs_fpath_says_the_line_that_makes_zsh_complete(rel, mac, tmp_path):
+    # issue 39 row 20: completions under ~/.local needed an fpath line nobody mentioned
+    zsh = shutil.which("zsh")
+    assert zsh, "zsh is missing: sh scripts/install-deps installs it (a Mac has it)"
+    home = tmp_path / "home"
+    p = run("sh", rel / "install.sh", "--prefix", str(home / ".local"), env=mac)
+    assert p.returncode == 0, p.stderr
+    notes = [ln for ln in p.stdout.splitlines() if ln.startswith("note: zsh completes vzcaps once ~/.zshrc has ")]
+    assert len(notes) == 1, p.stdout
+    line = notes[0].split(" has ", 1)[1].rsplit(" before compinit", 1)[0]
+    assert line == f"fpath=({home}/.local/share/zsh/site-functions $fpath)"
+    # the line, as ~/.zshrc would run it, makes zsh find the completion function
+    found = subprocess.run([zsh, "-fc", f"{line}; autoload -Uz _vzcaps; whence -v _vzcaps"], capture_output=True,
+                           text=True, timeout=60)
+    assert found.returncode == 0 and "_vzcaps is an autoload shell function" in found.stdout, found.stdout + found.stderr

@@ -285,9 +285,9 @@ def test_long_home_is_refused_not_cut():
 
 # ---- row 7 and rule 8: config files others can write are not trusted ----
 
-@pytest.mark.parametrize("mode,owner,why", [(0o666, 0, "not trusted: writable by others (mode 0666)"),
-                                            (0o620, 0, "not trusted: writable by others (mode 0620)"),
-                                            (0o644, 1234, "not trusted: owned by uid 1234")])
+@pytest.mark.parametrize("mode,owner,why", [(0o666, 0, "not trusted: writable by others (mode 0666): chmod go-w it"),
+                                            (0o620, 0, "not trusted: writable by others (mode 0620): chmod go-w it"),
+                                            (0o644, 1234, "not trusted: owned by uid 1234 (only you or root may own it)")])
 def test_untrusted_config_file_is_refused(tmp_path, mode, owner, why):
     if os.geteuid() != 0:
         pytest.skip("needs root to give a file away")

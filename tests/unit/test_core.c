@@ -461,7 +461,7 @@ static int fake_read(void *ctx, const char *path, char *buf, size_t cap, size_t 
     for (int i = 0; i < 3; i++)
         if (FILES.path[i] && strcmp(FILES.path[i], path) == 0) {
             if (!FILES.text[i]) /* there, but not to be read */
-                return snprintf(err, errlen, "not trusted: writable by others (mode 0664)"), -1;
+                return snprintf(err, errlen, "not trusted: writable by others (mode 0664): chmod go-w it"), -1;
             size_t n = strlen(FILES.text[i]);
             if (n >= cap)
                 return snprintf(err, errlen, "too large"), -1;
@@ -639,7 +639,7 @@ static void test_config_search_in_configure(void **st)
     vzcaps_configure(&in, buf, sizeof buf, &R);
     assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
     assert_string_equal(R.config_path, "/home/u/xdg/vzcaps/vzcaps.conf");
-    assert_string_equal(R.config_error, "not trusted: writable by others (mode 0664)");
+    assert_string_equal(R.config_error, "not trusted: writable by others (mode 0664): chmod go-w it");
     assert_true(any_note_contains(&R.profile, "/home/u/xdg/vzcaps/vzcaps.conf: not trusted"));
     /* a file that does not parse is named with its error too */
     FILES.text[2] = "[s]\nbogus = 1\n";
@@ -910,11 +910,11 @@ static void test_file_trust(void **st)
     assert_int_equal(vzcaps_file_trust(0, 0100600, 501, why, sizeof why), 0);
     assert_int_equal(vzcaps_file_trust(0, 0100644, 0, why, sizeof why), 0);
     assert_int_equal(vzcaps_file_trust(502, 0100644, 501, why, sizeof why), -1);
-    assert_string_equal(why, "not trusted: owned by uid 502");
+    assert_string_equal(why, "not trusted: owned by uid 502 (only you or root may own it)");
     assert_int_equal(vzcaps_file_trust(501, 0100666, 501, why, sizeof why), -1);
-    assert_string_equal(why, "not trusted: writable by others (mode 0666)");
+    assert_string_equal(why, "not trusted: writable by others (mode 0666): chmod go-w it");
     assert_int_equal(vzcaps_file_trust(501, 0100664, 501, why, sizeof why), -1);
-    assert_string_equal(why, "not trusted: writable by others (mode 0664)");
+    assert_string_equal(why, "not trusted: writable by others (mode 0664): chmod go-w it");
 }
 
 static void test_launcher_target(void **st)
