@@ -731,7 +731,12 @@ static int stats_main(const struct stats_args *a)
     if (require_init(&s, a->names, a->n_names) != 0)
         return require_free(&s), eprintf("vzcaps stats: out of memory"), 1;
     bool read[2];
-    int rc = count_log(&s, path, files, read);
+    /* a proof only from where the library writes: a log in a directory others may write could
+     * hold anyone's records */
+    int rc = a->require && check_log_dir(path, "--require: the library does not write there, so its records there prove "
+                                               "nothing")
+                 ? 1
+                 : count_log(&s, path, files, read);
     if (rc == 0 && a->require) { /* counts of part of the log prove nothing */
         rc = require_say(&s, a->json);
         if (a->json)

@@ -215,3 +215,16 @@ def test_every_name_is_kept_past_any_table_size(tmp_path):
     p = vz("--require", *names, "--json", VZCAPS_LOG_FILE=log)
     assert p.returncode == 0, p.stderr[:500]
     assert [x["hooked"] for x in json.loads(p.stdout)["required"]] == [1] * 3000
+
+
+def test_a_log_where_the_library_does_not_write_proves_nothing(tmp_path):
+    """A second user: a log in a directory others may write (/tmp-like) can hold anyone's
+    records, all "hooked"; the library never writes there, so --require refuses it."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    log = write_log(shared / "usage.log", rec("probe", pid=1))
+    p = vz("--require", "probe", VZCAPS_LOG_FILE=log)
+    assert p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
+    assert "the library does not write there, so its records there prove nothing" in p.stderr
+    assert vz(VZCAPS_LOG_FILE=log).returncode == 0  # the table still shows what is there
