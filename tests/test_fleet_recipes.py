@@ -345,28 +345,92 @@ def test_the_action_builds_only_on_a_cache_miss(mac, tmp_path):
     assert len(cache) == 2 and any(k.endswith("-macos-26.0-" + key.rsplit("-", 1)[1]) for k in cache)
 
 
-# ---- the job's last step (issue 33 item 4): vzcaps stats, as docs/fleet.md shows it ----
+# ---- the job's closing step (issue 33 item 4, issue 37 item 4): vzcaps stats --require, as
+# docs/fleet.md shows it; the action gates before with check --strict and starts the count afresh ----
 
-def test_the_documented_last_step_runs_vzcaps_stats_on_the_actions_log(mac, tmp_path):
-    env, _ = mac
+def documented_closing_step():
     fleet = (ROOT / "docs" / "fleet.md").read_text()
     example = yaml.safe_load(re.findall(r"```yaml\n(.*?)```", fleet, re.S)[0])
-    last = example[-1]
-    assert last["if"] == "always()" and last["run"] == "vzcaps stats", last
+    action = next(s for s in example if "vzcaps@" in str(s.get("uses", "")))
+    return example[-1], action["with"]["programs"].split()
+
+
+def test_the_documented_closing_step_requires_the_listed_programs_and_always_runs():
+    last, programs = documented_closing_step()
+    assert last["if"] == "always()" and last["run"] == "vzcaps stats --require " + " ".join(programs), last
+    fleet = (ROOT / "docs" / "fleet.md").read_text()
+    assert "predicts" in fleet and "observes" in fleet  # which gate can be wrong, and when
+
+
+def test_the_closing_step_passes_a_job_whose_program_was_hooked_in_every_run(mac, tmp_path):
+    env, _ = mac
     outputs, job, ran = run_action(env, tmp_path, "dash", programs="probe", host_chip=CHIP, doctor_program=str(BUILD / "probe"),
                                    log="true")
     log = tmp_path / "runner-temp" / "vzcaps" / "log"
     assert outputs is not None, failed(ran)
     assert job["VZCAPS_LOG_FILE"] == str(log / "vzcaps.log") and stat.S_IMODE(log.stat().st_mode) == 0o700
-    assert 'add a last step "if: always()" running "vzcaps stats"' in ran[-1][1].stdout
+    gate = ran[-1][1].stdout
+    assert "vzcaps action: probe: vzcaps check --strict passed" in gate
+    assert 'close the job with a step "if: always()" running "vzcaps stats --require probe"' in gate
     for _ in range(3):
         subprocess.run(["sh", "-c", "probe"], env=job, capture_output=True, timeout=60, check=True)
-    p = subprocess.run(["sh", "-c", last["run"]], env=job, capture_output=True, text=True, timeout=60)
-    assert p.returncode == 0, p.stdout + p.stderr
-    j = subprocess.run(["sh", "-c", "vzcaps stats --json"], env=job, capture_output=True, text=True, timeout=60)
+    p = subprocess.run(["sh", "-c", "vzcaps stats --require probe"], env=job, capture_output=True, text=True, timeout=60)
     # exactly the job's three: doctor's own run of the program is not counted
+    assert p.returncode == 0 and p.stdout.endswith(": probe (3)\n"), p.stdout + p.stderr
+    j = subprocess.run(["sh", "-c", "vzcaps stats --json"], env=job, capture_output=True, text=True, timeout=60)
     assert j.returncode == 0, j.stdout + j.stderr
     assert (json.loads(j.stdout)["hooked"], json.loads(j.stdout)["left_stock"]) == (3, 0), j.stdout
+
+
+def test_the_closing_step_fails_a_job_whose_program_ran_stock_or_never_ran(mac, tmp_path):
+    env, _ = mac
+    outputs, job, ran = run_action(env, tmp_path, "dash", programs="probe llama-server", host_chip=CHIP,
+                                   doctor_program=str(BUILD / "probe"))
+    assert outputs is not None, failed(ran)
+    assert "vzcaps action: llama-server is not installed yet (nothing on PATH after its shim): not gated" in ran[-1][1].stdout
+    subprocess.run(["sh", "-c", "probe"], env=job, capture_output=True, timeout=60, check=True)
+    # a step that sets a family the library refuses: the shim starts probe stock, after the gate passed
+    subprocess.run(["sh", "-c", "VZCAPS_APPLE_FAMILY_MAX=1099 probe"], env=job, capture_output=True, timeout=60, check=True)
+    p = subprocess.run(["sh", "-c", "vzcaps stats --require probe llama-server"], env=job, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 1 and p.stdout == "", p.stdout
+    lines = p.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("vzcaps stats: --require probe: left stock in 1 of 2 runs: "), lines
+    assert lines[1] == "vzcaps stats: --require llama-server: never ran: no record of llama-server in the log"
+
+
+def test_the_gate_runs_check_strict_for_each_listed_program(mac, tmp_path):
+    """A configuration that leaves probe stock (off): check --strict says so in its own line, and
+    strict fails the step."""
+    env, _ = mac
+    (tmp_path / "workspace").mkdir()
+    conf = tmp_path / "workspace" / "off.conf"
+    conf.write_text("[probe]\nmatch = probe\napple_family_max = off\n")
+    conf.chmod(0o600)
+    outputs, _, ran = run_action(env, tmp_path, "dash", programs="probe", host_chip=CHIP, config="off.conf")
+    assert outputs is None and ran[-1][0] == "vzcaps strict gate", failed(ran)
+    assert "vzcaps check: --strict: probe would run stock" in ran[-1][1].stderr, ran[-1][1].stderr
+
+
+def test_the_action_starts_the_count_afresh_for_the_job(mac, tmp_path):
+    """A runner that keeps its temporary directory: the stock run of an earlier job is moved
+    aside by the next job's action, not counted against it."""
+    env, _ = mac
+    args = dict(programs="probe", host_chip=CHIP, doctor_program=str(BUILD / "probe"), cache={})
+    outputs, job, ran = run_action(env, tmp_path, "dash", **args)
+    assert outputs is not None, failed(ran)
+    subprocess.run(["sh", "-c", "VZCAPS_APPLE_FAMILY_MAX=1099 probe"], env=job, capture_output=True, timeout=60, check=True)
+    assert subprocess.run(["sh", "-c", "vzcaps stats --require probe"], env=job, capture_output=True).returncode == 1
+    for f in ("github_path", "github_env", "github_output"):
+        (tmp_path / f).unlink(missing_ok=True)
+    outputs, job, ran = run_action(env, tmp_path, "dash", **args)
+    assert outputs is not None, failed(ran)
+    log = tmp_path / "runner-temp" / "vzcaps" / "log" / "vzcaps.log"
+    assert f"vzcaps stats: --zero: {log} moved to {log}.1" in dict(ran)["Shims first on PATH"].stdout
+    subprocess.run(["sh", "-c", "probe"], env=job, capture_output=True, timeout=60, check=True)
+    p = subprocess.run(["sh", "-c", "vzcaps stats --require probe"], env=job, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout.endswith(": probe (1)\n"), p.stdout + p.stderr
+    assert "left_stock" in (log.parent / "vzcaps.log.1").read_text()  # the earlier job's record, kept
 
 
 def test_the_action_without_the_log_sets_no_log_file(mac, tmp_path):

@@ -120,13 +120,12 @@ static const struct opt_spec shims_opts[] = {
     {"--force", NULL, "also take over (or with --remove, remove) shims another copy of vzcaps made; never anything else", NULL},
     END};
 static const struct opt_spec stats_opts[] = {
-    {"--json", NULL, "one JSON object instead of the table: hooked, left_stock, skipped, programs, left_stock_reasons, "
-                     "log_files", NULL},
-    {"--since", "TIME", "only records from TIME on: unix seconds, ISO 8601 UTC (2026-12-01T20:00:00Z, 2026-12-01) or a "
-                        "time ago (90s, 30m, 2h, 7d)", "every record"},
+    {"--json", NULL, "one JSON object instead of the table: hooked, left_stock, skipped, programs, left_stock_reasons, log_files", NULL},
+    {"--since", "TIME", "only records from TIME on: unix seconds, ISO 8601 UTC (2026-12-01T20:00:00Z, 2026-12-01) or a time ago (90s, 30m, 2h, 7d)", "every record"},
     {"--log-file", "PATH", "read this log (and PATH.1)", "VZCAPS_LOG_FILE, else the config file's log_file"},
-    {"--config", "FILE", "the config file whose log_file names the log (VZCAPS_CONFIG); default: the library's search "
-                         "order", NULL},
+    {"--config", "FILE", "the config file whose log_file names the log (VZCAPS_CONFIG); default: the library's search order", NULL},
+    {"--require", NULL, "exit 1 unless every NAME ran and was hooked in every run (a NAME with / by its real path)", NULL},
+    {"--zero", NULL, "start a fresh count (as ccache -z): a zero mark at the log's end, then the log moved to PATH.1", NULL},
     END};
 static const struct opt_spec no_opts[] = {END};
 
@@ -255,16 +254,17 @@ const struct cmd_spec cli_commands[] = {
      "malformed command line.",
      "vzcaps verify",
      GROUP_PROVE, "run compute kernels on every unlocked path and check the results", "test selftest self-test validate-gpu"},
-    {"stats", cmd_stats, "", ARGS_NONE, stats_opts,
+    {"stats", cmd_stats, "[NAME...]", ARGS_POSITIONAL, stats_opts,
      "Shows which processes the library hooked, by program and GPU family, and which it left stock,\n"
      "with the reason, from the log it appends one line per process to when the config file's top\n"
      "level has log_file = PATH or VZCAPS_LOG_FILE=PATH is set (the variable wins; off by default):\n"
      "PATH.1 (the log before it was last rotated, at 1 MiB) and then PATH. Run it after a job, as\n"
      "ccache -s. A line that is not a record (malformed, longer than 1024 bytes, an unknown version)\n"
      "is counted as skipped and named on standard error; a log file over 16 MiB, a link, a FIFO or a\n"
-     "directory at the path is refused. Each file is read as a stream, one line at a time.",
-     "0; 1 when no log is configured or a log file could not be read (named); 2 for a malformed\n"
-     "command line or --since value.",
+     "directory at the path is refused. Each file is read as a stream, one line at a time. --require\n"
+     "NAME... is the proof after a job: one line per NAME that never ran or ran stock (--json: per NAME).",
+     "0; 1 when no log is configured or a log file could not be read (named), or --require fails;\n"
+     "2 for a malformed command line or --since value.",
      "vzcaps stats --since 2h --json",
      GROUP_PROVE, "show which processes were hooked and which were left stock, and why", "log usage hits summary"},
     {"prepare", cmd_prepare, "PATH...", ARGS_POSITIONAL, prepare_opts,

@@ -1,14 +1,19 @@
 /* vzcaps stats: which processes the library hooked and which it left stock, and why, from the
  * usage log it appends to when one is configured (usagelog.h), as `ccache -s` shows a cache's use.
  * Owns: finding the log (--log-file, VZCAPS_LOG_FILE, the config file's log_file), streaming
- * PATH.1 then PATH through input.c, and the table and --json. Never: keeps a log file in memory
- * (one line at a time), follows a link at the log, or drops a line without counting and naming it. */
-#define _POSIX_C_SOURCE 200809L
+ * PATH.1 then PATH through input.c, the table and --json, --require's verdict per NAME, and
+ * --zero (a zero mark, then the log moved aside through statsfile.c, as the rotation moves it).
+ * Never: keeps a log file in memory (one line at a time), follows a link at the log, drops a
+ * line without counting and naming it, or moves or writes a file the library could not have
+ * written. */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "../common/input.h"
+#include "../common/statsfile.h"
 #include "../data/usagelog.h"
 #include "cli.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,11 +25,22 @@ extern char **environ;
 /* Skipped lines named on standard error per file; the rest are counted in one more line. */
 #define NAMED_SKIPS 20
 
+/* One NAME of --require: its runs counted as the records come (after --since). */
+struct required {
+    const char *name;
+    char *match; /* NAME, or for a NAME with a '/' its real path (the record's "path" is one) */
+    bool by_path;
+    unsigned long long hooked, stock;
+    char *reason; /* the first stock run's reason (heap) */
+};
+
 struct stats_run {
     struct ulog_stats counts;
-    long long since;
-    bool have_since;
-    unsigned long long skipped, before_since, file_skipped;
+    struct required *req;
+    size_t n_req;
+    long long since, zeroed; /* zeroed: the time of the last zero mark read */
+    bool have_since, have_zero;
+    unsigned long long skipped, before_since, before_zero, file_skipped;
     const char *file; /* the file being read */
     bool oom;
 };
@@ -34,6 +50,35 @@ static void skip_line(struct stats_run *s, unsigned long long line_no, const cha
     s->skipped++;
     if (++s->file_skipped <= NAMED_SKIPS)
         eprintf("vzcaps stats: %s:%llu: skipped: %s", s->file, line_no, why);
+}
+
+/* A record for each NAME of --require it is a run of: by the program's name, or by the
+ * executable's path for a NAME with a '/'. */
+static void require_count(struct stats_run *s, const struct ulog_record *r)
+{
+    for (size_t i = 0; i < s->n_req; i++) {
+        struct required *q = &s->req[i];
+        if (strcmp(q->by_path ? r->path : r->program, q->match) != 0)
+            continue;
+        if (r->event == ULOG_HOOKED)
+            q->hooked++;
+        else if (q->stock++ == 0 && !(q->reason = strdup(r->reason)))
+            s->oom = true;
+    }
+}
+
+/* A zero mark (stats --zero): what was counted before it is left out, kept in the file. */
+static void zero_mark(struct stats_run *s, long long when)
+{
+    s->before_zero += s->counts.hooked + s->counts.left_stock + s->before_since;
+    s->before_since = 0;
+    ulog_stats_free(&s->counts);
+    memset(&s->counts, 0, sizeof s->counts);
+    for (size_t i = 0; i < s->n_req; i++) {
+        free(s->req[i].reason);
+        s->req[i].reason = NULL, s->req[i].hooked = s->req[i].stock = 0;
+    }
+    s->zeroed = when, s->have_zero = true;
 }
 
 static void on_line(void *ctx, const char *line, size_t len, unsigned long long line_no, bool overlong,
@@ -54,6 +99,15 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
         skip_line(s, line_no, "a record cut short (no newline), followed by a whole one (counted)");
         bad = 0;
     }
+    long long when;
+    bool whole_zero = bad && ulog_parse_zero(line, len, &when);
+    bool tail_zero = bad && !whole_zero && tail && ulog_parse_zero(tail, len - (size_t)(tail - line), &when);
+    if (tail_zero)
+        skip_line(s, line_no, "a record cut short (no newline), followed by a zero mark (read)");
+    if (whole_zero || tail_zero) {
+        zero_mark(s, when);
+        return;
+    }
     if (bad) {
         if (unterminated) /* a record is one write with its newline: this one was cut */
             snprintf(why + strlen(why), sizeof why - strlen(why), " (the last line, without its newline)");
@@ -64,6 +118,8 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
         s->before_since++;
     else if (ulog_stats_add(&s->counts, &r) != 0)
         s->oom = true;
+    else
+        require_count(s, &r);
     ulog_record_free(&r);
 }
 
@@ -191,6 +247,16 @@ static int find_log(const char *opt, const char *config, char *out, size_t len, 
     return 0;
 }
 
+/* Where the count starts after stats --zero: the mark's time (null: no mark) and the records left out. */
+static void zero_json(struct json *j, const struct stats_run *s)
+{
+    if (s->have_zero)
+        json_int(j, "zeroed_at", s->zeroed);
+    else
+        json_null(j, "zeroed_at");
+    json_int(j, "before_zero", (long long)s->before_zero);
+}
+
 static void print_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX + 3], const bool *read, const char *from)
 {
     struct json j;
@@ -211,6 +277,7 @@ static void print_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX 
     json_int(&j, "left_stock", (long long)s->counts.left_stock);
     json_int(&j, "skipped", (long long)s->skipped);
     json_int(&j, "before_since", (long long)s->before_since);
+    zero_json(&j, s);
     json_arr(&j, "programs");
     const struct ulog_count *c = s->counts.items, *end = c + s->counts.n;
     while (c < end) { /* one object per program: the entries are sorted by program */
@@ -250,6 +317,16 @@ static void print_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX 
     json_finish(&j);
 }
 
+/* A record's time as a person reads it, in UTC as records are (Unix seconds when it has no date). */
+static const char *human_time(long long secs, char *when, size_t len)
+{
+    time_t t = (time_t)secs;
+    struct tm tm;
+    if ((long long)t != secs || !gmtime_r(&t, &tm) || !strftime(when, len, "%Y-%m-%d %H:%M:%S UTC", &tm))
+        snprintf(when, len, "%lld", secs);
+    return when;
+}
+
 static const char *plural(unsigned long long n, const char *one, const char *many)
 {
     return n == 1 ? one : many;
@@ -261,14 +338,13 @@ static void print_text(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX 
     if (!read[0] && !read[1])
         printf("%s (not written yet)", esc(files[1]));
     printf(" (configured by %s)", esc(from));
-    if (s->have_since) { /* a time a person reads (it printed Unix seconds), in UTC as records are */
-        char when[64] = "";
-        time_t t = (time_t)s->since;
-        struct tm tm;
-        if ((long long)t != s->since || !gmtime_r(&t, &tm) || !strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm))
-            snprintf(when, sizeof when, "%lld", s->since);
-        printf(" (since %s; %llu earlier %s left out)", when, s->before_since, plural(s->before_since, "record", "records"));
-    }
+    char when[64];
+    if (s->have_since)
+        printf(" (since %s; %llu earlier %s left out)", human_time(s->since, when, sizeof when), s->before_since,
+               plural(s->before_since, "record", "records"));
+    if (s->have_zero)
+        printf(" (counted from the zero mark of %s; %llu earlier %s kept, left out)", human_time(s->zeroed, when, sizeof when),
+               s->before_zero, plural(s->before_zero, "record", "records"));
     printf("\nhooked: %llu %s\n", s->counts.hooked, plural(s->counts.hooked, "process", "processes"));
     for (size_t i = 0; i < s->counts.n; i++) {
         const struct ulog_count *c = &s->counts.items[i];
@@ -286,28 +362,54 @@ static void print_text(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX 
            s->skipped ? " (named on standard error)" : "");
 }
 
-static int stats_args(int argc, char **argv, bool *json, const char **since, const char **log, const char **config)
+/* The command line: options, and the NAMEs --require takes (operands, in any order). */
+struct stats_args {
+    bool json, require, zero;
+    const char *since, *log, *config;
+    char **names;
+    size_t n_names;
+};
+
+static int parse_args(int argc, char **argv, struct stats_args *a)
 {
+    a->names = calloc((size_t)argc, sizeof *a->names);
+    if (!a->names)
+        return eprintf("vzcaps stats: out of memory"), 1;
     for (int i = 1; i < argc; i++) {
         int t;
-        if ((t = opt_take(argc, argv, &i, "--since", since)) || (t = opt_take(argc, argv, &i, "--log-file", log)) ||
-            (t = opt_take(argc, argv, &i, "--config", config))) {
+        if ((t = opt_take(argc, argv, &i, "--since", &a->since)) || (t = opt_take(argc, argv, &i, "--log-file", &a->log)) ||
+            (t = opt_take(argc, argv, &i, "--config", &a->config))) {
             if (t < 0)
                 return usage_error("stats", "%s needs a value", argv[i]);
             continue;
         }
-        if (strcmp(argv[i], "--json") == 0)
-            *json = true;
-        else
+        if (strcmp(argv[i], "--") == 0)
+            while (i + 1 < argc)
+                a->names[a->n_names++] = argv[++i];
+        else if (strcmp(argv[i], "--json") == 0)
+            a->json = true;
+        else if (strcmp(argv[i], "--require") == 0)
+            a->require = true;
+        else if (strcmp(argv[i], "--zero") == 0)
+            a->zero = true;
+        else if (argv[i][0] == '-' && argv[i][1])
             return usage_error("stats", "unexpected argument %s", argv[i]);
+        else
+            a->names[a->n_names++] = argv[i];
     }
+    if (a->zero && (a->require || a->n_names || a->json || a->since))
+        return usage_error("stats", "--zero takes no --require, NAME, --json or --since: it only starts a fresh count");
+    if (a->n_names && !a->require)
+        return usage_error("stats", "%s: a NAME is for --require (vzcaps stats --require NAME...)", a->names[0]);
+    if (a->require && !a->n_names)
+        return usage_error("stats", "--require needs at least one NAME: the programs the job ran");
     return 0;
 }
 
-/* When neither file exists: whether the library would write at path at all (the directory it
- * checks: there, a directory of this user's or root's that neither group nor others may write).
- * 0 yes; else one line saying why not, and 1. */
-static int check_log_dir(const char *path)
+/* When neither file exists (or before --zero writes): whether the library would write at path
+ * at all (the directory it checks: there, a directory of this user's or root's that neither
+ * group nor others may write). 0 yes; else one line saying why not (after what), and 1. */
+static int check_log_dir(const char *path, const char *what)
 {
     char dir[VZCAPS_PATH_MAX + 1], why[200];
     const char *slash = strrchr(path, '/');
@@ -321,26 +423,302 @@ static int check_log_dir(const char *path)
     else if (vzcaps_file_trust((unsigned long)st.st_uid, (unsigned long)st.st_mode, (unsigned long)geteuid(), why,
                                sizeof why) == 0)
         return 0;
-    eprintf("vzcaps stats: %s: not written yet, and the library will not write it there: %s", path, why);
+    eprintf("vzcaps stats: %s: %s: %s", path, what, why);
     return 1;
 }
 
-int cmd_stats(int argc, char **argv)
+/* ---- --require: the proof after a job ---- */
+
+/* The NAMEs as records are matched: a NAME with a '/' by its real path (the record's "path" is
+ * the executable's, links resolved), when it resolves; each NAME once. 0, or 1 out of memory. */
+static int require_init(struct stats_run *s, char **names, size_t n)
 {
-    bool json = false;
-    const char *since = NULL, *log_opt = NULL, *config = NULL;
-    int bad = stats_args(argc, argv, &json, &since, &log_opt, &config);
-    if (bad)
-        return bad;
+    s->req = calloc(n ? n : 1, sizeof *s->req);
+    if (!s->req)
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t k = 0; k < s->n_req; k++)
+            seen |= strcmp(s->req[k].name, names[i]) == 0;
+        if (seen)
+            continue;
+        struct required *q = &s->req[s->n_req++];
+        q->name = names[i];
+        q->by_path = strchr(names[i], '/') != NULL;
+        q->match = q->by_path ? realpath(names[i], NULL) : NULL;
+        if (!q->match && !(q->match = strdup(names[i])))
+            return 1;
+    }
+    return 0;
+}
+
+static void require_free(struct stats_run *s)
+{
+    for (size_t i = 0; i < s->n_req; i++)
+        free(s->req[i].match), free(s->req[i].reason);
+    free(s->req);
+    s->req = NULL, s->n_req = 0;
+}
+
+static const char *require_verdict(const struct required *q)
+{
+    return q->stock ? "stock" : q->hooked ? "unlocked" : "not_run";
+}
+
+/* Why q passes or fails, in words (heap). window: " since ..." or "". */
+static char *require_reason(const struct required *q, const char *window)
+{
+    unsigned long long ran = q->hooked + q->stock;
+    if (!ran)
+        return xformat("never ran%s: no record of %s%s%s in the log", window, q->by_path ? "a process whose executable is " : "",
+                       q->match, q->by_path && strcmp(q->match, q->name) ? " (where it leads)" : "");
+    if (q->stock)
+        return xformat("left stock in %llu of %llu %s%s: %s", q->stock, ran, plural(ran, "run", "runs"), window,
+                       q->reason && *q->reason ? q->reason : "(no reason given)");
+    return xformat("hooked in %s%llu %s%s", ran == 1 ? "its " : "all ", ran, plural(ran, "run", "runs"), window);
+}
+
+static char *window_text(const struct stats_run *s)
+{
+    char since[64], zeroed[64];
+    human_time(s->since, since, sizeof since), human_time(s->zeroed, zeroed, sizeof zeroed);
+    if (s->have_since && s->have_zero)
+        return xformat(" since %s and the zero mark of %s", since, zeroed);
+    if (s->have_since || s->have_zero)
+        return xformat(" since %s%s", s->have_zero ? "the zero mark of " : "", s->have_zero ? zeroed : since);
+    return xformat("%s", "");
+}
+
+/* One line per failing NAME on standard error, or the one line of confirmation on standard
+ * output: 0 when every NAME ran and was hooked in every run, else 1. */
+static int require_say(const struct stats_run *s, bool json)
+{
+    char *window = window_text(s);
+    int failed = 0;
+    for (size_t i = 0; i < s->n_req; i++)
+        if (s->req[i].stock || !s->req[i].hooked) {
+            char *why = require_reason(&s->req[i], window);
+            eprintf("vzcaps stats: --require %s: %s", s->req[i].name, why);
+            free(why);
+            failed = 1;
+        }
+    if (!failed && !json) {
+        printf("vzcaps stats: --require: hooked in every run%s:", window);
+        for (size_t i = 0; i < s->n_req; i++)
+            printf("%s %s (%llu)", i ? "," : "", esc(s->req[i].name), s->req[i].hooked);
+        if (s->skipped)
+            printf(" (%llu %s skipped, named on standard error)", s->skipped, plural(s->skipped, "line", "lines"));
+        printf("\n");
+    }
+    free(window);
+    return failed;
+}
+
+static void require_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX + 3], const bool *read, const char *from,
+                         int failed)
+{
+    struct json j;
+    char *window = window_text(s);
+    json_begin(&j, stdout);
+    json_obj(&j, NULL);
+    json_str(&j, "verdict", failed ? "fail" : "pass");
+    json_arr(&j, "required");
+    for (size_t i = 0; i < s->n_req; i++) {
+        const struct required *q = &s->req[i];
+        char *why = require_reason(q, window);
+        json_obj(&j, NULL);
+        json_str(&j, "program", q->name);
+        json_str(&j, "matched", q->by_path ? "path" : "program");
+        json_str(&j, "match", q->match);
+        json_int(&j, "ran", (long long)(q->hooked + q->stock));
+        json_int(&j, "hooked", (long long)q->hooked);
+        json_int(&j, "left_stock", (long long)q->stock);
+        json_str(&j, "verdict", require_verdict(q));
+        json_str(&j, "reason", why);
+        json_end_obj(&j);
+        free(why);
+    }
+    json_end_arr(&j);
+    json_str(&j, "log_file", files[1]);
+    json_str(&j, "configured_by", from);
+    json_arr(&j, "log_files");
+    for (int i = 0; i < 2; i++)
+        if (read[i])
+            json_str(&j, NULL, files[i]);
+    json_end_arr(&j);
+    if (s->have_since)
+        json_int(&j, "since", s->since);
+    else
+        json_null(&j, "since");
+    json_int(&j, "skipped", (long long)s->skipped);
+    zero_json(&j, s);
+    json_end_obj(&j);
+    json_finish(&j);
+    free(window);
+}
+
+/* ---- --zero: a fresh count, the old records kept ---- */
+
+/* NULL when fd's file starts with a line of the log (a record or a zero mark, or one after a cut
+ * record) or is empty; else why not. */
+static const char *first_line_why(int fd)
+{
+    static char buf[VZCAPS_LOG_LINE_MAX + 2];
+    size_t got = 0;
+    ssize_t n;
+    while (got < sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - got)) != 0) {
+        if (n < 0 && errno != EINTR)
+            return strerror(errno);
+        got += n > 0 ? (size_t)n : 0;
+    }
+    const char *nl = got ? memchr(buf, '\n', got) : buf;
+    size_t len = got ? (size_t)(nl - buf) : 0;
+    const char *tail = nl && got ? ulog_record_after_cut(buf, len) : NULL;
+    struct ulog_record r;
+    char why[300];
+    long long t;
+    for (const char *line = got ? buf : NULL; nl && line; line = line == buf ? tail : NULL) {
+        size_t l = len - (size_t)(line - buf);
+        if (ulog_parse_zero(line, l, &t))
+            return NULL;
+        if (ulog_parse_line(line, l, &r, why, sizeof why) == 0)
+            return ulog_record_free(&r), NULL;
+    }
+    return got ? "its first line is not a record of the stats log" : NULL;
+}
+
+/* What --zero may write to or replace at path: nothing there (0, *st_out zeroed), or a regular
+ * file of this user's with one link that others cannot write, starting with a line of the log
+ * (0, its stat); else one line saying why, and -1. */
+static int zero_check(const char *path, struct stat *st_out)
+{
+    char err[VZCAPS_PATH_MAX + 200], why[200] = "";
+    struct stat st;
+    memset(st_out, 0, sizeof *st_out);
+    errno = 0;
+    int fd = vzcaps_input_open(path, VZCAPS_IN_NOFOLLOW, &st, err, sizeof err);
+    if (fd < 0 && errno == ENOENT)
+        return 0;
+    if (fd < 0)
+        return eprintf("vzcaps stats: --zero: %s: nothing moved", err), -1;
+    const char *line_why = first_line_why(fd);
+    close(fd);
+    if (st.st_uid != geteuid())
+        snprintf(why, sizeof why, "owned by uid %lu, not by this user", (unsigned long)st.st_uid);
+    else if (st.st_nlink != 1)
+        snprintf(why, sizeof why, "it has %lu links", (unsigned long)st.st_nlink);
+    else if (st.st_mode & (S_IWGRP | S_IWOTH))
+        snprintf(why, sizeof why, "others may write it");
+    else if (line_why)
+        snprintf(why, sizeof why, "%s", line_why);
+    if (why[0])
+        return eprintf("vzcaps stats: --zero: %s: %s: not a log vzcaps wrote; nothing moved", path, why), -1;
+    *st_out = st;
+    return 0;
+}
+
+/* The file checked (path: the log, else old) opened for appending, checked again: the same file
+ * still there. -1 after the message; -2 when it changed in between (a rotation: check again). */
+static int zero_open(const char *target, const struct stat *checked, struct stat *st)
+{
+    int fd = vzcaps_statsfile_append(target, st);
+    if (fd < 0)
+        return eprintf("vzcaps stats: --zero: %s: cannot be opened to append the zero mark (no longer a log of "
+                       "this user's): nothing moved", target), -1;
+    if (st->st_dev == checked->st_dev && st->st_ino == checked->st_ino)
+        return fd;
+    close(fd);
+    return -2;
+}
+
+/* Appends the zero mark to fd's file: 0, or 1 after the message. */
+static int zero_mark_write(int fd, const char *target)
+{
+    char mark[128];
+    size_t n = ulog_zero_format((long long)time(NULL), (long long)getpid(), mark, sizeof mark);
+    signal(SIGXFSZ, SIG_IGN); /* past RLIMIT_FSIZE: EFBIG and a message, not the end of us */
+    ssize_t w = write(fd, mark, n); /* one write: O_APPEND keeps it whole among the records */
+    if (w == (ssize_t)n)
+        return 0;
+    eprintf("vzcaps stats: --zero: %s: the zero mark could not be written (%s): nothing moved, nothing zeroed", target,
+            w < 0 ? strerror(errno) : "written short: is the disk full?");
+    return 1;
+}
+
+/* vzcaps stats --zero: the zero mark appended to the log (to PATH.1 when there is no log), then
+ * the log moved to PATH.1, as the rotation moves it. One line saying what it did. */
+static int zero_log(const char *path)
+{
+    char old[VZCAPS_PATH_MAX + 3];
+    snprintf(old, sizeof old, "%s.1", path);
+    if (check_log_dir(path, "--zero: the library does not write there, so there is nothing to zero"))
+        return 1;
+    struct stat st_old, st_log, st;
+    int fd = -2;
+    for (int tries = 0; fd == -2 && tries < 5; tries++) {
+        if (zero_check(old, &st_old) || zero_check(path, &st_log))
+            return 1;
+        if (!st_log.st_nlink && !st_old.st_nlink)
+            return printf("vzcaps stats: --zero: nothing to zero: %s not written yet\n", esc(path)), 0;
+        fd = zero_open(st_log.st_nlink ? path : old, st_log.st_nlink ? &st_log : &st_old, &st);
+    }
+    if (fd < 0)
+        return fd == -2 ? eprintf("vzcaps stats: --zero: %s: it keeps changing (rotated meanwhile): nothing moved", path), 1 : 1;
+    const char *target = st_log.st_nlink ? path : old;
+    if (zero_mark_write(fd, target))
+        return close(fd), 1;
+    if (!st_log.st_nlink) {
+        close(fd);
+        return printf("vzcaps stats: --zero: %s not written since its rotation: the zero mark is at the end of %s, its "
+                      "records kept; counting starts afresh\n", esc(path), esc(old)), 0;
+    }
+    int moved;
+    struct timespec wait = {0, 10 * 1000 * 1000};
+    for (int tries = 0; (moved = vzcaps_statsfile_move_aside(path, old, fd, &st)) == 1 && tries < 100; tries++)
+        nanosleep(&wait, NULL); /* a rotation holds the lock for a rename's time */
+    int err = errno;
+    close(fd);
+    if (moved < 0)
+        return eprintf("vzcaps stats: --zero: %s: the zero mark is written, but it could not be moved to %s: %s", path, old,
+                       strerror(err)), 1;
+    if (moved == 0)
+        printf("vzcaps stats: --zero: %s moved to %s%s, with the zero mark at its end; counting starts afresh\n", esc(path),
+               esc(old), st_old.st_nlink ? " (replacing the older one, as a rotation does)" : "");
+    else
+        printf("vzcaps stats: --zero: the zero mark is at the end of %s, %s; counting starts afresh\n", esc(path),
+               moved == 2 ? "moved meanwhile by a rotation" : "not moved: a rotation held its lock for a second");
+    return 0;
+}
+
+/* ---- the command ---- */
+
+/* Reads PATH.1 then PATH into s: 0, or 1 after the message (nothing is shown of a part). */
+static int count_log(struct stats_run *s, const char *path, char files[2][VZCAPS_PATH_MAX + 3], bool *read)
+{
+    snprintf(files[0], VZCAPS_PATH_MAX + 3, "%s.1", path); /* the older records first */
+    snprintf(files[1], VZCAPS_PATH_MAX + 3, "%s", path);
+    int rc = 0;
+    for (int i = 0; i < 2; i++)
+        rc |= read_log(s, files[i], &read[i]) != 0;
+    if (rc == 0 && !read[0] && !read[1] && check_log_dir(path, "not written yet, and the library will not write it there"))
+        rc = 1;
+    if (s->oom)
+        eprintf("vzcaps stats: out of memory while counting: the counts are incomplete"), rc = 1;
+    ulog_stats_sort(&s->counts);
+    return rc;
+}
+
+static int stats_main(const struct stats_args *a)
+{
     static struct stats_run s;
     memset(&s, 0, sizeof s);
     char why[VZCAPS_NOTE_LEN + 100];
-    if (since && ulog_since_parse(since, (long long)time(NULL), &s.since, why, sizeof why) != 0)
+    if (a->since && ulog_since_parse(a->since, (long long)time(NULL), &s.since, why, sizeof why) != 0)
         return eprintf("vzcaps stats: --since %s", why), EXIT_USAGE;
-    s.have_since = since != NULL;
+    s.have_since = a->since != NULL;
     static char path[VZCAPS_PATH_MAX + 1], files[2][VZCAPS_PATH_MAX + 3];
     char from[VZCAPS_PATH_MAX + 1];
-    int found = find_log(log_opt, config, path, sizeof path, from, sizeof from, why, sizeof why);
+    int found = find_log(a->log, a->config, path, sizeof path, from, sizeof from, why, sizeof why);
     if (found < 0)
         return eprintf("vzcaps stats: %s", why), EXIT_USAGE;
     if (!found) {
@@ -348,21 +726,36 @@ int cmd_stats(int argc, char **argv)
                 "or give --log-file PATH", why, VZCAPS_LOG_KEY, VZCAPS_LOG_ENV);
         return 1;
     }
-    snprintf(files[0], sizeof files[0], "%s.1", path); /* the older records first */
-    snprintf(files[1], sizeof files[1], "%s", path);
+    if (a->zero)
+        return zero_log(path);
+    if (require_init(&s, a->names, a->n_names) != 0)
+        return require_free(&s), eprintf("vzcaps stats: out of memory"), 1;
     bool read[2];
-    int rc = 0;
-    for (int i = 0; i < 2; i++)
-        rc |= read_log(&s, files[i], &read[i]) != 0;
-    if (rc == 0 && !read[0] && !read[1] && check_log_dir(path))
-        rc = 1;
-    if (s.oom)
-        eprintf("vzcaps stats: out of memory while counting: the counts are incomplete"), rc = 1;
-    ulog_stats_sort(&s.counts);
-    if (rc == 0 && json) /* counts of part of the log are not shown as the log's */
+    /* a proof only from where the library writes: a log in a directory others may write could
+     * hold anyone's records */
+    int rc = a->require && check_log_dir(path, "--require: the library does not write there, so its records there prove "
+                                               "nothing")
+                 ? 1
+                 : count_log(&s, path, files, read);
+    if (rc == 0 && a->require) { /* counts of part of the log prove nothing */
+        rc = require_say(&s, a->json);
+        if (a->json)
+            require_json(&s, files, read, from, rc);
+    } else if (rc == 0 && a->json)
         print_json(&s, files, read, from);
     else if (rc == 0)
         print_text(&s, files, read, from);
     ulog_stats_free(&s.counts);
+    require_free(&s);
+    return rc;
+}
+
+int cmd_stats(int argc, char **argv)
+{
+    struct stats_args a = {0};
+    int rc = parse_args(argc, argv, &a);
+    if (rc == 0)
+        rc = stats_main(&a);
+    free(a.names);
     return rc;
 }

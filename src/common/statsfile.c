@@ -33,7 +33,7 @@ bool vzcaps_statsfile_dir_ok(const char *path)
 
 /* The log opened for appending, checked: a regular file of this user's, one link, not
  * writable by others; -1 when it is anything else (closed again). */
-static int open_log(const char *log_path, struct stat *st)
+int vzcaps_statsfile_append(const char *log_path, struct stat *st)
 {
     /* what is at the name first: opening a FIFO, a terminal or a device has effects of its own
      * (a FIFO's waiting reader wakes up, a session leader acquires a terminal, a device acts),
@@ -56,16 +56,23 @@ static int open_log(const char *log_path, struct stat *st)
  * under a lock on that file, so that of two writers that opened it only one renames it (without
  * the lock the second could rename the first one's new LOG over LOG.1, and the full log was
  * lost). The lock never waits: a writer that finds it taken leaves the rotation to its holder. */
-static int rotate(const char *log_path, const char *log_old, int fd, struct stat *st)
+int vzcaps_statsfile_move_aside(const char *log_path, const char *log_old, int fd, const struct stat *st)
 {
     struct stat now;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0)
+        return 1;
+    if (lstat(log_path, &now) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+        return 2;
+    return rename(log_path, log_old) == 0 ? 0 : -1; /* the lock is held until fd is closed */
+}
+
+static int rotate(const char *log_path, const char *log_old, int fd, struct stat *st)
+{
     if (st->st_size < VZCAPS_STATSLOG_ROTATE)
         return fd;
-    if (flock(fd, LOCK_EX | LOCK_NB) == 0 && lstat(log_path, &now) == 0 && now.st_dev == st->st_dev &&
-        now.st_ino == st->st_ino)
-        rename(log_path, log_old);
+    vzcaps_statsfile_move_aside(log_path, log_old, fd, st);
     close(fd); /* the lock goes with it */
-    fd = open_log(log_path, st);
+    fd = vzcaps_statsfile_append(log_path, st);
     if (fd >= 0 && st->st_size >= VZCAPS_STATSLOG_ROTATE) { /* another writer's full file: give up */
         close(fd);
         fd = -1;
@@ -76,6 +83,6 @@ static int rotate(const char *log_path, const char *log_old, int fd, struct stat
 int vzcaps_statsfile_open(const char *path, const char *old)
 {
     struct stat st;
-    int fd = open_log(path, &st);
+    int fd = vzcaps_statsfile_append(path, &st);
     return fd >= 0 ? rotate(path, old, fd, &st) : -1;
 }

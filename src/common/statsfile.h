@@ -5,6 +5,7 @@
 #define VZCAPS_STATSFILE_H
 
 #include <stdbool.h>
+#include <sys/stat.h>
 
 /* Whether the directory of path may hold the log: a directory owned by this user or root that
  * neither group nor others may write. */
@@ -14,5 +15,13 @@ bool vzcaps_statsfile_dir_ok(const char *path);
  * one link that others cannot write, or another writer's rotation is under way. Never blocks,
  * never follows a link; errno is not kept (the caller keeps it). */
 int vzcaps_statsfile_open(const char *path, const char *old);
+/* path opened for appending as vzcaps_statsfile_open opens it, without its rotation (st: the
+ * file opened): a descriptor, or -1. */
+int vzcaps_statsfile_append(const char *path, struct stat *st);
+/* path renamed to old, as the rotation does: only while path is still fd's file (st), under a
+ * lock on it that never waits. 0 moved; 1 the lock is held (another writer's rotation is under
+ * way); 2 path is no longer that file (rotated meanwhile); -1 the rename failed (errno). The
+ * lock, once taken, is held until fd is closed. */
+int vzcaps_statsfile_move_aside(const char *path, const char *old, int fd, const struct stat *st);
 
 #endif

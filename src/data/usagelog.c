@@ -118,6 +118,30 @@ int ulog_parse_line(const char *line, size_t len, struct ulog_record *r, char *w
     return rc;
 }
 
+/* ---- the zero mark (vzcaps stats --zero) ---- */
+
+size_t ulog_zero_format(long long time, long long pid, char *out, size_t cap)
+{
+    int n = snprintf(out, cap, "{\"v\":%d,\"time\":%lld,\"pid\":%lld,\"event\":\"%s\"}\n", VZCAPS_LOG_VERSION, time, pid,
+                     ULOG_ZERO_EVENT);
+    return n > 0 && (size_t)n < cap ? (size_t)n : 0;
+}
+
+int ulog_parse_zero(const char *line, size_t len, long long *time)
+{
+    char err[200];
+    struct jv *o = jv_parse(line, len, err, sizeof err);
+    if (!o)
+        return 0;
+    long long v;
+    const struct jv *event = o->type == JV_OBJECT ? jv_get(o, "event") : NULL;
+    int is = event && event->type == JV_STRING && strcmp(event->string, ULOG_ZERO_EVENT) == 0 &&
+             int_member(o, "v", VZCAPS_LOG_VERSION, VZCAPS_LOG_VERSION, &v, err, sizeof err) == 0 &&
+             int_member(o, "time", 0, INT64_C(1) << 52, time, err, sizeof err) == 0;
+    jv_free(o);
+    return is;
+}
+
 /* ---- lines from a stream ---- */
 
 void ulog_lines_feed(struct ulog_lines *l, const char *buf, size_t n)

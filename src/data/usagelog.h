@@ -41,6 +41,15 @@ void ulog_record_free(struct ulog_record *r);
  * appends its record to it. NULL when there is none. */
 const char *ulog_record_after_cut(const char *line, size_t len);
 
+/* The zero mark `vzcaps stats --zero` appends before it moves the log aside: from it on, stats
+ * counts afresh (the records before it are kept, not counted). One line:
+ *   {"v":1,"time":SECONDS,"pid":PID,"event":"zeroed"}
+ * ulog_zero_format writes it with its newline into out: its length, 0 when cap is too small.
+ * ulog_parse_zero: 1 when line is one (its time in *time), else 0. */
+#define ULOG_ZERO_EVENT "zeroed"
+size_t ulog_zero_format(long long time, long long pid, char *out, size_t cap);
+int ulog_parse_zero(const char *line, size_t len, long long *time);
+
 /* Splits a stream into lines of at most VZCAPS_LOG_LINE_MAX bytes without keeping more than one:
  * on_line gets each line (len, its 1-based number) or, for a longer one, overlong true and the
  * first bytes only. A last line without its newline is passed with unterminated true. */

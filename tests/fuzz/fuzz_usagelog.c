@@ -26,6 +26,12 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
     if (overlong || ulog_parse_line(line, len, &r, why, sizeof why) != 0) {
         if (!overlong && !why[0])
             __builtin_trap(); /* a refusal always says why */
+        long long t = -1;
+        char mark[128];
+        /* a zero mark reads back as the one ulog_zero_format writes for its time */
+        if (!overlong && ulog_parse_zero(line, len, &t) &&
+            (t < 0 || ulog_zero_format(t, 1, mark, sizeof mark) == 0 || !ulog_parse_zero(mark, strlen(mark) - 1, &t)))
+            __builtin_trap();
         s->skipped++;
         return;
     }

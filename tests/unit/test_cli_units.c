@@ -940,6 +940,26 @@ static void test_usagelog_lines(void **st)
     assert_string_equal(seen.text[4], "tail");
 }
 
+/* The zero mark of stats --zero: what it writes, it reads back; nothing else is a mark. */
+static void test_usagelog_zero_mark(void **st)
+{
+    (void)st;
+    char line[128];
+    long long t = -1;
+    size_t n = ulog_zero_format(1796155200, 42, line, sizeof line);
+    assert_string_equal(line, "{\"v\":1,\"time\":1796155200,\"pid\":42,\"event\":\"zeroed\"}\n");
+    assert_int_equal(n, strlen(line));
+    assert_int_equal(ulog_parse_zero(line, n - 1, &t), 1);
+    assert_true(t == 1796155200);
+    assert_int_equal(ulog_zero_format(1, 1, line, 20), 0); /* never cut */
+    static const char *const not_marks[] = {
+        "{\"v\":1,\"time\":1,\"pid\":1,\"program\":\"a\",\"path\":\"/p\",\"event\":\"hooked\",\"class\":\"\",\"family\":1008,\"reason\":\"\"}",
+        "{\"v\":2,\"time\":1,\"event\":\"zeroed\"}", "{\"v\":1,\"event\":\"zeroed\"}", "{\"v\":1,\"time\":-1,\"event\":\"zeroed\"}",
+        "{\"v\":1,\"time\":1,\"event\":\"zero\"}", "[\"zeroed\"]", "{\"v\":1,\"time\":1,\"event\":\"zeroed\"", ""};
+    for (size_t i = 0; i < sizeof not_marks / sizeof not_marks[0]; i++)
+        assert_int_equal(ulog_parse_zero(not_marks[i], strlen(not_marks[i]), &t), 0);
+}
+
 static void test_usagelog_record(void **st)
 {
     (void)st;
@@ -1003,6 +1023,7 @@ int main(void)
         cmocka_unit_test(test_inherit_safety),
         cmocka_unit_test(test_usagelog_since), cmocka_unit_test(test_usagelog_lines),
         cmocka_unit_test(test_usagelog_record),        cmocka_unit_test(test_nocopy_guest_hazard),
+        cmocka_unit_test(test_usagelog_zero_mark),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);
 }
