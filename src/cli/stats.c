@@ -5,6 +5,7 @@
  * (one line at a time), follows a link at the log, or drops a line without counting and naming it. */
 #define _POSIX_C_SOURCE 200809L
 #include "../common/input.h"
+#include "../common/statsfile.h"
 #include "../data/usagelog.h"
 #include "cli.h"
 
@@ -347,8 +348,17 @@ int cmd_stats(int argc, char **argv)
     snprintf(files[1], sizeof files[1], "%s", path);
     bool read[2];
     int rc = 0;
-    for (int i = 0; i < 2; i++)
-        rc |= read_log(&s, files[i], &read[i]) != 0;
+    struct stat log_st; /* LOG.1 is the log's writer's when it is LOG's owner's */
+    unsigned long writer = lstat(path, &log_st) == 0 && S_ISREG(log_st.st_mode) ? (unsigned long)log_st.st_uid : (unsigned long)geteuid();
+    enum vzcaps_statsfile_old old = vzcaps_statsfile_old(files[0], writer);
+    read[0] = false;
+    if (old > VZCAPS_OLD_OURS) /* never rotated over: LOG holds every record since */
+        eprintf("vzcaps stats: %s: not read: %s, so the library never replaces it and keeps appending to %s past 1 MiB; "
+                "move it away (mv %s %s.saved) and the next record rotates the log", files[0], vzcaps_statsfile_old_why(old),
+                path, files[0], files[0]);
+    else
+        rc |= read_log(&s, files[0], &read[0]) != 0;
+    rc |= read_log(&s, files[1], &read[1]) != 0;
     if (rc == 0 && !read[0] && !read[1] && check_log_dir(path))
         rc = 1;
     if (s.oom)

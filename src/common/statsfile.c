@@ -51,19 +51,56 @@ static int open_log(const char *log_path, struct stat *st)
     return -1;
 }
 
-/* 1 MiB or more: LOG becomes LOG.1 (replacing it) and a new LOG is started; only when LOG is
+enum vzcaps_statsfile_old vzcaps_statsfile_old(const char *old, unsigned long uid)
+{
+    struct stat st;
+    if (lstat(old, &st) != 0)
+        return errno == ENOENT ? VZCAPS_OLD_NONE : VZCAPS_OLD_OTHER;
+    if (!S_ISREG(st.st_mode)) /* looked at before it is opened: opening a FIFO has effects */
+        return S_ISDIR(st.st_mode) ? VZCAPS_OLD_DIRECTORY : S_ISLNK(st.st_mode) ? VZCAPS_OLD_LINK : VZCAPS_OLD_OTHER;
+    int fd = open(old, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
+        return VZCAPS_OLD_OTHER;
+    char head[sizeof VZCAPS_STATSLOG_START - 1];
+    enum vzcaps_statsfile_old state = VZCAPS_OLD_OURS;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        state = VZCAPS_OLD_OTHER;
+    else if ((unsigned long)st.st_uid != uid || st.st_nlink != 1 || (st.st_mode & (S_IWGRP | S_IWOTH)))
+        state = VZCAPS_OLD_NOT_MINE;
+    else if (read(fd, head, sizeof head) != (ssize_t)sizeof head || memcmp(head, VZCAPS_STATSLOG_START, sizeof head) != 0)
+        state = VZCAPS_OLD_NOT_LOG;
+    close(fd);
+    return state;
+}
+
+const char *vzcaps_statsfile_old_why(enum vzcaps_statsfile_old state)
+{
+    switch (state) {
+    case VZCAPS_OLD_DIRECTORY: return "a directory";
+    case VZCAPS_OLD_LINK: return "a symbolic link";
+    case VZCAPS_OLD_OTHER: return "not a regular file, or it cannot be looked at";
+    case VZCAPS_OLD_NOT_MINE: return "not a file of yours alone: another owner, a second name, or writable by others";
+    case VZCAPS_OLD_NOT_LOG: return "its first line is not a vzcaps record";
+    default: return "a log of vzcaps's";
+    }
+}
+
+/* 1 MiB or more: LOG becomes LOG.1 (replacing it) and a new LOG is started; only when LOG.1 is
+ * nothing or a log of ours (else LOG stays and is appended to past the limit: a directory, a
+ * user's own file at LOG.1 is never replaced, and no record is lost for it), and only when LOG is
  * still the file opened (another process may have rotated it meanwhile), checked and renamed
  * under a lock on that file, so that of two writers that opened it only one renames it (without
  * the lock the second could rename the first one's new LOG over LOG.1, and the full log was
- * lost). The lock never waits: a writer that finds it taken leaves the rotation to its holder. */
+ * lost). The lock never waits: a writer that finds it taken leaves the rotation to its holder.
+ * LOG.1 is looked at before the lock: only this user can change it (the directory is checked). */
 static int rotate(const char *log_path, const char *log_old, int fd, struct stat *st)
 {
     struct stat now;
-    if (st->st_size < VZCAPS_STATSLOG_ROTATE)
+    if (st->st_size < VZCAPS_STATSLOG_ROTATE || vzcaps_statsfile_old(log_old, (unsigned long)geteuid()) > VZCAPS_OLD_OURS)
         return fd;
     if (flock(fd, LOCK_EX | LOCK_NB) == 0 && lstat(log_path, &now) == 0 && now.st_dev == st->st_dev &&
-        now.st_ino == st->st_ino)
-        rename(log_path, log_old);
+        now.st_ino == st->st_ino && rename(log_path, log_old) != 0)
+        return fd; /* LOG stays (the lock goes with the descriptor): appended past the limit */
     close(fd); /* the lock goes with it */
     fd = open_log(log_path, st);
     if (fd >= 0 && st->st_size >= VZCAPS_STATSLOG_ROTATE) { /* another writer's full file: give up */

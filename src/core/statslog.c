@@ -113,13 +113,13 @@ size_t vzcaps_statslog_format(const struct vzcaps_statslog_record *r, char out[V
     size_t fixed = put_int(num, put_int(num, put_int(num, 0, r->time), r->pid), r->family); /* the digits */
     for (size_t i = 0; i < 4; i++)
         fixed += strlen(keys[i]);
-    fixed += strlen("{\"v\":1,\"time\":") + strlen(",\"pid\":") + strlen(event) + strlen("\",\"family\":") +
+    fixed += strlen(VZCAPS_STATSLOG_START) + strlen(",\"pid\":") + strlen(event) + strlen("\",\"family\":") +
              strlen(",\"reason\":\"") + strlen("\"}\n");
     size_t len[4], budget = VZCAPS_STATSLOG_MAX - fixed;
     for (size_t i = 0; i < 4; i++)
         len[i] = vzcaps_json_escaped_len(field[i], strlen(field[i]));
     size_t cap = fair_cap(len, 4, budget); /* >= 3: fixed is under 200 bytes */
-    size_t at = put_str(out, 0, "{\"v\":1,\"time\":");
+    size_t at = put_str(out, 0, VZCAPS_STATSLOG_START);
     at = put_int(out, at, r->time);
     at = put_int(out, put_str(out, at, ",\"pid\":"), r->pid);
     at = put_str(out, at, keys[0]);

@@ -449,6 +449,7 @@ bool vzcaps_chip_suggest(const char *text, char *out, size_t len);
  * process answers yes to (0 when stock); reason: "" when hooked. */
 #define VZCAPS_STATSLOG_MAX 1024
 #define VZCAPS_STATSLOG_ROTATE 1048576 /* 1 MiB: at or above, LOG is renamed LOG.1 first */
+#define VZCAPS_STATSLOG_START "{\"v\":1,\"time\":" /* every record's first bytes */
 struct vzcaps_statslog_record {
     long long time, pid, family;
     bool hooked;

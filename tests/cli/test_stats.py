@@ -306,3 +306,24 @@ def test_a_record_appended_to_a_cut_one_is_still_counted(tmp_path):
     assert (out["hooked"], out["skipped"]) == (3, 1), p.stderr
     assert [x["program"] for x in out["programs"]] == ["llama-cli", "llama-server"]
     assert p.stderr.count("\n") == 1 and f"{log}:2: skipped: " in p.stderr and "cut short" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("kind", ["directory", "user's file", "link"])
+def test_a_log_1_the_library_never_replaces_is_said_in_one_line_and_not_read(tmp_path, kind):
+    # the library rotates LOG only over a LOG.1 of its own (a regular file of the log's owner's,
+    # first bytes a record's); anything else stays, and LOG grows past 1 MiB. stats refused the
+    # whole log for a directory there, and read a user's file as a log of skipped lines.
+    log = write_log(tmp_path / "usage.log", *JOB)
+    old = tmp_path / "usage.log.1"
+    if kind == "directory":
+        old.mkdir()
+    elif kind == "user's file":
+        write_log(old, "my notes", "no record in them")
+    else:
+        old.symlink_to(write_log(tmp_path / "real.log", *JOB))
+    out, p = stats_json(VZCAPS_LOG_FILE=log)
+    assert (out["hooked"], out["left_stock"], out["skipped"], out["log_files"]) == (3, 1, 0, [str(log)])
+    assert p.stderr.count("\n") == 1, p.stderr
+    assert p.stderr.startswith(f"vzcaps stats: {old}: not read: ") and f"mv {old} " in p.stderr
+    assert f"keeps appending to {log} past 1 MiB" in p.stderr
+    assert {"directory": "a directory", "user's file": "not a vzcaps record", "link": "a symbolic link"}[kind] in p.stderr

@@ -195,21 +195,81 @@ def test_a_full_disk_loses_the_record_not_the_host(tmp_path):
         subprocess.run(["umount", str(mnt)], check=True)
 
 
+def filler(size=1048576):
+    """size bytes of 128-byte records (a rotation replaces a LOG.1 only when it begins with one)."""
+    line = b'{"v":1,"time":1,"pid":1,"program":"%s","path":"","event":"hooked","class":"","family":1008,"reason":""}\n'
+    line = line % (b"f" * (128 - len(line % b"")))
+    assert len(line) == 128 and size % 128 == 0
+    return line * (size // 128)
+
+
 def test_rotation_at_one_mebibyte(logdir):
     log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
-    old.write_text("previous rotation\n")
-    filler = b'{"v":1}\n' * (1048576 // 8)  # exactly 1 MiB
-    log.write_bytes(filler[:-8])
+    previous = filler(256)  # the previous rotation: records
+    old.write_bytes(previous)
+    old.chmod(0o600)
+    full = filler()  # exactly 1 MiB
+    log.write_bytes(full[:-128])
     log.chmod(0o600)
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # under 1 MiB: appended
-    assert log.stat().st_size > 1048576 - 8 and not old.read_text().startswith("{")
+    assert log.stat().st_size > 1048576 - 128 and old.read_bytes() == previous
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # 1 MiB or more: LOG.1 replaced, a new LOG
-    assert old.read_bytes().startswith(filler[:64])
+    assert old.read_bytes().startswith(full[:-128])
     (r,) = records(log)
     assert r["event"] == "hooked"
-    log.write_bytes(filler)  # exactly 1 MiB counts
+    log.write_bytes(full)  # exactly 1 MiB counts
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
-    assert len(records(log)) == 1 and old.stat().st_size == 1048576
+    assert len(records(log)) == 1 and old.read_bytes() == full
+
+
+@pytest.mark.parametrize("kind", ["directory", "user's file", "empty file", "link", "fifo", "second name",
+                                  "writable by group", "another user's"])
+def test_rotation_replaces_only_a_log_1_of_ours(logdir, kind):
+    """A LOG.1 that is not a regular file of ours (one name, mode not writable by others, first
+    bytes a record's) is never replaced: a directory made every rotation fail and every later
+    record was dropped; a user's own file was replaced by 1 MiB of log. LOG stays and is
+    appended to past the limit: no record is lost."""
+    if kind == "another user's" and os.geteuid() != 0:
+        pytest.skip("needs root: gives LOG.1 to another user")
+    log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
+    notes = logdir / "notes"
+    notes.write_bytes(filler(256))
+    notes.chmod(0o600)
+    if kind == "directory":
+        old.mkdir()
+        (old / "kept").write_text("mine\n")
+    elif kind == "user's file":
+        old.write_text("my own notes, no record in them\n")
+    elif kind == "empty file":
+        old.touch()
+    elif kind == "link":
+        old.symlink_to(notes)
+    elif kind == "fifo":
+        os.mkfifo(old, 0o600)
+    elif kind == "second name":
+        os.link(notes, old)
+    else:
+        old.write_bytes(filler(256))
+        if kind == "writable by group":
+            old.chmod(0o620)
+        else:
+            os.chown(old, 65534, 65534)
+    if old.is_file() and not old.is_symlink() and kind != "writable by group":
+        old.chmod(0o600)
+    before = {p.name: (p.lstat().st_ino, p.read_bytes() if p.is_file() and kind != "fifo" else None)
+              for p in [old, *logdir.rglob("*")] if p != log}
+    full = filler()
+    log.write_bytes(full)
+    log.chmod(0o600)
+    for _ in range(3):
+        p = probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
+        assert p.stderr.startswith(HOOKED) and p.stderr.count("\n") == 1  # nothing said
+    assert log.read_bytes().startswith(full)
+    got = records(log)
+    assert len(got) == 8192 + 3 and [r["program"] for r in got[-3:]] == ["probe"] * 3
+    after = {p.name: (p.lstat().st_ino, p.read_bytes() if p.is_file() and kind != "fifo" else None)
+             for p in [old, *logdir.rglob("*")] if p != log}
+    assert after == before
 
 
 def test_a_rotation_another_writer_holds_is_left_to_it(logdir):
@@ -219,17 +279,19 @@ def test_a_rotation_another_writer_holds_is_left_to_it(logdir):
     and its record is lost instead (LOG and LOG.1 as they were)."""
     import fcntl
     log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
-    old.write_text("previous rotation\n")
-    filler = b'{"v":1}\n' * (1048576 // 8)
-    log.write_bytes(filler)
+    previous = filler(256)
+    old.write_bytes(previous)
+    old.chmod(0o600)
+    full = filler()
+    log.write_bytes(full)
     log.chmod(0o600)
     with open(log, "rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         p = probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
         assert p.stderr.startswith(HOOKED)
-        assert log.read_bytes() == filler and old.read_text() == "previous rotation\n"
+        assert log.read_bytes() == full and old.read_bytes() == previous
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # the lock released: rotated as usual
-    assert old.read_bytes() == filler and len(records(log)) == 1
+    assert old.read_bytes() == full and len(records(log)) == 1
 
 
 def test_a_3000_byte_program_name(logdir):
