@@ -10,6 +10,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,8 +316,12 @@ static int check_log_dir(const char *path)
     else if (!S_ISDIR(st.st_mode))
         snprintf(why, sizeof why, "%s is not a directory", dir);
     else if (vzcaps_file_trust((unsigned long)st.st_uid, (unsigned long)st.st_mode, (unsigned long)geteuid(), why,
-                               sizeof why) == 0)
-        return 0;
+                               sizeof why) == 0) {
+        if (vzcaps_statsfile_dir_ok(path)) /* the walk the library makes, links and all */
+            return 0;
+        snprintf(why, sizeof why, "a link on the way to it that another user could have made (theirs, a second name, "
+                 "or in a directory others may write and that is not sticky), or a directory on the way it cannot read");
+    }
     eprintf("vzcaps stats: %s: not written yet, and the library will not write it there: %s", path, why);
     return 1;
 }
@@ -350,7 +355,7 @@ int cmd_stats(int argc, char **argv)
     int rc = 0;
     struct stat log_st; /* LOG.1 is the log's writer's when it is LOG's owner's */
     unsigned long writer = lstat(path, &log_st) == 0 && S_ISREG(log_st.st_mode) ? (unsigned long)log_st.st_uid : (unsigned long)geteuid();
-    enum vzcaps_statsfile_old old = vzcaps_statsfile_old(files[0], writer);
+    enum vzcaps_statsfile_old old = vzcaps_statsfile_old(AT_FDCWD, files[0], writer);
     read[0] = false;
     if (old > VZCAPS_OLD_OURS) /* never rotated over: LOG holds every record since */
         eprintf("vzcaps stats: %s: not read: %s, so the library never replaces it and keeps appending to %s past 1 MiB; "

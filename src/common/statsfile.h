@@ -7,11 +7,15 @@
 #include <stdbool.h>
 
 /* Whether the directory of path may hold the log: a directory owned by this user or root that
- * neither group nor others may write. */
+ * neither group nor others may write, the one actually opened: walked from / component by
+ * component without following a link another user could have planted (one not owned by root or
+ * this user, with a second name, or in a directory someone else may write and that is not sticky:
+ * a link of another user's in /tmp; /tmp -> private/tmp is root's in root's /, and followed).
+ * Every directory on the way must be readable. */
 bool vzcaps_statsfile_dir_ok(const char *path);
-/* What is at old (LOG.1), which a rotation replaces only when it is nothing or a log of ours: a
- * regular file of uid's (the writer's: the library passes its own) with one link that neither group nor others may write, whose first
- * bytes are a record's (VZCAPS_STATSLOG_START; the library and a shim start every record so, and
+/* What is at old (LOG.1; relative to dirfd, or AT_FDCWD), which a rotation replaces only when
+ * it is nothing or a log of ours: a regular file of uid's (the writer's: the library passes its
+ * own) with one link that neither group nor others may write, whose first bytes are a record's (VZCAPS_STATSLOG_START; the library and a shim start every record so, and
  * a rotation renames a LOG that began with one). Anything else is left alone: LOG stays and is
  * appended to past 1 MiB (vzcaps stats says why, vzcaps_statsfile_old_why). */
 enum vzcaps_statsfile_old {
@@ -23,10 +27,11 @@ enum vzcaps_statsfile_old {
     VZCAPS_OLD_NOT_MINE, /* another owner, a second name, or writable by others */
     VZCAPS_OLD_NOT_LOG,  /* its first bytes are not a record's */
 };
-enum vzcaps_statsfile_old vzcaps_statsfile_old(const char *old, unsigned long uid);
+enum vzcaps_statsfile_old vzcaps_statsfile_old(int dirfd, const char *old, unsigned long uid);
 /* Why a state other than NONE and OURS is not replaced, as a phrase ("a directory"). */
 const char *vzcaps_statsfile_old_why(enum vzcaps_statsfile_old state);
-/* path opened for appending one record (created 0600), with LOG rotated to old first when it
+/* path opened for appending one record (created 0600) in its directory opened and checked as
+ * vzcaps_statsfile_dir_ok does (and relative to that descriptor: openat, renameat), with LOG rotated to old first when it
  * holds 1 MiB or more and old is nothing or a log of ours (else LOG is appended to past the
  * limit): a descriptor, or -1 when it is not a regular file of this user's with
  * one link that others cannot write, or another writer's rotation is under way. Never blocks,

@@ -327,3 +327,21 @@ def test_a_log_1_the_library_never_replaces_is_said_in_one_line_and_not_read(tmp
     assert p.stderr.startswith(f"vzcaps stats: {old}: not read: ") and f"mv {old} " in p.stderr
     assert f"keeps appending to {log} past 1 MiB" in p.stderr
     assert {"directory": "a directory", "user's file": "not a vzcaps record", "link": "a symbolic link"}[kind] in p.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: gives a link to another user")
+def test_a_log_behind_a_link_another_user_planted_is_one_the_library_will_not_write(tmp_path):
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    (shared / "planted").symlink_to(mine)
+    os.lchown(shared / "planted", 65534, 65534)
+    p = vz(VZCAPS_LOG_FILE=shared / "planted" / "vzcaps.log")
+    assert p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
+    assert "the library will not write it there: a link on the way to it that another user could have made" in p.stderr
+    os.lchown(shared / "planted", 0, 0)  # root's own link: followed, as the library follows it
+    p = vz(VZCAPS_LOG_FILE=shared / "planted" / "vzcaps.log")
+    assert p.returncode == 0 and "not written yet" in p.stdout, p.stderr
+

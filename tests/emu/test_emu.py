@@ -738,6 +738,29 @@ def test_the_log_is_never_a_fifo_a_link_or_in_a_shared_directory(img, tmp_path, 
     assert cases.vz_lines(p.stderr) and all(l.startswith("vzcaps: hooked") for l in cases.vz_lines(p.stderr))
 
 
+@pytest.mark.parametrize("where", ["own link", "link anyone could replace", "another user's link"])
+def test_the_log_directory_is_the_one_opened_walked_by_the_standin_openat(img, tmp_path, logdir, where):
+    """The rig's link cases on the slice (openat, fstatat, readlinkat stand-ins): a link only root or
+    this user could have made is followed (as /tmp -> private/tmp); one in a directory others may
+    write and that is not sticky, or another user's in a sticky one, is not, and nothing is opened."""
+    if where == "another user's link" and os.geteuid() != 0:
+        pytest.skip("needs root: gives a link to another user")
+    d = tmp_path / "d"
+    d.mkdir()
+    d.chmod({"own link": 0o755, "link anyone could replace": 0o777, "another user's link": 0o1777}[where])
+    (d / "l").symlink_to("../logs")
+    if where == "another user's link":
+        os.lchown(d / "l", 65534, 65534)
+    p = proc(img, env_of(**M2, VZCAPS_LOG_FILE=str(d / "l" / "x.jsonl")))
+    p.d.set_errno(1234)
+    p.probe()
+    assert p.m.u32(p.d.errno_addr) == 1234
+    if where == "own link":
+        assert p.d.opened_for_writing == [str(logdir / "x.jsonl")] and len(stats_records(logdir / "x.jsonl")) == 1
+    else:
+        assert p.d.opened_for_writing == [] and list(logdir.iterdir()) == []
+
+
 def record_filler(size=1048576):
     """size bytes of 128-byte records (a rotation replaces a LOG.1 only when it begins with one)."""
     line = b'{"v":1,"time":1,"pid":1,"program":"%s","path":"","event":"hooked","class":"","family":1008,"reason":""}\n'

@@ -173,6 +173,91 @@ def test_never_a_file_of_someone_elses(logdir):
     assert list(d.iterdir()) == []
 
 
+def test_a_link_only_root_or_you_could_make_is_followed(tmp_path, logdir):
+    """System links (/tmp -> private/tmp on macOS, /var/run -> /run) keep working: a link owned by
+    root or this user, with one name, in a directory of theirs that others may not write (or
+    that is sticky) is followed, its target walked (a relative one from the link's directory)."""
+    sysdir = tmp_path / "sys"
+    sysdir.mkdir(mode=0o755)
+    (sysdir / "tmp").symlink_to("../logs")  # relative, as /tmp -> private/tmp
+    (sysdir / "abs").symlink_to(logdir)
+    (sysdir / "chain").symlink_to("abs")  # a link to a link
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    (sticky / "mine").symlink_to(logdir)  # yours, in a sticky directory: no one else can replace it
+    for i, via in enumerate(["tmp", "abs", "chain", "../sticky/mine", "tmp/../logs"]):
+        log = sysdir / via / f"s{i}.jsonl"
+        probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
+        assert len(records(logdir / f"s{i}.jsonl")) == 1, via
+    sub = logdir / "sub"
+    sub.mkdir(mode=0o700)
+    probe(dict(M2, VZCAPS_LOG_FILE=str(sysdir / "abs" / "sub" / "deep.jsonl")))  # a link in the middle
+    assert len(records(sub / "deep.jsonl")) == 1
+
+
+@pytest.mark.parametrize("how", ["world-writable, not sticky", "loop", "to a file", "second name"])
+def test_a_link_anyone_could_have_made_or_that_leads_nowhere_is_refused(tmp_path, logdir, how):
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777 if how == "world-writable, not sticky" else 0o755)
+    link = open_dir / "l"
+    if how == "loop":
+        (open_dir / "m").symlink_to("l")
+        link.symlink_to("m")
+    elif how == "to a file":
+        (logdir / "f").write_text("")
+        link.symlink_to(logdir / "f")
+    else:
+        link.symlink_to(logdir)
+        if how == "second name":
+            os.link(link, open_dir / "l2", follow_symlinks=False)
+    before = sorted(p.name for p in logdir.iterdir())
+    p = probe(dict(M2, VZCAPS_LOG_FILE=str(link / "s.jsonl")))
+    assert p.stderr.startswith(HOOKED) and p.stderr.count("\n") == 1
+    assert sorted(p.name for p in logdir.iterdir()) == before
+
+
+@needs_root("a second user plants a link")
+@pytest.mark.parametrize("where", ["last", "middle"])
+def test_a_link_another_user_planted_in_tmp_does_not_lead_root_into_its_directories(tmp_path, logdir, where):
+    """The directory was checked with stat(2), through links: a link another user planted in a
+    sticky, world-writable directory (/tmp) sent root's VZCAPS_LOG_FILE into any directory of
+    root's, where the log was created and rotated. Now the directory opened is the one checked,
+    walked without following a link only another user could have made."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    roots = logdir / "sub"
+    roots.mkdir(mode=0o700)
+    full = filler()
+    (roots / "s.jsonl").write_bytes(full)  # a full log of root's there: would have been rotated
+    (roots / "s.jsonl").chmod(0o600)
+    (shared / "planted").symlink_to(roots if where == "last" else logdir)
+    os.lchown(shared / "planted", 65534, 65534)  # another user's link, as if they had made it
+    assert (shared / "planted").lstat().st_uid == 65534
+    target = shared / "planted" / ("s.jsonl" if where == "last" else "sub/s.jsonl")
+    for _ in range(2):
+        p = probe(dict(M2, VZCAPS_LOG_FILE=str(target)))
+        assert p.stderr.startswith(HOOKED) and p.stderr.count("\n") == 1
+    assert sorted(x.name for x in roots.iterdir()) == ["s.jsonl"] and (roots / "s.jsonl").read_bytes() == full
+    # the same link made by root (only root could have put it there): followed
+    os.unlink(shared / "planted")
+    (shared / "planted").symlink_to(roots if where == "last" else logdir)
+    probe(dict(M2, VZCAPS_LOG_FILE=str(target)))
+    assert (roots / "s.jsonl.1").read_bytes() == full and len(records(roots / "s.jsonl")) == 1
+
+
+@needs_root("gives a directory on the way to another user")
+def test_a_link_in_another_users_directory_is_refused(tmp_path, logdir):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, 65534, 65534)
+    (theirs / "l").symlink_to(logdir)  # root's link, but in a directory another user may change
+    probe(dict(M2, VZCAPS_LOG_FILE=str(theirs / "l" / "s.jsonl")))
+    assert list(logdir.iterdir()) == []
+
+
 @needs_root("mounts a 16 KiB tmpfs")
 def test_a_full_disk_loses_the_record_not_the_host(tmp_path):
     mnt = tmp_path / "small"
