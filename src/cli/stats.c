@@ -44,13 +44,12 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
     struct stats_run *s = ctx;
     char why[300];
     struct ulog_record r;
-    if (overlong) {
+    int bad = overlong ? -1 : ulog_parse_line(line, len, &r, why, sizeof why);
+    if (overlong)
         snprintf(why, sizeof why, "longer than %d bytes", VZCAPS_LOG_LINE_MAX);
-        skip_line(s, line_no, why);
-        return;
-    }
-    int bad = ulog_parse_line(line, len, &r, why, sizeof why);
     const char *tail = bad ? ulog_record_after_cut(line, len) : NULL;
+    if (overlong && !tail && strncmp(line, "{\"v\":", 5) == 0) /* its last bytes: the cut part is before them */
+        tail = line;
     char tail_why[300];
     if (tail && ulog_parse_line(tail, len - (size_t)(tail - line), &r, tail_why, sizeof tail_why) == 0) {
         skip_line(s, line_no, "a record cut short (no newline), followed by a whole one (counted)");

@@ -42,8 +42,8 @@ void ulog_record_free(struct ulog_record *r);
 const char *ulog_record_after_cut(const char *line, size_t len);
 
 /* Splits a stream into lines of at most VZCAPS_LOG_LINE_MAX bytes without keeping more than one:
- * on_line gets each line (len, its 1-based number) or, for a longer one, overlong true and the
- * first bytes only. A last line without its newline is passed with unterminated true. */
+ * on_line gets each line (len, its 1-based number) or, for a longer one, overlong true and its
+ * last VZCAPS_LOG_LINE_MAX bytes only (where a whole record appended to a cut one is). A last line without its newline is passed with unterminated true. */
 struct ulog_lines {
     char line[VZCAPS_LOG_LINE_MAX + 1];
     size_t len;

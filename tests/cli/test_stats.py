@@ -345,3 +345,21 @@ def test_a_log_behind_a_link_another_user_planted_is_one_the_library_will_not_wr
     p = vz(VZCAPS_LOG_FILE=shared / "planted" / "vzcaps.log")
     assert p.returncode == 0 and "not written yet" in p.stdout, p.stderr
 
+
+@pytest.mark.parametrize("cut", [100, 600, 1023])
+def test_a_cut_record_and_a_whole_one_over_1024_bytes_together_count_the_whole_one(tmp_path, cut):
+    # a torn record (no newline) and the next process's record on one line, longer than 1024
+    # bytes together: the line was skipped whole as too long, and the whole record lost with it
+    long = rec("llama-cli", family=1009, pid=3, path="/opt/" + "p" * 800)
+    torn = rec(pid=2, path="/" * 2000)[:cut]
+    assert len(long) < 1024 < len(torn) + len(long)
+    log = tmp_path / "usage.log"
+    log.write_text(rec(pid=1) + "\n" + torn + long + "\n" + rec(pid=4) + "\n")
+    out, p = stats_json(VZCAPS_LOG_FILE=log)
+    assert (out["hooked"], out["skipped"]) == (3, 1), p.stderr
+    assert [x["program"] for x in out["programs"]] == ["llama-cli", "llama-server"]
+    assert p.stderr.count("\n") == 1 and f"{log}:2: skipped: a record cut short" in p.stderr, p.stderr
+    # a line over 1024 bytes with no whole record at its end is still skipped as too long
+    log.write_text(rec(pid=1) + "\n" + torn + long[:-1] + "\n")
+    out, p = stats_json(VZCAPS_LOG_FILE=log)
+    assert (out["hooked"], out["skipped"]) == (1, 1) and ":2: skipped: longer than 1024 bytes" in p.stderr

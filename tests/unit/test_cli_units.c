@@ -862,6 +862,18 @@ static void test_usagelog_lines(void **st)
     assert_true(!seen.overlong[3] && seen.len[3] == VZCAPS_LOG_LINE_MAX);
     assert_true(seen.unterminated[4] && !seen.unterminated[3] && seen.no[4] == 5);
     assert_string_equal(seen.text[4], "tail");
+    /* of a longer line, its last bytes are kept (a whole record after a cut one is there) */
+    memset(&seen, 0, sizeof seen);
+    ulog_lines_feed(&l, "head", 4);
+    ulog_lines_feed(&l, big, 1020);
+    ulog_lines_feed(&l, "TAIL\n", 5); /* 1028 bytes */
+    ulog_lines_feed(&l, big, 2000);
+    ulog_lines_feed(&l, "END\n", 4);
+    assert_int_equal(seen.n, 2);
+    assert_true(seen.overlong[0] && seen.len[0] == VZCAPS_LOG_LINE_MAX && seen.overlong[1] && seen.len[1] == VZCAPS_LOG_LINE_MAX);
+    assert_memory_equal(seen.text[0] + VZCAPS_LOG_LINE_MAX - 4, "TAIL", 4);
+    assert_true(seen.text[0][0] == 'x' && seen.text[1][0] == 'x');
+    assert_memory_equal(seen.text[1] + VZCAPS_LOG_LINE_MAX - 3, "END", 3);
 }
 
 static void test_usagelog_record(void **st)
