@@ -394,6 +394,24 @@ def test_a_3000_byte_program_name(logdir):
     assert records(log)[1]["program"] == "p\u00ff\u00feq"
 
 
+def test_an_empty_argv0_is_named_by_its_executable_and_counted_by_stats(logdir):
+    # execve(path, {"", NULL}, env): the record said "program":"", which vzcaps stats rejects
+    log = logdir / "s"
+    for chip in ("Apple M2", "Apple M9"):
+        p = subprocess.run([""], executable=PROBE, env=clean_env(LD_PRELOAD=LIB, VZCAPS_LOG_FILE=str(log),
+                                                                  VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP=chip),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+    got = records(log)
+    assert [(r["program"], r["event"]) for r in got] == [("probe", "hooked"), ("probe", "left_stock")]
+    assert all(r["path"] == os.path.realpath(PROBE) for r in got)
+    st = subprocess.run([str(BUILD / "vzcaps"), "stats", "--json", "--log-file", str(log)], env=clean_env(),
+                        capture_output=True, text=True, timeout=60)
+    assert st.returncode == 0 and st.stderr == "", st.stderr
+    out = json.loads(st.stdout)
+    assert (out["hooked"], out["left_stock"], out["skipped"]) == (1, 1, 0)
+
+
 ERRNO_CLIENT = r'''
 #include <errno.h>
 #include <stdio.h>
