@@ -102,7 +102,7 @@ int ulog_parse_line(const char *line, size_t len, struct ulog_record *r, char *w
 {
     memset(r, 0, sizeof *r);
     char err[200];
-    struct jv *o = jv_parse(line, len, err, sizeof err);
+    struct jv *o = jv_parse_bytes(line, len, err, sizeof err); /* a name's non-UTF-8 byte is \udcXX */
     if (!o) {
         snprintf(why, whylen, "not JSON: %s", err);
         return -1;

@@ -363,3 +363,15 @@ def test_a_cut_record_and_a_whole_one_over_1024_bytes_together_count_the_whole_o
     log.write_text(rec(pid=1) + "\n" + torn + long[:-1] + "\n")
     out, p = stats_json(VZCAPS_LOG_FILE=log)
     assert (out["hooked"], out["skipped"]) == (1, 1) and ":2: skipped: longer than 1024 bytes" in p.stderr
+
+
+def test_a_byte_that_is_not_utf8_is_read_back_as_that_byte_never_as_the_character(tmp_path):
+    # the library writes such a byte \udcXX (surrogateescape); \u00ff is the character U+00FF
+    lines = [rec(program="p\udcff", pid=1), rec(program="p\u00ff", pid=2), rec(program="p\udcff", pid=3),
+             rec(program="q\udc41", pid=4), rec(program="r\ud800", pid=5)]  # not a byte escape; a lone high one
+    log = write_log(tmp_path / "usage.log", *lines)
+    out, p = stats_json(VZCAPS_LOG_FILE=log)
+    assert {x["program"]: x["hooked"] for x in out["programs"]} == {"p\\xff": 2, "p\u00ff": 1}
+    assert out["skipped"] == 2 and p.stderr.count("unpaired surrogate") == 2, p.stderr
+    text = vz(VZCAPS_LOG_FILE=log).stdout
+    assert "p\\xff " in text and "p\u00ff " in text

@@ -388,10 +388,27 @@ def test_a_3000_byte_program_name(logdir):
     (r,) = records(log)
     assert r["program"].endswith("...") and set(r["program"][:-3]) == {"\u00e9"}
     assert r["path"] == os.path.realpath(PROBE)  # the short fields stay whole
-    # a name that is not UTF-8: \u00XX of each byte
+    # a name that is not UTF-8: \udcXX of each byte (surrogateescape), never the character U+00XX
     bad = os.fsdecode(b"p\xff\xfeq")
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)), argv0=bad)
-    assert records(log)[1]["program"] == "p\u00ff\u00feq"
+    assert b'"program":"p\\udcff\\udcfeq"' in log.read_bytes().split(b"\n")[1]
+    assert os.fsencode(records(log)[1]["program"]) == b"p\xff\xfeq"
+
+
+def test_a_name_with_a_byte_that_is_not_utf8_is_not_merged_with_the_character(logdir):
+    # p\xff was written as "p\u00ff", which reads back as the valid name "p\u00ff" (pÿ): stats
+    # showed it as another name and counted it with a real pÿ
+    log = logdir / "s"
+    for name in (os.fsdecode(b"p\xff"), "p\u00ff", "p\u00ff"):
+        probe(dict(M2, VZCAPS_LOG_FILE=str(log)), argv0=name)
+    vz = [str(BUILD / "vzcaps"), "stats", "--log-file", str(log)]
+    st = subprocess.run([*vz, "--json"], env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert st.returncode == 0 and st.stderr == "", st.stderr
+    progs = {p["program"]: p["hooked"] for p in json.loads(st.stdout)["programs"]}
+    assert progs == {"p\\xff": 1, "p\u00ff": 2}  # the byte as the command's JSON escapes it: \xff as text
+    text = subprocess.run(vz, env=clean_env(), capture_output=True, text=True, timeout=60).stdout
+    rows = [line.split() for line in text.splitlines() if line.startswith("  ")]
+    assert sorted((r[0], r[-1]) for r in rows) == [("p\\xff", "1"), ("p\u00ff", "2")]
 
 
 def test_an_empty_argv0_is_named_by_its_executable_and_counted_by_stats(logdir):

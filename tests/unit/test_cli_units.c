@@ -909,6 +909,18 @@ static void test_usagelog_record(void **st)
         assert_non_null(strstr(why, bad[i][1]));
         assert_null(r.program);
     }
+    /* a byte that is not UTF-8 (\udcXX, as the library writes it) is that byte, not U+00XX */
+    const char *byte = "{\"v\":1,\"time\":1,\"pid\":1,\"program\":\"p\\udcff\",\"path\":\"/p\\udc80\",\"event\":\"hooked\","
+                       "\"class\":\"c\",\"family\":1008,\"reason\":\"\"}";
+    assert_int_equal(ulog_parse_line(byte, strlen(byte), &r, why, sizeof why), 0);
+    assert_string_equal(r.program, "p\xff");
+    assert_string_equal(r.path, "/p\x80");
+    ulog_record_free(&r);
+    char err[200];
+    assert_null(jv_parse("\"\\udcff\"", 8, err, sizeof err)); /* elsewhere still refused */
+    assert_non_null(strstr(err, "unpaired surrogate"));
+    struct jv *lo = jv_parse_bytes("\"\\udc7f\"", 8, err, sizeof err); /* below 0x80: never a byte escape */
+    assert_null(lo);
     /* a record appended to one cut short: where it starts; none in a whole record or at byte 0 */
     const char *cut = "{\"v\":1,\"time\":17{\"v\":1,\"x\":\"{\\\"v\\\":\"}";
     assert_ptr_equal(ulog_record_after_cut(cut, strlen(cut)), cut + 16);
