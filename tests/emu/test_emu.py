@@ -761,6 +761,17 @@ def test_the_log_directory_is_the_one_opened_walked_by_the_standin_openat(img, t
         assert p.d.opened_for_writing == [] and list(logdir.iterdir()) == []
 
 
+def test_a_name_byte_that_is_not_utf8_is_written_as_its_surrogate_escape(img, logdir):
+    """The rig's test_a_name_with_a_byte_that_is_not_utf8_is_not_merged_with_the_character on the
+    slice: getprogname's p\\xff is written \\udcff, not \\u00ff (the character U+00FF)."""
+    log = logdir / "s.jsonl"
+    for name in (b"p\xff", "p\u00ff"):
+        proc(img, env_of(**M2, VZCAPS_LOG_FILE=str(log)), argv=(name,)).probe()
+    raw = log.read_bytes().split(b"\n")
+    assert b'"program":"p\\udcff"' in raw[0] and '"program":"p\u00ff"'.encode() in raw[1]
+    assert [os.fsencode(r["program"]) for r in stats_records(log)] == [b"p\xff", "p\u00ff".encode()]
+
+
 def record_filler(size=1048576):
     """size bytes of 128-byte records (a rotation replaces a LOG.1 only when it begins with one)."""
     line = b'{"v":1,"time":1,"pid":1,"program":"%s","path":"","event":"hooked","class":"","family":1008,"reason":""}\n'
