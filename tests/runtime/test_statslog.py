@@ -248,6 +248,25 @@ def test_a_link_another_user_planted_in_tmp_does_not_lead_root_into_its_director
     assert (roots / "s.jsonl.1").read_bytes() == full and len(records(roots / "s.jsonl")) == 1
 
 
+@needs_root("a second user's link behind a link of root's")
+def test_a_trusted_link_whose_target_goes_through_a_planted_one_is_refused(tmp_path, logdir):
+    """A link of root's is walked, not handed to the kernel: a planted link in its target's path
+    is refused as it would be in the log's own path."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "planted").symlink_to(logdir)
+    os.lchown(shared / "planted", 65534, 65534)
+    sysdir = tmp_path / "sys"
+    sysdir.mkdir(mode=0o755)
+    (sysdir / "root-link").symlink_to(shared / "planted")  # root's link, in root's directory
+    probe(dict(M2, VZCAPS_LOG_FILE=str(sysdir / "root-link" / "s.jsonl")))
+    assert list(logdir.iterdir()) == []
+    os.lchown(shared / "planted", 0, 0)  # the same chain, every link root's: followed
+    probe(dict(M2, VZCAPS_LOG_FILE=str(sysdir / "root-link" / "s.jsonl")))
+    assert len(records(logdir / "s.jsonl")) == 1
+
+
 @needs_root("gives a directory on the way to another user")
 def test_a_link_in_another_users_directory_is_refused(tmp_path, logdir):
     theirs = tmp_path / "theirs"
