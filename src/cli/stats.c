@@ -13,6 +13,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -87,13 +88,12 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
     struct stats_run *s = ctx;
     char why[300];
     struct ulog_record r;
-    if (overlong) {
+    int bad = overlong ? -1 : ulog_parse_line(line, len, &r, why, sizeof why);
+    if (overlong)
         snprintf(why, sizeof why, "longer than %d bytes", VZCAPS_LOG_LINE_MAX);
-        skip_line(s, line_no, why);
-        return;
-    }
-    int bad = ulog_parse_line(line, len, &r, why, sizeof why);
     const char *tail = bad ? ulog_record_after_cut(line, len) : NULL;
+    if (overlong && !tail && strncmp(line, "{\"v\":", 5) == 0) /* its last bytes: the cut part is before them */
+        tail = line;
     char tail_why[300];
     if (tail && ulog_parse_line(tail, len - (size_t)(tail - line), &r, tail_why, sizeof tail_why) == 0) {
         skip_line(s, line_no, "a record cut short (no newline), followed by a whole one (counted)");
@@ -421,8 +421,12 @@ static int check_log_dir(const char *path, const char *what)
     else if (!S_ISDIR(st.st_mode))
         snprintf(why, sizeof why, "%s is not a directory", dir);
     else if (vzcaps_file_trust((unsigned long)st.st_uid, (unsigned long)st.st_mode, (unsigned long)geteuid(), why,
-                               sizeof why) == 0)
-        return 0;
+                               sizeof why) == 0) {
+        if (vzcaps_statsfile_dir_ok(path)) /* the walk the library makes, links and all */
+            return 0;
+        snprintf(why, sizeof why, "a link on the way to it that another user could have made (theirs, a second name, "
+                 "or in a directory others may write and that is not sticky), or a directory on the way it cannot read");
+    }
     eprintf("vzcaps stats: %s: %s: %s", path, what, why);
     return 1;
 }
@@ -698,8 +702,18 @@ static int count_log(struct stats_run *s, const char *path, char files[2][VZCAPS
     snprintf(files[0], VZCAPS_PATH_MAX + 3, "%s.1", path); /* the older records first */
     snprintf(files[1], VZCAPS_PATH_MAX + 3, "%s", path);
     int rc = 0;
-    for (int i = 0; i < 2; i++)
-        rc |= read_log(s, files[i], &read[i]) != 0;
+    struct stat log_st; /* LOG.1 is the log's writer's when it is LOG's owner's */
+    unsigned long writer = lstat(path, &log_st) == 0 && S_ISREG(log_st.st_mode) ? (unsigned long)log_st.st_uid
+                                                                                : (unsigned long)geteuid();
+    enum vzcaps_statsfile_old old = vzcaps_statsfile_old(AT_FDCWD, files[0], writer);
+    read[0] = false;
+    if (old > VZCAPS_OLD_OURS) /* never rotated over: LOG holds every record since */
+        eprintf("vzcaps stats: %s: not read: %s, so the library never replaces it and keeps appending to %s past 1 MiB; "
+                "move it away (mv %s %s.saved) and the next record rotates the log", files[0], vzcaps_statsfile_old_why(old),
+                path, files[0], files[0]);
+    else
+        rc |= read_log(s, files[0], &read[0]) != 0;
+    rc |= read_log(s, files[1], &read[1]) != 0;
     if (rc == 0 && !read[0] && !read[1] && check_log_dir(path, "not written yet, and the library will not write it there"))
         rc = 1;
     if (s->oom)

@@ -21,7 +21,7 @@ static size_t json_unit(const unsigned char *p, size_t n, char *out, size_t *use
         *used = k;
         return k;
     }
-    *used = k ? k : 1; /* a byte that is not UTF-8 is one unit: \u00XX of its value */
+    *used = k ? k : 1; /* a byte that is not UTF-8 is one unit: \udcXX of its value (below) */
     if (k == 1 && cp >= 0x20 && cp != 0x7f && cp != '"' && cp != '\\') {
         out[0] = (char)cp;
         return 1;
@@ -30,7 +30,10 @@ static size_t json_unit(const unsigned char *p, size_t n, char *out, size_t *use
         out[0] = '\\', out[1] = (char)cp;
         return 2;
     }
-    memcpy(out, "\\u00", 4);
+    /* a control character is \u00XX; a byte that is not UTF-8 (0x80-0xff) a lone low surrogate,
+     * \udcXX, as Python's surrogateescape decodes it: \u00XX would be the character U+00XX, and
+     * "p\xff" the same name as a real "p\u00ff" (vzcaps stats reads \udcXX back as the byte) */
+    memcpy(out, k ? "\\u00" : "\\udc", 4);
     out[4] = hex[cp >> 4], out[5] = hex[cp & 15];
     return 6;
 }
@@ -113,13 +116,13 @@ size_t vzcaps_statslog_format(const struct vzcaps_statslog_record *r, char out[V
     size_t fixed = put_int(num, put_int(num, put_int(num, 0, r->time), r->pid), r->family); /* the digits */
     for (size_t i = 0; i < 4; i++)
         fixed += strlen(keys[i]);
-    fixed += strlen("{\"v\":1,\"time\":") + strlen(",\"pid\":") + strlen(event) + strlen("\",\"family\":") +
+    fixed += strlen(VZCAPS_STATSLOG_START) + strlen(",\"pid\":") + strlen(event) + strlen("\",\"family\":") +
              strlen(",\"reason\":\"") + strlen("\"}\n");
     size_t len[4], budget = VZCAPS_STATSLOG_MAX - fixed;
     for (size_t i = 0; i < 4; i++)
         len[i] = vzcaps_json_escaped_len(field[i], strlen(field[i]));
     size_t cap = fair_cap(len, 4, budget); /* >= 3: fixed is under 200 bytes */
-    size_t at = put_str(out, 0, "{\"v\":1,\"time\":");
+    size_t at = put_str(out, 0, VZCAPS_STATSLOG_START);
     at = put_int(out, at, r->time);
     at = put_int(out, put_str(out, at, ",\"pid\":"), r->pid);
     at = put_str(out, at, keys[0]);

@@ -449,11 +449,12 @@ bool vzcaps_chip_suggest(const char *text, char *out, size_t len);
  *  "class":"CLASS","family":F,"reason":"WHY"}
  * ending in '\n', at most VZCAPS_STATSLOG_MAX bytes with it. Strings are JSON-escaped (", \,
  * controls, DEL and C1 controls as \u00XX), valid UTF-8 passes, a byte that is not UTF-8 is
- * \u00XX of its value; when the whole does not fit, the longest strings are cut to a common
+ * \udcXX of its value (a lone low surrogate, as surrogateescape decodes it: never U+00XX); when the whole does not fit, the longest strings are cut to a common
  * length at a UTF-8 (escape) boundary and end in "...". family: the highest Apple family the
  * process answers yes to (0 when stock); reason: "" when hooked. */
 #define VZCAPS_STATSLOG_MAX 1024
 #define VZCAPS_STATSLOG_ROTATE 1048576 /* 1 MiB: at or above, LOG is renamed LOG.1 first */
+#define VZCAPS_STATSLOG_START "{\"v\":1,\"time\":" /* every record's first bytes */
 struct vzcaps_statslog_record {
     long long time, pid, family;
     bool hooked;

@@ -3,6 +3,7 @@
 #include "jsonread.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,10 @@ struct parser {
     size_t errlen;
     int failed;
     size_t nodes; /* values so far: memory is bounded by JV_MAX_VALUES, whatever the input */
+    bool bytes;   /* jv_parse_bytes: a lone \udc80-\udcff is that byte (0x80-0xff) */
 };
+
+#define BYTE_ESCAPE 0x80000000u /* escape()'s mark on a byte from a lone \udcXX */
 
 static void fail(struct parser *p, const char *why)
 {
@@ -100,6 +104,8 @@ static int escape(struct parser *p, unsigned *cp)
             if (lo < 0xdc00 || lo > 0xdfff)
                 return fail(p, "unpaired surrogate"), -1;
             *cp = 0x10000 + ((*cp - 0xd800) << 10) + (lo - 0xdc00);
+        } else if (p->bytes && *cp >= 0xdc80 && *cp <= 0xdcff) {
+            *cp = BYTE_ESCAPE | (*cp - 0xdc00);
         } else if (*cp >= 0xdc00 && *cp <= 0xdfff) {
             return fail(p, "unpaired surrogate"), -1;
         }
@@ -197,7 +203,7 @@ static char *string(struct parser *p)
             }
             out = bigger;
         }
-        put_utf8(out, &n, cp, c != '\\');
+        put_utf8(out, &n, cp & ~BYTE_ESCAPE, c != '\\' || (cp & BYTE_ESCAPE));
     }
     free(out);
     return NULL;
@@ -376,9 +382,9 @@ static struct jv *value(struct parser *p, int depth)
     }
 }
 
-struct jv *jv_parse(const char *text, size_t len, char *err, size_t errlen)
+static struct jv *parse(const char *text, size_t len, char *err, size_t errlen, bool bytes)
 {
-    struct parser p = {text, len, 0, err, errlen, 0, 0};
+    struct parser p = {text, len, 0, err, errlen, 0, 0, bytes};
     struct jv *v = value(&p, 0);
     if (v) {
         ws(&p);
@@ -389,6 +395,16 @@ struct jv *jv_parse(const char *text, size_t len, char *err, size_t errlen)
         }
     }
     return v;
+}
+
+struct jv *jv_parse(const char *text, size_t len, char *err, size_t errlen)
+{
+    return parse(text, len, err, errlen, false);
+}
+
+struct jv *jv_parse_bytes(const char *text, size_t len, char *err, size_t errlen)
+{
+    return parse(text, len, err, errlen, true);
 }
 
 void jv_free(struct jv *v)

@@ -25,6 +25,10 @@ struct jv {
  * member name repeated within an object, a number that overflows a double, invalid UTF-8 in
  * a string, more than JV_MAX_VALUES values or JV_MAX_MEMBERS members in one object. */
 struct jv *jv_parse(const char *text, size_t len, char *err, size_t errlen);
+/* jv_parse, with a lone \udc80-\udcff in a string read as the byte 0x80-0xff (how the stats
+ * log writes a byte of a name that is not UTF-8, as Python's surrogateescape decodes one): the
+ * string is then not UTF-8, and is shown escaped ("\xff"), never as the character U+00FF. */
+struct jv *jv_parse_bytes(const char *text, size_t len, char *err, size_t errlen);
 void jv_free(struct jv *v);
 const struct jv *jv_get(const struct jv *obj, const char *key); /* NULL when absent */
 

@@ -102,7 +102,7 @@ int ulog_parse_line(const char *line, size_t len, struct ulog_record *r, char *w
 {
     memset(r, 0, sizeof *r);
     char err[200];
-    struct jv *o = jv_parse(line, len, err, sizeof err);
+    struct jv *o = jv_parse_bytes(line, len, err, sizeof err); /* a name's non-UTF-8 byte is \udcXX */
     if (!o) {
         snprintf(why, whylen, "not JSON: %s", err);
         return -1;
@@ -144,17 +144,32 @@ int ulog_parse_zero(const char *line, size_t len, long long *time)
 
 /* ---- lines from a stream ---- */
 
+/* take bytes added to the line; past VZCAPS_LOG_LINE_MAX it is overlong and its last
+ * VZCAPS_LOG_LINE_MAX bytes are kept (a whole record appended to a cut one is at the end). */
+static void line_add(struct ulog_lines *l, const char *p, size_t take)
+{
+    const size_t max = VZCAPS_LOG_LINE_MAX;
+    if (take >= max) {
+        l->overlong = l->overlong || l->len + take > max;
+        memcpy(l->line, p + take - max, max);
+        l->len = max;
+        return;
+    }
+    if (l->len + take > max) {
+        size_t drop = l->len + take - max;
+        memmove(l->line, l->line + drop, l->len - drop);
+        l->len -= drop, l->overlong = true;
+    }
+    memcpy(l->line + l->len, p, take);
+    l->len += take;
+}
+
 void ulog_lines_feed(struct ulog_lines *l, const char *buf, size_t n)
 {
     while (n) {
         const char *nl = memchr(buf, '\n', n);
         size_t take = nl ? (size_t)(nl - buf) : n;
-        size_t room = VZCAPS_LOG_LINE_MAX - l->len;
-        if (take > room)
-            l->overlong = true;
-        size_t keep = take < room ? take : room;
-        memcpy(l->line + l->len, buf, keep);
-        l->len += keep;
+        line_add(l, buf, take);
         buf += take, n -= take;
         if (!nl)
             return;

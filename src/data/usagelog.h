@@ -51,8 +51,8 @@ size_t ulog_zero_format(long long time, long long pid, char *out, size_t cap);
 int ulog_parse_zero(const char *line, size_t len, long long *time);
 
 /* Splits a stream into lines of at most VZCAPS_LOG_LINE_MAX bytes without keeping more than one:
- * on_line gets each line (len, its 1-based number) or, for a longer one, overlong true and the
- * first bytes only. A last line without its newline is passed with unterminated true. */
+ * on_line gets each line (len, its 1-based number) or, for a longer one, overlong true and its
+ * last VZCAPS_LOG_LINE_MAX bytes only (where a whole record appended to a cut one is). A last line without its newline is passed with unterminated true. */
 struct ulog_lines {
     char line[VZCAPS_LOG_LINE_MAX + 1];
     size_t len;

@@ -37,9 +37,11 @@ void vzcaps_statslog_prepare(const struct vzcaps_config_result *r, const char *e
     memcpy(log_path, r->log_file, n + 1);
     memcpy(log_old, r->log_file, n);
     memcpy(log_old + n, ".1", 3);
-    snprintf(program, sizeof program, "%s", exe);
     if (vzcaps_platform_exe_path(exe_path, sizeof exe_path) != 0)
         exe_path[0] = '\0';
+    /* an empty argv[0] (execve(path, {"", NULL}, env)) names nothing: the executable's own base
+     * name instead ("?" when even that is unknown), as every record names a program */
+    snprintf(program, sizeof program, "%s", exe[0] ? exe : exe_path[0] ? vzcaps_basename(exe_path) : "?");
     refusal[0] = '\0';
     for (size_t i = 0; p->state == VZCAPS_STOCK_REFUSED && i < p->n_notes; i++)
         vzcaps_appendf(refusal, sizeof refusal, "%s%s", i ? "; " : "", p->notes[i]);

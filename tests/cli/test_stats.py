@@ -307,3 +307,72 @@ def test_a_record_appended_to_a_cut_one_is_still_counted(tmp_path):
     assert (out["hooked"], out["skipped"]) == (3, 1), p.stderr
     assert [x["program"] for x in out["programs"]] == ["llama-cli", "llama-server"]
     assert p.stderr.count("\n") == 1 and f"{log}:2: skipped: " in p.stderr and "cut short" in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("kind", ["directory", "user's file", "link"])
+def test_a_log_1_the_library_never_replaces_is_said_in_one_line_and_not_read(tmp_path, kind):
+    # the library rotates LOG only over a LOG.1 of its own (a regular file of the log's owner's,
+    # first bytes a record's); anything else stays, and LOG grows past 1 MiB. stats refused the
+    # whole log for a directory there, and read a user's file as a log of skipped lines.
+    log = write_log(tmp_path / "usage.log", *JOB)
+    old = tmp_path / "usage.log.1"
+    if kind == "directory":
+        old.mkdir()
+    elif kind == "user's file":
+        write_log(old, "my notes", "no record in them")
+    else:
+        old.symlink_to(write_log(tmp_path / "real.log", *JOB))
+    out, p = stats_json(VZCAPS_LOG_FILE=log)
+    assert (out["hooked"], out["left_stock"], out["skipped"], out["log_files"]) == (3, 1, 0, [str(log)])
+    assert p.stderr.count("\n") == 1, p.stderr
+    assert p.stderr.startswith(f"vzcaps stats: {old}: not read: ") and f"mv {old} " in p.stderr
+    assert f"keeps appending to {log} past 1 MiB" in p.stderr
+    assert {"directory": "a directory", "user's file": "not a vzcaps record", "link": "a symbolic link"}[kind] in p.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: gives a link to another user")
+def test_a_log_behind_a_link_another_user_planted_is_one_the_library_will_not_write(tmp_path):
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    (shared / "planted").symlink_to(mine)
+    os.lchown(shared / "planted", 65534, 65534)
+    p = vz(VZCAPS_LOG_FILE=shared / "planted" / "vzcaps.log")
+    assert p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
+    assert "the library will not write it there: a link on the way to it that another user could have made" in p.stderr
+    os.lchown(shared / "planted", 0, 0)  # root's own link: followed, as the library follows it
+    p = vz(VZCAPS_LOG_FILE=shared / "planted" / "vzcaps.log")
+    assert p.returncode == 0 and "not written yet" in p.stdout, p.stderr
+
+
+@pytest.mark.parametrize("cut", [100, 600, 1023])
+def test_a_cut_record_and_a_whole_one_over_1024_bytes_together_count_the_whole_one(tmp_path, cut):
+    # a torn record (no newline) and the next process's record on one line, longer than 1024
+    # bytes together: the line was skipped whole as too long, and the whole record lost with it
+    long = rec("llama-cli", family=1009, pid=3, path="/opt/" + "p" * 800)
+    torn = rec(pid=2, path="/" * 2000)[:cut]
+    assert len(long) < 1024 < len(torn) + len(long)
+    log = tmp_path / "usage.log"
+    log.write_text(rec(pid=1) + "\n" + torn + long + "\n" + rec(pid=4) + "\n")
+    out, p = stats_json(VZCAPS_LOG_FILE=log)
+    assert (out["hooked"], out["skipped"]) == (3, 1), p.stderr
+    assert [x["program"] for x in out["programs"]] == ["llama-cli", "llama-server"]
+    assert p.stderr.count("\n") == 1 and f"{log}:2: skipped: a record cut short" in p.stderr, p.stderr
+    # a line over 1024 bytes with no whole record at its end is still skipped as too long
+    log.write_text(rec(pid=1) + "\n" + torn + long[:-1] + "\n")
+    out, p = stats_json(VZCAPS_LOG_FILE=log)
+    assert (out["hooked"], out["skipped"]) == (1, 1) and ":2: skipped: longer than 1024 bytes" in p.stderr
+
+
+def test_a_byte_that_is_not_utf8_is_read_back_as_that_byte_never_as_the_character(tmp_path):
+    # the library writes such a byte \udcXX (surrogateescape); \u00ff is the character U+00FF
+    lines = [rec(program="p\udcff", pid=1), rec(program="p\u00ff", pid=2), rec(program="p\udcff", pid=3),
+             rec(program="q\udc41", pid=4), rec(program="r\ud800", pid=5)]  # not a byte escape; a lone high one
+    log = write_log(tmp_path / "usage.log", *lines)
+    out, p = stats_json(VZCAPS_LOG_FILE=log)
+    assert {x["program"]: x["hooked"] for x in out["programs"]} == {"p\\xff": 2, "p\u00ff": 1}
+    assert out["skipped"] == 2 and p.stderr.count("unpaired surrogate") == 2, p.stderr
+    text = vz(VZCAPS_LOG_FILE=log).stdout
+    assert "p\\xff " in text and "p\u00ff " in text

@@ -643,10 +643,13 @@ class Darwin:
             self.set_errno(darwin_errno(e.errno))
             return 2**64 - 1
 
-        def open_(m, p, flags, *_):
+        fd_paths = {}  # the path each descriptor was opened at (for the *at calls' records)
+
+        def open_(m, p, flags, *_, at=None):
             """open(2) (xnu bsd/vfs/vfs_syscalls.c: open1; the lowest free descriptor, as
             bsd/kern/kern_descrip.c fdalloc gives). The mode, the one variadic argument, is on the
-            stack (Apple's arm64 convention). Darwin's flag bits are translated to this machine's."""
+            stack (Apple's arm64 convention). Darwin's flag bits are translated to this machine's.
+            at: openat's directory (host descriptor, its path), relative names resolved from it."""
             acc = flags & O_ACCMODE
             lf = {0: os.O_RDONLY, 1: os.O_WRONLY, 2: os.O_RDWR}.get(acc, os.O_RDONLY)
             for dbit, lbit in ((O_NONBLOCK, os.O_NONBLOCK), (O_NOFOLLOW, os.O_NOFOLLOW), (O_DIRECTORY, os.O_DIRECTORY),
@@ -655,10 +658,11 @@ class Darwin:
                     lf |= lbit
             mode = m.stack_arg(0) & 0o7777 if flags & O_CREAT else 0
             path = path_of(p)
+            full = os.path.normpath(os.path.join(at[1], path)) if at else path
             if acc:
-                self.opened_for_writing.append(path)
+                self.opened_for_writing.append(full)
             try:
-                fd = os.open(path, lf | os.O_CLOEXEC | os.O_NOCTTY, mode)
+                fd = os.open(path, lf | os.O_CLOEXEC | os.O_NOCTTY, mode, dir_fd=at[0] if at else None)
             except OSError as e:
                 return sys_fail(e)
             g = self.fd_alloc(0)
@@ -667,10 +671,61 @@ class Darwin:
                 self.set_errno(EMFILE)
                 return 2**64 - 1
             self.fds[g] = fd
+            fd_paths[g] = full
             if flags & O_CLOEXEC:
                 self.cloexec.add(g)
             return g
         S("_open", open_)
+
+        def at_dir(d):
+            """An *at call's directory (xnu bsd/vfs/vfs_syscalls.c: nameiat): AT_FDCWD (-2,
+            bsd/sys/fcntl.h) or an open descriptor, as (host descriptor, path); None: EBADF."""
+            d &= 0xFFFFFFFF
+            if d == 0xFFFFFFFE:
+                return (None, os.getcwd())
+            return (self.fds[d], fd_paths.get(d, "?")) if d in self.fds else None
+
+        def with_dir(d, call):
+            at = at_dir(d)
+            if at is None:
+                self.set_errno(EBADF)
+                return 2**64 - 1
+            try:
+                return call(at)
+            except OSError as e:
+                return sys_fail(e)
+
+        def openat(m, d, p, flags, *_):
+            """openat(2) (xnu bsd/vfs/vfs_syscalls.c: openat -> openat_internal): open relative to d."""
+            at = at_dir(d)
+            return open_(m, p, flags, at=at) if at else (self.set_errno(EBADF), 2**64 - 1)[1]
+        S("_openat", openat)
+
+        def fstatat(m, d, p, st_a, flag, *_):
+            """fstatat(2) (xnu bsd/vfs/vfs_syscalls.c: fstatat_internal): AT_SYMLINK_NOFOLLOW 0x20."""
+            st = with_dir(d, lambda at: os.stat(path_of(p), dir_fd=at[0], follow_symlinks=not flag & 0x20))
+            return st if isinstance(st, int) else (m.write(st_a, pack_stat(st)), 0)[1]
+        S("_fstatat", fstatat)
+
+        def readlinkat(m, d, p, buf, n, *_):
+            """readlinkat(2) (xnu bsd/vfs/vfs_syscalls.c: readlinkat): the target's bytes, no NUL, cut to n."""
+            t = with_dir(d, lambda at: os.fsencode(os.readlink(path_of(p), dir_fd=at[0]))[:n])
+            return t if isinstance(t, int) else (m.write(buf, t), len(t))[1]
+        S("_readlinkat", readlinkat)
+
+        def renameat(m, fd_a, a, fd_b, b, *_):
+            """renameat(2) (xnu bsd/vfs/vfs_syscalls.c: renameat_internal): atomic, replacing the target."""
+            at_a, at_b = at_dir(fd_a), at_dir(fd_b)
+            if at_a is None or at_b is None:
+                self.set_errno(EBADF)
+                return 2**64 - 1
+            try:
+                os.rename(path_of(a), path_of(b), src_dir_fd=at_a[0], dst_dir_fd=at_b[0])
+            except OSError as e:
+                return sys_fail(e)
+            self.renames.append((os.path.join(at_a[1], path_of(a)), os.path.join(at_b[1], path_of(b))))
+            return 0
+        S("_renameat", renameat)
 
         def read(m, fd, buf, n, *_):
             if fd not in self.fds:
@@ -958,7 +1013,7 @@ class Darwin:
         S("_execlp", lambda m, p, a0, *_: self.libc_execl(p, a0, m.uc.reg_read(SP), "search"))
         # the x86_64 slice's names for the same functions (Libc's symbol variants, <sys/cdefs.h>:
         # $INODE64 for the 64-bit-inode struct stat, $1050 for select's 10.5 semantics; ___bzero)
-        for alias, base in (("_fstat$INODE64", "_fstat"), ("_stat$INODE64", "_stat"), ("_lstat$INODE64", "_lstat"), ("_select$1050", "_select"),
+        for alias, base in (("_fstat$INODE64", "_fstat"), ("_stat$INODE64", "_stat"), ("_lstat$INODE64", "_lstat"), ("_fstatat$INODE64", "_fstatat"), ("_select$1050", "_select"),
                             ("___bzero", "_bzero")):
             S(alias, m.standins[base])
         self.objc.install(self)

@@ -738,18 +738,82 @@ def test_the_log_is_never_a_fifo_a_link_or_in_a_shared_directory(img, tmp_path, 
     assert cases.vz_lines(p.stderr) and all(l.startswith("vzcaps: hooked") for l in cases.vz_lines(p.stderr))
 
 
+@pytest.mark.parametrize("where", ["own link", "link anyone could replace", "another user's link"])
+def test_the_log_directory_is_the_one_opened_walked_by_the_standin_openat(img, tmp_path, logdir, where):
+    """The rig's link cases on the slice (openat, fstatat, readlinkat stand-ins): a link only root or
+    this user could have made is followed (as /tmp -> private/tmp); one in a directory others may
+    write and that is not sticky, or another user's in a sticky one, is not, and nothing is opened."""
+    if where == "another user's link" and os.geteuid() != 0:
+        pytest.skip("needs root: gives a link to another user")
+    d = tmp_path / "d"
+    d.mkdir()
+    d.chmod({"own link": 0o755, "link anyone could replace": 0o777, "another user's link": 0o1777}[where])
+    (d / "l").symlink_to("../logs")
+    if where == "another user's link":
+        os.lchown(d / "l", 65534, 65534)
+    p = proc(img, env_of(**M2, VZCAPS_LOG_FILE=str(d / "l" / "x.jsonl")))
+    p.d.set_errno(1234)
+    p.probe()
+    assert p.m.u32(p.d.errno_addr) == 1234
+    if where == "own link":
+        assert p.d.opened_for_writing == [str(logdir / "x.jsonl")] and len(stats_records(logdir / "x.jsonl")) == 1
+    else:
+        assert p.d.opened_for_writing == [] and list(logdir.iterdir()) == []
+
+
+def test_a_name_byte_that_is_not_utf8_is_written_as_its_surrogate_escape(img, logdir):
+    """The rig's test_a_name_with_a_byte_that_is_not_utf8_is_not_merged_with_the_character on the
+    slice: getprogname's p\\xff is written \\udcff, not \\u00ff (the character U+00FF)."""
+    log = logdir / "s.jsonl"
+    for name in (b"p\xff", "p\u00ff"):
+        proc(img, env_of(**M2, VZCAPS_LOG_FILE=str(log)), argv=(name,)).probe()
+    raw = log.read_bytes().split(b"\n")
+    assert b'"program":"p\\udcff"' in raw[0] and '"program":"p\u00ff"'.encode() in raw[1]
+    assert [os.fsencode(r["program"]) for r in stats_records(log)] == [b"p\xff", "p\u00ff".encode()]
+
+
+def record_filler(size=1048576):
+    """size bytes of 128-byte records (a rotation replaces a LOG.1 only when it begins with one)."""
+    line = b'{"v":1,"time":1,"pid":1,"program":"%s","path":"","event":"hooked","class":"","family":1008,"reason":""}\n'
+    line = line % (b"f" * (128 - len(line % b"")))
+    return line * (size // 128)
+
+
+@pytest.mark.parametrize("kind", ["directory", "user's file"])
+def test_rotation_never_replaces_a_log_1_that_is_not_ours(img, logdir, kind):
+    """The rig's test_rotation_replaces_only_a_log_1_of_ours on the slice: a directory or a
+    user's own file at LOG.1 is left alone, no rename is made, and LOG is appended to past 1 MiB."""
+    log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
+    if kind == "directory":
+        old.mkdir()
+    else:
+        old.write_text("my own notes\n")
+        old.chmod(0o600)
+    filler = record_filler()
+    log.write_bytes(filler)
+    log.chmod(0o600)
+    for _ in range(2):
+        p = proc(img, env_of(**M2, VZCAPS_LOG_FILE=str(log)))
+        p.d.set_errno(1234)
+        assert p.probe()["families"] == up_to(1008)
+        assert p.d.renames == [] and p.m.u32(p.d.errno_addr) == 1234
+    assert log.read_bytes().startswith(filler) and [r["program"] for r in stats_records(log)[-2:]] == ["probe"] * 2
+    assert old.is_dir() if kind == "directory" else old.read_text() == "my own notes\n"
+
+
 def test_rotation_at_one_mebibyte_by_the_standin_rename(img, logdir):
     """The rig's test_rotation_at_one_mebibyte on the slice: under 1 MiB appended; at 1 MiB or
     more LOG becomes LOG.1 (rename(2), replacing it) and the record starts a new LOG."""
     log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
-    old.write_text("previous rotation\n")
-    filler = b'{"v":1}\n' * (1048576 // 8)
-    log.write_bytes(filler[:-8])
+    old.write_bytes(record_filler(256))  # the previous rotation: records (a LOG.1 of ours)
+    old.chmod(0o600)
+    filler = record_filler()
+    log.write_bytes(filler[:-128])
     log.chmod(0o600)
     env = env_of(**M2, VZCAPS_LOG_FILE=str(log))
     p = proc(img, env)
     p.probe()
-    assert log.stat().st_size > 1048576 - 8 and old.read_text() == "previous rotation\n" and p.d.renames == []
+    assert log.stat().st_size > 1048576 - 128 and old.read_bytes() == record_filler(256) and p.d.renames == []
     p = proc(img, env)
     p.d.set_errno(1234)
     p.probe()
@@ -767,8 +831,9 @@ def test_a_rotation_another_writer_holds_is_left_to_it(img, logdir):
     does not wait, it renames nothing and its record is lost; released, it rotates."""
     import fcntl
     log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
-    old.write_text("previous rotation\n")
-    filler = b'{"v":1}\n' * (1048576 // 8)
+    old.write_bytes(record_filler(256))
+    old.chmod(0o600)
+    filler = record_filler()
     log.write_bytes(filler)
     log.chmod(0o600)
     env = env_of(**M2, VZCAPS_LOG_FILE=str(log))
@@ -778,7 +843,7 @@ def test_a_rotation_another_writer_holds_is_left_to_it(img, logdir):
         p.d.set_errno(1234)
         assert p.probe()["families"] == up_to(1008)
         assert p.d.renames == [] and p.d.flocks == [] and p.m.u32(p.d.errno_addr) == 1234
-        assert log.read_bytes() == filler and old.read_text() == "previous rotation\n"
+        assert log.read_bytes() == filler and old.read_bytes() == record_filler(256)
     p = proc(img, env)
     p.probe()
     assert p.d.renames == [(str(log), str(old))] and [op for _, op in p.d.flocks] == [6]  # LOCK_EX | LOCK_NB

@@ -173,6 +173,110 @@ def test_never_a_file_of_someone_elses(logdir):
     assert list(d.iterdir()) == []
 
 
+def test_a_link_only_root_or_you_could_make_is_followed(tmp_path, logdir):
+    """System links (/tmp -> private/tmp on macOS, /var/run -> /run) keep working: a link owned by
+    root or this user, with one name, in a directory of theirs that others may not write (or
+    that is sticky) is followed, its target walked (a relative one from the link's directory)."""
+    sysdir = tmp_path / "sys"
+    sysdir.mkdir(mode=0o755)
+    (sysdir / "tmp").symlink_to("../logs")  # relative, as /tmp -> private/tmp
+    (sysdir / "abs").symlink_to(logdir)
+    (sysdir / "chain").symlink_to("abs")  # a link to a link
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    (sticky / "mine").symlink_to(logdir)  # yours, in a sticky directory: no one else can replace it
+    for i, via in enumerate(["tmp", "abs", "chain", "../sticky/mine", "tmp/../logs"]):
+        log = sysdir / via / f"s{i}.jsonl"
+        probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
+        assert len(records(logdir / f"s{i}.jsonl")) == 1, via
+    sub = logdir / "sub"
+    sub.mkdir(mode=0o700)
+    probe(dict(M2, VZCAPS_LOG_FILE=str(sysdir / "abs" / "sub" / "deep.jsonl")))  # a link in the middle
+    assert len(records(sub / "deep.jsonl")) == 1
+
+
+@pytest.mark.parametrize("how", ["world-writable, not sticky", "loop", "to a file", "second name"])
+def test_a_link_anyone_could_have_made_or_that_leads_nowhere_is_refused(tmp_path, logdir, how):
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777 if how == "world-writable, not sticky" else 0o755)
+    link = open_dir / "l"
+    if how == "loop":
+        (open_dir / "m").symlink_to("l")
+        link.symlink_to("m")
+    elif how == "to a file":
+        (logdir / "f").write_text("")
+        link.symlink_to(logdir / "f")
+    else:
+        link.symlink_to(logdir)
+        if how == "second name":
+            os.link(link, open_dir / "l2", follow_symlinks=False)
+    before = sorted(p.name for p in logdir.iterdir())
+    p = probe(dict(M2, VZCAPS_LOG_FILE=str(link / "s.jsonl")))
+    assert p.stderr.startswith(HOOKED) and p.stderr.count("\n") == 1
+    assert sorted(p.name for p in logdir.iterdir()) == before
+
+
+@needs_root("a second user plants a link")
+@pytest.mark.parametrize("where", ["last", "middle"])
+def test_a_link_another_user_planted_in_tmp_does_not_lead_root_into_its_directories(tmp_path, logdir, where):
+    """The directory was checked with stat(2), through links: a link another user planted in a
+    sticky, world-writable directory (/tmp) sent root's VZCAPS_LOG_FILE into any directory of
+    root's, where the log was created and rotated. Now the directory opened is the one checked,
+    walked without following a link only another user could have made."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    roots = logdir / "sub"
+    roots.mkdir(mode=0o700)
+    full = filler()
+    (roots / "s.jsonl").write_bytes(full)  # a full log of root's there: would have been rotated
+    (roots / "s.jsonl").chmod(0o600)
+    (shared / "planted").symlink_to(roots if where == "last" else logdir)
+    os.lchown(shared / "planted", 65534, 65534)  # another user's link, as if they had made it
+    assert (shared / "planted").lstat().st_uid == 65534
+    target = shared / "planted" / ("s.jsonl" if where == "last" else "sub/s.jsonl")
+    for _ in range(2):
+        p = probe(dict(M2, VZCAPS_LOG_FILE=str(target)))
+        assert p.stderr.startswith(HOOKED) and p.stderr.count("\n") == 1
+    assert sorted(x.name for x in roots.iterdir()) == ["s.jsonl"] and (roots / "s.jsonl").read_bytes() == full
+    # the same link made by root (only root could have put it there): followed
+    os.unlink(shared / "planted")
+    (shared / "planted").symlink_to(roots if where == "last" else logdir)
+    probe(dict(M2, VZCAPS_LOG_FILE=str(target)))
+    assert (roots / "s.jsonl.1").read_bytes() == full and len(records(roots / "s.jsonl")) == 1
+
+
+@needs_root("a second user's link behind a link of root's")
+def test_a_trusted_link_whose_target_goes_through_a_planted_one_is_refused(tmp_path, logdir):
+    """A link of root's is walked, not handed to the kernel: a planted link in its target's path
+    is refused as it would be in the log's own path."""
+    shared = tmp_path / "tmp"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "planted").symlink_to(logdir)
+    os.lchown(shared / "planted", 65534, 65534)
+    sysdir = tmp_path / "sys"
+    sysdir.mkdir(mode=0o755)
+    (sysdir / "root-link").symlink_to(shared / "planted")  # root's link, in root's directory
+    probe(dict(M2, VZCAPS_LOG_FILE=str(sysdir / "root-link" / "s.jsonl")))
+    assert list(logdir.iterdir()) == []
+    os.lchown(shared / "planted", 0, 0)  # the same chain, every link root's: followed
+    probe(dict(M2, VZCAPS_LOG_FILE=str(sysdir / "root-link" / "s.jsonl")))
+    assert len(records(logdir / "s.jsonl")) == 1
+
+
+@needs_root("gives a directory on the way to another user")
+def test_a_link_in_another_users_directory_is_refused(tmp_path, logdir):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o755)
+    os.chown(theirs, 65534, 65534)
+    (theirs / "l").symlink_to(logdir)  # root's link, but in a directory another user may change
+    probe(dict(M2, VZCAPS_LOG_FILE=str(theirs / "l" / "s.jsonl")))
+    assert list(logdir.iterdir()) == []
+
+
 @needs_root("mounts a 16 KiB tmpfs")
 def test_a_full_disk_loses_the_record_not_the_host(tmp_path):
     mnt = tmp_path / "small"
@@ -195,21 +299,81 @@ def test_a_full_disk_loses_the_record_not_the_host(tmp_path):
         subprocess.run(["umount", str(mnt)], check=True)
 
 
+def filler(size=1048576):
+    """size bytes of 128-byte records (a rotation replaces a LOG.1 only when it begins with one)."""
+    line = b'{"v":1,"time":1,"pid":1,"program":"%s","path":"","event":"hooked","class":"","family":1008,"reason":""}\n'
+    line = line % (b"f" * (128 - len(line % b"")))
+    assert len(line) == 128 and size % 128 == 0
+    return line * (size // 128)
+
+
 def test_rotation_at_one_mebibyte(logdir):
     log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
-    old.write_text("previous rotation\n")
-    filler = b'{"v":1}\n' * (1048576 // 8)  # exactly 1 MiB
-    log.write_bytes(filler[:-8])
+    previous = filler(256)  # the previous rotation: records
+    old.write_bytes(previous)
+    old.chmod(0o600)
+    full = filler()  # exactly 1 MiB
+    log.write_bytes(full[:-128])
     log.chmod(0o600)
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # under 1 MiB: appended
-    assert log.stat().st_size > 1048576 - 8 and not old.read_text().startswith("{")
+    assert log.stat().st_size > 1048576 - 128 and old.read_bytes() == previous
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # 1 MiB or more: LOG.1 replaced, a new LOG
-    assert old.read_bytes().startswith(filler[:64])
+    assert old.read_bytes().startswith(full[:-128])
     (r,) = records(log)
     assert r["event"] == "hooked"
-    log.write_bytes(filler)  # exactly 1 MiB counts
+    log.write_bytes(full)  # exactly 1 MiB counts
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
-    assert len(records(log)) == 1 and old.stat().st_size == 1048576
+    assert len(records(log)) == 1 and old.read_bytes() == full
+
+
+@pytest.mark.parametrize("kind", ["directory", "user's file", "empty file", "link", "fifo", "second name",
+                                  "writable by group", "another user's"])
+def test_rotation_replaces_only_a_log_1_of_ours(logdir, kind):
+    """A LOG.1 that is not a regular file of ours (one name, mode not writable by others, first
+    bytes a record's) is never replaced: a directory made every rotation fail and every later
+    record was dropped; a user's own file was replaced by 1 MiB of log. LOG stays and is
+    appended to past the limit: no record is lost."""
+    if kind == "another user's" and os.geteuid() != 0:
+        pytest.skip("needs root: gives LOG.1 to another user")
+    log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
+    notes = logdir / "notes"
+    notes.write_bytes(filler(256))
+    notes.chmod(0o600)
+    if kind == "directory":
+        old.mkdir()
+        (old / "kept").write_text("mine\n")
+    elif kind == "user's file":
+        old.write_text("my own notes, no record in them\n")
+    elif kind == "empty file":
+        old.touch()
+    elif kind == "link":
+        old.symlink_to(notes)
+    elif kind == "fifo":
+        os.mkfifo(old, 0o600)
+    elif kind == "second name":
+        os.link(notes, old)
+    else:
+        old.write_bytes(filler(256))
+        if kind == "writable by group":
+            old.chmod(0o620)
+        else:
+            os.chown(old, 65534, 65534)
+    if old.is_file() and not old.is_symlink() and kind != "writable by group":
+        old.chmod(0o600)
+    before = {p.name: (p.lstat().st_ino, p.read_bytes() if p.is_file() and kind != "fifo" else None)
+              for p in [old, *logdir.rglob("*")] if p != log}
+    full = filler()
+    log.write_bytes(full)
+    log.chmod(0o600)
+    for _ in range(3):
+        p = probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
+        assert p.stderr.startswith(HOOKED) and p.stderr.count("\n") == 1  # nothing said
+    assert log.read_bytes().startswith(full)
+    got = records(log)
+    assert len(got) == 8192 + 3 and [r["program"] for r in got[-3:]] == ["probe"] * 3
+    after = {p.name: (p.lstat().st_ino, p.read_bytes() if p.is_file() and kind != "fifo" else None)
+             for p in [old, *logdir.rglob("*")] if p != log}
+    assert after == before
 
 
 def test_a_rotation_another_writer_holds_is_left_to_it(logdir):
@@ -219,17 +383,19 @@ def test_a_rotation_another_writer_holds_is_left_to_it(logdir):
     and its record is lost instead (LOG and LOG.1 as they were)."""
     import fcntl
     log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
-    old.write_text("previous rotation\n")
-    filler = b'{"v":1}\n' * (1048576 // 8)
-    log.write_bytes(filler)
+    previous = filler(256)
+    old.write_bytes(previous)
+    old.chmod(0o600)
+    full = filler()
+    log.write_bytes(full)
     log.chmod(0o600)
     with open(log, "rb") as held:
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         p = probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
         assert p.stderr.startswith(HOOKED)
-        assert log.read_bytes() == filler and old.read_text() == "previous rotation\n"
+        assert log.read_bytes() == full and old.read_bytes() == previous
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # the lock released: rotated as usual
-    assert old.read_bytes() == filler and len(records(log)) == 1
+    assert old.read_bytes() == full and len(records(log)) == 1
 
 
 def test_a_3000_byte_program_name(logdir):
@@ -241,10 +407,45 @@ def test_a_3000_byte_program_name(logdir):
     (r,) = records(log)
     assert r["program"].endswith("...") and set(r["program"][:-3]) == {"\u00e9"}
     assert r["path"] == os.path.realpath(PROBE)  # the short fields stay whole
-    # a name that is not UTF-8: \u00XX of each byte
+    # a name that is not UTF-8: \udcXX of each byte (surrogateescape), never the character U+00XX
     bad = os.fsdecode(b"p\xff\xfeq")
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)), argv0=bad)
-    assert records(log)[1]["program"] == "p\u00ff\u00feq"
+    assert b'"program":"p\\udcff\\udcfeq"' in log.read_bytes().split(b"\n")[1]
+    assert os.fsencode(records(log)[1]["program"]) == b"p\xff\xfeq"
+
+
+def test_a_name_with_a_byte_that_is_not_utf8_is_not_merged_with_the_character(logdir):
+    # p\xff was written as "p\u00ff", which reads back as the valid name "p\u00ff" (pÿ): stats
+    # showed it as another name and counted it with a real pÿ
+    log = logdir / "s"
+    for name in (os.fsdecode(b"p\xff"), "p\u00ff", "p\u00ff"):
+        probe(dict(M2, VZCAPS_LOG_FILE=str(log)), argv0=name)
+    vz = [str(BUILD / "vzcaps"), "stats", "--log-file", str(log)]
+    st = subprocess.run([*vz, "--json"], env=clean_env(), capture_output=True, text=True, timeout=60)
+    assert st.returncode == 0 and st.stderr == "", st.stderr
+    progs = {p["program"]: p["hooked"] for p in json.loads(st.stdout)["programs"]}
+    assert progs == {"p\\xff": 1, "p\u00ff": 2}  # the byte as the command's JSON escapes it: \xff as text
+    text = subprocess.run(vz, env=clean_env(), capture_output=True, text=True, timeout=60).stdout
+    rows = [line.split() for line in text.splitlines() if line.startswith("  ")]
+    assert sorted((r[0], r[-1]) for r in rows) == [("p\\xff", "1"), ("p\u00ff", "2")]
+
+
+def test_an_empty_argv0_is_named_by_its_executable_and_counted_by_stats(logdir):
+    # execve(path, {"", NULL}, env): the record said "program":"", which vzcaps stats rejects
+    log = logdir / "s"
+    for chip in ("Apple M2", "Apple M9"):
+        p = subprocess.run([""], executable=PROBE, env=clean_env(LD_PRELOAD=LIB, VZCAPS_LOG_FILE=str(log),
+                                                                  VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP=chip),
+                           capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+    got = records(log)
+    assert [(r["program"], r["event"]) for r in got] == [("probe", "hooked"), ("probe", "left_stock")]
+    assert all(r["path"] == os.path.realpath(PROBE) for r in got)
+    st = subprocess.run([str(BUILD / "vzcaps"), "stats", "--json", "--log-file", str(log)], env=clean_env(),
+                        capture_output=True, text=True, timeout=60)
+    assert st.returncode == 0 and st.stderr == "", st.stderr
+    out = json.loads(st.stdout)
+    assert (out["hooked"], out["left_stock"], out["skipped"]) == (1, 1, 0)
 
 
 ERRNO_CLIENT = r'''

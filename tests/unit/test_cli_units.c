@@ -938,6 +938,18 @@ static void test_usagelog_lines(void **st)
     assert_true(!seen.overlong[3] && seen.len[3] == VZCAPS_LOG_LINE_MAX);
     assert_true(seen.unterminated[4] && !seen.unterminated[3] && seen.no[4] == 5);
     assert_string_equal(seen.text[4], "tail");
+    /* of a longer line, its last bytes are kept (a whole record after a cut one is there) */
+    memset(&seen, 0, sizeof seen);
+    ulog_lines_feed(&l, "head", 4);
+    ulog_lines_feed(&l, big, 1020);
+    ulog_lines_feed(&l, "TAIL\n", 5); /* 1028 bytes */
+    ulog_lines_feed(&l, big, 2000);
+    ulog_lines_feed(&l, "END\n", 4);
+    assert_int_equal(seen.n, 2);
+    assert_true(seen.overlong[0] && seen.len[0] == VZCAPS_LOG_LINE_MAX && seen.overlong[1] && seen.len[1] == VZCAPS_LOG_LINE_MAX);
+    assert_memory_equal(seen.text[0] + VZCAPS_LOG_LINE_MAX - 4, "TAIL", 4);
+    assert_true(seen.text[0][0] == 'x' && seen.text[1][0] == 'x');
+    assert_memory_equal(seen.text[1] + VZCAPS_LOG_LINE_MAX - 3, "END", 3);
 }
 
 /* The zero mark of stats --zero: what it writes, it reads back; nothing else is a mark. */
@@ -993,6 +1005,18 @@ static void test_usagelog_record(void **st)
         assert_non_null(strstr(why, bad[i][1]));
         assert_null(r.program);
     }
+    /* a byte that is not UTF-8 (\udcXX, as the library writes it) is that byte, not U+00XX */
+    const char *byte = "{\"v\":1,\"time\":1,\"pid\":1,\"program\":\"p\\udcff\",\"path\":\"/p\\udc80\",\"event\":\"hooked\","
+                       "\"class\":\"c\",\"family\":1008,\"reason\":\"\"}";
+    assert_int_equal(ulog_parse_line(byte, strlen(byte), &r, why, sizeof why), 0);
+    assert_string_equal(r.program, "p\xff");
+    assert_string_equal(r.path, "/p\x80");
+    ulog_record_free(&r);
+    char err[200];
+    assert_null(jv_parse("\"\\udcff\"", 8, err, sizeof err)); /* elsewhere still refused */
+    assert_non_null(strstr(err, "unpaired surrogate"));
+    struct jv *lo = jv_parse_bytes("\"\\udc7f\"", 8, err, sizeof err); /* below 0x80: never a byte escape */
+    assert_null(lo);
     /* a record appended to one cut short: where it starts; none in a whole record or at byte 0 */
     const char *cut = "{\"v\":1,\"time\":17{\"v\":1,\"x\":\"{\\\"v\\\":\"}";
     assert_ptr_equal(ulog_record_after_cut(cut, strlen(cut)), cut + 16);
