@@ -227,32 +227,13 @@ bool nocopy_guest_hazard(const struct machine *m, bool macos, const struct vresu
 }
 
 /* The verify verdict cached for doctor's view (what `vzcaps verify` with the same --profile
- * cached: the key of src/launch/verify.c, its file under the user's cache), into res: its
- * path, or NULL when there is none (no cache directory, no file, not a verdict). */
+ * cached, launch_verify_cached), into res: its path, or NULL when there is none. */
 static char *cached_verify_verdict(const struct cfg_opts *view, struct vresult *res)
 {
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    if (!(xdg && xdg[0] == '/') && !(home && home[0] == '/'))
-        return NULL;
     struct child_opts o = {.profile = view->profile, .family = view->family};
     static struct vzcaps_config_result r;
-    struct cfg_opts co;
-    launch_child_profile(&o, &r, &co);
-    char lib[1100], tried[2400], lib_hash[65] = "", key[65], err[1300];
-    if (find_library(lib, sizeof lib, tried, sizeof tried) == 0)
-        sha256_file_hex(lib, lib_hash);
-    struct machine m;
-    machine_facts(&m);
-    verify_cache_key(r.profile.chip.name, m.os_build, lib_hash, &r.profile, key);
-    char *path = xdg && xdg[0] == '/' ? xformat("%s/vzcaps/verify-%s.json", xdg, key)
-                                      : xformat("%s/%s/vzcaps/verify-%s.json", home, platform_is_macos ? "Library/Caches" : ".cache", key);
-    size_t n;
-    char *text = read_text_file(path, &n, err, sizeof err);
-    int ok = text && vresult_parse(text, res) == 0;
-    free(text);
-    if (!ok)
-        free(path), path = NULL;
-    return path;
+    char key[65];
+    return launch_verify_cached(&o, res, &r, key);
 }
 
 static void free_pitfalls(char **p, size_t n)

@@ -240,6 +240,10 @@ void launch_child_profile(const struct child_opts *o, struct vzcaps_config_resul
 /* This command with child_args, through `vzcaps run` with co: its standard output as launch_capture. */
 char *launch_unlocked_child(const struct cfg_opts *co, char **child_args);
 struct vresult;
+/* The verdict `vzcaps verify` cached for o (its key: host chip, macOS build, library hash and the
+ * effective claims), into res and key: the cache file's path (on the heap), or NULL when there is
+ * none (no cache home, no file, not a verdict). */
+char *launch_verify_cached(const struct child_opts *o, struct vresult *res, struct vzcaps_config_result *r, char key[65]);
 /* A verify run: 0 with res (and key, the verdict's cache key), or an exit status. */
 int launch_verify_run(const struct child_opts *o, struct vresult *res, struct vzcaps_config_result *r, char key[65]);
 /* Caches the verdict under key (a failure is said, and only costs a repeat). */

@@ -141,6 +141,20 @@ static void verify_key(const struct child_opts *o, struct vzcaps_config_result *
     verify_cache_key(r->profile.chip.name, m.os_build, lib_hash, &r->profile, key);
 }
 
+char *launch_verify_cached(const struct child_opts *o, struct vresult *res, struct vzcaps_config_result *r, char key[65])
+{
+    struct cfg_opts child;
+    verify_key(o, r, &child, key);
+    char *path = cache_path(key), err[1300];
+    size_t len;
+    char *text = path ? read_text_file(path, &len, err, sizeof err) : NULL;
+    int cached = text && vresult_parse(text, res) == 0;
+    free(text);
+    if (!cached)
+        free(path), path = NULL;
+    return path;
+}
+
 int launch_verify_run(const struct child_opts *o, struct vresult *res, struct vzcaps_config_result *r, char key[65])
 {
     struct cfg_opts co;
@@ -244,15 +258,9 @@ int verify_gate(const struct cfg_opts *co)
     struct child_opts o = {.profile = section, .family = co->family};
     static struct vresult res;
     static struct vzcaps_config_result r;
-    struct cfg_opts child;
     char key[65];
-    verify_key(&o, &r, &child, key);
-    char *path = cache_path(key), err[1300];
-    size_t len;
-    char *text = path ? read_text_file(path, &len, err, sizeof err) : NULL;
-    int cached = text && vresult_parse(text, &res) == 0;
-    free(text);
-    if (cached) {
+    char *path = launch_verify_cached(&o, &res, &r, key);
+    if (path) {
         eprintf("vzcaps run: using the cached verify verdict %s", path);
     } else {
         int rc = platform_is_macos ? launch_verify_run(&o, &res, &r, key) : launch_needs_macos("run --verify");
