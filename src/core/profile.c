@@ -515,6 +515,12 @@ bool vzcaps_query_needed(const struct vzcaps_profile *p, enum vzcaps_query q)
     return false;
 }
 
+void vzcaps_family_table(const struct vzcaps_profile *p, unsigned char table[VZCAPS_FAMILY_TABLE_LEN])
+{
+    for (size_t i = 0; i < VZCAPS_FAMILY_TABLE_LEN; i++)
+        table[i] = (unsigned char)vzcaps_answer(p, VZCAPS_Q_SUPPORTS_FAMILY, VZCAPS_FAMILY_TABLE_FIRST + (int64_t)i, 0);
+}
+
 uint64_t vzcaps_answer(const struct vzcaps_profile *p, enum vzcaps_query q, int64_t arg, uint64_t stock)
 {
     if (p->state != VZCAPS_ENABLED)

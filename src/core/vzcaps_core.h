@@ -215,6 +215,13 @@ uint64_t vzcaps_answer(const struct vzcaps_profile *p, enum vzcaps_query q, int6
 bool vzcaps_caller_in_scope(const struct vzcaps_profile *p, const char *image);
 /* Which rule decides for image: "stock_callers", "callers" or "not in callers". */
 const char *vzcaps_caller_rule(const struct vzcaps_profile *p, const char *image);
+/* The supportsFamily: answers of an in-scope call whose stock answer is NO, computed once for
+ * the library's hooks: table[i] is vzcaps_answer(p, VZCAPS_Q_SUPPORTS_FAMILY,
+ * VZCAPS_FAMILY_TABLE_FIRST + i, 0); every family value outside the table is answered with
+ * the stock answer (no known family lies outside it). */
+#define VZCAPS_FAMILY_TABLE_FIRST 1001
+#define VZCAPS_FAMILY_TABLE_LEN 4002 /* 1001 (Apple1) .. 5002 (Metal4) */
+void vzcaps_family_table(const struct vzcaps_profile *p, unsigned char table[VZCAPS_FAMILY_TABLE_LEN]);
 /* Whether the hook for q is needed at all under p. */
 bool vzcaps_query_needed(const struct vzcaps_profile *p, enum vzcaps_query q);
 

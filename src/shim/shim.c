@@ -21,7 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-VZCAPS_HIDDEN struct vzcaps_profile vzcaps_effective;
+static const struct vzcaps_profile not_yet; /* zero: VZCAPS_STOCK_UNCONFIGURED */
+VZCAPS_HIDDEN const struct vzcaps_profile *vzcaps_effective = &not_yet;
 
 __attribute__((visibility("default"))) const char vzcaps_library_version[] = VZCAPS_VERSION;
 __attribute__((used)) static const char *const self_marker = VZCAPS_SELF_MARKER " library " VZCAPS_VERSION;
@@ -365,7 +366,7 @@ static void init(void)
         vzcaps_profile_describe(p, exe, raw + 8, sizeof raw - 8);
         said_prepare(p, exe, raw); /* nothing is written before a device exists (but verbose) */
     }
-    vzcaps_effective = *p;
+    vzcaps_effective = p; /* result is static: no copy */
     if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED)
         vzcaps_statslog_prepare(&result, vzcaps_platform_exe_name());
     if (p->state == VZCAPS_STOCK_REFUSED)

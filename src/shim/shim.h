@@ -12,8 +12,9 @@
 
 #define VZCAPS_HIDDEN __attribute__((visibility("hidden")))
 
-/* The effective profile, written once by the constructor before any hook exists. */
-VZCAPS_HIDDEN extern struct vzcaps_profile vzcaps_effective;
+/* The effective profile, set once by the constructor before any hook exists (until then a
+ * profile whose state is VZCAPS_STOCK_UNCONFIGURED). */
+VZCAPS_HIDDEN extern const struct vzcaps_profile *vzcaps_effective;
 
 /* hooks.c. vzcaps_hooks_on_device hooks device's class; path names the way the device
  * reached it, for the one "hooked" line the first hooked class gets. */

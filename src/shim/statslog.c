@@ -50,7 +50,7 @@ static void append(bool hooked, const char *cls, const char *reason)
 {
     static char line[VZCAPS_STATSLOG_MAX];
     struct vzcaps_statslog_record rec = {(long long)time(NULL), (long long)getpid(),
-                                         hooked ? vzcaps_effective.apple_family_max : 0, hooked, program, exe_path, cls,
+                                         hooked ? vzcaps_effective->apple_family_max : 0, hooked, program, exe_path, cls,
                                          hooked ? "" : reason};
     size_t n = vzcaps_statslog_format(&rec, line);
     int fd = vzcaps_statsfile_open(log_path, log_old);

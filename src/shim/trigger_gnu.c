@@ -98,7 +98,7 @@ void __objc_exec_class(void *module)
     if (real)
         real(module);
     saved = errno;
-    if (vzcaps_effective.state == VZCAPS_ENABLED)
+    if (vzcaps_effective->state == VZCAPS_ENABLED)
         vzcaps_hooks_watch_base_class();
     errno = saved;
 }
