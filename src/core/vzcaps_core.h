@@ -482,6 +482,14 @@ bool vzcaps_list_names_library(const char *list, const char *seps, const char *l
 /* Copies list without entries whose base name is libname; seps lists the separators.
  * Returns the length written, or -1 if out is too small. */
 int vzcaps_strip_library(const char *list, const char *seps, const char *libname, char *out, size_t outlen);
+/* snprintf(dst, cap, "%s", src) without the formatting machinery (cap >= 1): the length of src. */
+size_t vzcaps_copy(char *dst, size_t cap, const char *src);
+/* Empties settings, a profile or a configuration result for reuse: every field a reader looks
+ * at, without clearing the large text arrays (notes, origins, paths) past their terminators
+ * (the library configures once before main; clearing them cost most of its start-up). */
+void vzcaps_settings_reset(struct vzcaps_settings *s);
+void vzcaps_profile_reset(struct vzcaps_profile *p);
+void vzcaps_config_result_reset(struct vzcaps_config_result *r);
 /* Base name of a path (pointer into path). */
 const char *vzcaps_basename(const char *path);
 /* snprintf-like appending that never overflows; text that does not fit is cut and the end

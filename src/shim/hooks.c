@@ -410,6 +410,8 @@ static void replaced_init_family(id self, SEL cmd)
 
 void vzcaps_hooks_watch_base_class(void)
 {
+    if (atomic_load_explicit(&original_init_family, memory_order_acquire))
+        return; /* watching already (a class registration on the rig asks again) */
     Class base = objc_getClass("_MTLDevice");
     Method m = base ? class_getInstanceMethod(base, sel_registerName("initGPUFamilySupport")) : NULL;
     if (!m)
