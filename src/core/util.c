@@ -202,7 +202,8 @@ char *vzcaps_clipn(const char *s, size_t n, size_t max, char *out, size_t outlen
     if (!outlen)
         return out;
     if (n <= max && n < outlen) {
-        snprintf(out, outlen, "%.*s", (int)n, s);
+        memcpy(out, s, n);
+        out[n] = '\0';
         return out;
     }
     /* the note of the cut always fits whole: the prefix gives way to it */
