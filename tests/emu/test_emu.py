@@ -871,6 +871,45 @@ def test_each_class_entry_answers_from_its_own_original(img, scope):
     assert lines[0].startswith("vzcaps: hooked Dev0 ") and lines[1:] == ["vzcaps: more than 32 device classes; Dev32 left stock"]
 
 
+def test_a_subclass_whose_own_methods_ask_super(img):
+    """DevA hooked first, then its subclass DevB, whose own methods ask super: DevB's replacements
+    reach DevB's originals, whose super sends reach DevA's replacements and DevA's originals,
+    once each. (A lookup by the receiver's class found DevB's original again from DevA's
+    replacement, and recursed without end.)"""
+    p = proc(img, env_of(**M2, VZCAPS_MAX_THREADGROUP_MEMORY="16384", VZCAPS_RECOMMENDED_WORKING_SET_SIZE="8589934592"))
+    rt = p.d.objc
+    rt.add_class("DevA", "AppleParavirtDevice")
+    rt.add_class("DevB", "DevA")
+    A, B = rt.classes["DevA"], rt.classes["DevB"]
+    calls = []
+
+    def own(cls, sel, answer, types):
+        def method(m, o, s, *a):
+            calls.append(cls.name)
+            assert len(calls) < 8, f"-[{cls.name} {sel}] reached again and again: {calls}"  # not a crash of the runner
+            return answer(m, o, s, *a)
+        rt.add_py_method(cls, sel, method, types)
+
+    def ask_super(m, o, s, *a):
+        return m.call(rt.lookup(A, rt.sel_names[s]).imp, o, s, *a[:1 if rt.sel_names[s].endswith(":") else 0], image="probe")
+    own(A, "supportsFamily:", lambda m, o, s, f, *_: 1 if 1001 <= f <= 1005 else 0, "c24@0:8q16")
+    own(A, "maxThreadgroupMemoryLength", lambda *_: 20000, "Q16@0:8")
+    own(B, "supportsFamily:", ask_super, "c24@0:8q16")
+    own(B, "maxThreadgroupMemoryLength", ask_super, "Q16@0:8")
+    rt.send(rt.new("DevA"), "init", image="Metal")
+    dev = rt.send(rt.new("DevB"), "init", image="Metal")
+    assert [l.split(" via ")[0] for l in cases.vz_lines(p.stderr)] == ["vzcaps: hooked DevA for probe"]
+    calls.clear()
+    assert rt.send(dev, "supportsFamily:", 1009, image="probe") & 0xFF == 0  # not claimed: the originals answer
+    assert calls == ["DevB", "DevA"]
+    calls.clear()
+    assert rt.send(dev, "supportsFamily:", 1003, image="probe") & 0xFF == 1
+    assert rt.send(dev, "supportsFamily:", 1008, image="probe") & 0xFF == 1  # claimed: no original asked
+    assert calls == []
+    assert rt.send(dev, "maxThreadgroupMemoryLength", image="probe", site=1) == 20000
+    assert calls == ["DevB", "DevA"]
+
+
 # ---------------------------------------------------------------- planted mutants
 
 def first_failure(img, progs, tmp):
