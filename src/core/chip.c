@@ -4,7 +4,6 @@
 #include "vzcaps_core.h"
 
 #include <stdio.h>
-#include <ctype.h>
 #include <string.h>
 
 /* "maximum total threadgroup memory is 32 KB for Apple4..Apple9, Metal3, Metal4 and Mac";
@@ -32,10 +31,16 @@ static const struct chip_row {
     {'A', 19, "Pro", 1010, FEATURE_TABLES_2026 ": the A19 series is Apple10"},
 };
 
+/* ASCII case only: brand strings are ASCII, and the result must not depend on the locale */
+static int fold(unsigned char c)
+{
+    return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c;
+}
+
 static int ncase_cmp(const char *a, const char *b, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (tolower((unsigned char)a[i]) != tolower((unsigned char)b[i]))
+        if (fold((unsigned char)a[i]) != fold((unsigned char)b[i]))
             return 1;
     return 0;
 }

@@ -219,7 +219,7 @@ static void add_error(char *err, size_t errlen, unsigned n, unsigned *more, cons
 static int parse(const char *text, size_t len, struct parse_state *st, char *err, size_t errlen)
 {
     static char why[VZCAPS_NOTE_LEN];
-    memset(&scratch, 0, sizeof scratch);
+    vzcaps_settings_reset(&scratch);
     unsigned line_no = 0, n_bad = 0, more = 0;
     int section = IN_NO_SECTION;
     for (size_t pos = 0; pos < len;) {
@@ -233,7 +233,7 @@ static int parse(const char *text, size_t len, struct parse_state *st, char *err
         if (rc == 0 && v.n && v.p[0] == '[') {
             int s = section_header(st, v, why, sizeof why);
             section = s >= 0 ? s : IN_BAD_SECTION; /* its keys are still checked, against nothing */
-            memset(&scratch, 0, sizeof scratch);
+            vzcaps_settings_reset(&scratch);
             rc = s >= 0 ? 0 : -1;
         } else if (rc == 0 && v.n) {
             rc = key_line(st, section, v, line_no, why, sizeof why);
@@ -367,6 +367,11 @@ static int scan_env(const struct vzcaps_inputs *in, unsigned seen[N_PREFIXES], c
     bool preload_seen = false;
     memset(seen, 0, N_PREFIXES * sizeof seen[0]);
     for (const char *const *e = in->envp; e && *e; e++) {
+        bool maybe = pl && **e == in->preload_var[0]; /* the first byte rules out most entries */
+        for (size_t i = 0; i < N_PREFIXES && !maybe; i++)
+            maybe = **e == env_prefixes[i][0];
+        if (!maybe)
+            continue;
         const char *eq = strchr(*e, '=');
         size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
         if (pl && n == pl && memcmp(*e, in->preload_var, pl) == 0) {
@@ -409,6 +414,14 @@ static int scan_env(const struct vzcaps_inputs *in, unsigned seen[N_PREFIXES], c
     return 0;
 }
 
+/* a + b into out (VZCAPS_PATH_MAX + 1 bytes), both lengths checked by the caller */
+static void join(char *out, const char *a, const char *b)
+{
+    size_t n = strlen(a);
+    memcpy(out, a, n);
+    vzcaps_copy(out + n, VZCAPS_PATH_MAX + 1 - n, b);
+}
+
 int vzcaps_config_search(const char *const *envp, const char *root, char paths[][VZCAPS_PATH_MAX + 1], bool *named,
                          char *why, size_t len)
 {
@@ -422,7 +435,7 @@ int vzcaps_config_search(const char *const *envp, const char *root, char paths[]
         if (strlen(config) > VZCAPS_PATH_MAX)
             return snprintf(why, len, "VZCAPS_CONFIG %s: too long (limit %d bytes)", vzcaps_clip(config, 64, clip, sizeof clip),
                             VZCAPS_PATH_MAX), -1;
-        snprintf(paths[0], VZCAPS_PATH_MAX + 1, "%s", config);
+        vzcaps_copy(paths[0], VZCAPS_PATH_MAX + 1, config);
         return 1;
     }
     int n = 0;
@@ -437,14 +450,14 @@ int vzcaps_config_search(const char *const *envp, const char *root, char paths[]
         if (strlen(dir) + strlen(tail) > VZCAPS_PATH_MAX)
             return snprintf(why, len, "%s %s: too long for the user config file path (limit %d bytes)", var,
                             vzcaps_clip(dir, 64, clip, sizeof clip), VZCAPS_PATH_MAX), -1;
-        snprintf(paths[n++], VZCAPS_PATH_MAX + 1, "%s%s", dir, tail);
+        join(paths[n++], dir, tail);
     }
     root = root ? root : "";
     for (size_t i = 0; i < sizeof system_files / sizeof system_files[0]; i++) {
         if (strlen(root) + strlen(system_files[i]) > VZCAPS_PATH_MAX)
             return snprintf(why, len, "system config root %s: too long (limit %d bytes)", vzcaps_clip(root, 64, clip, sizeof clip),
                             VZCAPS_PATH_MAX), -1;
-        snprintf(paths[n++], VZCAPS_PATH_MAX + 1, "%s%s", root, system_files[i]);
+        join(paths[n++], root, system_files[i]);
     }
     return n;
 }
@@ -469,7 +482,7 @@ static void log_file_of(const struct vzcaps_inputs *in, struct vzcaps_config_res
         }
         return;
     }
-    snprintf(out->log_file_origin, sizeof out->log_file_origin, "%s", var ? "VZCAPS_LOG_FILE" : s.log_file_origin);
+    vzcaps_copy(out->log_file_origin, sizeof out->log_file_origin, var ? "VZCAPS_LOG_FILE" : s.log_file_origin);
     if (!value[0])
         return; /* off; VZCAPS_LOG_FILE= turns off the file's */
     if (vzcaps_log_file_expand(value, vzcaps_env_get(in->envp, "HOME"), out->log_file, sizeof out->log_file) != 0 &&
@@ -556,7 +569,7 @@ static int read_config_file(const struct vzcaps_inputs *in, char *file_buf, size
             vzcaps_profile_refuse(&out->profile, why);
             return -1;
         }
-        snprintf(out->config_path, sizeof out->config_path, "%s", candidates[i]);
+        vzcaps_copy(out->config_path, sizeof out->config_path, candidates[i]);
         if (vzcaps_config_apply(file_buf, len, candidates[i], in->exe, vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), &s,
                                 out->section, sizeof out->section, err, sizeof cfg_err) != 0) {
             snprintf(out->config_error, sizeof out->config_error, "%s", err);
@@ -581,6 +594,8 @@ static int apply_variables(const struct vzcaps_inputs *in, const char *prefix, s
 {
     char *const err = cfg_err, *const why = cfg_why, *const name = cfg_name;
     for (const char *const *e = in->envp; e && *e; e++) {
+        if (**e != 'V' && (!prefix || **e != prefix[0]))
+            continue; /* neither VZCAPS_ nor the prefix, by their first byte */
         const char *eq = strchr(*e, '=');
         size_t xl = strncmp(*e, "VZCAPS_", 7) == 0 ? 7 : prefix && strncmp(*e, prefix, strlen(prefix)) == 0 ? strlen(prefix) : 0;
         if (!eq || !xl)
@@ -621,8 +636,8 @@ static void configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
 {
     static char ignored[VZCAPS_NOTE_LEN];
     unsigned seen[N_PREFIXES];
-    memset(out, 0, sizeof *out);
-    memset(&s, 0, sizeof s);
+    vzcaps_config_result_reset(out);
+    vzcaps_settings_reset(&s);
 
     if (scan_env(in, seen, cfg_why, sizeof cfg_why) != 0) {
         vzcaps_profile_refuse(&out->profile, cfg_why);
@@ -630,12 +645,22 @@ static void configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
     }
     size_t compat = speaking_family(in, seen, ignored, sizeof ignored);
     const char *prefix = compat ? env_prefixes[compat] : NULL;
-    snprintf(out->env_prefix, sizeof out->env_prefix, "%s", prefix ? prefix : seen[0] ? "VZCAPS_" : "");
+    vzcaps_copy(out->env_prefix, sizeof out->env_prefix, prefix ? prefix : seen[0] ? "VZCAPS_" : "");
 
     if (read_config_file(in, file_buf, file_cap, out) != 0 || apply_variables(in, prefix, out) != 0)
         return;
     vzcaps_profile_resolve(&s, &in->host, &out->profile);
     add_config_notes(ignored, out);
+}
+
+void vzcaps_config_result_reset(struct vzcaps_config_result *r)
+{
+    vzcaps_profile_reset(&r->profile);
+    r->config_path[0] = r->config_error[0] = '\0';
+    for (int i = 0; i < VZCAPS_CONFIG_SEARCH_MAX; i++)
+        r->searched[i][0] = '\0';
+    r->n_searched = 0;
+    r->section[0] = r->env_prefix[0] = r->log_file[0] = r->log_file_origin[0] = '\0';
 }
 
 void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,

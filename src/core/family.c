@@ -16,6 +16,9 @@ static const char *const names[] = {
 };
 
 _Static_assert(sizeof families / sizeof families[0] == sizeof names / sizeof names[0], "family table");
+/* the library answers from a table over these values (vzcaps_family_table) */
+_Static_assert(VZCAPS_FAMILY_TABLE_FIRST == 1001 && VZCAPS_FAMILY_TABLE_FIRST + VZCAPS_FAMILY_TABLE_LEN - 1 == 5002,
+               "the family answer table covers every known family");
 
 const int64_t *vzcaps_family_all(size_t *count)
 {

@@ -4,6 +4,7 @@
 #include "vzcaps_core.h"
 
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -249,8 +250,23 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
         break;
     }
     s->set |= 1u << key;
-    snprintf(s->origin[key], sizeof s->origin[key], "%s", origin);
+    vzcaps_copy(s->origin[key], sizeof s->origin[key], origin);
     return 0;
+}
+
+void vzcaps_settings_reset(struct vzcaps_settings *s)
+{
+    memset(s, 0, offsetof(struct vzcaps_settings, origin)); /* everything before the text arrays */
+    for (int k = 0; k < VZCAPS_KEY_COUNT; k++)
+        s->origin[k][0] = '\0';
+    s->log_file[0] = s->log_file_origin[0] = '\0';
+}
+
+void vzcaps_profile_reset(struct vzcaps_profile *p)
+{
+    memset(p, 0, offsetof(struct vzcaps_profile, chip_origin)); /* everything before the text arrays */
+    p->chip_origin[0] = '\0';
+    p->n_notes = 0;
 }
 
 static void note(struct vzcaps_profile *p, const char *fmt, ...)
@@ -293,9 +309,9 @@ static void resolve_scope(const struct vzcaps_settings *s, struct vzcaps_profile
     p->verbose = s->verbose;
     p->inherit_matching = s->inherit_matching;
     p->unsafe = s->unsafe;
-    snprintf(p->callers, sizeof p->callers, "%s", HAS(s, VZCAPS_KEY_CALLERS) ? s->callers : "*");
-    snprintf(p->stock_callers, sizeof p->stock_callers, "%s",
-             HAS(s, VZCAPS_KEY_STOCK_CALLERS) ? s->stock_callers : VZCAPS_DEFAULT_STOCK_CALLERS);
+    vzcaps_copy(p->callers, sizeof p->callers, HAS(s, VZCAPS_KEY_CALLERS) ? s->callers : "*");
+    vzcaps_copy(p->stock_callers, sizeof p->stock_callers,
+                HAS(s, VZCAPS_KEY_STOCK_CALLERS) ? s->stock_callers : VZCAPS_DEFAULT_STOCK_CALLERS);
     p->scoped = strcmp(p->callers, "*") != 0 || p->stock_callers[0];
     p->scope_default = strcmp(p->callers, "*") == 0 && strcmp(p->stock_callers, VZCAPS_DEFAULT_STOCK_CALLERS) == 0;
 }
@@ -432,7 +448,7 @@ static void resolve_extras(const struct vzcaps_settings *s, struct vzcaps_profil
 void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps_host *host,
                             struct vzcaps_profile *p)
 {
-    memset(p, 0, sizeof *p);
+    vzcaps_profile_reset(p);
     resolve_scope(s, p);
 
     const char *brand = host ? host->brand : NULL;
@@ -442,7 +458,7 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
         origin = s->origin[VZCAPS_KEY_HOST_CHIP];
     }
     vzcaps_chip_from_brand(brand, &p->chip);
-    snprintf(p->chip_origin, sizeof p->chip_origin, "%s", brand ? origin : "none");
+    vzcaps_copy(p->chip_origin, sizeof p->chip_origin, brand ? origin : "none");
 
     if (!resolve_family(s, host, brand, origin, p))
         return;
@@ -513,6 +529,12 @@ bool vzcaps_query_needed(const struct vzcaps_profile *p, enum vzcaps_query q)
         return p->recommended_working_set_size != 0;
     }
     return false;
+}
+
+void vzcaps_family_table(const struct vzcaps_profile *p, unsigned char table[VZCAPS_FAMILY_TABLE_LEN])
+{
+    for (size_t i = 0; i < VZCAPS_FAMILY_TABLE_LEN; i++)
+        table[i] = (unsigned char)vzcaps_answer(p, VZCAPS_Q_SUPPORTS_FAMILY, VZCAPS_FAMILY_TABLE_FIRST + (int64_t)i, 0);
 }
 
 uint64_t vzcaps_answer(const struct vzcaps_profile *p, enum vzcaps_query q, int64_t arg, uint64_t stock)

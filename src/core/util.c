@@ -208,7 +208,8 @@ char *vzcaps_clipn(const char *s, size_t n, size_t max, char *out, size_t outlen
     if (!outlen)
         return out;
     if (n <= max && n < outlen) {
-        snprintf(out, outlen, "%.*s", (int)n, s);
+        memcpy(out, s, n);
+        out[n] = '\0';
         return out;
     }
     /* the note of the cut always fits whole: the prefix gives way to it */
@@ -311,7 +312,16 @@ const char *vzcaps_env_get(const char *const *envp, const char *name)
 {
     size_t n = strlen(name);
     for (; envp && *envp; envp++)
-        if (strncmp(*envp, name, n) == 0 && (*envp)[n] == '=')
+        if (**envp == *name && strncmp(*envp, name, n) == 0 && (*envp)[n] == '=') /* the first byte: most entries end there */
             return *envp + n + 1;
     return NULL;
+}
+
+size_t vzcaps_copy(char *dst, size_t cap, const char *src)
+{
+    size_t n = strlen(src);
+    size_t k = n < cap ? n : cap - 1;
+    memcpy(dst, src, k);
+    dst[k] = '\0';
+    return n;
 }

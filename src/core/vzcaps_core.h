@@ -215,6 +215,13 @@ uint64_t vzcaps_answer(const struct vzcaps_profile *p, enum vzcaps_query q, int6
 bool vzcaps_caller_in_scope(const struct vzcaps_profile *p, const char *image);
 /* Which rule decides for image: "stock_callers", "callers" or "not in callers". */
 const char *vzcaps_caller_rule(const struct vzcaps_profile *p, const char *image);
+/* The supportsFamily: answers of an in-scope call whose stock answer is NO, computed once for
+ * the library's hooks: table[i] is vzcaps_answer(p, VZCAPS_Q_SUPPORTS_FAMILY,
+ * VZCAPS_FAMILY_TABLE_FIRST + i, 0); every family value outside the table is answered with
+ * the stock answer (no known family lies outside it). */
+#define VZCAPS_FAMILY_TABLE_FIRST 1001
+#define VZCAPS_FAMILY_TABLE_LEN 4002 /* 1001 (Apple1) .. 5002 (Metal4) */
+void vzcaps_family_table(const struct vzcaps_profile *p, unsigned char table[VZCAPS_FAMILY_TABLE_LEN]);
 /* Whether the hook for q is needed at all under p. */
 bool vzcaps_query_needed(const struct vzcaps_profile *p, enum vzcaps_query q);
 
@@ -486,6 +493,14 @@ int vzcaps_strip_library(const char *list, const char *seps, const char *libname
  * file is, whatever its name. */
 int vzcaps_strip_library_facts(const char *list, const char *seps, const char *libname, const bool *ours, size_t n_ours,
                                char *out, size_t outlen);
+/* snprintf(dst, cap, "%s", src) without the formatting machinery (cap >= 1): the length of src. */
+size_t vzcaps_copy(char *dst, size_t cap, const char *src);
+/* Empties settings, a profile or a configuration result for reuse: every field a reader looks
+ * at, without clearing the large text arrays (notes, origins, paths) past their terminators
+ * (the library configures once before main; clearing them cost most of its start-up). */
+void vzcaps_settings_reset(struct vzcaps_settings *s);
+void vzcaps_profile_reset(struct vzcaps_profile *p);
+void vzcaps_config_result_reset(struct vzcaps_config_result *r);
 /* Base name of a path (pointer into path). */
 const char *vzcaps_basename(const char *path);
 /* snprintf-like appending that never overflows; text that does not fit is cut and the end

@@ -34,30 +34,35 @@ enum { ENTRY_INSTALLING, ENTRY_DONE, ENTRY_FAILED };
 
 struct hooked_class {
     Class cls;
-    IMP original[N_SELS]; /* NULL: not replaced on this class (inherited or not needed) */
-    atomic_int state;     /* ENTRY_*: DONE or FAILED only once the install has finished */
+    _Atomic(IMP) original[N_SELS]; /* NULL: not replaced on this class (inherited or not needed) */
+    atomic_int state;              /* ENTRY_*: DONE or FAILED only once the install has finished */
 };
 static struct hooked_class table[MAX_CLASSES];
 static atomic_size_t n_table;
 static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Lock-free: entries are complete before n_table publishes them, and published before any
- * replacement that reads them is installed. */
-/* The common case: one device class, the first entry. NULL: ask original_for. */
-static inline __attribute__((always_inline)) IMP original_fast(id self, int which)
+/* ---- what the replacements answer from, computed once before the first one is installed ----
+ * Each class entry k has replacements of its own (below), so a replacement knows its original
+ * without looking at self's class: one acquire load, never NULL (an entry's originals are set
+ * before its replacements are installed and never cleared after). The answers are the profile's,
+ * precomputed: the supportsFamily: table (vzcaps_family_table) and the two floors. */
+static unsigned char family_yes[VZCAPS_FAMILY_TABLE_LEN];
+static uint64_t floor_of[N_SELS];
+static atomic_bool answers_ready;
+
+static void answers_prepare(void)
 {
-    size_t n = atomic_load_explicit(&n_table, memory_order_acquire);
-    return n > 0 && table[0].cls == object_getClass(self) ? table[0].original[which] : NULL;
+    if (atomic_load_explicit(&answers_ready, memory_order_relaxed))
+        return; /* under install_lock: once */
+    vzcaps_family_table(vzcaps_effective, family_yes);
+    floor_of[SEL_THREADGROUP] = vzcaps_effective->max_threadgroup_memory;
+    floor_of[SEL_WORKING_SET] = vzcaps_effective->recommended_working_set_size;
+    atomic_store_explicit(&answers_ready, true, memory_order_release);
 }
 
-static __attribute__((noinline)) IMP original_for(id self, int which)
+static inline __attribute__((always_inline)) IMP original_of(size_t k, int which)
 {
-    size_t n = atomic_load_explicit(&n_table, memory_order_acquire);
-    for (Class c = object_getClass(self); c; c = class_getSuperclass(c))
-        for (size_t i = 0; i < n; i++)
-            if (table[i].cls == c && table[i].original[which])
-                return table[i].original[which];
-    return NULL;
+    return atomic_load_explicit(&table[k].original[which], memory_order_acquire);
 }
 
 /* ---- caller scope: which image sent the message ----
@@ -66,26 +71,19 @@ static __attribute__((noinline)) IMP original_for(id self, int which)
  * (METAL-FACTS, "Who asked"). Its image is resolved with dladdr once per call site and the
  * core's decision cached in a fixed table of words, each "address | stock bit"; 0 is free.
  * Lookups are lock-free loads; a new site is claimed with one compare-and-swap; when its
- * probe window is full the site is resolved each time, uncached. */
+ * probe window is full the site is resolved each time, uncached. In front of the table, one
+ * word per selector holds the last call site found in scope (0: none): a load and a compare
+ * for a client that asks from one place, as most do. The replacements of a process whose
+ * scope is every caller never look (scope_all). */
 #define SITE_SLOTS 1024
 #define SITE_PROBES 8
 static _Atomic uint64_t sites[SITE_SLOTS]; /* (address << 1) | stock; 0 is free */
+static _Atomic uint64_t last_in_scope[N_SELS];
 
 static inline size_t site_hash(uint64_t a) { return (size_t)((a * 0x9e3779b97f4a7c15ull) >> 54); }
 
-/* The cached decision for a call site: 1 in scope, 0 stock, -1 not in the first slot probed. */
-static inline __attribute__((always_inline)) int site_cached(uint64_t a)
+static bool caller_in_scope(uint64_t a)
 {
-    if (!vzcaps_effective.scoped)
-        return 1;
-    uint64_t e = atomic_load_explicit(&sites[site_hash(a)], memory_order_relaxed);
-    return e >> 1 == a ? !(e & 1) : -1;
-}
-
-static __attribute__((noinline)) bool caller_in_scope(uint64_t a)
-{
-    if (!vzcaps_effective.scoped)
-        return true;
     size_t h = site_hash(a);
     for (size_t i = 0; i < SITE_PROBES; i++) {
         uint64_t e = atomic_load_explicit(&sites[(h + i) & (SITE_SLOTS - 1)], memory_order_relaxed);
@@ -100,7 +98,7 @@ static __attribute__((noinline)) bool caller_in_scope(uint64_t a)
     int saved = errno;
     vzcaps_image_of((const void *)(uintptr_t)a, image, sizeof image);
     errno = saved;
-    bool in = vzcaps_caller_in_scope(&vzcaps_effective, image);
+    bool in = vzcaps_caller_in_scope(vzcaps_effective, image);
     uint64_t want = a << 1 | (in ? 0 : 1);
     for (size_t i = 0; i < SITE_PROBES; i++) {
         uint64_t expected = 0;
@@ -112,71 +110,132 @@ static __attribute__((noinline)) bool caller_in_scope(uint64_t a)
     return in;
 }
 
+/* The scope decision for a site the last_in_scope word did not hold; an in-scope site goes there. */
+static bool site_in_scope(int which, uint64_t a)
+{
+    bool in = caller_in_scope(a);
+    if (in)
+        atomic_store_explicit(&last_in_scope[which], a, memory_order_release);
+    return in;
+}
+
+static inline __attribute__((always_inline)) bool site_is_last(int which, uint64_t a)
+{
+    return atomic_load_explicit(&last_in_scope[which], memory_order_acquire) == a;
+}
+
 static inline uint64_t site_of(const void *ret)
 {
     return (uint64_t)(uintptr_t)vzcaps_platform_strip_return_address(ret);
 }
 
-static BOOL replaced_supports_family(id self, SEL cmd, long family)
+static inline __attribute__((always_inline)) bool family_claimed(long family)
 {
-    uint64_t a = site_of(__builtin_return_address(0));
-    IMP orig = original_fast(self, SEL_FAMILY);
-    if (!orig && !(orig = original_for(self, SEL_FAMILY)))
-        return NO;
-    BOOL stock = ((family_imp)(void (*)(void))orig)(self, cmd, family);
-    if (stock)
-        return stock; /* a supported answer stays supported (vzcaps_answer's first rule) */
-    int in = site_cached(a);
-    if (in < 0)
-        in = caller_in_scope(a);
-    return in && vzcaps_answer(&vzcaps_effective, VZCAPS_Q_SUPPORTS_FAMILY, family, 0) ? YES : NO;
+    unsigned long i = (unsigned long)family - VZCAPS_FAMILY_TABLE_FIRST;
+    return i < VZCAPS_FAMILY_TABLE_LEN && family_yes[i];
 }
 
-/* Everything but the common case, kept out of line so that the hot path below holds nothing
- * across the call to the original. */
-static __attribute__((noinline)) unsigned long ulong_slow(id self, SEL cmd, int which, uint64_t a)
+/* ---- the replacements ----
+ * supportsFamily: YES when the call is in scope and the profile claims the family (whatever
+ * the stock answer: a supported answer stays supported, vzcaps_answer's first rule); otherwise
+ * the original's answer, as a tail call. A limit: the original's answer, raised to the floor
+ * when the call is in scope. Everything but a call from the last in-scope site is kept out
+ * of line. */
+static __attribute__((noinline)) BOOL family_slow(size_t k, id self, SEL cmd, long family, uint64_t a)
 {
-    IMP orig = original_for(self, which);
-    if (!orig)
-        return 0;
-    bool in = caller_in_scope(a);
-    unsigned long stock = ((ulong_imp)(void (*)(void))orig)(self, cmd);
-    return in ? (unsigned long)vzcaps_answer(&vzcaps_effective, sel_queries[which], 0, stock) : stock;
+    if (family_claimed(family) && site_in_scope(SEL_FAMILY, a))
+        return YES;
+    return ((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family);
 }
 
-/* ret: the replacement's own return address, taken there (an inlined helper has none) */
-static inline __attribute__((always_inline)) unsigned long replaced_ulong(id self, SEL cmd, int which, const void *ret)
+static inline __attribute__((always_inline)) BOOL family_scoped(size_t k, id self, SEL cmd, long family, const void *ret)
 {
     uint64_t a = site_of(ret);
-    IMP orig = original_fast(self, which);
-    int in = orig ? site_cached(a) : -1;
-    if (in < 0)
-        return ulong_slow(self, cmd, which, a);
-    if (!in)
-        return ((ulong_imp)(void (*)(void))orig)(self, cmd); /* out of scope: the stock answer, as a tail call */
-    unsigned long stock = ((ulong_imp)(void (*)(void))orig)(self, cmd);
-    return (unsigned long)vzcaps_answer(&vzcaps_effective, sel_queries[which], 0, stock);
+    if (!site_is_last(SEL_FAMILY, a))
+        return family_slow(k, self, cmd, family, a);
+    if (family_claimed(family))
+        return YES;
+    return ((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family);
 }
 
-static unsigned long replaced_threadgroup(id self, SEL cmd)
+static inline __attribute__((always_inline)) BOOL family_all(size_t k, id self, SEL cmd, long family)
 {
-    return replaced_ulong(self, cmd, SEL_THREADGROUP, __builtin_return_address(0));
-}
-static unsigned long replaced_working_set(id self, SEL cmd)
-{
-    return replaced_ulong(self, cmd, SEL_WORKING_SET, __builtin_return_address(0));
+    if (family_claimed(family))
+        return YES;
+    return ((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family);
 }
 
-static IMP replacement(int which)
+/* A limit at or above the floor is the answer whoever asks; below it, the floor for a caller
+ * in scope. The original runs first, so the caller is looked at only when it matters. */
+static __attribute__((noinline)) unsigned long limit_slow(int which, uint64_t a, unsigned long stock)
 {
-    switch (which) {
-    case SEL_FAMILY:
-        return (IMP)(void (*)(void))replaced_supports_family;
-    case SEL_THREADGROUP:
-        return (IMP)(void (*)(void))replaced_threadgroup;
-    default:
-        return (IMP)(void (*)(void))replaced_working_set;
-    }
+    return site_in_scope(which, a) ? (unsigned long)floor_of[which] : stock;
+}
+
+static inline __attribute__((always_inline)) unsigned long limit_scoped(size_t k, int which, id self, SEL cmd, const void *ret)
+{
+    unsigned long stock = ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
+    if (stock >= floor_of[which])
+        return stock;
+    uint64_t a = site_of(ret);
+    if (!site_is_last(which, a))
+        return limit_slow(which, a, stock);
+    return (unsigned long)floor_of[which];
+}
+
+static inline __attribute__((always_inline)) unsigned long limit_all(size_t k, int which, id self, SEL cmd)
+{
+    unsigned long stock = ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
+    return stock < floor_of[which] ? (unsigned long)floor_of[which] : stock;
+}
+
+/* One set per class entry k: scoped (the caller is looked at) and all (scope is every caller).
+ * ret: the replacement's own return address, taken there (an inlined helper has none). */
+#define DEFINE_SLOT(k)                                                                                             \
+    static BOOL family_s##k(id self, SEL cmd, long f) { return family_scoped(k, self, cmd, f, __builtin_return_address(0)); } \
+    static BOOL family_a##k(id self, SEL cmd, long f) { return family_all(k, self, cmd, f); }                   \
+    static unsigned long group_s##k(id self, SEL cmd)                                                             \
+    {                                                                                                             \
+        return limit_scoped(k, SEL_THREADGROUP, self, cmd, __builtin_return_address(0));                         \
+    }                                                                                                             \
+    static unsigned long group_a##k(id self, SEL cmd) { return limit_all(k, SEL_THREADGROUP, self, cmd); }        \
+    static unsigned long set_s##k(id self, SEL cmd)                                                               \
+    {                                                                                                             \
+        return limit_scoped(k, SEL_WORKING_SET, self, cmd, __builtin_return_address(0));                         \
+    }                                                                                                             \
+    static unsigned long set_a##k(id self, SEL cmd) { return limit_all(k, SEL_WORKING_SET, self, cmd); }
+#define SLOTS(X)                                                                                                   \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) \
+    X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
+SLOTS(DEFINE_SLOT)
+_Static_assert(MAX_CLASSES == 32, "one set of replacements per class entry");
+
+#define AS_IMP(f) (IMP)(void (*)(void))f
+#define FAMILY_S(k) AS_IMP(family_s##k),
+#define FAMILY_A(k) AS_IMP(family_a##k),
+#define GROUP_S(k) AS_IMP(group_s##k),
+#define GROUP_A(k) AS_IMP(group_a##k),
+#define SET_S(k) AS_IMP(set_s##k),
+#define SET_A(k) AS_IMP(set_a##k),
+static const IMP replacements[2][N_SELS][MAX_CLASSES] = {
+    {{SLOTS(FAMILY_S)}, {SLOTS(GROUP_S)}, {SLOTS(SET_S)}},
+    {{SLOTS(FAMILY_A)}, {SLOTS(GROUP_A)}, {SLOTS(SET_A)}},
+};
+
+/* entry k's replacement for a selector (scope_all: the process's scope is every caller) */
+static IMP replacement(size_t k, int which)
+{
+    return replacements[!vzcaps_effective->scoped][which][k];
+}
+
+/* whether imp is one of ours for this selector (inherited from a hooked superclass) */
+static bool is_replacement(IMP imp, int which)
+{
+    for (size_t v = 0; v < 2; v++)
+        for (size_t k = 0; k < MAX_CLASSES; k++)
+            if (replacements[v][which][k] == imp)
+                return true;
+    return false;
 }
 
 static struct hooked_class *find_entry(Class cls)
@@ -186,6 +245,12 @@ static struct hooked_class *find_entry(Class cls)
         if (table[i].cls == cls)
             return &table[i];
     return NULL;
+}
+
+static void clear_originals(struct hooked_class *e)
+{
+    for (int w = 0; w < N_SELS; w++)
+        atomic_store_explicit(&e->original[w], NULL, memory_order_relaxed);
 }
 
 /* Restores the replacements made so far; the originals stay in the table, since a
@@ -245,13 +310,14 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
         rc = -1;
         goto out;
     }
+    answers_prepare(); /* before any replacement can run */
     mine = &table[n];
-    memset(mine->original, 0, sizeof mine->original);
+    clear_originals(mine);
     atomic_store_explicit(&mine->state, ENTRY_INSTALLING, memory_order_relaxed);
     mine->cls = cls;
     Method methods[N_SELS] = {0};
     for (int w = 0; w < N_SELS && rc == 0; w++) {
-        if (!vzcaps_query_needed(&vzcaps_effective, sel_queries[w]))
+        if (!vzcaps_query_needed(vzcaps_effective, sel_queries[w]))
             continue;
         methods[w] = class_getInstanceMethod(cls, sel_registerName(sel_names[w]));
         if (!methods[w] && forwards(cls)) {
@@ -261,12 +327,12 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
         } else if (!methods[w]) {
             snprintf(why, len, "device class %s has no -%s; left stock", class_label(cls, label), sel_names[w]);
             rc = -1;
-        } else if (method_getImplementation(methods[w]) != replacement(w)) {
-            mine->original[w] = method_getImplementation(methods[w]);
+        } else if (!is_replacement(method_getImplementation(methods[w]), w)) {
+            atomic_store_explicit(&mine->original[w], method_getImplementation(methods[w]), memory_order_relaxed);
         } /* else: inherited from a hooked superclass, already covered */
     }
     if (rc)
-        memset(mine->original, 0, sizeof mine->original); /* nothing was replaced */
+        clear_originals(mine); /* nothing was replaced */
     /* publish the originals before any replacement can run */
     atomic_store_explicit(&n_table, n + 1, memory_order_release);
     for (int w = 0; w < N_SELS && rc == 0; w++) {
@@ -275,8 +341,9 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
         SEL sel = sel_registerName(sel_names[w]);
         Class super = class_getSuperclass(cls);
         int inherited = super && class_getInstanceMethod(super, sel) == methods[w];
-        int ok = inherited ? (int)class_addMethod(cls, sel, replacement(w), method_getTypeEncoding(methods[w]))
-                           : (method_setImplementation(methods[w], replacement(w)), 1);
+        IMP mine_w = replacement(n, w);
+        int ok = inherited ? (int)class_addMethod(cls, sel, mine_w, method_getTypeEncoding(methods[w]))
+                           : (method_setImplementation(methods[w], mine_w), 1);
         if (!ok) {
             rollback(cls, mine, w);
             snprintf(why, len, "could not replace -%s on %s; left stock", sel_names[w], class_label(cls, label));
@@ -292,11 +359,11 @@ out:
 
 static void on_device(id device, const char *path)
 {
-    if (device && vzcaps_effective.state == VZCAPS_STOCK_REFUSED) {
+    if (device && vzcaps_effective->state == VZCAPS_STOCK_REFUSED) {
         vzcaps_said(NULL, path); /* the first device, left stock: the refusal is said now */
         vzcaps_statslog_event(false, class_getName(object_getClass(device)), NULL);
     }
-    if (!device || vzcaps_effective.state != VZCAPS_ENABLED)
+    if (!device || vzcaps_effective->state != VZCAPS_ENABLED)
         return;
     Class cls = object_getClass(device);
     struct hooked_class *e = find_entry(cls);
@@ -309,7 +376,7 @@ static void on_device(id device, const char *path)
     if (vzcaps_hooks_install_on_class(cls, why, sizeof why) != 0) {
         char line[300];
         snprintf(line, sizeof line, "vzcaps: %s", why);
-        vzcaps_log(line, !vzcaps_effective.quiet);
+        vzcaps_log(line, !vzcaps_effective->quiet);
         vzcaps_statslog_event(false, class_getName(cls), why);
     } else {
         char label[160];
@@ -343,6 +410,8 @@ static void replaced_init_family(id self, SEL cmd)
 
 void vzcaps_hooks_watch_base_class(void)
 {
+    if (atomic_load_explicit(&original_init_family, memory_order_acquire))
+        return; /* watching already (a class registration on the rig asks again) */
     Class base = objc_getClass("_MTLDevice");
     Method m = base ? class_getInstanceMethod(base, sel_registerName("initGPUFamilySupport")) : NULL;
     if (!m)

@@ -21,7 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-VZCAPS_HIDDEN struct vzcaps_profile vzcaps_effective;
+static const struct vzcaps_profile not_yet; /* zero: VZCAPS_STOCK_UNCONFIGURED */
+VZCAPS_HIDDEN const struct vzcaps_profile *vzcaps_effective = &not_yet;
 
 __attribute__((visibility("default"))) const char vzcaps_library_version[] = VZCAPS_VERSION;
 __attribute__((used)) static const char *const self_marker = VZCAPS_SELF_MARKER " library " VZCAPS_VERSION;
@@ -202,15 +203,18 @@ VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr)
     pthread_mutex_unlock(&lock);
 }
 
-/* ---- the one line: prepared here, said once when the library acts ----
- * A process that never creates a device writes nothing. The constructor escapes everything
- * it knows (the name, the notes, a refusal's reason); the first device adds only its class.
- * One atomic flag elects the one writer: no lock, no allocation, no formatting library. */
+/* ---- the one line: decided here, said once when the library acts ----
+ * A process that never creates a device writes nothing, and formats nothing: the constructor
+ * keeps the program's name as it started (a program may rewrite its argv[0] later) and
+ * whether and where the line goes; the one writer, elected by one atomic flag at the first
+ * device, describes the profile (the constructor's result, unchanged since), escapes it and
+ * adds the class. No lock, no allocation. */
 #define SAID_RAW (16 + 300 + VZCAPS_MAX_NOTES * (VZCAPS_NOTE_LEN + 2))
+static char said_name[4096]; /* the program's name at start-up, whole */
 static char said_exe[4 * 300 + 1], said_tail[4 * SAID_RAW + 8];
 static size_t said_exe_len, said_tail_len;
 static char said_line[sizeof said_tail + sizeof said_exe + 4 * 160 + 200];
-static bool said_refused, said_to_stderr, said_armed;
+static bool said_refused, said_to_stderr, said_armed, said_notes;
 static atomic_flag said = ATOMIC_FLAG_INIT;
 
 /* escapes n bytes of raw into out (cap bytes), marking a cut with "..."; returns the length */
@@ -231,32 +235,52 @@ static size_t put(char *dst, size_t at, const char *src, size_t n)
     return at + n;
 }
 
-/* The constructor's half. raw: "vzcaps: configured for EXE: NOTES" or "vzcaps: left stock
- * for EXE: REASON", as the start-up line used to say it. */
-static void said_prepare(const struct vzcaps_profile *p, const char *exe, const char *raw)
+/* "vzcaps: configured for EXE: NOTES" or "vzcaps: left stock for EXE: REASON", as the start-up
+ * line says it, into raw (SAID_RAW bytes); exe receives the clipped name */
+static void said_describe(char *raw, char exe[300])
+{
+    vzcaps_clip(said_name, 255, exe, 300);
+    memcpy(raw, "vzcaps: ", 9);
+    vzcaps_profile_describe(vzcaps_effective, exe, raw + 8, SAID_RAW - 8);
+}
+
+/* The constructor's half: only what must be known before main (log = verbose says the
+ * start-up line now, for debugging). */
+static void said_prepare(const struct vzcaps_profile *p)
 {
     said_to_stderr = !p->quiet;
     said_refused = p->state == VZCAPS_STOCK_REFUSED;
+    said_notes = !p->verbose; /* verbose said them at start-up */
     if (p->verbose) {
-        vzcaps_log(raw, true); /* the start-up line, for debugging */
+        static char raw[SAID_RAW], exe[300];
+        said_describe(raw, exe);
+        vzcaps_log(raw, true);
         if (said_refused)
             return; /* said: nothing more at the first device */
     }
+    said_armed = true;
+}
+
+/* The writer's half of the preparation, once, by the elected writer. */
+static void said_format(void)
+{
+    static char raw[SAID_RAW], exe[300];
+    said_describe(raw, exe);
     said_exe_len = escape_into(exe, strlen(exe), said_exe, sizeof said_exe);
     if (said_refused) {
         said_tail_len = escape_into(raw, strlen(raw), said_tail, sizeof said_tail);
-    } else if (!p->verbose) {
+    } else if (said_notes) {
         /* ": NOTES", the part of the start-up line after "configured for EXE" */
         const char *notes = raw + strlen("vzcaps: configured for ") + strlen(exe);
         said_tail_len = escape_into(notes, strlen(notes), said_tail, sizeof said_tail);
     }
-    said_armed = true;
 }
 
 void vzcaps_said(const char *label, const char *path)
 {
     if (!said_armed || atomic_flag_test_and_set_explicit(&said, memory_order_relaxed))
         return;
+    said_format();
     size_t n = 0;
     if (said_refused) {
         n = put(said_line, n, said_tail, said_tail_len);
@@ -292,6 +316,14 @@ static size_t file_len;
 static int read_and_keep(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing, char *err,
                          size_t errlen)
 {
+    struct stat st;
+    if (stat(path, &st) != 0 && errno == ENOENT) {
+        /* absent, as open would find it: said without formatting a reason nobody reads (the
+         * search skips a missing file unless VZCAPS_CONFIG named it; then this is its reason) */
+        *missing = true, *len = 0, file_len = 0;
+        vzcaps_copy(err, errlen, "cannot open: No such file or directory");
+        return -1;
+    }
     int rc = vzcaps_read_file(ctx, path, buf, cap, len, missing, err, errlen);
     file_len = rc == 0 ? *len : 0;
     return rc;
@@ -320,14 +352,13 @@ static bool is_launcher(void)
 
 static void init(void)
 {
-    static char brand[256], exe[300], raw[SAID_RAW];
+    static char brand[256];
     char **env = *vzcaps_platform_environ();
     note_stderr();
     if (is_launcher())
         return;
     struct vzcaps_inputs in = {0};
     in.envp = (const char *const *)env;
-    vzcaps_clip(vzcaps_platform_exe_name(), 255, exe, sizeof exe);
     in.exe = vzcaps_platform_exe_name();
     in.preload_var = vzcaps_platform_preload_var;
     in.read_file = read_and_keep;
@@ -339,6 +370,7 @@ static void init(void)
      * the injection on unchanged, so the process it is meant for still gets it. */
     if (p->state == VZCAPS_STOCK_UNCONFIGURED)
         return;
+    vzcaps_copy(said_name, sizeof said_name, in.exe);
     /* inherit = matching: what a child a section matches gets back (spawn.c); unless that is
      * set up, nothing is passed on */
     if (p->state == VZCAPS_ENABLED && p->inherit_matching &&
@@ -358,16 +390,13 @@ static void init(void)
         vzcaps_profile_refuse(p, "cannot remove vzcaps from the environment of child processes (out of memory)");
         p->invalid = false;
     }
+    vzcaps_effective = p; /* result is static: no copy; final from here on */
     if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED) {
         if (!p->quiet)
             pin_stderr(); /* a line may be written to stderr: from now on */
-        snprintf(raw, sizeof raw, "vzcaps: ");
-        vzcaps_profile_describe(p, exe, raw + 8, sizeof raw - 8);
-        said_prepare(p, exe, raw); /* nothing is written before a device exists (but verbose) */
+        said_prepare(p); /* nothing is written before a device exists (but verbose) */
+        vzcaps_statslog_prepare(&result, said_name);
     }
-    vzcaps_effective = *p;
-    if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED)
-        vzcaps_statslog_prepare(&result, vzcaps_platform_exe_name());
     if (p->state == VZCAPS_STOCK_REFUSED)
         vzcaps_platform_trigger_install(); /* the factories say the refusal at the first device */
     if (p->state != VZCAPS_ENABLED)

@@ -12,8 +12,9 @@
 
 #define VZCAPS_HIDDEN __attribute__((visibility("hidden")))
 
-/* The effective profile, written once by the constructor before any hook exists. */
-VZCAPS_HIDDEN extern struct vzcaps_profile vzcaps_effective;
+/* The effective profile, set once by the constructor before any hook exists (until then a
+ * profile whose state is VZCAPS_STOCK_UNCONFIGURED). */
+VZCAPS_HIDDEN extern const struct vzcaps_profile *vzcaps_effective;
 
 /* hooks.c. vzcaps_hooks_on_device hooks device's class; path names the way the device
  * reached it, for the one "hooked" line the first hooked class gets. */
@@ -30,9 +31,10 @@ VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr);
 VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n);
 
 /* statslog.c: the stats log. prepare: once, in the constructor of a configured or refused
- * process (nothing when the result names no log, or its directory is not safe). event: the
- * first call writes the process's one record (hooked, the device class, why it is left stock:
- * NULL for the refusal the constructor knew); errno is kept, nothing is ever said. */
+ * process: notes r (static, final) and exe (the program's name, static), nothing else. event:
+ * the first call prepares the rest (nothing when the log's directory is not safe) and writes the
+ * process's one record (hooked, the device class, why it is left stock: NULL for the refusal
+ * the constructor knew); errno is kept, nothing is ever said. */
 VZCAPS_HIDDEN void vzcaps_statslog_prepare(const struct vzcaps_config_result *r, const char *exe);
 VZCAPS_HIDDEN void vzcaps_statslog_event(bool hooked, const char *cls, const char *reason);
 
@@ -69,9 +71,12 @@ VZCAPS_HIDDEN void *vzcaps_platform_scratch_get(void);
 VZCAPS_HIDDEN int vzcaps_platform_scratch_set(void *mapping);
 /* the ELF machine of this build (the rig), 0 on macOS */
 VZCAPS_HIDDEN extern const unsigned vzcaps_platform_elf_machine;
-/* once, in the constructor: whatever the interposers need, and whether the library's own
- * file holds an arm64e slice; false when selective inheritance cannot work here */
-VZCAPS_HIDDEN bool vzcaps_platform_spawn_init(bool *library_has_arm64e);
+/* once, in the constructor: whatever the interposers need; false when selective inheritance
+ * cannot work here */
+VZCAPS_HIDDEN bool vzcaps_platform_spawn_init(void);
+/* whether the library's own file holds an arm64e slice (it is read each call: spawn.c asks
+ * once, at the first child) */
+VZCAPS_HIDDEN bool vzcaps_platform_library_has_arm64e(void);
 VZCAPS_HIDDEN void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len);
 VZCAPS_HIDDEN const char *vzcaps_platform_exe_name(void);
 /* The real path of this process's executable (symbolic links resolved): 0, or -1. */

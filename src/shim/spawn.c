@@ -11,13 +11,30 @@
 #include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-static bool active, lib_arm64e;
+static bool active;
+/* whether the library's own file has an arm64e slice: read at the first child, not at start-up
+ * (a process that starts none never reads it). 0: not read yet, 1: no, 2: yes; racing first
+ * children read the same file and store the same answer. */
+static atomic_int lib_arm64e;
+
+static bool library_has_arm64e(void)
+{
+    int v = atomic_load_explicit(&lib_arm64e, memory_order_relaxed);
+    if (!v) {
+        int saved = errno;
+        v = vzcaps_platform_library_has_arm64e() ? 2 : 1;
+        errno = saved;
+        atomic_store_explicit(&lib_arm64e, v, memory_order_relaxed);
+    }
+    return v == 2;
+}
 static char matches[VZCAPS_CONFIG_MAX_SIZE + 1];
 static const char **saved;
 static size_t n_saved;
@@ -55,7 +72,7 @@ int vzcaps_spawn_setup(char **env, const char *file_text, size_t len)
     for (char **e = env; e && *e; e++)
         if (vzcaps_env_is_ours(*e))
             saved[n_saved++] = *e; /* the strings stay: stripping moves pointers, never frees them */
-    if (!vzcaps_platform_spawn_init(&lib_arm64e))
+    if (!vzcaps_platform_spawn_init())
         return -1;
     active = true;
     return 0;
@@ -191,7 +208,7 @@ static char *const *child_envp(const char *file, bool search, char *const argv[]
     char buf[VZCAPS_PATH_MAX + 1];
     struct cand c = {NULL, 0};
     const char *path = search ? resolve(file, &c, buf, sizeof buf) : file;
-    int keep = vzcaps_child_decision(path, argv && argv[0] ? argv[0] : "", matches, slices_of_file(path), lib_arm64e, NULL,
+    int keep = vzcaps_child_decision(path, argv && argv[0] ? argv[0] : "", matches, slices_of_file(path), library_has_arm64e(), NULL,
                                      0) == VZCAPS_CHILD_KEEP; /* no reason: nothing is formatted here */
     cand_done(&c);
     struct vzcaps_child_env_in in = {envp, saved, n_saved, vzcaps_platform_preload_var, vzcaps_platform_preload_seps,

@@ -1,7 +1,8 @@
 /* The stats log (log_file, VZCAPS_LOG_FILE; `vzcaps stats` reads it): one record per process,
  * appended when the first device is hooked or left stock (where the one line is decided).
- * Prepared in the constructor: the path and LOG.1, the directory's check, the program's name,
- * path and refusal. Written with one open, at most one rename, one write(2) of the whole record
+ * The constructor only notes whether there is a log and the program's name as it started;
+ * the rest (the path and LOG.1, the directory's check, the executable's path, the refusal) is
+ * prepared by the one writer at the first device, so a process without a device pays nothing. Written with one open, at most one rename, one write(2) of the whole record
  * (at most 1024 bytes, O_APPEND) and a close: no malloc, no lock that waits (a rotation takes
  * one that never does), no blocking open (nothing but a regular file is opened; O_NONBLOCK
  * besides), never through a link (O_NOFOLLOW), never a file of someone else's, errno as it was,
@@ -23,17 +24,26 @@
 #include <unistd.h>
 
 static char log_path[VZCAPS_PATH_MAX + 1], log_old[VZCAPS_PATH_MAX + 3];
-static char program[4096], exe_path[VZCAPS_PATH_MAX + 1];
+static char exe_path[VZCAPS_PATH_MAX + 1];
 static char refusal[VZCAPS_MAX_NOTES * (VZCAPS_NOTE_LEN + 2)];
-static bool armed;
+static const struct vzcaps_config_result *armed; /* the constructor's result, static and final */
+static const char *program;                      /* the program's name as it started (static) */
 static atomic_flag written = ATOMIC_FLAG_INIT;
 
 void vzcaps_statslog_prepare(const struct vzcaps_config_result *r, const char *exe)
 {
+    if (r->log_file[0]) /* off: nothing is written, nothing said */
+        armed = r, program = exe;
+}
+
+/* The rest of the preparation, by the one writer (after `written` elected it): the paths, the
+ * directory's check, the executable's path, the refusal. false: nowhere safe to write. */
+static bool prepare_now(const struct vzcaps_config_result *r)
+{
     const struct vzcaps_profile *p = &r->profile;
     size_t n = strlen(r->log_file);
-    if (!n || n > VZCAPS_PATH_MAX || !vzcaps_statsfile_dir_ok(r->log_file))
-        return; /* off, or nowhere safe: nothing is written, nothing said */
+    if (n > VZCAPS_PATH_MAX || !vzcaps_statsfile_dir_ok(r->log_file))
+        return false; /* nowhere safe: nothing is written, nothing said */
     memcpy(log_path, r->log_file, n + 1);
     memcpy(log_old, r->log_file, n);
     memcpy(log_old + n, ".1", 3);
@@ -41,18 +51,19 @@ void vzcaps_statslog_prepare(const struct vzcaps_config_result *r, const char *e
         exe_path[0] = '\0';
     /* an empty argv[0] (execve(path, {"", NULL}, env)) names nothing: the executable's own base
      * name instead ("?" when even that is unknown), as every record names a program */
-    snprintf(program, sizeof program, "%s", exe[0] ? exe : exe_path[0] ? vzcaps_basename(exe_path) : "?");
+    if (!program[0])
+        program = exe_path[0] ? vzcaps_basename(exe_path) : "?";
     refusal[0] = '\0';
     for (size_t i = 0; p->state == VZCAPS_STOCK_REFUSED && i < p->n_notes; i++)
         vzcaps_appendf(refusal, sizeof refusal, "%s%s", i ? "; " : "", p->notes[i]);
-    armed = true;
+    return true;
 }
 
 static void append(bool hooked, const char *cls, const char *reason)
 {
     static char line[VZCAPS_STATSLOG_MAX];
     struct vzcaps_statslog_record rec = {(long long)time(NULL), (long long)getpid(),
-                                         hooked ? vzcaps_effective.apple_family_max : 0, hooked, program, exe_path, cls,
+                                         hooked ? vzcaps_effective->apple_family_max : 0, hooked, program, exe_path, cls,
                                          hooked ? "" : reason};
     size_t n = vzcaps_statslog_format(&rec, line);
     int fd = vzcaps_statsfile_open(log_path, log_old);
@@ -71,6 +82,7 @@ void vzcaps_statslog_event(bool hooked, const char *cls, const char *reason)
     if (!armed || atomic_flag_test_and_set_explicit(&written, memory_order_relaxed))
         return;
     int saved = errno;
-    append(hooked, cls, reason && reason[0] ? reason : refusal);
+    if (prepare_now(armed))
+        append(hooked, cls, reason && reason[0] ? reason : refusal);
     errno = saved;
 }

@@ -149,19 +149,23 @@ int vzcaps_platform_scratch_set(void *mapping)
     return scratch_key_made && pthread_setspecific(scratch_key, mapping) == 0 ? 0 : -1;
 }
 
-bool vzcaps_platform_spawn_init(bool *library_has_arm64e)
+bool vzcaps_platform_library_has_arm64e(void)
 {
-    /* the library's own file: its slices (read once, here) */
+    /* the library's own file: its slices */
     Dl_info info;
     unsigned char head[VZCAPS_SLICES_HEAD];
     ssize_t n = -1;
-    int fd = dladdr((const void *)vzcaps_platform_spawn_init, &info) && info.dli_fname ? open(info.dli_fname, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) : -1;
+    int fd = dladdr((const void *)vzcaps_platform_library_has_arm64e, &info) && info.dli_fname ? open(info.dli_fname, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY) : -1;
     if (fd >= 0) {
         n = read(fd, head, sizeof head);
         close(fd);
     }
     enum vzcaps_slices sl = n > 0 ? vzcaps_slices_of(head, (size_t)n, 0) : VZCAPS_SLICES_NONE_KNOWN;
-    *library_has_arm64e = sl == VZCAPS_SLICES_ARM64E_ONLY || sl == VZCAPS_SLICES_UNIVERSAL;
+    return sl == VZCAPS_SLICES_ARM64E_ONLY || sl == VZCAPS_SLICES_UNIVERSAL;
+}
+
+bool vzcaps_platform_spawn_init(void)
+{
     scratch_key_made = pthread_key_create(&scratch_key, scratch_free) == 0;
     return scratch_key_made;
 }

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <spawn.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -58,21 +59,23 @@ char ***vzcaps_platform_environ(void)
 }
 
 typedef id (*factory_fn)(void);
-static factory_fn real_create;
+static _Atomic(factory_fn) real_create;
 
 void vzcaps_platform_trigger_install(void)
 {
-    real_create = (factory_fn)(void (*)(void))dlsym(RTLD_NEXT, "MTLCreateSystemDefaultDevice");
+    /* the real factory is looked up at the first call: a process without a device never pays it */
 }
 
 /* Preempts the stand-in Metal library's factory; forwards, then hooks the device's class. */
 __attribute__((visibility("default"))) id MTLCreateSystemDefaultDevice(void);
 id MTLCreateSystemDefaultDevice(void)
 {
-    factory_fn real = real_create;
+    factory_fn real = atomic_load_explicit(&real_create, memory_order_relaxed);
     int saved = errno;
-    if (!real) /* stock process, or Metal loaded after the constructor */
+    if (!real) { /* the first call (any thread may look it up: the same answer) */
         real = (factory_fn)(void (*)(void))dlsym(RTLD_NEXT, "MTLCreateSystemDefaultDevice");
+        atomic_store_explicit(&real_create, real, memory_order_relaxed);
+    }
     errno = saved;
     if (!real)
         return nil;
@@ -98,7 +101,7 @@ void __objc_exec_class(void *module)
     if (real)
         real(module);
     saved = errno;
-    if (vzcaps_effective.state == VZCAPS_ENABLED)
+    if (vzcaps_effective->state == VZCAPS_ENABLED)
         vzcaps_hooks_watch_base_class();
     errno = saved;
 }
@@ -160,9 +163,13 @@ typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t 
                         char *const[]);
 static spawn_fn real_spawn, real_spawnp;
 
-bool vzcaps_platform_spawn_init(bool *library_has_arm64e)
+bool vzcaps_platform_library_has_arm64e(void)
 {
-    *library_has_arm64e = false; /* ELF: no slices */
+    return false; /* ELF: no slices */
+}
+
+bool vzcaps_platform_spawn_init(void)
+{
     scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
     if (scratch_key_ok && scratch_key >= GLIBC_KEYS_IN_THREAD) {
         pthread_key_delete(scratch_key);

@@ -42,18 +42,20 @@ def chip_table_byte(raw, img):
 
 
 def supports_family_return(raw, img):
-    """The last cset of the replacement supportsFamily: (the profile's answer) inverted."""
+    """The profile's answer in the first class entry's supportsFamily: inverted: the branch on
+    the family table's byte (cbz <-> cbnz), so a claimed family gets the stock answer and an
+    unclaimed one YES."""
     names = {v: k for k, v in img.symbols().items()}
-    a = names["_replaced_supports_family"]
+    a = names["_family_s0"]
     starts = sorted(img.function_starts())
     e = starts[starts.index(a) + 1]
     t = img.section("__TEXT", "__text")
     off = t.offset + a - t.virtual_address
     md = capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
-    csets = [i for i in md.disasm(img.slice_bytes[off:off + e - a], a) if i.mnemonic == "cset"]
-    i = csets[-1]
+    code = list(md.disasm(img.slice_bytes[off:off + e - a], a))
+    i = next(c for p, c in zip(code, code[1:]) if p.mnemonic == "ldrb" and c.mnemonic in ("cbz", "cbnz"))
     at = t.offset + i.address - t.virtual_address
-    word = struct.unpack_from("<I", img.slice_bytes, at)[0] ^ 0x1000  # the condition's low bit: ne <-> eq
+    word = struct.unpack_from("<I", img.slice_bytes, at)[0] ^ (1 << 24)  # CBZ <-> CBNZ
     return _patch(raw, _slice_offset(raw, img) + at, struct.pack("<I", word)), f"{i.mnemonic} {i.op_str} at {i.address:#x} inverted"
 
 
