@@ -1,0 +1,172 @@
+"""Real Metal clients from the package registries, run in one emulated process with the shipped
+library (tests/emu/test_clients.py; docs/clients.md is written from this run).
+
+A client build is a set of Mach-O images from a pinned registry archive (scripts/install-deps
+fetches it into ~/.cache/vzcaps/clients and checks its SHA-256). `run(build, env, host)` makes
+the process: the library inserted and started (its initializer), then the client's images
+mapped at their own bases and bound across each other and the stand-ins (machoemu.LoaderMixin,
+frameworks.py), their initializers run, and the client entered the way its own loader enters it.
+What the client said (its log lines) and asked (every supportsFamily: it sent, from which image)
+is returned.
+"""
+import os
+import pathlib
+import re
+
+import frameworks
+from unicorn.arm64_const import UC_ARM64_REG_X30
+from process import Process, image
+
+CACHE = pathlib.Path(os.environ.get("XDG_CACHE_HOME") or pathlib.Path.home() / ".cache") / "vzcaps" / "clients"
+NODE = "/Users/me/app/node_modules"
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+LIB = pathlib.Path(os.environ.get("VZCAPS_EMU_LIB") or ROOT / "dist" / "libvzcaps.dylib")
+
+
+class Build:
+    """One client build: name, package, version, what it carries (ggml's version), the archive's
+    file name in the cache, its images (archive path, dependencies first) and how it is entered."""
+
+    def __init__(self, key, client, package, version, carries, archive, images, entry, guest_dir):
+        self.key, self.client, self.package, self.version, self.carries = key, client, package, version, carries
+        self.archive, self.images, self.entry, self.guest_dir = archive, images, entry, guest_dir
+
+    def extracted(self):
+        return CACHE / self.archive.replace(".tgz", "").replace(".whl", "")
+
+    def available(self):
+        return all((self.extracted() / p).is_file() for p in self.images)
+
+    def guest_path(self, p):
+        return f"{self.guest_dir}/{p.rsplit('/', 1)[-1]}"
+
+
+BUILDS = [
+    Build("nlc-3.21.1", "node-llama-cpp (llama.cpp)", "@node-llama-cpp/mac-arm64-metal", "3.21.1", "ggml 0.23.0",
+          "node-llama-cpp-mac-arm64-metal-3.21.1.tgz",
+          ["package/bins/mac-arm64-metal/libggml-base.dylib", "package/bins/mac-arm64-metal/libggml-metal.so"],
+          "backend_init", f"{NODE}/@node-llama-cpp/mac-arm64-metal/bins/mac-arm64-metal"),
+]
+
+
+# ---- what each client's own gates predict --------------------------------------------------
+# The families the library answers per host (docs: /work/shared/METAL-FACTS.md "Apple1 ..
+# Apple10", and the project's rule "Apple family up to the host's; never Metal3/Metal4 by
+# default"): stock's answers plus Apple1 .. the host's family.
+STOCK = {1001, 1002, 1003, 1004, 1005, 2002, 3001, 3002, 3003}
+HOSTS = {"Apple M1": 1007, "Apple M2": 1008, "Apple M3 Max": 1009, "Apple M5": 1010}
+
+
+def answered(host_family):
+    return STOCK | set(range(1001, host_family + 1)) if host_family else set(STOCK)
+
+
+# ggml_metal_device_init's gates, ggml 0.23.0's ggml/src/ggml-metal/ggml-metal-device.m as
+# vendored by llama-cpp-python 0.3.36 (the sdist scripts/check-gates pins and caches; the
+# npm build carries the same log formats, checked by test_clients.py). Each value: the line
+# ggml prints, the rule over the answered families F, where the rule is.
+GATES_DEVICE_M = {
+    "simdgroup reduction": (lambda F, name: 1007 in F or 5001 in F, "ggml-metal-device.m:1133-1134 (Apple7 or Metal3)"),
+    "simdgroup matrix mul.": (lambda F, name: 1007 in F, "ggml-metal-device.m:1136 (Apple7)"),
+    "has bfloat": (lambda F, name: 5001 in F or 1006 in F, "ggml-metal-device.m:1139-1140 (Metal3 or Apple6)"),
+    "has tensor": (lambda F, name: 5002 in F and any(k in name for k in ("M5", "M6", "A19", "A20")),
+                   "ggml-metal-device.m:1145-1161 (Metal4 and a device name with M5, M6, A19 or A20)"),
+}
+FAMILY_DEVICE_M = "ggml-metal-device.m:1329-1332 (the highest Apple1+20 .. Apple1 the device supports)"
+GATES = {"nlc-3.21.1": (GATES_DEVICE_M, FAMILY_DEVICE_M)}
+
+
+def predict(build, families, name="Apple Paravirtual device"):
+    """{label: "true"/"false", "family": N} that the build's gates give for the families."""
+    gates, _ = GATES[build.key]
+    out = {label: "true" if rule(families, name) else "false" for label, (rule, _) in gates.items()}
+    out["family"] = max(f for f in families if 1001 <= f <= 1021)
+    return out
+
+
+class Run:
+    def __init__(self, p, logs, sends, selectors):
+        self.p, self.logs, self.sends, self.selectors = p, logs, sends, selectors
+
+    @property
+    def text(self):
+        return "".join(self.logs)
+
+    def value(self, label):
+        """The value a ggml line `...: <label> = <value>` printed, or None."""
+        m = re.search(r"%s\s*= (\S+)" % re.escape(label), self.text)
+        return m.group(1) if m else None
+
+    def family(self):
+        """The Apple family ggml printed (`GPU family: MTLGPUFamilyAppleN  (100N)`), or None."""
+        m = re.search(r"GPU family: MTLGPUFamilyApple\d+\s+\((\d+)\)", self.text)
+        return int(m.group(1)) if m else None
+
+    def observed(self, build):
+        out = {label: self.value(label) for label in GATES[build.key][0]}
+        out["family"] = self.family()
+        return out
+
+    def families_asked(self):
+        return sorted({f for f, _ in self.sends})
+
+    def callers(self):
+        return sorted({c for _, c in self.sends})
+
+
+def trace_sends(p):
+    """Wraps objc_msgSend's stand-in: every supportsFamily: a client image sends, with the family
+    and the image its return address lies in (what the library's caller scope sees)."""
+    sends, selectors, d, m = [], set(), p.d, p.m
+    inner = m.standins["_objc_msgSend"]
+    sel = d.objc.sel("supportsFamily:")
+    device = d.objc.classes["_MTLDevice"]
+
+    def is_device(obj):
+        c = d.objc.class_of(obj) if obj else None
+        while c and c is not device:
+            c = c.sup
+        return c is device
+
+    def traced(mm, obj, s, *a):
+        li = mm.loaded_at(mm.uc.reg_read(UC_ARM64_REG_X30))
+        if li and is_device(obj):
+            selectors.add(d.objc.sel_names.get(s, "?"))
+            if s == sel:
+                sends.append((a[0] if a[0] < 2**63 else a[0] - 2**64, li.name))
+        return inner(mm, obj, s, *a)
+    m.standin("_objc_msgSend", traced)
+    return sends, selectors
+
+
+def run(build, env, host=None, fail_compile=False, lib=None):
+    """One process: lib (an Image; the shipped library when None) inserted, the build loaded
+    and entered; fail_compile makes every newLibraryWithSource: fail."""
+    p = Process(lib or image(str(LIB)), env, argv=("node", "app.js"), exe="/usr/local/bin/node",
+                host=host or {"brand": None, "memsize": 16 << 30, "translated": None})
+    fw = frameworks.install(p.d)
+    fw.fail_compile = fail_compile
+    sends, selectors = trace_sends(p)
+    p.start()
+    envp = p.m.u64(p.d.environ_var)
+    loaded = [p.m.add_image(image(str(build.extracted() / rel)), build.guest_path(rel)) for rel in build.images]
+    for li in loaded:
+        p.m.start_image(li, envp=envp)
+    logs = []
+    ENTRIES[build.entry](p, loaded, logs)
+    return Run(p, logs, sends, selectors)
+
+
+def enter_backend_init(p, loaded, logs):
+    """ggml's loader (ggml-backend-reg.cpp: ggml_backend_load_best): the process sets its log
+    callback in ggml-base (ggml_log_set), then dlopens the backend and calls its
+    ggml_backend_init, which makes the Metal device."""
+    m = p.m
+    base, metal = loaded[0], loaded[-1]
+    cb = m.slot("ggml log callback", lambda mm, level, text, user, *_: logs.append(mm.cstr(text).decode("utf-8", "replace")))
+    m.call(base.exports["_ggml_log_set"], cb, 0, image="node")
+    reg = m.call(metal.exports["_ggml_backend_init"], image="node")
+    return reg
+
+
+ENTRIES = {"backend_init": enter_backend_init}
