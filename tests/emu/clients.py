@@ -46,6 +46,9 @@ BUILDS = [
           "node-llama-cpp-mac-arm64-metal-3.21.1.tgz",
           ["package/bins/mac-arm64-metal/libggml-base.dylib", "package/bins/mac-arm64-metal/libggml-metal.so"],
           "backend_init", f"{NODE}/@node-llama-cpp/mac-arm64-metal/bins/mac-arm64-metal"),
+    Build("nlc-3.1.1", "node-llama-cpp (llama.cpp)", "@node-llama-cpp/mac-arm64-metal", "3.1.1", "llama.cpp b3889 (one-file ggml-metal.m)",
+          "node-llama-cpp-mac-arm64-metal-3.1.1.tgz", ["package/bins/mac-arm64-metal/libggml.dylib"],
+          "metal_init", f"{NODE}/@node-llama-cpp/mac-arm64-metal/bins/mac-arm64-metal"),
 ]
 
 
@@ -73,12 +76,30 @@ GATES_DEVICE_M = {
                    "ggml-metal-device.m:1145-1161 (Metal4 and a device name with M5, M6, A19 or A20)"),
 }
 FAMILY_DEVICE_M = "ggml-metal-device.m:1329-1332 (the highest Apple1+20 .. Apple1 the device supports)"
-GATES = {"nlc-3.21.1": (GATES_DEVICE_M, FAMILY_DEVICE_M)}
+# The one-file era: ggml_metal_init's gates, ggml/src/ggml-metal.m as vendored by
+# llama-cpp-python 0.3.1 (PyPI sdist of 2024-09-29, SHA-256 75ec8374...9004; the npm build is
+# llama.cpp b3889 of the following week, and carries the same log formats, checked below).
+GATES_METAL_M = {
+    "simdgroup reduction support": (lambda F, name: 1007 in F or 5001 in F, "ggml-metal.m:449-450 (Apple7 or Metal3)"),
+    "simdgroup matrix mul. support": (lambda F, name: 1007 in F, "ggml-metal.m:452 (Apple7)"),
+}
+FAMILY_METAL_M = "ggml-metal.m:423-429 (the highest Apple1+20 .. Apple1 the device supports)"
+GATES = {"nlc-3.21.1": (GATES_DEVICE_M, FAMILY_DEVICE_M), "nlc-3.1.1": (GATES_METAL_M, FAMILY_METAL_M)}
+# what a failing newLibraryWithSource: does to the start-up: ggml-metal-device.m:1311-1314 logs
+# "failed to create library" and goes on (the families are still printed); ggml-metal.m:409-412
+# returns NULL before its family lines (418-455), and ggml_backend_metal_init says "failed to
+# allocate context" (3444): nothing is printed
+COMPILE_FAILURE_ABORTS = {"nlc-3.21.1": False, "nlc-3.1.1": True}
+# the families each build's gates read (every case must see the client ask each of them)
+GATE_FAMILIES = {"nlc-3.21.1": {1006, 1007, 5001, 5002}, "nlc-3.1.1": {1007, 5001}}
 
 
-def predict(build, families, name="Apple Paravirtual device"):
-    """{label: "true"/"false", "family": N} that the build's gates give for the families."""
+def predict(build, families, name="Apple Paravirtual device", compile_fails=False):
+    """{label: "true"/"false", "family": N} that the build's gates give for the families (all
+    None when a failing compile ends the start-up before the lines)."""
     gates, _ = GATES[build.key]
+    if compile_fails and COMPILE_FAILURE_ABORTS[build.key]:
+        return {**{label: None for label in gates}, "family": None}
     out = {label: "true" if rule(families, name) else "false" for label, (rule, _) in gates.items()}
     out["family"] = max(f for f in families if 1001 <= f <= 1021)
     return out
@@ -169,4 +190,13 @@ def enter_backend_init(p, loaded, logs):
     return reg
 
 
-ENTRIES = {"backend_init": enter_backend_init}
+def enter_metal_init(p, loaded, logs):
+    """The one-file era (llama.cpp b3889): llama.cpp sets ggml's log callback (ggml_log_set) and
+    makes the Metal backend with ggml_backend_metal_init, which runs ggml_metal_init."""
+    m, ggml = p.m, loaded[-1]
+    cb = m.slot("ggml log callback", lambda mm, level, text, user, *_: logs.append(mm.cstr(text).decode("utf-8", "replace")))
+    m.call(ggml.exports["_ggml_log_set"], cb, 0, image="node")
+    return m.call(ggml.exports["_ggml_backend_metal_init"], image="node")
+
+
+ENTRIES = {"backend_init": enter_backend_init, "metal_init": enter_metal_init}

@@ -125,7 +125,8 @@ class Frameworks:
         meth("NSMutableArray", "count", lambda m, o, s, *_: len(S(o).get("items", [])), "Q16@0:8")
         for sel in ("objectAtIndex:", "objectAtIndexedSubscript:"):
             meth("NSMutableArray", sel, lambda m, o, s, i, *_: S(o)["items"][i])
-        meth("NSMutableArray", "countByEnumeratingWithState:objects:count:", self.enumerate, "Q40@0:8^v16^@24Q32")
+        for cls in ("NSMutableArray", "NSArray"):  # NSArray: MTLCopyAllDevices's answer (darwin.Metal)
+            meth(cls, "countByEnumeratingWithState:objects:count:", self.enumerate, "Q40@0:8^v16^@24Q32")
         cmeth("NSNumber", "numberWithInt:", lambda m, c, s, v, *_: self.new("NSNumber", v=v & 0xFFFFFFFF))
         meth("NSNumber", "intValue", lambda m, o, s, *_: S(o).get("v", 0), "i16@0:8")
         meth("NSLock", "lock", lambda m, o, s, *_: None, "v16@0:8")
@@ -134,6 +135,9 @@ class Frameworks:
         for sel in ("localizedDescription", "description"):
             meth("NSError", sel, lambda m, o, s, *_: S(o)["desc"])
         meth("NSBlock", "copy", lambda m, o, s, *_: o)
+        rt.add_class("NSBundle", "NSObject")
+        cmeth("NSBundle", "bundleForClass:", lambda m, c, s, k, *_: self.new("NSBundle"))
+        meth("NSBundle", "pathForResource:ofType:", lambda m, o, s, *_: 0)
         # Metal objects a device start-up makes (Metal's documented API, no GPU behind it)
         meth("MTLCompileOptions", "setPreprocessorMacros:", lambda m, o, s, x, *_: S(o).__setitem__("macros", x), "v24@0:8@16")
         meth("MTLCompileOptions", "setLanguageVersion:", lambda m, o, s, x, *_: S(o).__setitem__("lang", x), "v24@0:8Q16")
@@ -144,6 +148,9 @@ class Frameworks:
         meth("MTLResidencySet", "requestResidency", lambda m, o, s, *_: None, "v16@0:8")
         meth("MTLResidencySet", "addAllocation:", lambda m, o, s, *_: None, "v24@0:8@16")
         meth("MTLResidencySet", "commit", lambda m, o, s, *_: None, "v16@0:8")
+        rt.add_class("MTLComputePipelineState", "NSObject")
+        meth("MTLComputePipelineState", "maxTotalThreadsPerThreadgroup", lambda m, o, s, *_: 1024, "Q16@0:8")
+        meth("MTLComputePipelineState", "threadExecutionWidth", lambda m, o, s, *_: 32, "Q16@0:8")
         meth("MTLBuffer", "contents", lambda m, o, s, *_: S(o)["contents"], "^v16@0:8")
         meth("MTLBuffer", "length", lambda m, o, s, *_: S(o)["length"], "Q16@0:8")
         # command queues, buffers and encoders: made and ended, nothing executes (no GPU)
@@ -206,6 +213,7 @@ class Frameworks:
         meth("newLibraryWithSource:options:error:", self.new_library, "@40@0:8@16@24^@32")
         meth("newBufferWithLength:options:", lambda m, o, s, n, opt, *_: self.new("MTLBuffer", length=n, contents=m.alloc(min(n, 1 << 20))))
         meth("newSharedEvent", lambda m, o, s, *_: self.new("NSObject"))
+        meth("newComputePipelineStateWithFunction:error:", lambda m, o, s, f, err, *_: self.new("MTLComputePipelineState"))
 
     def new_library(self, m, dev, sel, src, options, err, *_):
         """-[MTLDevice newLibraryWithSource:options:error:]: records the source's size and the
@@ -229,6 +237,8 @@ class Frameworks:
         S("_objc_alloc", lambda m, c, *_: rt.send(c, "alloc", image="libobjc") if c else 0)
         S("_objc_alloc_init", lambda m, c, *_: rt.send(rt.send(c, "alloc", image="libobjc"), "init", image="libobjc") if c else 0)
         S("_objc_opt_new", lambda m, c, *_: rt.send(c, "new", image="libobjc") if c else 0)
+        # objc_opt_class: [obj class] (NSObject.mm): a class answers itself, an object its class
+        S("_objc_opt_class", lambda m, o, *_: (o if rt.by_addr.get(o) is not None else m.u64(o)) if o else 0)
         S("_objc_retain", lambda m, o, *_: o)
         S("_objc_release", lambda m, o, *_: None)
         S("_objc_autorelease", lambda m, o, *_: o)
