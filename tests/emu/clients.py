@@ -32,7 +32,7 @@ class Build:
         self.archive, self.images, self.entry, self.guest_dir = archive, images, entry, guest_dir
 
     def extracted(self):
-        return CACHE / self.archive.replace(".tgz", "").replace(".whl", "")
+        return CACHE / self.archive.replace(".tgz", "").replace(".whl", "").replace("-cp312-cp312", "-cp312")
 
     def available(self):
         return all((self.extracted() / p).is_file() for p in self.images)
@@ -46,6 +46,10 @@ BUILDS = [
           "node-llama-cpp-mac-arm64-metal-3.21.1.tgz",
           ["package/bins/mac-arm64-metal/libggml-base.dylib", "package/bins/mac-arm64-metal/libggml-metal.so"],
           "backend_init", f"{NODE}/@node-llama-cpp/mac-arm64-metal/bins/mac-arm64-metal"),
+    Build("pywhispercpp-1.5.1", "whisper.cpp (pywhispercpp)", "pywhispercpp", "1.5.1", "whisper.cpp 1.8.5, ggml 0.13.1",
+          "pywhispercpp-1.5.1-cp312-macosx_11_0_arm64.whl",
+          ["pywhispercpp/.dylibs/libggml-base.0.13.1.dylib", "pywhispercpp/.dylibs/libggml-metal.0.13.1.dylib"],
+          "metal_reg", "/Users/me/venv/lib/python3.12/site-packages/pywhispercpp/.dylibs"),
     Build("nlc-3.1.1", "node-llama-cpp (llama.cpp)", "@node-llama-cpp/mac-arm64-metal", "3.1.1", "llama.cpp b3889 (one-file ggml-metal.m)",
           "node-llama-cpp-mac-arm64-metal-3.1.1.tgz", ["package/bins/mac-arm64-metal/libggml.dylib"],
           "metal_init", f"{NODE}/@node-llama-cpp/mac-arm64-metal/bins/mac-arm64-metal"),
@@ -84,14 +88,24 @@ GATES_METAL_M = {
     "simdgroup matrix mul. support": (lambda F, name: 1007 in F, "ggml-metal.m:452 (Apple7)"),
 }
 FAMILY_METAL_M = "ggml-metal.m:423-429 (the highest Apple1+20 .. Apple1 the device supports)"
-GATES = {"nlc-3.21.1": (GATES_DEVICE_M, FAMILY_DEVICE_M), "nlc-3.1.1": (GATES_METAL_M, FAMILY_METAL_M)}
+# whisper.cpp's copy of the same file, as pywhispercpp 1.5.1's sdist carries it (the one
+# scripts/check-gates pins): the same rules at its own lines
+GATES_WHISPER = {
+    "simdgroup reduction": (GATES_DEVICE_M["simdgroup reduction"][0], "ggml-metal-device.m:692-693 (Apple7 or Metal3)"),
+    "simdgroup matrix mul.": (GATES_DEVICE_M["simdgroup matrix mul."][0], "ggml-metal-device.m:695 (Apple7)"),
+    "has bfloat": (GATES_DEVICE_M["has bfloat"][0], "ggml-metal-device.m:698-699 (Metal3 or Apple6)"),
+    "has tensor": (GATES_DEVICE_M["has tensor"][0], "ggml-metal-device.m:704-720 (Metal4 and an M5, M6, A19 or A20 name)"),
+}
+FAMILY_WHISPER = "ggml-metal-device.m:875-877 (the highest Apple1+20 .. Apple1 the device supports)"
+GATES = {"nlc-3.21.1": (GATES_DEVICE_M, FAMILY_DEVICE_M), "nlc-3.1.1": (GATES_METAL_M, FAMILY_METAL_M),
+         "pywhispercpp-1.5.1": (GATES_WHISPER, FAMILY_WHISPER)}
 # what a failing newLibraryWithSource: does to the start-up: ggml-metal-device.m:1311-1314 logs
 # "failed to create library" and goes on (the families are still printed); ggml-metal.m:409-412
 # returns NULL before its family lines (418-455), and ggml_backend_metal_init says "failed to
 # allocate context" (3444): nothing is printed
-COMPILE_FAILURE_ABORTS = {"nlc-3.21.1": False, "nlc-3.1.1": True}
+COMPILE_FAILURE_ABORTS = {"nlc-3.21.1": False, "nlc-3.1.1": True, "pywhispercpp-1.5.1": False}  # whisper: 857-859
 # the families each build's gates read (every case must see the client ask each of them)
-GATE_FAMILIES = {"nlc-3.21.1": {1006, 1007, 5001, 5002}, "nlc-3.1.1": {1007, 5001}}
+GATE_FAMILIES = {"nlc-3.21.1": {1006, 1007, 5001, 5002}, "nlc-3.1.1": {1007, 5001}, "pywhispercpp-1.5.1": {1006, 1007, 5001, 5002}}
 
 
 def predict(build, families, name="Apple Paravirtual device", compile_fails=False):
@@ -199,4 +213,15 @@ def enter_metal_init(p, loaded, logs):
     return m.call(ggml.exports["_ggml_backend_metal_init"], image="node")
 
 
-ENTRIES = {"backend_init": enter_backend_init, "metal_init": enter_metal_init}
+def enter_metal_reg(p, loaded, logs):
+    """ggml linked as libraries (whisper.cpp in pywhispercpp): whisper_init's backend set-up
+    sets ggml's log callback and registers the Metal backend (ggml_backend_metal_reg, as
+    ggml-backend-reg.cpp's static registry does), which makes the Metal device."""
+    m = p.m
+    log_set = next(li.exports["_ggml_log_set"] for li in loaded if "_ggml_log_set" in li.exports)
+    cb = m.slot("ggml log callback", lambda mm, level, text, user, *_: logs.append(mm.cstr(text).decode("utf-8", "replace")))
+    m.call(log_set, cb, 0, image="python3")
+    return m.call(loaded[-1].exports["_ggml_backend_metal_reg"], image="python3")
+
+
+ENTRIES = {"backend_init": enter_backend_init, "metal_init": enter_metal_init, "metal_reg": enter_metal_reg}

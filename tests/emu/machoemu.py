@@ -238,7 +238,8 @@ class Loaded:
         last component, as dyld finds it along LC_RPATH)."""
         if install_name in (self.install, self.path):
             return True
-        return install_name.startswith("@") and install_name.rsplit("/", 1)[-1] == (self.install or self.path).rsplit("/", 1)[-1]
+        last = install_name.rsplit("/", 1)[-1]
+        return install_name.startswith("@") and last in ((self.install or "").rsplit("/", 1)[-1], self.name)
 
 
 class Unresolved(MissingStandin):
