@@ -50,6 +50,10 @@ BUILDS = [
           "pywhispercpp-1.5.1-cp312-macosx_11_0_arm64.whl",
           ["pywhispercpp/.dylibs/libggml-base.0.13.1.dylib", "pywhispercpp/.dylibs/libggml-metal.0.13.1.dylib"],
           "metal_reg", "/Users/me/venv/lib/python3.12/site-packages/pywhispercpp/.dylibs"),
+    Build("napi-whisper-0.0.4", "whisper.cpp (@napi-rs/whisper, a Rust Node addon)", "@napi-rs/whisper-darwin-arm64", "0.0.4",
+          "whisper.cpp of early 2025 (ggml-metal.m with bfloat), linked in",
+          "napi-rs-whisper-darwin-arm64-0.0.4.tgz", ["package/whisper.darwin-arm64.node"],
+          "metal_init_local", "/Users/me/app/node_modules/@napi-rs/whisper-darwin-arm64"),
     Build("nlc-3.1.1", "node-llama-cpp (llama.cpp)", "@node-llama-cpp/mac-arm64-metal", "3.1.1", "llama.cpp b3889 (one-file ggml-metal.m)",
           "node-llama-cpp-mac-arm64-metal-3.1.1.tgz", ["package/bins/mac-arm64-metal/libggml.dylib"],
           "metal_init", f"{NODE}/@node-llama-cpp/mac-arm64-metal/bins/mac-arm64-metal"),
@@ -97,15 +101,28 @@ GATES_WHISPER = {
     "has tensor": (GATES_DEVICE_M["has tensor"][0], "ggml-metal-device.m:704-720 (Metal4 and an M5, M6, A19 or A20 name)"),
 }
 FAMILY_WHISPER = "ggml-metal-device.m:875-877 (the highest Apple1+20 .. Apple1 the device supports)"
-GATES = {"nlc-3.21.1": (GATES_DEVICE_M, FAMILY_DEVICE_M), "nlc-3.1.1": (GATES_METAL_M, FAMILY_METAL_M),
+# The era between (ggml-metal.m with bfloat, ggml linked into the client): ggml/src/ggml-metal/
+# ggml-metal.m as pywhispercpp 1.3.1's sdist carries it (PyPI, 2025-05-21, SHA-256
+# c1a4eecf...7364; the npm build's copy sits at ggml/src/ggml-metal.m, the same rules)
+GATES_MID = {
+    "simdgroup reduction": (GATES_DEVICE_M["simdgroup reduction"][0], "ggml-metal.m:63-64 (Apple7 or Metal3)"),
+    "simdgroup matrix mul.": (GATES_DEVICE_M["simdgroup matrix mul."][0], "ggml-metal.m:66 (Apple7)"),
+    "has bfloat": (GATES_DEVICE_M["has bfloat"][0], "ggml-metal.m:68-69 (Metal3 or Apple6)"),
+}
+FAMILY_MID = "ggml-metal.m:628-630 (the highest Apple1+20 .. Apple1 the device supports)"
+GATES = {"nlc-3.21.1": (GATES_DEVICE_M, FAMILY_DEVICE_M), "napi-whisper-0.0.4": (GATES_MID, FAMILY_MID), "nlc-3.1.1": (GATES_METAL_M, FAMILY_METAL_M),
          "pywhispercpp-1.5.1": (GATES_WHISPER, FAMILY_WHISPER)}
 # what a failing newLibraryWithSource: does to the start-up: ggml-metal-device.m:1311-1314 logs
 # "failed to create library" and goes on (the families are still printed); ggml-metal.m:409-412
 # returns NULL before its family lines (418-455), and ggml_backend_metal_init says "failed to
 # allocate context" (3444): nothing is printed
-COMPILE_FAILURE_ABORTS = {"nlc-3.21.1": False, "nlc-3.1.1": True, "pywhispercpp-1.5.1": False}  # whisper: 857-859
+# the era between: ggml-metal.m:605-608 returns NULL before its family lines (628), 4567 says so
+COMPILE_FAILURE_ABORTS = {"napi-whisper-0.0.4": True, "nlc-3.21.1": False, "nlc-3.1.1": True, "pywhispercpp-1.5.1": False}  # whisper: 857-859
+# where the library's options get GGML_METAL_HAS_BF16 from has_bfloat (the era between defines
+# GGML_METAL_USE_BF16 only when built with it: not a gate)
+BF16_MACRO = {"nlc-3.21.1": "ggml-metal-device.m:456", "pywhispercpp-1.5.1": "ggml-metal-device.m:216-217"}
 # the families each build's gates read (every case must see the client ask each of them)
-GATE_FAMILIES = {"nlc-3.21.1": {1006, 1007, 5001, 5002}, "nlc-3.1.1": {1007, 5001}, "pywhispercpp-1.5.1": {1006, 1007, 5001, 5002}}
+GATE_FAMILIES = {"napi-whisper-0.0.4": {1006, 1007, 5001}, "nlc-3.21.1": {1006, 1007, 5001, 5002}, "nlc-3.1.1": {1007, 5001}, "pywhispercpp-1.5.1": {1006, 1007, 5001, 5002}}
 
 
 def predict(build, families, name="Apple Paravirtual device", compile_fails=False):
@@ -224,4 +241,14 @@ def enter_metal_reg(p, loaded, logs):
     return m.call(loaded[-1].exports["_ggml_backend_metal_reg"], image="python3")
 
 
-ENTRIES = {"backend_init": enter_backend_init, "metal_init": enter_metal_init, "metal_reg": enter_metal_reg}
+def enter_metal_init_local(p, loaded, logs):
+    """ggml linked into a Rust addon that exports only its module entry: whisper.cpp's start-up
+    (whisper_init_with_params -> whisper_backend_init_gpu) sets ggml's log callback and makes the
+    Metal backend with ggml_backend_metal_init; both are found in the image's symbol table."""
+    m, addon = p.m, loaded[-1]
+    cb = m.slot("ggml log callback", lambda mm, level, text, user, *_: logs.append(mm.cstr(text).decode("utf-8", "replace")))
+    m.call(addon.symbol("_ggml_log_set"), cb, 0, image="node")
+    return m.call(addon.symbol("_ggml_backend_metal_init"), image="node")
+
+
+ENTRIES = {"metal_init_local": enter_metal_init_local, "backend_init": enter_backend_init, "metal_init": enter_metal_init, "metal_reg": enter_metal_reg}

@@ -93,6 +93,8 @@ class Frameworks:
         cmeth("NSObject", "alloc", lambda m, c, s, *_: self.alloc(c))
         cmeth("NSObject", "new", lambda m, c, s, *_: rt.send(self.alloc(c), "init", image="libobjc"))
         meth("NSObject", "init", lambda m, o, s, *_: o)
+        cmeth("NSObject", "class", lambda m, c, s, *_: c)
+        meth("NSObject", "class", lambda m, o, s, *_: m.u64(o))
         for sel in ("retain", "autorelease"):
             meth("NSObject", sel, lambda m, o, s, *_: o)
         meth("NSObject", "release", lambda m, o, s, *_: None, "v16@0:8")
@@ -325,6 +327,26 @@ class Frameworks:
             return 0
         S("_dispatch_semaphore_wait", sem_wait)
 
+    def libm(self):
+        """Libm (Apple's libm, IEEE behaviour as C99 Annex F says) for what static initializers
+        of client images compute: tables of sines, exponentials, logarithms."""
+        import math
+        S = self.d.standin
+
+        def safe(f):
+            def g(x):
+                try:
+                    return f(x)
+                except (ValueError, OverflowError):
+                    return math.nan if x != x or x < 0 else math.inf
+            return g
+        S("___sincosf_stret", _libm(None, pair=True))
+        S("___sincos_stret", _libm(None, single=False, pair=True))
+        for name, f in (("exp", math.exp), ("log", math.log), ("log2", math.log2), ("sin", math.sin), ("cos", math.cos),
+                        ("sqrt", math.sqrt), ("tanh", math.tanh), ("exp2", lambda x: 2.0 ** x), ("log10", math.log10)):
+            S("_" + name, _libm(safe(f), single=False))
+            S("_" + name + "f", _libm(safe(f)))
+
     def cxx(self):
         S = self.d.standin
         # libc++abi: operator new/delete over malloc; static guards (cxa_guard.cpp: the first
@@ -337,6 +359,7 @@ class Frameworks:
         S("___cxa_guard_release", lambda m, g, *_: (m.write(g, b"\1"), None)[1])
         S("___cxa_guard_abort", lambda m, *_: None)
         S("___cxa_atexit", lambda m, f, a, dso, *_: (self.atexit.append((f, a)), 0)[1])
+        S("_atexit", lambda m, f, *_: (self.atexit.append((f, 0)), 0)[1])  # Libc stdlib/FreeBSD/atexit.c
         # libc++abi cxa_handlers.cpp: the terminate handler is a process-wide pointer
         handler = [0]
         S("__ZSt13get_terminatev", lambda m, *_: handler[0])
@@ -347,6 +370,50 @@ class Frameworks:
 
     def libc(self):
         S, d = self.d.standin, self.d
+
+        def tlv_bootstrap(m, desc, *_):
+            """A thread-local variable's address (dyld: threadLocalHelpers.s tlv_get_addr, and
+            threadLocalVariables.c): the descriptor {thunk, key, offset}; the one thread's block
+            is the image's __thread_data and __thread_bss template, made on first use."""
+            li = m.loaded_at(desc)
+            if li is None:
+                raise GuestFault(f"thread-local descriptor {desc:#x} outside every image")
+            if not hasattr(li, "tlv_block"):
+                secs = [x for x in (li.section("__DATA", "__thread_data"), li.section("__DATA", "__thread_bss")) if x]
+                lo = min(x.virtual_address for x in secs)
+                hi = max(x.virtual_address + x.size for x in secs)
+                li.tlv_block = m.alloc(hi - lo, 16)
+                m.write(li.tlv_block, b"\0" * (hi - lo))
+                data = li.section("__DATA", "__thread_data")
+                if data:
+                    m.write(li.tlv_block + data.virtual_address - lo, m.read(li.base + data.virtual_address, data.size))
+            return li.tlv_block + m.u64(desc + 16)
+        S("__tlv_bootstrap", tlv_bootstrap)
+        # Libc gen/FreeBSD/arc4random.c: bytes from the kernel's generator; fixed here so that
+        # a run is repeatable (nothing on the path depends on their values)
+        S("_arc4random_buf", lambda m, buf, n, *_: (m.write(buf, bytes((7 * i + 1) & 0xFF for i in range(n))), None)[1])
+        S("_arc4random", lambda m, *_: 0x5EED1234)
+        # CommonCrypto CommonRandom.c: CCRandomGenerateBytes fills the buffer, kCCSuccess (0)
+        self.libm()
+        S("_CCRandomGenerateBytes", lambda m, buf, n, *_: (m.write(buf, bytes((5 * i + 3) & 0xFF for i in range(n))), 0)[1])
+        small_mmap = self.m.standins["_mmap"]
+        far = [0x8_0000_0000]
+
+        def mmap(m, addr, n, prot, flags, fd, off, *_):
+            """mmap (xnu bsd/kern/kern_mman.c): anonymous mappings of a megabyte or more (an
+            allocator's arenas) get a region of their own, mapped zero-filled as the kernel's
+            pages are, so that a reservation costs nothing until touched; smaller ones as before."""
+            if not flags & 0x1000 or n < (1 << 20):
+                return small_mmap(m, addr, n, prot, flags, fd, off)
+            size = (n + 0xFFFF) & ~0xFFFF
+            a = far[0]
+            m.uc.mem_map(a, size)
+            far[0] += size + 0x10000
+            return a
+        S("_mmap", mmap)
+        S("_munmap", lambda m, *_: 0)
+        S("_madvise", lambda m, *_: 0)
+        S("___chkstk_darwin", lambda m, *_: None)  # Libc: a stack probe; the emulated stack is mapped whole
 
         def getenv(m, name, *_):
             """getenv (Libc stdlib/FreeBSD/getenv.c): the value's bytes inside environ."""
@@ -390,6 +457,12 @@ class Frameworks:
             return a
         S("_realloc", realloc)
         S("_memset", lambda m, dst, c, n, *_: (m.write(dst, bytes([c & 0xFF]) * n), dst)[1])
+        def strncpy(m, dst, src, n, *_):
+            """strncpy (Libc string/FreeBSD/strncpy.c): at most n bytes, NUL-padded to n."""
+            b = m.cstr(src, n)
+            m.write(dst, b + b"\0" * (n - len(b)))
+            return dst
+        S("_strncpy", strncpy)
         S("_memmove", lambda m, dst, src, n, *_: (m.write(dst, m.read(src, n)), dst)[1])
         S("_atoi", lambda m, p, *_: int((m.cstr(p).split() or [b"0"])[0].decode(errors="replace").lstrip("+") or 0) & 0xFFFFFFFF
           if m.cstr(p).strip()[:1].isdigit() else 0)
@@ -417,6 +490,38 @@ class Frameworks:
                     return li.exports[sym]
             return 0
         S("_dlsym", dlsym)
+
+
+def _libm(fn, single=True, pair=False):
+    """A libm function of one float (s0) or double (d0) (Apple's calling convention: floating
+    arguments and results in v registers): fn's result written to s0/d0, or (sin, cos) to s0
+    and s1 for __sincosf_stret (Libm: sincos returns both in registers)."""
+    import math
+    import struct as st
+    from unicorn.arm64_const import UC_ARM64_REG_D0, UC_ARM64_REG_D1, UC_ARM64_REG_S0, UC_ARM64_REG_S1
+    r0, r1 = (UC_ARM64_REG_S0, UC_ARM64_REG_S1) if single else (UC_ARM64_REG_D0, UC_ARM64_REG_D1)
+    fmt, mask = ("<f", 0xFFFFFFFF) if single else ("<d", 2**64 - 1)
+
+    def get(uc, r):
+        raw = uc.reg_read(r) & mask
+        return st.unpack(fmt, st.pack("<I" if single else "<Q", raw))[0]
+
+    def put(uc, r, v):
+        try:
+            raw = st.unpack("<I" if single else "<Q", st.pack(fmt, v))[0]
+        except OverflowError:
+            raw = st.unpack("<I" if single else "<Q", st.pack(fmt, math.inf))[0]
+        uc.reg_write(r, raw)
+
+    def standin(m, *_):
+        x = get(m.uc, r0)
+        if pair:
+            put(m.uc, r0, math.sin(x))
+            put(m.uc, r1, math.cos(x))
+        else:
+            put(m.uc, r0, fn(x))
+        return None
+    return standin
 
 
 def data_symbols(d):
@@ -460,7 +565,19 @@ def data_symbols(d):
     return provide
 
 
+def thread_area(d):
+    """The thread's TSD array, where TPIDRRO_EL0 points on Darwin arm64 (libpthread:
+    pthread_internals.h, tsd_private.h): slot 0 the thread itself; allocators such as mimalloc
+    read it for the thread's identity."""
+    from unicorn.arm64_const import UC_ARM64_REG_TPIDRRO_EL0
+    tsd = d.m.alloc(0x1000, 0x1000)
+    d.m.write(tsd, b"\0" * 0x1000)
+    d.m.put64(tsd, tsd)
+    d.m.uc.reg_write(UC_ARM64_REG_TPIDRRO_EL0, tsd)
+
+
 def install(d):
+    thread_area(d)
     f = Frameworks(d)
     f.install()
     d.m.data_provider = data_symbols(d)

@@ -233,6 +233,15 @@ class Loaded:
     def section(self, seg, name):
         return self.img.section(seg, name)
 
+    def symbol(self, name):
+        """An exported symbol's address, else a local one's from the symbol table (a client that
+        exports only its module entry keeps its functions' names there)."""
+        if name in self.exports:
+            return self.exports[name]
+        if not hasattr(self, "_locals"):
+            self._locals = {n: self.base + a for a, n in self.img.symbols().items()}
+        return self._locals[name]
+
     def answers_to(self, install_name):
         """Whether a dependency's install name is this image (an @rpath/@loader_path name by its
         last component, as dyld finds it along LC_RPATH)."""

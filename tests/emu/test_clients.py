@@ -78,12 +78,12 @@ def test_the_client_answers_as_its_gates_predict(b, name):
     assert clients.GATE_FAMILIES[b.key] <= set(r.families_asked()), r.families_asked()
 
 
-BF16 = [b for b in BUILDS if "has bfloat" in clients.GATES[b.key][0]]
+BF16 = [b for b in BUILDS if b.key in clients.BF16_MACRO]
 
 
 @pytest.mark.parametrize("b", BF16, ids=[b.key for b in BF16])
 def test_the_compile_options_follow_the_bfloat_gate(b):
-    """ggml-metal-device.m:456: GGML_METAL_HAS_BF16 is defined for its library when has_bfloat."""
+    """GGML_METAL_HAS_BF16 is defined for its library when has_bfloat (clients.BF16_MACRO)."""
     need(b)
     for name, want in (("stock", None), ("Apple M2", "1")):
         _, _, r = result(b, name)
