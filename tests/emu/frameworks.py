@@ -129,6 +129,7 @@ class Frameworks:
             meth("NSMutableArray", sel, lambda m, o, s, i, *_: S(o)["items"][i])
         for cls in ("NSMutableArray", "NSArray"):  # NSArray: MTLCopyAllDevices's answer (darwin.Metal)
             meth(cls, "countByEnumeratingWithState:objects:count:", self.enumerate, "Q40@0:8^v16^@24Q32")
+        meth("NSArray", "objectAtIndexedSubscript:", lambda m, o, s, i, *_: S(o)["items"][i])
         cmeth("NSNumber", "numberWithInt:", lambda m, c, s, v, *_: self.new("NSNumber", v=v & 0xFFFFFFFF))
         meth("NSNumber", "intValue", lambda m, o, s, *_: S(o).get("v", 0), "i16@0:8")
         meth("NSLock", "lock", lambda m, o, s, *_: None, "v16@0:8")
@@ -208,6 +209,7 @@ class Frameworks:
             rt.add_py_method(dev, sel, fn, types)
         meth("name", lambda m, o, s, *_: S(o).setdefault("name", self.nsstring(self.device_name)))
         meth("hasUnifiedMemory", lambda m, o, s, *_: 1, "c16@0:8")
+        meth("isLowPower", lambda m, o, s, *_: 0, "c16@0:8")
         meth("maxBufferLength", lambda m, o, s, *_: 4 << 30, "Q16@0:8")
         meth("location", lambda m, o, s, *_: 0, "Q16@0:8")  # MTLDeviceLocationBuiltIn
         meth("newCommandQueue", lambda m, o, s, *_: self.new("MTLCommandQueue"))

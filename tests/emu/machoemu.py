@@ -265,9 +265,12 @@ class LoaderMixin:
     def add_image(self, img, path):
         """Maps and fixes up img as path (dlopen's first half); initializers run on start_image."""
         self.loaded = getattr(self, "loaded", [])
-        li = Loaded(img, path, LOADED + LOADED_STEP * len(self.loaded))
-        if li.span[1] - li.base > LOADED_STEP:
-            raise ValueError(f"{path}: {li.span[1] - li.base:#x} bytes do not fit in {LOADED_STEP:#x}")
+        base = LOADED
+        if self.loaded:  # after the last image, on a LOADED_STEP boundary
+            base = (self.loaded[-1].span[1] + LOADED_STEP - 1) & ~(LOADED_STEP - 1)
+        li = Loaded(img, path, base)
+        if li.span[1] > SLOTS:
+            raise ValueError(f"{path}: {li.span[1] - li.base:#x} bytes do not fit below the stand-in cells at {SLOTS:#x}")
         self.loaded.append(li)
         protect = []
         for s in img.segments:
