@@ -25,14 +25,15 @@ LIB = pathlib.Path(os.environ.get("VZCAPS_EMU_LIB") or ROOT / "dist" / "libvzcap
 
 class Build:
     """One client build: name, package, version, what it carries (ggml's version), the archive's
-    file name in the cache, its images (archive path, dependencies first) and how it is entered."""
+    entry in the cache (scripts/fetch-clients' PINS), its images (archive path, dependencies first) and how it is entered."""
 
     def __init__(self, key, client, package, version, carries, archive, images, entry, guest_dir):
         self.key, self.client, self.package, self.version, self.carries = key, client, package, version, carries
         self.archive, self.images, self.entry, self.guest_dir = archive, images, entry, guest_dir
 
     def extracted(self):
-        return CACHE / self.archive.replace(".tgz", "").replace(".whl", "").replace("-cp312-cp312", "-cp312")
+        """Its directory in the cache: the archive's entry name in scripts/fetch-clients' PINS."""
+        return CACHE / self.archive
 
     def available(self):
         return all((self.extracted() / p).is_file() for p in self.images)
@@ -43,19 +44,19 @@ class Build:
 
 BUILDS = [
     Build("nlc-3.21.1", "node-llama-cpp (llama.cpp)", "@node-llama-cpp/mac-arm64-metal", "3.21.1", "ggml 0.23.0",
-          "node-llama-cpp-mac-arm64-metal-3.21.1.tgz",
+          "node-llama-cpp-mac-arm64-metal-3.21.1",
           ["package/bins/mac-arm64-metal/libggml-base.dylib", "package/bins/mac-arm64-metal/libggml-metal.so"],
           "backend_init", f"{NODE}/@node-llama-cpp/mac-arm64-metal/bins/mac-arm64-metal"),
     Build("pywhispercpp-1.5.1", "whisper.cpp (pywhispercpp)", "pywhispercpp", "1.5.1", "whisper.cpp 1.8.5, ggml 0.13.1",
-          "pywhispercpp-1.5.1-cp312-macosx_11_0_arm64.whl",
+          "pywhispercpp-1.5.1-cp312-macosx_11_0_arm64",
           ["pywhispercpp/.dylibs/libggml-base.0.13.1.dylib", "pywhispercpp/.dylibs/libggml-metal.0.13.1.dylib"],
           "metal_reg", "/Users/me/venv/lib/python3.12/site-packages/pywhispercpp/.dylibs"),
     Build("napi-whisper-0.0.4", "whisper.cpp (@napi-rs/whisper, a Rust Node addon)", "@napi-rs/whisper-darwin-arm64", "0.0.4",
           "whisper.cpp of early 2025 (ggml-metal.m with bfloat), linked in",
-          "napi-rs-whisper-darwin-arm64-0.0.4.tgz", ["package/whisper.darwin-arm64.node"],
+          "napi-rs-whisper-darwin-arm64-0.0.4", ["package/whisper.darwin-arm64.node"],
           "metal_init_local", "/Users/me/app/node_modules/@napi-rs/whisper-darwin-arm64"),
     Build("nlc-3.1.1", "node-llama-cpp (llama.cpp)", "@node-llama-cpp/mac-arm64-metal", "3.1.1", "llama.cpp b3889 (one-file ggml-metal.m)",
-          "node-llama-cpp-mac-arm64-metal-3.1.1.tgz", ["package/bins/mac-arm64-metal/libggml.dylib"],
+          "node-llama-cpp-mac-arm64-metal-3.1.1", ["package/bins/mac-arm64-metal/libggml.dylib"],
           "metal_init", f"{NODE}/@node-llama-cpp/mac-arm64-metal/bins/mac-arm64-metal"),
 ]
 

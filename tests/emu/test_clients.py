@@ -122,6 +122,22 @@ def test_the_one_file_era_skips_its_simdgroup_kernels_only_when_stock():
     assert result(b, "stock_callers names the client")[2].text.count("(not supported)") > 20
 
 
+def test_every_build_is_pinned_and_the_acceptance_spread_holds():
+    """Each build's cache entry is a pin of scripts/fetch-clients (what install-deps fetches),
+    and the set covers at least four builds from three packages, two ggml eras and whisper.cpp."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader("fetch_clients", str(ROOT / "scripts" / "fetch-clients"))
+    spec = importlib.util.spec_from_loader("fetch_clients", loader)
+    fc = importlib.util.module_from_spec(spec)
+    loader.exec_module(fc)
+    pins = {p[0]: (p[2], p[3]) for p in fc.PINS}
+    assert {b.archive: (b.package, b.version) for b in BUILDS}.items() <= pins.items()
+    assert len(BUILDS) >= 4 and len({b.package for b in BUILDS}) >= 3
+    assert any("whisper" in b.client for b in BUILDS)
+    assert {clients.GATES[b.key][1].split(":")[0] for b in BUILDS} >= {"ggml-metal.m", "ggml-metal-device.m"}
+
+
 def test_a_mutant_of_the_library_fails_a_client_case():
     """The library with supportsFamily:'s answer inverted (tests/emu/mutants.py): the M2 case's
     answers are no longer the gates' prediction."""
