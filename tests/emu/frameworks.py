@@ -6,6 +6,8 @@ behaviour) it follows. What they do is the smallest honest part: a block runs wh
 would have run it, a string is its bytes, a compile succeeds or fails as the case says; no GPU
 work is modelled.
 """
+import re
+
 from machoemu import GuestFault
 
 # libclosure: Block_private.h
@@ -466,8 +468,11 @@ class Frameworks:
             return dst
         S("_strncpy", strncpy)
         S("_memmove", lambda m, dst, src, n, *_: (m.write(dst, m.read(src, n)), dst)[1])
-        S("_atoi", lambda m, p, *_: int((m.cstr(p).split() or [b"0"])[0].decode(errors="replace").lstrip("+") or 0) & 0xFFFFFFFF
-          if m.cstr(p).strip()[:1].isdigit() else 0)
+        def atoi(m, p, *_):
+            """atoi (Libc stdlib/FreeBSD/atoi.c, strtol's rules): blanks, a sign, then digits."""
+            mo = re.match(rb"\s*([+-]?\d+)", m.cstr(p))
+            return int(mo.group(1)) & 0xFFFFFFFF if mo else 0
+        S("_atoi", atoi)
         S("_sysconf", lambda m, name, *_: 8 if name == 58 else 16384 if name == 29 else 0)  # _SC_NPROCESSORS_ONLN, _SC_PAGESIZE
         S("_usleep", lambda m, *_: 0)
         S("_clock", lambda m, *_: 0)

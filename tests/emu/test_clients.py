@@ -138,6 +138,17 @@ def test_every_build_is_pinned_and_the_acceptance_spread_holds():
     assert {clients.GATES[b.key][1].split(":")[0] for b in BUILDS} >= {"ggml-metal.m", "ggml-metal-device.m"}
 
 
+@pytest.mark.parametrize("value,seconds", [(" 30x", 30), ("-5", 180), ("abc", 180)])
+def test_the_client_reads_its_own_environment(value, seconds):
+    """getenv and atoi reach the client's code as Libc's do: ggml-metal-device.m's residency
+    keep-alive comes from GGML_METAL_RESIDENCY_KEEP_ALIVE_S through atoi (strtol's rules), and
+    what is not positive becomes 3*60 (ggml-metal-device.m:977-983 in llama-cpp-python 0.3.36's copy)."""
+    b = BUILDS[0]
+    need(b)
+    r = clients.run(b, {"GGML_METAL_RESIDENCY_KEEP_ALIVE_S": value})
+    assert f"(keep_alive = {seconds} s)" in r.text, r.text
+
+
 def test_a_mutant_of_the_library_fails_a_client_case():
     """The library with supportsFamily:'s answer inverted (tests/emu/mutants.py): the M2 case's
     answers are no longer the gates' prediction."""
