@@ -111,3 +111,51 @@ def test_usage():
     with pytest.raises(SystemExit) as e:
         load().main(["--bogus"])
     assert "usage: fetch-clients" in str(e.value)
+
+
+def whl(path, members):
+    """members: (name, bytes) for a regular file, (name, "->target") for a symbolic link."""
+    import zipfile
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data in members:
+            info = zipfile.ZipInfo(name)
+            if isinstance(data, str):
+                info.external_attr = (0o120777 << 16)
+                z.writestr(info, data[2:])
+            else:
+                info.external_attr = (0o100644 << 16)
+                z.writestr(info, data)
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize("member,why", [(None, None), (("pkg/libx.dylib", "->/etc/passwd"), "is a link"),
+                                        (("../evil.dylib", b"x"), "leaves the directory")])
+def test_a_wheel_is_extracted_with_the_same_refusals(tmp_path, monkeypatch, member, why):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    mod = load()
+    wheel = tmp_path / "pkg-1.0-py3-none-macosx_11_0_arm64.whl"
+    sha = whl(wheel, [("pkg/.dylibs/libggml.dylib", b"\xcf\xfa\xed\xfe")] + ([member] if member else []))
+    mod.PINS = [("pkg-1.0", "pypi", "pkg", "1.0", wheel.name, sha)]
+    monkeypatch.setattr(mod, "url_of", lambda *a: wheel.as_uri())
+    if why is None:
+        assert mod.main([]) == 0
+        assert (cache(tmp_path) / "pkg-1.0" / "pkg" / ".dylibs" / "libggml.dylib").read_bytes() == b"\xcf\xfa\xed\xfe"
+        return
+    with pytest.raises(SystemExit) as e:
+        mod.main([])
+    assert why in str(e.value) and member[0] in str(e.value)
+    assert not (cache(tmp_path) / "pkg-1.0").exists()
+    assert not (tmp_path / "cache" / "vzcaps" / "evil.dylib").exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "file"])
+def test_an_entry_that_is_not_a_directory_is_not_replaced(registry, tmp_path, kind):
+    mod = registry([("package/libx.dylib", b"x")])
+    cache(tmp_path).mkdir(parents=True)
+    entry = cache(tmp_path) / "x-pkg-1.0.0"
+    os.mkfifo(entry) if kind == "fifo" else entry.write_text("someone's")
+    with pytest.raises(SystemExit) as e:
+        mod.main([])
+    assert "not a directory" in str(e.value) and "not replaced" in str(e.value)
+    assert entry.exists() and (kind == "fifo" or entry.read_text() == "someone's")
+    assert not [p for p in cache(tmp_path).iterdir() if ".part" in p.name]
