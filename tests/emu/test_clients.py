@@ -226,3 +226,43 @@ def test_zz_the_page_table_is_the_run():
     SUMMARY.parent.mkdir(parents=True, exist_ok=True)
     SUMMARY.write_text(json.dumps({"builds": len(BUILDS), "passed": passed}) + "\n")
     assert passed == len(BUILDS)
+
+
+# ---------------------------------------------------------------- the loader's import formats
+
+
+def chained_blob(fmt, entries):
+    """A dyld_chained_fixups_header with no segment starts and the imports in format fmt
+    (mach-o/fixup-chains.h): entries (name, weak, ordinal, addend)."""
+    import struct
+    symbols = bytearray(b"\0")
+    imports = bytearray()
+    for name, weak, ordinal, addend in entries:
+        off = len(symbols)
+        symbols += name.encode() + b"\0"
+        if fmt == 1:
+            imports += struct.pack("<I", (ordinal & 0xFF) | (weak << 8) | (off << 9))
+        elif fmt == 2:
+            imports += struct.pack("<Ii", (ordinal & 0xFF) | (weak << 8) | (off << 9), addend)
+        else:
+            imports += struct.pack("<IIQ", (ordinal & 0xFFFF) | (weak << 16), off, addend)
+    starts = struct.pack("<I", 0)
+    header = struct.pack("<7I", 0, 32, 32 + len(starts), 32 + len(starts) + len(imports), len(entries), fmt, 0) + b"\0" * 4
+    return bytes(header + starts + imports + symbols)
+
+
+@pytest.mark.parametrize("fmt", [1, 2, 3])
+def test_chained_import_formats_one_to_three(fmt):
+    import machoemu
+    entries = [("_MTLCreateSystemDefaultDevice", 0, 3, 0), ("_objc_msgSend", 1, 8, 0), ("_flat", 0, -2, 0),
+               ("_main_exe", 0, -1, 0)]
+    if fmt > 1:
+        entries.append(("_with_addend", 0, 2, 16 if fmt == 2 else 1 << 40))
+    assert machoemu.chained_imports(chained_blob(fmt, entries)) == [(n, bool(w), o, a) for n, w, o, a in entries]
+
+
+def test_an_unknown_chained_import_format_is_refused_with_its_number():
+    import machoemu
+    with pytest.raises(ValueError, match="chained imports format 4"):
+        machoemu.chained_imports(chained_blob(1, [("_x", 0, 1, 0)])[:20] + (4).to_bytes(4, "little") +
+                                 chained_blob(1, [("_x", 0, 1, 0)])[24:])
