@@ -110,6 +110,8 @@ def format_c(m, fmt, next_arg):
 
 
 class ObjcClass:
+    is_meta = False
+
     def __init__(self, rt, name, sup):
         self.name, self.sup, self.methods = name, sup, {}
         self.addr = rt.m.alloc(64, 16)
@@ -140,9 +142,58 @@ class Objc:
         return self.sels[name]
 
     def add_class(self, name, sup=None):
+        """A class and its metaclass (objc4: objc_allocateClassPair): the class's isa is its
+        metaclass, whose superclass is the superclass's metaclass, or for a root class the
+        class itself; every metaclass's isa is the root's metaclass."""
         c = ObjcClass(self, name, self.classes[sup] if sup else None)
-        self.classes[name], self.by_addr[c.addr] = c, c
+        meta = ObjcClass(self, name, c.sup.meta if c.sup else c)
+        meta.is_meta, c.meta = True, meta
+        root = c
+        while root.sup:
+            root = root.sup
+        self.m.put64(c.addr, meta.addr)
+        self.m.put64(meta.addr, root.meta.addr)
+        self.classes[name], self.by_addr[c.addr], self.by_addr[meta.addr] = c, c, meta
         return c
+
+    def realize_classes(self, li):
+        """The image's own classes (__objc_classlist: pointers to objc_class {isa, superclass,
+        cache, vtable, bits}; bits & ~7 is the class_ro_t, whose name is at offset 24;
+        objc-runtime-new.mm: realizeClassWithoutSwift): each becomes a class of this runtime at
+        its own address, with the superclass its binding names, so that messages to it dispatch."""
+        sec = li.section("__DATA_CONST", "__objc_classlist") or li.section("__DATA", "__objc_classlist")
+        for i in range(sec.size // 8 if sec else 0):
+            at = self.m.u64(li.base + sec.virtual_address + 8 * i)
+            ro = self.m.u64(at + 32) & ~7
+            name = self.m.cstr(self.m.u64(ro + 24)).decode()
+            sup = self.by_addr.get(self.m.u64(at + 8))
+            c = ObjcClass(self, name, sup)
+            c.addr = at
+            meta = ObjcClass(self, name, sup.meta if sup else c)
+            meta.is_meta, c.meta = True, meta
+            self.classes[name], self.by_addr[at], self.by_addr[meta.addr] = c, c, meta
+            root = c
+            while root.sup:
+                root = root.sup
+            self.m.put64(meta.addr, root.meta.addr)
+            self.m.put64(at, meta.addr)
+
+    def map_images(self, li):
+        """objc4's map_images for a loaded image (objc-runtime-new.mm: _read_images): each
+        __objc_selrefs entry becomes the process's one selector for its name, the image's own
+        string when the name is new (sel_registerNameNoLock without copying)."""
+        self.realize_classes(li)
+        sec = li.section("__DATA", "__objc_selrefs") or li.section("__DATA_CONST", "__objc_selrefs")
+        if not sec:
+            return 0
+        for i in range(sec.size // 8):
+            at = li.base + sec.virtual_address + 8 * i
+            p = self.m.u64(at)
+            name = self.m.cstr(p).decode()
+            if name not in self.sels:
+                self.sels[name], self.sel_names[p] = p, name
+            self.m.put64(at, self.sels[name])
+        return sec.size // 8
 
     def add_py_method(self, cls, sel, fn, types):
         imp = self.m.slot(f"-[{cls.name} {sel}]", fn)

@@ -40,6 +40,8 @@ HEAP_SIZE = 0x0400_0000
 STACK = 0x7_0000_0000
 STACK_SIZE = 0x0080_0000
 IMAGES = 0x5_0000_0000         # one page per calling image (probe, Metal, clients): stop addresses
+LOADED = 0x1_4000_0000         # more images (real clients), each at its own base, LOADED_STEP apart
+LOADED_STEP = 0x0800_0000
 BR_X16 = struct.pack("<I", 0xD61F0200)
 PAGE = 0x4000
 
@@ -161,24 +163,45 @@ class Image:
                         b.original_offset))
         return out
 
+    def binds_with_ordinals(self):
+        """(class, address, symbol, weak_import, addend, library ordinal) for each bind."""
+        if not self.bin.has_dyld_info:
+            return []
+        return [(str(b.binding_class).rsplit(".", 1)[-1], b.address, b.symbol.name if b.has_symbol else None,
+                 bool(b.weak_import), b.addend, b.library_ordinal) for b in self.bin.dyld_info.bindings]
+
+    def dependencies(self):
+        """The install names of LC_LOAD_DYLIB, _WEAK_, _REEXPORT_ and _LAZY_ in order: a bind's
+        library ordinal n names the n-th (two-level namespace; LC_ID_DYLIB is not one)."""
+        return [lib.name for lib in self.bin.libraries if "ID_DYLIB" not in str(lib.command)]
+
+    def install_name(self):
+        ids = [lib.name for lib in self.bin.libraries if "ID_DYLIB" in str(lib.command)]
+        return ids[0] if ids else None
+
     def lazy_bind_at(self, off):
+        """(address, symbol, weak) of one lazy bind (see lazy_bind_full)."""
+        return self.lazy_bind_full(off)[:3]
+
+    def lazy_bind_full(self, off):
         """Decodes one lazy bind's opcodes at offset off of the lazy bind stream (dyld:
-        ImageLoaderMachOCompressed::doBindFastLazySymbol reads the same opcodes)."""
+        ImageLoaderMachOCompressed::doBindFastLazySymbol reads the same opcodes): (address,
+        symbol, weak, library ordinal)."""
         di = self.bin.dyld_info
         b = bytes(di.lazy_bind_opcodes)
         seg = self.bin.segments
-        i, name, addr, weak = off, None, None, False
+        i, name, addr, weak, ordinal = off, None, None, False, 0
         while i < len(b):
             op, imm = b[i] & 0xF0, b[i] & 0x0F
             i += 1
             if op == 0x00:
                 break
             elif op == 0x10:
-                pass  # SET_DYLIB_ORDINAL_IMM
+                ordinal = imm  # SET_DYLIB_ORDINAL_IMM
             elif op == 0x20:
-                _, i = _uleb(b, i)
+                ordinal, i = _uleb(b, i)
             elif op == 0x30:
-                pass
+                ordinal = imm - 16 if imm else 0  # SET_DYLIB_SPECIAL_IMM: 0, -1, -2, -3
             elif op == 0x40:
                 weak = bool(imm & 1)
                 e = b.index(0, i)
@@ -188,13 +211,160 @@ class Image:
                 o, i = _uleb(b, i)
                 addr = seg[imm].virtual_address + o
             elif op == 0x90:
-                return addr, name, weak
+                return addr, name, weak, ordinal
             else:
                 raise ValueError(f"lazy bind opcode {op:#x} at {i - 1}")
         raise ValueError(f"no lazy bind at offset {off}")
 
 
-class Machine:
+class Loaded:
+    """One more image in the process (a client's dylib or bundle), mapped at its own base."""
+
+    def __init__(self, img, path, base):
+        self.img, self.path, self.base = img, path, base
+        self.name = path.rsplit("/", 1)[-1]
+        segs = img.segments
+        self.span = (base + min(s.virtual_address for s in segs), base + max(s.virtual_address + s.virtual_size for s in segs))
+        self.exports = {s.name: base + s.value for s in img.bin.exported_symbols if s.name}
+        self.deps = img.dependencies()
+        self.install = img.install_name()
+        self.bound, self.missing, self.initialized = {}, [], False
+
+    def section(self, seg, name):
+        return self.img.section(seg, name)
+
+    def symbol(self, name):
+        """An exported symbol's address, else a local one's from the symbol table (a client that
+        exports only its module entry keeps its functions' names there)."""
+        if name in self.exports:
+            return self.exports[name]
+        if not hasattr(self, "_locals"):
+            self._locals = {n: self.base + a for a, n in self.img.symbols().items()}
+        return self._locals[name]
+
+    def answers_to(self, install_name):
+        """Whether a dependency's install name is this image (an @rpath/@loader_path name by its
+        last component, as dyld finds it along LC_RPATH)."""
+        if install_name in (self.install, self.path):
+            return True
+        last = install_name.rsplit("/", 1)[-1]
+        return install_name.startswith("@") and last in ((self.install or "").rsplit("/", 1)[-1], self.name)
+
+
+class Unresolved(MissingStandin):
+    pass
+
+
+class LoaderMixin:
+    """dyld's part for more images: map, fix up (opcodes or chained fixups), bind by two-level
+    namespace across the images (interposing applies to every image but the interposing one,
+    dyld: Loader::applyInterposingToDyldCache and the interposing tuples), the objc4 hook
+    (map_images: selector uniquing) and the initializers (__mod_init_func pointers and
+    __TEXT,__init_offsets 32-bit offsets, dyld: Loader::findAndRunAllInitializers)."""
+
+    def add_image(self, img, path):
+        """Maps and fixes up img as path (dlopen's first half); initializers run on start_image."""
+        self.loaded = getattr(self, "loaded", [])
+        base = LOADED
+        if self.loaded:  # after the last image, on a LOADED_STEP boundary
+            base = (self.loaded[-1].span[1] + LOADED_STEP - 1) & ~(LOADED_STEP - 1)
+        li = Loaded(img, path, base)
+        if li.span[1] > SLOTS:
+            raise ValueError(f"{path}: {li.span[1] - li.base:#x} bytes do not fit below the stand-in cells at {SLOTS:#x}")
+        self.loaded.append(li)
+        protect = []
+        for s in img.segments:
+            if s.name == "__LINKEDIT" or s.virtual_size == 0:
+                continue
+            size = (s.virtual_size + 0xFFF) & ~0xFFF
+            self.uc.mem_map(li.base + s.virtual_address, size, UC_PROT_ALL)
+            self.write(li.base + s.virtual_address, img.slice_bytes[s.file_offset:s.file_offset + s.file_size])
+            prot = _prot(s.init_protection)
+            if s.name == "__DATA_CONST" or int(s.flags) & 0x10:
+                prot = UC_PROT_READ
+            protect.append((li.base + s.virtual_address, size, prot))
+        if img.bin.has_dyld_chained_fixups:
+            cf = img.bin.dyld_chained_fixups
+            apply_chained(self, img.slice_bytes[cf.data_offset:cf.data_offset + cf.data_size], li)
+        else:
+            for a in img.rebases():
+                self.put64(li.base + a, self.u64(li.base + a) + li.base)
+            for cls, a, sym, weak, addend, ordinal in img.binds_with_ordinals():
+                if cls != "LAZY":  # __la_symbol_ptr keeps its __stub_helper entry: the binder resolves it
+                    self.bind_in(li, a, sym, weak, addend, ordinal)
+        for hook in getattr(self, "image_hooks", []):
+            hook(li)  # objc4's map_images, while __DATA_CONST is still writable
+        for a, size, prot in protect:
+            self.uc.mem_protect(a, size, prot)
+        return li
+
+    def loaded_at(self, addr):
+        for li in getattr(self, "loaded", []):
+            if li.span[0] <= addr < li.span[1]:
+                return li
+        return None
+
+    def bind_in(self, li, a, sym, weak, addend, ordinal):
+        value = self.resolve(li, sym, weak, ordinal)
+        self.put64(li.base + a, value + addend if value else 0)
+        li.bound[a] = sym
+
+    def resolve(self, li, sym, weak, ordinal):
+        """The address a bind of li gets: the inserted library's interposer for sym; else the
+        image the ordinal names (two-level namespace), or any loaded image for a flat lookup
+        (-2, -3) or the main executable (-1); else a stand-in (a function cell or a data
+        object); else 0 for a weak import; else a cell that fails naming the image and symbol."""
+        if sym == "dyld_stub_binder":
+            return self.slot("dyld_stub_binder", self._binder)
+        if not hasattr(self, "_interposers"):
+            self._interposers = {orig: rep for rep, orig in self.interpose_table() if orig} if self.img.section("__DATA", "__interpose") else {}
+        if sym in self._interposers:
+            return self._interposers[sym]
+        if ordinal > 0 and ordinal <= len(li.deps):
+            targets = [x for x in self.loaded if x.answers_to(li.deps[ordinal - 1])]
+        else:
+            targets = list(self.loaded)
+        for t in targets:
+            if sym in t.exports:
+                return t.exports[sym]
+        if sym in self.data_imports:
+            return self.data_imports[sym]
+        provider = getattr(self, "data_provider", None)
+        if provider and provider(sym):
+            return self.data_imports.setdefault(sym, provider(sym))
+        if sym in self.standins:
+            return self.slot(sym, self.standins[sym])
+        if weak:
+            return 0
+        li.missing.append(sym)
+        where = li.deps[ordinal - 1] if 0 < ordinal <= len(li.deps) else "a flat lookup"
+        msg = f"{li.path}: import {sym} (from {where}) has no stand-in (tests/emu/darwin.py) and no loaded image exports it"
+
+        def fail(m, *a):
+            raise Unresolved(msg)
+        return self.slot(f"{li.name}:{sym}", fail)
+
+    def start_image(self, li, argv=("node",), envp=0, apple=()):
+        """The image's initializers, as dyld calls them: __mod_init_func's pointers and
+        __TEXT,__init_offsets' offsets, each with (argc, argv, envp, apple, &vars)."""
+        if li.initialized:
+            return
+        li.initialized = True
+        funcs = []
+        for seg in ("__DATA_CONST", "__DATA"):
+            sec = li.section(seg, "__mod_init_func")
+            if sec:
+                funcs += [self.u64(li.base + sec.virtual_address + 8 * i) for i in range(sec.size // 8)]
+        sec = li.section("__TEXT", "__init_offsets")
+        if sec:
+            funcs += [li.base + self.u32(li.base + sec.virtual_address + 4 * i) for i in range(sec.size // 4)]
+        argv_a, apple_a, vars_a = self.new_array(list(argv)), self.new_array(list(apple)), self.alloc(40, 8)
+        for f in funcs:
+            self.call(f, len(argv), argv_a, envp, apple_a, vars_a, image="dyld")
+        return funcs
+
+
+class Machine(LoaderMixin):
     def __init__(self, img, lazy=True, path="/opt/homebrew/lib/libvzcaps.dylib"):
         self.img, self.lazy, self.path = img, lazy, path
         self.uc = Uc(UC_ARCH_ARM64, UC_MODE_ARM)
@@ -363,6 +533,9 @@ class Machine:
     def image_at(self, addr):
         if self.span[0] <= addr < self.span[1]:
             return self.path, self.span[0]
+        li = self.loaded_at(addr)
+        if li:
+            return li.path, li.span[0]
         for name, (a, path) in self.images.items():
             if a <= addr < a + 0x1000:
                 return path, a
@@ -452,6 +625,16 @@ class Machine:
         arguments untouched."""
         sp = self.uc.reg_read(UC_ARM64_REG_SP)
         off = self.u64(sp) & 0xFFFFFFFF
+        li = self.loaded_at(self.u64(sp + 8))  # &dyld_private of the image whose stub called
+        if li:
+            addr, sym, weak, ordinal = li.img.lazy_bind_full(off)
+            self.bind_in(li, addr, sym, weak, 0, ordinal)
+            self.lazy_resolved.append(sym)
+            self.uc.reg_write(UC_ARM64_REG_SP, sp + 16)
+            target = self.u64(li.base + addr)
+            if not target:
+                raise GuestFault(f"{li.path}: call of the absent weak import {sym}")
+            return Jump(target)
         addr, sym, weak = self.img.lazy_bind_at(off)
         target = 0 if weak and sym in self.absent else self.address_of_import(sym)
         self.put64(self.base + addr, target)
@@ -525,44 +708,73 @@ class Jump:
         self.target = target
 
 
-def apply_chained(m, blob):
+def chained_imports(blob):
+    """[(name, weak, library ordinal, addend)] of an LC_DYLD_CHAINED_FIXUPS payload's imports
+    (dyld: mach-o/fixup-chains.h): DYLD_CHAINED_IMPORT (1: lib_ordinal 8 bits, weak 1,
+    name_offset 23), DYLD_CHAINED_IMPORT_ADDEND (2: the same and an int32 addend) and
+    DYLD_CHAINED_IMPORT_ADDEND64 (3: lib_ordinal 16, weak 1, 15 reserved, name_offset 32, a
+    uint64 addend). Ordinals are signed (-1 the main executable, -2 flat, -3 weak lookup)."""
     (version, starts_off, imports_off, symbols_off, imports_count, imports_format,
      symbols_format) = struct.unpack_from("<7I", blob, 0)
-    if imports_format != 1:
-        raise ValueError(f"chained imports format {imports_format} (only DYLD_CHAINED_IMPORT)")
-    imports = []
+    if imports_format not in (1, 2, 3):
+        raise ValueError(f"chained imports format {imports_format} (DYLD_CHAINED_IMPORT 1, _ADDEND 2, _ADDEND64 3)")
+    if symbols_format != 0:
+        raise ValueError(f"chained symbols format {symbols_format} (only uncompressed, 0)")
+    out = []
     for i in range(imports_count):
-        v = struct.unpack_from("<I", blob, imports_off + 4 * i)[0]
-        name_off, weak = v >> 9, (v >> 8) & 1
+        if imports_format == 3:
+            v, name_off, addend = struct.unpack_from("<IIQ", blob, imports_off + 16 * i)
+            ordinal, weak = v & 0xFFFF, (v >> 16) & 1
+            ordinal = ordinal - 0x10000 if ordinal >= 0xFFF0 else ordinal
+        else:
+            size = 4 if imports_format == 1 else 8
+            v = struct.unpack_from("<I", blob, imports_off + size * i)[0]
+            addend = struct.unpack_from("<i", blob, imports_off + size * i + 4)[0] if imports_format == 2 else 0
+            ordinal, weak, name_off = v & 0xFF, (v >> 8) & 1, v >> 9
+            ordinal = ordinal - 0x100 if ordinal >= 0xF0 else ordinal
         e = blob.index(0, symbols_off + name_off)
-        imports.append((blob[symbols_off + name_off:e].decode(), bool(weak)))
+        out.append((blob[symbols_off + name_off:e].decode(), bool(weak), ordinal, addend))
+    return out
+
+
+def apply_chained(m, blob, li=None):
+    """Walks every chain of the payload over the image li (the library when None): each
+    pointer holds its own next (stride 4 bytes for formats 2 and 6)."""
+    starts_off = struct.unpack_from("<I", blob, 4)[0]
+    imports = chained_imports(blob)
+    img, base = (li.img, li.base) if li else (m.img, m.base)
     seg_count = struct.unpack_from("<I", blob, starts_off)[0]
-    segs = [s for s in m.img.bin.segments]
+    segs = [s for s in img.bin.segments]
     for si in range(seg_count):
         so = struct.unpack_from("<I", blob, starts_off + 4 + 4 * si)[0]
         if not so:
             continue
-        base = starts_off + so
-        (sz, page_size, fmt, seg_offset, max_valid, page_count) = struct.unpack_from("<IHHQIH", blob, base)
+        at = starts_off + so
+        (sz, page_size, fmt, seg_offset, max_valid, page_count) = struct.unpack_from("<IHHQIH", blob, at)
         if fmt not in (2, 6):
             raise ValueError(f"chained pointer format {fmt} (DYLD_CHAINED_PTR_64 is 2, _64_OFFSET is 6)")
         for p in range(page_count):
-            start = struct.unpack_from("<H", blob, base + 22 + 2 * p)[0]
+            start = struct.unpack_from("<H", blob, at + 22 + 2 * p)[0]
             if start == 0xFFFF:
                 continue
             a = segs[si].virtual_address + p * page_size + start
             while True:
-                raw = m.u64(m.base + a)
+                raw = m.u64(base + a)
                 is_bind, nxt = raw >> 63, (raw >> 51) & 0xFFF
                 if is_bind:
                     ordinal, addend = raw & 0xFFFFFF, (raw >> 24) & 0xFF
-                    name, weak = imports[ordinal]
-                    m.bind(a, name, weak, addend)
+                    name, weak, lib, addend0 = imports[ordinal]
+                    if li:
+                        m.bind_in(li, a, name, weak, addend + addend0, lib)
+                    else:
+                        m.bind(a, name, weak, addend + addend0)
                 else:
                     target, high8 = raw & 0xFFFFFFFFF, (raw >> 36) & 0xFF
-                    # _64: target is a vmaddr (unslid); _64_OFFSET: an offset from the image's start
-                    v = (target if fmt == 2 else target) + m.base
-                    m.put64(m.base + a, v | (high8 << 56))
+                    # _64: target is a vmaddr (unslid); _64_OFFSET: an offset from the image's
+                    # first segment (the same for an image linked at 0)
+                    lo = min(s.virtual_address for s in segs if s.name != "__PAGEZERO")
+                    v = (target if fmt == 2 else target + lo) + base
+                    m.put64(base + a, v | (high8 << 56))
                 m.chained_count = getattr(m, "chained_count", 0) + 1
                 if not nxt:
                     break
