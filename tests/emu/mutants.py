@@ -92,11 +92,42 @@ def swapped_interpose(raw, img):
     return _patch(raw, so + at + 16 * 5, e4), "interpose entries 4 (execv) and 5 (execvp): replacements swapped"
 
 
+def family_table_branches(raw, img):
+    """Every branch on the family table's byte inverted (cbz <-> cbnz), in the fast and the slow
+    path of every class entry: a claimed family gets the stock answer wherever supportsFamily:
+    is answered from (the real clients' call sites are many, so they take the slow path)."""
+    names = {v: k for k, v in img.symbols().items()}
+    t = img.section("__TEXT", "__text")
+    md = capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
+    md.detail = True  # the operands of adrp and add
+    code = list(md.disasm(img.slice_bytes[t.offset:t.offset + t.size], t.virtual_address))
+    def table_of(window):  # adrp + add giving the address the ldrb reads from
+        adrp, add, ldrb, br = window
+        if (adrp.mnemonic, add.mnemonic, ldrb.mnemonic) != ("adrp", "add", "ldrb") or br.mnemonic not in ("cbz", "cbnz"):
+            return None
+        return adrp.operands[1].imm + add.operands[2].imm
+    a0 = names["_family_a0"]
+    at0 = next(i for i, c in enumerate(code) if c.address == a0)
+    table = next(x for x in (table_of(code[i:i + 4]) for i in range(at0, at0 + 16)) if x)
+    so, hits = _slice_offset(raw, img), 0
+    for i in range(len(code) - 3):
+        if table_of(code[i:i + 4]) == table:
+            at = t.offset + code[i + 3].address - t.virtual_address
+            word = struct.unpack_from("<I", img.slice_bytes, at)[0] ^ (1 << 24)  # CBZ <-> CBNZ
+            raw, hits = _patch(raw, so + at, struct.pack("<I", word)), hits + 1
+    assert hits >= 64, hits  # two replacements (scoped and all) per class entry at least
+    return raw, f"{hits} branches on the family table at {table:#x} inverted"
+
+
 MUTANTS = {"chip table byte": chip_table_byte, "supportsFamily: return": supports_family_return,
            "dropped rebase": dropped_rebase, "swapped interpose entry": swapped_interpose}
 
 
+# mutants the real clients' cases use (tests/emu/test_clients.py), beside the slice's own four
+EXTRA = {"family table branches": family_table_branches}
+
+
 def make(name, raw):
     img = Image.load(raw)
-    data, what = MUTANTS[name](raw, img)
+    data, what = (MUTANTS.get(name) or EXTRA[name])(raw, img)
     return Image.load(data), what

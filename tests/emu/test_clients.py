@@ -150,11 +150,11 @@ def test_the_client_reads_its_own_environment(value, seconds):
 
 
 def test_a_mutant_of_the_library_fails_a_client_case():
-    """The library with supportsFamily:'s answer inverted (tests/emu/mutants.py): the M2 case's
-    answers are no longer the gates' prediction."""
+    """The library with supportsFamily:'s answer inverted wherever it reads its family table
+    (tests/emu/mutants.py): the M2 case's answers are no longer the gates' prediction."""
     b = BUILDS[0]
     need(b)
-    mutant, what = mutants.make("supportsFamily: return", clients.LIB.read_bytes())
+    mutant, what = mutants.make("family table branches", clients.LIB.read_bytes())
     r = clients.run(b, {**UNLOCK, "VZCAPS_HOST_CHIP": "Apple M2"}, lib=mutant)
     assert r.observed(b) != clients.predict(b, clients.answered(1008)), what
 
