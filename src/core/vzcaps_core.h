@@ -394,8 +394,12 @@ int vzcaps_sip_parse(const char *text);
  * anyway (the user accepted it) turns it into NOTE. */
 enum { VZCAPS_INHERIT_OK, VZCAPS_INHERIT_NOTE, VZCAPS_INHERIT_REFUSED };
 int vzcaps_inherit_decision(bool macos, int sip, bool library_has_arm64e, bool anyway, char *why, size_t len);
+/* What a guest answers stock (METAL-FACTS.md): the highest Apple family it supports, and its
+ * threadgroup memory. */
+#define VZCAPS_GUEST_APPLE_MAX 1005
+#define VZCAPS_GUEST_THREADGROUP 32768
 /* Why a program with profile p would run stock (check --strict): refused, off, nothing
- * configured, a profile that changes no answer, or callers that leave every call out of scope;
+ * configured, a profile that changes no answer (none above what the guest answers stock), or callers that leave every call out of scope;
  * NULL when the library changes answers for it. */
 const char *vzcaps_stock_reason(const struct vzcaps_profile *p, char *why, size_t len);
 /* What an arm64e program at path is, for a message ("Apple's Command Line Tools Python", "a
