@@ -309,3 +309,19 @@ const char *vzcaps_env_get(const char *const *envp, const char *name)
             return *envp + n + 1;
     return NULL;
 }
+
+int vzcaps_program_handed(const char *value, long long pid, char *name, size_t len)
+{
+    long long v = 0;
+    const char *p = value;
+    if (!value || *p < '0' || *p > '9')
+        return 0;
+    while (*p >= '0' && *p <= '9' && v < 100000000000LL)
+        v = v * 10 + (*p++ - '0');
+    if (*p != ':' || !p[1] || strchr(p + 1, '/') || strlen(p + 1) >= len)
+        return 0; /* malformed: as if absent */
+    if (v != pid)
+        return -1;
+    memcpy(name, p + 1, strlen(p + 1) + 1);
+    return 1;
+}

@@ -128,7 +128,7 @@ int launch_decide(const struct launch_facts *f, struct launch_plan *p, bool dry)
     if (f->env_shim && !through_env_shim(f, p))
         return cannot_start(p, 127, dry);
     if (p->chain.script)
-        p->image = p->chain.image, p->exe = vzcaps_basename(p->image); /* the name the library sees */
+        p->image = p->chain.image, p->exe = vzcaps_basename(p->target); /* the script's own name (docs/config.md) */
     if (p->chain.rewritten) {
         p->exec_argv = script_argv(&p->chain, p->target, f->cmd);
         p->exec_path = p->chain.start;

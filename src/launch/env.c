@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -95,6 +96,13 @@ static void env_build(struct envbuf *b, const struct cfg_opts *o)
         env_set(b, "VZCAPS_INHERIT", "1");
     if (o->inherit_matching)
         env_set(b, "VZCAPS_INHERIT", "matching");
+    /* the process keeps this pid across the exec: the library knows it is the script's; one
+     * inherited from elsewhere never reaches the child (it would name another process) */
+    char v[300];
+    snprintf(v, sizeof v, "%lld:%s", (long long)getpid(), o->handed ? o->handed : "");
+    env_set(b, "VZCAPS_PROGRAM", v);
+    if (!o->handed)
+        b->n--, b->v[b->n] = NULL; /* env_set appended it last: taken back */
 }
 
 static struct envbuf child_env;

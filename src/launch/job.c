@@ -85,6 +85,30 @@ static enum launch_gate refused_config(struct launch_job *j)
     return stopped(j, LAUNCH_REFUSED_CONFIG);
 }
 
+/* The configuration for the program: under its own name; for a #! script, the section whose
+ * match meets the script's own name, else (none does) the one that meets its interpreter's;
+ * a script's name is handed to the library, which sees the interpreter (docs/config.md). */
+static void configure(struct launch_request *rq, struct launch_job *j)
+{
+    static struct vzcaps_config_result by_interpreter;
+    struct cfg_opts o = rq->o;
+    o.exe = j->plan.exe;
+    cli_configure_view(&o, &j->r);
+    const char *interp = vzcaps_basename(j->plan.image);
+    if (j->plan.chain.script && !j->r.section[0] && strcmp(interp, o.exe) != 0) {
+        struct cfg_opts io = rq->o;
+        io.exe = interp;
+        cli_configure_view(&io, &by_interpreter);
+        if (by_interpreter.section[0]) {
+            j->r = by_interpreter;
+            o = io;
+            j->plan.exe = interp;
+        }
+    }
+    o.handed = j->plan.chain.script ? j->plan.exe : NULL;
+    rq->o = o;
+}
+
 enum launch_gate launch_job_decide(struct launch_request *rq, struct launch_job *j)
 {
     j->why[0] = j->verdict_why[0] = j->arch[0] = '\0';
@@ -96,8 +120,7 @@ enum launch_gate launch_job_decide(struct launch_request *rq, struct launch_job 
         snprintf(j->why, sizeof j->why, "%s", j->plan.why);
         return stopped(j, LAUNCH_CANNOT_START);
     }
-    rq->o.exe = j->plan.exe;
-    cli_configure_view(&rq->o, &j->r);
+    configure(rq, j);
     if (j->plan.rc != 0 && rq->as_job) { /* not here, or it cannot start: as launch_gate says */
         j->step = LAUNCH_CANNOT_START;
         return j->verdict = launch_gate(&j->r.profile, &j->facts, &j->plan, j->verdict_why, sizeof j->verdict_why);

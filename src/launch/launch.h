@@ -42,6 +42,7 @@ struct cfg_opts {
     bool inherit_matching; /* run --inherit-matching: VZCAPS_INHERIT=matching */
     bool family_implied; /* set by cli_configure_run: --family auto was implied */
     bool bare;           /* check/doctor/inspect --bare: the library with this environment alone */
+    const char *handed;  /* a #! script's name, handed to the library as VZCAPS_PROGRAM=PID:NAME (this pid: run execs) */
 };
 /* The configuration as a command shows it: what `vzcaps run` would do (cli_configure_run), or
  * with o->bare what the library would do with this environment alone (cli_configure). */

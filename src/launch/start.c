@@ -46,11 +46,11 @@ static int exec_plan(const struct launch_plan *plan, char **env)
     return err == ENOENT ? 127 : 126;
 }
 
-/* The name a shim's stock start goes by: the program the job named (its file's base name), not
- * the interpreter of its #! line the library would have been loaded into. */
+/* The name a shim's stock start goes by: the name the configuration is for (a #! script's own
+ * name, docs/config.md), as the library's hooked record names it. */
 static const char *stock_name(const struct launch_plan *plan)
 {
-    return vzcaps_basename(plan->target);
+    return plan->exe;
 }
 
 /* The stats log's record of a shim's stock start, as the library writes one for a process it

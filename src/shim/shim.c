@@ -318,17 +318,43 @@ static bool is_launcher(void)
     return true;
 }
 
+/* The name the launcher handed for a #! script (VZCAPS_PROGRAM=PID:NAME, docs/config.md): 1 in
+ * the script's own process (the interpreter, and what it execs), with name; -1 in a child of it,
+ * whose environment is then made stock (as every child's); 0 without one. */
+static int handed_name(char **env, char *name, size_t len)
+{
+    int h = vzcaps_program_handed(vzcaps_env_get((const char *const *)env, "VZCAPS_PROGRAM"), (long long)getpid(), name, len);
+    if (h < 0)
+        vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
+                         NULL);
+    return h;
+}
+
+/* Removes every NAME= entry of env in place (no allocation). */
+static void env_drop(char **env, const char *name)
+{
+    size_t n = strlen(name), w = 0;
+    for (size_t r = 0; env[r]; r++)
+        if (!(strncmp(env[r], name, n) == 0 && env[r][n] == '='))
+            env[w++] = env[r];
+    env[w] = NULL;
+}
+
 static void init(void)
 {
-    static char brand[256], exe[300], raw[SAID_RAW];
+    static char brand[256], exe[300], raw[SAID_RAW], handed[256];
     char **env = *vzcaps_platform_environ();
     note_stderr();
     if (is_launcher())
         return;
+    int h = handed_name(env, handed, sizeof handed);
+    if (h < 0)
+        return; /* a child of a script's process: stock */
+    const char *name = h > 0 ? handed : vzcaps_platform_exe_name();
     struct vzcaps_inputs in = {0};
     in.envp = (const char *const *)env;
-    vzcaps_clip(vzcaps_platform_exe_name(), 255, exe, sizeof exe);
-    in.exe = vzcaps_platform_exe_name();
+    vzcaps_clip(name, 255, exe, sizeof exe);
+    in.exe = name;
     in.preload_var = vzcaps_platform_preload_var;
     in.read_file = read_and_keep;
     vzcaps_platform_host(&in.host, brand, sizeof brand);
@@ -350,7 +376,12 @@ static void init(void)
     }
     /* Children start stock (the rule and its cases: vzcaps_env_strip); with inherit = matching
      * too, so that a child started any other way (system(3) on glibc) gets nothing of ours */
-    if (!(p->state == VZCAPS_ENABLED && p->inherit) &&
+    /* a script's process keeps it for the program it execs (a wrapper's exec: the same pid, the
+     * same name); its other children see another pid and start stock; with inherit, children are
+     * configured under their own names */
+    if (h > 0 && p->state == VZCAPS_ENABLED && p->inherit)
+        env_drop(env, "VZCAPS_PROGRAM");
+    if (h <= 0 && !(p->state == VZCAPS_ENABLED && p->inherit) &&
         vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
                          NULL) != 0 &&
         p->state == VZCAPS_ENABLED) {
@@ -367,7 +398,7 @@ static void init(void)
     }
     vzcaps_effective = *p;
     if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED)
-        vzcaps_statslog_prepare(&result, vzcaps_platform_exe_name());
+        vzcaps_statslog_prepare(&result, name);
     if (p->state == VZCAPS_STOCK_REFUSED)
         vzcaps_platform_trigger_install(); /* the factories say the refusal at the first device */
     if (p->state != VZCAPS_ENABLED)

@@ -78,11 +78,6 @@ def script(tmp_path, real):
     return shims_of(VZ, tmp_path / "shims", "tool")
 
 
-ROW1 = pytest.mark.xfail(strict=True, reason="row 1: the script's name rule is not in the launcher and the library yet")
-ROW2 = pytest.mark.xfail(strict=True, reason="row 2: the library is not handed on through a wrapper's interpreter yet")
-
-
-@ROW1
 @pytest.mark.parametrize("family", ["off", "1007"])
 def test_a_shimmed_script_is_configured_under_its_own_name(tmp_path, real, script, family):
     c = tmp_path / "vzcaps.conf"
@@ -98,22 +93,22 @@ def test_a_shimmed_script_is_configured_under_its_own_name(tmp_path, real, scrip
         assert g.returncode == 0, g.stderr
 
 
-@ROW1
 def test_a_shimmed_scripts_stats_record_names_the_script(tmp_path, real, script):
     # issue 39 row 12: hooked, the record named the interpreter (probe2); left stock, the script
     log = tmp_path / "stats.log"
     c = tmp_path / "vzcaps.conf"
     c.write_text(f"log_file = {log}\n[t]\nmatch = tool\napple_family_max = 1007\n")
     job("tool", env_for(script, real, config=c))
-    c.write_text(f"log_file = {log}\n[t]\nmatch = tool\napple_family_max = 1099\n")  # refused: a stock start
-    job("tool", env_for(script, real, config=c))
+    c.write_text(f"log_file = {log}\n[t]\nmatch = tool\napple_family_max = auto\n")
+    env = env_for(script, real, config=c)
+    del env["VZCAPS_HOST_CHIP"]  # auto without a host chip: refused, and the shim starts it stock
+    assert job("tool", env) == STOCK_FAMILIES
     names = [json.loads(line)["program"] for line in log.read_text().splitlines()]
     assert names == ["tool", "tool"], log.read_text()
 
 
 # ---- row 2: a wrapper in a shell outside the SIP paths that execs the real program ----
 
-@ROW2
 def test_a_wrapper_outside_the_sip_paths_hands_the_library_on(tmp_path, real):
     sh = tmp_path / "nix" / "bin"
     sh.mkdir(parents=True)
@@ -191,3 +186,17 @@ def test_every_program_named_is_checked(tmp_path, real, order):
     g = gate(env, *names)
     assert g.returncode == 1, g.stderr
     assert "vzcaps check: --strict: other would run stock: " in g.stderr, g.stderr
+
+
+# ---- hostile: the handed name reaches only the script's own process ----
+
+def test_a_wrappers_child_starts_stock_and_a_stale_name_is_dropped(tmp_path, real):
+    w = real / "wrapped"
+    w.write_text(f"#!/bin/sh\n{BUILD}/probe \"$@\"\n")  # a child, not an exec: stock, as every child
+    w.chmod(0o755)
+    shims = shims_of(VZ, tmp_path / "shims", "wrapped", "probe")
+    env = env_for(shims, real)
+    assert job("wrapped", env) == STOCK_FAMILIES
+    # a VZCAPS_PROGRAM naming another process, left in the environment, never reaches the program
+    env["VZCAPS_PROGRAM"] = "1:other"
+    assert job("probe", env) != STOCK_FAMILIES
