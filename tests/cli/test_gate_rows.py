@@ -200,3 +200,38 @@ def test_a_wrappers_child_starts_stock_and_a_stale_name_is_dropped(tmp_path, rea
     # a VZCAPS_PROGRAM naming another process, left in the environment, never reaches the program
     env["VZCAPS_PROGRAM"] = "1:other"
     assert job("probe", env) != STOCK_FAMILIES
+
+
+# ---- words: the verdict in --json, a typo of a known client, a repeated --exe ----
+
+def test_strict_json_carries_the_verdict_and_its_reason(tmp_path, real):
+    shims = shims_of(VZ, tmp_path / "shims", "probe")
+    for env, verdict in ((env_for(shims, real), "unlocked"), (env_for(real), "stock"),
+                         (env_for(shims, real, VZCAPS_APPLE_FAMILY_MAX="1005"), "stock")):
+        p = vz("check", "--strict", "--json", "--exe", "probe", env=env)
+        doc = json.loads(p.stdout)
+        assert doc["verdict"] == verdict and p.returncode == (verdict == "stock"), (verdict, p.stdout)
+        if verdict == "stock":
+            assert p.stderr == f"vzcaps check: --strict: probe would run stock: {doc['reason']}\n"
+        else:
+            assert doc["reason"].startswith("probe starts ") and p.stderr == ""
+    assert "verdict" not in json.loads(vz("check", "--json", "--exe", "probe", env=env_for(shims, real)).stdout)
+
+
+@pytest.mark.parametrize("name", ["lama-server", "llama-sever", "olama"])
+def test_strict_names_the_known_client_a_typo_meant(tmp_path, real, name):
+    p = gate(env_for(real), name)
+    assert p.returncode == 1
+    near = {"lama-server": "llama-server", "llama-sever": "llama-server", "olama": "ollama"}[name]
+    assert p.stderr == (f"vzcaps check: --strict: --exe \"{name}\" is not on PATH and is no client vzcaps knows: "
+                        f"did you mean {near}?\n"), p.stderr
+    # the same name on PATH is a program of its own: no suggestion
+    (real / name).symlink_to(BUILD / "probe")
+    assert "did you mean" not in gate(env_for(real), name).stderr
+
+
+def test_a_repeated_exe_is_refused_without_strict_and_with_json(tmp_path, real):
+    env = env_for(real)
+    for args in (["check", "--exe", "a", "--exe", "b"], ["check", "--strict", "--json", "--exe", "a", "--exe=b"]):
+        p = vz(*args, env=env)
+        assert p.returncode == 2 and "--exe is given 2 times" in p.stderr, p.stderr
