@@ -30,21 +30,19 @@ static int check_one(struct cfg_opts o, bool json, bool strict)
     struct cfg_opts named = o;
     if (o.exe && strchr(o.exe, '/'))
         named.exe = vzcaps_basename(o.exe);
+    const char *near = strict && o.exe && !strchr(o.exe, '/') ? launch_client_typo(o.exe, NULL) : NULL;
+    if (strict && !near) /* the options as given: the decision implies --family auto itself, for the name it configures */
+        launch_job_gate(&o, o.exe, &gate);
     cli_configure_view(&named, &r);
     o.family = named.family, o.family_implied = named.family_implied;
-    const char *near = strict && o.exe && !strchr(o.exe, '/') ? launch_client_typo(o.exe, NULL) : NULL;
-    if (strict && !near)
-        launch_job_gate(&o, o.exe, &gate);
     if (json)
         print_profile_json(&r, &o, strict && !near ? &gate : NULL);
     else
         print_profile_text(&r, &o);
     if (r.profile.invalid && !json)
         eprintf("vzcaps check: %s", r.profile.notes[0]);
-    if (r.profile.invalid)
-        return 1;
     if (!strict)
-        return 0;
+        return r.profile.invalid ? 1 : 0;
     if (near) { /* a typo of a known client is never passed: shims says the same */
         eprintf("vzcaps check: --strict: --exe \"%s\" is not on PATH and is no client vzcaps knows: did you mean %s?", o.exe,
                 near);

@@ -318,10 +318,10 @@ int vzcaps_program_handed(const char *value, long long pid, char *name, size_t l
         return 0;
     while (*p >= '0' && *p <= '9' && v < 100000000000LL)
         v = v * 10 + (*p++ - '0');
-    if (*p != ':' || !p[1] || strchr(p + 1, '/') || strlen(p + 1) >= len)
+    if ((*p != ':' && *p != '+') || !p[1] || strchr(p + 1, '/') || strlen(p + 1) >= len)
         return 0; /* malformed: as if absent */
     if (v != pid)
-        return -1;
+        return *p == ':' ? -1 : 0; /* '+': the script's process keeps the injection in its children */
     memcpy(name, p + 1, strlen(p + 1) + 1);
     return 1;
 }

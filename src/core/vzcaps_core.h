@@ -262,7 +262,9 @@ const char *vzcaps_env_get(const char *const *envp, const char *name);
  * process the library sees as its interpreter (the section's match meets NAME, the stats record
  * names NAME; docs/config.md). 1 with NAME in name when PID is pid (the script's own process,
  * before and after an exec); -1 when it is another process's (a child of it: stock, as every
- * child); 0 when value is absent or malformed. */
+ * child); 0 when value is absent or malformed, or another process's written PID+NAME (the
+ * script's process keeps the injection in its children, which are configured by their own
+ * names). */
 int vzcaps_program_handed(const char *value, long long pid, char *name, size_t len);
 /* Whether an environment entry belongs to vzcaps: any name starting with VZCAPS_,
  * TART_METAL_ or LUME_METAL_ (whatever its length, with or without '='). Children that

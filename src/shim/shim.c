@@ -330,14 +330,17 @@ static int handed_name(char **env, char *name, size_t len)
     return h;
 }
 
-/* Removes every NAME= entry of env in place (no allocation). */
-static void env_drop(char **env, const char *name)
+/* The script's process keeps the injection in its children (inherit): VZCAPS_PROGRAM's
+ * PID:NAME becomes PID+NAME in place (same length, no allocation), so its exec still takes NAME
+ * and its children are configured by their own names instead of starting stock. */
+static void handed_to_children(char **env)
 {
-    size_t n = strlen(name), w = 0;
     for (size_t r = 0; env[r]; r++)
-        if (!(strncmp(env[r], name, n) == 0 && env[r][n] == '='))
-            env[w++] = env[r];
-    env[w] = NULL;
+        if (strncmp(env[r], "VZCAPS_PROGRAM=", 15) == 0) {
+            char *sep = strchr(env[r] + 15, ':');
+            if (sep)
+                *sep = '+';
+        }
 }
 
 static void init(void)
@@ -380,7 +383,7 @@ static void init(void)
      * same name); its other children see another pid and start stock; with inherit, children are
      * configured under their own names */
     if (h > 0 && p->state == VZCAPS_ENABLED && p->inherit)
-        env_drop(env, "VZCAPS_PROGRAM");
+        handed_to_children(env);
     if (h <= 0 && !(p->state == VZCAPS_ENABLED && p->inherit) &&
         vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
                          NULL) != 0 &&
