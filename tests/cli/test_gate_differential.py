@@ -73,7 +73,7 @@ def tree(root):
         p = subprocess.run([vz, "shims", "--dir", str(d), *shimmed], env=clean_env(), capture_output=True, text=True,
                            timeout=60)
         assert p.returncode == 0, p.stderr
-    return real, {k: d for k, (_, d) in dirs.items()}
+    return real, {k: d for k, (_, d) in dirs.items()}, {k: vz for k, (vz, _) in dirs.items()}
 
 
 CONFIGS = {
@@ -100,6 +100,12 @@ ENVS = {
 ORDERS = ["ours-first", "real-first", "no-shims", "other-first", "nolib-first", "space-first"]
 
 
+def gate_command(commands, order):
+    """The vzcaps a fleet gates with: the installation whose shims lead PATH (another installation's
+    own copy is left to ours, which must know its shims: row 3)."""
+    return commands["nolib"] if order == "nolib-first" else commands["space"] if order == "space-first" else VZ
+
+
 def group_env(real, shims, order, config_file, extra):
     first = {"ours-first": [shims["ours"], real], "real-first": [real, shims["ours"]], "no-shims": [real],
              "other-first": [shims["other"], real], "nolib-first": [shims["nolib"], real],
@@ -114,15 +120,16 @@ def sh_quote(s):
     return "'" + str(s).replace("'", "'\\''") + "'"
 
 
-def batch_script(groups):
+def batch_script(groups, commands):
     """One shell script for a list of (group id, env): every program's job, then one gate run."""
     lines = []
     exes = " ".join(f"--exe {n}" for n in PROGRAMS)
     for gid, env in groups:
+        vz = sh_quote(gate_command(commands, gid.split("/")[0]))
         assign = " ".join(f"{k}={sh_quote(v)}" for k, v in env.items())
         for n in PROGRAMS:
             lines.append(f"echo '@J {gid} {n}'; {assign} sh -c {n} </dev/null 2>/dev/null; echo \"@R $?\"")
-        lines.append(f"echo '@G {gid}'; {assign} {VZ} check --strict {exes} 2>&1 >/dev/null; echo \"@R $?\"")
+        lines.append(f"echo '@G {gid}'; {assign} {vz} check --strict {exes} 2>&1 >/dev/null; echo \"@R $?\"")
     return "\n".join(lines) + "\n"
 
 
@@ -166,7 +173,7 @@ def allowed(name, order, config):
 
 def test_the_gate_agrees_with_the_job(tmp_path, capsys):
     start = time.monotonic()
-    real, shims = tree(tmp_path)
+    real, shims, commands = tree(tmp_path)
     files = {}
     for key, text in CONFIGS.items():
         if text:
@@ -182,7 +189,7 @@ def test_the_gate_agrees_with_the_job(tmp_path, capsys):
     procs = []
     for i in range(2):  # two cores: two batches at once
         script = tmp_path / f"batch{i}.sh"
-        script.write_text(batch_script(groups[i::2]))
+        script.write_text(batch_script(groups[i::2], commands))
         procs.append(subprocess.Popen(["sh", str(script)], cwd=work, env=base, stdout=subprocess.PIPE, text=True))
     jobs, gates = {}, {}
     for p in procs:
