@@ -95,11 +95,12 @@ static void configure(struct launch_request *rq, struct launch_job *j)
     o.exe = j->plan.exe;
     cli_configure_view(&o, &j->r);
     const char *interp = vzcaps_basename(j->plan.image);
-    if (j->plan.chain.script && !j->r.section[0] && strcmp(interp, o.exe) != 0) {
+    bool matched = j->r.section[0] && strcmp(j->r.section, "default") != 0; /* [default] is no match */
+    if (j->plan.chain.script && !matched && strcmp(interp, o.exe) != 0) {
         struct cfg_opts io = rq->o;
         io.exe = interp;
         cli_configure_view(&io, &by_interpreter);
-        if (by_interpreter.section[0]) {
+        if (by_interpreter.section[0] && strcmp(by_interpreter.section, "default") != 0) {
             j->r = by_interpreter;
             o = io;
             j->plan.exe = interp;

@@ -93,6 +93,16 @@ def test_a_shimmed_script_is_configured_under_its_own_name(tmp_path, real, scrip
         assert g.returncode == 0, g.stderr
 
 
+@pytest.mark.parametrize("default", ["", "[default]\napple_family_max = 1004\n"])
+def test_without_a_section_for_the_script_its_interpreters_applies(tmp_path, real, script, default):
+    c = tmp_path / "vzcaps.conf"
+    c.write_text(f"{default}[i]\nmatch = probe2\napple_family_max = 1007\n")
+    env = env_for(script, real, config=c)
+    fam = job("tool", env)
+    assert (fam[1007], fam[1008]) == (1, 0), fam
+    assert gate(env, "tool").returncode == 0
+
+
 def test_a_shimmed_scripts_stats_record_names_the_script(tmp_path, real, script):
     # issue 39 row 12: hooked, the record named the interpreter (probe2); left stock, the script
     log = tmp_path / "stats.log"
