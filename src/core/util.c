@@ -320,6 +320,10 @@ int vzcaps_program_handed(const char *value, long long pid, char *name, size_t l
         v = v * 10 + (*p++ - '0');
     if ((*p != ':' && *p != '+') || !p[1] || strchr(p + 1, '/') || strlen(p + 1) >= len)
         return 0; /* malformed: as if absent */
+    if (v == 0 && p - value == VZCAPS_PROGRAM_CLAIM) {
+        memcpy(name, p + 1, strlen(p + 1) + 1);
+        return 2; /* unclaimed: the first process that reads it is the script's */
+    }
     if (v != pid)
         return *p == ':' ? -1 : 0; /* '+': the script's process keeps the injection in its children */
     memcpy(name, p + 1, strlen(p + 1) + 1);

@@ -266,6 +266,10 @@ const char *vzcaps_env_get(const char *const *envp, const char *name);
  * script's process keeps the injection in its children, which are configured by their own
  * names). */
 int vzcaps_program_handed(const char *value, long long pid, char *name, size_t len);
+/* The launcher writes PID as this many zeros ("0000000000:NAME": it cannot know the pid of a
+ * line a shell runs); vzcaps_program_handed then returns 2, and the first process that reads it
+ * writes its own pid there, zero-padded, in place. */
+#define VZCAPS_PROGRAM_CLAIM 10
 /* Whether an environment entry belongs to vzcaps: any name starting with VZCAPS_,
  * TART_METAL_ or LUME_METAL_ (whatever its length, with or without '='). Children that
  * start stock see none of them. */

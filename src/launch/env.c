@@ -7,7 +7,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 extern char **environ;
 
@@ -96,10 +95,10 @@ static void env_build(struct envbuf *b, const struct cfg_opts *o)
         env_set(b, "VZCAPS_INHERIT", "1");
     if (o->inherit_matching)
         env_set(b, "VZCAPS_INHERIT", "matching");
-    /* the process keeps this pid across the exec: the library knows it is the script's; one
-     * inherited from elsewhere never reaches the child (it would name another process) */
+    /* unclaimed (zeros): the first process that reads it, the one this run or the line a shell
+     * runs starts, writes its pid there; one inherited from elsewhere never reaches the child */
     char v[300];
-    snprintf(v, sizeof v, "%lld:%s", (long long)getpid(), o->handed ? o->handed : "");
+    snprintf(v, sizeof v, "%0*d:%s", VZCAPS_PROGRAM_CLAIM, 0, o->handed ? o->handed : "");
     env_set(b, "VZCAPS_PROGRAM", v);
     if (!o->handed)
         b->n--, b->v[b->n] = NULL; /* env_set appended it last: taken back */

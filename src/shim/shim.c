@@ -324,6 +324,14 @@ static bool is_launcher(void)
 static int handed_name(char **env, char *name, size_t len)
 {
     int h = vzcaps_program_handed(vzcaps_env_get((const char *const *)env, "VZCAPS_PROGRAM"), (long long)getpid(), name, len);
+    for (size_t r = 0; h == 2 && env[r]; r++) /* unclaimed: this is the script's process; write its pid in place */
+        if (strncmp(env[r], "VZCAPS_PROGRAM=", 15) == 0) {
+            char *d = env[r] + 15;
+            for (long long pid = (long long)getpid(), i = VZCAPS_PROGRAM_CLAIM - 1; i >= 0; i--, pid /= 10)
+                d[i] = (char)('0' + pid % 10);
+            h = 1;
+            break;
+        }
     if (h < 0)
         vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
                          NULL);

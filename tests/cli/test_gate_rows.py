@@ -245,3 +245,16 @@ def test_a_repeated_exe_is_refused_without_strict_and_with_json(tmp_path, real):
     for args in (["check", "--exe", "a", "--exe", "b"], ["check", "--strict", "--json", "--exe", "a", "--exe=b"]):
         p = vz(*args, env=env)
         assert p.returncode == 2 and "--exe is given 2 times" in p.stderr, p.stderr
+
+
+def test_the_dry_run_line_of_a_script_runs_under_the_scripts_name(tmp_path, real, script):
+    # the line a shell runs as it is: the pid is not known then, so the name is left for the
+    # first process that reads it (VZCAPS_PROGRAM=0000000000:tool), which claims it
+    c = tmp_path / "vzcaps.conf"
+    c.write_text("[t]\nmatch = tool\napple_family_max = 1007\n")
+    env = env_for(script, real, config=c)
+    dry = vz("run", "--dry-run", "--", "tool", env=env)
+    assert dry.returncode == 0 and "VZCAPS_PROGRAM=0000000000:tool " in dry.stdout, dry.stdout
+    p = subprocess.run(["sh", "-c", dry.stdout], env=env, capture_output=True, text=True, timeout=60)
+    fam = [r for r in parse_probe(p.stdout) if "families" in r][0]["families"]
+    assert (fam[1007], fam[1008]) == (1, 0), p.stdout + p.stderr

@@ -1691,6 +1691,10 @@ static void test_program_handed(void **state)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(vzcaps_program_handed(bad[i], 42, name, sizeof name), 0);
     assert_int_equal(vzcaps_program_handed("99999999999999999999:x", 42, name, sizeof name), 0); /* no overflow */
+    assert_int_equal(vzcaps_program_handed("0000000000:tool", 42, name, sizeof name), 2); /* unclaimed: the reader's */
+    assert_string_equal(name, "tool");
+    assert_int_equal(vzcaps_program_handed("0000000042:tool", 42, name, sizeof name), 1); /* claimed, zero-padded */
+    assert_int_equal(vzcaps_program_handed("0:tool", 42, name, sizeof name), -1); /* only the full claim field */
 }
 
 int main(void)
