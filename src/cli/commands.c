@@ -39,12 +39,12 @@ static const struct opt_spec run_opts[] = {
                   {"--bare", NULL, "what the library alone does with this environment (no implied --family auto)", NULL}
 static const struct opt_spec check_opts[] = {
     CONFIG_OPT,
-    {"--exe", "PROGRAM", "executable base name that picks a section by its match patterns", NULL},
+    {"--exe", "PROGRAM", "executable base name that picks a section by its match patterns (repeated with --strict: each one is checked)", NULL},
     VIEW_OPTS,
-    {"--json", NULL, "one JSON object instead of the text", NULL},
-    {"--strict", NULL, "a gate for CI: exit 1 when PROGRAM would run stock (refused, off, out of scope, nothing to "
-                       "change, PATH finding it past its shim, the loader ignoring the library there) or not start, "
-                       "with the reason on standard error", NULL},
+    {"--json", NULL, "one JSON object instead of the text (with --strict: \"verdict\" unlocked or stock, and \"reason\")", NULL},
+    {"--strict", NULL, "a gate for CI: exit 1 when a job starting PROGRAM by name would run it stock (refused, off, out of scope, "
+                       "nothing above what the guest answers, PATH finding it past its shim, no library the shim can load, the "
+                       "loader ignoring the library there) or not start, or PROGRAM is a typo of a known client; the reason on stderr", NULL},
     END};
 static const struct opt_spec doctor_opts[] = {
     CONFIG_OPT,

@@ -120,25 +120,6 @@ static const char *bad_name(const char *name)
     return "";
 }
 
-/* Programs people make shims for (the Metal clients vzcaps is used with): a NAME that is one or
- * two edits from one of them, is none of them and is not on PATH is taken for a typo. */
-static const char *const known_clients[] = {
-    "llama-server", "llama-cli", "llama-bench", "llama-perplexity", "llama-run", "llama-embedding", "llama-mtmd-cli",
-    "llama-simple", "ollama", "python3", "python", "whisper-cli", "whisper-server", "koboldcpp",
-};
-
-/* The known client name is a typo of ("lama-server": llama-server), or NULL. */
-static const char *client_typo(const char *name, const char *dir)
-{
-    size_t n = sizeof known_clients / sizeof known_clients[0];
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(name, known_clients[i]) == 0)
-            return NULL;
-    const char *near = vzcaps_did_you_mean(name, known_clients, n);
-    char real[4096], why[4400];
-    return near && shim_real(name, dir, real, sizeof real, why, sizeof why) != 0 ? near : NULL;
-}
-
 static int by_name(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
@@ -440,7 +421,7 @@ static int check_names(char **names, size_t n, const char *dir_opt, bool remove)
                 rc = EXIT_USAGE;
     bool named_ok = !rc;
     for (size_t k = 0; named_ok && !remove && k < n; k++) { /* a typo is never made into a shim with exit 0 */
-        const char *near = client_typo(names[k], dir_opt);
+        const char *near = launch_client_typo(names[k], dir_opt);
         if (near) {
             eprintf("vzcaps shims: NAME \"%s\" is not on PATH and is no client vzcaps knows: did you mean %s? "
                     "(nothing was made)", names[k], near);

@@ -302,7 +302,7 @@ static const char *const env_prefixes[] = {"VZCAPS_", "TART_METAL_", "LUME_METAL
 static const enum vzcaps_key compat_keys[] = {
     VZCAPS_KEY_APPLE_FAMILY_MAX, VZCAPS_KEY_MAX_THREADGROUP_MEMORY, VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE};
 /* VZCAPS_ names that are not settings: slots after the keys */
-static const char *const other_names[] = {"CONFIG", "PROFILE", "LOG_FILE"};
+static const char *const other_names[] = {"CONFIG", "PROFILE", "LOG_FILE", "PROGRAM"};
 #define N_SLOTS (VZCAPS_KEY_COUNT + sizeof other_names / sizeof other_names[0])
 
 static bool compat_key_allowed(int k)

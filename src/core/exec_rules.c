@@ -255,6 +255,22 @@ int vzcaps_inherit_decision(bool macos, int sip, bool library_has_arm64e, bool a
     return anyway ? VZCAPS_INHERIT_NOTE : VZCAPS_INHERIT_REFUSED;
 }
 
+/* Whether the profile claims anything above what a guest answers stock (METAL-FACTS: Apple1-5,
+ * Common1-3 and Mac2 supported, 32768 bytes of threadgroup memory): vzcaps only ever raises an
+ * answer. A working-set floor is always counted: the guest's own value depends on its memory. */
+static bool above_guest(const struct vzcaps_profile *p)
+{
+    if (p->apple_family_max > VZCAPS_GUEST_APPLE_MAX || p->max_threadgroup_memory > VZCAPS_GUEST_THREADGROUP ||
+        p->recommended_working_set_size)
+        return true;
+    for (size_t i = 0; i < p->n_extra; i++) {
+        int64_t f = p->extra[i];
+        if (!(f == 2002 || (f >= 3001 && f <= 3003) || (f >= 1001 && f <= VZCAPS_GUEST_APPLE_MAX)))
+            return true;
+    }
+    return false;
+}
+
 const char *vzcaps_stock_reason(const struct vzcaps_profile *p, char *why, size_t len)
 {
     switch (p->state) {
@@ -272,6 +288,12 @@ const char *vzcaps_stock_reason(const struct vzcaps_profile *p, char *why, size_
     }
     if (!p->apple_family_max && !p->n_extra && !p->max_threadgroup_memory && !p->recommended_working_set_size) {
         snprintf(why, len, "nothing to change: the profile changes no answer");
+        return why;
+    }
+    if (!above_guest(p)) {
+        snprintf(why, len, "nothing to change: the guest already answers Apple%d, Common1-3 and Mac2 and %d bytes of threadgroup "
+                 "memory, and vzcaps never lowers an answer (apple_family_max %lld)", VZCAPS_GUEST_APPLE_MAX - 1000,
+                 VZCAPS_GUEST_THREADGROUP, (long long)p->apple_family_max);
         return why;
     }
     if (!p->callers[0]) {

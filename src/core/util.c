@@ -325,3 +325,23 @@ size_t vzcaps_copy(char *dst, size_t cap, const char *src)
     dst[k] = '\0';
     return n;
 }
+
+int vzcaps_program_handed(const char *value, long long pid, char *name, size_t len)
+{
+    long long v = 0;
+    const char *p = value;
+    if (!value || *p < '0' || *p > '9')
+        return 0;
+    while (*p >= '0' && *p <= '9' && v < 100000000000LL)
+        v = v * 10 + (*p++ - '0');
+    if ((*p != ':' && *p != '+') || !p[1] || strchr(p + 1, '/') || strlen(p + 1) >= len)
+        return 0; /* malformed: as if absent */
+    if (v == 0 && p - value == VZCAPS_PROGRAM_CLAIM) {
+        memcpy(name, p + 1, strlen(p + 1) + 1);
+        return 2; /* unclaimed: the first process that reads it is the script's */
+    }
+    if (v != pid)
+        return *p == ':' ? -1 : 0; /* '+': the script's process keeps the injection in its children */
+    memcpy(name, p + 1, strlen(p + 1) + 1);
+    return 1;
+}

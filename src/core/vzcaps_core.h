@@ -265,6 +265,18 @@ void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t fil
 /* Value of name in envp, or NULL. */
 const char *vzcaps_env_get(const char *const *envp, const char *name);
 
+/* VZCAPS_PROGRAM=PID:NAME: the name the launcher hands the library for a #! script, whose
+ * process the library sees as its interpreter (the section's match meets NAME, the stats record
+ * names NAME; docs/config.md). 1 with NAME in name when PID is pid (the script's own process,
+ * before and after an exec); -1 when it is another process's (a child of it: stock, as every
+ * child); 0 when value is absent or malformed, or another process's written PID+NAME (the
+ * script's process keeps the injection in its children, which are configured by their own
+ * names). */
+int vzcaps_program_handed(const char *value, long long pid, char *name, size_t len);
+/* The launcher writes PID as this many zeros ("0000000000:NAME": it cannot know the pid of a
+ * line a shell runs); vzcaps_program_handed then returns 2, and the first process that reads it
+ * writes its own pid there, zero-padded, in place. */
+#define VZCAPS_PROGRAM_CLAIM 10
 /* Whether an environment entry belongs to vzcaps: any name starting with VZCAPS_,
  * TART_METAL_ or LUME_METAL_ (whatever its length, with or without '='). Children that
  * start stock see none of them. */
@@ -406,8 +418,12 @@ int vzcaps_sip_parse(const char *text);
  * anyway (the user accepted it) turns it into NOTE. */
 enum { VZCAPS_INHERIT_OK, VZCAPS_INHERIT_NOTE, VZCAPS_INHERIT_REFUSED };
 int vzcaps_inherit_decision(bool macos, int sip, bool library_has_arm64e, bool anyway, char *why, size_t len);
+/* What a guest answers stock (METAL-FACTS.md): the highest Apple family it supports, and its
+ * threadgroup memory. */
+#define VZCAPS_GUEST_APPLE_MAX 1005
+#define VZCAPS_GUEST_THREADGROUP 32768
 /* Why a program with profile p would run stock (check --strict): refused, off, nothing
- * configured, a profile that changes no answer, or callers that leave every call out of scope;
+ * configured, a profile that changes no answer (none above what the guest answers stock), or callers that leave every call out of scope;
  * NULL when the library changes answers for it. */
 const char *vzcaps_stock_reason(const struct vzcaps_profile *p, char *why, size_t len);
 /* What an arm64e program at path is, for a message ("Apple's Command Line Tools Python", "a

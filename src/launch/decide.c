@@ -128,7 +128,7 @@ int launch_decide(const struct launch_facts *f, struct launch_plan *p, bool dry)
     if (f->env_shim && !through_env_shim(f, p))
         return cannot_start(p, 127, dry);
     if (p->chain.script)
-        p->image = p->chain.image, p->exe = vzcaps_basename(p->image); /* the name the library sees */
+        p->image = p->chain.image, p->exe = vzcaps_basename(p->target); /* the script's own name (docs/config.md) */
     if (p->chain.rewritten) {
         p->exec_argv = script_argv(&p->chain, p->target, f->cmd);
         p->exec_path = p->chain.start;
@@ -186,6 +186,60 @@ static bool scope_all_stock(const struct vzcaps_profile *p)
     return all;
 }
 
+/* Whether a callers glob other than '*' alone names lib (a libggml* for libggml-metal.dylib),
+ * and the scope keeps it (no stock_callers glob fits it). */
+static bool scope_names_lib(const struct vzcaps_profile *p, const char *lib)
+{
+    char glob[VZCAPS_GLOBS_LEN];
+    if (!vzcaps_caller_in_scope(p, lib))
+        return false;
+    for (const char *g = p->callers; *g;) {
+        size_t n = strcspn(g, " ");
+        snprintf(glob, sizeof glob, "%.*s", (int)n, g);
+        if (strspn(glob, "*") < n && vzcaps_glob_match(glob, lib))
+            return true;
+        g += n + (g[n] == ' ');
+    }
+    return false;
+}
+
+/* Whether the caller scope can include a call the program makes: from its own image, or from a
+ * library it links that a callers glob names (the libraries are known only by name: '*' alone,
+ * which fits libc too, does not count for them). Libraries unknown: it can. */
+static bool scope_fits_program(const struct vzcaps_profile *p, const struct launch_facts *f, const char *image)
+{
+    if (!p->scoped || !f->libs || vzcaps_caller_in_scope(p, vzcaps_basename(image)))
+        return true;
+    char name[256];
+    for (const char *l = f->libs; *l;) {
+        size_t n = strcspn(l, "\n");
+        snprintf(name, sizeof name, "%.*s", (int)(n < sizeof name ? n : sizeof name - 1), l);
+        if (scope_names_lib(p, name))
+            return true;
+        l += n + (l[n] == '\n');
+    }
+    return false;
+}
+
+/* The job's program cannot start (f, plan): true with why. */
+static bool cannot_start_why(const struct launch_facts *f, const struct launch_plan *plan, char *why, size_t len)
+{
+    const char *name = f->cmd[0];
+    if (f->resolve_rc != 0) { /* found, but exec would not start it (a FIFO, a directory, not executable) */
+        snprintf(why, len, "%s: %s", name, f->resolve_why);
+        return true;
+    }
+    if (f->shim && !f->shim_real[0]) {
+        snprintf(why, len, "%s on PATH is a vzcaps shim (%s), and %s: it exits 127", name, f->first, f->shim_why);
+        return true;
+    }
+    if (plan && plan->rc != 0) {
+        snprintf(why, len, "%s: %s", name, plan->why);
+        return true;
+    }
+    return false;
+}
+
 enum launch_gate launch_gate(const struct vzcaps_profile *profile, const struct launch_facts *f, const struct launch_plan *plan,
                              char *why, size_t len)
 {
@@ -199,28 +253,21 @@ enum launch_gate launch_gate(const struct vzcaps_profile *profile, const struct 
     }
     if (!f || f->resolve_rc == 127)
         return LAUNCH_GATE_CHANGES; /* no program named, or none here: the configuration alone */
-    if (f->resolve_rc != 0) { /* found, but exec would not start it (a FIFO, a directory, not executable) */
-        snprintf(why, len, "%s: %s", f->cmd[0], f->resolve_why);
+    if (cannot_start_why(f, plan, why, len))
         return LAUNCH_GATE_CANNOT_START;
-    }
-    const char *name = f->cmd[0];
-    if (f->shim && !f->shim_real[0]) {
-        snprintf(why, len, "%s on PATH is a vzcaps shim (%s), and %s: it exits 127", name, f->first, f->shim_why);
-        return LAUNCH_GATE_CANNOT_START;
-    }
     const char *inj = plan ? launch_plan_injection(plan) : "honoured";
     if (strcmp(inj, "ignored") == 0 || strcmp(inj, "removed") == 0) {
         snprintf(why, len, "the injection is %s where the library would load (%s)%s%s", inj, plan->image,
                  plan->n_notes ? ": " : "", plan->n_notes ? plan->notes[plan->n_notes - 1] : "");
         return LAUNCH_GATE_STOCK;
     }
-    if (!f->shim) {
-        snprintf(why, len, "%s %s %s, which is not a vzcaps shim: a job that starts it runs it without the library (put the "
-                 "shim directory first on PATH, or start it with vzcaps run)", name, strchr(name, '/') ? "is" : "on PATH resolves to",
-                 f->first);
+    const char *image = plan ? plan->image : f->shim ? f->shim_real : f->first;
+    if (!scope_fits_program(profile, f, image)) {
+        snprintf(why, len, "out of scope: callers %s (stock_callers %s) leaves out %s and every library it links", profile->callers,
+                 profile->stock_callers[0] ? profile->stock_callers : "none", vzcaps_basename(image));
         return LAUNCH_GATE_STOCK;
     }
-    snprintf(why, len, "%s starts %s through its shim, with the library, which changes its answers", name,
-             plan ? plan->image : f->shim_real);
+    snprintf(why, len, "%s starts %s%s, with the library, which changes its answers", f->cmd[0], image,
+             f->shim ? " through its shim" : "");
     return LAUNCH_GATE_CHANGES;
 }

@@ -95,6 +95,13 @@ static void env_build(struct envbuf *b, const struct cfg_opts *o)
         env_set(b, "VZCAPS_INHERIT", "1");
     if (o->inherit_matching)
         env_set(b, "VZCAPS_INHERIT", "matching");
+    /* unclaimed (zeros): the first process that reads it, the one this run or the line a shell
+     * runs starts, writes its pid there; one inherited from elsewhere never reaches the child */
+    char v[300];
+    snprintf(v, sizeof v, "%0*d:%s", VZCAPS_PROGRAM_CLAIM, 0, o->handed ? o->handed : "");
+    env_set(b, "VZCAPS_PROGRAM", v);
+    if (!o->handed)
+        b->n--, b->v[b->n] = NULL; /* env_set appended it last: taken back */
 }
 
 static struct envbuf child_env;

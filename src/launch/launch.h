@@ -42,6 +42,7 @@ struct cfg_opts {
     bool inherit_matching; /* run --inherit-matching: VZCAPS_INHERIT=matching */
     bool family_implied; /* set by cli_configure_run: --family auto was implied */
     bool bare;           /* check/doctor/inspect --bare: the library with this environment alone */
+    const char *handed;  /* a #! script's name, handed to the library as VZCAPS_PROGRAM=PID:NAME (this pid: run execs) */
 };
 /* The configuration as a command shows it: what `vzcaps run` would do (cli_configure_run), or
  * with o->bare what the library would do with this environment alone (cli_configure). */
@@ -133,7 +134,12 @@ struct launch_facts {
     char injection_why[300];
     bool prepare_helps, prepare_cannot; /* vzcaps prepare's copy would accept it / cannot change it */
     bool elf_static;              /* the image is an ELF executable without an interpreter */
+    char *libs;                   /* the base names of the libraries the image links, one a line (malloc'd; NULL: unknown) */
+    char shim_command[4096];      /* the vzcaps command the shim links to ("": this one) */
 };
+/* Each library the ELF image at path links (DT_NEEDED), handed to each(ctx, name) until it
+ * returns true: 1 when it did, 0 when none did, -1 when path is not a readable ELF file. */
+int launch_image_libs(const char *path, bool (*each)(void *, const char *), void *ctx);
 /* Reads the facts for cmd (the only step that touches the file system). */
 void launch_facts_gather(struct launch_facts *f, char *const *cmd);
 /* What starts: the image the library would load into, given the facts so far (the chain's
@@ -188,7 +194,7 @@ bool macho_prepare_helps(const struct macho_slice *s);
  * none was given; else NULL. */
 const char *run_chip_to_pass(const char *target_arch, const struct vzcaps_chip *native, bool chip_given);
 
-/* resolve.c: which entry on PATH is a vzcaps shim, and which real program it starts */
+/* resolve.c: which entry on PATH is a vzcaps shim, and which real program it starts (start.c: shim_main) */
 /* Whether argv[0] names a shim (its base name is not vzcaps...): main then runs shim_main. */
 bool shim_is_started_as(const char *argv0);
 /* Started as NAME: the real NAME (shim_real) through `vzcaps run`; 127 with one line when none. */
@@ -200,6 +206,12 @@ int shim_real(const char *name, const char *dir, char *out, size_t len, char *wh
 /* Whether path (as exec found it) is a vzcaps shim: a link to this command not named vzcaps...;
  * true with the real program it starts in out ("" when there is none, why says so). */
 bool shim_at(const char *path, char *out, size_t len, char *why, size_t whylen);
+/* The known client name is a typo of ("lama-server": llama-server) when name is none of them and
+ * no name is on PATH after dir (NULL: anywhere on PATH), or NULL. */
+const char *launch_client_typo(const char *name, const char *dir);
+/* Whether path is a link to another installation's vzcaps command (not this one): true with
+ * that command's real path in out. */
+bool shim_other_command(const char *path, char *out, size_t len);
 /* Whether name, as exec finds it on PATH, is a vzcaps shim: true with the real program it runs
  * in out ("" when there is none). */
 bool shim_real_for(const char *name, char *out, size_t len);
@@ -212,7 +224,9 @@ int shim_self_id(struct stat *st);
 
 /* words.c: the configuration as check and doctor show it */
 void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_opts *o);
-void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_opts *o);
+/* With gate (check --strict), "verdict" ("unlocked" or "stock") and "reason" from the decision. */
+struct launch_job;
+void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_opts *o, const struct launch_job *gate);
 /* "view" line and JSON members for the view. */
 const char *cfg_view_text(const struct cfg_opts *o);
 /* The launch plan for --exe PROGRAM as exec finds it on PATH (through a shim: the real program
@@ -253,14 +267,44 @@ void launch_verify_print(const struct vresult *res, bool json, FILE *out);
  * verify run: 0, or an exit status. */
 int verify_gate(const struct cfg_opts *o);
 
-/* start.c: one workload started with the library (vzcaps run, and a shim started as NAME) */
+/* job.c: the one decision for a job, from argv, this environment and PATH to which image starts,
+ * with or without the library, under which configuration, changing which answers. vzcaps run,
+ * a shim's start and check --strict all take it; start.c acts on it, words.c words it. */
 struct launch_request {
     struct cfg_opts o;
     bool dry, verify, inherit_anyway;
     bool shim;               /* started as a shim: where run refuses, the program starts stock */
+    bool as_job;             /* check --strict: cmd[0] started by name as a job's shell starts it */
     const char *library_opt; /* --library */
     char **cmd;
 };
+/* Where the decision stopped: the program cannot start; it starts without the library (the
+ * library cannot be loaded, or run refuses: the configuration, inheritance, the target's slice);
+ * or it starts with the library (whether that changes an answer: the verdict). */
+enum launch_step { LAUNCH_CANNOT_START, LAUNCH_NO_LIBRARY, LAUNCH_REFUSED_CONFIG, LAUNCH_REFUSED_INHERIT,
+                   LAUNCH_REFUSED_TARGET, LAUNCH_WITH_LIBRARY };
+struct launch_job {
+    struct launch_facts facts;
+    struct launch_plan plan;
+    struct vzcaps_config_result r;
+    enum launch_step step;
+    int rc;                  /* LAUNCH_CANNOT_START: 126/127; LAUNCH_NO_LIBRARY: 1 not found, 2 not loadable */
+    char library[4096];
+    char arch[32];           /* the target's slice (LAUNCH_REFUSED_TARGET and after) */
+    char why[9000];          /* why it stopped where it did */
+    enum launch_gate verdict;
+    char verdict_why[9000];  /* the verdict in words */
+};
+/* The decision for rq (rq->o.exe becomes the name the configuration is for). Reads the files
+ * and the environment; starts nothing. Returns j->verdict. */
+enum launch_gate launch_job_decide(struct launch_request *rq, struct launch_job *j);
+/* The decision for a job that starts name by name (check --strict): what PATH finds, a shim of
+ * any installation (with that installation's library), then launch_job_decide as the shim takes
+ * it; no name, or none here: the configuration alone. */
+enum launch_gate launch_job_gate(const struct cfg_opts *o, const char *name, struct launch_job *j);
+void launch_job_free(struct launch_job *j);
+
+/* start.c: one workload started with the library (vzcaps run, and a shim started as NAME) */
 /* Plans, checks and starts rq->cmd (execve: returns only when it cannot start, or for a dry run):
  * an exit status. */
 int launch_run(struct launch_request *rq);

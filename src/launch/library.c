@@ -93,6 +93,76 @@ static int elf_identify(int fd, struct elf_id *id)
     return 0;
 }
 
+/* The file offset of virtual address va in the ELF file (its PT_LOAD segment), or -1. */
+static long long elf_offset(int fd, const unsigned char *h, unsigned long long va)
+{
+    bool le = h[5] == 1, is64 = h[4] == 2;
+    unsigned long long phoff = getn(h + (is64 ? 32 : 28), is64 ? 8 : 4, le);
+    unsigned phentsize = get16(h + (is64 ? 54 : 42), le), phnum = get16(h + (is64 ? 56 : 44), le);
+    for (unsigned i = 0; i < phnum && i < 256 && phentsize >= 32 && phentsize <= 64; i++) {
+        unsigned char ph[64];
+        if (pread(fd, ph, phentsize, (off_t)(phoff + (unsigned long long)i * phentsize)) != (ssize_t)phentsize)
+            return -1;
+        if (getn(ph, 4, le) != 1 /* PT_LOAD */)
+            continue;
+        unsigned long long off = getn(ph + (is64 ? 8 : 4), is64 ? 8 : 4, le), vaddr = getn(ph + (is64 ? 16 : 8), is64 ? 8 : 4, le);
+        unsigned long long filesz = getn(ph + (is64 ? 32 : 16), is64 ? 8 : 4, le);
+        if (va >= vaddr && va - vaddr < filesz)
+            return (long long)(off + (va - vaddr));
+    }
+    return -1;
+}
+
+/* The dynamic section's DT_NEEDED names, each handed to each(ctx, name) until it returns true. */
+static bool elf_needed(int fd, const unsigned char *h, bool (*each)(void *, const char *), void *ctx)
+{
+    bool le = h[5] == 1, is64 = h[4] == 2;
+    unsigned w = is64 ? 8 : 4;
+    unsigned long long phoff = getn(h + (is64 ? 32 : 28), w, le);
+    unsigned phentsize = get16(h + (is64 ? 54 : 42), le), phnum = get16(h + (is64 ? 56 : 44), le);
+    unsigned long long dyn = 0, dynsz = 0, strtab = 0;
+    for (unsigned i = 0; i < phnum && i < 256 && phentsize >= 32 && phentsize <= 64 && !dynsz; i++) {
+        unsigned char ph[64];
+        if (pread(fd, ph, phentsize, (off_t)(phoff + (unsigned long long)i * phentsize)) != (ssize_t)phentsize)
+            return false;
+        if (getn(ph, 4, le) == 2 /* PT_DYNAMIC */)
+            dyn = getn(ph + (is64 ? 8 : 4), w, le), dynsz = getn(ph + (is64 ? 32 : 16), w, le);
+    }
+    for (unsigned long long at = 0; at + 2 * w <= dynsz && !strtab; at += 2 * w) { /* DT_STRTAB first */
+        unsigned char d[16];
+        if (pread(fd, d, 2 * w, (off_t)(dyn + at)) != (ssize_t)(2 * w) || getn(d, w, le) == 0)
+            break;
+        if (getn(d, w, le) == 5)
+            strtab = getn(d + w, w, le);
+    }
+    long long str = strtab ? elf_offset(fd, h, strtab) : -1;
+    for (unsigned long long at = 0; str >= 0 && at + 2 * w <= dynsz; at += 2 * w) {
+        unsigned char d[16];
+        char name[256];
+        if (pread(fd, d, 2 * w, (off_t)(dyn + at)) != (ssize_t)(2 * w) || getn(d, w, le) == 0)
+            break;
+        ssize_t n = getn(d, w, le) == 1 /* DT_NEEDED */ ? pread(fd, name, sizeof name - 1, (off_t)(str + (long long)getn(d + w, w, le))) : -1;
+        if (n > 0 && (name[n] = '\0', each(ctx, name)))
+            return true;
+    }
+    return false;
+}
+
+int launch_image_libs(const char *path, bool (*each)(void *, const char *), void *ctx)
+{
+    struct stat st;
+    char err[200];
+    unsigned char h[64];
+    int fd = vzcaps_open_regular(path, &st, err, sizeof err);
+    if (fd < 0)
+        return -1;
+    int rc = -1;
+    if (pread(fd, h, sizeof h, 0) == (ssize_t)sizeof h && memcmp(h, "\177ELF", 4) == 0)
+        rc = elf_needed(fd, h, each, ctx) ? 1 : 0;
+    close(fd);
+    return rc;
+}
+
 int launch_elf_static(const char *path)
 {
     struct stat st;

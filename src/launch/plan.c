@@ -12,6 +12,24 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* Appends name's base name as a line to *list (grown on the heap; unchanged when out of memory,
+ * and then NULL: unknown). true: keep going (launch_image_libs' callback). */
+static bool add_lib(void *ctx, const char *name)
+{
+    char **list = ctx;
+    const char *base = vzcaps_basename(name);
+    size_t have = *list ? strlen(*list) : 0;
+    char *grown = realloc(*list, have + strlen(base) + 2);
+    if (!grown) {
+        free(*list);
+        *list = NULL;
+        return true; /* stop: unknown */
+    }
+    sprintf(grown + have, "%s\n", base);
+    *list = grown;
+    return false;
+}
+
 /* The image's own facts: setuid/setgid bits, the Mach-O slice that runs and what dyld does with
  * the injection there (signature, __RESTRICT, FairPlay), and whether it is a static ELF. */
 static void image_facts(struct launch_facts *f, const char *path)
@@ -21,6 +39,10 @@ static void image_facts(struct launch_facts *f, const char *path)
     struct stat st;
     f->setugid = stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID));
     f->elf_static = launch_elf_static(path) == 1;
+    free(f->libs);
+    f->libs = NULL;
+    if (launch_image_libs(path, add_lib, &f->libs) == 0 && !f->libs)
+        f->libs = calloc(1, 1); /* an ELF file linking nothing */
     if (macho_load(path, &mf, err, sizeof err) != 0)
         return; /* not Mach-O (an ELF here, or unreadable): dyld's verdicts do not apply */
     const struct macho_slice *s = macho_running_slice(&mf);
@@ -32,10 +54,17 @@ static void image_facts(struct launch_facts *f, const char *path)
     snprintf(f->injection_why, sizeof f->injection_why, "%s", s->injection_reason);
     f->prepare_helps = macho_prepare_helps(s);
     f->prepare_cannot = s->restrict_section || s->cryptid;
+    free(f->libs);
+    f->libs = NULL;
+    for (size_t i = 0; i < s->n_libs; i++)
+        add_lib(&f->libs, s->libs[i]);
+    if (!f->libs)
+        f->libs = calloc(1, 1);
 }
 
 void launch_facts_gather(struct launch_facts *f, char *const *cmd)
 {
+    free(f->libs);
     memset(f, 0, sizeof *f);
     f->cmd = cmd;
     f->resolve_rc = resolve_target(cmd[0], f->first, sizeof f->first, f->resolve_why, sizeof f->resolve_why);
@@ -44,6 +73,8 @@ void launch_facts_gather(struct launch_facts *f, char *const *cmd)
     /* a vzcaps shim, by name or by path: the real program it would start (the shim would only run
      * this same plan again, with the library loaded into vzcaps itself) */
     f->shim = shim_at(f->first, f->shim_real, sizeof f->shim_real, f->shim_why, sizeof f->shim_why);
+    if (f->shim)
+        shim_other_command(f->first, f->shim_command, sizeof f->shim_command);
     if (f->shim && !f->shim_real[0])
         return;
     /* a script: the program that really starts (and, for #!/usr/bin/env NAME, NAME itself,

@@ -1,8 +1,8 @@
 /* Where a name leads on PATH, shims included: which entry is a vzcaps shim (a link to this
- * command, of this installation or another), the real program such a shim starts (the next one
- * on PATH after the shim directory, never a shim again), and a shim started as NAME.
- * Owns: the lookup side of shims (src/cli/shims.c makes and removes them).
- * Never: starts a shim, or follows PATH differently from exec. */
+ * command, of this installation or another), and the real program such a shim starts (the next
+ * one on PATH after the shim directory, never a shim again). A fact for the plan (plan.c).
+ * Owns: the lookup side of shims (src/cli/shims.c makes and removes them; start.c starts one).
+ * Never: starts anything, or follows PATH differently from exec. */
 #define _XOPEN_SOURCE 700
 #include "launch.h"
 
@@ -124,39 +124,6 @@ int shim_real(const char *name, const char *dir, char *out, size_t len, char *wh
     return 127;
 }
 
-int shim_main(int argc, char **argv)
-{
-    const char *name = vzcaps_basename(argv[0]);
-    char dir[4096];
-    const char *d = NULL;
-    const char *slash = strrchr(argv[0], '/');
-    if (slash) { /* started by its path: that directory is the shim directory */
-        size_t n = slash == argv[0] ? 1 : (size_t)(slash - argv[0]);
-        if (n < sizeof dir) {
-            snprintf(dir, sizeof dir, "%.*s", (int)n, argv[0]);
-            d = dir;
-        }
-    }
-    char real[4096], why[4400];
-    if (shim_real(name, d, real, sizeof real, why, sizeof why) != 0) {
-        eprintf("vzcaps: %s: %s", name, why);
-        return 127;
-    }
-    /* exactly `vzcaps run -- REAL ARGS`: the configuration for NAME, every launch decision */
-    char **av = calloc((size_t)argc + 1, sizeof *av);
-    if (!av) {
-        eprintf("vzcaps: %s: out of memory", name);
-        return 126;
-    }
-    av[0] = real;
-    for (int k = 1; k < argc; k++)
-        av[k] = argv[k];
-    struct launch_request rq = {.cmd = av, .shim = true};
-    int rc = launch_run(&rq);
-    free(av);
-    return rc;
-}
-
 bool shim_is_started_as(const char *argv0)
 {
     if (!argv0 || !*argv0)
@@ -168,8 +135,8 @@ bool shim_is_started_as(const char *argv0)
 bool shim_at(const char *path, char *out, size_t len, char *why, size_t whylen)
 {
     out[0] = why[0] = '\0';
-    if (!shim_is_started_as(path) || !is_vzcaps_command(path))
-        return false;
+    if (!shim_is_started_as(path) || !(is_vzcaps_command(path) || is_a_vzcaps_shim(path)))
+        return false; /* a link to a vzcaps command of any installation is a shim */
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
@@ -206,4 +173,32 @@ void shim_describe(const char *name, char *out, size_t len)
         snprintf(out, len, "%s on PATH is a vzcaps shim (%s), which runs %s through vzcaps run", name, first, real);
     else
         snprintf(out, len, "%s on PATH is a vzcaps shim (%s), and %s: it exits 127", name, first, why);
+}
+
+bool shim_other_command(const char *path, char *out, size_t len)
+{
+    char target[PATH_MAX];
+    out[0] = '\0';
+    if (is_vzcaps_command(path) || !is_a_vzcaps_shim(path) || !realpath(path, target))
+        return false;
+    snprintf(out, len, "%s", target);
+    return true;
+}
+
+/* Programs people make shims for (the Metal clients vzcaps is used with): a NAME that is one or
+ * two edits from one of them, is none of them and is not on PATH is taken for a typo. */
+static const char *const known_clients[] = {
+    "llama-server", "llama-cli", "llama-bench", "llama-perplexity", "llama-run", "llama-embedding", "llama-mtmd-cli",
+    "llama-simple", "ollama", "python3", "python", "whisper-cli", "whisper-server", "koboldcpp",
+};
+
+const char *launch_client_typo(const char *name, const char *dir)
+{
+    size_t n = sizeof known_clients / sizeof known_clients[0];
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(name, known_clients[i]) == 0)
+            return NULL;
+    const char *near = vzcaps_did_you_mean(name, known_clients, n);
+    char real[4096], why[4400];
+    return near && shim_real(name, dir, real, sizeof real, why, sizeof why) != 0 ? near : NULL;
 }

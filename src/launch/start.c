@@ -21,9 +21,6 @@
 
 extern char **environ;
 
-int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile, char *arch,
-                     size_t arch_len, char *why, size_t why_len); /* library.c */
-
 /* Starts the plan's program with env: returns only when it could not (126/127, one line). */
 static int exec_plan(const struct launch_plan *plan, char **env)
 {
@@ -49,11 +46,11 @@ static int exec_plan(const struct launch_plan *plan, char **env)
     return err == ENOENT ? 127 : 126;
 }
 
-/* The name a shim's stock start goes by: the program the job named (its file's base name), not
- * the interpreter of its #! line the library would have been loaded into. */
+/* The name a shim's stock start goes by: the name the configuration is for (a #! script's own
+ * name, docs/config.md), as the library's hooked record names it. */
 static const char *stock_name(const struct launch_plan *plan)
 {
-    return vzcaps_basename(plan->target);
+    return plan->exe;
 }
 
 /* The stats log's record of a shim's stock start, as the library writes one for a process it
@@ -105,140 +102,134 @@ static int start_stock(const struct launch_request *rq, const struct launch_plan
     return exec_plan(plan, environ);
 }
 
-/* The library this run injects (--library, or the one next to the command) and whether the
- * image can load it: 0, or 1 (not found) / 2 (not loadable there) with the reason in why. */
-static int library_for(const struct launch_request *rq, const char *image, char *library, size_t len, char *why, size_t wlen)
-{
-    char tried[2400], err[1400];
-    if (rq->library_opt) {
-        if (strlen(rq->library_opt) >= len) {
-            snprintf(why, wlen, "--library: path longer than %zu bytes", len - 1);
-            return 1;
-        }
-        snprintf(library, len, "%s", rq->library_opt);
-        snprintf(tried, sizeof tried, "--library");
-    }
-    if (rq->library_opt ? access(library, R_OK) != 0 : find_library(library, len, tried, sizeof tried) != 0) {
-        snprintf(why, wlen, "%s not found (looked at %s); reinstall vzcaps or keep the library next to the command",
-                 rq->library_opt ? library : library_file, tried);
-        return 1;
-    }
-    if (library_check(library, image, err, sizeof err) != 0) {
-        snprintf(why, wlen, "library %s: %s", library, err);
-        return 2;
-    }
-    return 0;
-}
-
-/* The configuration for the program, refused or usable; the SIP/arm64e decision when it keeps
- * the injection in children: 0 to go on, or an exit status (a shim: the program, stock). */
-static int configure(struct launch_request *rq, struct launch_plan *plan, struct vzcaps_config_result *r, const char *library)
+/* A shim whose configuration is refused: the library's own words, then the program, stock. */
+static int shim_refused(const struct launch_request *rq, const struct launch_job *j)
 {
     char why[9000];
-    cli_configure_run(&rq->o, r);
-    if (r->profile.state == VZCAPS_STOCK_REFUSED) {
-        if (rq->shim) {
-            vzcaps_profile_describe(&r->profile, stock_name(plan), why, sizeof why); /* the library's words */
-            if (!r->profile.quiet)
-                eprintf("vzcaps: %s", why);
-            if (rq->dry)
-                return launch_plan_line(stdout, plan, environ, environ), 0;
-            why[0] = '\0'; /* the record's reason: the notes, as the library joins them */
-            for (size_t i = 0; i < r->profile.n_notes; i++)
-                vzcaps_appendf(why, sizeof why, "%s%s", i ? "; " : "", r->profile.notes[i]);
-            stock_record(plan, r, why);
-            return exec_plan(plan, environ);
-        }
-        eprintf("vzcaps run: not starting %s: %s", rq->o.exe, r->profile.notes[0]);
-        if (!r->profile.invalid)
-            eprintf("vzcaps run: pass --family off to run it stock on purpose");
-        return EXIT_REFUSED;
-    }
-    if (r->profile.state != VZCAPS_ENABLED || !r->profile.inherit)
-        return 0;
-    int d = launch_plan_inherit(plan, library, rq->inherit_anyway);
-    const char *iwhy = plan->inherit_why;
-    if (d == VZCAPS_INHERIT_REFUSED) {
-        if (rq->shim)
-            return snprintf(why, sizeof why, "the injection would be kept in its children: %s", iwhy), start_stock(rq, plan, r, why);
-        eprintf("vzcaps run: not starting %s with the injection kept in its children: %s; drop --inherit (and inherit = yes), "
-                "or pass --inherit-anyway to accept that", rq->o.exe, iwhy);
-        return EXIT_REFUSED;
-    }
-    if (d == VZCAPS_INHERIT_NOTE)
-        eprintf("vzcaps run: note: the injection is kept in %s's children: %s", rq->o.exe, iwhy);
-    return 0;
+    const struct vzcaps_config_result *r = &j->r;
+    vzcaps_profile_describe(&r->profile, stock_name(&j->plan), why, sizeof why); /* the library's words */
+    if (!r->profile.quiet)
+        eprintf("vzcaps: %s", why);
+    if (rq->dry)
+        return launch_plan_line(stdout, &j->plan, environ, environ), 0;
+    why[0] = '\0'; /* the record's reason: the notes, as the library joins them */
+    for (size_t i = 0; i < r->profile.n_notes; i++)
+        vzcaps_appendf(why, sizeof why, "%s%s", i ? "; " : "", r->profile.notes[i]);
+    stock_record(&j->plan, r, why);
+    return exec_plan(&j->plan, environ);
 }
 
-/* The target's own check (the slice the library must have) and the chip passed under Rosetta. */
-static int target_check(struct launch_request *rq, const struct launch_plan *plan, const struct vzcaps_config_result *r,
-                        const char *library)
+/* Where the decision stopped short of the library: a shim starts the program stock; run says
+ * why and exits 125 (a person asked for the library). */
+static int refused(const struct launch_request *rq, const struct launch_job *j)
 {
-    char arch[32], why[400];
-    int rc = run_target_check(plan->image, library, &r->profile, arch, sizeof arch, why, sizeof why);
-    if (rc != 0 && rq->shim)
-        return start_stock(rq, plan, r, why);
-    if (rc != 0) {
-        eprintf("vzcaps run: refusing %s: %s", plan->image, why);
-        if (strcmp(arch, "arm64e") == 0)
+    if (rq->shim)
+        return j->step == LAUNCH_REFUSED_CONFIG ? shim_refused(rq, j) : start_stock(rq, &j->plan, &j->r, j->why);
+    const char *exe = j->plan.exe;
+    switch (j->step) {
+    case LAUNCH_NO_LIBRARY:
+        if (j->rc == 1)
+            eprintf("vzcaps run: %s", j->why);
+        else
+            eprintf("vzcaps run: not starting %s: %s", exe, j->why);
+        break;
+    case LAUNCH_REFUSED_CONFIG:
+        eprintf("vzcaps run: not starting %s: %s", exe, j->r.profile.notes[0]);
+        if (!j->r.profile.invalid)
+            eprintf("vzcaps run: pass --family off to run it stock on purpose");
+        break;
+    case LAUNCH_REFUSED_INHERIT:
+        eprintf("vzcaps run: not starting %s with the injection kept in its children: %s; drop --inherit (and inherit = yes), "
+                "or pass --inherit-anyway to accept that", exe, j->plan.inherit_why);
+        break;
+    default:
+        eprintf("vzcaps run: refusing %s: %s", j->plan.image, j->why);
+        if (strcmp(j->arch, "arm64e") == 0)
             eprintf("vzcaps run: arm64e builds of the library are made only on a Mac (make dist with Xcode); "
                     "or run an arm64 build of the program (e.g. a Homebrew or python.org python instead of Apple's)");
-        return rc;
+        return j->rc;
     }
-    const char *pass = run_chip_to_pass(arch, &r->profile.chip, rq->o.chip || getenv("VZCAPS_HOST_CHIP"));
-    if (pass) {
-        static char chip[sizeof r->profile.chip.name];
-        snprintf(chip, sizeof chip, "%s", pass);
-        rq->o.chip = chip;
-        eprintf("vzcaps run: note: %s runs as x86_64 (under Rosetta on Apple silicon), where the CPU brand does not name the chip; "
-                "passing VZCAPS_HOST_CHIP=\"%s\"", plan->image, chip);
-    }
-    return 0;
+    return EXIT_REFUSED;
+}
+
+/* The chip passed under Rosetta: an x86_64 target where the CPU brand does not name the chip. */
+static void pass_chip(struct launch_request *rq, const struct launch_job *j)
+{
+    const char *pass = run_chip_to_pass(j->arch, &j->r.profile.chip, rq->o.chip || getenv("VZCAPS_HOST_CHIP"));
+    if (!pass)
+        return;
+    static char chip[sizeof j->r.profile.chip.name];
+    snprintf(chip, sizeof chip, "%s", pass);
+    rq->o.chip = chip;
+    eprintf("vzcaps run: note: %s runs as x86_64 (under Rosetta on Apple silicon), where the CPU brand does not name the chip; "
+            "passing VZCAPS_HOST_CHIP=\"%s\"", j->plan.image, chip);
 }
 
 int launch_run(struct launch_request *rq)
 {
-    char **cmd = rq->cmd;
-    /* the launch plan: what exec runs (a FIFO, a directory or a missing file stops here,
-     * before anything reads it), its #! chain, what starts, what dyld will ignore */
-    static struct launch_plan plan;
-    int rc = launch_plan_make(&plan, cmd, rq->dry);
-    if (rc != 0) {
-        eprintf("vzcaps run: cannot run %s: %s", plan.found ? plan.target : cmd[0], plan.why);
-        return rc;
+    /* the one decision: what exec runs (a FIFO, a directory or a missing file stops here,
+     * before anything reads it), its #! chain, what starts, the library, the configuration */
+    static struct launch_job j;
+    launch_job_decide(rq, &j);
+    struct launch_plan *plan = &j.plan;
+    if (j.step == LAUNCH_CANNOT_START) {
+        eprintf("vzcaps run: cannot run %s: %s", plan->found ? plan->target : rq->cmd[0], plan->why);
+        return j.rc;
     }
-    if (plan.rc != 0) /* a dry run still shows the environment, for a program installed elsewhere */
-        eprintf("vzcaps run: note: %s: %s%s", plan.found ? plan.target : cmd[0], plan.why, plan.found ? "" : " here");
-    rq->o.exe = plan.exe;
+    if (plan->rc != 0) /* a dry run still shows the environment, for a program installed elsewhere */
+        eprintf("vzcaps run: note: %s: %s%s", plan->found ? plan->target : rq->cmd[0], plan->why, plan->found ? "" : " here");
     if (!rq->shim) /* a shim says them only when it starts the program with the library */
-        launch_plan_notes(&plan, "vzcaps run");
-    char library[4096], why[4000];
-    int lib = library_for(rq, plan.image, library, sizeof library, why, sizeof why);
-    static struct vzcaps_config_result r;
-    if (lib && rq->shim) /* the configuration only names the stats log here */
-        return cli_configure_run(&rq->o, &r), start_stock(rq, &plan, &r, why);
-    if (lib == 1)
-        eprintf("vzcaps run: %s", why);
-    else if (lib)
-        eprintf("vzcaps run: not starting %s: %s", rq->o.exe, why);
-    if (lib)
-        return EXIT_REFUSED;
-    if ((rc = configure(rq, &plan, &r, library)) != 0 || r.profile.state == VZCAPS_STOCK_REFUSED ||
-        (rc = target_check(rq, &plan, &r, library)) != 0)
-        return rc;
-    if (rq->verify && r.profile.state == VZCAPS_ENABLED && (rc = verify_gate(&rq->o)) != 0)
+        launch_plan_notes(plan, "vzcaps run");
+    if (j.step != LAUNCH_WITH_LIBRARY)
+        return refused(rq, &j);
+    pass_chip(rq, &j);
+    int rc;
+    if (rq->verify && j.r.profile.state == VZCAPS_ENABLED && (rc = verify_gate(&rq->o)) != 0)
         return rc;
     if (rq->shim)
-        launch_plan_notes(&plan, "vzcaps run");
-    char **env = cli_child_env(&rq->o, library);
+        launch_plan_notes(plan, "vzcaps run");
+    char **env = cli_child_env(&rq->o, j.library);
     if (cli_preload_duplicates())
         eprintf("vzcaps run: note: %s was set %zu more time(s); the child gets one entry (the first, as getenv sees it)",
                 preload_var, cli_preload_duplicates());
     if (rq->dry) {
         /* one line a shell runs as it is: every variable this run sets or changes, the command */
-        launch_plan_line(stdout, &plan, env, environ);
-        launch_plan_free(&plan);
+        launch_plan_line(stdout, plan, env, environ);
+        launch_plan_free(plan);
         return 0;
     }
-    return exec_plan(&plan, env);
+    return exec_plan(plan, env);
+}
+
+int shim_main(int argc, char **argv)
+{
+    const char *name = vzcaps_basename(argv[0]);
+    char dir[4096];
+    const char *d = NULL;
+    const char *slash = strrchr(argv[0], '/');
+    if (slash) { /* started by its path: that directory is the shim directory */
+        size_t n = slash == argv[0] ? 1 : (size_t)(slash - argv[0]);
+        if (n < sizeof dir) {
+            snprintf(dir, sizeof dir, "%.*s", (int)n, argv[0]);
+            d = dir;
+        }
+    }
+    char real[4096], why[4400];
+    if (shim_real(name, d, real, sizeof real, why, sizeof why) != 0) {
+        eprintf("vzcaps: %s: %s", name, why);
+        return 127;
+    }
+    /* exactly `vzcaps run -- REAL ARGS`: the configuration for NAME, every launch decision */
+    char **av = calloc((size_t)argc + 1, sizeof *av);
+    if (!av) {
+        eprintf("vzcaps: %s: out of memory", name);
+        return 126;
+    }
+    av[0] = real;
+    for (int k = 1; k < argc; k++)
+        av[k] = argv[k];
+    struct launch_request rq = {.cmd = av, .shim = true};
+    int rc = launch_run(&rq);
+    free(av);
+    return rc;
 }

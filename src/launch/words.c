@@ -198,7 +198,7 @@ static void print_child_decision(const struct vzcaps_config_result *r, const cha
     printf("  as a child (matching)         %s: %s\n", d == VZCAPS_CHILD_KEEP ? "keeps the library" : "starts stock", esc(why));
 }
 
-void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_opts *o)
+void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_opts *o, const struct launch_job *gate)
 {
     const struct vzcaps_profile *p = &r->profile;
     bool en = p->state == VZCAPS_ENABLED;
@@ -206,6 +206,10 @@ void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_o
     json_begin(&j, stdout);
     json_obj(&j, NULL);
     json_bool(&j, "valid", !p->invalid);
+    if (gate) { /* check --strict: the decision's verdict */
+        json_str(&j, "verdict", gate->verdict == LAUNCH_GATE_CHANGES ? "unlocked" : "stock");
+        json_str(&j, "reason", gate->verdict_why);
+    }
     json_str(&j, "view", o->bare ? "library" : "run");
     json_bool(&j, "family_implied", o->family_implied);
     char shim[9000];

@@ -350,16 +350,53 @@ static bool is_launcher(void)
     return true;
 }
 
+/* The name the launcher handed for a #! script (VZCAPS_PROGRAM=PID:NAME, docs/config.md): 1 in
+ * the script's own process (the interpreter, and what it execs), with name; -1 in a child of it,
+ * whose environment is then made stock (as every child's); 0 without one. */
+static int handed_name(char **env, char *name, size_t len)
+{
+    int h = vzcaps_program_handed(vzcaps_env_get((const char *const *)env, "VZCAPS_PROGRAM"), (long long)getpid(), name, len);
+    for (size_t r = 0; h == 2 && env[r]; r++) /* unclaimed: this is the script's process; write its pid in place */
+        if (strncmp(env[r], "VZCAPS_PROGRAM=", 15) == 0) {
+            char *d = env[r] + 15;
+            for (long long pid = (long long)getpid(), i = VZCAPS_PROGRAM_CLAIM - 1; i >= 0; i--, pid /= 10)
+                d[i] = (char)('0' + pid % 10);
+            h = 1;
+            break;
+        }
+    if (h < 0)
+        vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
+                         NULL);
+    return h;
+}
+
+/* The script's process keeps the injection in its children (inherit): VZCAPS_PROGRAM's
+ * PID:NAME becomes PID+NAME in place (same length, no allocation), so its exec still takes NAME
+ * and its children are configured by their own names instead of starting stock. */
+static void handed_to_children(char **env)
+{
+    for (size_t r = 0; env[r]; r++)
+        if (strncmp(env[r], "VZCAPS_PROGRAM=", 15) == 0) {
+            char *sep = strchr(env[r] + 15, ':');
+            if (sep)
+                *sep = '+';
+        }
+}
+
 static void init(void)
 {
-    static char brand[256];
+    static char brand[256], handed[256];
     char **env = *vzcaps_platform_environ();
     note_stderr();
     if (is_launcher())
         return;
+    int h = handed_name(env, handed, sizeof handed);
+    if (h < 0)
+        return; /* a child of a script's process: stock */
+    const char *name = h > 0 ? handed : vzcaps_platform_exe_name();
     struct vzcaps_inputs in = {0};
     in.envp = (const char *const *)env;
-    in.exe = vzcaps_platform_exe_name();
+    in.exe = name;
     in.preload_var = vzcaps_platform_preload_var;
     in.read_file = read_and_keep;
     vzcaps_platform_host(&in.host, brand, sizeof brand);
@@ -382,7 +419,12 @@ static void init(void)
     }
     /* Children start stock (the rule and its cases: vzcaps_env_strip); with inherit = matching
      * too, so that a child started any other way (system(3) on glibc) gets nothing of ours */
-    if (!(p->state == VZCAPS_ENABLED && p->inherit) &&
+    /* a script's process keeps it for the program it execs (a wrapper's exec: the same pid, the
+     * same name); its other children see another pid and start stock; with inherit, children are
+     * configured under their own names */
+    if (h > 0 && p->state == VZCAPS_ENABLED && p->inherit)
+        handed_to_children(env);
+    if (h <= 0 && !(p->state == VZCAPS_ENABLED && p->inherit) &&
         vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
                          NULL) != 0 &&
         p->state == VZCAPS_ENABLED) {

@@ -1703,6 +1703,26 @@ static void test_log_file_in_configure(void **st)
     assert_string_equal(s.log_file_origin, "f:2: log_file");
 }
 
+/* VZCAPS_PROGRAM=PID:NAME: the script's name for its own process only (hostile values as none) */
+static void test_program_handed(void **state)
+{
+    (void)state;
+    char name[16];
+    assert_int_equal(vzcaps_program_handed("42:tool", 42, name, sizeof name), 1);
+    assert_string_equal(name, "tool");
+    assert_int_equal(vzcaps_program_handed("42:tool", 43, name, sizeof name), -1); /* a child: stock */
+    assert_int_equal(vzcaps_program_handed("42+tool", 43, name, sizeof name), 0);  /* a child under inherit */
+    assert_int_equal(vzcaps_program_handed("42+tool", 42, name, sizeof name), 1);
+    const char *bad[] = {NULL, "", "tool", ":tool", "42:", "42:a/b", "42;tool", "-1:tool", "42:a-name-too-long-for-it"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(vzcaps_program_handed(bad[i], 42, name, sizeof name), 0);
+    assert_int_equal(vzcaps_program_handed("99999999999999999999:x", 42, name, sizeof name), 0); /* no overflow */
+    assert_int_equal(vzcaps_program_handed("0000000000:tool", 42, name, sizeof name), 2); /* unclaimed: the reader's */
+    assert_string_equal(name, "tool");
+    assert_int_equal(vzcaps_program_handed("0000000042:tool", 42, name, sizeof name), 1); /* claimed, zero-padded */
+    assert_int_equal(vzcaps_program_handed("0:tool", 42, name, sizeof name), -1); /* only the full claim field */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1724,6 +1744,7 @@ int main(void)
         cmocka_unit_test(test_statslog_record),        cmocka_unit_test(test_statslog_cut),
         cmocka_unit_test(test_log_file_values),        cmocka_unit_test(test_log_file_in_configure),
         cmocka_unit_test(test_slices_of_an_executable), cmocka_unit_test(test_config_match_patterns),
+        cmocka_unit_test(test_program_handed),
         cmocka_unit_test(test_child_decision),         cmocka_unit_test(test_child_environment), cmocka_unit_test(test_stock_environment),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);

@@ -132,7 +132,7 @@ static void test_a_script_loads_the_library_into_its_interpreter(void **st)
     snprintf(f.chain.line, sizeof f.chain.line, "#!/opt/python3");
     assert_int_equal(launch_decide(&f, &p, false), 0);
     assert_string_equal(p.image, "/opt/python3");
-    assert_string_equal(p.exe, "python3");
+    assert_string_equal(p.exe, "job"); /* the script's own name: the one match meets (docs/config.md) */
     assert_string_equal(p.exec_path, "/w/job");
     f.chain.protected_image = true; /* SIP removes the injection there */
     launch_decide(&f, &p, false);
@@ -200,11 +200,9 @@ static void test_the_gate_follows_what_path_resolves_to(void **st)
     (void)st;
     char why[9000];
     enabled("*", "");
-    program("llama-server", "/opt/bin/llama-server"); /* the shim behind the real one, or absent */
-    assert_int_equal(gate(true, why, sizeof why), LAUNCH_GATE_STOCK);
-    assert_string_equal(why, "llama-server on PATH resolves to /opt/bin/llama-server, which is not a vzcaps shim: a job that "
-                             "starts it runs it without the library (put the shim directory first on PATH, or start it with "
-                             "vzcaps run)");
+    program("llama-server", "/opt/bin/llama-server"); /* started with the library (run): no shim needed */
+    assert_int_equal(gate(true, why, sizeof why), LAUNCH_GATE_CHANGES);
+    assert_string_equal(why, "llama-server starts /opt/bin/llama-server, with the library, which changes its answers");
     program("llama-server", "/s/llama-server");
     shimmed("");
     assert_int_equal(gate(true, why, sizeof why), LAUNCH_GATE_CANNOT_START);
@@ -232,6 +230,31 @@ static void test_the_gate_knows_where_the_loader_will_not_inject(void **st)
     assert_non_null(strstr(why, "a statically linked executable"));
 }
 
+static void test_the_gate_knows_what_the_guest_answers_and_who_calls(void **st)
+{
+    (void)st;
+    char why[9000];
+    static char libs[] = "libggml-metal.dylib\nlibc.so.6\n";
+    program("llama-server", "/s/llama-server");
+    shimmed("/opt/bin/llama-server");
+    enabled("*", "");
+    prof.apple_family_max = 1005; /* the guest answers Apple5 already: nothing is raised */
+    assert_int_equal(gate(true, why, sizeof why), LAUNCH_GATE_STOCK);
+    assert_non_null(strstr(why, "nothing to change: the guest already answers Apple5"));
+    prof.apple_family_max = 1006;
+    assert_int_equal(gate(true, why, sizeof why), LAUNCH_GATE_CHANGES);
+    f.libs = libs;
+    enabled("libggml*", ""); /* the program links a library the scope names */
+    assert_int_equal(gate(true, why, sizeof why), LAUNCH_GATE_CHANGES);
+    enabled("libfoo*", "");
+    assert_int_equal(gate(true, why, sizeof why), LAUNCH_GATE_STOCK);
+    assert_string_equal(why, "out of scope: callers libfoo* (stock_callers none) leaves out llama-server and every library it links");
+    enabled("*", "llama-server"); /* '*' alone names no library: the program's own calls are stock */
+    assert_int_equal(gate(true, why, sizeof why), LAUNCH_GATE_STOCK);
+    f.libs = NULL; /* libraries unknown: it can */
+    assert_int_equal(gate(true, why, sizeof why), LAUNCH_GATE_CHANGES);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -246,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_the_gate_finds_an_all_stock_scope),
         cmocka_unit_test(test_the_gate_follows_what_path_resolves_to),
         cmocka_unit_test(test_the_gate_knows_where_the_loader_will_not_inject),
+        cmocka_unit_test(test_the_gate_knows_what_the_guest_answers_and_who_calls),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
