@@ -35,6 +35,9 @@ enum { ENTRY_INSTALLING, ENTRY_DONE, ENTRY_FAILED };
 struct hooked_class {
     Class cls;
     _Atomic(IMP) original[N_SELS]; /* NULL: not replaced on this class (inherited or not needed) */
+    /* per limit, a device whose original answer was found below the floor, and one at or
+     * above it (0: none); see "a device's limits, remembered" */
+    _Atomic uintptr_t below[N_SELS], at_or_above[N_SELS];
     atomic_int state;              /* ENTRY_*: DONE or FAILED only once the install has finished */
 };
 static struct hooked_class table[MAX_CLASSES];
@@ -165,22 +168,43 @@ static inline __attribute__((always_inline)) BOOL family_all(size_t k, id self, 
     return ((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family);
 }
 
-/* A limit at or above the floor is the answer whoever asks; below it, the floor for a caller
- * in scope. The original runs first, so the caller is looked at only when it matters. */
-static __attribute__((noinline)) unsigned long limit_slow(int which, uint64_t a, unsigned long stock)
+/* ---- a device's limits, remembered ----
+ * A limit's original answer is a read-only property of the device, fixed when it is created
+ * (Metal's maxThreadgroupMemoryLength and recommendedMaxWorkingSetSize have no setter, and
+ * the replacement never changes what the original answers). So each entry remembers, per
+ * limit, one device found below the floor and one at or above it: a later call on that device
+ * skips the original when it is below (the floor for a caller in scope) and tail-calls it when
+ * it is at or above (its answer, whoever asks). Each word holds a fact about one device and is
+ * read and written whole (relaxed: it publishes nothing else), so racing threads can only
+ * replace one true fact by another; two devices asked in turn simply take the slow path. A
+ * device created later at the address of a freed one is forgotten (vzcaps_hooks_forget) on its
+ * way to its first caller, where every device passes: initGPUFamilySupport or a factory. */
+static __attribute__((noinline)) unsigned long limit_asked(size_t k, int which, id self, SEL cmd, uint64_t a)
 {
+    unsigned long stock = ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
+    bool below = stock < floor_of[which];
+    atomic_store_explicit(below ? &table[k].below[which] : &table[k].at_or_above[which], (uintptr_t)self,
+                          memory_order_relaxed);
+    if (!below)
+        return stock;
     return site_in_scope(which, a) ? (unsigned long)floor_of[which] : stock;
 }
 
+/* A limit at or above the floor is the answer whoever asks; below it, the floor for a caller
+ * in scope. A device not remembered is asked first, so the caller is looked at only when it
+ * matters. */
 static inline __attribute__((always_inline)) unsigned long limit_scoped(size_t k, int which, id self, SEL cmd, const void *ret)
 {
-    unsigned long stock = ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
-    if (stock >= floor_of[which])
-        return stock;
-    uint64_t a = site_of(ret);
-    if (!site_is_last(which, a))
-        return limit_slow(which, a, stock);
-    return (unsigned long)floor_of[which];
+    uintptr_t me = (uintptr_t)self;
+    if (atomic_load_explicit(&table[k].below[which], memory_order_relaxed) == me) {
+        uint64_t a = site_of(ret);
+        if (site_is_last(which, a))
+            return (unsigned long)floor_of[which];
+        return limit_asked(k, which, self, cmd, a);
+    }
+    if (atomic_load_explicit(&table[k].at_or_above[which], memory_order_relaxed) == me)
+        return ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
+    return limit_asked(k, which, self, cmd, site_of(ret));
 }
 
 static inline __attribute__((always_inline)) unsigned long limit_all(size_t k, int which, id self, SEL cmd)
@@ -357,6 +381,21 @@ out:
     return rc;
 }
 
+/* A device on its way to its first caller: what was remembered about an earlier device at its
+ * address (freed since) is not about this one. */
+static void forget(id device)
+{
+    size_t n = atomic_load_explicit(&n_table, memory_order_acquire);
+    for (size_t k = 0; k < n; k++)
+        for (int w = 0; w < N_SELS; w++) {
+            uintptr_t was = (uintptr_t)device;
+            atomic_compare_exchange_strong_explicit(&table[k].below[w], &was, 0, memory_order_relaxed, memory_order_relaxed);
+            was = (uintptr_t)device;
+            atomic_compare_exchange_strong_explicit(&table[k].at_or_above[w], &was, 0, memory_order_relaxed,
+                                                    memory_order_relaxed);
+        }
+}
+
 static void on_device(id device, const char *path)
 {
     if (device && vzcaps_effective->state == VZCAPS_STOCK_REFUSED) {
@@ -365,6 +404,7 @@ static void on_device(id device, const char *path)
     }
     if (!device || vzcaps_effective->state != VZCAPS_ENABLED)
         return;
+    forget(device);
     Class cls = object_getClass(device);
     struct hooked_class *e = find_entry(cls);
     /* Fast path only once the install is complete: an entry is published (for the
