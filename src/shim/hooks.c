@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -53,10 +54,13 @@ static unsigned char family_yes[VZCAPS_FAMILY_TABLE_LEN];
 static uint64_t floor_of[N_SELS];
 static atomic_bool answers_ready;
 
+static void replacements_fill(void);
+
 static void answers_prepare(void)
 {
     if (atomic_load_explicit(&answers_ready, memory_order_relaxed))
         return; /* under install_lock: once */
+    replacements_fill();
     vzcaps_family_table(vzcaps_effective, family_yes);
     floor_of[SEL_THREADGROUP] = vzcaps_effective->max_threadgroup_memory;
     floor_of[SEL_WORKING_SET] = vzcaps_effective->recommended_working_set_size;
@@ -235,16 +239,17 @@ SLOTS(DEFINE_SLOT)
 _Static_assert(MAX_CLASSES == 32, "one set of replacements per class entry");
 
 #define AS_IMP(f) (IMP)(void (*)(void))f
-#define FAMILY_S(k) AS_IMP(family_s##k),
-#define FAMILY_A(k) AS_IMP(family_a##k),
-#define GROUP_S(k) AS_IMP(group_s##k),
-#define GROUP_A(k) AS_IMP(group_a##k),
-#define SET_S(k) AS_IMP(set_s##k),
-#define SET_A(k) AS_IMP(set_a##k),
-static const IMP replacements[2][N_SELS][MAX_CLASSES] = {
-    {{SLOTS(FAMILY_S)}, {SLOTS(GROUP_S)}, {SLOTS(SET_S)}},
-    {{SLOTS(FAMILY_A)}, {SLOTS(GROUP_A)}, {SLOTS(SET_A)}},
-};
+/* Filled at the first install (answers_prepare), not initialised: 192 addresses in a const
+ * table are as many relocations ld.so applies in every process the library starts in. */
+static IMP replacements[2][N_SELS][MAX_CLASSES];
+#define FILL_SLOT(k)                                                                                               \
+    replacements[0][SEL_FAMILY][k] = AS_IMP(family_s##k), replacements[1][SEL_FAMILY][k] = AS_IMP(family_a##k), \
+    replacements[0][SEL_THREADGROUP][k] = AS_IMP(group_s##k), replacements[1][SEL_THREADGROUP][k] = AS_IMP(group_a##k), \
+    replacements[0][SEL_WORKING_SET][k] = AS_IMP(set_s##k), replacements[1][SEL_WORKING_SET][k] = AS_IMP(set_a##k);
+static void replacements_fill(void)
+{
+    SLOTS(FILL_SLOT)
+}
 
 /* entry k's replacement for a selector (scope_all: the process's scope is every caller) */
 static IMP replacement(size_t k, int which)
@@ -438,7 +443,11 @@ void vzcaps_hooks_on_device(id device, const char *path)
  * its own supportsFamily: answers already sees the profile's (the order of the shim measured
  * working in guests). */
 static _Atomic(IMP) original_init_family;
-static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+/* WATCH_*: one thread swaps; a caller that finds the swap under way waits for it (it returns
+ * only once the watch is in place, as it did under a lock). No mutex: its first lock and unlock
+ * are two libc symbols ld.so looks up in every process the library starts in. */
+enum { WATCH_NONE, WATCH_SWAPPING, WATCH_ON };
+static atomic_int watch_state;
 
 static void replaced_init_family(id self, SEL cmd)
 {
@@ -450,20 +459,24 @@ static void replaced_init_family(id self, SEL cmd)
 
 void vzcaps_hooks_watch_base_class(void)
 {
-    if (atomic_load_explicit(&original_init_family, memory_order_acquire))
+    if (atomic_load_explicit(&watch_state, memory_order_acquire) == WATCH_ON)
         return; /* watching already (a class registration on the rig asks again) */
     Class base = objc_getClass("_MTLDevice");
     Method m = base ? class_getInstanceMethod(base, sel_registerName("initGPUFamilySupport")) : NULL;
     if (!m)
         return; /* missing private pieces are not an error */
-    pthread_mutex_lock(&watch_lock);
-    if (!atomic_load_explicit(&original_init_family, memory_order_acquire)) {
-        /* provisional, so a device created during the swap still reaches the original; then the
-         * implementation the one atomic swap actually replaced */
-        atomic_store_explicit(&original_init_family, method_getImplementation(m), memory_order_release);
-        IMP prev = method_setImplementation(m, (IMP)(void (*)(void))replaced_init_family);
-        if (prev)
-            atomic_store_explicit(&original_init_family, prev, memory_order_release);
+    int expected = WATCH_NONE;
+    if (!atomic_compare_exchange_strong_explicit(&watch_state, &expected, WATCH_SWAPPING, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        while (atomic_load_explicit(&watch_state, memory_order_acquire) != WATCH_ON)
+            sched_yield(); /* another thread is swapping: a few instructions away */
+        return;
     }
-    pthread_mutex_unlock(&watch_lock);
+    /* provisional, so a device created during the swap still reaches the original; then the
+     * implementation the one atomic swap actually replaced */
+    atomic_store_explicit(&original_init_family, method_getImplementation(m), memory_order_release);
+    IMP prev = method_setImplementation(m, (IMP)(void (*)(void))replaced_init_family);
+    if (prev)
+        atomic_store_explicit(&original_init_family, prev, memory_order_release);
+    atomic_store_explicit(&watch_state, WATCH_ON, memory_order_release);
 }
