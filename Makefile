@@ -42,9 +42,12 @@ else
   TEST_CORE_LINK :=
   TEST_CLI_LINK := -lm
   all: $(LIB) $(B)/vzcaps $(GENERATED) rig
+  # -nostartfiles: the library's only start-up code is its constructor (.init_array, run by ld.so);
+  # the C runtime's shared-object files add nothing it uses, but four symbols ld.so must look up
+  # in every process the library is preloaded into (_ITM_*, __gmon_start__, __cxa_finalize)
   $(LIB): $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(B)
-	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -g -flto -fPIC -shared -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
+	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -g -flto -fPIC -shared -nostartfiles -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
   $(B)/vzcaps: $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) -O2 -g -I$(B) $(filter %.c,$^) -o $@ -lm
 endif

@@ -67,6 +67,31 @@ const char *vzcaps_chip_source(const struct vzcaps_chip *chip)
     return NULL;
 }
 
+/* "Apple <series><generation>[ <variant>]", the variant up to its first space, cut to fit as
+ * snprintf would (out: len bytes, NUL-terminated) */
+static void canonical_name(char *out, size_t len, char series, int gen, const char *variant)
+{
+    char buf[64], digits[12];
+    size_t n = 0, d = 0;
+    memcpy(buf, "Apple ", 6);
+    n = 6;
+    buf[n++] = series;
+    do
+        digits[d++] = (char)('0' + gen % 10);
+    while ((gen /= 10) > 0 && d < sizeof digits);
+    while (d)
+        buf[n++] = digits[--d];
+    if (variant) {
+        buf[n++] = ' ';
+        for (const char *v = variant; *v && *v != ' ' && n < sizeof buf - 1; v++)
+            buf[n++] = *v;
+    }
+    if (n > len - 1)
+        n = len - 1;
+    memcpy(out, buf, n);
+    out[n] = '\0';
+}
+
 void vzcaps_chip_from_brand(const char *brand, struct vzcaps_chip *out)
 {
     memset(out, 0, sizeof *out);
@@ -77,7 +102,8 @@ void vzcaps_chip_from_brand(const char *brand, struct vzcaps_chip *out)
     size_t len = strlen(brand);
     while (len && (brand[len - 1] == ' ' || brand[len - 1] == '\t' || brand[len - 1] == '\n'))
         len--;
-    snprintf(out->name, sizeof out->name, "%.*s", (int)(len < 47 ? len : 47), brand);
+    /* by hand, not snprintf: this runs in every process the library starts in */
+    memcpy(out->name, brand, len < sizeof out->name - 1 ? len : sizeof out->name - 1); /* out is zeroed */
 
     static const char virt[] = " (Virtual)";
     if (len >= sizeof virt - 1 && ncase_cmp(brand + len - (sizeof virt - 1), virt, sizeof virt - 1) == 0) {
@@ -114,8 +140,7 @@ void vzcaps_chip_from_brand(const char *brand, struct vzcaps_chip *out)
         out->generation = gen;
         out->apple_family = row->apple_family;
         out->max_threadgroup_memory = DOCUMENTED_THREADGROUP_MEMORY;
-        snprintf(out->name, sizeof out->name, "Apple %c%d%s%.*s", series, gen, variant ? " " : "",
-                 variant ? (int)strcspn(variant, " ") : 0, variant ? variant : "");
+        canonical_name(out->name, sizeof out->name, series, gen, variant);
         return;
     }
     /* a chip not in the table (a future one, or a series Macs do not use): no safe answer */

@@ -372,9 +372,9 @@ static int scan_env(const struct vzcaps_inputs *in, unsigned seen[N_PREFIXES], c
             maybe = **e == env_prefixes[i][0];
         if (!maybe)
             continue;
-        const char *eq = strchr(*e, '=');
+        const char *eq = vzcaps_find_char(*e, '=');
         size_t n = eq ? (size_t)(eq - *e) : strlen(*e);
-        if (pl && n == pl && memcmp(*e, in->preload_var, pl) == 0) {
+        if (pl && n == pl && vzcaps_has_prefix(*e, in->preload_var, pl)) {
             if (preload_seen) {
                 snprintf(why, len, "%s is set twice in the environment: which one applies is ambiguous; set it once", in->preload_var);
                 return -1;
@@ -384,7 +384,7 @@ static int scan_env(const struct vzcaps_inputs *in, unsigned seen[N_PREFIXES], c
         }
         for (size_t i = 0; i < N_PREFIXES; i++) {
             size_t xl = strlen(env_prefixes[i]);
-            if (strncmp(*e, env_prefixes[i], xl) != 0)
+            if (!vzcaps_has_prefix(*e, env_prefixes[i], xl))
                 continue;
             if (!eq) {
                 snprintf(why, len, "environment entry %s has no '=': malformed", vzcaps_clipn(*e, n, 64, name, sizeof name));
@@ -519,8 +519,8 @@ static size_t speaking_family(const struct vzcaps_inputs *in, const unsigned see
         const char *which = "";
         size_t wn = 0;
         for (const char *const *e = in->envp; e && *e && !wn; e++) {
-            const char *eq = strchr(*e, '=');
-            int k = eq && strncmp(*e, "VZCAPS_", 7) == 0 ? env_slot(*e + 7, (size_t)(eq - *e) - 7, true) : -1;
+            const char *eq = vzcaps_find_char(*e, '=');
+            int k = eq && vzcaps_has_prefix(*e, "VZCAPS_", 7) ? env_slot(*e + 7, (size_t)(eq - *e) - 7, true) : -1;
             if (k >= 0 && (claims & (1u << k)))
                 which = *e, wn = (size_t)(eq - *e);
         }
@@ -596,8 +596,8 @@ static int apply_variables(const struct vzcaps_inputs *in, const char *prefix, s
     for (const char *const *e = in->envp; e && *e; e++) {
         if (**e != 'V' && (!prefix || **e != prefix[0]))
             continue; /* neither VZCAPS_ nor the prefix, by their first byte */
-        const char *eq = strchr(*e, '=');
-        size_t xl = strncmp(*e, "VZCAPS_", 7) == 0 ? 7 : prefix && strncmp(*e, prefix, strlen(prefix)) == 0 ? strlen(prefix) : 0;
+        const char *eq = vzcaps_find_char(*e, '=');
+        size_t xl = vzcaps_has_prefix(*e, "VZCAPS_", 7) ? 7 : prefix && vzcaps_has_prefix(*e, prefix, strlen(prefix)) ? strlen(prefix) : 0;
         if (!eq || !xl)
             continue;
         int k = env_slot(*e + xl, (size_t)(eq - *e) - xl, xl == 7);

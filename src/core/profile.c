@@ -5,6 +5,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,7 +30,7 @@ const char *vzcaps_key_name(enum vzcaps_key key)
 int vzcaps_key_from_name(const char *name)
 {
     for (int k = 0; k < VZCAPS_KEY_COUNT; k++)
-        if (strcmp(name, key_names[k]) == 0)
+        if (vzcaps_streq(name, key_names[k]))
             return k;
     return -1;
 }
@@ -71,9 +72,9 @@ static int parse_bool(const char *v, bool *out)
 {
     static const char *const yes[] = {"1", "yes", "true"}, *const no[] = {"0", "no", "false"};
     for (size_t i = 0; i < 3; i++) {
-        if (strcmp(v, yes[i]) == 0)
+        if (vzcaps_streq(v, yes[i]))
             return *out = true, 0;
-        if (strcmp(v, no[i]) == 0)
+        if (vzcaps_streq(v, no[i]))
             return *out = false, 0;
     }
     return -1;
@@ -156,7 +157,7 @@ static int parse_globs(const char *v, char *out, char *err, size_t errlen)
     out[w] = '\0';
     if (!w)
         return fail(err, errlen, "%s", "empty list: use none for no image");
-    if (strcmp(out, "none") == 0)
+    if (vzcaps_streq(out, "none"))
         out[0] = '\0';
     return 0;
 }
@@ -164,9 +165,9 @@ static int parse_globs(const char *v, char *out, char *err, size_t errlen)
 /* apple_family_max: auto, off (or 0), or an Apple family (a number or appleN) */
 static int set_family_max(struct vzcaps_settings *s, const char *value, char *err, size_t errlen)
 {
-    if (strcmp(value, "auto") == 0) {
+    if (vzcaps_streq(value, "auto")) {
         s->family_mode = VZCAPS_FAMILY_AUTO;
-    } else if (strcmp(value, "off") == 0 || strcmp(value, "0") == 0) {
+    } else if (vzcaps_streq(value, "off") || vzcaps_streq(value, "0")) {
         s->family_mode = VZCAPS_FAMILY_OFF;
     } else {
         int64_t f;
@@ -218,7 +219,7 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
         strcpy(s->host_chip, value);
         break;
     case VZCAPS_KEY_INHERIT:
-        s->inherit_matching = strcmp(value, "matching") == 0;
+        s->inherit_matching = vzcaps_streq(value, "matching");
         if (s->inherit_matching) {
             s->inherit = false;
             break;
@@ -233,10 +234,10 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
         s->unsafe = b;
         break;
     case VZCAPS_KEY_LOG:
-        if (strcmp(value, "quiet") != 0 && strcmp(value, "normal") != 0 && strcmp(value, "verbose") != 0)
+        if (!vzcaps_streq(value, "quiet") && !vzcaps_streq(value, "normal") && !vzcaps_streq(value, "verbose"))
             return fail(err, errlen, "\"%s\" is not quiet, normal or verbose", value);
-        s->quiet = strcmp(value, "quiet") == 0;
-        s->verbose = strcmp(value, "verbose") == 0;
+        s->quiet = vzcaps_streq(value, "quiet");
+        s->verbose = vzcaps_streq(value, "verbose");
         break;
     case VZCAPS_KEY_CALLERS:
         if (parse_globs(value, s->callers, err, errlen) != 0)
@@ -275,6 +276,69 @@ static void note(struct vzcaps_profile *p, const char *fmt, ...)
 #endif
     ;
 
+/* Whether fmt converts only %s, %lld and %llu (and writes %%): what every note uses. */
+static bool plain_format(const char *fmt)
+{
+    for (const char *f = fmt; (f = vzcaps_find_char(f, '%')) != NULL; f += 2) {
+        if (f[1] == 'l' && f[2] == 'l' && (f[3] == 'd' || f[3] == 'u'))
+            f += 2;
+        else if (f[1] != 's' && f[1] != '%')
+            return false;
+    }
+    return true;
+}
+
+static size_t put_byte(char *out, size_t cap, size_t n, char c)
+{
+    if (n + 1 < cap)
+        out[n] = c;
+    return n + 1;
+}
+
+static size_t put_decimal(char *out, size_t cap, size_t n, bool negative, unsigned long long v)
+{
+    char digits[24];
+    size_t d = 0;
+    do
+        digits[d++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    if (negative)
+        n = put_byte(out, cap, n, '-');
+    while (d)
+        n = put_byte(out, cap, n, digits[--d]);
+    return n;
+}
+
+/* vsnprintf for a plain_format fmt: the same bytes and the same return value, without binding
+ * and running libc's formatter in every process the library starts in (a note is made there) */
+static int plain_vsnprintf(char *out, size_t cap, const char *fmt, va_list ap)
+{
+    size_t n = 0;
+    for (const char *f = fmt; *f; f++) {
+        if (*f != '%') {
+            n = put_byte(out, cap, n, *f);
+        } else if (f[1] == 's') {
+            const char *a = va_arg(ap, const char *);
+            for (a = a ? a : "(null)"; *a; a++)
+                n = put_byte(out, cap, n, *a);
+            f++;
+        } else if (f[1] == '%') {
+            n = put_byte(out, cap, n, '%');
+            f++;
+        } else if (f[3] == 'd') { /* %lld */
+            long long v = va_arg(ap, long long);
+            n = put_decimal(out, cap, n, v < 0, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v);
+            f += 3;
+        } else { /* %llu */
+            n = put_decimal(out, cap, n, false, va_arg(ap, unsigned long long));
+            f += 3;
+        }
+    }
+    if (cap)
+        out[n < cap ? n : cap - 1] = '\0';
+    return n > INT_MAX ? -1 : (int)n;
+}
+
 static void note(struct vzcaps_profile *p, const char *fmt, ...)
 {
     if (p->n_notes >= VZCAPS_MAX_NOTES)
@@ -283,7 +347,7 @@ static void note(struct vzcaps_profile *p, const char *fmt, ...)
     va_start(ap, fmt);
     char *n = p->notes[p->n_notes++];
     n[0] = '\0';
-    int len = vsnprintf(n, VZCAPS_NOTE_LEN, fmt, ap);
+    int len = plain_format(fmt) ? plain_vsnprintf(n, VZCAPS_NOTE_LEN, fmt, ap) : vsnprintf(n, VZCAPS_NOTE_LEN, fmt, ap);
     va_end(ap);
     if (len < 0 || len >= VZCAPS_NOTE_LEN)
         memcpy(n + VZCAPS_NOTE_LEN - 4, "...", 4); /* never cut silently */
@@ -312,8 +376,8 @@ static void resolve_scope(const struct vzcaps_settings *s, struct vzcaps_profile
     vzcaps_copy(p->callers, sizeof p->callers, HAS(s, VZCAPS_KEY_CALLERS) ? s->callers : "*");
     vzcaps_copy(p->stock_callers, sizeof p->stock_callers,
                 HAS(s, VZCAPS_KEY_STOCK_CALLERS) ? s->stock_callers : VZCAPS_DEFAULT_STOCK_CALLERS);
-    p->scoped = strcmp(p->callers, "*") != 0 || p->stock_callers[0];
-    p->scope_default = strcmp(p->callers, "*") == 0 && strcmp(p->stock_callers, VZCAPS_DEFAULT_STOCK_CALLERS) == 0;
+    p->scoped = !vzcaps_streq(p->callers, "*") || p->stock_callers[0];
+    p->scope_default = vzcaps_streq(p->callers, "*") && vzcaps_streq(p->stock_callers, VZCAPS_DEFAULT_STOCK_CALLERS);
 }
 
 /* apple_family_max=auto on a host chip that is not known: refused, with the way out that
@@ -416,6 +480,8 @@ static void resolve_floors(const struct vzcaps_settings *s, const struct vzcaps_
     }
     if (HAS(s, VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE)) {
         uint64_t v = s->recommended_working_set_size, mem = host ? host->physical_memory : 0;
+        if (!mem && host && host->physical_memory_of)
+            mem = host->physical_memory_of();
         p->recommended_working_set_size = v;
         if (!mem)
             note(p, "working-set floor %llu as given, not validated: physical memory unknown", (unsigned long long)v);
@@ -495,7 +561,7 @@ const char *vzcaps_caller_rule(const struct vzcaps_profile *p, const char *image
 
 bool vzcaps_caller_in_scope(const struct vzcaps_profile *p, const char *image)
 {
-    return !p->scoped || strcmp(vzcaps_caller_rule(p, image), "callers") == 0;
+    return !p->scoped || vzcaps_streq(vzcaps_caller_rule(p, image), "callers");
 }
 
 void vzcaps_profile_describe(const struct vzcaps_profile *p, const char *exe, char *buf, size_t len)

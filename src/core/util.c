@@ -47,8 +47,35 @@ bool vzcaps_glob_match(const char *pattern, const char *text)
 
 const char *vzcaps_basename(const char *path)
 {
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
+    const char *base = path;
+    for (const char *c = path; *c; c++)
+        if (*c == '/')
+            base = c + 1;
+    return base;
+}
+
+bool vzcaps_has_prefix(const char *s, const char *prefix, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != prefix[i]) /* s's NUL differs from prefix's byte: s is shorter */
+            return false;
+    return true;
+}
+
+bool vzcaps_streq(const char *a, const char *b)
+{
+    for (; *a == *b; a++, b++)
+        if (!*a)
+            return true;
+    return false;
+}
+
+const char *vzcaps_find_char(const char *s, char c)
+{
+    for (; *s; s++)
+        if (*s == c)
+            return s;
+    return c ? NULL : s;
 }
 
 bool vzcaps_list_names_library(const char *list, const char *seps, const char *libname)
@@ -297,7 +324,7 @@ bool vzcaps_launcher_target(const char *exe_path, char *target, size_t len)
 {
     const char *base = vzcaps_basename(exe_path);
     size_t dir = (size_t)(base - exe_path); /* "<X>/bin/" */
-    if (dir < 5 || memcmp(base - 5, "/bin/", 5) != 0)
+    if (dir < 5 || !vzcaps_has_prefix(base - 5, "/bin/", 5))
         return false;
     for (size_t i = 0; i < sizeof launchers / sizeof launchers[0]; i++) {
         if (!vzcaps_glob_match(launchers[i].name_glob, base))
@@ -312,7 +339,7 @@ const char *vzcaps_env_get(const char *const *envp, const char *name)
 {
     size_t n = strlen(name);
     for (; envp && *envp; envp++)
-        if (**envp == *name && strncmp(*envp, name, n) == 0 && (*envp)[n] == '=') /* the first byte: most entries end there */
+        if (**envp == *name && vzcaps_has_prefix(*envp, name, n) && (*envp)[n] == '=') /* the first byte: most entries end there */
             return *envp + n + 1;
     return NULL;
 }

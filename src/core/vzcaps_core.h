@@ -190,6 +190,8 @@ struct vzcaps_host {
     uint64_t physical_memory; /* bytes, 0 when unknown */
     int translated;           /* 1: an x86_64 process under Rosetta (sysctl.proc_translated), whose
                                  brand string does not name the chip; 0 native or unknown */
+    uint64_t (*physical_memory_of)(void); /* or NULL: asked when physical_memory is 0 and it is
+                                             needed (only a working-set floor needs it) */
 };
 
 /* Applies the settings to the host facts. Never fails: refusals set state and notes. */
@@ -263,6 +265,12 @@ struct vzcaps_config_result {
 void vzcaps_configure(const struct vzcaps_inputs *in, char *file_buf, size_t file_cap,
                       struct vzcaps_config_result *out);
 /* Value of name in envp, or NULL. */
+/* strncmp(s, prefix, n) == 0 for a prefix of at least n bytes, and strchr, by hand: the
+ * library's constructor reads the environment with them, and every libc function it calls is
+ * a symbol ld.so looks up (about 800 instructions) in each process the library starts in */
+bool vzcaps_has_prefix(const char *s, const char *prefix, size_t n);
+const char *vzcaps_find_char(const char *s, char c);
+bool vzcaps_streq(const char *a, const char *b); /* strcmp(a, b) == 0 */
 const char *vzcaps_env_get(const char *const *envp, const char *name);
 
 /* VZCAPS_PROGRAM=PID:NAME: the name the launcher hands the library for a #! script, whose

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +36,9 @@ enum { ENTRY_INSTALLING, ENTRY_DONE, ENTRY_FAILED };
 struct hooked_class {
     Class cls;
     _Atomic(IMP) original[N_SELS]; /* NULL: not replaced on this class (inherited or not needed) */
+    /* per limit, a device whose original answer was found below the floor, and one at or
+     * above it (0: none); see "a device's limits, remembered" */
+    _Atomic uintptr_t below[N_SELS], at_or_above[N_SELS];
     atomic_int state;              /* ENTRY_*: DONE or FAILED only once the install has finished */
 };
 static struct hooked_class table[MAX_CLASSES];
@@ -50,10 +54,13 @@ static unsigned char family_yes[VZCAPS_FAMILY_TABLE_LEN];
 static uint64_t floor_of[N_SELS];
 static atomic_bool answers_ready;
 
+static void replacements_fill(void);
+
 static void answers_prepare(void)
 {
     if (atomic_load_explicit(&answers_ready, memory_order_relaxed))
         return; /* under install_lock: once */
+    replacements_fill();
     vzcaps_family_table(vzcaps_effective, family_yes);
     floor_of[SEL_THREADGROUP] = vzcaps_effective->max_threadgroup_memory;
     floor_of[SEL_WORKING_SET] = vzcaps_effective->recommended_working_set_size;
@@ -165,22 +172,43 @@ static inline __attribute__((always_inline)) BOOL family_all(size_t k, id self, 
     return ((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family);
 }
 
-/* A limit at or above the floor is the answer whoever asks; below it, the floor for a caller
- * in scope. The original runs first, so the caller is looked at only when it matters. */
-static __attribute__((noinline)) unsigned long limit_slow(int which, uint64_t a, unsigned long stock)
+/* ---- a device's limits, remembered ----
+ * A limit's original answer is a read-only property of the device, fixed when it is created
+ * (Metal's maxThreadgroupMemoryLength and recommendedMaxWorkingSetSize have no setter, and
+ * the replacement never changes what the original answers). So each entry remembers, per
+ * limit, one device found below the floor and one at or above it: a later call on that device
+ * skips the original when it is below (the floor for a caller in scope) and tail-calls it when
+ * it is at or above (its answer, whoever asks). Each word holds a fact about one device and is
+ * read and written whole (relaxed: it publishes nothing else), so racing threads can only
+ * replace one true fact by another; two devices asked in turn simply take the slow path. A
+ * device created later at the address of a freed one is forgotten (vzcaps_hooks_forget) on its
+ * way to its first caller, where every device passes: initGPUFamilySupport or a factory. */
+static __attribute__((noinline)) unsigned long limit_asked(size_t k, int which, id self, SEL cmd, uint64_t a)
 {
+    unsigned long stock = ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
+    bool below = stock < floor_of[which];
+    atomic_store_explicit(below ? &table[k].below[which] : &table[k].at_or_above[which], (uintptr_t)self,
+                          memory_order_relaxed);
+    if (!below)
+        return stock;
     return site_in_scope(which, a) ? (unsigned long)floor_of[which] : stock;
 }
 
+/* A limit at or above the floor is the answer whoever asks; below it, the floor for a caller
+ * in scope. A device not remembered is asked first, so the caller is looked at only when it
+ * matters. */
 static inline __attribute__((always_inline)) unsigned long limit_scoped(size_t k, int which, id self, SEL cmd, const void *ret)
 {
-    unsigned long stock = ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
-    if (stock >= floor_of[which])
-        return stock;
-    uint64_t a = site_of(ret);
-    if (!site_is_last(which, a))
-        return limit_slow(which, a, stock);
-    return (unsigned long)floor_of[which];
+    uintptr_t me = (uintptr_t)self;
+    if (atomic_load_explicit(&table[k].below[which], memory_order_relaxed) == me) {
+        uint64_t a = site_of(ret);
+        if (site_is_last(which, a))
+            return (unsigned long)floor_of[which];
+        return limit_asked(k, which, self, cmd, a);
+    }
+    if (atomic_load_explicit(&table[k].at_or_above[which], memory_order_relaxed) == me)
+        return ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
+    return limit_asked(k, which, self, cmd, site_of(ret));
 }
 
 static inline __attribute__((always_inline)) unsigned long limit_all(size_t k, int which, id self, SEL cmd)
@@ -211,16 +239,17 @@ SLOTS(DEFINE_SLOT)
 _Static_assert(MAX_CLASSES == 32, "one set of replacements per class entry");
 
 #define AS_IMP(f) (IMP)(void (*)(void))f
-#define FAMILY_S(k) AS_IMP(family_s##k),
-#define FAMILY_A(k) AS_IMP(family_a##k),
-#define GROUP_S(k) AS_IMP(group_s##k),
-#define GROUP_A(k) AS_IMP(group_a##k),
-#define SET_S(k) AS_IMP(set_s##k),
-#define SET_A(k) AS_IMP(set_a##k),
-static const IMP replacements[2][N_SELS][MAX_CLASSES] = {
-    {{SLOTS(FAMILY_S)}, {SLOTS(GROUP_S)}, {SLOTS(SET_S)}},
-    {{SLOTS(FAMILY_A)}, {SLOTS(GROUP_A)}, {SLOTS(SET_A)}},
-};
+/* Filled at the first install (answers_prepare), not initialised: 192 addresses in a const
+ * table are as many relocations ld.so applies in every process the library starts in. */
+static IMP replacements[2][N_SELS][MAX_CLASSES];
+#define FILL_SLOT(k)                                                                                               \
+    replacements[0][SEL_FAMILY][k] = AS_IMP(family_s##k), replacements[1][SEL_FAMILY][k] = AS_IMP(family_a##k), \
+    replacements[0][SEL_THREADGROUP][k] = AS_IMP(group_s##k), replacements[1][SEL_THREADGROUP][k] = AS_IMP(group_a##k), \
+    replacements[0][SEL_WORKING_SET][k] = AS_IMP(set_s##k), replacements[1][SEL_WORKING_SET][k] = AS_IMP(set_a##k);
+static void replacements_fill(void)
+{
+    SLOTS(FILL_SLOT)
+}
 
 /* entry k's replacement for a selector (scope_all: the process's scope is every caller) */
 static IMP replacement(size_t k, int which)
@@ -357,6 +386,21 @@ out:
     return rc;
 }
 
+/* A device on its way to its first caller: what was remembered about an earlier device at its
+ * address (freed since) is not about this one. */
+static void forget(id device)
+{
+    size_t n = atomic_load_explicit(&n_table, memory_order_acquire);
+    for (size_t k = 0; k < n; k++)
+        for (int w = 0; w < N_SELS; w++) {
+            uintptr_t was = (uintptr_t)device;
+            atomic_compare_exchange_strong_explicit(&table[k].below[w], &was, 0, memory_order_relaxed, memory_order_relaxed);
+            was = (uintptr_t)device;
+            atomic_compare_exchange_strong_explicit(&table[k].at_or_above[w], &was, 0, memory_order_relaxed,
+                                                    memory_order_relaxed);
+        }
+}
+
 static void on_device(id device, const char *path)
 {
     if (device && vzcaps_effective->state == VZCAPS_STOCK_REFUSED) {
@@ -365,6 +409,7 @@ static void on_device(id device, const char *path)
     }
     if (!device || vzcaps_effective->state != VZCAPS_ENABLED)
         return;
+    forget(device);
     Class cls = object_getClass(device);
     struct hooked_class *e = find_entry(cls);
     /* Fast path only once the install is complete: an entry is published (for the
@@ -398,7 +443,11 @@ void vzcaps_hooks_on_device(id device, const char *path)
  * its own supportsFamily: answers already sees the profile's (the order of the shim measured
  * working in guests). */
 static _Atomic(IMP) original_init_family;
-static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+/* WATCH_*: one thread swaps; a caller that finds the swap under way waits for it (it returns
+ * only once the watch is in place, as it did under a lock). No mutex: its first lock and unlock
+ * are two libc symbols ld.so looks up in every process the library starts in. */
+enum { WATCH_NONE, WATCH_SWAPPING, WATCH_ON };
+static atomic_int watch_state;
 
 static void replaced_init_family(id self, SEL cmd)
 {
@@ -410,20 +459,24 @@ static void replaced_init_family(id self, SEL cmd)
 
 void vzcaps_hooks_watch_base_class(void)
 {
-    if (atomic_load_explicit(&original_init_family, memory_order_acquire))
+    if (atomic_load_explicit(&watch_state, memory_order_acquire) == WATCH_ON)
         return; /* watching already (a class registration on the rig asks again) */
     Class base = objc_getClass("_MTLDevice");
     Method m = base ? class_getInstanceMethod(base, sel_registerName("initGPUFamilySupport")) : NULL;
     if (!m)
         return; /* missing private pieces are not an error */
-    pthread_mutex_lock(&watch_lock);
-    if (!atomic_load_explicit(&original_init_family, memory_order_acquire)) {
-        /* provisional, so a device created during the swap still reaches the original; then the
-         * implementation the one atomic swap actually replaced */
-        atomic_store_explicit(&original_init_family, method_getImplementation(m), memory_order_release);
-        IMP prev = method_setImplementation(m, (IMP)(void (*)(void))replaced_init_family);
-        if (prev)
-            atomic_store_explicit(&original_init_family, prev, memory_order_release);
+    int expected = WATCH_NONE;
+    if (!atomic_compare_exchange_strong_explicit(&watch_state, &expected, WATCH_SWAPPING, memory_order_acq_rel,
+                                                 memory_order_acquire)) {
+        while (atomic_load_explicit(&watch_state, memory_order_acquire) != WATCH_ON)
+            sched_yield(); /* another thread is swapping: a few instructions away */
+        return;
     }
-    pthread_mutex_unlock(&watch_lock);
+    /* provisional, so a device created during the swap still reaches the original; then the
+     * implementation the one atomic swap actually replaced */
+    atomic_store_explicit(&original_init_family, method_getImplementation(m), memory_order_release);
+    IMP prev = method_setImplementation(m, (IMP)(void (*)(void))replaced_init_family);
+    if (prev)
+        atomic_store_explicit(&original_init_family, prev, memory_order_release);
+    atomic_store_explicit(&watch_state, WATCH_ON, memory_order_release);
 }

@@ -23,14 +23,20 @@ const char vzcaps_platform_preload_var[] = "LD_PRELOAD";
 const char vzcaps_platform_preload_seps[] = ": ";
 const char vzcaps_platform_library_name[] = "libvzcaps.so";
 
+static uint64_t physical_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+}
+
 void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len)
 {
     (void)brand;
     (void)brand_len;
     host->brand = NULL;
     host->brand_origin = "no chip detection on Linux";
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    host->physical_memory = pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
+    host->physical_memory = 0;
+    host->physical_memory_of = physical_memory; /* asked only by a working-set floor */
 }
 
 const char *vzcaps_platform_exe_name(void)

@@ -978,6 +978,7 @@ class Darwin:
         S("_sigwait", lambda m, s, sig, *_: (m.put32(sig, 13), 0)[1])
         S("_pthread_mutex_lock", lambda m, *_: 0)
         S("_pthread_mutex_unlock", lambda m, *_: 0)
+        S("_sched_yield", lambda m, *_: 0)  # one thread here: the watch's wait never spins
 
         # ---- thread-specific data (libpthread: src/pthread_tsd.c) ----
         def key_create(m, key_a, dtor, *_):

@@ -8,7 +8,11 @@
  *   wrapper  WrapperDevice: not an _MTLDevice; implements the queries by asking the
  *            AppleParavirtDevice it wraps (as debug and capture layers do)
  *   forwarding ForwardingDevice: not an _MTLDevice; hands every message it lacks to the device
- *            it wraps through -forwardingTargetForSelector: */
+ *            it wraps through -forwardingTargetForSelector:
+ *   sized    SizedDevice: an _MTLDevice whose recommendedMaxWorkingSetSize is its own, the n-th
+ *            device made taking the n-th of FAKEMETAL_WORKING_SETS (comma-separated; the last
+ *            repeats): devices of one class that answer differently, each made in the same
+ *            memory, as malloc may place a new device at the address of a freed one */
 #include <objc/Object.h>
 #include <objc/message.h>
 #include <objc/runtime.h>
@@ -64,6 +68,52 @@
 @implementation OwnParavirtDevice
 - (BOOL)supportsFamily:(long)family { return family == 1001 || family == 1002 || family == 1003 || family == 1004 || family == 1005 || family == 2002 || family == 3001 || family == 3002 || family == 3003; }
 @end
+
+@interface SizedDevice : _MTLDevice {
+    unsigned long long workingSet;
+}
+- (id)initWithWorkingSet:(unsigned long long)ws;
+- (unsigned long long)recommendedMaxWorkingSetSize;
+@end
+@implementation SizedDevice
+- (id)initWithWorkingSet:(unsigned long long)ws
+{
+    workingSet = ws;
+    return [self init];
+}
+- (unsigned long long)recommendedMaxWorkingSetSize { return workingSet; }
+@end
+
+/* the n-th value of FAKEMETAL_WORKING_SETS (the last one past its end; 0 without it) */
+static unsigned long long nth_working_set(unsigned n)
+{
+    const char *list = getenv("FAKEMETAL_WORKING_SETS");
+    unsigned long long v = 0;
+    for (unsigned i = 0; list && *list; i++) {
+        char *end;
+        v = strtoull(list, &end, 10);
+        if (i == n || *end != ',')
+            break;
+        list = end + 1;
+    }
+    return v;
+}
+
+/* a SizedDevice in the memory the previous one had (it is gone: nothing may use it any more) */
+static id sized_in_place(void)
+{
+    static union {
+        long double align;
+        unsigned char bytes[256];
+    } memory;
+    Class cls = objc_getClass("SizedDevice");
+    if (class_getInstanceSize(cls) > sizeof memory.bytes)
+        abort();
+    memset(&memory, 0, sizeof memory);
+    id device = (id)(void *)&memory;
+    object_setClass(device, cls);
+    return device;
+}
 
 @interface LackingBase : Object
 - (BOOL)supportsFamily:(long)family;
@@ -190,8 +240,11 @@ static id create_default(void)
 {
     const char *variant = getenv("FAKEMETAL_CLASS");
     Class cls = objc_getClass("AppleParavirtDevice");
+    static unsigned n_sized;
     if (variant && strcmp(variant, "own") == 0)
         cls = objc_getClass("OwnParavirtDevice");
+    else if (variant && strcmp(variant, "sized") == 0)
+        return [sized_in_place() initWithWorkingSet:nth_working_set(n_sized++)];
     else if (variant && strcmp(variant, "plain") == 0)
         return class_createInstance(objc_getClass("PlainDevice"), 0);
     else if (variant && strcmp(variant, "lacking") == 0)

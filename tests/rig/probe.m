@@ -10,7 +10,10 @@
  *            /usr/bin/env, to see what children inherit)
  *   --each:  at the end, runs each PROGRAM in turn as a child with this environment, as
  *            Ollama's server starts `llama-server --list-devices` and then a runner
- *   --list-devices, --model NAME: accepted as llama-server's, printed as a "role" line */
+ *   --list-devices, --model NAME: accepted as llama-server's, printed as a "role" line
+ *   --reuse: first makes a device, asks it, then makes another and asks it (with
+ *            FAKEMETAL_CLASS=sized, at the first one's address); prints
+ *            "reuse FIRST_WS SECOND_WS same-address 0|1" */
 #include <objc/Object.h>
 #include <objc/runtime.h>
 #include <pthread.h>
@@ -72,7 +75,7 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-    int threads = 0, child = 0, no_device = 0;
+    int threads = 0, child = 0, no_device = 0, reuse = 0;
     char **spawn = NULL, **each = NULL;
     const char *role = NULL, *model = NULL;
     for (int i = 1; i < argc; i++) {
@@ -80,6 +83,8 @@ int main(int argc, char **argv)
             threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--child") == 0)
             child = 1;
+        else if (strcmp(argv[i], "--reuse") == 0)
+            reuse = 1;
         else if (strcmp(argv[i], "--no-device") == 0)
             no_device = 1;
         else if (i == argc - 1 && access(argv[i], F_OK) == 0)
@@ -97,13 +102,22 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--model") == 0 && i + 1 < argc)
             role = "runner", model = argv[++i];
         else {
-            fprintf(stderr, "usage: probe [--threads N] [--child] [--no-device] [--list-devices] [--model NAME] [--spawn|--each PROGRAM [ARGS]]\n");
+            fprintf(stderr, "usage: probe [--threads N] [--child] [--no-device] [--reuse] [--list-devices] [--model NAME] [--spawn|--each PROGRAM [ARGS]]\n");
             return 2;
         }
     }
     if (no_device) {
         printf("no device\n");
         return 0;
+    }
+    if (reuse) {
+        struct answers first, second;
+        id a = MTLCreateSystemDefaultDevice();
+        ask(a, &first);
+        void *was = (void *)a;
+        id b = MTLCreateSystemDefaultDevice();
+        ask(b, &second);
+        printf("reuse %lu %lu same-address %d\n", first.working_set, second.working_set, (void *)b == was);
     }
     if (threads > 0) {
         /* every thread creates devices and queries at once; all answers must agree */

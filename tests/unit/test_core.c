@@ -148,6 +148,76 @@ static void test_chip_table(void **st)
     assert_false(vzcaps_chip_has_family(&c, 5001));
 }
 
+/* The brand as given, when it names no known chip: trimmed and cut to 47 bytes (the name is copied
+ * by hand, not by snprintf); the canonical name of a known one is built by hand too. */
+static void test_chip_names_copied_by_hand(void **st)
+{
+    (void)st;
+    struct vzcaps_chip c;
+    char brand[80];
+    memset(brand, 'x', sizeof brand - 1);
+    brand[sizeof brand - 1] = '\0';
+    vzcaps_chip_from_brand(brand, &c);
+    assert_int_equal(strlen(c.name), 47);
+    assert_memory_equal(c.name, brand, 47);
+    vzcaps_chip_from_brand("  Intel(R) Core(TM) i9 \n", &c);
+    assert_string_equal(c.name, "Intel(R) Core(TM) i9");
+    vzcaps_chip_from_brand("apple m10 ultra", &c);
+    assert_false(c.known);
+    assert_string_equal(c.name, "apple m10 ultra");
+    vzcaps_chip_from_brand("APPLE M3 MAX (Virtual)", &c);
+    assert_true(c.known);
+    assert_string_equal(c.name, "Apple M3 Max");
+}
+
+/* The constructor's string helpers answer as the libc calls they stand for. */
+static void test_string_helpers_match_libc(void **st)
+{
+    (void)st;
+    const char *words[] = {"", "V", "VZCAPS_", "VZCAPS_LOG=quiet", "VZCAPS", "vzcaps_", "LD_PRELOAD=x", "/", "a/b/c", "a/b/", "//x", "=", "=a"};
+    size_t n = sizeof words / sizeof words[0];
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < n; j++) {
+            size_t pl = strlen(words[j]);
+            if (vzcaps_has_prefix(words[i], words[j], pl) != (strncmp(words[i], words[j], pl) == 0))
+                fail_msg("has_prefix(\"%s\", \"%s\")", words[i], words[j]);
+            if (vzcaps_streq(words[i], words[j]) != (strcmp(words[i], words[j]) == 0))
+                fail_msg("streq(\"%s\", \"%s\")", words[i], words[j]);
+        }
+        assert_ptr_equal(vzcaps_find_char(words[i], '='), strchr(words[i], '='));
+        assert_ptr_equal(vzcaps_find_char(words[i], '\0'), strchr(words[i], '\0'));
+        const char *slash = strrchr(words[i], '/');
+        assert_ptr_equal(vzcaps_basename(words[i]), slash ? slash + 1 : words[i]);
+    }
+}
+
+static uint64_t sixteen_gib(void)
+{
+    return 17179869184ull;
+}
+
+/* Physical memory asked only when a working-set floor needs it (the library's constructor does
+ * not pay for it otherwise), with the same answers as when it is given. */
+static void test_physical_memory_asked_when_needed(void **st)
+{
+    (void)st;
+    static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
+    const char *env[] = {"VZCAPS_APPLE_FAMILY_MAX=1007", "VZCAPS_RECOMMENDED_WORKING_SET_SIZE=99000000000", NULL};
+    struct vzcaps_inputs in = {.envp = env, .exe = "llama-bench", .host = {.brand = "Apple M2", .brand_origin = "test",
+                                                                             .physical_memory_of = sixteen_gib}};
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_int_equal(R.profile.state, VZCAPS_ENABLED);
+    assert_int_equal(R.profile.recommended_working_set_size, 17179869184ull);
+    assert_true(any_note_contains(&R.profile, "working-set floor 99000000000 clamped to physical memory 17179869184"));
+    env[1] = "VZCAPS_RECOMMENDED_WORKING_SET_SIZE=8000000000";
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_true(any_note_contains(&R.profile, "working-set floor 8000000000 (physical memory 17179869184)"));
+    env[1] = NULL;
+    in.host.physical_memory_of = NULL; /* not asked: nothing needs it */
+    vzcaps_configure(&in, buf, sizeof buf, &R);
+    assert_true(any_note_contains(&R.profile, "Apple families up to 1007 (Apple7), within Apple M2's 1008"));
+}
+
 /* ---- settings ---- */
 
 static void test_settings_values(void **st)
@@ -1727,6 +1797,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_family_names_and_parse), cmocka_unit_test(test_chip_table),
+        cmocka_unit_test(test_chip_names_copied_by_hand), cmocka_unit_test(test_string_helpers_match_libc),
+        cmocka_unit_test(test_physical_memory_asked_when_needed),
         cmocka_unit_test(test_settings_values),        cmocka_unit_test(test_resolve_family_rules),
         cmocka_unit_test(test_resolve_floors),         cmocka_unit_test(test_resolve_refusals),
         cmocka_unit_test(test_compat_variables),       cmocka_unit_test(test_answer_matrix),
