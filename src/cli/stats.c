@@ -257,22 +257,29 @@ static void zero_json(struct json *j, const struct stats_run *s)
     json_int(j, "before_zero", (long long)s->before_zero);
 }
 
+/* The fields every --json answer has: the log, who configured it, the files read, --since. */
+static void json_log_fields(struct json *j, const struct stats_run *s, char files[2][VZCAPS_PATH_MAX + 3], const bool *read,
+                            const char *from)
+{
+    json_str(j, "log_file", files[1]);
+    json_str(j, "configured_by", from);
+    json_arr(j, "log_files");
+    for (int i = 0; i < 2; i++)
+        if (read[i])
+            json_str(j, NULL, files[i]);
+    json_end_arr(j);
+    if (s->have_since)
+        json_int(j, "since", s->since);
+    else
+        json_null(j, "since");
+}
+
 static void print_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX + 3], const bool *read, const char *from)
 {
     struct json j;
     json_begin(&j, stdout);
     json_obj(&j, NULL);
-    json_str(&j, "log_file", files[1]);
-    json_str(&j, "configured_by", from);
-    json_arr(&j, "log_files");
-    for (int i = 0; i < 2; i++)
-        if (read[i])
-            json_str(&j, NULL, files[i]);
-    json_end_arr(&j);
-    if (s->have_since)
-        json_int(&j, "since", s->since);
-    else
-        json_null(&j, "since");
+    json_log_fields(&j, s, files, read, from);
     json_int(&j, "hooked", (long long)s->counts.hooked);
     json_int(&j, "left_stock", (long long)s->counts.left_stock);
     json_int(&j, "skipped", (long long)s->skipped);
@@ -543,17 +550,7 @@ static void require_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MA
         free(why);
     }
     json_end_arr(&j);
-    json_str(&j, "log_file", files[1]);
-    json_str(&j, "configured_by", from);
-    json_arr(&j, "log_files");
-    for (int i = 0; i < 2; i++)
-        if (read[i])
-            json_str(&j, NULL, files[i]);
-    json_end_arr(&j);
-    if (s->have_since)
-        json_int(&j, "since", s->since);
-    else
-        json_null(&j, "since");
+    json_log_fields(&j, s, files, read, from);
     json_int(&j, "skipped", (long long)s->skipped);
     zero_json(&j, s);
     json_end_obj(&j);
