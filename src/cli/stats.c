@@ -621,6 +621,20 @@ static int zero_check(const char *path, struct stat *st_out)
     return 0;
 }
 
+/* The older file old (st: its stat) that moving the log aside would replace: only one the
+ * rotation would replace too (statsfile.c; an empty file of this user's is none: the rename would
+ * refuse it after the mark was written). 0, or -1 after the message. */
+static int zero_replaceable(const char *old, const struct stat *st)
+{
+    enum vzcaps_statsfile_old state = vzcaps_statsfile_old(AT_FDCWD, old, (unsigned long)geteuid());
+    if (state <= VZCAPS_OLD_OURS)
+        return 0;
+    eprintf("vzcaps stats: --zero: %s: %s, so neither a rotation nor --zero replaces it (move it away: mv %s %s.saved); "
+            "nothing moved", old, state == VZCAPS_OLD_NOT_LOG && st->st_size == 0 ? "it is empty, not a log of vzcaps's"
+                                                                                : vzcaps_statsfile_old_why(state), old, old);
+    return -1;
+}
+
 /* The file checked (path: the log, else old) opened for appending, checked again: the same file
  * still there. -1 after the message; -2 when it changed in between (a rotation: check again). */
 static int zero_open(const char *target, const struct stat *checked, struct stat *st)
@@ -660,7 +674,8 @@ static int zero_log(const char *path)
     struct stat st_old, st_log, st;
     int fd = -2;
     for (int tries = 0; fd == -2 && tries < 5; tries++) {
-        if (zero_check(old, &st_old) || zero_check(path, &st_log))
+        if (zero_check(old, &st_old) || zero_check(path, &st_log) ||
+            (st_log.st_nlink && st_old.st_nlink && zero_replaceable(old, &st_old)))
             return 1;
         if (!st_log.st_nlink && !st_old.st_nlink)
             return printf("vzcaps stats: --zero: nothing to zero: %s not written yet\n", esc(path)), 0;

@@ -145,6 +145,25 @@ def test_what_vzcaps_did_not_write_is_never_moved_or_replaced(logdir, tmp_path, 
         assert (logdir / n).read_bytes() == data, n  # no mark written either
 
 
+def test_an_empty_rotated_file_is_refused_before_the_mark_is_written(logdir):
+    """An empty PATH.1 of this user's (`: > PATH.1`, as one clears a log) is no log of ours: the
+    rotation never replaces it, so --zero refuses it before it writes (it wrote the mark, then
+    failed the move with 'File exists', exit 1)."""
+    log = write_log(logdir / "usage.log", *OLD)
+    log.chmod(0o600)
+    old = logdir / "usage.log.1"
+    old.write_text("")
+    old.chmod(0o600)
+    before = log.read_bytes()
+    p = vz("--zero", VZCAPS_LOG_FILE=log)
+    assert p.returncode == 1 and p.stdout == "", (p.returncode, p.stdout)
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith(f"vzcaps stats: --zero: {old}: "), p.stderr
+    assert "it is empty" in p.stderr and p.stderr.rstrip().endswith("nothing moved"), p.stderr
+    assert log.read_bytes() == before and old.read_bytes() == b""  # no mark, nothing moved
+    old.unlink()  # the named fix: then --zero moves the log aside
+    assert vz("--zero", VZCAPS_LOG_FILE=log).returncode == 0 and counts(log) == (0, 0, 2)
+
+
 @needs_root("a log file given to another user")
 def test_a_log_of_another_users_is_refused(logdir):
     log = write_log(logdir / "usage.log", *OLD)
