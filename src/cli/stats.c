@@ -737,6 +737,24 @@ static int count_log(struct stats_run *s, const char *path, char files[2][VZCAPS
     return rc;
 }
 
+/* A relative --log-file (read from the current directory) made absolute for --zero and --require,
+ * which check and move what the library would write: its walk takes only an absolute path. 0, or
+ * 1 after the message. */
+static int absolute_log(char *path, size_t len)
+{
+    char cwd[VZCAPS_PATH_MAX + 1];
+    if (path[0] == '/')
+        return 0;
+    if (!getcwd(cwd, sizeof cwd))
+        return eprintf("vzcaps stats: %s: the current directory cannot be named (%s)", path, strerror(errno)), 1;
+    if (strlen(cwd) + 1 + strlen(path) >= len)
+        return eprintf("vzcaps stats: %s: from the current directory %s, longer than a path can be", path, cwd), 1;
+    char *rel = xformat("%s", path);
+    snprintf(path, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel);
+    free(rel);
+    return 0;
+}
+
 static int stats_main(const struct stats_args *a)
 {
     static struct stats_run s;
@@ -755,6 +773,8 @@ static int stats_main(const struct stats_args *a)
                 "or give --log-file PATH", why, VZCAPS_LOG_KEY, VZCAPS_LOG_ENV);
         return 1;
     }
+    if ((a->zero || a->require) && absolute_log(path, sizeof path))
+        return 1;
     if (a->zero)
         return zero_log(path);
     if (require_init(&s, a->names, a->n_names) != 0)

@@ -228,3 +228,16 @@ def test_a_log_where_the_library_does_not_write_proves_nothing(tmp_path):
     assert p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
     assert "the library does not write there, so its records there prove nothing" in p.stderr
     assert vz(VZCAPS_LOG_FILE=log).returncode == 0  # the table still shows what is there
+
+
+def test_a_relative_log_file_is_read_from_the_current_directory(tmp_path):
+    """--log-file is read as given, a relative path from the current directory (docs/commands.md):
+    --require proves from it as from its absolute path (it refused it, blaming 'a link on the way
+    to it that another user could have made')."""
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    write_log(logs / "usage.log", rec("probe", pid=1))
+    p = subprocess.run([VZ, "stats", "--require", "probe", "--log-file", "usage.log"], env=clean_env(), cwd=logs,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout == "vzcaps stats: --require: hooked in every run: probe (1)\n"

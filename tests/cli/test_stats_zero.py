@@ -272,3 +272,14 @@ def test_require_and_zero_under_the_sanitizers(logdir):
     assert run("--log-file", str(log), "--require", "probe").returncode == 0
     (logdir / "usage.log.1").write_text("not a log\n")
     assert run("--log-file", str(log), "--zero").returncode == 1
+
+
+def test_a_relative_log_file_is_zeroed_in_the_current_directory(logdir):
+    """--log-file is read as given, a relative path from the current directory: --zero moves that
+    log aside (it refused it, blaming a link another user could have made)."""
+    write_log(logdir / "usage.log", *OLD).chmod(0o600)
+    p = subprocess.run([VZ, "stats", "--zero", "--log-file", "usage.log"], env=clean_env(), cwd=logdir,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert "moved to" in p.stdout and sorted(os.listdir(logdir)) == ["usage.log.1"]
+    assert counts(logdir / "usage.log") == (0, 0, 2)
