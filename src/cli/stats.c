@@ -621,9 +621,7 @@ static int zero_check(const char *path, struct stat *st_out)
     return 0;
 }
 
-/* The older file old (st: its stat) that moving the log aside would replace: only one the
- * rotation would replace too (statsfile.c; an empty file of this user's is none: the rename would
- * refuse it after the mark was written). 0, or -1 after the message. */
+/* old, which moving the log aside replaces: only what a rotation replaces (0), else -1 after the message. */
 static int zero_replaceable(const char *old, const struct stat *st)
 {
     enum vzcaps_statsfile_old state = vzcaps_statsfile_old(AT_FDCWD, old, (unsigned long)geteuid());
@@ -737,22 +735,14 @@ static int count_log(struct stats_run *s, const char *path, char files[2][VZCAPS
     return rc;
 }
 
-/* A relative --log-file (read from the current directory) made absolute for --zero and --require,
- * which check and move what the library would write: its walk takes only an absolute path. 0, or
- * 1 after the message. */
+/* A relative --log-file made absolute (the library's walk takes no other): 0, or 1 after the message. */
 static int absolute_log(char *path, size_t len)
 {
-    char cwd[VZCAPS_PATH_MAX + 1];
-    if (path[0] == '/')
-        return 0;
-    if (!getcwd(cwd, sizeof cwd))
-        return eprintf("vzcaps stats: %s: the current directory cannot be named (%s)", path, strerror(errno)), 1;
-    if (strlen(cwd) + 1 + strlen(path) >= len)
-        return eprintf("vzcaps stats: %s: from the current directory %s, longer than a path can be", path, cwd), 1;
-    char *rel = xformat("%s", path);
-    snprintf(path, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel);
-    free(rel);
-    return 0;
+    char cwd[VZCAPS_PATH_MAX + 1], *rel = path[0] == '/' ? NULL : xformat("%s", path);
+    int bad = rel && (!getcwd(cwd, sizeof cwd) || (size_t)snprintf(path, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel) >= len);
+    if (bad)
+        eprintf("vzcaps stats: --log-file %s: the current directory cannot be named, or with it no path can be that long", rel);
+    return free(rel), bad;
 }
 
 static int stats_main(const struct stats_args *a)
