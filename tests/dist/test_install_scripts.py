@@ -167,7 +167,9 @@ def test_prefix_with_blanks_and_quotes_is_quoted_in_every_message(shell, dirname
     assert words == [f"{prefix}/bin/vzcaps", "doctor"]
     named = 0
     for line in p.stdout.splitlines():  # every message naming the prefix names it as one shell word
-        for path in (f"{prefix}/{MANIFEST}", f"{prefix}/bin/vzcaps", f"{prefix}/bin", str(prefix)):
+        # the zsh fpath note (install.sh, when zsh is there) names the completions' directory
+        for path in (f"{prefix}/{MANIFEST}", f"{prefix}/bin/vzcaps", f"{prefix}/bin", f"{prefix}/share/zsh/site-functions",
+                     str(prefix)):
             if sh_word(path) in line:
                 named += 1
                 assert shlex.split(sh_word(path)) == [path]
