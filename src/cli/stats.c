@@ -123,8 +123,8 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
     ulog_record_free(&r);
 }
 
-/* Streams one log file into s: 0 read or absent (*read tells which), -1 after the message. */
-static int read_log(struct stats_run *s, const char *path, bool *was_read)
+/* One log streamed into s (past cap bytes refused; 0: no cap): 0 read or absent (*read tells which), -1 after the message. */
+static int read_log(struct stats_run *s, const char *path, bool *was_read, unsigned long long cap)
 {
     char err[VZCAPS_PATH_MAX + 200];
     struct stat st;
@@ -135,7 +135,7 @@ static int read_log(struct stats_run *s, const char *path, bool *was_read)
         return 0;
     if (fd < 0)
         return eprintf("vzcaps stats: %s", err), -1;
-    if ((unsigned long long)st.st_size > VZCAPS_LOG_READ_MAX) {
+    if (cap && (unsigned long long)st.st_size > cap) {
         char lim[32];
         vzcaps_input_size_text(VZCAPS_LOG_READ_MAX, lim, sizeof lim);
         eprintf("vzcaps stats: %s: larger than %s (%lld bytes): not a log the library wrote (it starts a new one at "
@@ -150,7 +150,7 @@ static int read_log(struct stats_run *s, const char *path, bool *was_read)
     s->file = path, s->file_skipped = 0;
     if (l)
         l->on_line = on_line, l->ctx = s;
-    while (rc == 0 && got <= VZCAPS_LOG_READ_MAX) {
+    while (rc == 0 && (!cap || got <= cap)) {
         ssize_t n = read(fd, buf, 65536);
         if (n < 0 && errno == EINTR)
             continue;
@@ -725,8 +725,8 @@ static int count_log(struct stats_run *s, const char *path, char files[2][VZCAPS
                 "move it away (mv %s %s.saved) and the next record rotates the log", files[0], vzcaps_statsfile_old_why(old),
                 path, files[0], files[0]);
     else
-        rc |= read_log(s, files[0], &read[0]) != 0;
-    rc |= read_log(s, files[1], &read[1]) != 0;
+        rc |= read_log(s, files[0], &read[0], VZCAPS_LOG_READ_MAX) != 0;
+    rc |= read_log(s, files[1], &read[1], old > VZCAPS_OLD_OURS ? 0 : VZCAPS_LOG_READ_MAX) != 0; /* appended past 1 MiB */
     if (rc == 0 && !read[0] && !read[1] && check_log_dir(path, "not written yet, and the library will not write it there"))
         rc = 1;
     if (s->oom)
