@@ -9,6 +9,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "../common/input.h"
 #include "../common/statsfile.h"
+#include "../data/require.h"
 #include "../data/usagelog.h"
 #include "cli.h"
 
@@ -26,19 +27,9 @@ extern char **environ;
 /* Skipped lines named on standard error per file; the rest are counted in one more line. */
 #define NAMED_SKIPS 20
 
-/* One NAME of --require: its runs counted as the records come (after --since). */
-struct required {
-    const char *name;
-    char *match; /* NAME, or for a NAME with a '/' its real path (the record's "path" is one) */
-    bool by_path;
-    unsigned long long hooked, stock;
-    char *reason; /* the first stock run's reason (heap) */
-};
-
 struct stats_run {
     struct ulog_stats counts;
-    struct required *req;
-    size_t n_req;
+    struct ulog_require req; /* --require's NAMEs, their runs counted as the records come (after --since) */
     long long since, zeroed; /* zeroed: the time of the last zero mark read */
     bool have_since, have_zero;
     unsigned long long skipped, before_since, before_zero, file_skipped;
@@ -53,21 +44,6 @@ static void skip_line(struct stats_run *s, unsigned long long line_no, const cha
         eprintf("vzcaps stats: %s:%llu: skipped: %s", s->file, line_no, why);
 }
 
-/* A record for each NAME of --require it is a run of: by the program's name, or by the
- * executable's path for a NAME with a '/'. */
-static void require_count(struct stats_run *s, const struct ulog_record *r)
-{
-    for (size_t i = 0; i < s->n_req; i++) {
-        struct required *q = &s->req[i];
-        if (strcmp(q->by_path ? r->path : r->program, q->match) != 0)
-            continue;
-        if (r->event == ULOG_HOOKED)
-            q->hooked++;
-        else if (q->stock++ == 0 && !(q->reason = strdup(r->reason)))
-            s->oom = true;
-    }
-}
-
 /* A zero mark (stats --zero): what was counted before it is left out, kept in the file. */
 static void zero_mark(struct stats_run *s, long long when)
 {
@@ -75,10 +51,7 @@ static void zero_mark(struct stats_run *s, long long when)
     s->before_since = 0;
     ulog_stats_free(&s->counts);
     memset(&s->counts, 0, sizeof s->counts);
-    for (size_t i = 0; i < s->n_req; i++) {
-        free(s->req[i].reason);
-        s->req[i].reason = NULL, s->req[i].hooked = s->req[i].stock = 0;
-    }
+    ulog_require_reset(&s->req);
     s->zeroed = when, s->have_zero = true;
 }
 
@@ -118,8 +91,8 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
         s->before_since++;
     else if (ulog_stats_add(&s->counts, &r) != 0)
         s->oom = true;
-    else
-        require_count(s, &r);
+    else if (ulog_require_count(&s->req, &r) != 0) /* for each NAME it is a run of: by program, or by path */
+        s->oom = true;
     ulog_record_free(&r);
 }
 
@@ -437,40 +410,21 @@ static int check_log_dir(const char *path, const char *what)
  * the executable's, links resolved), when it resolves; each NAME once. 0, or 1 out of memory. */
 static int require_init(struct stats_run *s, char **names, size_t n)
 {
-    s->req = calloc(n ? n : 1, sizeof *s->req);
-    if (!s->req)
+    if (ulog_require_init(&s->req, names, n) != 0)
         return 1;
-    for (size_t i = 0; i < n; i++) {
-        bool seen = false;
-        for (size_t k = 0; k < s->n_req; k++)
-            seen |= strcmp(s->req[k].name, names[i]) == 0;
-        if (seen)
-            continue;
-        struct required *q = &s->req[s->n_req++];
-        q->name = names[i];
-        q->by_path = strchr(names[i], '/') != NULL;
-        q->match = q->by_path ? realpath(names[i], NULL) : NULL;
-        if (!q->match && !(q->match = strdup(names[i])))
-            return 1;
-    }
-    return 0;
+    for (size_t i = 0; i < s->req.n; i++)
+        if (s->req.req[i].by_path)
+            s->req.req[i].match = realpath(s->req.req[i].name, NULL);
+    return ulog_require_index(&s->req) != 0;
 }
 
-static void require_free(struct stats_run *s)
-{
-    for (size_t i = 0; i < s->n_req; i++)
-        free(s->req[i].match), free(s->req[i].reason);
-    free(s->req);
-    s->req = NULL, s->n_req = 0;
-}
-
-static const char *require_verdict(const struct required *q)
+static const char *require_verdict(const struct ulog_required *q)
 {
     return q->stock ? "stock" : q->hooked ? "unlocked" : "not_run";
 }
 
 /* Why q passes or fails, in words (heap). window: " since ..." or "". */
-static char *require_reason(const struct required *q, const char *window)
+static char *require_reason(const struct ulog_required *q, const char *window)
 {
     unsigned long long ran = q->hooked + q->stock;
     if (!ran)
@@ -499,17 +453,17 @@ static int require_say(const struct stats_run *s, bool json)
 {
     char *window = window_text(s);
     int failed = 0;
-    for (size_t i = 0; i < s->n_req; i++)
-        if (s->req[i].stock || !s->req[i].hooked) {
-            char *why = require_reason(&s->req[i], window);
-            eprintf("vzcaps stats: --require %s: %s", s->req[i].name, why);
+    for (size_t i = 0; i < s->req.n; i++)
+        if (s->req.req[i].stock || !s->req.req[i].hooked) {
+            char *why = require_reason(&s->req.req[i], window);
+            eprintf("vzcaps stats: --require %s: %s", s->req.req[i].name, why);
             free(why);
             failed = 1;
         }
     if (!failed && !json) {
         printf("vzcaps stats: --require: hooked in every run%s:", window);
-        for (size_t i = 0; i < s->n_req; i++)
-            printf("%s %s (%llu)", i ? "," : "", esc(s->req[i].name), s->req[i].hooked);
+        for (size_t i = 0; i < s->req.n; i++)
+            printf("%s %s (%llu)", i ? "," : "", esc(s->req.req[i].name), s->req.req[i].hooked);
         if (s->skipped)
             printf(" (%llu %s skipped, named on standard error)", s->skipped, plural(s->skipped, "line", "lines"));
         printf("\n");
@@ -527,8 +481,8 @@ static void require_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MA
     json_obj(&j, NULL);
     json_str(&j, "verdict", failed ? "fail" : "pass");
     json_arr(&j, "required");
-    for (size_t i = 0; i < s->n_req; i++) {
-        const struct required *q = &s->req[i];
+    for (size_t i = 0; i < s->req.n; i++) {
+        const struct ulog_required *q = &s->req.req[i];
         char *why = require_reason(q, window);
         json_obj(&j, NULL);
         json_str(&j, "program", q->name);
@@ -768,7 +722,7 @@ static int stats_main(const struct stats_args *a)
     if (a->zero)
         return zero_log(path);
     if (require_init(&s, a->names, a->n_names) != 0)
-        return require_free(&s), eprintf("vzcaps stats: out of memory"), 1;
+        return ulog_require_free(&s.req), eprintf("vzcaps stats: out of memory"), 1;
     bool read[2];
     /* a proof only from where the library writes: a log in a directory others may write could
      * hold anyone's records */
@@ -785,7 +739,7 @@ static int stats_main(const struct stats_args *a)
     else if (rc == 0)
         print_text(&s, files, read, from);
     ulog_stats_free(&s.counts);
-    require_free(&s);
+    ulog_require_free(&s.req);
     return rc;
 }
 
