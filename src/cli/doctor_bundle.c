@@ -366,14 +366,17 @@ static void skip_step(const char *file, const char *what, const char *content)
 
 /* Text as a fenced Markdown block that shows it as it is, to a reader of the raw file and of the
  * rendered page alike: the fence is longer than any run of backticks in it, control characters
- * other than newline and tab show as spaces, and it is cut at 400 bytes (saying so; the caller's
- * text may be a head already, so the whole length is not known here). */
+ * other than newline and tab (DEL too) show as spaces, and it is cut at 400 bytes, never inside a
+ * UTF-8 character (saying so; the caller's text may be a head already, so the whole length is not
+ * known here). */
 static char *fenced(const char *s)
 {
     size_t len = strlen(s), run = 0, longest = 0;
     for (const char *p = s; *p; p++)
         run = *p == '`' ? run + 1 : 0, longest = run > longest ? run : longest;
     size_t fence = longest >= 3 ? longest + 1 : 3, shown = len > 400 ? 400 : len;
+    while (shown < len && shown && ((unsigned char)s[shown] & 0xC0) == 0x80) /* a character is cut whole */
+        shown--;
     char *ticks = malloc(fence + 1), *body = malloc(shown + 2);
     if (!ticks || !body) {
         eprintf("vzcaps doctor: out of memory");
@@ -383,7 +386,7 @@ static char *fenced(const char *s)
     ticks[fence] = '\0';
     size_t n = 0;
     for (; n < shown; n++)
-        body[n] = (unsigned char)s[n] < 0x20 && s[n] != '\n' && s[n] != '\t' ? ' ' : s[n];
+        body[n] = ((unsigned char)s[n] < 0x20 || s[n] == 0x7f) && s[n] != '\n' && s[n] != '\t' ? ' ' : s[n];
     if (n && body[n - 1] != '\n')
         body[n++] = '\n';
     body[n] = '\0';
