@@ -28,21 +28,19 @@ int ulog_require_init(struct ulog_require *t, char *const *names, size_t n)
     memset(t, 0, sizeof *t);
     t->req = calloc(n ? n : 1, sizeof *t->req);
     struct ulog_required **order = calloc(n ? n : 1, sizeof *order);
-    if (!t->req || !order)
-        return free(order), -1;
-    for (size_t i = 0; i < n; i++)
+    bool *later = calloc(n ? n : 1, sizeof *later); /* a NAME equal to one before it */
+    int rc = t->req && order && later ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
         t->req[i].name = names[i], order[i] = &t->req[i];
-    qsort(order, n, sizeof *order, by_name);
-    for (size_t i = 1; i < n; i++) /* a later equal NAME: marked, then left out */
-        if (strcmp(order[i]->name, order[i - 1]->name) == 0)
-            order[i]->reason = (char *)order[i];
-    free(order);
-    for (size_t i = 0; i < n; i++)
-        if (!t->req[i].reason) {
-            t->req[t->n] = (struct ulog_required){.name = t->req[i].name, .by_path = strchr(t->req[i].name, '/') != NULL};
-            t->n++;
-        }
-    return 0;
+    if (rc == 0)
+        qsort(order, n, sizeof *order, by_name);
+    for (size_t i = 1; rc == 0 && i < n; i++)
+        later[order[i] - t->req] = strcmp(order[i]->name, order[i - 1]->name) == 0;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        if (!later[i])
+            t->req[t->n++] = (struct ulog_required){.name = names[i], .by_path = strchr(names[i], '/') != NULL};
+    free(order), free(later);
+    return rc;
 }
 
 int ulog_require_index(struct ulog_require *t)
