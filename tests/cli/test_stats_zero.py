@@ -263,7 +263,7 @@ def test_require_and_zero_under_the_sanitizers(logdir):
         assert "AddressSanitizer" not in p.stderr and "runtime error" not in p.stderr and "LeakSanitizer" not in p.stderr, p.stderr
         return p
     log = write_log(logdir / "usage.log", *OLD, rec("probe", "left_stock", 0, "again", pid=5), rec("tool", pid=6))
-    for args, rc in ((["--require", "probe", "tool", "x", "/bin/sh"], 1), (["--require", "tool", "--json"], 0),
+    for args, rc in ((["--require", "probe", "tool", "x", "/bin/sh", "x", "probe"], 1), (["--require", "tool", "--json"], 0),
                      (["--require", "probe", "--json", "--since", "0"], 1), (["--zero"], 0), (["--zero"], 0),
                      (["--require", "probe"], 1), (["--json"], 0), ([], 0)):
         assert run("--log-file", str(log), *args).returncode == rc, args
