@@ -320,15 +320,19 @@ static bool is_launcher(void)
 
 static void init(void)
 {
-    static char brand[256], exe[300], raw[SAID_RAW];
+    static char brand[256], exe[300], raw[SAID_RAW], exe_path[VZCAPS_PATH_MAX + 1];
     char **env = *vzcaps_platform_environ();
     note_stderr();
     if (is_launcher())
         return;
     struct vzcaps_inputs in = {0};
     in.envp = (const char *const *)env;
-    vzcaps_clip(vzcaps_platform_exe_name(), 255, exe, sizeof exe);
+    /* an empty argv[0] (execve(path, {"", NULL}, env)) names nothing: the executable's base name
+     * picks the section, as the record names it and a parent's inherit decision judged it */
     in.exe = vzcaps_platform_exe_name();
+    if (!*in.exe && vzcaps_platform_exe_path(exe_path, sizeof exe_path) == 0)
+        in.exe = vzcaps_basename(exe_path);
+    vzcaps_clip(in.exe, 255, exe, sizeof exe);
     in.preload_var = vzcaps_platform_preload_var;
     in.read_file = read_and_keep;
     vzcaps_platform_host(&in.host, brand, sizeof brand);
@@ -367,7 +371,7 @@ static void init(void)
     }
     vzcaps_effective = *p;
     if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED)
-        vzcaps_statslog_prepare(&result, vzcaps_platform_exe_name());
+        vzcaps_statslog_prepare(&result, in.exe);
     if (p->state == VZCAPS_STOCK_REFUSED)
         vzcaps_platform_trigger_install(); /* the factories say the refusal at the first device */
     if (p->state != VZCAPS_ENABLED)
