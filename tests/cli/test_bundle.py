@@ -641,3 +641,16 @@ def test_the_library_preloaded_under_another_name_is_not_stock(tmp_path):
     line = next(l for l in stock.splitlines() if l.startswith("env LD_PRELOAD="))
     assert line == "env LD_PRELOAD=" + ":".join([other] * 1491 + keep), line[:300]
     assert "family 1008 0" in stock, stock
+
+
+def test_a_nul_in_the_workloads_output_shows_as_a_space_and_hides_nothing(tmp_path):
+    """A NUL byte is a control character like the others: a space, and what follows it is shown
+    (the block ended at the NUL, without a word of what it left out)."""
+    script = tmp_path / "w.sh"
+    script.write_text("#!/bin/sh\nprintf 'first\\000after the nul\\n'\n")
+    script.chmod(0o755)
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--", str(script), env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 0, p.stderr
+    stock, unlocked = both_runs((out / "summary.md").read_text(), "Standard output")
+    assert stock == unlocked == "first after the nul\n"
