@@ -389,7 +389,9 @@ static int check_log_dir(const char *path, const char *what)
     size_t n = slash && slash > path ? (size_t)(slash - path) : slash ? 1 : 0;
     snprintf(dir, sizeof dir, "%.*s", n ? (int)n : 1, n ? path : ".");
     struct stat st;
-    if (stat(dir, &st) != 0)
+    if (slash && !slash[1]) /* a directory's name: the library writes no file there */
+        snprintf(why, sizeof why, "it ends in '/': a directory, not a log file");
+    else if (stat(dir, &st) != 0)
         snprintf(why, sizeof why, "its directory %s: %s (the library makes none)", dir, strerror(errno));
     else if (!S_ISDIR(st.st_mode))
         snprintf(why, sizeof why, "%s is not a directory", dir);

@@ -261,3 +261,16 @@ def test_as_many_names_as_a_command_line_holds_take_no_time_and_each_counts_once
     p = subprocess.run([VZ, "stats", "--require", *args, "missing", "/usr/local/bin/p7"], env=clean_env(VZCAPS_LOG_FILE=log),
                        capture_output=True, text=True, timeout=20)  # a path NAME: by the record's path
     assert p.returncode == 1 and p.stderr.splitlines() == ["vzcaps stats: --require missing: never ran: no record of missing in the log"]
+
+
+@pytest.mark.parametrize("mode", ["--require", "--zero"])
+def test_a_log_file_that_names_a_directory_is_said_so(tmp_path, mode):
+    """--log-file DIR/ (or /): one line saying it names a directory (it blamed a link another
+    user could have made)."""
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    for given in (f"{logs}/", "/"):
+        args = ["--require", "probe"] if mode == "--require" else ["--zero"]
+        p = vz(*args, "--log-file", given)
+        assert p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
+        assert "ends in '/': a directory, not a log file" in p.stderr and "link" not in p.stderr, p.stderr
