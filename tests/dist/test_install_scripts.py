@@ -1030,15 +1030,17 @@ def test_a_second_install_writes_nothing(rel, mac, tmp_path):
     assert p.returncode == 1 and "already installed" not in p.stdout  # not what it installed: refused as before
 
 
-def test_a_second_install_over_a_command_that_lost_its_mode_repairs_it(rel, mac, tmp_path):
-    """A second install.sh over the same release, where bin/vzcaps lost its execute bits (chmod -x,
-    a copy that kept no mode): the bytes are this release's, but the install is broken, so it is
-    not "already installed" (it said so, wrote nothing and left the command unable to start)."""
+@pytest.mark.parametrize("lost", [0o644, 0o700])
+def test_a_second_install_over_a_command_that_lost_its_mode_repairs_it(rel, mac, tmp_path, lost):
+    """A second install.sh over the same release, where bin/vzcaps lost its mode (chmod -x, a copy
+    that kept no mode, or chmod 700 by root: only root can start it): the bytes are this release's,
+    but the install is broken, so it is not "already installed" (it said so, wrote nothing and
+    left the command unable to start)."""
     prefix = tmp_path / "prefix"
     assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
     cmd = prefix / "bin" / "vzcaps"
     mode = stat.S_IMODE(cmd.stat().st_mode)
-    cmd.chmod(0o644)
+    cmd.chmod(lost)
     p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
     assert p.returncode == 0, p.stderr
     assert "already installed" not in p.stdout, p.stdout
