@@ -281,12 +281,14 @@ done
 [ -z "$conflicts" ] || { printf '%s: cannot install into %s:%s\nnothing installed\n' "$me" "$(q "$prefix")" "$conflicts" >&2; exit 1; }
 
 # ---- already installed: every file there with this release's bytes and named so by the
-# manifest: nothing is written (a second run changes nothing) ----
+# manifest, with the modes it gives them: nothing is written (a second run changes nothing) ----
 same=no
 if [ -n "$old" ]; then
     same=yes
     for f in $files; do
         h=$(lookup "$sums" "$f")
+        case $f in bin/* | *.sh) _m=-rwxr-xr-x ;; *) _m=-rw-r--r-- ;; esac # the mode step 3 gives it (755, 644)
+        [ "$(ls -ld -- "$base/$f" | cut -c1-10)" = "$_m" ] || { same=no; break; } # a command that cannot start: repaired
         if [ -L "$base/$f" ] || [ ! -f "$base/$f" ] || [ "$(lookup "$current" "$f")" != "$h" ] ||
             ! printf '%s\n' "$old" | grep -Fqx "file $h $f"; then same=no; break; fi
     done

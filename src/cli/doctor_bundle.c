@@ -366,14 +366,17 @@ static void skip_step(const char *file, const char *what, const char *content)
 
 /* Text as a fenced Markdown block that shows it as it is, to a reader of the raw file and of the
  * rendered page alike: the fence is longer than any run of backticks in it, control characters
- * other than newline and tab show as spaces, and it is cut at 400 bytes (saying so; the caller's
- * text may be a head already, so the whole length is not known here). */
-static char *fenced(const char *s)
+ * other than newline and tab (DEL too) show as spaces, and it is cut at 400 bytes, never inside a
+ * UTF-8 character (saying so; the caller's text may be a head already, so the whole length is not
+ * known here). */
+static char *fenced(const char *s, size_t len)
 {
-    size_t len = strlen(s), run = 0, longest = 0;
-    for (const char *p = s; *p; p++)
-        run = *p == '`' ? run + 1 : 0, longest = run > longest ? run : longest;
+    size_t run = 0, longest = 0;
+    for (size_t i = 0; i < len; i++) /* a NUL included: a control character like the others */
+        run = s[i] == '`' ? run + 1 : 0, longest = run > longest ? run : longest;
     size_t fence = longest >= 3 ? longest + 1 : 3, shown = len > 400 ? 400 : len;
+    while (shown < len && shown && ((unsigned char)s[shown] & 0xC0) == 0x80) /* a character is cut whole */
+        shown--;
     char *ticks = malloc(fence + 1), *body = malloc(shown + 2);
     if (!ticks || !body) {
         eprintf("vzcaps doctor: out of memory");
@@ -383,7 +386,7 @@ static char *fenced(const char *s)
     ticks[fence] = '\0';
     size_t n = 0;
     for (; n < shown; n++)
-        body[n] = (unsigned char)s[n] < 0x20 && s[n] != '\n' && s[n] != '\t' ? ' ' : s[n];
+        body[n] = ((unsigned char)s[n] < 0x20 || s[n] == 0x7f) && s[n] != '\n' && s[n] != '\t' ? ' ' : s[n];
     if (n && body[n - 1] != '\n')
         body[n++] = '\n';
     body[n] = '\0';
@@ -394,9 +397,9 @@ static char *fenced(const char *s)
 }
 
 /* One text of the workload's two runs, under its own heading: stock, then through vzcaps run. */
-static char *both_runs(char *md, const char *what, const char *stock, const char *unlocked)
+static char *both_runs(char *md, const char *what, const char *stock, size_t slen, const char *unlocked, size_t ulen)
 {
-    char *a = *stock ? fenced(stock) : xformat("(none)"), *b = *unlocked ? fenced(unlocked) : xformat("(none)");
+    char *a = slen ? fenced(stock, slen) : xformat("(none)"), *b = ulen ? fenced(unlocked, ulen) : xformat("(none)");
     char *more = xformat("%s\n### %s\n\nStock:\n\n%s\n\nThrough vzcaps run:\n\n%s\n", md, what, a, b);
     free(md), free(a), free(b);
     return more;
@@ -451,10 +454,10 @@ static char *workload_section(char *self, char **cmd)
     for (size_t k = 0; k < sizeof marks / sizeof marks[0]; k++) {
         char *sl = vzcaps_kept_text(&kept[0][k], "workload-stock.txt.stderr"), *vl = vzcaps_kept_text(&kept[1][k], "workload-vzcaps.txt.stderr");
         char *what = xformat("The `%s` lines", marks[k]);
-        md = both_runs(md, what, sl, vl);
+        md = both_runs(md, what, sl, strlen(sl), vl, strlen(vl));
         free(what), free(sl), free(vl);
     }
-    md = both_runs(md, "Standard output", out_head[0].len ? out_head[0].data : "", out_head[1].len ? out_head[1].data : "");
+    md = both_runs(md, "Standard output", out_head[0].data, out_head[0].len, out_head[1].data, out_head[1].len);
     char *more = xformat("%s\nThe whole outputs: workload-stock.txt and workload-vzcaps.txt (standard error in *.stderr).\n", md);
     free(md);
     md = more;

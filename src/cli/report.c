@@ -307,6 +307,7 @@ static char *with_marker(int k, const char *text)
 /* CSV has no comment syntax: the record .NAME.vzcaps-report beside it (record.h: "vzcaps report",
  * then the file's device, inode, time and SHA-256) says that vzcaps report wrote it as it is now. */
 #define CSV_MAKER "vzcaps report"
+#define CSV_NAME_MAX (255 - 15) /* the record's name is a file name too: "." NAME ".vzcaps-report" */
 
 /* The directory of path opened (as the user named it; "." for a bare name), its last component
  * and the record's name in *base and *rec (on the heap). -1 when the directory cannot be opened. */
@@ -339,17 +340,16 @@ static int csv_record_write(const char *path)
     char *base, *rec, *err = NULL;
     int fd = csv_parts(path, &base, &rec), rc = -1;
     char *text = fd >= 0 ? vzcaps_record_text(fd, base, CSV_MAKER, NULL) : NULL;
+    const char *slash = strrchr(path, '/'); /* the record's directory, as the user named it */
+    char *dir = slash ? xformat("%.*s", slash == path ? 1 : (int)(slash - path), path) : xformat(".");
     struct vzcaps_wopts opts = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = CSV_MAKER,
                                 .marker_at = VZCAPS_MARK_LINE1};
     if (text)
-        rc = vzcaps_write_fileat(fd, path, rec, text, strlen(text), &opts, &err);
+        rc = vzcaps_write_fileat(fd, dir, rec, text, strlen(text), &opts, &err);
     if (rc != 0)
         eprintf("vzcaps report: %s: written, but its record %s was not (%s): a later run will not replace it without --force",
                 path, rec, err ? err : strerror(errno));
-    free(err);
-    free(text);
-    free(base);
-    free(rec);
+    free(err), free(text), free(base), free(rec), free(dir);
     if (fd >= 0)
         close(fd);
     return rc == 0 ? 0 : 1;
@@ -368,6 +368,9 @@ static const char *output_refusal(const char *path, int k, bool force)
     free(dir);
     if (!dir_ok)
         return dir_exists ? "its directory is not a directory" : "its directory does not exist";
+    if (!markers[k] && strlen(strrchr(path, '/') ? strrchr(path, '/') + 1 : path) > CSV_NAME_MAX)
+        return "its name is longer than 240 bytes, so its record .NAME.vzcaps-report (a file name: 255 bytes at most) "
+               "cannot be made beside it";
     if (lstat(path, &st) != 0)
         return errno == ENOENT ? NULL : strerror(errno);
     if (S_ISDIR(st.st_mode))

@@ -74,16 +74,15 @@ static bool shim_of_another_copy(int dirfd, const char *name, char *copy, size_t
 
 /* Writes the record of name, naming the link at entry (name itself, or the temporary name it is
  * made under before it is renamed to name: a rename keeps the link's inode and time); 0, or -1
- * after the message. */
-static int record_shim(int dirfd, const char *dir, const char *name, const char *entry)
+ * after the message, which ends with left (what is left as it is). */
+static int record_shim(int dirfd, const char *dir, const char *name, const char *entry, const char *left)
 {
     char *rec = record_name(name), *why = NULL;
     char *text = vzcaps_record_text(dirfd, entry, SHIM_MAKER, NULL);
     struct vzcaps_wopts o = {.mode = 0644, .replace = VZCAPS_IF_MARKED, .marker = SHIM_MAKER};
     int rc = text && vzcaps_write_fileat(dirfd, dir, rec, text, strlen(text), &o, &why) == 0 ? 0 : -1;
     if (rc != 0)
-        eprintf("vzcaps shims: %s/%s: its record: %s (%s)", dir, name, why ? why : strerror(errno),
-                strcmp(entry, name) != 0 ? "nothing was made" : "the link is left as it was, without a record");
+        eprintf("vzcaps shims: %s/%s: its record: %s (%s)", dir, name, why ? why : strerror(errno), left);
     free(rec), free(text), free(why);
     return rc;
 }
@@ -194,7 +193,7 @@ static int existing_entry(int dirfd, const char *dir, const char *name, const ch
      * shims were made whole, another run's, or one made by hand): it works as a shim, so it is
      * repaired with its record, and --list and --remove take it from now on */
     if (links_to_vzcaps(dirfd, name)) {
-        if (record_shim(dirfd, dir, name, name) != 0)
+        if (record_shim(dirfd, dir, name, name, "the link is left as it was, without a record") != 0)
             return 1;
         printf("%s/%s: already a shim (its record was missing: written)\n", esc(dir), esc(name));
         return 0;
@@ -271,7 +270,7 @@ static int make_shim(int dirfd, const char *dir, const char *name, const char *s
     if (!tmp) {
         eprintf("vzcaps shims: %s/%s: %s (nothing was made)", dir, name, strerror(errno));
         rc = 1;
-    } else if (record_shim(dirfd, dir, name, tmp) != 0) {
+    } else if (record_shim(dirfd, dir, name, tmp, "nothing was made") != 0) {
         rc = 1;
     } else if (rename_new(dirfd, tmp, name) != 0) {
         int e = errno;
@@ -307,19 +306,20 @@ static int take_over_shim(int dirfd, const char *dir, const char *name, const ch
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT), sigaddset(&stop, SIGTERM), sigaddset(&stop, SIGHUP), sigaddset(&stop, SIGQUIT);
     sigprocmask(SIG_BLOCK, &stop, &was);
-    char *tmp = temp_link(dirfd, name, self);
+    char *tmp = temp_link(dirfd, name, self), *left = NULL;
     int rc = 0;
     if (!tmp || renameat(dirfd, tmp, dirfd, name) != 0) {
         eprintf("vzcaps shims: %s/%s: %s (left as it was: a shim of %s)", dir, name, strerror(errno), copy);
         if (tmp)
             (void)unlinkat(dirfd, tmp, 0);
         rc = 1;
-    } else if (record_shim(dirfd, dir, name, name) != 0) {
+    } else if (record_shim(dirfd, dir, name, name, left = xformat("it now leads to %s; its record is still the other copy's: "
+                                                                  "run this again to write it", self)) != 0) {
         rc = 1;
     } else {
         printf("%s/%s -> %s (was a shim of %s)\n", esc(dir), esc(name), esc(self), esc(copy));
     }
-    free(tmp);
+    free(tmp), free(left);
     sigprocmask(SIG_SETMASK, &was, NULL);
     return rc;
 }

@@ -9,6 +9,7 @@
 #define _XOPEN_SOURCE 700 /* realpath */
 #include "../common/input.h"
 #include "../common/statsfile.h"
+#include "../data/require.h"
 #include "../data/usagelog.h"
 #include "cli.h"
 
@@ -26,19 +27,9 @@ extern char **environ;
 /* Skipped lines named on standard error per file; the rest are counted in one more line. */
 #define NAMED_SKIPS 20
 
-/* One NAME of --require: its runs counted as the records come (after --since). */
-struct required {
-    const char *name;
-    char *match; /* NAME, or for a NAME with a '/' its real path (the record's "path" is one) */
-    bool by_path;
-    unsigned long long hooked, stock;
-    char *reason; /* the first stock run's reason (heap) */
-};
-
 struct stats_run {
     struct ulog_stats counts;
-    struct required *req;
-    size_t n_req;
+    struct ulog_require req; /* --require's NAMEs, their runs counted as the records come (after --since) */
     long long since, zeroed; /* zeroed: the time of the last zero mark read */
     bool have_since, have_zero;
     unsigned long long skipped, before_since, before_zero, file_skipped;
@@ -53,21 +44,6 @@ static void skip_line(struct stats_run *s, unsigned long long line_no, const cha
         eprintf("vzcaps stats: %s:%llu: skipped: %s", s->file, line_no, why);
 }
 
-/* A record for each NAME of --require it is a run of: by the program's name, or by the
- * executable's path for a NAME with a '/'. */
-static void require_count(struct stats_run *s, const struct ulog_record *r)
-{
-    for (size_t i = 0; i < s->n_req; i++) {
-        struct required *q = &s->req[i];
-        if (strcmp(q->by_path ? r->path : r->program, q->match) != 0)
-            continue;
-        if (r->event == ULOG_HOOKED)
-            q->hooked++;
-        else if (q->stock++ == 0 && !(q->reason = strdup(r->reason)))
-            s->oom = true;
-    }
-}
-
 /* A zero mark (stats --zero): what was counted before it is left out, kept in the file. */
 static void zero_mark(struct stats_run *s, long long when)
 {
@@ -75,10 +51,7 @@ static void zero_mark(struct stats_run *s, long long when)
     s->before_since = 0;
     ulog_stats_free(&s->counts);
     memset(&s->counts, 0, sizeof s->counts);
-    for (size_t i = 0; i < s->n_req; i++) {
-        free(s->req[i].reason);
-        s->req[i].reason = NULL, s->req[i].hooked = s->req[i].stock = 0;
-    }
+    ulog_require_reset(&s->req);
     s->zeroed = when, s->have_zero = true;
 }
 
@@ -118,13 +91,13 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
         s->before_since++;
     else if (ulog_stats_add(&s->counts, &r) != 0)
         s->oom = true;
-    else
-        require_count(s, &r);
+    else if (ulog_require_count(&s->req, &r) != 0) /* for each NAME it is a run of: by program, or by path */
+        s->oom = true;
     ulog_record_free(&r);
 }
 
-/* Streams one log file into s: 0 read or absent (*read tells which), -1 after the message. */
-static int read_log(struct stats_run *s, const char *path, bool *was_read)
+/* One log streamed into s (past cap bytes refused; 0: no cap): 0 read or absent (*read tells which), -1 after the message. */
+static int read_log(struct stats_run *s, const char *path, bool *was_read, unsigned long long cap)
 {
     char err[VZCAPS_PATH_MAX + 200];
     struct stat st;
@@ -135,7 +108,7 @@ static int read_log(struct stats_run *s, const char *path, bool *was_read)
         return 0;
     if (fd < 0)
         return eprintf("vzcaps stats: %s", err), -1;
-    if ((unsigned long long)st.st_size > VZCAPS_LOG_READ_MAX) {
+    if (cap && (unsigned long long)st.st_size > cap) {
         char lim[32];
         vzcaps_input_size_text(VZCAPS_LOG_READ_MAX, lim, sizeof lim);
         eprintf("vzcaps stats: %s: larger than %s (%lld bytes): not a log the library wrote (it starts a new one at "
@@ -150,7 +123,7 @@ static int read_log(struct stats_run *s, const char *path, bool *was_read)
     s->file = path, s->file_skipped = 0;
     if (l)
         l->on_line = on_line, l->ctx = s;
-    while (rc == 0 && got <= VZCAPS_LOG_READ_MAX) {
+    while (rc == 0 && (!cap || got <= cap)) {
         ssize_t n = read(fd, buf, 65536);
         if (n < 0 && errno == EINTR)
             continue;
@@ -423,7 +396,9 @@ static int check_log_dir(const char *path, const char *what)
     size_t n = slash && slash > path ? (size_t)(slash - path) : slash ? 1 : 0;
     snprintf(dir, sizeof dir, "%.*s", n ? (int)n : 1, n ? path : ".");
     struct stat st;
-    if (stat(dir, &st) != 0)
+    if (slash && !slash[1]) /* a directory's name: the library writes no file there */
+        snprintf(why, sizeof why, "it ends in '/': a directory, not a log file");
+    else if (stat(dir, &st) != 0)
         snprintf(why, sizeof why, "its directory %s: %s (the library makes none)", dir, strerror(errno));
     else if (!S_ISDIR(st.st_mode))
         snprintf(why, sizeof why, "%s is not a directory", dir);
@@ -444,40 +419,21 @@ static int check_log_dir(const char *path, const char *what)
  * the executable's, links resolved), when it resolves; each NAME once. 0, or 1 out of memory. */
 static int require_init(struct stats_run *s, char **names, size_t n)
 {
-    s->req = calloc(n ? n : 1, sizeof *s->req);
-    if (!s->req)
+    if (ulog_require_init(&s->req, names, n) != 0)
         return 1;
-    for (size_t i = 0; i < n; i++) {
-        bool seen = false;
-        for (size_t k = 0; k < s->n_req; k++)
-            seen |= strcmp(s->req[k].name, names[i]) == 0;
-        if (seen)
-            continue;
-        struct required *q = &s->req[s->n_req++];
-        q->name = names[i];
-        q->by_path = strchr(names[i], '/') != NULL;
-        q->match = q->by_path ? realpath(names[i], NULL) : NULL;
-        if (!q->match && !(q->match = strdup(names[i])))
-            return 1;
-    }
-    return 0;
+    for (size_t i = 0; i < s->req.n; i++)
+        if (s->req.req[i].by_path)
+            s->req.req[i].match = realpath(s->req.req[i].name, NULL);
+    return ulog_require_index(&s->req) != 0;
 }
 
-static void require_free(struct stats_run *s)
-{
-    for (size_t i = 0; i < s->n_req; i++)
-        free(s->req[i].match), free(s->req[i].reason);
-    free(s->req);
-    s->req = NULL, s->n_req = 0;
-}
-
-static const char *require_verdict(const struct required *q)
+static const char *require_verdict(const struct ulog_required *q)
 {
     return q->stock ? "stock" : q->hooked ? "unlocked" : "not_run";
 }
 
 /* Why q passes or fails, in words (heap). window: " since ..." or "". */
-static char *require_reason(const struct required *q, const char *window)
+static char *require_reason(const struct ulog_required *q, const char *window)
 {
     unsigned long long ran = q->hooked + q->stock;
     if (!ran)
@@ -506,17 +462,17 @@ static int require_say(const struct stats_run *s, bool json)
 {
     char *window = window_text(s);
     int failed = 0;
-    for (size_t i = 0; i < s->n_req; i++)
-        if (s->req[i].stock || !s->req[i].hooked) {
-            char *why = require_reason(&s->req[i], window);
-            eprintf("vzcaps stats: --require %s: %s", s->req[i].name, why);
+    for (size_t i = 0; i < s->req.n; i++)
+        if (s->req.req[i].stock || !s->req.req[i].hooked) {
+            char *why = require_reason(&s->req.req[i], window);
+            eprintf("vzcaps stats: --require %s: %s", s->req.req[i].name, why);
             free(why);
             failed = 1;
         }
     if (!failed && !json) {
         printf("vzcaps stats: --require: hooked in every run%s:", window);
-        for (size_t i = 0; i < s->n_req; i++)
-            printf("%s %s (%llu)", i ? "," : "", esc(s->req[i].name), s->req[i].hooked);
+        for (size_t i = 0; i < s->req.n; i++)
+            printf("%s %s (%llu)", i ? "," : "", esc(s->req.req[i].name), s->req.req[i].hooked);
         if (s->skipped)
             printf(" (%llu %s skipped, named on standard error)", s->skipped, plural(s->skipped, "line", "lines"));
         printf("\n");
@@ -534,8 +490,8 @@ static void require_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MA
     json_obj(&j, NULL);
     json_str(&j, "verdict", failed ? "fail" : "pass");
     json_arr(&j, "required");
-    for (size_t i = 0; i < s->n_req; i++) {
-        const struct required *q = &s->req[i];
+    for (size_t i = 0; i < s->req.n; i++) {
+        const struct ulog_required *q = &s->req.req[i];
         char *why = require_reason(q, window);
         json_obj(&j, NULL);
         json_str(&j, "program", q->name);
@@ -618,6 +574,18 @@ static int zero_check(const char *path, struct stat *st_out)
     return 0;
 }
 
+/* old, which moving the log aside replaces: only what a rotation replaces (0), else -1 after the message. */
+static int zero_replaceable(const char *old, const struct stat *st)
+{
+    enum vzcaps_statsfile_old state = vzcaps_statsfile_old(AT_FDCWD, old, (unsigned long)geteuid());
+    if (state <= VZCAPS_OLD_OURS)
+        return 0;
+    eprintf("vzcaps stats: --zero: %s: %s, so neither a rotation nor --zero replaces it (move it away: mv %s %s.saved); "
+            "nothing moved", old, state == VZCAPS_OLD_NOT_LOG && st->st_size == 0 ? "it is empty, not a log of vzcaps's"
+                                                                                : vzcaps_statsfile_old_why(state), old, old);
+    return -1;
+}
+
 /* The file checked (path: the log, else old) opened for appending, checked again: the same file
  * still there. -1 after the message; -2 when it changed in between (a rotation: check again). */
 static int zero_open(const char *target, const struct stat *checked, struct stat *st)
@@ -657,7 +625,8 @@ static int zero_log(const char *path)
     struct stat st_old, st_log, st;
     int fd = -2;
     for (int tries = 0; fd == -2 && tries < 5; tries++) {
-        if (zero_check(old, &st_old) || zero_check(path, &st_log))
+        if (zero_check(old, &st_old) || zero_check(path, &st_log) ||
+            (st_log.st_nlink && st_old.st_nlink && zero_replaceable(old, &st_old)))
             return 1;
         if (!st_log.st_nlink && !st_old.st_nlink)
             return printf("vzcaps stats: --zero: nothing to zero: %s not written yet\n", esc(path)), 0;
@@ -709,14 +678,24 @@ static int count_log(struct stats_run *s, const char *path, char files[2][VZCAPS
                 "move it away (mv %s %s.saved) and the next record rotates the log", files[0], vzcaps_statsfile_old_why(old),
                 path, files[0], files[0]);
     else
-        rc |= read_log(s, files[0], &read[0]) != 0;
-    rc |= read_log(s, files[1], &read[1]) != 0;
+        rc |= read_log(s, files[0], &read[0], VZCAPS_LOG_READ_MAX) != 0;
+    rc |= read_log(s, files[1], &read[1], old > VZCAPS_OLD_OURS ? 0 : VZCAPS_LOG_READ_MAX) != 0; /* appended past 1 MiB */
     if (rc == 0 && !read[0] && !read[1] && check_log_dir(path, "not written yet, and the library will not write it there"))
         rc = 1;
     if (s->oom)
         eprintf("vzcaps stats: out of memory while counting: the counts are incomplete"), rc = 1;
     ulog_stats_sort(&s->counts);
     return rc;
+}
+
+/* A relative --log-file made absolute (the library's walk takes no other): 0, or 1 after the message. */
+static int absolute_log(char *path, size_t len)
+{
+    char cwd[VZCAPS_PATH_MAX + 1], *rel = path[0] == '/' ? NULL : xformat("%s", path);
+    int bad = rel && (!getcwd(cwd, sizeof cwd) || (size_t)snprintf(path, len, "%s/%s", strcmp(cwd, "/") ? cwd : "", rel) >= len);
+    if (bad)
+        eprintf("vzcaps stats: --log-file %s: the current directory cannot be named, or with it no path can be that long", rel);
+    return free(rel), bad;
 }
 
 static int stats_main(const struct stats_args *a)
@@ -737,10 +716,12 @@ static int stats_main(const struct stats_args *a)
                 "or give --log-file PATH", why, VZCAPS_LOG_KEY, VZCAPS_LOG_ENV);
         return 1;
     }
+    if ((a->zero || a->require) && absolute_log(path, sizeof path))
+        return 1;
     if (a->zero)
         return zero_log(path);
     if (require_init(&s, a->names, a->n_names) != 0)
-        return require_free(&s), eprintf("vzcaps stats: out of memory"), 1;
+        return ulog_require_free(&s.req), eprintf("vzcaps stats: out of memory"), 1;
     bool read[2];
     /* a proof only from where the library writes: a log in a directory others may write could
      * hold anyone's records */
@@ -757,7 +738,7 @@ static int stats_main(const struct stats_args *a)
     else if (rc == 0)
         print_text(&s, files, read, from);
     ulog_stats_free(&s.counts);
-    require_free(&s);
+    ulog_require_free(&s.req);
     return rc;
 }
 

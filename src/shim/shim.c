@@ -385,7 +385,7 @@ static void handed_to_children(char **env)
 
 static void init(void)
 {
-    static char brand[256], handed[256];
+    static char brand[256], handed[256], exe_path[VZCAPS_PATH_MAX + 1];
     char **env = *vzcaps_platform_environ();
     note_stderr();
     if (is_launcher())
@@ -394,6 +394,10 @@ static void init(void)
     if (h < 0)
         return; /* a child of a script's process: stock */
     const char *name = h > 0 ? handed : vzcaps_platform_exe_name();
+    /* an empty argv[0] (execve(path, {"", NULL}, env)) names nothing: the executable's base name
+     * picks the section, as the record names it and a parent's inherit decision judged it */
+    if (!*name && vzcaps_platform_exe_path(exe_path, sizeof exe_path) == 0)
+        name = vzcaps_basename(exe_path);
     struct vzcaps_inputs in = {0};
     in.envp = (const char *const *)env;
     in.exe = name;

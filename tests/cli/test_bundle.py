@@ -525,6 +525,24 @@ def test_the_workloads_text_cannot_break_out_of_its_block(tmp_path):
     assert stock == unlocked and stock.startswith("a ```` b [31m\nxxx")
 
 
+def test_the_cut_at_400_bytes_never_splits_a_character_and_del_is_a_control_character(tmp_path):
+    """summary.md stays UTF-8 where the workload's output was: a character across byte 400 is left
+    out whole (the cut left its first byte, so the file no longer decoded), and DEL shows as a
+    space like the other control characters (it was kept)."""
+    script = tmp_path / "w.sh"
+    script.write_text("#!/bin/sh\nprintf 'del\\177.\\n'\nhead -c 393 /dev/zero | tr '\\0' x\nprintf '\\303\\251\\303\\251'\n")
+    script.chmod(0o755)
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--", str(script), env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 0, p.stderr
+    assert (out / "workload-stock.txt").read_bytes().endswith(b"x\xc3\xa9\xc3\xa9")  # 6 + 393 + 4 bytes: byte 400 is inside the first é
+    summary = (out / "summary.md").read_bytes().decode("utf-8")  # strict: a split character fails here
+    assert "\x7f" not in summary and "\ndel .\n" in summary
+    stock, unlocked = both_runs(summary, "Standard output")
+    assert stock == unlocked == "del .\n" + "x" * 393 + "\n"
+    assert summary.count("\n```\n(cut at 400 bytes)\n") == 2
+
+
 # ---- issue 39 row 9: stock is stock by identity, not by name or record ----
 
 def stock_path_and_run(out):
@@ -623,3 +641,16 @@ def test_the_library_preloaded_under_another_name_is_not_stock(tmp_path):
     line = next(l for l in stock.splitlines() if l.startswith("env LD_PRELOAD="))
     assert line == "env LD_PRELOAD=" + ":".join([other] * 1491 + keep), line[:300]
     assert "family 1008 0" in stock, stock
+
+
+def test_a_nul_in_the_workloads_output_shows_as_a_space_and_hides_nothing(tmp_path):
+    """A NUL byte is a control character like the others: a space, and what follows it is shown
+    (the block ended at the NUL, without a word of what it left out)."""
+    script = tmp_path / "w.sh"
+    script.write_text("#!/bin/sh\nprintf 'first\\000after the nul\\n'\n")
+    script.chmod(0o755)
+    out = tmp_path / "b"
+    p = doctor_bundle(out, "--", str(script), env=clean_env(VZCAPS_HOST_CHIP="Apple M2"))
+    assert p.returncode == 0, p.stderr
+    stock, unlocked = both_runs((out / "summary.md").read_text(), "Standard output")
+    assert stock == unlocked == "first after the nul\n"

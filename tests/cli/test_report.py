@@ -582,3 +582,26 @@ def test_a_log_with_more_family_lines_than_the_table_fails_naming_it(tmp_path):
     bad.write_text("".join(f"ggml_metal_device_init: GPU family: MTLGPUFamilyCommon{n}  ({3000 + n})\n" for n in range(16)))
     p = report("--json", str(d))
     assert p.returncode == 0 and len(json.loads(p.stdout)["capabilities"]["unlocked"]["families"]) == 16
+
+
+def test_a_csv_name_too_long_for_its_record_is_refused_before_anything_is_written(tmp_path):
+    """A CSV's record is .NAME.vzcaps-report beside it, so NAME holds at most 240 bytes: a longer
+    one (still a valid file name) is refused with nothing written (the CSV was written, then its
+    record failed with 'File name too long', exit 1, and every later run refused the CSV)."""
+    longest, too_long = tmp_path / ("c" * 236 + ".csv"), tmp_path / ("c" * 237 + ".csv")
+    p = report(*fixture_args(), "--csv", str(too_long))
+    assert p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
+    assert f"cannot write {too_long}: " in p.stderr and "240 bytes" in p.stderr
+    assert os.listdir(tmp_path) == []
+    for _ in range(2):  # written and recorded, then replaced as its own
+        p = report(*fixture_args(), "--csv", str(longest))
+        assert p.returncode == 0 and p.stderr == "", p.stderr
+
+
+def test_a_record_that_cannot_be_written_is_named_where_it_is(tmp_path):
+    """The line names the record beside the CSV (it said CSV/.CSV.vzcaps-report, a path under the CSV)."""
+    csv = tmp_path / "out.csv"
+    (tmp_path / ".out.csv.vzcaps-report").mkdir()
+    p = report(*fixture_args(), "--csv", str(csv))
+    assert p.returncode == 1 and f"({tmp_path}/.out.csv.vzcaps-report: " in p.stderr, p.stderr
+    assert f"{csv}/" not in p.stderr

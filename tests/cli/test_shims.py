@@ -634,3 +634,36 @@ def test_force_takes_over_only_a_recorded_shim_of_another_copy(tmp_path):
     p = subprocess.run([installed, "shims", "--dir", str(d), "--remove", "--force", "probe"], env=clean_env(),
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and not os.path.lexists(d / "probe") and not os.path.lexists(d / ".probe.vzcaps-shim")
+
+
+@needs_root("mounts a 16 KiB tmpfs")
+def test_force_on_a_full_disk_says_what_it_left_and_a_rerun_repairs_it(tmp_path):
+    """--force over another copy's shim on a full disk: the link is renamed (no space needed), its
+    record cannot be written. The line says the link now leads to this copy (it said 'the link is
+    left as it was', which it was not), and a rerun with room writes the record."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(disk)], check=True)
+    try:
+        installed = copy_of_vzcaps(tmp_path, "installed")
+        d = make_shims(disk, "probe")  # the build's copy's shim
+        filler = disk / "filler"
+        with open(filler, "wb") as f:
+            try:
+                f.write(b"\0" * 65536)
+            except OSError:
+                pass
+        run = lambda: subprocess.run([installed, "shims", "--dir", str(d), "--force", "probe"], env=clean_env(),
+                                     capture_output=True, text=True, timeout=60)
+        p = run()
+        assert p.returncode == 1 and p.stderr.count("\n") == 1, p.stderr
+        assert os.readlink(d / "probe") == installed
+        assert "left as it was" not in p.stderr and f"now leads to {installed}" in p.stderr, p.stderr
+        filler.unlink()
+        p = run()
+        assert p.returncode == 0, p.stderr
+        listed = subprocess.run([installed, "shims", "--dir", str(d), "--list"], env=clean_env(), capture_output=True,
+                                text=True, timeout=60)
+        assert [l.split("\t")[0] for l in listed.stdout.splitlines()] == ["probe"]
+    finally:
+        subprocess.run(["umount", str(disk)])

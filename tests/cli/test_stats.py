@@ -376,3 +376,23 @@ def test_a_byte_that_is_not_utf8_is_read_back_as_that_byte_never_as_the_characte
     assert out["skipped"] == 2 and p.stderr.count("unpaired surrogate") == 2, p.stderr
     text = vz(VZCAPS_LOG_FILE=log).stdout
     assert "p\\xff " in text and "p\u00ff " in text
+
+
+def test_a_log_kept_past_the_limit_by_a_path1_the_library_never_replaces_is_read_whole(tmp_path):
+    """With a directory at PATH.1 the library never rotates and keeps appending to PATH past
+    1 MiB (docs/config.md), so PATH outgrows 16 MiB in time: it is still the library's log, counted
+    as usual (it was refused as 'larger than 16 MiB: not a log the library wrote (it starts a new
+    one at 1 MiB)', and --require failed the job)."""
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    log = logs / "usage.log"
+    line = rec("probe", pid=1) + "\n"
+    n = (17 * 1024 * 1024) // len(line) + 1
+    log.write_text(line * n)
+    log.chmod(0o600)
+    (logs / "usage.log.1").mkdir()
+    out, p = stats_json(VZCAPS_LOG_FILE=log)
+    assert out["hooked"] == n and "larger than" not in p.stderr, p.stderr
+    assert p.stderr.count("\n") == 1 and "keeps appending to" in p.stderr  # the one line on PATH.1
+    p = vz("--require", "probe", VZCAPS_LOG_FILE=log)
+    assert p.returncode == 0 and p.stdout == f"vzcaps stats: --require: hooked in every run: probe ({n})\n", p.stderr

@@ -228,3 +228,49 @@ def test_a_log_where_the_library_does_not_write_proves_nothing(tmp_path):
     assert p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
     assert "the library does not write there, so its records there prove nothing" in p.stderr
     assert vz(VZCAPS_LOG_FILE=log).returncode == 0  # the table still shows what is there
+
+
+def test_a_relative_log_file_is_read_from_the_current_directory(tmp_path):
+    """--log-file is read as given, a relative path from the current directory (docs/commands.md):
+    --require proves from it as from its absolute path (it refused it, blaming 'a link on the way
+    to it that another user could have made')."""
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    write_log(logs / "usage.log", rec("probe", pid=1))
+    p = subprocess.run([VZ, "stats", "--require", "probe", "--log-file", "usage.log"], env=clean_env(), cwd=logs,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout == "vzcaps stats: --require: hooked in every run: probe (1)\n"
+
+
+def test_as_many_names_as_a_command_line_holds_take_no_time_and_each_counts_once(tmp_path):
+    """100,000 NAMEs (each given twice, a job's list joined with itself) over 50,000 records: every
+    NAME is counted and said once, in the order given. Each NAME was compared with every one
+    before it and every record with every NAME: about 40 s of work (this test's timeout)."""
+    names = [f"p{i}" for i in range(50000)]
+    log = tmp_path / "usage.log"
+    with open(log, "w") as f:
+        for i, n in enumerate(reversed(names)):
+            f.write(rec(n, pid=i) + "\n")
+    args = names + names[::-1]
+    p = subprocess.run([VZ, "stats", "--require", *args, "--json"], env=clean_env(VZCAPS_LOG_FILE=log),
+                       capture_output=True, text=True, timeout=20)
+    assert p.returncode == 0, p.stderr[:500]
+    got = json.loads(p.stdout)["required"]
+    assert [x["program"] for x in got] == names and all(x["hooked"] == 1 for x in got)
+    p = subprocess.run([VZ, "stats", "--require", *args, "missing", "/usr/local/bin/p7"], env=clean_env(VZCAPS_LOG_FILE=log),
+                       capture_output=True, text=True, timeout=20)  # a path NAME: by the record's path
+    assert p.returncode == 1 and p.stderr.splitlines() == ["vzcaps stats: --require missing: never ran: no record of missing in the log"]
+
+
+@pytest.mark.parametrize("mode", ["--require", "--zero"])
+def test_a_log_file_that_names_a_directory_is_said_so(tmp_path, mode):
+    """--log-file DIR/ (or /): one line saying it names a directory (it blamed a link another
+    user could have made)."""
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    for given in (f"{logs}/", "/"):
+        args = ["--require", "probe"] if mode == "--require" else ["--zero"]
+        p = vz(*args, "--log-file", given)
+        assert p.returncode == 1 and p.stdout == "" and p.stderr.count("\n") == 1, p.stderr
+        assert "ends in '/': a directory, not a log file" in p.stderr and "link" not in p.stderr, p.stderr

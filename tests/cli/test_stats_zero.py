@@ -145,6 +145,25 @@ def test_what_vzcaps_did_not_write_is_never_moved_or_replaced(logdir, tmp_path, 
         assert (logdir / n).read_bytes() == data, n  # no mark written either
 
 
+def test_an_empty_rotated_file_is_refused_before_the_mark_is_written(logdir):
+    """An empty PATH.1 of this user's (`: > PATH.1`, as one clears a log) is no log of ours: the
+    rotation never replaces it, so --zero refuses it before it writes (it wrote the mark, then
+    failed the move with 'File exists', exit 1)."""
+    log = write_log(logdir / "usage.log", *OLD)
+    log.chmod(0o600)
+    old = logdir / "usage.log.1"
+    old.write_text("")
+    old.chmod(0o600)
+    before = log.read_bytes()
+    p = vz("--zero", VZCAPS_LOG_FILE=log)
+    assert p.returncode == 1 and p.stdout == "", (p.returncode, p.stdout)
+    assert p.stderr.count("\n") == 1 and p.stderr.startswith(f"vzcaps stats: --zero: {old}: "), p.stderr
+    assert "it is empty" in p.stderr and p.stderr.rstrip().endswith("nothing moved"), p.stderr
+    assert log.read_bytes() == before and old.read_bytes() == b""  # no mark, nothing moved
+    old.unlink()  # the named fix: then --zero moves the log aside
+    assert vz("--zero", VZCAPS_LOG_FILE=log).returncode == 0 and counts(log) == (0, 0, 2)
+
+
 @needs_root("a log file given to another user")
 def test_a_log_of_another_users_is_refused(logdir):
     log = write_log(logdir / "usage.log", *OLD)
@@ -244,7 +263,7 @@ def test_require_and_zero_under_the_sanitizers(logdir):
         assert "AddressSanitizer" not in p.stderr and "runtime error" not in p.stderr and "LeakSanitizer" not in p.stderr, p.stderr
         return p
     log = write_log(logdir / "usage.log", *OLD, rec("probe", "left_stock", 0, "again", pid=5), rec("tool", pid=6))
-    for args, rc in ((["--require", "probe", "tool", "x", "/bin/sh"], 1), (["--require", "tool", "--json"], 0),
+    for args, rc in ((["--require", "probe", "tool", "x", "/bin/sh", "x", "probe"], 1), (["--require", "tool", "--json"], 0),
                      (["--require", "probe", "--json", "--since", "0"], 1), (["--zero"], 0), (["--zero"], 0),
                      (["--require", "probe"], 1), (["--json"], 0), ([], 0)):
         assert run("--log-file", str(log), *args).returncode == rc, args
@@ -253,3 +272,14 @@ def test_require_and_zero_under_the_sanitizers(logdir):
     assert run("--log-file", str(log), "--require", "probe").returncode == 0
     (logdir / "usage.log.1").write_text("not a log\n")
     assert run("--log-file", str(log), "--zero").returncode == 1
+
+
+def test_a_relative_log_file_is_zeroed_in_the_current_directory(logdir):
+    """--log-file is read as given, a relative path from the current directory: --zero moves that
+    log aside (it refused it, blaming a link another user could have made)."""
+    write_log(logdir / "usage.log", *OLD).chmod(0o600)
+    p = subprocess.run([VZ, "stats", "--zero", "--log-file", "usage.log"], env=clean_env(), cwd=logdir,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert "moved to" in p.stdout and sorted(os.listdir(logdir)) == ["usage.log.1"]
+    assert counts(logdir / "usage.log") == (0, 0, 2)

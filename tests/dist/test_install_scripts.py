@@ -167,7 +167,9 @@ def test_prefix_with_blanks_and_quotes_is_quoted_in_every_message(shell, dirname
     assert words == [f"{prefix}/bin/vzcaps", "doctor"]
     named = 0
     for line in p.stdout.splitlines():  # every message naming the prefix names it as one shell word
-        for path in (f"{prefix}/{MANIFEST}", f"{prefix}/bin/vzcaps", f"{prefix}/bin", str(prefix)):
+        # the zsh fpath note (install.sh, when zsh is there) names the completions' directory
+        for path in (f"{prefix}/{MANIFEST}", f"{prefix}/bin/vzcaps", f"{prefix}/bin", f"{prefix}/share/zsh/site-functions",
+                     str(prefix)):
             if sh_word(path) in line:
                 named += 1
                 assert shlex.split(sh_word(path)) == [path]
@@ -1026,3 +1028,20 @@ def test_a_second_install_writes_nothing(rel, mac, tmp_path):
     (prefix / "share" / "doc" / "vzcaps" / "README").write_text("changed\n")
     p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
     assert p.returncode == 1 and "already installed" not in p.stdout  # not what it installed: refused as before
+
+
+@pytest.mark.parametrize("lost", [0o644, 0o700])
+def test_a_second_install_over_a_command_that_lost_its_mode_repairs_it(rel, mac, tmp_path, lost):
+    """A second install.sh over the same release, where bin/vzcaps lost its mode (chmod -x, a copy
+    that kept no mode, or chmod 700 by root: only root can start it): the bytes are this release's,
+    but the install is broken, so it is not "already installed" (it said so, wrote nothing and
+    left the command unable to start)."""
+    prefix = tmp_path / "prefix"
+    assert run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac).returncode == 0
+    cmd = prefix / "bin" / "vzcaps"
+    mode = stat.S_IMODE(cmd.stat().st_mode)
+    cmd.chmod(lost)
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 0, p.stderr
+    assert "already installed" not in p.stdout, p.stdout
+    assert stat.S_IMODE(cmd.stat().st_mode) == mode

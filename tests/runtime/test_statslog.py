@@ -448,6 +448,27 @@ def test_an_empty_argv0_is_named_by_its_executable_and_counted_by_stats(logdir):
     assert (out["hooked"], out["left_stock"], out["skipped"]) == (1, 1, 0)
 
 
+
+def test_an_empty_argv0_picks_the_section_of_its_executable(logdir, tmp_path):
+    """execve(path, {"", NULL}, env) under a config section that matches the executable: the
+    library picks that section by the executable's base name, as its record and a parent's
+    inherit = matching decision name it (it matched no section: stock, silently, no record, so
+    --require said "never ran")."""
+    log = logdir / "s"
+    conf = tmp_path / "vzcaps.conf"
+    conf.write_text(f"log_file = {log}\n[probe]\nmatch = probe\napple_family_max = auto\n")
+    conf.chmod(0o644)
+    p = subprocess.run([""], executable=PROBE, env=clean_env(LD_PRELOAD=LIB, VZCAPS_CONFIG=str(conf),
+                                                              VZCAPS_HOST_CHIP="Apple M2"),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert "family 1008 1" in p.stdout and "profile [probe]" in p.stderr, p.stdout + p.stderr
+    assert [(r["program"], r["event"]) for r in records(log)] == [("probe", "hooked")]
+    st = subprocess.run([str(BUILD / "vzcaps"), "stats", "--require", "probe", "--log-file", str(log)], env=clean_env(),
+                        capture_output=True, text=True, timeout=60)
+    assert st.returncode == 0, st.stderr
+
+
 ERRNO_CLIENT = r'''
 #include <errno.h>
 #include <stdio.h>
