@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&s, 0, sizeof s);
     if (vzcaps_config_apply((const char *)data + 1, size - 1, "fuzz.conf", exe, (data[0] & 0x80) ? "llama" : NULL,
                             &s, section, sizeof section, err, sizeof err) == 0) {
-        struct vzcaps_host host = {"Apple M2 (Virtual)", "fuzz", 1ull << 34, 0};
+        struct vzcaps_host host = {.brand = "Apple M2 (Virtual)", .brand_origin = "fuzz", .physical_memory = 1ull << 34, .translated = 0};
         struct vzcaps_profile p;
         vzcaps_profile_resolve(&s, &host, &p);
         char line[2048];

@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
     static struct vzcaps_config_result r;
     struct vzcaps_inputs in = {.envp = (const char *const *)env, .exe = "probe", .preload_var = "LD_PRELOAD",
-                               .host = {"Apple M2", "fuzz", 1ull << 34, 0}};
+                               .host = {.brand = "Apple M2", .brand_origin = "fuzz", .physical_memory = 1ull << 34, .translated = 0}};
     vzcaps_configure(&in, buf, sizeof buf, &r);
     if (must_refuse && r.profile.state != VZCAPS_STOCK_REFUSED)
         __builtin_trap();

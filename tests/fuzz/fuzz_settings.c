@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
     static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
     static struct vzcaps_config_result r;
-    struct vzcaps_inputs in = {.envp = envp, .exe = "probe", .host = {envp[0], "fuzz", 1ull << 34, 0}};
+    struct vzcaps_inputs in = {.envp = envp, .exe = "probe", .host = {.brand = envp[0], .brand_origin = "fuzz", .physical_memory = 1ull << 34, .translated = 0}};
     vzcaps_configure(&in, buf, sizeof buf, &r);
     /* the safety rule: without the unsafe override nothing exceeds the known chip */
     if (r.profile.state == VZCAPS_ENABLED && r.profile.chip.known && !r.profile.unsafe &&

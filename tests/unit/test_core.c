@@ -20,7 +20,7 @@ static struct vzcaps_config_result R;
 static void configure_env(const char *const *envp, const char *brand, uint64_t mem)
 {
     static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
-    struct vzcaps_inputs in = {.envp = envp, .exe = "llama-bench", .host = {brand, "test", mem, 0}};
+    struct vzcaps_inputs in = {.envp = envp, .exe = "llama-bench", .host = {.brand = brand, .brand_origin = "test", .physical_memory = mem, .translated = 0}};
     vzcaps_configure(&in, buf, sizeof buf, &R);
 }
 
@@ -573,7 +573,7 @@ static const char SAMPLE[] =
 static void configure_file(const char *exe, const char *const *envp)
 {
     static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
-    struct vzcaps_inputs in = {.envp = envp, .exe = exe, .read_file = fake_read, .host = {"Apple M2 (Virtual)", "test", 0, 0}};
+    struct vzcaps_inputs in = {.envp = envp, .exe = exe, .read_file = fake_read, .host = {.brand = "Apple M2 (Virtual)", .brand_origin = "test", .physical_memory = 0, .translated = 0}};
     vzcaps_configure(&in, buf, sizeof buf, &R);
 }
 
@@ -699,7 +699,7 @@ static void test_config_search_in_configure(void **st)
     FILES.path[1] = "/r/usr/local/etc/vzcaps.conf", FILES.text[1] = "[default]\napple_family_max = 1006\n";
     const char *env[] = {"HOME=/home/u", "XDG_CONFIG_HOME=/home/u/xdg", NULL};
     struct vzcaps_inputs in = {.envp = env, .exe = "x", .read_file = fake_read, .sys_root = "/r",
-                               .host = {"Apple M2 (Virtual)", "test", 0, 0}};
+                               .host = {.brand = "Apple M2 (Virtual)", .brand_origin = "test", .physical_memory = 0, .translated = 0}};
     vzcaps_configure(&in, buf, sizeof buf, &R);
     assert_string_equal(R.config_path, "/r/opt/homebrew/etc/vzcaps.conf");
     assert_int_equal(R.profile.apple_family_max, 1007);
@@ -968,7 +968,7 @@ static void test_environment_scan(void **st)
     /* the preload variable twice is ambiguous too */
     static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
     const char *pre[] = {"VZCAPS_APPLE_FAMILY_MAX=1007", "LD_PRELOAD=/a.so", "LD_PRELOAD=/b.so", NULL};
-    struct vzcaps_inputs in = {.envp = pre, .exe = "x", .preload_var = "LD_PRELOAD", .host = {"Apple M2", "test", 0, 0}};
+    struct vzcaps_inputs in = {.envp = pre, .exe = "x", .preload_var = "LD_PRELOAD", .host = {.brand = "Apple M2", .brand_origin = "test", .physical_memory = 0, .translated = 0}};
     vzcaps_configure(&in, buf, sizeof buf, &R);
     assert_true(any_note_contains(&R.profile, "LD_PRELOAD is set twice"));
     /* a path too long is refused, never cut */
@@ -1019,7 +1019,7 @@ static void test_rosetta_names_the_way_out(void **st)
     static char buf[VZCAPS_CONFIG_MAX_SIZE + 1];
     const char *env[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", NULL};
     struct vzcaps_inputs in = {.envp = env, .exe = "x",
-                               .host = {"VirtualApple @ 2.50GHz processor", "machdep.cpu.brand_string", 0, 1}};
+                               .host = {.brand = "VirtualApple @ 2.50GHz processor", .brand_origin = "machdep.cpu.brand_string", .physical_memory = 0, .translated = 1}};
     vzcaps_configure(&in, buf, sizeof buf, &R);
     assert_int_equal(R.profile.state, VZCAPS_STOCK_REFUSED);
     assert_false(R.profile.invalid); /* valid, but this process cannot apply it */
