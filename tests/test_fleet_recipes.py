@@ -1125,6 +1125,8 @@ def test_provisioned_as_the_user_then_undone_as_root(archive):
         write(stand / "sudo", '#!/bin/sh\n[ "$1" = -u ] || exit 1\nu=$2\nshift 2\n'
                               'exec setpriv --reuid "$u" --regid "$(id -g "$u")" --clear-groups "$@"\n')
         shutil.copy(archive, tmp / "release.tar.gz")
+        # the script from where nobody can read it (a checkout under /root, mode 0700, cannot be)
+        shutil.copy(ROOT / "packaging" / "provision-image.sh", tmp / "provision-image.sh")
         home = tmp / "home"
         home.mkdir()
         (home / ".zshenv").write_text("export EDITOR=vi")
@@ -1135,7 +1137,7 @@ def test_provisioned_as_the_user_then_undone_as_root(archive):
         before = files_of(tmp)
         env = dict(PATH=f"{stand}:/usr/bin:/bin", HOME=str(home))
         prefix = tmp / "prefix"
-        p = subprocess.run(["sh", str(ROOT / "packaging" / "provision-image.sh"), "--archive", str(tmp / "release.tar.gz"),
+        p = subprocess.run(["sh", str(tmp / "provision-image.sh"), "--archive", str(tmp / "release.tar.gz"),
                             "--user", "nobody", "--home", str(home), "--prefix", str(prefix), "--etc", str(prefix / "etc"),
                             "--programs", "probe", "--server", "com.example.sleep", "--", "sleep", "1000"],
                            env=env, capture_output=True, text=True, timeout=300, preexec_fn=as_nobody, cwd="/",
