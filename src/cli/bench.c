@@ -53,15 +53,6 @@ struct bench_step {
 static struct bench_step *steps_done; /* every child bench ran, in order (it grows) */
 static size_t n_steps_done, cap_steps_done;
 
-/* This command's path, for the stock environment's identity rules (stockenv.h). */
-static const char *stock_self(void)
-{
-    static char self[4096];
-    if (!self[0])
-        self_path(self, sizeof self);
-    return self;
-}
-
 /* What to look for in a run's lines as they come (NULL: nothing). */
 typedef void line_fn(void *ctx, const char *line, size_t len);
 
@@ -93,7 +84,7 @@ static int run_to_files(char **argv, bool stock, const char *out_name, const cha
         .err = err_line ? (struct vzcaps_sink){vzcaps_lines_write, &le} : (struct vzcaps_sink){out_stream_sink, &se},
     };
     if (stock) /* stock means stock: no shim directory on PATH, no library of ours preloaded */
-        vzcaps_stock_child(&co, preload_var, library_file, stock_self());
+        vzcaps_stock_child(&co, preload_var, library_file, self_path_kept());
     struct vzcaps_child_result r;
     vzcaps_child_run(&co, &r);
     if (out_line)

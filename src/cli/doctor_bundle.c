@@ -301,15 +301,6 @@ static void record(const char *file, const char *what, enum step_state state, ch
 #define STOCK 0x400        /* run_step: stock (vzcaps_stock_child: no vzcaps variable, library or shim directory) */
 #define SEARCH 0x800       /* run_step: argv[0] looked up on PATH */
 
-/* This command's path, for the stock environment's identity rules (stockenv.h). */
-static const char *stock_self(void)
-{
-    static char self[4096];
-    if (!self[0])
-        self_path(self, sizeof self);
-    return self;
-}
-
 /* What a caller wants of a step besides its files: the lines of standard error that start with
  * a prefix, the first bytes of standard output. */
 struct step_keep {
@@ -344,7 +335,7 @@ static int run_step(const char *file, const char *what, char *const argv[], char
     struct vzcaps_child_opts co = {.argv = argv, .search = flags & SEARCH, .env_add = env, .out = {feed_write, &fo},
                                    .err = {feed_write, &fe}, .timeout = timeout_s};
     if (flags & STOCK) /* stock means stock: no shim directory on PATH, no library of ours preloaded (env: NULL) */
-        vzcaps_stock_child(&co, preload_var, library_file, stock_self());
+        vzcaps_stock_child(&co, preload_var, library_file, self_path_kept());
     struct vzcaps_child_result r;
     vzcaps_child_run(&co, &r);
     if (fe.lines.line)

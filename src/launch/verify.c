@@ -50,15 +50,6 @@ static int to_stderr(void *ctx, const char *p, size_t n)
     return 0;
 }
 
-/* This command's path, for the stock environment's identity rules (stockenv.h). */
-static const char *stock_self(void)
-{
-    static char self[4096];
-    if (!self[0])
-        self_path(self, sizeof self);
-    return self;
-}
-
 /* Runs argv (child.c: its own process group, --timeout) and returns its standard output (valid
  * until the next call) or NULL when it printed nothing or too much; *status receives its wait
  * status when not NULL. stock: without the library. */
@@ -68,7 +59,7 @@ static char *capture_status(char **argv, bool stock, int *status)
     vzcaps_head_free(&c);
     struct vzcaps_child_opts co = {.argv = argv, .out = {capture_sink, &c}, .err = {to_stderr, NULL}, .timeout = launch_child_timeout};
     if (stock)
-        vzcaps_stock_child(&co, preload_var, library_file, stock_self());
+        vzcaps_stock_child(&co, preload_var, library_file, self_path_kept());
     struct vzcaps_child_result r;
     vzcaps_child_run(&co, &r);
     if (r.timed_out)

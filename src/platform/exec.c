@@ -3,6 +3,7 @@
  * Never: starts or writes anything, or reads more of a file than its first bytes. */
 #define _XOPEN_SOURCE 700
 #include "exec.h"
+#include "platform.h"
 #include "../common/readfile.h"
 #include "../macho/macho.h"
 
@@ -304,4 +305,12 @@ bool library_has_arch(const char *library, const char *arch)
         p += k + (p[k] == ' ');
     }
     return false;
+}
+
+const char *self_path_kept(void)
+{
+    static char self[4096];
+    if (!self[0])
+        self_path(self, sizeof self);
+    return self;
 }

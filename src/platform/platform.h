@@ -27,6 +27,8 @@ const char *machine_kind(const struct machine *m);
 void machine_json(struct json *j, const struct machine *m);
 /* Path of the running command; "" when unknown or when it does not fit in len (never cut) */
 void self_path(char *buf, size_t len);
+/* self_path, asked once and kept (static): "" when unknown. Not thread-safe on its first call. */
+const char *self_path_kept(void);
 /* The path exec was given to start this process, links not resolved (a shim's own path, whatever
  * argv[0] says): AT_EXECFN on Linux, _NSGetExecutablePath on macOS; "" when unknown or when it
  * does not fit in len (never cut). */
