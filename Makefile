@@ -112,7 +112,7 @@ $(B)/test_cli_units: tests/unit/test_cli_units.c $(CLI_ALL) $(HEADERS) $(B)/kern
 # the launch floor's decision, from facts alone (linked with the command's sources, without main)
 $(B)/test_launch: tests/unit/test_launch.c $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) -DVZCAPS_NO_MAIN $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CLI_LINK)
-$(B)/test_child: tests/unit/test_child.c $(wildcard src/common/*.c) $(CORE_SRC) $(HEADERS)
+$(B)/test_child: tests/unit/test_child.c $(wildcard src/common/*.c) src/data/scrub.c $(CORE_SRC) $(HEADERS)
 	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA)
 $(B)/test_safewrite: tests/unit/test_safewrite.c src/common/safewrite.c src/common/record.c src/common/sha256.c src/common/readfile.c src/common/input.c $(CORE_SRC) src/common/safewrite.h src/common/record.h src/common/input.h
 	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA)
@@ -224,7 +224,7 @@ bench: deps
 check-emu: deps
 	$(MAKE) all dist/libvzcaps.dylib
 	sh scripts/check-emu
-dist/libvzcaps.dylib: $(wildcard src/*/*.c src/*/*.h) mk/darwin.mk scripts/dist scripts/cross-link scripts/sources
+dist/libvzcaps.dylib: $(wildcard src/*/*.c src/*/*/*.c src/*/*.h) mk/darwin.mk scripts/dist scripts/cross-link scripts/sources
 	$(MAKE) dist
 
 # ---- macOS artifacts (cross-built on Linux with zig; native on a Mac) ----

@@ -30,7 +30,7 @@ def parsed_options(cmd):
             found |= {"--stock", "--unlocked", "--host"}  # built as "--%s" from the role names
             continue
         name, _, function = f.partition("#")
-        text = (ROOT / "src" / "cli" / name).read_text()
+        text = next((ROOT / "src" / "cli").rglob(name)).read_text()  # the front or a command group's folder
         if function:  # only that function's definition
             start = re.search(rf"^\w[^\n]*\b{function}\(", text, re.M).start()
             text = text[start:text.index("\n}\n", start)]

@@ -60,15 +60,6 @@ int view_args(const char *cmd, int argc, char **argv, struct cfg_opts *o, bool *
 /* bundle.c: the first-run bundle (doctor --bundle DIR) and its verdict: "WORKS", "PARTIAL",
  * "DOES NOT WORK", "CANNOT TELL" or "NOT ON MACOS", with a one-sentence reason. */
 int doctor_bundle(const char *dir, const char *exe, char **cmd, unsigned timeout);
-/* doctor.c: the guest hazard of macOS 14 guests (newBufferWithBytesNoCopy over a file-backed
- * mmap returns stale data): true with the pitfall in out when m (macos: it is a Mac) is a macOS
- * 14 guest and verdict (a verify result, NULL when there is none; source says where it was read)
- * does not show nocopy_mmap passing. Says how to check and the workarounds; changes nothing. */
-struct vresult;
-bool nocopy_guest_hazard(const struct machine *m, bool macos, const struct vresult *verdict, const char *source, char *out,
-                         size_t len);
-/* The same for the bundle's summary, from the bundle's own verify.json (its text, or NULL). */
-bool bundle_guest_hazard(const struct machine *m, bool macos, const char *verify_json, char *out, size_t len);
 /* The hidden child __device-class: the default device's class chain as one JSON object. */
 int child_device_class(void);
 void device_classes_json(FILE *out, const char *const *chain, size_t n, const char *init_owner);

@@ -51,6 +51,8 @@ struct env_spec {
 };
 
 extern const struct cmd_spec cli_commands[];   /* {0}-terminated */
+/* At most this many entries in cli_commands, its end included (commands.c asserts it at build time). */
+#define CLI_MAX_COMMANDS 32
 extern const struct env_spec cli_environment[];
 
 const struct cmd_spec *cli_find_command(const char *name);

@@ -6,7 +6,7 @@
 
 #include <stdbool.h>
 
-/* The record vzcaps shims writes beside each shim (src/cli/shims.c: SHIM_MAKER, record_name):
+/* The record vzcaps shims writes beside each shim (src/cli/start/shims.c: SHIM_MAKER, record_name):
  * its first line, and the suffix of its name .NAME.vzcaps-shim. */
 #define VZCAPS_SHIM_RECORD_MAKER "vzcaps shims"
 #define VZCAPS_SHIM_RECORD_SUFFIX ".vzcaps-shim"

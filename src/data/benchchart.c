@@ -50,38 +50,6 @@ static void fmt_tick(char *buf, size_t len, double v)
         snprintf(buf, len, "%.2g", v);
 }
 
-void bench_about(const struct bench_table *t, char *about, size_t len)
-{
-    about[0] = '\0';
-    if (t->model_type[0])
-        vzcaps_appendf(about, len, "%s", t->model_type);
-    if (t->chip[0])
-        vzcaps_appendf(about, len, "%s%s", about[0] ? " · " : "", t->chip);
-    if (t->build_commit[0]) {
-        vzcaps_appendf(about, len, "%sllama.cpp %s", about[0] ? " · " : "", t->build_commit);
-        if (t->build_number)
-            vzcaps_appendf(about, len, " (build %lld)", t->build_number);
-    }
-    if (t->date[0])
-        vzcaps_appendf(about, len, "%s%s", about[0] ? " · " : "", t->date);
-}
-
-void bench_render_about_md(const struct bench_table *t, FILE *out)
-{
-    char about[400], shown[4 * sizeof about + 1];
-    bench_about(t, about, sizeof about);
-    if (!about[0])
-        return;
-    vzcaps_escape(about, strlen(about), shown, sizeof shown); /* control bytes and bad UTF-8 as \xNN */
-    fputs("\nMeasured: ", out);
-    for (const char *c = shown; *c; c++) {
-        if (strchr("\\`*_[]<>|#", *c)) /* Markdown's punctuation, shown as itself */
-            fputc('\\', out);
-        fputc(*c, out);
-    }
-    fputs(".\n", out);
-}
-
 /* One horizontal bar chart with its own labelled x axis: one bar a test, values v[i] on
  * 0..axis_max, ticks formatted by unit ("x" or " %"), a marked reference value. Returns the
  * y below it. */

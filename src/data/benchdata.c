@@ -516,6 +516,38 @@ static const char *md_cell(const char *s)
     return b;
 }
 
+void bench_about(const struct bench_table *t, char *about, size_t len)
+{
+    about[0] = '\0';
+    if (t->model_type[0])
+        vzcaps_appendf(about, len, "%s", t->model_type);
+    if (t->chip[0])
+        vzcaps_appendf(about, len, "%s%s", about[0] ? " · " : "", t->chip);
+    if (t->build_commit[0]) {
+        vzcaps_appendf(about, len, "%sllama.cpp %s", about[0] ? " · " : "", t->build_commit);
+        if (t->build_number)
+            vzcaps_appendf(about, len, " (build %lld)", t->build_number);
+    }
+    if (t->date[0])
+        vzcaps_appendf(about, len, "%s%s", about[0] ? " · " : "", t->date);
+}
+
+void bench_render_about_md(const struct bench_table *t, FILE *out)
+{
+    char about[400], shown[4 * sizeof about + 1];
+    bench_about(t, about, sizeof about);
+    if (!about[0])
+        return;
+    vzcaps_escape(about, strlen(about), shown, sizeof shown); /* control bytes and bad UTF-8 as \xNN */
+    fputs("\nMeasured: ", out);
+    for (const char *c = shown; *c; c++) {
+        if (strchr("\\`*_[]<>|#", *c)) /* Markdown's punctuation, shown as itself */
+            fputc('\\', out);
+        fputc(*c, out);
+    }
+    fputs(".\n", out);
+}
+
 void bench_render_md(const struct bench_table *t, FILE *out)
 {
     fprintf(out, "| test | stock (t/s) | unlocked (t/s) | host (t/s) | unlocked / stock | unlocked / host |\n");

@@ -263,6 +263,17 @@ int launch_verify_run(const struct child_opts *o, struct vresult *res, struct vz
 /* Caches the verdict under key (a failure is said, and only costs a repeat). */
 void launch_verify_cache(const char *key, const struct vresult *res);
 void launch_verify_print(const struct vresult *res, bool json, FILE *out);
+/* verify's nocopy_mmap check in r (NULL: none, or r is NULL). */
+struct vcheck;
+const struct vcheck *verify_nocopy_check(const struct vresult *r);
+/* The guest hazard of macOS 14 guests (newBufferWithBytesNoCopy over a file-backed
+ * mmap returns stale data): true with the pitfall in out when m (macos: it is a Mac) is a macOS
+ * 14 guest and verdict (a verify result, NULL when there is none; source says where it was read)
+ * does not show nocopy_mmap passing. Says how to check and the workarounds; changes nothing. */
+bool nocopy_guest_hazard(const struct machine *m, bool macos, const struct vresult *verdict, const char *source, char *out,
+                         size_t len);
+/* The same for the bundle's summary, from the bundle's own verify.json (its text, or NULL). */
+bool bundle_guest_hazard(const struct machine *m, bool macos, const char *verify_json, char *out, size_t len);
 /* run --verify's gate: the cached verdict for this chip, build, library and profile, else a
  * verify run: 0, or an exit status. */
 int verify_gate(const struct cfg_opts *o);

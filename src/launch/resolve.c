@@ -1,7 +1,7 @@
 /* Where a name leads on PATH, shims included: which entry is a vzcaps shim (a link to this
  * command, of this installation or another), and the real program such a shim starts (the next
  * one on PATH after the shim directory, never a shim again). A fact for the plan (plan.c).
- * Owns: the lookup side of shims (src/cli/shims.c makes and removes them; start.c starts one).
+ * Owns: the lookup side of shims (src/cli/start/shims.c makes and removes them; start.c starts one).
  * Never: starts anything, or follows PATH differently from exec. */
 #define _XOPEN_SOURCE 700
 #include "launch.h"

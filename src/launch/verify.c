@@ -1,7 +1,7 @@
 /* The children of probe, verify and run --verify: this very command (hidden subcommands), run
  * stock or through `vzcaps run` as child.c runs children (own group, --timeout), their output kept
  * in a bounded head; verify's verdict, its cache and the gate run --verify applies.
- * Owns: those children and the verdict cache. Never: reads a command line (src/cli/probe.c). */
+ * Owns: those children, the verdict cache and the macOS 14 guest hazard read from a verdict. Never: reads a command line (src/cli/proof/probe.c). */
 #define _XOPEN_SOURCE 700
 #include "launch.h"
 #include "../common/child.h"
@@ -283,4 +283,59 @@ int verify_gate(const struct cfg_opts *co)
             path ? " (cached in " : "", path ? path : "", path ? ")" : "");
     free(path);
     return EXIT_REFUSED;
+}
+
+/* ---- the guest hazard of macOS 14 (issue 39 item 7): said, never worked around behind the user's back ---- */
+
+#define NOCOPY_WORKAROUND "run the client with --no-mmap (llama.cpp: the model is read into memory, not mapped), " \
+                          "or set GGML_METAL_SHARED_BUFFERS_DISABLE=1 for ggml clients"
+
+const struct vcheck *verify_nocopy_check(const struct vresult *r)
+{
+    for (size_t i = 0; r && i < r->n; i++)
+        if (strcmp(r->checks[i].name, "nocopy_mmap") == 0)
+            return &r->checks[i];
+    return NULL;
+}
+
+bool nocopy_guest_hazard(const struct machine *m, bool macos, const struct vresult *verdict, const char *source, char *out,
+                         size_t len)
+{
+    out[0] = '\0';
+    uint64_t major = 0;
+    char head[16];
+    size_t n = strcspn(m->os_version, ".");
+    if (!macos || m->guest != 1 || n == 0 || n >= sizeof head)
+        return false;
+    memcpy(head, m->os_version, n);
+    head[n] = '\0';
+    if (vzcaps_parse_u64(head, &major) != 0 || major != 14)
+        return false;
+    const struct vcheck *c = verify_nocopy_check(verdict);
+    if (c && c->status == VCHECK_PASS)
+        return false; /* checked on this guest: not seen here */
+    if (c && c->status == VCHECK_FAIL && (verdict->nocopy_stock_failed || !c->unlocked))
+        snprintf(out, len, "macOS %s guest: vzcaps verify found newBufferWithBytesNoCopy over a file-backed mmap returning "
+                           "stale data here, stock too (nocopy_mmap, %s): a client that maps its model (llama.cpp does by "
+                           "default) prints empty or garbage output with or without vzcaps; " NOCOPY_WORKAROUND,
+                 m->os_version, source);
+    else if (c && c->status == VCHECK_FAIL)
+        snprintf(out, len, "macOS %s guest: vzcaps verify found newBufferWithBytesNoCopy over a file-backed mmap returning "
+                           "wrong data with the library (nocopy_mmap, %s): a client that maps its model may print empty or "
+                           "garbage output, and run --verify refuses to start it; " NOCOPY_WORKAROUND,
+                 m->os_version, source);
+    else
+        snprintf(out, len, "macOS %s guest: newBufferWithBytesNoCopy over a file-backed mmap is known to return stale data "
+                           "in macOS 14 guests, stock too (macOS 15 and 26 guests are fine): a client that maps its model "
+                           "(llama.cpp does by default) may print empty or garbage output; check this guest with vzcaps "
+                           "verify (its nocopy_mmap check); if it fails, " NOCOPY_WORKAROUND,
+                 m->os_version);
+    return true;
+}
+
+bool bundle_guest_hazard(const struct machine *m, bool macos, const char *verify_json, char *out, size_t len)
+{
+    static struct vresult res;
+    bool parsed = verify_json && vresult_parse(verify_json, &res) == 0;
+    return nocopy_guest_hazard(m, macos, parsed ? &res : NULL, "verify.json in this bundle", out, len);
 }

@@ -10,7 +10,7 @@
 
 #include "../common/input.h"
 #include "../common/safewrite.h"
-#include "../common/sha1.h"
+#include "sha1.h"
 #include "../common/sha256.h"
 #include "../common/text.h"
 #include "coderesources.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "../../src/common/child.h"
-#include "../../src/common/scrub.h"
+#include "../../src/data/scrub.h"
 #include "../../src/common/targz.h"
 
 struct buf {

@@ -10,7 +10,7 @@
 
 #include "../../src/common/child.h"
 #include "../../src/common/safewrite.h"
-#include "../../src/common/scrub.h"
+#include "../../src/data/scrub.h"
 #include "../../src/common/targz.h"
 
 #include <dirent.h>

@@ -18,7 +18,7 @@
 #include "../../src/data/usagelog.h"
 #include "../../src/common/sha256.h"
 #include "../../src/device/verify_core.h"
-#include "../../src/common/sha1.h"
+#include "../../src/macho/sha1.h"
 #include "../../src/macho/coderesources.h"
 #include "../../src/macho/inheritsafe.h"
 #include "../../src/macho/macho.h"

@@ -3,9 +3,9 @@
  * Never: replaces or removes what vzcaps did not make, writes through a link, or starts a shim. */
 #define _GNU_SOURCE      /* renameat2, RENAME_NOREPLACE (glibc 2.28) */
 #define _DARWIN_C_SOURCE /* O_NOFOLLOW, O_DIRECTORY, renameatx_np, RENAME_EXCL */
-#include "../common/record.h"
-#include "../common/safewrite.h"
-#include "cli.h"
+#include "../../common/record.h"
+#include "../../common/safewrite.h"
+#include "../cli.h"
 
 #include <dirent.h>
 #include <errno.h>

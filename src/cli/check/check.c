@@ -2,7 +2,7 @@
  * --strict, the gate a CI job trusts: the launch floor's one decision for a job that starts each
  * --exe by name (launch_job_gate), never a verdict of its own.
  * Never: a different code path from the library's (both call vzcaps_configure). */
-#include "cli.h"
+#include "../cli.h"
 
 #include <stdlib.h>
 #include <string.h>

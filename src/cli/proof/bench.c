@@ -2,12 +2,12 @@
  * faster output is still right, and writes an evidence bundle. Decisions (tables, verdicts,
  * renderings) live in benchdata.c and are tested with a stand-in llama-bench. */
 #define _XOPEN_SOURCE 700
-#include "../data/benchdata.h"
-#include "cli.h"
-#include "../common/child.h"
-#include "../common/readfile.h"
-#include "../common/sha256.h"
-#include "../common/stockenv.h"
+#include "../../data/benchdata.h"
+#include "../cli.h"
+#include "../../common/child.h"
+#include "../../common/readfile.h"
+#include "../../common/sha256.h"
+#include "../../common/stockenv.h"
 
 #include <errno.h>
 #include <math.h>

@@ -1,8 +1,8 @@
 /* vzcaps inspect, and run's check of its target: what a Metal client's binary tells in
  * advance about injection and about what the profile changes for it.
  * Never: runs the binary. */
-#include "cli.h"
-#include "../macho/macho.h"
+#include "../cli.h"
+#include "../../macho/macho.h"
 
 #include <stdlib.h>
 #include <string.h>

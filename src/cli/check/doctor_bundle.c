@@ -3,14 +3,14 @@
  * Never: writes the environment, user or host names, or the home directory's path (in any form);
  * writes anywhere but a new or empty DIR (safewrite); hides a file or step that failed. */
 #define _XOPEN_SOURCE 700
-#include "cli.h"
-#include "../common/child.h"
-#include "../common/scrub.h"
-#include "../common/stockenv.h"
-#include "../common/sha256.h"
-#include "../data/jsonread.h"
-#include "../data/verdict.h"
-#include "../device/metal.h"
+#include "../cli.h"
+#include "../../common/child.h"
+#include "../../data/scrub.h"
+#include "../../common/stockenv.h"
+#include "../../common/sha256.h"
+#include "../../data/jsonread.h"
+#include "../../data/verdict.h"
+#include "../../device/metal.h"
 
 #include <dirent.h>
 #include <time.h>
@@ -647,13 +647,6 @@ static char *bundle_archive_name(const char *dir, char **archive, const char **t
     *archive = dir_name ? xformat("%s.tar.gz", dir_name) : NULL;
     *top = dir_name ? vzcaps_basename(dir_name) : "bundle";
     return dir_name;
-}
-
-bool bundle_guest_hazard(const struct machine *m, bool macos, const char *verify_json, char *out, size_t len)
-{
-    static struct vresult res;
-    bool parsed = verify_json && vresult_parse(verify_json, &res) == 0;
-    return nocopy_guest_hazard(m, macos, parsed ? &res : NULL, "verify.json in this bundle", out, len);
 }
 
 /* summary.md, the last file but SHA256SUMS (what could not be written so far is in it): whether

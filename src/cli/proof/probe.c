@@ -2,8 +2,8 @@
  * stock and with the library, and report side by side. The children are this command
  * (hidden subcommands), so the library is injected exactly as `vzcaps run` injects it. */
 #define _XOPEN_SOURCE 700
-#include "cli.h"
-#include "../device/metal.h"
+#include "../cli.h"
+#include "../../device/metal.h"
 
 #include <stdlib.h>
 #include <string.h>

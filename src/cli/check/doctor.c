@@ -4,12 +4,12 @@
  * Never: doctor changes anything or starts anything but that one run (and csrutil on macOS);
  * host runs in a guest or on Linux, where the preference has no effect. */
 #define _XOPEN_SOURCE 700
-#include "cli.h"
-#include "../common/child.h"
-#include "../common/sha256.h"
-#include "../device/metal.h"
-#include "../macho/inheritsafe.h"
-#include "../macho/macho.h"
+#include "../cli.h"
+#include "../../common/child.h"
+#include "../../common/sha256.h"
+#include "../../device/metal.h"
+#include "../../macho/inheritsafe.h"
+#include "../../macho/macho.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -178,54 +178,6 @@ static size_t arm64e_clients(bool lib_arm64e, char out[][600], size_t cap)
     return n;
 }
 
-/* ---- the guest hazard of macOS 14 (issue 39 item 7): said, never worked around behind the user's back ---- */
-
-#define NOCOPY_WORKAROUND "run the client with --no-mmap (llama.cpp: the model is read into memory, not mapped), " \
-                          "or set GGML_METAL_SHARED_BUFFERS_DISABLE=1 for ggml clients"
-
-static const struct vcheck *nocopy_check(const struct vresult *r)
-{
-    for (size_t i = 0; r && i < r->n; i++)
-        if (strcmp(r->checks[i].name, "nocopy_mmap") == 0)
-            return &r->checks[i];
-    return NULL;
-}
-
-bool nocopy_guest_hazard(const struct machine *m, bool macos, const struct vresult *verdict, const char *source, char *out,
-                         size_t len)
-{
-    out[0] = '\0';
-    uint64_t major = 0;
-    char head[16];
-    size_t n = strcspn(m->os_version, ".");
-    if (!macos || m->guest != 1 || n == 0 || n >= sizeof head)
-        return false;
-    memcpy(head, m->os_version, n);
-    head[n] = '\0';
-    if (vzcaps_parse_u64(head, &major) != 0 || major != 14)
-        return false;
-    const struct vcheck *c = nocopy_check(verdict);
-    if (c && c->status == VCHECK_PASS)
-        return false; /* checked on this guest: not seen here */
-    if (c && c->status == VCHECK_FAIL && (verdict->nocopy_stock_failed || !c->unlocked))
-        snprintf(out, len, "macOS %s guest: vzcaps verify found newBufferWithBytesNoCopy over a file-backed mmap returning "
-                           "stale data here, stock too (nocopy_mmap, %s): a client that maps its model (llama.cpp does by "
-                           "default) prints empty or garbage output with or without vzcaps; " NOCOPY_WORKAROUND,
-                 m->os_version, source);
-    else if (c && c->status == VCHECK_FAIL)
-        snprintf(out, len, "macOS %s guest: vzcaps verify found newBufferWithBytesNoCopy over a file-backed mmap returning "
-                           "wrong data with the library (nocopy_mmap, %s): a client that maps its model may print empty or "
-                           "garbage output, and run --verify refuses to start it; " NOCOPY_WORKAROUND,
-                 m->os_version, source);
-    else
-        snprintf(out, len, "macOS %s guest: newBufferWithBytesNoCopy over a file-backed mmap is known to return stale data "
-                           "in macOS 14 guests, stock too (macOS 15 and 26 guests are fine): a client that maps its model "
-                           "(llama.cpp does by default) may print empty or garbage output; check this guest with vzcaps "
-                           "verify (its nocopy_mmap check); if it fails, " NOCOPY_WORKAROUND,
-                 m->os_version);
-    return true;
-}
-
 /* The verify verdict cached for doctor's view (what `vzcaps verify` with the same --profile
  * cached, launch_verify_cached), into res: its path, or NULL when there is none. */
 static char *cached_verify_verdict(const struct cfg_opts *view, struct vresult *res)
@@ -317,7 +269,7 @@ static void doctor_gather(struct doctor_facts *d)
     { /* the verdict `vzcaps verify` cached for this view (before the view fills in its defaults) */
         static struct vresult cached;
         char *at = d->verify_cache = cached_verify_verdict(&d->o, &cached);
-        const struct vcheck *c = at ? nocopy_check(&cached) : NULL;
+        const struct vcheck *c = at ? verify_nocopy_check(&cached) : NULL;
         d->nocopy = !c ? "unchecked" : c->status == VCHECK_PASS ? "pass" : c->status == VCHECK_SKIP ? "skipped"
                   : cached.nocopy_stock_failed || !c->unlocked ? "fail_stock" : "fail";
         char *source = at ? xformat("the verdict cached in %s", at) : xformat("%s", "");

@@ -4,9 +4,9 @@
  * writes a plist but through safewrite (never half-written, through a link or over a plist it
  * did not write without --force); removes a plist it did not write without --force. */
 #define _XOPEN_SOURCE 700
-#include "../common/plist.h"
-#include "../common/safewrite.h"
-#include "cli.h"
+#include "../../common/plist.h"
+#include "../../common/safewrite.h"
+#include "../cli.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -3,7 +3,7 @@
  * the library on to children that cannot load it; keeps running after the exec (exit status
  * and signals are the workload's own). */
 #define _XOPEN_SOURCE 700
-#include "cli.h"
+#include "../cli.h"
 
 #include <string.h>
 

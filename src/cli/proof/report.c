@@ -4,10 +4,10 @@
  * without --force (outputs go through safewrite, all checked before anything is printed). */
 #define _XOPEN_SOURCE 700
 #define _DARWIN_C_SOURCE /* O_NOFOLLOW */
-#include "../common/safewrite.h"
-#include "../data/benchdata.h"
-#include "cli.h"
-#include "../data/jsonread.h"
+#include "../../common/safewrite.h"
+#include "../../data/benchdata.h"
+#include "../cli.h"
+#include "../../data/jsonread.h"
 
 #include <errno.h>
 #include <fcntl.h>

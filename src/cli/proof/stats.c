@@ -7,11 +7,11 @@
  * line without counting and naming it, or moves or writes a file the library could not have
  * written. */
 #define _XOPEN_SOURCE 700 /* realpath */
-#include "../common/input.h"
-#include "../common/statsfile.h"
-#include "../data/require.h"
-#include "../data/usagelog.h"
-#include "cli.h"
+#include "../../common/input.h"
+#include "../../common/statsfile.h"
+#include "../../data/require.h"
+#include "../../data/usagelog.h"
+#include "../cli.h"
 
 #include <errno.h>
 #include <fcntl.h>

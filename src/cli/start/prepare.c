@@ -10,9 +10,9 @@
 #define _XOPEN_SOURCE 700
 #define _DEFAULT_SOURCE
 #define _DARWIN_C_SOURCE
-#include "cli.h"
-#include "../common/safewrite.h"
-#include "../macho/bundlecopy.h"
+#include "../cli.h"
+#include "../../common/safewrite.h"
+#include "../../macho/bundlecopy.h"
 
 #include <dirent.h>
 #include <errno.h>
