@@ -48,7 +48,7 @@ bool vzcaps_is_shim_dir(const char *dir)
 
 /* ---- what vzcaps is, by what the file is ---- */
 
-/* The markers vzcaps's binaries carry (src/cli/main.c, src/shim/shim.c: VZCAPS_SELF_MARKER, the
+/* The markers vzcaps's binaries carry (src/cli/main.c, src/shim/init.c: VZCAPS_SELF_MARKER, the
  * kind, a blank, the version), joined at run time so this command does not carry the library's. */
 static const char *marker_of(const char *kind, char *buf, size_t len)
 {

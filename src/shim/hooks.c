@@ -2,8 +2,10 @@
  * Owns: the per-class table of original implementations, install/rollback, the replacements.
  * Never: allocates, locks, logs or reads the environment inside a replacement; changes a
  * class partially (a failed install is rolled back and the class stays stock). */
+#define _GNU_SOURCE /* Dl_info and dladdr on glibc */
 #include "shim.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -70,6 +72,18 @@ static void answers_prepare(void)
 static inline __attribute__((always_inline)) IMP original_of(size_t k, int which)
 {
     return atomic_load_explicit(&table[k].original[which], memory_order_acquire);
+}
+
+/* The image of a call site, for the caller scope: dladdr, which macOS and glibc both have. */
+static void vzcaps_image_of(const void *addr, char *name, size_t len)
+{
+    Dl_info info;
+    name[0] = '\0';
+    if (dladdr(addr, &info) && info.dli_fname) {
+        const char *base = vzcaps_basename(info.dli_fname);
+        if (strlen(base) < len) /* a name that does not fit is unknown, never a cut name */
+            memcpy(name, base, strlen(base) + 1);
+    }
 }
 
 /* ---- caller scope: which image sent the message ----

@@ -1,4 +1,4 @@
-/* The injected library's writes into files of the host's (shim.c, statslog.c). Needs
+/* The injected library's writes into files of the host's (say.c, statslog.c). Needs
  * <signal.h> with POSIX visible (sigset_t). */
 #ifndef VZCAPS_QUIET_H
 #define VZCAPS_QUIET_H
@@ -7,7 +7,7 @@
 
 #include <signal.h>
 
-/* shim.c: SIGPIPE and SIGXFSZ blocked in this thread around writes to a file of the host's
+/* say.c: SIGPIPE and SIGXFSZ blocked in this thread around writes to a file of the host's
  * (a pipe without reader, a file over RLIMIT_FSIZE), and the one a write raised taken back.
  * vzcaps_quiet_wrote records each write's failure (its errno: EPIPE raised SIGPIPE, EFBIG
  * SIGXFSZ); only a signal a write of ours raised is taken, never one sent to the host meanwhile

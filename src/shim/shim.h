@@ -24,11 +24,15 @@ VZCAPS_HIDDEN void vzcaps_hooks_on_device(id device, const char *path);
 VZCAPS_HIDDEN int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len);
 VZCAPS_HIDDEN void vzcaps_hooks_watch_base_class(void);
 
-/* shim.c: logging. vzcaps_log escapes a raw line (vzcaps_escape) and hands it to the
- * platform; vzcaps_write_stderr_line writes an escaped line (n bytes, ending in '\n') to fd 2
- * without raising SIGPIPE, changing fd 2 or blocking for more than 200 ms. */
+/* say.c: logging. vzcaps_log escapes a raw line (vzcaps_escape) and writes it to the system log
+ * and, if asked, to standard error; vzcaps_write_stderr_line writes an escaped line (n bytes,
+ * ending in '\n') to fd 2 without raising SIGPIPE, changing fd 2 or blocking for more than
+ * 200 ms. The constructor notes standard error first (vzcaps_say_note_stderr) and, once it has
+ * decided, prepares the one line (vzcaps_say_prepare: name is static and final). */
 VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr);
 VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n);
+VZCAPS_HIDDEN void vzcaps_say_note_stderr(void);
+VZCAPS_HIDDEN void vzcaps_say_prepare(const struct vzcaps_profile *p, const char *name);
 
 /* statslog.c: the stats log. prepare: once, in the constructor of a configured or refused
  * process: notes r (static, final) and exe (the program's name, static), nothing else. event:
@@ -38,7 +42,7 @@ VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n);
 VZCAPS_HIDDEN void vzcaps_statslog_prepare(const struct vzcaps_config_result *r, const char *exe);
 VZCAPS_HIDDEN void vzcaps_statslog_event(bool hooked, const char *cls, const char *reason);
 
-/* shim.c: the one line that says what the library did, prepared by the constructor and
+/* say.c: the one line that says what the library did, prepared by the constructor and
  * written once (an atomic flag; no lock, no allocation): "vzcaps: hooked LABEL for EXE via
  * PATH: NOTES" when the first device class is hooked, or the refusal's "vzcaps: left stock for
  * EXE: REASON" when the first device is created (left stock). */
@@ -63,7 +67,9 @@ VZCAPS_HIDDEN int vzcaps_exec_path_search(const char *file, char *const argv[], 
 enum { VZCAPS_EXECL_PATH, VZCAPS_EXECL_ENV, VZCAPS_EXECL_SEARCH };
 VZCAPS_HIDDEN int vzcaps_execl(int kind, const char *file, const char *arg0, va_list ap);
 
-/* trigger_<platform>.c */
+/* platform_<platform>.c: facts and primitives, calling nothing of the library above them; the
+ * triggers (trigger_<platform>.c: factories and the calls that start programs) are, with the
+ * constructor, the library's entry points */
 /* the kernel's execve (no interposer of ours in between) */
 VZCAPS_HIDDEN int vzcaps_platform_execve(const char *path, char *const argv[], char *const envp[]);
 /* this thread's scratch mapping (NULL at first) and setting it (0, or -1); neither allocates */
@@ -74,6 +80,12 @@ VZCAPS_HIDDEN extern const unsigned vzcaps_platform_elf_machine;
 /* once, in the constructor: whatever the interposers need; false when selective inheritance
  * cannot work here */
 VZCAPS_HIDDEN bool vzcaps_platform_spawn_init(void);
+/* the real posix_spawn (search: posix_spawnp) past our own, or NULL; errno kept (the rig's:
+ * its trigger preempts them by symbol; dyld's interposing needs no lookup) */
+#include <spawn.h>
+typedef int (*vzcaps_spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+                               char *const[], char *const[]);
+VZCAPS_HIDDEN vzcaps_spawn_fn vzcaps_platform_real_spawn(bool search);
 /* whether the library's own file holds an arm64e slice (it is read each call: spawn.c asks
  * once, at the first child) */
 VZCAPS_HIDDEN bool vzcaps_platform_library_has_arm64e(void);
@@ -81,16 +93,12 @@ VZCAPS_HIDDEN void vzcaps_platform_host(struct vzcaps_host *host, char *brand, s
 VZCAPS_HIDDEN const char *vzcaps_platform_exe_name(void);
 /* The real path of this process's executable (symbolic links resolved): 0, or -1. */
 VZCAPS_HIDDEN int vzcaps_platform_exe_path(char *buf, size_t len);
-/* shim.c: the base name of the image containing code address addr (dladdr), "" when
- * unknown. Called once per call site, never under a lock of ours. */
-VZCAPS_HIDDEN void vzcaps_image_of(const void *addr, char *name, size_t len);
 /* A return address without pointer-authentication bits (arm64e), as dladdr needs it. */
 VZCAPS_HIDDEN const void *vzcaps_platform_strip_return_address(const void *ret);
 /* Where this process's environment array lives (environ, or _NSGetEnviron on macOS). */
 VZCAPS_HIDDEN char ***vzcaps_platform_environ(void);
-/* Writes an escaped line of n bytes (line[n] is its '\n') to the platform's log and, if
- * asked, to standard error. */
-VZCAPS_HIDDEN void vzcaps_platform_log(const char *line, size_t n, bool to_stderr);
+/* Writes an escaped line of n bytes to the platform's system log (the rig has none). */
+VZCAPS_HIDDEN void vzcaps_platform_syslog(const char *line, size_t n);
 VZCAPS_HIDDEN void vzcaps_platform_trigger_install(void);
 VZCAPS_HIDDEN extern const char vzcaps_platform_preload_var[];
 VZCAPS_HIDDEN extern const char vzcaps_platform_preload_seps[];

@@ -1,68 +1,19 @@
-/* Linux (GNU Objective-C runtime) trigger and platform facts, for tests and `make demo`:
- * preempts MTLCreateSystemDefaultDevice when preloaded with LD_PRELOAD, and the calls that
- * start programs (exec*, posix_spawn*) for selective inheritance (spawn.c decides).
- * Never: detects a chip (there is none to detect; VZCAPS_HOST_CHIP names it). */
+/* Linux (GNU Objective-C runtime) trigger, for tests and `make demo`: preempts
+ * MTLCreateSystemDefaultDevice when preloaded with LD_PRELOAD, the runtime's
+ * __objc_exec_class, and the calls that start programs (exec*, posix_spawn*) for selective
+ * inheritance (spawn.c decides). With the constructor, the library's entry points: nothing of
+ * the library calls into this file. */
 #define _GNU_SOURCE
 #include "shim.h"
 
 #include <dlfcn.h>
-#include <elf.h>
-#include <pthread.h>
-#include <sys/mman.h>
 #include <errno.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
-#include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 extern char **environ;
-
-const char vzcaps_platform_preload_var[] = "LD_PRELOAD";
-const char vzcaps_platform_preload_seps[] = ": ";
-const char vzcaps_platform_library_name[] = "libvzcaps.so";
-
-static uint64_t physical_memory(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
-    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size : 0;
-}
-
-void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len)
-{
-    (void)brand;
-    (void)brand_len;
-    host->brand = NULL;
-    host->brand_origin = "no chip detection on Linux";
-    host->physical_memory = 0;
-    host->physical_memory_of = physical_memory; /* asked only by a working-set floor */
-}
-
-const char *vzcaps_platform_exe_name(void)
-{
-    return program_invocation_short_name;
-}
-
-void vzcaps_platform_log(const char *line, size_t n, bool to_stderr)
-{
-    if (to_stderr)
-        vzcaps_write_stderr_line(line, n + 1);
-}
-
-int vzcaps_platform_exe_path(char *buf, size_t len)
-{
-    ssize_t n = readlink("/proc/self/exe", buf, len);
-    if (n <= 0 || (size_t)n >= len)
-        return -1; /* a path that does not fit is no path we can use */
-    buf[n] = '\0';
-    return 0;
-}
-
-char ***vzcaps_platform_environ(void)
-{
-    return &environ;
-}
 
 typedef id (*factory_fn)(void);
 static _Atomic(factory_fn) real_create;
@@ -112,80 +63,9 @@ void __objc_exec_class(void *module)
     errno = saved;
 }
 
-const void *vzcaps_platform_strip_return_address(const void *ret)
-{
-    return ret;
-}
-
 /* ---- the calls that start programs (symbol preemption: this library comes first) ----
  * glibc's own callers inside libc (system, popen) reach its internal spawn, not these: their
  * children get the environment the constructor left, which holds nothing of ours (docs). */
-#if defined(__x86_64__)
-const unsigned vzcaps_platform_elf_machine = EM_X86_64;
-#elif defined(__aarch64__)
-const unsigned vzcaps_platform_elf_machine = EM_AARCH64;
-#else
-const unsigned vzcaps_platform_elf_machine = 0;
-#endif
-
-int vzcaps_platform_execve(const char *path, char *const argv[], char *const envp[])
-{
-    return (int)syscall(SYS_execve, path, argv, envp);
-}
-
-/* initial-exec: a preloaded library's TLS is in the static block, so no access allocates.
- * The mapping is unmapped when its thread exits, through a pthread key's destructor (a host
- * that starts each child from a new thread lost 64 KiB and a mapping per thread). glibc keeps
- * the values of its first 32 keys in the thread itself (specific_1stblock, nptl/descr.h); a
- * later key's first value is calloc'ed, which must not happen here (a vfork child shares the
- * parent's heap): with such a key the mapping is kept for the life of the process, as before. */
-#define GLIBC_KEYS_IN_THREAD 32
-static __thread void *scratch_slot __attribute__((tls_model("initial-exec")));
-static pthread_key_t scratch_key;
-static bool scratch_key_ok;
-
-static void scratch_free(void *mapping)
-{
-    int saved = errno;
-    if (mapping == scratch_slot)
-        scratch_slot = NULL;
-    munmap(mapping, *(size_t *)mapping); /* its first word is its size (spawn.c) */
-    errno = saved;
-}
-
-void *vzcaps_platform_scratch_get(void)
-{
-    return scratch_slot;
-}
-int vzcaps_platform_scratch_set(void *mapping)
-{
-    scratch_slot = mapping;
-    if (scratch_key_ok)
-        pthread_setspecific(scratch_key, mapping);
-    return 0;
-}
-
-typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *, char *const[],
-                        char *const[]);
-static spawn_fn real_spawn, real_spawnp;
-
-bool vzcaps_platform_library_has_arm64e(void)
-{
-    return false; /* ELF: no slices */
-}
-
-bool vzcaps_platform_spawn_init(void)
-{
-    scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
-    if (scratch_key_ok && scratch_key >= GLIBC_KEYS_IN_THREAD) {
-        pthread_key_delete(scratch_key);
-        scratch_key_ok = false;
-    }
-    real_spawn = (spawn_fn)(void (*)(void))dlsym(RTLD_NEXT, "posix_spawn");
-    real_spawnp = (spawn_fn)(void (*)(void))dlsym(RTLD_NEXT, "posix_spawnp");
-    return real_spawn && real_spawnp;
-}
-
 #define EXPORT __attribute__((visibility("default")))
 
 EXPORT int execve(const char *path, char *const argv[], char *const envp[])
@@ -233,11 +113,7 @@ EXPORT int execlp(const char *file, const char *arg, ...)
 static int spawn(bool search, pid_t *pid, const char *file, const posix_spawn_file_actions_t *fa, const posix_spawnattr_t *attr,
                  char *const argv[], char *const envp[])
 {
-    spawn_fn real = search ? real_spawnp : real_spawn;
-    int saved = errno;
-    if (!real) /* a process the library does not configure: resolved on its first spawn */
-        real = (spawn_fn)(void (*)(void))dlsym(RTLD_NEXT, search ? "posix_spawnp" : "posix_spawn");
-    errno = saved; /* vzcaps_child_envp keeps it too, but for ENOMEM */
+    vzcaps_spawn_fn real = vzcaps_platform_real_spawn(search); /* errno kept */
     if (!real)
         return ENOSYS;
     char *const *env = vzcaps_child_envp(file, search, argv, envp);

@@ -1,11 +1,10 @@
-/* The injected library's constructor: reads the configuration once, decides, prepares the one
- * line it says when it acts, keeps children stock unless asked, and arms the platform trigger.
- * Never: exits, aborts or changes anything when the configuration is in doubt; blocks on a
- * file or on standard error; raises SIGPIPE; prints a byte a terminal would interpret. */
-#define _GNU_SOURCE /* Dl_info and dladdr on glibc */
+/* The one line the library says (prepared by the constructor, written once by the one writer
+ * at the first device) and the way it writes into files of the host's: standard error as the
+ * process started with it, and SIGPIPE/SIGXFSZ taken back in the writing thread.
+ * Never: blocks for more than 200 ms, writes to a file the program opened since it started,
+ * allocates or locks on a hook's path, changes errno or the state of fd 2. */
+#define _GNU_SOURCE /* the POSIX and BSD interfaces glibc hides in strict C11 (macOS shows them) */
 #include "quiet.h"
-
-#include <dlfcn.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,22 +12,12 @@
 #include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
-
-static const struct vzcaps_profile not_yet; /* zero: VZCAPS_STOCK_UNCONFIGURED */
-VZCAPS_HIDDEN const struct vzcaps_profile *vzcaps_effective = &not_yet;
-
-__attribute__((visibility("default"))) const char vzcaps_library_version[] = VZCAPS_VERSION;
-__attribute__((used)) static const char *const self_marker = VZCAPS_SELF_MARKER " library " VZCAPS_VERSION;
-
-static char file_buf[VZCAPS_CONFIG_MAX_SIZE + 1];
-static struct vzcaps_config_result result;
 
 static long long now_us(void)
 {
@@ -66,7 +55,7 @@ static bool same_file(const struct stat *st)
            (st->st_mode & S_IFMT) == stderr_at_start.type && st->st_rdev == stderr_at_start.rdev;
 }
 
-static void note_stderr(void)
+void vzcaps_say_note_stderr(void)
 {
     struct stat st;
     if (fstat(2, &st) == 0)
@@ -186,6 +175,14 @@ void vzcaps_quiet_end(struct vzcaps_quiet *q)
     pthread_sigmask(SIG_SETMASK, &q->old, NULL);
 }
 
+/* An escaped line of n bytes (line[n] is its '\n') to the system log and, if asked, to standard error. */
+static void emit(const char *line, size_t n, bool to_stderr)
+{
+    vzcaps_platform_syslog(line, n);
+    if (to_stderr)
+        vzcaps_write_stderr_line(line, n + 1);
+}
+
 VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr)
 {
     /* raw lines are bounded (notes and names are); escaping needs at most 4x, plus '\n' */
@@ -199,7 +196,7 @@ VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr)
     }
     line[n] = '\n'; /* written with the line: one chunk where it fits */
     line[n + 1] = '\0';
-    vzcaps_platform_log(line, n, to_stderr);
+    emit(line, n, to_stderr);
     pthread_mutex_unlock(&lock);
 }
 
@@ -210,7 +207,7 @@ VZCAPS_HIDDEN void vzcaps_log(const char *raw, bool to_stderr)
  * device, describes the profile (the constructor's result, unchanged since), escapes it and
  * adds the class. No lock, no allocation. */
 #define SAID_RAW (16 + 300 + VZCAPS_MAX_NOTES * (VZCAPS_NOTE_LEN + 2))
-static char said_name[4096]; /* the program's name at start-up, whole */
+static const char *said_name = ""; /* the program's name at start-up, whole (the constructor's, static) */
 static char said_exe[4 * 300 + 1], said_tail[4 * SAID_RAW + 8];
 static size_t said_exe_len, said_tail_len;
 static char said_line[sizeof said_tail + sizeof said_exe + 4 * 160 + 200];
@@ -246,8 +243,11 @@ static void said_describe(char *raw, char exe[300])
 
 /* The constructor's half: only what must be known before main (log = verbose says the
  * start-up line now, for debugging). */
-static void said_prepare(const struct vzcaps_profile *p)
+void vzcaps_say_prepare(const struct vzcaps_profile *p, const char *name)
 {
+    said_name = name;
+    if (!p->quiet)
+        pin_stderr(); /* a line may be written to stderr: from now on */
     said_to_stderr = !p->quiet;
     said_refused = p->state == VZCAPS_STOCK_REFUSED;
     said_notes = !p->verbose; /* verbose said them at start-up */
@@ -296,165 +296,6 @@ void vzcaps_said(const char *label, const char *path)
         n = put(said_line, n, said_tail, said_tail_len);
     }
     said_line[n] = '\n';
-    vzcaps_platform_log(said_line, n, said_to_stderr);
+    emit(said_line, n, said_to_stderr);
 }
 
-/* The image of a call site, for the caller scope: dladdr, which macOS and glibc both have. */
-VZCAPS_HIDDEN void vzcaps_image_of(const void *addr, char *name, size_t len)
-{
-    Dl_info info;
-    name[0] = '\0';
-    if (dladdr(addr, &info) && info.dli_fname) {
-        const char *base = vzcaps_basename(info.dli_fname);
-        if (strlen(base) < len) /* a name that does not fit is unknown, never a cut name */
-            memcpy(name, base, strlen(base) + 1);
-    }
-}
-
-/* vzcaps_read_file, keeping the length of the file read last (the one configure used) */
-static size_t file_len;
-static int read_and_keep(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing, char *err,
-                         size_t errlen)
-{
-    struct stat st;
-    if (stat(path, &st) != 0 && errno == ENOENT) {
-        /* absent, as open would find it: said without formatting a reason nobody reads (the
-         * search skips a missing file unless VZCAPS_CONFIG named it; then this is its reason) */
-        *missing = true, *len = 0, file_len = 0;
-        vzcaps_copy(err, errlen, "cannot open: No such file or directory");
-        return -1;
-    }
-    int rc = vzcaps_read_file(ctx, path, buf, cap, len, missing, err, errlen);
-    file_len = rc == 0 ? *len : 0;
-    return rc;
-}
-
-static void *heap(void *ctx, size_t n)
-{
-    (void)ctx;
-    return malloc(n);
-}
-
-/* A launcher re-executes the real program with this same environment: it is not the
- * process the configuration is for, so it passes everything on unchanged. */
-static bool is_launcher(void)
-{
-    static char self[VZCAPS_PATH_MAX + 1], target[VZCAPS_PATH_MAX + 1], why[64];
-    if (vzcaps_platform_exe_path(self, sizeof self) != 0 || !vzcaps_launcher_target(self, target, sizeof target))
-        return false;
-    struct stat st;
-    int fd = vzcaps_open_regular(target, &st, why, sizeof why);
-    if (fd < 0)
-        return false;
-    close(fd);
-    return true;
-}
-
-/* The name the launcher handed for a #! script (VZCAPS_PROGRAM=PID:NAME, docs/config.md): 1 in
- * the script's own process (the interpreter, and what it execs), with name; -1 in a child of it,
- * whose environment is then made stock (as every child's); 0 without one. */
-static int handed_name(char **env, char *name, size_t len)
-{
-    int h = vzcaps_program_handed(vzcaps_env_get((const char *const *)env, "VZCAPS_PROGRAM"), (long long)getpid(), name, len);
-    for (size_t r = 0; h == 2 && env[r]; r++) /* unclaimed: this is the script's process; write its pid in place */
-        if (strncmp(env[r], "VZCAPS_PROGRAM=", 15) == 0) {
-            char *d = env[r] + 15;
-            for (long long pid = (long long)getpid(), i = VZCAPS_PROGRAM_CLAIM - 1; i >= 0; i--, pid /= 10)
-                d[i] = (char)('0' + pid % 10);
-            h = 1;
-            break;
-        }
-    if (h < 0)
-        vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
-                         NULL);
-    return h;
-}
-
-/* The script's process keeps the injection in its children (inherit): VZCAPS_PROGRAM's
- * PID:NAME becomes PID+NAME in place (same length, no allocation), so its exec still takes NAME
- * and its children are configured by their own names instead of starting stock. */
-static void handed_to_children(char **env)
-{
-    for (size_t r = 0; env[r]; r++)
-        if (strncmp(env[r], "VZCAPS_PROGRAM=", 15) == 0) {
-            char *sep = strchr(env[r] + 15, ':');
-            if (sep)
-                *sep = '+';
-        }
-}
-
-static void init(void)
-{
-    static char brand[256], handed[256], exe_path[VZCAPS_PATH_MAX + 1];
-    char **env = *vzcaps_platform_environ();
-    note_stderr();
-    if (is_launcher())
-        return;
-    int h = handed_name(env, handed, sizeof handed);
-    if (h < 0)
-        return; /* a child of a script's process: stock */
-    const char *name = h > 0 ? handed : vzcaps_platform_exe_name();
-    /* an empty argv[0] (execve(path, {"", NULL}, env)) names nothing: the executable's base name
-     * picks the section, as the record names it and a parent's inherit decision judged it */
-    if (!*name && vzcaps_platform_exe_path(exe_path, sizeof exe_path) == 0)
-        name = vzcaps_basename(exe_path);
-    struct vzcaps_inputs in = {0};
-    in.envp = (const char *const *)env;
-    in.exe = name;
-    in.preload_var = vzcaps_platform_preload_var;
-    in.read_file = read_and_keep;
-    vzcaps_platform_host(&in.host, brand, sizeof brand);
-    vzcaps_configure(&in, file_buf, sizeof file_buf, &result);
-    struct vzcaps_profile *p = &result.profile;
-
-    /* Nothing here applies to this process (nothing set, or no config section fits it): pass
-     * the injection on unchanged, so the process it is meant for still gets it. */
-    if (p->state == VZCAPS_STOCK_UNCONFIGURED)
-        return;
-    vzcaps_copy(said_name, sizeof said_name, in.exe);
-    /* inherit = matching: what a child a section matches gets back (spawn.c); unless that is
-     * set up, nothing is passed on */
-    if (p->state == VZCAPS_ENABLED && p->inherit_matching &&
-        vzcaps_spawn_setup(env, result.config_path[0] && !result.config_error[0] ? file_buf : NULL, file_len) != 0) {
-        p->inherit_matching = false;
-        if (p->n_notes < VZCAPS_MAX_NOTES)
-            snprintf(p->notes[p->n_notes++], VZCAPS_NOTE_LEN, "inherit = matching could not be set up (out of memory, "
-                     "or %s does not name %s): children start stock", vzcaps_platform_preload_var, vzcaps_platform_library_name);
-    }
-    /* Children start stock (the rule and its cases: vzcaps_env_strip); with inherit = matching
-     * too, so that a child started any other way (system(3) on glibc) gets nothing of ours */
-    /* a script's process keeps it for the program it execs (a wrapper's exec: the same pid, the
-     * same name); its other children see another pid and start stock; with inherit, children are
-     * configured under their own names */
-    if (h > 0 && p->state == VZCAPS_ENABLED && p->inherit)
-        handed_to_children(env);
-    if (h <= 0 && !(p->state == VZCAPS_ENABLED && p->inherit) &&
-        vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
-                         NULL) != 0 &&
-        p->state == VZCAPS_ENABLED) {
-        p->n_notes = 0; /* the claims it would have made are not what the line is about */
-        vzcaps_profile_refuse(p, "cannot remove vzcaps from the environment of child processes (out of memory)");
-        p->invalid = false;
-    }
-    vzcaps_effective = p; /* result is static: no copy; final from here on */
-    if (p->state == VZCAPS_ENABLED || p->state == VZCAPS_STOCK_REFUSED) {
-        if (!p->quiet)
-            pin_stderr(); /* a line may be written to stderr: from now on */
-        said_prepare(p); /* nothing is written before a device exists (but verbose) */
-        vzcaps_statslog_prepare(&result, said_name);
-    }
-    if (p->state == VZCAPS_STOCK_REFUSED)
-        vzcaps_platform_trigger_install(); /* the factories say the refusal at the first device */
-    if (p->state != VZCAPS_ENABLED)
-        return;
-    vzcaps_hooks_watch_base_class();
-    vzcaps_platform_trigger_install();
-}
-
-/* errno is as the process had it (zero at start-up, C11 7.5p3), whatever the constructor did */
-__attribute__((constructor)) static void vzcaps_init(void)
-{
-    int saved = errno;
-    init();
-    errno = saved;
-}
