@@ -217,7 +217,10 @@ def test_every_build_is_pinned_and_the_acceptance_spread_holds():
     loader.exec_module(fc)
     pins = {p[0]: (p[2], p[3]) for p in fc.PINS}
     assert {b.archive: (b.package, b.version) for b in BUILDS}.items() <= pins.items()
-    assert len(BUILDS) >= 4 and len({b.package for b in BUILDS}) >= 3
+    assert len(BUILDS) >= 5 and len({b.package for b in BUILDS}) >= 4
+    assert not {b.archive for b in BUILDS} & fc.ON_DEMAND  # install-deps fetches every build the run needs
+    import torch_mps
+    assert fc.TORCH[0] == torch_mps.ENTRY and fc.TORCH[0] in fc.ON_DEMAND and fc.ONLY[fc.TORCH[0]]
     assert any("whisper" in b.client for b in BUILDS)
     assert {clients.GATES[b.key][1].split(":")[0] for b in BUILDS} >= {"ggml-metal.m", "ggml-metal-device.m"}
 
@@ -231,6 +234,26 @@ def test_the_client_reads_its_own_environment(value, seconds):
     need(b)
     r = clients.run(b, {"GGML_METAL_RESIDENCY_KEEP_ALIVE_S": value})
     assert f"(keep_alive = {seconds} s)" in r.text, r.text
+
+
+@pytest.mark.parametrize("case,change,says", [
+    ("default scope", {"torch": [(1007, 1)]}, "read [1], expected 0"),
+    ("default scope", {"torch": [(1006, 1)]}, "read nothing (not asked)"),
+    ("stock_callers = none", {"returned": False, "why": "GuestFault: x"}, "did not return: GuestFault: x"),
+    ("stock_callers = none", {"ggml_callers": ["libtorch_cpu.dylib"]}, "came from ['libtorch_cpu.dylib']"),
+    ("default scope", {"ggml": {"family": 1005}}, "its gates predict"),
+])
+def test_check_torch_fails_on_each_wrong_answer(case, change, says):
+    """make check-torch's decision (torch_mps.differences) on a case's record: the right record
+    passes, and each wrong part fails with its own line."""
+    import torch_mps
+    name, _, want, must_return = next(c for c in torch_mps.CASES if c[0] == case)
+    b = BUILDS[0]
+    good = {"ggml": clients.predict(b, clients.answered(1008)), "ggml_callers": ["libggml-metal.so"],
+            "torch": [(1007, want)], "returned": must_return, "why": ""}
+    assert torch_mps.differences(name, want, must_return, good) == []
+    out = torch_mps.differences(name, want, must_return, {**good, **change})
+    assert len(out) == 1 and out[0].startswith(name + ": ") and says in out[0], out
 
 
 def test_a_mutant_of_the_library_fails_a_client_case():
@@ -342,6 +365,19 @@ def short_form():
     return "\n".join(lines)
 
 
+def readme_says_the_run():
+    """The README's status sentence on ops: the stock counts (K or K' of N) and N of N through
+    vzcaps are the run's."""
+    import re
+    text = " ".join((ROOT / "README.md").read_text().split())
+    m = re.search(r"takes (\d+) or (\d+) of (\d+) stock .*? and (\d+) of (\d+) through vzcaps on every host chip", text)
+    assert m, "README.md: no sentence on the ops each build accepts"
+    stock = {ops_cell(b, "stock") for b in BUILDS}
+    hosts = {ops_cell(b, c) for b in BUILDS for c in OP_CASES[1:]}
+    said = {f"{m.group(1)} of {m.group(3)}", f"{m.group(2)} of {m.group(3)}"}
+    assert stock == said and hosts == {f"{m.group(4)} of {m.group(5)}"}, (stock, hosts, m.group(0))
+
+
 def test_zz_the_page_table_is_the_run():
     for b in BUILDS:
         need(b)
@@ -359,6 +395,7 @@ def test_zz_the_page_table_is_the_run():
         assert begin in text and end in text, f"{PAGE}: no generated block {begin}"
         page = text[text.index(begin) + len(begin):text.index(end)].strip()
         assert page == want, f"docs/clients.md's table and the run disagree (VZCAPS_CLIENTS_TABLE=write rewrites it):\n{want}"
+    readme_says_the_run()
     passed = sum(all(result(b, c[0])[0] == result(b, c[0])[1] for c in cases(b)) and
                  all(ops_cell(b, c) != "**differs from its source**" for c in OP_CASES) for b in BUILDS)
     SUMMARY.write_text(json.dumps({"builds": len(BUILDS), "passed": passed}) + "\n")
