@@ -219,7 +219,7 @@ bench: deps
 	sh scripts/bench
 
 # The shipped arm64 slice of dist/libvzcaps.dylib run under emulation against the rig (tests/emu;
-# docs/developers.md, "The emulated Darwin"); under a minute once dist/ and the rig are built.
+# docs/developers.md, "The emulated Darwin"); about 45 s of CPU once dist/ and the rig are built.
 # make check runs it once, after dist, and leaves tests/emu out of its main pytest run.
 check-emu: deps
 	$(MAKE) all dist/libvzcaps.dylib

@@ -14,6 +14,7 @@ import pathlib
 import re
 
 import frameworks
+from machoemu import GuestFault
 from unicorn.arm64_const import UC_ARM64_REG_X30
 from process import Process, image
 
@@ -220,10 +221,22 @@ def run(build, env, host=None, fail_compile=False, lib=None):
     envp = p.m.u64(p.d.environ_var)
     loaded = [p.m.add_image(image(str(build.extracted() / rel)), build.guest_path(rel)) for rel in build.images]
     for li in loaded:
-        p.m.start_image(li, envp=envp)
+        start(p.m, li, envp)
     logs = []
     handle = ENTRIES[build.entry](p, loaded, logs)
     return Run(p, logs, sends, selectors, handle, loaded)
+
+
+def start(m, li, envp):
+    """The image's initializers; a fault in one names the image's imports nothing provides: a
+    missing function names itself when called, but a missing data import (a vtable, a VTT, a
+    stream object) is bound to a function cell, and reading it faults at a meaningless address."""
+    try:
+        m.start_image(li, envp=envp)
+    except GuestFault as e:
+        data = sorted({s for s in li.missing if s.startswith(("__ZTV", "__ZTT", "__ZTI")) or not s.endswith(("Ev", "v0"))})
+        raise GuestFault(f"{li.path}: an initializer faulted ({e}); its imports no stand-in provides "
+                         f"(a data import among them reads as code): {', '.join(data)}") from e
 
 
 def enter_backend_init(p, loaded, logs):

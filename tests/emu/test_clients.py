@@ -266,6 +266,19 @@ def test_a_mutant_of_the_library_fails_a_client_case():
     assert r.observed(b) != clients.predict(b, clients.answered(1008)), what
 
 
+def test_an_initializer_reading_a_missing_data_import_names_it(monkeypatch):
+    """Without libcxx.py's tables, @fugood/node-whisper's colour-string initializer reads
+    basic_ostringstream's VTT from a function cell and faults: the fault names the image and
+    the data imports nothing provides (what adding it lacked: the fault alone said 0xff..e8)."""
+    b = next(b for b in BUILDS if b.key == "fugood-whisper-1.1.1")
+    need(b)
+    monkeypatch.setattr(clients.frameworks.libcxx, "install", lambda d: None)
+    with pytest.raises(clients.GuestFault) as e:
+        clients.run(b, {})
+    assert "index.node: an initializer faulted" in str(e.value)
+    assert "__ZTTNSt3__119basic_ostringstreamIcNS_11char_traitsIcEENS_9allocatorIcEEEE" in str(e.value)
+
+
 def test_an_unresolvable_import_names_the_image_and_the_symbol(monkeypatch):
     b = BUILDS[0]
     need(b)
@@ -370,7 +383,7 @@ def readme_says_the_run():
     vzcaps are the run's."""
     import re
     text = " ".join((ROOT / "README.md").read_text().split())
-    m = re.search(r"takes (\d+) or (\d+) of (\d+) stock .*? and (\d+) of (\d+) through vzcaps on every host chip", text)
+    m = re.search(r"accepts (\d+) or (\d+) of a small Llama layer's (\d+) ops stock .*? and (\d+) of (\d+) through vzcaps on every host chip", text)
     assert m, "README.md: no sentence on the ops each build accepts"
     stock = {ops_cell(b, "stock") for b in BUILDS}
     hosts = {ops_cell(b, c) for b in BUILDS for c in OP_CASES[1:]}
