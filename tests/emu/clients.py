@@ -97,32 +97,27 @@ GATES_METAL_M = {
     "simdgroup matrix mul. support": (lambda F, name: 1007 in F, "ggml-metal.m:452 (Apple7)"),
 }
 FAMILY_METAL_M = "ggml-metal.m:423-429 (the highest Apple1+20 .. Apple1 the device supports)"
+WHAT = {"simdgroup reduction": "Apple7 or Metal3", "simdgroup matrix mul.": "Apple7", "has bfloat": "Metal3 or Apple6",
+        "has tensor": "Metal4 and an M5, M6, A19 or A20 name"}
+
+
+def at_lines(source, *lines):
+    """GATES_DEVICE_M's rules at another copy's lines (in WHAT's order)."""
+    return {label: (GATES_DEVICE_M[label][0], f"{source}:{where} ({WHAT[label]})") for label, where in zip(WHAT, lines)}
+
+
 # whisper.cpp's copy of the same file, as pywhispercpp 1.5.1's sdist carries it (the one
 # scripts/check-gates pins): the same rules at its own lines
-GATES_WHISPER = {
-    "simdgroup reduction": (GATES_DEVICE_M["simdgroup reduction"][0], "ggml-metal-device.m:692-693 (Apple7 or Metal3)"),
-    "simdgroup matrix mul.": (GATES_DEVICE_M["simdgroup matrix mul."][0], "ggml-metal-device.m:695 (Apple7)"),
-    "has bfloat": (GATES_DEVICE_M["has bfloat"][0], "ggml-metal-device.m:698-699 (Metal3 or Apple6)"),
-    "has tensor": (GATES_DEVICE_M["has tensor"][0], "ggml-metal-device.m:704-720 (Metal4 and an M5, M6, A19 or A20 name)"),
-}
+GATES_WHISPER = at_lines("ggml-metal-device.m", "692-693", "695", "698-699", "704-720")
 FAMILY_WHISPER = "ggml-metal-device.m:875-877 (the highest Apple1+20 .. Apple1 the device supports)"
 # The era between (ggml-metal.m with bfloat, ggml linked into the client): ggml/src/ggml-metal/
 # ggml-metal.m as pywhispercpp 1.3.1's sdist carries it (PyPI, 2025-05-21, SHA-256
 # c1a4eecf...7364; the npm build's copy sits at ggml/src/ggml-metal.m, the same rules)
-GATES_MID = {
-    "simdgroup reduction": (GATES_DEVICE_M["simdgroup reduction"][0], "ggml-metal.m:63-64 (Apple7 or Metal3)"),
-    "simdgroup matrix mul.": (GATES_DEVICE_M["simdgroup matrix mul."][0], "ggml-metal.m:66 (Apple7)"),
-    "has bfloat": (GATES_DEVICE_M["has bfloat"][0], "ggml-metal.m:68-69 (Metal3 or Apple6)"),
-}
+GATES_MID = at_lines("ggml-metal.m", "63-64", "66", "68-69")
 FAMILY_MID = "ggml-metal.m:628-630 (the highest Apple1+20 .. Apple1 the device supports)"
 # whisper.cpp 1.9.1's copy (ggml 0.15.3) in @fugood/node-whisper: whisper.cpp's git 6fc7c33, whose
 # tree the npm source package @fugood/whisper.node@1.1.1 matches but for ggml-metal (tests/emu/ops.py)
-GATES_FUGOOD = {
-    "simdgroup reduction": (GATES_DEVICE_M["simdgroup reduction"][0], "ggml-metal-device.m:696-697 (Apple7 or Metal3)"),
-    "simdgroup matrix mul.": (GATES_DEVICE_M["simdgroup matrix mul."][0], "ggml-metal-device.m:699 (Apple7)"),
-    "has bfloat": (GATES_DEVICE_M["has bfloat"][0], "ggml-metal-device.m:702-703 (Metal3 or Apple6)"),
-    "has tensor": (GATES_DEVICE_M["has tensor"][0], "ggml-metal-device.m:708-725 (Metal4 and an M5, M6, A19 or A20 name)"),
-}
+GATES_FUGOOD = at_lines("ggml-metal-device.m", "696-697", "699", "702-703", "708-725")
 FAMILY_FUGOOD = "ggml-metal-device.m:879-881 (the highest Apple1+20 .. Apple1 the device supports)"
 GATES = {"nlc-3.21.1": (GATES_DEVICE_M, FAMILY_DEVICE_M), "napi-whisper-0.0.4": (GATES_MID, FAMILY_MID), "nlc-3.1.1": (GATES_METAL_M, FAMILY_METAL_M),
          "pywhispercpp-1.5.1": (GATES_WHISPER, FAMILY_WHISPER), "fugood-whisper-1.1.1": (GATES_FUGOOD, FAMILY_FUGOOD)}

@@ -83,62 +83,51 @@ CASES = [
 
 
 # ---- what each build's supports_op answers for these tensors, from its source ----------------
-# Each entry: op -> (rule over the flags, where). "red": SIMD-group reduction, "mm": SIMD-group
-# matrix multiply, "yes": always. The other conditions of each case (contiguous rows, F32 or
-# F16 sources, K and V of one type, a head size of 64, ne[3] == 1, rope mode 0) hold for CASES'
-# tensors. ggml 0.23.0 as vendored by llama-cpp-python 0.3.36, ggml/src/ggml-metal/:
-D = "ggml-metal-device.m"
-RULES_0_23 = {
-    "GET_ROWS": ("yes", f"{D}:1922-1924 (not NVFP4 or TQ1_0)"),
-    "RMS_NORM": ("red", f"{D}:1693-1694"), "NORM": ("red", f"{D}:1692-1694"),
-    "MUL": ("yes", f"{D}:1650-1653 (F32 sources)"), "ADD": ("yes", f"{D}:1648-1653 (F32 sources)"),
-    "MUL_MAT": ("red", f"{D}:1846-1855, 1513-1526 (ggml_metal_supports_mul_mat_op: reduction, then an F32 src1 is accepted)"),
-    "MUL_MAT_ID": ("red", f"{D}:1856-1859, 1513-1526"),
-    "ROPE": ("yes", f"{D}:1695-1697"), "SOFT_MAX": ("red", f"{D}:1681-1684"), "SUM_ROWS": ("red", f"{D}:1678-1684"),
-    "FLASH_ATTN_EXT": ("mm", f"{D}:1727-1771 (head size 64, K and V F16, then SIMD-group matrix multiply)"),
-    "CPY": ("yes", f"{D}:1861-1881 (F32 to F16)"), "GLU": ("yes", f"{D}:1602-1611 (SWIGLU, F32)"),
-    "ARGSORT": ("yes", f"{D}:1721-1724"),
-}
+# Each rule: op -> (kind, where). Kinds: "red", SIMD-group reduction; "mm", SIMD-group matrix
+# multiply; "yes", always. The other conditions of each case (contiguous rows, F32 or F16
+# sources, K and V of one type, a head size of 64, ne[3] == 1, rope mode 0) hold for CASES'
+# tensors; a note after the lines says which one the case meets where it matters.
+KINDS = {"GET_ROWS": "yes", "RMS_NORM": "red", "NORM": "red", "MUL": "yes", "ADD": "yes", "MUL_MAT": "red",
+         "MUL_MAT_ID": "red", "ROPE": "yes", "SOFT_MAX": "red", "SUM_ROWS": "red", "FLASH_ATTN_EXT": "mm", "CPY": "yes",
+         "GLU": "yes", "ARGSORT": "yes"}
+# before ggml had a GLU op (SILU is the gate's activation) NORM needed no reduction
+KINDS_METAL_M = {**{k: v for k, v in KINDS.items() if k != "GLU"}, "NORM": "yes", "SILU": "yes"}
+
+
+def at(source, kinds, **lines):
+    """The rules of one copy of the source: each op's kind and its lines there."""
+    assert set(lines) == set(kinds), set(lines) ^ set(kinds)
+    return {op: (kinds[op], f"{source}:{where}") for op, where in lines.items()}
+
+
+D, M = "ggml-metal-device.m", "ggml-metal.m"
+# ggml 0.23.0 as vendored by llama-cpp-python 0.3.36, ggml/src/ggml-metal/
+RULES_0_23 = at(D, KINDS, GET_ROWS="1922-1924 (not NVFP4 or TQ1_0)", RMS_NORM="1693-1694", NORM="1692-1694",
+                MUL="1650-1653 (F32 sources)", ADD="1648-1653 (F32 sources)",
+                MUL_MAT="1846-1855, 1513-1526 (ggml_metal_supports_mul_mat_op: reduction, then an F32 src1 is accepted)",
+                MUL_MAT_ID="1856-1859, 1513-1526", ROPE="1695-1697", SOFT_MAX="1681-1684", SUM_ROWS="1678-1684",
+                FLASH_ATTN_EXT="1727-1771 (head size 64, K and V F16, then SIMD-group matrix multiply)",
+                CPY="1861-1881 (F32 to F16)", GLU="1602-1611 (SWIGLU, F32)", ARGSORT="1721-1724")
 # ggml 0.13.1 as pywhispercpp 1.5.1's sdist carries it (whisper.cpp/ggml/src/ggml-metal/)
-RULES_0_13 = {
-    "GET_ROWS": ("yes", f"{D}:1303-1304"), "RMS_NORM": ("red", f"{D}:1160-1161"), "NORM": ("red", f"{D}:1159-1161"),
-    "MUL": ("yes", f"{D}:1123-1127"), "ADD": ("yes", f"{D}:1121-1127"),
-    "MUL_MAT": ("red", f"{D}:1242-1244 (reduction, not NVFP4)"), "MUL_MAT_ID": ("red", f"{D}:1242-1244"),
-    "ROPE": ("yes", f"{D}:1162-1163"), "SOFT_MAX": ("red", f"{D}:1148-1151"), "SUM_ROWS": ("red", f"{D}:1145-1151"),
-    "FLASH_ATTN_EXT": ("mm", f"{D}:1194-1232"), "CPY": ("yes", f"{D}:1246-1264"), "GLU": ("yes", f"{D}:1102-1110"),
-    "ARGSORT": ("yes", f"{D}:1189-1193"),
-}
+RULES_0_13 = at(D, KINDS, GET_ROWS="1303-1304", RMS_NORM="1160-1161", NORM="1159-1161", MUL="1123-1127", ADD="1121-1127",
+                MUL_MAT="1242-1244 (reduction, not NVFP4)", MUL_MAT_ID="1242-1244", ROPE="1162-1163", SOFT_MAX="1148-1151",
+                SUM_ROWS="1145-1151", FLASH_ATTN_EXT="1194-1232", CPY="1246-1264", GLU="1102-1110", ARGSORT="1189-1193")
 # ggml 0.15.3 of whisper.cpp 1.9.1 (git 6fc7c33, 2026-07-01: 364 of the 365 files of the npm
 # source package @fugood/whisper.node@1.1.1's whisper.cpp tree are that commit's; the package
-# leaves out ggml/src/ggml-metal, so its source is read there)
-RULES_0_15 = {
-    "GET_ROWS": ("yes", f"{D}:1328-1329"), "RMS_NORM": ("red", f"{D}:1184-1185"), "NORM": ("red", f"{D}:1183-1185"),
-    "MUL": ("yes", f"{D}:1147-1151"), "ADD": ("yes", f"{D}:1145-1151"),
-    "MUL_MAT": ("red", f"{D}:1267-1269"), "MUL_MAT_ID": ("red", f"{D}:1267-1269"),
-    "ROPE": ("yes", f"{D}:1186-1188"), "SOFT_MAX": ("red", f"{D}:1172-1175"), "SUM_ROWS": ("red", f"{D}:1169-1175"),
-    "FLASH_ATTN_EXT": ("mm", f"{D}:1219-1257"), "CPY": ("yes", f"{D}:1271-1289"), "GLU": ("yes", f"{D}:1106-1114"),
-    "ARGSORT": ("yes", f"{D}:1214-1218"),
-}
-# the one-file era: ggml/src/ggml-metal.m as llama-cpp-python 0.3.1 vendors it (llama.cpp of
-# b3889's week): no GLU op yet (SILU is the gate's activation), NORM needs no reduction
-M = "ggml-metal.m"
-RULES_B3889 = {
-    "GET_ROWS": ("yes", f"{M}:868-870 (ne[3] == 1)"), "RMS_NORM": ("red", f"{M}:800-802"), "NORM": ("yes", f"{M}:803-805"),
-    "MUL": ("yes", f"{M}:787-792"), "ADD": ("yes", f"{M}:784-792"),
-    "MUL_MAT": ("red", f"{M}:832-835 (reduction; an F32 src1)"), "MUL_MAT_ID": ("red", f"{M}:832-835"),
-    "ROPE": ("yes", f"{M}:804-805"), "SOFT_MAX": ("red", f"{M}:799-802"), "SUM_ROWS": ("red", f"{M}:798-802"),
-    "FLASH_ATTN_EXT": ("mm", f"{M}:818-828 (K and V F16, head size not 256)"), "CPY": ("yes", f"{M}:836-851"),
-    "SILU": ("yes", f"{M}:766-774 (contiguous)"), "ARGSORT": ("yes", f"{M}:815-817"),
-}
+# leaves out ggml's Metal backend, so its source is read there)
+RULES_0_15 = at(D, KINDS, GET_ROWS="1328-1329", RMS_NORM="1184-1185", NORM="1183-1185", MUL="1147-1151", ADD="1145-1151",
+                MUL_MAT="1267-1269", MUL_MAT_ID="1267-1269", ROPE="1186-1188", SOFT_MAX="1172-1175", SUM_ROWS="1169-1175",
+                FLASH_ATTN_EXT="1219-1257", CPY="1271-1289", GLU="1106-1114", ARGSORT="1214-1218")
+# the one-file era: ggml/src/ggml-metal.m as llama-cpp-python 0.3.1 vendors it (llama.cpp of b3889's week)
+RULES_B3889 = at(M, KINDS_METAL_M, GET_ROWS="868-870 (ne[3] == 1)", RMS_NORM="800-802", NORM="803-805", MUL="787-792",
+                 ADD="784-792", MUL_MAT="832-835 (reduction; an F32 src1)", MUL_MAT_ID="832-835", ROPE="804-805",
+                 SOFT_MAX="799-802", SUM_ROWS="798-802", FLASH_ATTN_EXT="818-828 (K and V F16, head size not 256)",
+                 CPY="836-851", SILU="766-774 (contiguous)", ARGSORT="815-817")
 # the era between: ggml/src/ggml-metal/ggml-metal.m as pywhispercpp 1.3.1's sdist carries it
-RULES_MID = {
-    "GET_ROWS": ("yes", f"{M}:1216-1218"), "RMS_NORM": ("red", f"{M}:1124-1125 (and ne[0] % 4 == 0)"),
-    "NORM": ("yes", f"{M}:1127-1128"), "MUL": ("yes", f"{M}:1108-1114"), "ADD": ("yes", f"{M}:1105-1114"),
-    "MUL_MAT": ("red", f"{M}:1161-1164"), "MUL_MAT_ID": ("red", f"{M}:1161-1164"),
-    "ROPE": ("yes", f"{M}:1129-1138 (mode 0)"), "SOFT_MAX": ("red", f"{M}:1121-1123"), "SUM_ROWS": ("red", f"{M}:1120-1123"),
-    "FLASH_ATTN_EXT": ("mm", f"{M}:1153-1157"), "CPY": ("yes", f"{M}:1165-1181"), "SILU": ("yes", f"{M}:1086-1095"),
-    "ARGSORT": ("yes", f"{M}:1150-1152"),
-}
+RULES_MID = at(M, KINDS_METAL_M, GET_ROWS="1216-1218", RMS_NORM="1124-1125 (and ne[0] % 4 == 0)", NORM="1127-1128",
+               MUL="1108-1114", ADD="1105-1114", MUL_MAT="1161-1164", MUL_MAT_ID="1161-1164", ROPE="1129-1138 (mode 0)",
+               SOFT_MAX="1121-1123", SUM_ROWS="1120-1123", FLASH_ATTN_EXT="1153-1157", CPY="1165-1181", SILU="1086-1095",
+               ARGSORT="1150-1152")
 RULES = {"nlc-3.21.1": RULES_0_23, "pywhispercpp-1.5.1": RULES_0_13, "fugood-whisper-1.1.1": RULES_0_15,
          "nlc-3.1.1": RULES_B3889, "napi-whisper-0.0.4": RULES_MID}
 # how each build is asked: ggml_backend_dev_supports_op on its registry's device 0 (the call
