@@ -119,8 +119,8 @@ class Streams:
         S(f"{P}8ios_base4initEPv", self.ios_init)
         S(f"{P}6localeC1Ev", lambda m, this, *_: (m.put64(this, self.locale_imp), this)[1])
         S(f"{P}6localeD1Ev", lambda m, *_: None)
-        S(f"__ZNKSt3__18ios_base6getlocEv", lambda m, this, *_: m.put64(m.uc.reg_read(UC_ARM64_REG_X8), m.u64(this + LOC)))
-        S(f"__ZNKSt3__16locale9use_facetERNS0_2idE", self.use_facet)
+        S("__ZNKSt3__18ios_base6getlocEv", lambda m, this, *_: m.put64(m.uc.reg_read(UC_ARM64_REG_X8), m.u64(this + LOC)))
+        S("__ZNKSt3__16locale9use_facetERNS0_2idE", self.use_facet)
         S(f"{P}13{OS}6sentryC1ERS3_", self.sentry)
         S(f"{P}13{OS}6sentryD1Ev", self.sentry_end)
         S(f"{P}13{OS}lsEi", self.put_int)
@@ -210,7 +210,6 @@ class Streams:
             p = string_data(m, s)
             m.put64(sb + PBASE, p)
             m.put64(sb + EPPTR, p + len(string_get(m, s)))
-            m.put64(sb + PPTR, p + nout)
             m.put64(sb + SB_HM, p + hm)
             pptr = p + nout
         m.put64(sb + SB_HM, max(pptr + 1, m.u64(sb + SB_HM)))

@@ -266,6 +266,35 @@ def test_a_mutant_of_the_library_fails_a_client_case():
     assert r.observed(b) != clients.predict(b, clients.answered(1008)), what
 
 
+def test_the_stringbuf_grows_as_libcxx_overflow_does():
+    """libcxx.py's basic_stringbuf on its own (the colour strings never overflow the 22 bytes a
+    short string holds): 40 bytes through xsputn, called through the stringbuf's vtable as
+    sputn does, overflow the put area (include/sstream:526-564) and move the string to a long
+    buffer; str() returns them all, and the string's bytes are the put area's."""
+    import libcxx
+    from process import Process, image
+    p = Process(image(str(clients.LIB)), {}, argv=("node",), exe="/usr/local/bin/node")
+    frameworks = clients.frameworks.install(p.d)
+    m, lc = p.m, p.d.libcxx
+    sb = m.alloc(104, 16)
+    m.write(sb, b"\0" * 104)
+    m.put64(sb, lc.data[f"__ZTVNSt3__115{libcxx.SB}E"] + 16)
+    m.put32(sb + libcxx.SB_MODE, libcxx.OUT)
+    text = bytes(range(65, 105))
+    src = m.alloc(len(text))
+    m.write(src, text)
+    xsputn = m.u64(m.u64(sb) + 8 * 12)
+    assert m.call(xsputn, sb, src, len(text), image="node") == len(text)
+    s = sb + libcxx.SB_STR
+    assert m.read(s + 23, 1)[0] & 0x80 and libcxx.string_capacity(m, s) >= len(text)  # long, per __recommend
+    assert m.read(m.u64(sb + libcxx.PBASE), len(text)) == text and m.u64(sb + libcxx.PPTR) - m.u64(sb + libcxx.PBASE) == len(text)
+    out = m.alloc(24, 8)
+    m.uc.reg_write(clients.frameworks.libcxx.UC_ARM64_REG_X8, out)
+    lc.str(m, sb)
+    assert libcxx.string_get(m, out) == text and lc.made == [text]
+    assert frameworks is p.d.frameworks
+
+
 def test_an_initializer_reading_a_missing_data_import_names_it(monkeypatch):
     """Without libcxx.py's tables, @fugood/node-whisper's colour-string initializer reads
     basic_ostringstream's VTT from a function cell and faults: the fault names the image and
