@@ -256,6 +256,18 @@ def test_check_torch_fails_on_each_wrong_answer(case, change, says):
     assert len(out) == 1 and out[0].startswith(name + ": ") and says in out[0], out
 
 
+def test_check_torch_names_a_missing_image_and_how_to_fetch_it(tmp_path):
+    import torch_mps
+    (tmp_path / "libc10.dylib").write_bytes(b"\xcf\xfa\xed\xfe")
+    with pytest.raises(SystemExit) as e:
+        torch_mps.main([str(tmp_path)])
+    assert str(e.value) == (f"check-torch: {tmp_path}/libtorch_cpu.dylib: missing; "
+                            f"run python3 scripts/fetch-clients {torch_mps.ENTRY}")
+    with pytest.raises(SystemExit) as e:
+        torch_mps.main([str(tmp_path / "nope")])
+    assert "usage: python3 tests/emu/torch_mps.py" in str(e.value)
+
+
 def test_a_mutant_of_the_library_fails_a_client_case():
     """The library with supportsFamily:'s answer inverted wherever it reads its family table
     (tests/emu/mutants.py): the M2 case's answers are no longer the gates' prediction."""
