@@ -219,13 +219,22 @@ bench: deps
 	sh scripts/bench
 
 # The shipped arm64 slice of dist/libvzcaps.dylib run under emulation against the rig (tests/emu;
-# docs/developers.md, "The emulated Darwin"); under a minute once dist/ and the rig are built.
+# docs/developers.md, "The emulated Darwin"); about 45 s of CPU once dist/ and the rig are built.
 # make check runs it once, after dist, and leaves tests/emu out of its main pytest run.
 check-emu: deps
 	$(MAKE) all dist/libvzcaps.dylib
 	sh scripts/check-emu
 dist/libvzcaps.dylib: $(wildcard src/*/*.c src/*/*/*.c src/*/*.h) mk/darwin.mk scripts/dist scripts/cross-link scripts/sources
 	$(MAKE) dist
+
+# PyTorch's MPS start-up beside ggml under emulation with the shipped library, the default scope
+# (PyTorch reads Apple7 = NO) and stock_callers = none (YES): tests/emu/torch_mps.py on the
+# torch 2.15.0 wheel from PyPI, pinned and fetched once (139 MB; 404 MB kept). Not part of
+# make check (about 45 s and 5 GB of memory); .ci/run runs it after make check (Linux).
+check-torch: deps
+	$(MAKE) dist/libvzcaps.dylib
+	python3 scripts/fetch-clients torch-2.15.0-cp312-macosx_14_0_arm64
+	python3 tests/emu/torch_mps.py
 
 # ---- macOS artifacts (cross-built on Linux with zig; native on a Mac) ----
 dist: deps-cross
@@ -259,4 +268,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps install-deps deps-demo deps-cross check check-emu check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release try-provision audit install uninstall clean
+.PHONY: all rig deps install-deps deps-demo deps-cross check check-emu check-torch check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release try-provision audit install uninstall clean

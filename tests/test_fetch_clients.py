@@ -159,3 +159,45 @@ def test_an_entry_that_is_not_a_directory_is_not_replaced(registry, tmp_path, ki
     assert "not a directory" in str(e.value) and "not replaced" in str(e.value)
     assert entry.exists() and (kind == "fifo" or entry.read_text() == "someone's")
     assert not [p for p in cache(tmp_path).iterdir() if ".part" in p.name]
+
+
+def on_demand(tmp_path, monkeypatch, members):
+    """A module with one ordinary npm pin and one wheel pin fetched only when named, keeping
+    exactly torch/lib/libtorch_cpu.dylib (as the torch pin keeps its two images)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    mod = load()
+    wheel = tmp_path / "big-1.0-py3-none-macosx_14_0_arm64.whl"
+    sha = whl(wheel, members)
+    mod.PINS = [("big-1.0", "pypi", "big", "1.0", wheel.name, sha)]
+    mod.ON_DEMAND = {"big-1.0"}
+    mod.ONLY = {"big-1.0": ("torch/lib/libtorch_cpu.dylib",)}
+    monkeypatch.setattr(mod, "url_of", lambda *a: wheel.as_uri())
+    return mod
+
+
+def test_a_pin_on_demand_is_fetched_only_when_named_and_keeps_only_its_members(tmp_path, monkeypatch):
+    mod = on_demand(tmp_path, monkeypatch, [("torch/lib/libtorch_cpu.dylib", b"\xcf\xfa\xed\xfe"),
+                                            ("torch/lib/libtorch_python.dylib", b"not kept"), ("torch/version.json", b"{}")])
+    assert mod.main([]) == 0 and not (cache(tmp_path) / "big-1.0").exists()  # install-deps' call leaves it
+    assert mod.main(["--check"]) == 0 and mod.main(["--check", "big-1.0"]) == 1
+    assert mod.main(["big-1.0"]) == 0 and mod.main(["--check", "big-1.0"]) == 0
+    kept = sorted(str(p.relative_to(cache(tmp_path) / "big-1.0")) for p in (cache(tmp_path) / "big-1.0").rglob("*") if p.is_file())
+    assert kept == [".sha256", "torch/lib/libtorch_cpu.dylib"]
+
+
+@pytest.mark.parametrize("argv,says", [(["nosuch-1.0"], "nosuch-1.0: no such pin"), (["--list", "big-1.0"], "usage: fetch-clients"),
+                                       (["--check", "--list"], "usage: fetch-clients")])
+def test_names_are_checked_before_anything_is_fetched(tmp_path, monkeypatch, argv, says):
+    mod = on_demand(tmp_path, monkeypatch, [("torch/lib/libtorch_cpu.dylib", b"x")])
+    with pytest.raises(SystemExit) as e:
+        mod.main(argv)
+    assert says in str(e.value)
+    assert not (cache(tmp_path) / "big-1.0").exists()
+
+
+def test_a_member_kept_by_name_that_is_a_link_is_refused(tmp_path, monkeypatch):
+    mod = on_demand(tmp_path, monkeypatch, [("torch/lib/libtorch_cpu.dylib", "->/etc/passwd")])
+    with pytest.raises(SystemExit) as e:
+        mod.main(["big-1.0"])
+    assert "torch/lib/libtorch_cpu.dylib is a link" in str(e.value)
+    assert not (cache(tmp_path) / "big-1.0").exists()

@@ -14,6 +14,7 @@ import pathlib
 import re
 
 import frameworks
+from machoemu import GuestFault
 from unicorn.arm64_const import UC_ARM64_REG_X30
 from process import Process, image
 
@@ -58,6 +59,9 @@ BUILDS = [
     Build("nlc-3.1.1", "node-llama-cpp (llama.cpp)", "@node-llama-cpp/mac-arm64-metal", "3.1.1", "llama.cpp b3889 (one-file ggml-metal.m)",
           "node-llama-cpp-mac-arm64-metal-3.1.1", ["package/bins/mac-arm64-metal/libggml.dylib"],
           "metal_init", f"{NODE}/@node-llama-cpp/mac-arm64-metal/bins/mac-arm64-metal"),
+    Build("fugood-whisper-1.1.1", "whisper.cpp (@fugood/whisper.node, a Node addon)", "@fugood/node-whisper-darwin-arm64", "1.1.1",
+          "whisper.cpp 1.9.1, ggml 0.15.3, linked in", "fugood-node-whisper-darwin-arm64-1.1.1", ["package/index.node"],
+          "metal_reg", f"{NODE}/@fugood/node-whisper-darwin-arm64"),
 ]
 
 
@@ -93,37 +97,44 @@ GATES_METAL_M = {
     "simdgroup matrix mul. support": (lambda F, name: 1007 in F, "ggml-metal.m:452 (Apple7)"),
 }
 FAMILY_METAL_M = "ggml-metal.m:423-429 (the highest Apple1+20 .. Apple1 the device supports)"
+WHAT = {"simdgroup reduction": "Apple7 or Metal3", "simdgroup matrix mul.": "Apple7", "has bfloat": "Metal3 or Apple6",
+        "has tensor": "Metal4 and an M5, M6, A19 or A20 name"}
+
+
+def at_lines(source, *lines):
+    """GATES_DEVICE_M's rules at another copy's lines (in WHAT's order)."""
+    return {label: (GATES_DEVICE_M[label][0], f"{source}:{where} ({WHAT[label]})") for label, where in zip(WHAT, lines)}
+
+
 # whisper.cpp's copy of the same file, as pywhispercpp 1.5.1's sdist carries it (the one
 # scripts/check-gates pins): the same rules at its own lines
-GATES_WHISPER = {
-    "simdgroup reduction": (GATES_DEVICE_M["simdgroup reduction"][0], "ggml-metal-device.m:692-693 (Apple7 or Metal3)"),
-    "simdgroup matrix mul.": (GATES_DEVICE_M["simdgroup matrix mul."][0], "ggml-metal-device.m:695 (Apple7)"),
-    "has bfloat": (GATES_DEVICE_M["has bfloat"][0], "ggml-metal-device.m:698-699 (Metal3 or Apple6)"),
-    "has tensor": (GATES_DEVICE_M["has tensor"][0], "ggml-metal-device.m:704-720 (Metal4 and an M5, M6, A19 or A20 name)"),
-}
+GATES_WHISPER = at_lines("ggml-metal-device.m", "692-693", "695", "698-699", "704-720")
 FAMILY_WHISPER = "ggml-metal-device.m:875-877 (the highest Apple1+20 .. Apple1 the device supports)"
 # The era between (ggml-metal.m with bfloat, ggml linked into the client): ggml/src/ggml-metal/
 # ggml-metal.m as pywhispercpp 1.3.1's sdist carries it (PyPI, 2025-05-21, SHA-256
 # c1a4eecf...7364; the npm build's copy sits at ggml/src/ggml-metal.m, the same rules)
-GATES_MID = {
-    "simdgroup reduction": (GATES_DEVICE_M["simdgroup reduction"][0], "ggml-metal.m:63-64 (Apple7 or Metal3)"),
-    "simdgroup matrix mul.": (GATES_DEVICE_M["simdgroup matrix mul."][0], "ggml-metal.m:66 (Apple7)"),
-    "has bfloat": (GATES_DEVICE_M["has bfloat"][0], "ggml-metal.m:68-69 (Metal3 or Apple6)"),
-}
+GATES_MID = at_lines("ggml-metal.m", "63-64", "66", "68-69")
 FAMILY_MID = "ggml-metal.m:628-630 (the highest Apple1+20 .. Apple1 the device supports)"
+# whisper.cpp 1.9.1's copy (ggml 0.15.3) in @fugood/node-whisper: whisper.cpp's git 6fc7c33, whose
+# tree the npm source package @fugood/whisper.node@1.1.1 matches but for ggml-metal (tests/emu/ops.py)
+GATES_FUGOOD = at_lines("ggml-metal-device.m", "696-697", "699", "702-703", "708-725")
+FAMILY_FUGOOD = "ggml-metal-device.m:879-881 (the highest Apple1+20 .. Apple1 the device supports)"
 GATES = {"nlc-3.21.1": (GATES_DEVICE_M, FAMILY_DEVICE_M), "napi-whisper-0.0.4": (GATES_MID, FAMILY_MID), "nlc-3.1.1": (GATES_METAL_M, FAMILY_METAL_M),
-         "pywhispercpp-1.5.1": (GATES_WHISPER, FAMILY_WHISPER)}
+         "pywhispercpp-1.5.1": (GATES_WHISPER, FAMILY_WHISPER), "fugood-whisper-1.1.1": (GATES_FUGOOD, FAMILY_FUGOOD)}
 # what a failing newLibraryWithSource: does to the start-up: ggml-metal-device.m:1311-1314 logs
 # "failed to create library" and goes on (the families are still printed); ggml-metal.m:409-412
 # returns NULL before its family lines (418-455), and ggml_backend_metal_init says "failed to
 # allocate context" (3444): nothing is printed
 # the era between: ggml-metal.m:605-608 returns NULL before its family lines (628), 4567 says so
-COMPILE_FAILURE_ABORTS = {"napi-whisper-0.0.4": True, "nlc-3.21.1": False, "nlc-3.1.1": True, "pywhispercpp-1.5.1": False}  # whisper: 857-859
+COMPILE_FAILURE_ABORTS = {"napi-whisper-0.0.4": True, "nlc-3.21.1": False, "nlc-3.1.1": True, "pywhispercpp-1.5.1": False,
+                          "fugood-whisper-1.1.1": False}  # whisper: 857-859; fugood's: 861-864
 # where the library's options get GGML_METAL_HAS_BF16 from has_bfloat (the era between defines
 # GGML_METAL_USE_BF16 only when built with it: not a gate)
-BF16_MACRO = {"nlc-3.21.1": "ggml-metal-device.m:456", "pywhispercpp-1.5.1": "ggml-metal-device.m:216-217"}
+BF16_MACRO = {"nlc-3.21.1": "ggml-metal-device.m:456", "pywhispercpp-1.5.1": "ggml-metal-device.m:216-217",
+              "fugood-whisper-1.1.1": "ggml-metal-device.m:216-217"}
 # the families each build's gates read (every case must see the client ask each of them)
-GATE_FAMILIES = {"napi-whisper-0.0.4": {1006, 1007, 5001}, "nlc-3.21.1": {1006, 1007, 5001, 5002}, "nlc-3.1.1": {1007, 5001}, "pywhispercpp-1.5.1": {1006, 1007, 5001, 5002}}
+GATE_FAMILIES = {"napi-whisper-0.0.4": {1006, 1007, 5001}, "nlc-3.21.1": {1006, 1007, 5001, 5002}, "nlc-3.1.1": {1007, 5001},
+                 "pywhispercpp-1.5.1": {1006, 1007, 5001, 5002}, "fugood-whisper-1.1.1": {1006, 1007, 5001, 5002}}
 
 
 def predict(build, families, name="Apple Paravirtual device", compile_fails=False):
@@ -138,8 +149,9 @@ def predict(build, families, name="Apple Paravirtual device", compile_fails=Fals
 
 
 class Run:
-    def __init__(self, p, logs, sends, selectors):
+    def __init__(self, p, logs, sends, selectors, handle=None, loaded=()):
         self.p, self.logs, self.sends, self.selectors = p, logs, sends, selectors
+        self.handle, self.loaded, self.caller = handle, loaded, "node"  # what the entry returned, the build's images
 
     @property
     def text(self):
@@ -204,10 +216,22 @@ def run(build, env, host=None, fail_compile=False, lib=None):
     envp = p.m.u64(p.d.environ_var)
     loaded = [p.m.add_image(image(str(build.extracted() / rel)), build.guest_path(rel)) for rel in build.images]
     for li in loaded:
-        p.m.start_image(li, envp=envp)
+        start(p.m, li, envp)
     logs = []
-    ENTRIES[build.entry](p, loaded, logs)
-    return Run(p, logs, sends, selectors)
+    handle = ENTRIES[build.entry](p, loaded, logs)
+    return Run(p, logs, sends, selectors, handle, loaded)
+
+
+def start(m, li, envp):
+    """The image's initializers; a fault in one names the image's imports nothing provides: a
+    missing function names itself when called, but a missing data import (a vtable, a VTT, a
+    stream object) is bound to a function cell, and reading it faults at a meaningless address."""
+    try:
+        m.start_image(li, envp=envp)
+    except GuestFault as e:
+        data = sorted({s for s in li.missing if s.startswith(("__ZTV", "__ZTT", "__ZTI")) or not s.endswith(("Ev", "v0"))})
+        raise GuestFault(f"{li.path}: an initializer faulted ({e}); its imports no stand-in provides "
+                         f"(a data import among them reads as code): {', '.join(data)}") from e
 
 
 def enter_backend_init(p, loaded, logs):

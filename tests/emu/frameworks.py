@@ -8,6 +8,7 @@ work is modelled.
 """
 import re
 
+import libcxx
 from machoemu import GuestFault
 
 # libclosure: Block_private.h
@@ -588,6 +589,7 @@ def install(d):
     f = Frameworks(d)
     f.install()
     d.m.data_provider = data_symbols(d)
+    libcxx.install(d)
     d.m.image_hooks = getattr(d.m, "image_hooks", []) + [d.objc.map_images]
     d.frameworks = f
     return f

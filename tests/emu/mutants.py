@@ -25,20 +25,38 @@ def _patch(raw, at, new):
     return bytes(b)
 
 
-def chip_table_byte(raw, img):
-    """The family of the M2 row of the chip table (_chip_rows: {char series; int generation;
-    const char *variant; int family; const char *source}, 32 bytes a row) one higher."""
+def _chip_rows(img, generation):
+    """(offset in the slice of its family field, family) of each M<generation> row of the chip
+    table (_chip_rows: {char series; int generation; const char *variant; int family; const
+    char *source}, 32 bytes a row)."""
     base = {v: k for k, v in img.symbols().items()}["_chip_rows"]
     sec = next(s for s in img.bin.sections if s.virtual_address <= base < s.virtual_address + s.size)
     off = sec.offset + (base - sec.virtual_address)
     for row in range(32):
-        series, gen = struct.unpack_from("<bxxxi", img.slice_bytes, off + 32 * row)
-        if chr(series) == "M" and gen == 2:
-            fam_at = off + 32 * row + 16
-            fam = struct.unpack_from("<i", img.slice_bytes, fam_at)[0]
-            return (_patch(raw, _slice_offset(raw, img) + fam_at, struct.pack("<i", fam + 1)),
-                    f"chip row M2: family {fam} -> {fam + 1}")
+        series, gen = struct.unpack_from("<Bxxxi", img.slice_bytes, off + 32 * row)
+        if chr(series) not in "MA":
+            return  # past the table's last row
+        if chr(series) == "M" and gen == generation:
+            yield off + 32 * row + 16, struct.unpack_from("<i", img.slice_bytes, off + 32 * row + 16)[0]
+
+
+def chip_table_byte(raw, img):
+    """The family of the M2 row of the chip table one higher."""
+    for fam_at, fam in _chip_rows(img, 2):
+        return (_patch(raw, _slice_offset(raw, img) + fam_at, struct.pack("<i", fam + 1)),
+                f"chip row M2: family {fam} -> {fam + 1}")
     raise ValueError("no M2 row in _chip_rows")
+
+
+def m1_denies_apple7(raw, img):
+    """Every M1 row of the chip table answers Apple6 at most (family 1006 for 1007): what a
+    wrong row would cost, the SIMD-group paths of every ggml client on an M1 host."""
+    rows = list(_chip_rows(img, 1))
+    if not rows:
+        raise ValueError("no M1 row in _chip_rows")
+    for fam_at, fam in rows:
+        raw = _patch(raw, _slice_offset(raw, img) + fam_at, struct.pack("<i", min(fam, 1006)))
+    return raw, f"{len(rows)} chip rows M1: family {rows[0][1]} -> 1006"
 
 
 def supports_family_return(raw, img):
@@ -124,7 +142,7 @@ MUTANTS = {"chip table byte": chip_table_byte, "supportsFamily: return": support
 
 
 # mutants the real clients' cases use (tests/emu/test_clients.py), beside the slice's own four
-EXTRA = {"family table branches": family_table_branches}
+EXTRA = {"family table branches": family_table_branches, "M1 row denies Apple7": m1_denies_apple7}
 
 
 def make(name, raw):

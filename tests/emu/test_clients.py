@@ -22,6 +22,7 @@ from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the archives 
 if sys.platform.startswith("linux"):
     import clients  # noqa: E402
     import mutants  # noqa: E402
+    import ops  # noqa: E402
     from machoemu import Unresolved  # noqa: E402
     BUILDS = clients.BUILDS
 else:
@@ -47,6 +48,7 @@ def cases(b):
 
 
 RESULTS = {}  # (build key, case name) -> (observed, predicted, run)
+OP_CASES = ["stock"] + CHIPS  # the cases whose process is also asked for its ops (the table's columns)
 
 
 def result(b, name):
@@ -54,7 +56,21 @@ def result(b, name):
         c = next(c for c in cases(b) if c[0] == name)
         r = clients.run(b, c[1], fail_compile=c[2])
         RESULTS[(b.key, name)] = (r.observed(b), clients.predict(b, clients.answered(c[3]), compile_fails=c[2]), r)
+        if name in OP_CASES:
+            r.ops = ops.ask(b.key, r)
     return RESULTS[(b.key, name)]
+
+
+def flags(answers):
+    """(SIMD-group reduction, SIMD-group matrix multiply) from a build's gate answers."""
+    return tuple(next(v for k, v in answers.items() if k.startswith(p)) == "true" for p in ("simdgroup reduction", "simdgroup matrix mul."))
+
+
+def op_result(b, name):
+    """(what the build's supports_op answered, or None when not asked; what its source predicts
+    from the flags its gates predict; the same from the flags it printed)."""
+    observed, predicted, r = result(b, name)
+    return r.ops, ops.predict(b.key, *flags(predicted)), ops.predict(b.key, *flags(observed))
 
 
 def need(b):
@@ -100,6 +116,74 @@ def test_the_library_says_it_hooked_the_device_for_the_client(b):
     assert "program_source: error: the case makes compiles fail" in failing.text, failing.text
 
 
+OPS = [(b, c) for b in BUILDS if b.key in ops.ASK for c in OP_CASES] if BUILDS else []
+
+
+@pytest.mark.parametrize("b,name", OPS, ids=[f"{b.key}: {n}" for b, n in OPS])
+def test_the_backend_accepts_the_ops_its_source_predicts(b, name):
+    """The build's own supports_op (ops.ASK), asked in the case's process on tensors its own ggml
+    built, answers what its source (ops.RULES, file and line) gives for the flags its gates
+    predict: stock the reduction and matrix-multiply ops stay off Metal, on each host all move."""
+    need(b)
+    got, want, _ = op_result(b, name)
+    assert got == want, f"{b.key} {name}: supports_op answered {got}, its source predicts {want}"
+    assert len(got) == 17
+
+
+@pytest.mark.parametrize("b", [b for b in BUILDS if b.key in ops.NOT_ASKED], ids=lambda b: b.key)
+def test_a_build_not_asked_lacks_the_call_and_is_compared_by_its_flags(b):
+    """What NOT_ASKED says of the build holds for its images: no exported entry point of ggml,
+    no ggml_backend_dev_supports_op or ggml_backend_supports_op, and the constructors it names
+    are absent; its op row comes from its printed flags, which equal its gates' prediction."""
+    need(b)
+    r = result(b, "stock")[2]
+    assert not any(e.startswith("_ggml_") for li in r.loaded for e in li.exports)
+    g = ops.Ggml.__new__(ops.Ggml)
+    g.loaded = r.loaded
+    assert not g.has("ggml_backend_dev_supports_op") and not g.has("ggml_backend_supports_op")
+    missing = ops.missing_constructors(b.key, r.loaded)
+    assert missing and all(c.replace("ggml_", "").upper() in ops.NOT_ASKED[b.key] for c in missing), missing
+    for name in OP_CASES:
+        _, want, printed = op_result(b, name)
+        assert printed == want, name
+
+
+def test_a_mutant_whose_m1_row_denies_apple7_fails_an_op_case():
+    """The library with its M1 chip row answering Apple6 at most (mutants.m1_denies_apple7):
+    the M1 host's ops are no longer what the client's source predicts for an M1."""
+    b = next(b for b in BUILDS if b.key in ops.ASK)
+    need(b)
+    mutant, what = mutants.make("M1 row denies Apple7", clients.LIB.read_bytes())
+    r = clients.run(b, {**UNLOCK, "VZCAPS_HOST_CHIP": "Apple M1"}, lib=mutant)
+    got, want = ops.ask(b.key, r), ops.predict(b.key, *flags(clients.predict(b, clients.answered(1007))))
+    assert got != want, what
+    assert sum(got.values()) < len(want), (what, got)
+
+
+def test_the_whisper_addons_colour_strings_are_libcxxs():
+    """@fugood/node-whisper's first initializer builds whisper.cpp's k_colors with
+    std::ostringstream (tests/emu/libcxx.py): the seven strings its stand-ins made are
+    whisper.cpp's rule for them (examples/common.h:264-295 of whisper.cpp 1.9.1, as the npm
+    source package @fugood/whisper.node@1.1.1 carries it)."""
+    b = next(b for b in BUILDS if b.key == "fugood-whisper-1.1.1")
+    need(b)
+
+    def xterm256(r, g, bl):  # rgb2xterm256, in C's integer arithmetic
+        def uncube(v):
+            return 0 if v < 48 else 1 if v < 115 else (v - 35) // 40
+        cube = [0, 0o137, 0o207, 0o257, 0o327, 0o377]
+        av = int(r * .299 + g * .587 + bl * .114 + .5)
+        il = 23 if av > 238 else int((av - 3) / 10)
+        ql = il * 10 + 8
+        ir, ig, ib = uncube(r), uncube(g), uncube(bl)
+        if (cube[ir] - r) ** 2 + (cube[ig] - g) ** 2 + (cube[ib] - bl) ** 2 <= (ql - r) ** 2 + (ql - g) ** 2 + (ql - bl) ** 2:
+            return ir * 36 + ig * 6 + ib + 0o20
+        return il + 0o350
+    rgb = [(220, 5, 12), (232, 96, 28), (241, 147, 45), (246, 193, 65), (247, 240, 86), (144, 201, 135), (78, 178, 101)]
+    made = result(b, "stock")[2].p.d.libcxx.made
+    assert made[:7] == [b"\033[38;5;%dm" % xterm256(*c) for c in rgb], made
+
+
 @pytest.mark.parametrize("b", BUILDS, ids=[b.key for b in BUILDS])
 def test_the_build_prints_the_lines_its_gates_are_read_from(b):
     """The gates are read from a source of the same ggml; the build's own format strings must be
@@ -133,7 +217,10 @@ def test_every_build_is_pinned_and_the_acceptance_spread_holds():
     loader.exec_module(fc)
     pins = {p[0]: (p[2], p[3]) for p in fc.PINS}
     assert {b.archive: (b.package, b.version) for b in BUILDS}.items() <= pins.items()
-    assert len(BUILDS) >= 4 and len({b.package for b in BUILDS}) >= 3
+    assert len(BUILDS) >= 5 and len({b.package for b in BUILDS}) >= 4
+    assert not {b.archive for b in BUILDS} & fc.ON_DEMAND  # install-deps fetches every build the run needs
+    import torch_mps
+    assert fc.TORCH[0] == torch_mps.ENTRY and fc.TORCH[0] in fc.ON_DEMAND and fc.ONLY[fc.TORCH[0]]
     assert any("whisper" in b.client for b in BUILDS)
     assert {clients.GATES[b.key][1].split(":")[0] for b in BUILDS} >= {"ggml-metal.m", "ggml-metal-device.m"}
 
@@ -149,6 +236,38 @@ def test_the_client_reads_its_own_environment(value, seconds):
     assert f"(keep_alive = {seconds} s)" in r.text, r.text
 
 
+@pytest.mark.parametrize("case,change,says", [
+    ("default scope", {"torch": [(1007, 1)]}, "read [1], expected 0"),
+    ("default scope", {"torch": [(1006, 1)]}, "read nothing (not asked)"),
+    ("stock_callers = none", {"returned": False, "why": "GuestFault: x"}, "did not return: GuestFault: x"),
+    ("stock_callers = none", {"ggml_callers": ["libtorch_cpu.dylib"]}, "came from ['libtorch_cpu.dylib']"),
+    ("default scope", {"ggml": {"family": 1005}}, "its gates predict"),
+])
+def test_check_torch_fails_on_each_wrong_answer(case, change, says):
+    """make check-torch's decision (torch_mps.differences) on a case's record: the right record
+    passes, and each wrong part fails with its own line."""
+    import torch_mps
+    name, _, want, must_return = next(c for c in torch_mps.CASES if c[0] == case)
+    b = BUILDS[0]
+    good = {"ggml": clients.predict(b, clients.answered(1008)), "ggml_callers": ["libggml-metal.so"],
+            "torch": [(1007, want)], "returned": must_return, "why": ""}
+    assert torch_mps.differences(name, want, must_return, good) == []
+    out = torch_mps.differences(name, want, must_return, {**good, **change})
+    assert len(out) == 1 and out[0].startswith(name + ": ") and says in out[0], out
+
+
+def test_check_torch_names_a_missing_image_and_how_to_fetch_it(tmp_path):
+    import torch_mps
+    (tmp_path / "libc10.dylib").write_bytes(b"\xcf\xfa\xed\xfe")
+    with pytest.raises(SystemExit) as e:
+        torch_mps.main([str(tmp_path)])
+    assert str(e.value) == (f"check-torch: {tmp_path}/libtorch_cpu.dylib: missing; "
+                            f"run python3 scripts/fetch-clients {torch_mps.ENTRY}")
+    with pytest.raises(SystemExit) as e:
+        torch_mps.main([str(tmp_path / "nope")])
+    assert "usage: python3 tests/emu/torch_mps.py" in str(e.value)
+
+
 def test_a_mutant_of_the_library_fails_a_client_case():
     """The library with supportsFamily:'s answer inverted wherever it reads its family table
     (tests/emu/mutants.py): the M2 case's answers are no longer the gates' prediction."""
@@ -157,6 +276,48 @@ def test_a_mutant_of_the_library_fails_a_client_case():
     mutant, what = mutants.make("family table branches", clients.LIB.read_bytes())
     r = clients.run(b, {**UNLOCK, "VZCAPS_HOST_CHIP": "Apple M2"}, lib=mutant)
     assert r.observed(b) != clients.predict(b, clients.answered(1008)), what
+
+
+def test_the_stringbuf_grows_as_libcxx_overflow_does():
+    """libcxx.py's basic_stringbuf on its own (the colour strings never overflow the 22 bytes a
+    short string holds): 40 bytes through xsputn, called through the stringbuf's vtable as
+    sputn does, overflow the put area (include/sstream:526-564) and move the string to a long
+    buffer; str() returns them all, and the string's bytes are the put area's."""
+    import libcxx
+    from process import Process, image
+    p = Process(image(str(clients.LIB)), {}, argv=("node",), exe="/usr/local/bin/node")
+    frameworks = clients.frameworks.install(p.d)
+    m, lc = p.m, p.d.libcxx
+    sb = m.alloc(104, 16)
+    m.write(sb, b"\0" * 104)
+    m.put64(sb, lc.data[f"__ZTVNSt3__115{libcxx.SB}E"] + 16)
+    m.put32(sb + libcxx.SB_MODE, libcxx.OUT)
+    text = bytes(range(65, 105))
+    src = m.alloc(len(text))
+    m.write(src, text)
+    xsputn = m.u64(m.u64(sb) + 8 * 12)
+    assert m.call(xsputn, sb, src, len(text), image="node") == len(text)
+    s = sb + libcxx.SB_STR
+    assert m.read(s + 23, 1)[0] & 0x80 and libcxx.string_capacity(m, s) >= len(text)  # long, per __recommend
+    assert m.read(m.u64(sb + libcxx.PBASE), len(text)) == text and m.u64(sb + libcxx.PPTR) - m.u64(sb + libcxx.PBASE) == len(text)
+    out = m.alloc(24, 8)
+    m.uc.reg_write(clients.frameworks.libcxx.UC_ARM64_REG_X8, out)
+    lc.str(m, sb)
+    assert libcxx.string_get(m, out) == text and lc.made == [text]
+    assert frameworks is p.d.frameworks
+
+
+def test_an_initializer_reading_a_missing_data_import_names_it(monkeypatch):
+    """Without libcxx.py's tables, @fugood/node-whisper's colour-string initializer reads
+    basic_ostringstream's VTT from a function cell and faults: the fault names the image and
+    the data imports nothing provides (what adding it lacked: the fault alone said 0xff..e8)."""
+    b = next(b for b in BUILDS if b.key == "fugood-whisper-1.1.1")
+    need(b)
+    monkeypatch.setattr(clients.frameworks.libcxx, "install", lambda d: None)
+    with pytest.raises(clients.GuestFault) as e:
+        clients.run(b, {})
+    assert "index.node: an initializer faulted" in str(e.value)
+    assert "__ZTTNSt3__119basic_ostringstreamIcNS_11char_traitsIcEENS_9allocatorIcEEEE" in str(e.value)
 
 
 def test_an_unresolvable_import_names_the_image_and_the_symbol(monkeypatch):
@@ -210,20 +371,87 @@ def table():
     return "\n".join(rows)
 
 
+def ops_cell(b, name):
+    """K of N: the ops its supports_op accepted (a build not asked: its rules over the flags it printed)."""
+    got, want, printed = op_result(b, name)
+    row = printed if got is None else got
+    if row != want:
+        return "**differs from its source**"
+    return f"{sum(row.values())} of {len(row)}"
+
+
+def moves(b):
+    """The ops off Metal stock and on it on every host, MUL_MAT's types gathered."""
+    rows = [op_result(b, c) for c in OP_CASES]
+    stock, hosts = [r[0] if r[0] is not None else r[2] for r in rows][0], [r[0] if r[0] is not None else r[2] for r in rows][1:]
+    out = [n for n in stock if not stock[n] and all(h[n] for h in hosts)]
+    mm = [n.split(" ")[1] for n in out if n.startswith("MUL_MAT ")]
+    out = [n for n in out if not n.startswith("MUL_MAT ")]
+    if mm:
+        out.insert(0, f"MUL_MAT ({', '.join(mm)})")
+    return ", ".join(f"`{n}`" for n in out) or "none"
+
+
+ASKED = {"device": "`ggml_backend_dev_supports_op`", "backend": "`ggml_backend_supports_op` (no Metal device yet)"}
+
+
+def ops_table():
+    head = (["client", "package", "asked through", "ops on Metal: stock"] + [f"through vzcaps: {c.replace('Apple ', '')}" for c in CHIPS] +
+            ["ops that move to Metal"])
+    rows = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    for b in BUILDS:
+        asked = ASKED.get(ops.ASK.get(b.key), "not asked: its flags")
+        rows.append("| " + " | ".join([b.client, f"`{b.package}@{b.version}`", asked] +
+                                      [ops_cell(b, c) for c in OP_CASES] + [moves(b)]) + " |")
+    return "\n".join(rows)
+
+
+OPS_BEGIN, OPS_END = "<!-- clients-ops:begin (generated by tests/emu/test_clients.py) -->", "<!-- clients-ops:end -->"
+WHOLE, SHORT = ROOT / "build" / "emu-clients.md", ROOT / "build" / "emu-clients-ops.txt"
+
+
+def short_form():
+    """What make check-emu prints: per build, its ops on Metal stock and through vzcaps per host."""
+    lines = [f"ops on Metal, asked of each build's own supports_op (the whole table: {WHOLE.relative_to(ROOT)}):"]
+    for b in BUILDS:
+        cells = "  ".join(f"{c.replace('Apple ', '')} {ops_cell(b, c)}" for c in OP_CASES[1:])
+        lines.append(f"  {b.package}@{b.version}: stock {ops_cell(b, 'stock')}; through vzcaps {cells}")
+    return "\n".join(lines)
+
+
+def readme_says_the_run():
+    """The README's status sentence on ops: the stock counts (K or K' of N) and N of N through
+    vzcaps are the run's."""
+    import re
+    text = " ".join((ROOT / "README.md").read_text().split())
+    m = re.search(r"accepts (\d+) or (\d+) of a small Llama layer's (\d+) ops stock .*? and (\d+) of (\d+) through vzcaps on every host chip", text)
+    assert m, "README.md: no sentence on the ops each build accepts"
+    stock = {ops_cell(b, "stock") for b in BUILDS}
+    hosts = {ops_cell(b, c) for b in BUILDS for c in OP_CASES[1:]}
+    said = {f"{m.group(1)} of {m.group(3)}", f"{m.group(2)} of {m.group(3)}"}
+    assert stock == said and hosts == {f"{m.group(4)} of {m.group(5)}"}, (stock, hosts, m.group(0))
+
+
 def test_zz_the_page_table_is_the_run():
     for b in BUILDS:
         need(b)
-    want = table()
+    blocks = {(BEGIN, END): table(), (OPS_BEGIN, OPS_END): ops_table()}
     text = PAGE.read_text()
     if os.environ.get("VZCAPS_CLIENTS_TABLE") == "write":
-        a, e = text.index(BEGIN) + len(BEGIN), text.index(END)
-        PAGE.write_text(text[:a] + "\n" + want + "\n" + text[e:])
-        text = PAGE.read_text()
-    assert BEGIN in text and END in text, f"{PAGE}: no generated block"
-    page = text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip()
-    assert page == want, f"docs/clients.md's table and the run disagree (VZCAPS_CLIENTS_TABLE=write rewrites it):\n{want}"
-    passed = sum(all(result(b, c[0])[0] == result(b, c[0])[1] for c in cases(b)) for b in BUILDS)
-    SUMMARY.parent.mkdir(parents=True, exist_ok=True)
+        for (begin, end), want in blocks.items():
+            a, e = text.index(begin) + len(begin), text.index(end)
+            text = text[:a] + "\n" + want + "\n" + text[e:]
+        PAGE.write_text(text)
+    WHOLE.parent.mkdir(parents=True, exist_ok=True)
+    WHOLE.write_text("\n\n".join(blocks.values()) + "\n")
+    SHORT.write_text(short_form() + "\n")
+    for (begin, end), want in blocks.items():
+        assert begin in text and end in text, f"{PAGE}: no generated block {begin}"
+        page = text[text.index(begin) + len(begin):text.index(end)].strip()
+        assert page == want, f"docs/clients.md's table and the run disagree (VZCAPS_CLIENTS_TABLE=write rewrites it):\n{want}"
+    readme_says_the_run()
+    passed = sum(all(result(b, c[0])[0] == result(b, c[0])[1] for c in cases(b)) and
+                 all(ops_cell(b, c) != "**differs from its source**" for c in OP_CASES) for b in BUILDS)
     SUMMARY.write_text(json.dumps({"builds": len(BUILDS), "passed": passed}) + "\n")
     assert passed == len(BUILDS)
 

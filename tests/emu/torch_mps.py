@@ -1,26 +1,31 @@
-"""PyTorch's MPS start-up beside ggml in one emulated process, by hand (not part of make check:
-libtorch_cpu.dylib is 422 MB; LIEF needs about 35-60 s and 4.8 GB to read it).
+"""PyTorch's MPS start-up beside ggml in one emulated process, both ways (make check-torch, run by
+.ci/run after make check; not part of make check: libtorch_cpu.dylib is 422 MB and LIEF needs
+15-25 s and 4.8 GB to read it).
 
-usage: python3 tests/emu/torch_mps.py TORCH_WHEEL [VZCAPS_VARIABLE=VALUE ...]
-  TORCH_WHEEL  a torch macOS arm64 wheel from PyPI (torch-2.15.0-cp312-cp312-macosx_14_0_arm64.whl
-               was the one tried); its torch/lib/libc10.dylib and libtorch_cpu.dylib are read
-               from it into a temporary directory
-  default variables: VZCAPS_APPLE_FAMILY_MAX=auto VZCAPS_HOST_CHIP="Apple M2" VZCAPS_CALLERS="libggml*"
+usage: python3 tests/emu/torch_mps.py [TORCH_LIB_DIR]
+  TORCH_LIB_DIR  holds libc10.dylib and libtorch_cpu.dylib; default: the torch wheel's torch/lib
+                 that scripts/fetch-clients extracts (the pin ENTRY, fetched on demand)
 
-The library is inserted and started; node-llama-cpp 3.21.1's ggml (tests/emu/clients.py) starts
-its Metal device; then libc10 and libtorch_cpu are mapped and bound beside it and PyTorch's own
-at::mps::MPSDevice::getInstance() runs. libtorch_cpu's 333 initializers (operator registrations)
-are not run; on the path where Apple7 is answered NO the start-up stops where PyTorch builds a
-C++ string stream (libc++'s streams have no stand-in); with YES, getInstance() returns. What runs
-is its device creation through MTLCopyAllDevices and its family query. Prints what ggml printed, every supportsFamily: PyTorch's bytes sent and the answer they
-read back (a one-shot hook at the return address in libtorch_cpu), and the times and memory.
+For each case the shipped library is inserted and started on an M2 host with the family unlocked
+(VZCAPS_APPLE_FAMILY_MAX=auto); node-llama-cpp 3.21.1's ggml (tests/emu/clients.py) starts its
+Metal device; then libc10 and libtorch_cpu are mapped and bound beside it and PyTorch's own
+at::mps::MPSDevice::getInstance() runs (its device creation through MTLCopyAllDevices and its
+Apple7 query; libtorch_cpu's 333 initializers, operator registrations, are not run). The cases:
+  default scope         nothing set: callers = *, stock_callers = libtorch_cpu.dylib
+                        libtorch_cpu.so (the library's defaults): ggml reads Apple8, PyTorch's
+                        supportsFamily:Apple7 reads NO (its Metal Performance Primitives stay off)
+  stock_callers = none  PyTorch reads YES and getInstance() returns
+The answer PyTorch read is taken at the return address in libtorch_cpu (a one-shot hook). On the
+NO path PyTorch goes on to build a warning with libc++ strings that have no stand-in, and stops
+there; what it read is what is checked. Exit status 0 when both cases hold, 1 otherwise (each
+difference on one line); the closing line:
+  check-torch: PyTorch's MPS start-up beside ggml: default scope Apple7 = NO (ggml Apple8); stock_callers = none Apple7 = YES
 """
+import gc
 import os
 import resource
 import sys
-import tempfile
 import time
-import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -32,13 +37,12 @@ from process import Process, image  # noqa: E402
 from unicorn import UC_HOOK_CODE  # noqa: E402
 from unicorn.arm64_const import UC_ARM64_REG_X0, UC_ARM64_REG_X30  # noqa: E402
 
+ENTRY = "torch-2.15.0-cp312-macosx_14_0_arm64"  # scripts/fetch-clients' TORCH pin
 SITE = "/Users/me/venv/lib/python3.12/site-packages/torch/lib"
 GETINSTANCE = "__ZN2at3mps9MPSDevice11getInstanceEv"
-
-
-def extract(wheel, tmp):
-    with zipfile.ZipFile(wheel) as z:
-        return [z.extract(f"torch/lib/{n}", tmp) for n in ("libc10.dylib", "libtorch_cpu.dylib")]
+UNLOCK = {"VZCAPS_APPLE_FAMILY_MAX": "auto", "VZCAPS_HOST_CHIP": "Apple M2"}
+# name, variables beside UNLOCK, what PyTorch's supportsFamily:Apple7 must read, whether getInstance() must return
+CASES = [("default scope", {}, 0, False), ("stock_callers = none", {"VZCAPS_STOCK_CALLERS": "none"}, 1, True)]
 
 
 def answers_of(p, lt):
@@ -59,16 +63,10 @@ def answers_of(p, lt):
     return out
 
 
-def main(argv):
-    if not argv or not os.path.isfile(argv[0]):
-        sys.exit("usage: python3 tests/emu/torch_mps.py TORCH_WHEEL [VARIABLE=VALUE ...]")
-    t0 = time.time()
-
-    def lap(msg):
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
-        print(f"{time.time() - t0:6.1f} s  {rss:5d} MB  {msg}", flush=True)
-    env = {"VZCAPS_APPLE_FAMILY_MAX": "auto", "VZCAPS_HOST_CHIP": "Apple M2", "VZCAPS_CALLERS": "libggml*"}
-    env.update(a.split("=", 1) for a in argv[1:])
+def run_case(c10, cpu, env):
+    """One process: the library, ggml's start-up, then PyTorch's getInstance(). Returns what
+    ggml printed and asked, what PyTorch asked and read, whether getInstance() returned, and
+    the library's stderr."""
     b = clients.BUILDS[0]
     p = Process(image(str(clients.LIB)), env, argv=("python3",), exe="/usr/local/bin/python3")
     frameworks.install(p.d)
@@ -79,26 +77,66 @@ def main(argv):
         p.m.start_image(li, envp=p.m.u64(p.d.environ_var))
     logs = []
     clients.ENTRIES[b.entry](p, loaded, logs)
-    lap("ggml: " + "; ".join(ln.split(": ", 1)[1] for ln in "".join(logs).splitlines()
-                             if "GPU family: MTLGPUFamilyApple" in ln or "simdgroup reduction" in ln))
-    with tempfile.TemporaryDirectory() as tmp:
-        c10_path, cpu_path = extract(argv[0], tmp)
-        print(f"libtorch_cpu.dylib: {os.path.getsize(cpu_path)} bytes")
-        c10, cpu = Image.load(c10_path), Image.load(cpu_path)
-    init = cpu.section("__TEXT", "__init_offsets")
-    lap(f"parsed: {len(list(cpu.bin.imported_symbols))} imports, {init.size // 4 if init else 0} initializers (not run)")
+    ggml = clients.Run(p, logs, sends, set())
+    ggml_callers, ggml_observed = ggml.callers(), ggml.observed(b)  # before PyTorch asks
     p.m.add_image(c10, f"{SITE}/libc10.dylib")
     lt = p.m.add_image(cpu, f"{SITE}/libtorch_cpu.dylib")
-    lap(f"mapped and bound; {len(set(lt.missing))} of its imports have no stand-in (each fails only if called)")
     got = answers_of(p, lt)
     try:
         p.m.call(lt.exports[GETINSTANCE], image="python3")
-        lap("MPSDevice::getInstance() returned")
-    except (GuestFault, Exception) as e:
-        lap(f"MPSDevice::getInstance() stopped: {type(e).__name__}: {str(e)[:160]}")
-    print("ggml asked from:", sorted({c for _, c in sends if c.startswith("libggml")}))
-    print("PyTorch asked and read:", [(f, a) for f, a, _ in got])
-    print("stderr:", p.stderr.strip())
+        returned, why = True, ""
+    except (GuestFault, Exception) as e:  # the NO path stops where a stand-in is missing
+        returned, why = False, f"{type(e).__name__}: {str(e)[:160]}"
+    return {"ggml": ggml_observed, "ggml_callers": ggml_callers, "torch": [(f, a) for f, a, _ in got],
+            "returned": returned, "why": why, "stderr": p.stderr.strip()}
+
+
+def differences(name, want_answer, must_return, r):
+    b = clients.BUILDS[0]
+    out = []
+    want_ggml = clients.predict(b, clients.answered(clients.HOSTS["Apple M2"]))
+    if r["ggml"] != want_ggml:
+        out.append(f"{name}: ggml printed {r['ggml']}, its gates predict {want_ggml}")
+    if r["ggml_callers"] != ["libggml-metal.so"]:
+        out.append(f"{name}: the families ggml asked came from {r['ggml_callers']}, not libggml-metal.so")
+    apple7 = [a for f, a in r["torch"] if f == 1007]
+    if not apple7 or any(a != want_answer for a in apple7):
+        out.append(f"{name}: PyTorch's supportsFamily:Apple7 read {apple7 or 'nothing (not asked)'}, expected {want_answer}")
+    if must_return and not r["returned"]:
+        out.append(f"{name}: MPSDevice::getInstance() did not return: {r['why']}")
+    return out
+
+
+def main(argv):
+    if len(argv) > 1 or (argv and not os.path.isdir(argv[0])):
+        sys.exit("usage: python3 tests/emu/torch_mps.py [TORCH_LIB_DIR]")
+    lib = argv[0] if argv else str(clients.CACHE / ENTRY / "torch" / "lib")
+    paths = [os.path.join(lib, n) for n in ("libc10.dylib", "libtorch_cpu.dylib")]
+    for path in paths:
+        if not os.path.isfile(path):
+            sys.exit(f"check-torch: {path}: missing; run python3 scripts/fetch-clients {ENTRY}")
+    t0 = time.time()
+
+    def lap(msg):
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+        print(f"{time.time() - t0:6.1f} s  {rss:5d} MB  {msg}", flush=True)
+    c10, cpu = Image.load(paths[0]), Image.load(paths[1])
+    lap(f"libtorch_cpu.dylib ({os.path.getsize(paths[1])} bytes) parsed")
+    failed, seen = [], {}
+    for name, extra, want, must_return in CASES:
+        r = run_case(c10, cpu, {**UNLOCK, **extra})
+        gc.collect()  # the previous process's guest memory goes before the next is mapped
+        seen[name] = r
+        lap(f"{name}: ggml read Apple{(r['ggml']['family'] or 0) - 1000}; PyTorch asked and read {r['torch']}; "
+            f"getInstance() {'returned' if r['returned'] else 'stopped: ' + r['why']}")
+        failed += differences(name, want, must_return, r)
+    for line in failed:
+        print("check-torch: " + line)
+    if failed:
+        return 1
+    d = seen["default scope"]
+    print(f"check-torch: PyTorch's MPS start-up beside ggml: default scope Apple7 = NO (ggml Apple{d['ggml']['family'] - 1000}); "
+          "stock_callers = none Apple7 = YES")
     return 0
 
 
