@@ -103,7 +103,7 @@ static void init(void)
     int h = handed_name(env, handed, sizeof handed);
     if (h < 0)
         return; /* a child of a script's process: stock */
-    /* argv[0]'s base name, or the path exec was given's (platform): a parent judged it by that */
+    /* argv[0]'s base name, else the leaf of the path exec was given (platform): as a parent judged it */
     const char *name = h > 0 ? handed : vzcaps_platform_exe_name();
     struct vzcaps_inputs in = {0};
     in.envp = (const char *const *)env;
