@@ -95,7 +95,7 @@ static void handed_to_children(char **env)
 
 static void init(void)
 {
-    static char brand[256], handed[256], exe_path[VZCAPS_PATH_MAX + 1];
+    static char brand[256], handed[256];
     char **env = *vzcaps_platform_environ();
     vzcaps_say_note_stderr();
     if (is_launcher())
@@ -103,11 +103,8 @@ static void init(void)
     int h = handed_name(env, handed, sizeof handed);
     if (h < 0)
         return; /* a child of a script's process: stock */
+    /* argv[0]'s base name, else the leaf of the path exec was given (platform): as a parent judged it */
     const char *name = h > 0 ? handed : vzcaps_platform_exe_name();
-    /* an empty argv[0] (execve(path, {"", NULL}, env)) names nothing: the executable's base name
-     * picks the section, as the record names it and a parent's inherit decision judged it */
-    if (!*name && vzcaps_platform_exe_path(exe_path, sizeof exe_path) == 0)
-        name = vzcaps_basename(exe_path);
     struct vzcaps_inputs in = {0};
     in.envp = (const char *const *)env;
     in.exe = name;

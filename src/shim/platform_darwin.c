@@ -24,6 +24,7 @@ const char vzcaps_platform_preload_seps[] = ":";
 const char vzcaps_platform_library_name[] = "libvzcaps.dylib";
 
 extern const char *getprogname(void);
+extern char ***_NSGetArgv(void); /* <crt_externs.h> */
 
 void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_len)
 {
@@ -42,11 +43,20 @@ void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_le
     host->translated = sysctlbyname("sysctl.proc_translated", &translated, &n, NULL, 0) == 0 && translated == 1;
 }
 
+/* The base name of argv[0] (NXArgv, which dyld sets: dyldMain.cpp:890), as on Linux and as a
+ * parent's inherit = matching judges a child; for an empty or absent argv[0], the leaf of the
+ * path exec was given, which is what getprogname() is on macOS (Libc getprogname.c:14-19 returns
+ * dyld's progname: DyldProcessConfig.cpp:483-485, the kernel's executable_path, links kept). */
 const char *vzcaps_platform_exe_name(void)
 {
-    const char *name = getprogname();
-    return name ? name : "?";
+    char **argv = *_NSGetArgv();
+    const char *name = argv && argv[0] && argv[0][0] ? vzcaps_basename(argv[0]) : getprogname();
+    return name ? name : "";
 }
+
+/* xnu: psignal(proc, ...) for a write's SIGPIPE and SIGXFSZ (sys_generic.c:601-606,
+ * vfs_vnops.c:1376-1386), delivered to any thread that does not block it (kern_sig.c:1932-1966) */
+const bool vzcaps_platform_write_signals_process = true;
 
 void vzcaps_platform_syslog(const char *line, size_t n)
 {

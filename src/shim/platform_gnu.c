@@ -10,6 +10,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -36,10 +37,17 @@ void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_le
     host->physical_memory_of = physical_memory; /* asked only by a working-set floor */
 }
 
+/* The base name of argv[0], as a parent's inherit = matching judges a child; for an empty one,
+ * the leaf of the path exec was given (AT_EXECFN, links kept), as macOS's getprogname() is. */
 const char *vzcaps_platform_exe_name(void)
 {
-    return program_invocation_short_name;
+    const char *given = (const char *)getauxval(AT_EXECFN);
+    return program_invocation_short_name[0] || !given ? program_invocation_short_name : vzcaps_basename(given);
 }
+
+/* Linux: send_sig(sig, current, 0) for a write's SIGPIPE and SIGXFSZ, queued for the writing
+ * thread alone (kernel/signal.c send_sig_info: PIDTYPE_PID) */
+const bool vzcaps_platform_write_signals_process = false;
 
 void vzcaps_platform_syslog(const char *line, size_t n)
 {

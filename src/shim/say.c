@@ -1,6 +1,6 @@
 /* The one line the library says (prepared by the constructor, written once by the one writer
  * at the first device) and the way it writes into files of the host's: standard error as the
- * process started with it, and SIGPIPE/SIGXFSZ taken back in the writing thread.
+ * process started with it, and no SIGPIPE or SIGXFSZ the host can receive.
  * Never: blocks for more than 200 ms, writes to a file the program opened since it started,
  * allocates or locks on a hook's path, changes errno or the state of fd 2. */
 #define _GNU_SOURCE /* the POSIX and BSD interfaces glibc hides in strict C11 (macOS shows them) */
@@ -8,11 +8,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -106,73 +108,92 @@ static bool fd_writable(int fd, long long deadline)
 }
 
 /* One line to standard error. The state of fd 2 is left alone (no O_NONBLOCK, no
- * F_SETNOSIGPIPE: they would change it for the host process too). Instead: SIGPIPE is blocked
- * in this thread for the write and a SIGPIPE the write raised is taken back; each chunk waits
- * until the file is writable, within 200 ms for the whole line, and is no larger than PIPE_BUF
- * on macOS (512), so a writable pipe takes it without blocking. A reader that never reads costs
- * the host at most 200 ms, once. errno is as it was. */
+ * F_SETNOSIGPIPE: they would change it for the host process too), and no write raises a signal
+ * (vzcaps_quiet_write); each chunk waits until the file is writable, within 200 ms for the whole
+ * line, and is no larger than PIPE_BUF on macOS (512), so a writable pipe takes it without
+ * blocking. A reader that never reads costs the host at most 200 ms, once. errno is as it was. */
 VZCAPS_HIDDEN void vzcaps_write_stderr_line(const char *line, size_t n)
 {
     int saved = errno;
-    int fd = stderr_target();
-    if (fd < 0) {
-        errno = saved;
-        return; /* the line is lost, the program's file is not touched */
-    }
-    struct vzcaps_quiet q;
-    vzcaps_quiet_begin(&q);
+    int fd = stderr_target(); /* -1: the line is lost, the program's file is not touched */
     long long deadline = now_us() + 200000;
-    for (size_t off = 0; off < n;) {
+    for (size_t off = 0; fd >= 0 && off < n;) {
         if (!fd_writable(fd, deadline))
             break;
         size_t chunk = n - off < 512 ? n - off : 512;
-        ssize_t w = write(fd, line + off, chunk);
-        if (w < 0)
-            vzcaps_quiet_wrote(&q, errno);
+        ssize_t w = vzcaps_quiet_write(fd, line + off, chunk);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
             break; /* closed, full or gone: the line is lost, the host is not */
         off += (size_t)w;
     }
-    vzcaps_quiet_end(&q);
     errno = saved;
 }
 
+/* ---- writes into files of the host's that raise no signal the host can receive ----
+ * A write to a pipe or socket whose reader is gone raises SIGPIPE, one past RLIMIT_FSIZE
+ * SIGXFSZ; by default either ends the process.
+ * - Linux sends them to the writing thread (fs/pipe.c pipe_write, net/unix/af_unix.c,
+ *   mm/filemap.c generic_write_check_limits: send_sig(sig, current, 0), which kernel/signal.c
+ *   send_sig_info queues as PIDTYPE_PID, for that thread alone): blocked in this thread for the
+ *   write, the one the write raised is taken back (never one the host had pending before).
+ * - xnu sends them to the process (sys_generic.c:601-606, sys_socket.c:155-158,
+ *   vfs_vnops.c:1376-1386: psignal), to the first thread that does not block them
+ *   (kern_sig.c:1932-1966; GCD's start with SIGPIPE unblocked), and sigpending sees only this
+ *   thread's (kern_sig.c:835-846): blocking here does not help. So the write is not made where it would
+ *   raise one: a pipe or socket poll(2) says is hung up (sys_generic.c:1859-1860: EV_EOF, set in
+ *   the states in which the write fails with EPIPE: sys_pipe.c:933-936 and :1408-1410,
+ *   uipc_socket.c:2032 and :6778), or a regular file the write would take past RLIMIT_FSIZE at
+ *   the descriptor's offset (vn_write's check) or at the file's end (where an append lands);
+ *   errno is then EPIPE or EFBIG, as the write's would be. (F_SETNOSIGPIPE would set a flag of
+ *   the open file the host shares: kern_descrip.c:2931-2951.) Left open: a reader that leaves,
+ *   or a writer that grows the file, between the check and the write. */
 static const int quiet_signals[2] = {SIGPIPE, SIGXFSZ};
 
-void vzcaps_quiet_begin(struct vzcaps_quiet *q)
+/* the errno a write of n bytes to fd would fail with where it would raise a signal, else 0 */
+static int write_would_signal(int fd, size_t n)
 {
-    sigset_t set, pending;
+    struct stat st;
+    struct rlimit lim;
+    struct pollfd p = {fd, POLLOUT, 0};
+    if (fstat(fd, &st) != 0)
+        return 0; /* the write fails by itself */
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
+        return poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLERR)) ? EPIPE : 0;
+    if (!S_ISREG(st.st_mode) || getrlimit(RLIMIT_FSIZE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY)
+        return 0;
+    off_t at = lseek(fd, 0, SEEK_CUR);
+    return at < 0 || (rlim_t)(at > st.st_size ? at : st.st_size) + n > lim.rlim_cur ? EFBIG : 0;
+}
+
+ssize_t vzcaps_quiet_write(int fd, const void *buf, size_t n)
+{
+    int refused = vzcaps_platform_write_signals_process ? write_would_signal(fd, n) : 0;
+    if (refused)
+        return errno = refused, -1; /* not written: no signal, nothing to take back */
+    sigset_t set, old, pending;
     sigemptyset(&set);
     for (int i = 0; i < 2; i++)
         sigaddset(&set, quiet_signals[i]);
-    q->blocked = pthread_sigmask(SIG_BLOCK, &set, &q->old) == 0;
-    bool known = q->blocked && sigpending(&pending) == 0;
+    bool blocked = pthread_sigmask(SIG_BLOCK, &set, &old) == 0, was_pending[2];
+    bool known = blocked && sigpending(&pending) == 0;
     for (int i = 0; i < 2; i++)
-        q->was_pending[i] = !known || sigismember(&pending, quiet_signals[i]), q->raised[i] = false;
-}
-
-void vzcaps_quiet_wrote(struct vzcaps_quiet *q, int write_errno)
-{
-    q->raised[0] |= write_errno == EPIPE;
-    q->raised[1] |= write_errno == EFBIG;
-}
-
-void vzcaps_quiet_end(struct vzcaps_quiet *q)
-{
-    sigset_t pending;
-    if (!q->blocked)
-        return;
-    for (int i = 0; i < 2; i++)
-        if (q->raised[i] && !q->was_pending[i] && sigpending(&pending) == 0 && sigismember(&pending, quiet_signals[i])) {
-            sigset_t one;
+        was_pending[i] = !known || sigismember(&pending, quiet_signals[i]);
+    ssize_t w = write(fd, buf, n);
+    int e = errno;
+    for (int i = 0; blocked && w < 0 && i < 2; i++)
+        if (e == (i ? EFBIG : EPIPE) && !was_pending[i] && sigpending(&pending) == 0 &&
+            sigismember(&pending, quiet_signals[i])) {
             int sig;
-            sigemptyset(&one);
-            sigaddset(&one, quiet_signals[i]);
-            sigwait(&one, &sig); /* pending, so this returns at once */
+            sigemptyset(&set);
+            sigaddset(&set, quiet_signals[i]);
+            sigwait(&set, &sig); /* pending, so this returns at once */
         }
-    pthread_sigmask(SIG_SETMASK, &q->old, NULL);
+    if (blocked)
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    errno = e;
+    return w;
 }
 
 /* An escaped line of n bytes (line[n] is its '\n') to the system log and, if asked, to standard error. */

@@ -75,6 +75,9 @@ VZCAPS_HIDDEN int vzcaps_platform_execve(const char *path, char *const argv[], c
 /* this thread's scratch mapping (NULL at first) and setting it (0, or -1); neither allocates */
 VZCAPS_HIDDEN void *vzcaps_platform_scratch_get(void);
 VZCAPS_HIDDEN int vzcaps_platform_scratch_set(void *mapping);
+/* whether the kernel sends the SIGPIPE or SIGXFSZ a write raises to the process, any thread that
+ * does not block it (macOS), rather than to the writing thread (Linux): say.c's writes */
+VZCAPS_HIDDEN extern const bool vzcaps_platform_write_signals_process;
 /* the ELF machine of this build (the rig), 0 on macOS */
 VZCAPS_HIDDEN extern const unsigned vzcaps_platform_elf_machine;
 /* once, in the constructor: whatever the interposers need; false when selective inheritance

@@ -6,8 +6,8 @@
  * (at most 1024 bytes, O_APPEND) and a close: no malloc, no lock that waits (a rotation takes
  * one that never does), no blocking open (nothing but a regular file is opened; O_NONBLOCK
  * besides), never through a link (O_NOFOLLOW), never a file of someone else's, errno as it was,
- * SIGXFSZ taken back, and nothing said when anything fails (the record is lost, the host is not
- * touched). */
+ * no SIGXFSZ the host receives (vzcaps_quiet_write), and nothing said when anything fails (the
+ * record is lost, the host is not touched). */
 #define _POSIX_C_SOURCE 200809L
 #define _DARWIN_C_SOURCE /* O_NOFOLLOW on macOS */
 #include "quiet.h"
@@ -69,11 +69,8 @@ static void append(bool hooked, const char *cls, const char *reason)
     int fd = vzcaps_statsfile_open(log_path, log_old);
     if (fd < 0)
         return;
-    struct vzcaps_quiet q;
-    vzcaps_quiet_begin(&q);
-    if (write(fd, line, n) < 0) /* one write: O_APPEND keeps concurrent records whole */
-        vzcaps_quiet_wrote(&q, errno); /* a short or failed write is a lost record, nothing more */
-    vzcaps_quiet_end(&q);
+    /* one write: O_APPEND keeps concurrent records whole; a short or failed one is a lost record */
+    (void)vzcaps_quiet_write(fd, line, n);
     close(fd);
 }
 

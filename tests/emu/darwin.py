@@ -18,6 +18,7 @@ import os
 import re
 import struct
 
+import darwin_proc
 from machoemu import GuestFault, Jump
 
 # xnu bsd/sys/errno.h (numbers that differ from Linux's are mapped)
@@ -412,12 +413,14 @@ class Darwin:
 
     def init_stdio(self, host):
         """0 and 1 the terminal; 2 the terminal, closed (stderr_closed), /dev/full
-        (stderr="full") or a file of this machine's (stderr_file=PATH, opened for appending)."""
+        (stderr="full"), a pipe or socket whose reader is gone (stderr="widowed_pipe" or
+        "widowed_socket": darwin_proc) or a file of this machine's (stderr_file=PATH, opened for
+        appending)."""
         self.special.update({0: "tty", 1: "tty"})
         if host.get("stderr_closed"):
             return
-        if host.get("stderr") == "full":
-            self.special[2] = "full"
+        if host.get("stderr") in ("full",) + darwin_proc.WIDOWED:
+            self.special[2] = host["stderr"]
         elif host.get("stderr_file"):
             self.fds[2] = os.open(host["stderr_file"], os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
         else:
@@ -458,6 +461,8 @@ class Darwin:
             return self.TTY
         if kind == "full":
             return os.stat_result((0o20666, 7, 3, 1, 0, 0, 0, 0, 0, 0))
+        if kind in darwin_proc.WIDOWED:  # a pipe (S_IFIFO) or socket (S_IFSOCK) of the case's
+            return os.stat_result((0o10600 if kind == "widowed_pipe" else 0o140777, 4321, 0, 1, 0, 0, 0, 0, 0, 0))
         if fd in self.fds:
             st = os.fstat(self.fds[fd])
             fake = self.host.get("fake_inode", {}).get(fd)  # a case's stand-in for inode reuse
@@ -728,16 +733,18 @@ class Darwin:
             return g
         S("_open", open_)
 
-        def at_dir(d):
-            """An *at call's directory (xnu bsd/vfs/vfs_syscalls.c: nameiat): AT_FDCWD (-2,
-            bsd/sys/fcntl.h) or an open descriptor, as (host descriptor, path); None: EBADF."""
+        def at_dir(d, p):
+            """An *at call's directory for path p (xnu bsd/vfs/vfs_syscalls.c:4127-4168, nameiat):
+            AT_FDCWD (-2, bsd/sys/fcntl.h) and an absolute path ignore d (it is not even looked
+            up); else an open descriptor, as (host descriptor, path); None: EBADF (ENOTDIR for a
+            descriptor that is no directory comes from this machine's own *at call)."""
             d &= 0xFFFFFFFF
-            if d == 0xFFFFFFFE:
+            if d == 0xFFFFFFFE or m.cstr(p).startswith(b"/"):
                 return (None, os.getcwd())
             return (self.fds[d], fd_paths.get(d, "?")) if d in self.fds else None
 
-        def with_dir(d, call):
-            at = at_dir(d)
+        def with_dir(d, p, call):
+            at = at_dir(d, p)
             if at is None:
                 self.set_errno(EBADF)
                 return 2**64 - 1
@@ -747,26 +754,29 @@ class Darwin:
                 return sys_fail(e)
 
         def openat(m, d, p, flags, *_):
-            """openat(2) (xnu bsd/vfs/vfs_syscalls.c: openat -> openat_internal): open relative to d."""
-            at = at_dir(d)
+            """openat(2) (xnu bsd/vfs/vfs_syscalls.c:5247, openat_internal :5191): open relative to d."""
+            at = at_dir(d, p)
             return open_(m, p, flags, at=at) if at else (self.set_errno(EBADF), 2**64 - 1)[1]
         S("_openat", openat)
 
         def fstatat(m, d, p, st_a, flag, *_):
-            """fstatat(2) (xnu bsd/vfs/vfs_syscalls.c: fstatat_internal): AT_SYMLINK_NOFOLLOW 0x20."""
-            st = with_dir(d, lambda at: os.stat(path_of(p), dir_fd=at[0], follow_symlinks=not flag & 0x20))
+            """fstatat(2) (xnu bsd/vfs/vfs_syscalls.c:7418, fstatat_internal :7103): the link itself
+            with AT_SYMLINK_NOFOLLOW (0x20, bsd/sys/fcntl.h:208)."""
+            st = with_dir(d, p, lambda at: os.stat(path_of(p), dir_fd=at[0], follow_symlinks=not flag & 0x20))
             return st if isinstance(st, int) else (m.write(st_a, pack_stat(st)), 0)[1]
         S("_fstatat", fstatat)
 
         def readlinkat(m, d, p, buf, n, *_):
-            """readlinkat(2) (xnu bsd/vfs/vfs_syscalls.c: readlinkat): the target's bytes, no NUL, cut to n."""
-            t = with_dir(d, lambda at: os.fsencode(os.readlink(path_of(p), dir_fd=at[0]))[:n])
+            """readlinkat(2) (xnu bsd/vfs/vfs_syscalls.c:7579, readlinkat_internal :7482-7535): the
+            target's bytes, no NUL, cut to n, their count returned."""
+            t = with_dir(d, p, lambda at: os.fsencode(os.readlink(path_of(p), dir_fd=at[0]))[:n])
             return t if isinstance(t, int) else (m.write(buf, t), len(t))[1]
         S("_readlinkat", readlinkat)
 
         def renameat(m, fd_a, a, fd_b, b, *_):
-            """renameat(2) (xnu bsd/vfs/vfs_syscalls.c: renameat_internal): atomic, replacing the target."""
-            at_a, at_b = at_dir(fd_a), at_dir(fd_b)
+            """renameat(2) (xnu bsd/vfs/vfs_syscalls.c:9949, renameat_internal :9164): atomic,
+            replacing the target."""
+            at_a, at_b = at_dir(fd_a, a), at_dir(fd_b, b)
             if at_a is None or at_b is None:
                 self.set_errno(EBADF)
                 return 2**64 - 1
@@ -969,13 +979,6 @@ class Darwin:
             return 1 if self.fd_open(self.fd_set_first(m, n, w)) else (self.set_errno(EBADF), 2**64 - 1)[1]
         S("_select", select)
 
-        def sigmask(m, how, new, old, *_):
-            if old:
-                m.put32(old, 0)
-            return 0
-        S("_pthread_sigmask", sigmask)
-        S("_sigpending", lambda m, s, *_: (m.put32(s, 0), 0)[1])
-        S("_sigwait", lambda m, s, sig, *_: (m.put32(sig, 13), 0)[1])
         S("_pthread_mutex_lock", lambda m, *_: 0)
         S("_pthread_mutex_unlock", lambda m, *_: 0)
         S("_sched_yield", lambda m, *_: 0)  # one thread here: the watch's wait never spins
@@ -993,7 +996,6 @@ class Darwin:
 
         # ---- the process (dyld: dyldAPIs; Libc: gen/getprogname.c, crt_externs.c) ----
         S("__NSGetEnviron", lambda m, *_: self.environ_var)
-        S("_getprogname", lambda m, *_: self.intern(os.path.basename(self.argv[0]) or "?"))
 
         def exe_path(m, buf, size_a, *_):
             """_NSGetExecutablePath (dyld: dyldAPIs.cpp): -1 and the size needed when too small."""
@@ -1006,12 +1008,19 @@ class Darwin:
         S("__NSGetExecutablePath", exe_path)
 
         def realpath(m, p, out, *_):
-            """realpath(3) (Libc stdlib/FreeBSD/realpath.c): ENOENT for a missing path."""
+            """realpath(3) (Libc stdlib/FreeBSD/realpath.c, $DARWIN_EXTSN, __DARWIN_UNIX03): ENOENT
+            for "" (:103-108) and for any missing component, the last too (:247-253); every link
+            followed (:301-345), ELOOP past a loop, ENOTDIR through a file; ENAMETOOLONG at
+            PATH_MAX (1024) bytes or more (:228-231)."""
             path = path_of(p)
-            if not os.path.exists(path):
+            try:
+                r = os.path.realpath(path, strict=True).encode() if path else None
+            except OSError as e:
+                self.set_errno(darwin_errno(e.errno or ELOOP))
+                return 0
+            if r is None:
                 self.set_errno(ENOENT)
                 return 0
-            r = os.path.realpath(path).encode()
             if len(r) >= 1024:
                 self.set_errno(ENAMETOOLONG)
                 return 0
@@ -1068,6 +1077,7 @@ class Darwin:
         for alias, base in (("_fstat$INODE64", "_fstat"), ("_stat$INODE64", "_stat"), ("_lstat$INODE64", "_lstat"), ("_fstatat$INODE64", "_fstatat"), ("_select$1050", "_select"),
                             ("___bzero", "_bzero")):
             S(alias, m.standins[base])
+        darwin_proc.install(self)  # threads and signals, poll, getrlimit, lseek, the program's name
         self.objc.install(self)
         if self.metal:
             self.metal.install(self)

@@ -69,11 +69,12 @@ class Process:
     def stderr(self):
         return self.d.stderr.decode("utf-8", "replace")
 
-    def run_child(self, how, program, args, envp=None):
-        """The probe's --spawn, by one of the calls that start programs; returns the record of
-        what the kernel was asked to run (the last one), None when nothing was."""
+    def run_child(self, how, program, args, envp=None, argv0=None):
+        """The probe's --spawn, by one of the calls that start programs (argv[0] program, or
+        argv0); returns the record of what the kernel was asked to run (the last one), None when
+        nothing was."""
         m, d = self.m, self.d
-        argv_a = m.new_array([program] + list(args))
+        argv_a = m.new_array([program if argv0 is None else argv0] + list(args))
         env_a = m.u64(d.environ_var) if envp is None else m.new_array(envp)
         prog_a = m.new_cstr(program)
         pid_a = m.alloc(8, 8)

@@ -31,6 +31,7 @@ struct library_run {
     char lines[MAX_LINES][700];
     size_t n_lines, n_more; /* n_more: lines past MAX_LINES, counted and said, not shown */
     int configured, hooked; /* index into lines, -1 when the library did not say it */
+    bool loaded, interposed; /* dyld's trace named the library loaded, its interposers registered */
     char skipped[300];   /* why it did not run */
 };
 
@@ -44,6 +45,12 @@ static bool starts(const char *line, size_t n, const char *with)
 
 static void keep_line(struct library_run *lr, const char *line, size_t n)
 {
+    /* dyld's trace (DYLD_PRINT_LIBRARIES: "dyld[PID]: <UUID> PATH"; DYLD_PRINT_INTERPOSING:
+     * "dyld[PID]: LEAF has interposed 'SYM' ...", DyldRuntimeState.cpp:1272-1273) */
+    const char *rest = starts(line, n, "dyld[") ? memchr(line, ' ', n) : NULL;
+    size_t lib = strlen(library_file), k = rest ? n - (size_t)(++rest - line) : 0;
+    lr->loaded |= k > lib + 1 && rest[0] == '<' && rest[k - lib - 1] == '/' && memcmp(rest + k - lib, library_file, lib) == 0;
+    lr->interposed |= k > lib + 15 && memcmp(rest, library_file, lib) == 0 && memcmp(rest + lib, " has interposed", 15) == 0;
     if (!(n >= 7 && strncmp(line, "vzcaps", 6) == 0 && (line[6] == ':' || line[6] == ' ')))
         return;
     /* the one line (hooked ... : NOTES), or with VZCAPS_LOG=verbose the start-up line before it */
@@ -92,8 +99,9 @@ static void library_run(const struct cfg_opts *o, char **cmd, struct library_run
     for (size_t i = 0; argv[i]; i++)
         vzcaps_appendf(lr->command, sizeof lr->command, "%s%s", i ? " " : "", i == 0 ? "vzcaps" : argv[i]);
     /* the view's other choices reach the run as the variables they stand for */
-    char *env[3] = {NULL, NULL, NULL};
-    size_t ne = 0;
+    /* and dyld's trace of the library's load and interposers (read by keep_line, not shown) */
+    char *env[5] = {xformat("DYLD_PRINT_LIBRARIES=1"), xformat("DYLD_PRINT_INTERPOSING=1"), NULL, NULL, NULL};
+    size_t ne = 2;
     if (o->chip)
         env[ne++] = xformat("VZCAPS_HOST_CHIP=%s", o->chip);
     if (o->config)
@@ -367,6 +375,10 @@ static void doctor_pitfalls(struct doctor_facts *d)
     else if (d->lr.ran && d->lr.hooked < 0 && strncmp(d->lr.lines[d->lr.configured], "vzcaps: configured", 18) == 0)
         PITFALL("the library was configured in %s but hooked no device class: the program created no Metal device, or its class "
                 "was never reached (the lines above say which)", d->lr.command);
+    if (d->lr.loaded && !d->lr.interposed)
+        PITFALL("dyld loaded the library in %s but applied none of its interposers (its trace has no \"%s has interposed\" line): "
+                "the Metal factories' and the exec* and posix_spawn* replacements do nothing there; devices are still hooked through "
+                "initGPUFamilySupport, and with inherit = matching every child starts stock", d->lr.command, library_file);
 
     /* the page that explains every pitfall: installed with the docs, or beside build/ in a checkout */
     static const char *const pages[] = {"share/doc/vzcaps/troubleshooting.md", "docs/troubleshooting.md"};
