@@ -124,7 +124,7 @@ static const struct opt_spec stats_opts[] = {
     {"--since", "TIME", "only records from TIME on: unix seconds, ISO 8601 UTC (2026-12-01T20:00:00Z, 2026-12-01) or a time ago (90s, 30m, 2h, 7d)", "every record"},
     {"--log-file", "PATH", "read this log (and PATH.1)", "VZCAPS_LOG_FILE, else the config file's log_file"},
     {"--config", "FILE", "the config file whose log_file names the log (VZCAPS_CONFIG); default: the library's search order", NULL},
-    {"--require", NULL, "exit 1 unless every NAME ran and was hooked in every run (a NAME with / by its real path)", NULL},
+    {"--require", NULL, "exit 1 unless every NAME ran and got raised answers in every run (a NAME with / by its real path; NAME=COUNT: exactly COUNT runs)", NULL},
     {"--zero", NULL, "start a fresh count (as ccache -z): a zero mark at the log's end, then the log moved to PATH.1", NULL},
     END};
 static const struct opt_spec no_opts[] = {END};
@@ -262,7 +262,11 @@ const struct cmd_spec cli_commands[] = {
      "ccache -s. A line that is not a record (malformed, longer than 1024 bytes, an unknown version)\n"
      "is counted as skipped and named on standard error; a log file over 16 MiB, a link, a FIFO or a\n"
      "directory at the path is refused. Each file is read as a stream, one line at a time. --require\n"
-     "NAME... is the proof after a job: one line per NAME that never ran or ran stock (--json: per NAME).",
+     "NAME... is the proof after a job: one line per NAME that never ran, ran stock or got no answer above\n"
+     "the device's own (the library records the first such answer; --json: per NAME and per run); a torn\n"
+     "record that may be its run, or records since the zero mark lost to rotation, fail it too. It cannot\n"
+     "see a program started past its shim (by its path, no library: no record): NAME=COUNT fails unless\n"
+     "exactly COUNT runs were recorded.",
      "0; 1 when no log is configured or a log file could not be read (named), or --require fails;\n"
      "2 for a malformed command line or --since value.",
      "vzcaps stats --since 2h --json",

@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define LINKS_MAX 32 /* links resolved in one walk, as the kernels' own limits (MAXSYMLINKS, 32 on macOS) */
@@ -100,14 +102,32 @@ static int open_log_dir(const char *path, size_t *base)
     return -1;
 }
 
-bool vzcaps_statsfile_dir_ok(const char *path)
+int vzcaps_statsfile_dir(const char *path)
 {
     size_t base;
-    int fd = open_log_dir(path, &base);
-    if (fd < 0)
-        return false;
+    return open_log_dir(path, &base);
+}
+
+bool vzcaps_statsfile_dir_ok(const char *path)
+{
+    int fd = vzcaps_statsfile_dir(path);
+    return fd >= 0 && close(fd) == 0;
+}
+
+int vzcaps_statsfile_read(int dirfd, const char *name, struct stat *st)
+{
+    if (fstatat(dirfd, name, st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st->st_mode)) /* opening a FIFO has effects */
+        return errno = errno == ENOENT ? ENOENT : S_ISLNK(st->st_mode) ? ELOOP : S_ISDIR(st->st_mode) ? EISDIR : EINVAL, -1;
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0 || fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        return errno = EINVAL, -1;
+    }
+    if (st->st_uid == geteuid() && st->st_nlink == 1 && !(st->st_mode & (S_IWGRP | S_IWOTH)))
+        return fd;
     close(fd);
-    return true;
+    return errno = EPERM, -1;
 }
 
 /* The log (name in the directory dirfd) opened for appending, checked: a regular file of this
@@ -164,17 +184,106 @@ const char *vzcaps_statsfile_old_why(enum vzcaps_statsfile_old state)
     }
 }
 
+/* ---- what a rotation drops, said in the file it renames (usagelog.h: ulog_parse_rotated) ---- */
+
+/* The bytes of p (n) that match pat, each '#' a number of up to 15 digits into *v in turn: the
+ * length matched, 0 when p does not match. */
+static size_t match(const char *p, size_t n, const char *pat, long long *v)
+{
+    size_t i = 0;
+    for (; *pat; pat++) {
+        if (*pat != '#') {
+            if (i >= n || p[i++] != *pat)
+                return 0;
+            continue;
+        }
+        size_t d = 0;
+        for (*v = 0; i < n && d < 15 && p[i] >= '0' && p[i] <= '9'; d++)
+            *v = *v * 10 + (p[i++] - '0');
+        if (!d)
+            return 0;
+        v++;
+    }
+    return i;
+}
+
+/* Since the last zero mark (0: none), how many records and the newest one's time. */
+struct dropped {
+    long long zeroed, lost, until;
+    bool marked;
+};
+
+/* One line of the LOG.1 a rotation replaces: a zero mark starts the count afresh; the line of
+ * the rotation that made it LOG.1 carries what was dropped before it; anything else is a record. */
+static void drop_line(struct dropped *d, const char *p, size_t n)
+{
+    long long v[5];
+    if (match(p, n, "{\"v\":1,\"time\":#,\"pid\":#,\"event\":\"zeroed\"}", v) == n)
+        *d = (struct dropped){v[0], 0, 0, true};
+    else if (match(p, n, "{\"v\":1,\"time\":#,\"pid\":#,\"event\":\"rotated\",\"zeroed\":#,\"lost\":#,\"until\":#}", v) == n) {
+        if (!d->marked)
+            d->zeroed = v[2], d->lost += v[3], d->until = v[4] > d->until ? v[4] : d->until;
+    } else if (n) {
+        d->lost++;
+        if (match(p, n, VZCAPS_STATSLOG_START "#", v) && v[0] > d->until)
+            d->until = v[0];
+    }
+}
+
+/* What replacing old (in dirfd) drops: each of its lines (an overlong one counts once). */
+static struct dropped dropped_of(int dirfd, const char *old)
+{
+    static char buf[2 * VZCAPS_STATSLOG_MAX];
+    struct dropped d = {0, 0, 0, false};
+    int fd = openat(dirfd, old, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    size_t have = 0;
+    bool rest = false; /* the rest of an overlong line, counted already */
+    for (ssize_t r; fd >= 0 && (r = read(fd, buf + have, sizeof buf - have)) > 0;) {
+        char *p = buf, *nl;
+        for (have += (size_t)r; (nl = memchr(p, '\n', have - (size_t)(p - buf))); p = nl + 1, rest = false)
+            if (!rest)
+                drop_line(&d, p, (size_t)(nl - p));
+        memmove(buf, p, have -= (size_t)(p - buf));
+        if (have == sizeof buf && !rest)
+            drop_line(&d, buf, have), rest = true;
+        have = have == sizeof buf ? 0 : have;
+    }
+    if (have && !rest)
+        drop_line(&d, buf, have);
+    if (fd >= 0)
+        close(fd);
+    return d;
+}
+
+/* The rotation's line appended to fd's file (st: its size), all of it or nothing: never past
+ * RLIMIT_FSIZE (no SIGXFSZ in the host). 0, or -1. */
+static int say_dropped(int dirfd, const char *old, int fd, const struct stat *st)
+{
+    struct dropped d = dropped_of(dirfd, old);
+    char line[200];
+    int n = snprintf(line, sizeof line, "{\"v\":1,\"time\":%lld,\"pid\":%lld,\"event\":\"rotated\",\"zeroed\":%lld,"
+                     "\"lost\":%lld,\"until\":%lld}\n", (long long)time(NULL), (long long)getpid(), d.zeroed, d.lost, d.until);
+    struct rlimit fsize;
+    if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY &&
+        (unsigned long long)st->st_size + (unsigned long long)n > (unsigned long long)fsize.rlim_cur)
+        return -1;
+    return write(fd, line, (size_t)n) == n ? 0 : -1;
+}
+
 /* name renamed to old in dirfd, only while name is still fd's file (st), under a lock on it that
- * never waits and is held until fd is closed: 0 moved; 1 the lock is held (another writer's
+ * never waits and is held until fd is closed, after the line saying what old held (say: a
+ * rotation's; not when it cannot be written): 0 moved; 1 the lock is held (another writer's
  * rotation is under way); 2 name is no longer that file (rotated meanwhile); -1 the rename failed
  * (errno). */
-static int move_at(int dirfd, const char *name, const char *old, int fd, const struct stat *st)
+static int move_at(int dirfd, const char *name, const char *old, int fd, const struct stat *st, bool say)
 {
     struct stat now;
     if (flock(fd, LOCK_EX | LOCK_NB) != 0)
         return 1;
     if (fstatat(dirfd, name, &now, AT_SYMLINK_NOFOLLOW) != 0 || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
         return 2;
+    if (say && say_dropped(dirfd, old, fd, &now) != 0)
+        return -1;
     return renameat(dirfd, name, dirfd, old) == 0 ? 0 : -1;
 }
 
@@ -190,8 +299,9 @@ static int rotate(int dirfd, const char *name, const char *old, int fd, struct s
 {
     if (st->st_size < VZCAPS_STATSLOG_ROTATE || vzcaps_statsfile_old(dirfd, old, (unsigned long)geteuid()) > VZCAPS_OLD_OURS)
         return fd;
-    if (move_at(dirfd, name, old, fd, st) < 0)
-        return fd; /* LOG stays (the lock goes with the descriptor): appended past the limit */
+    int moved = move_at(dirfd, name, old, fd, st, true);
+    if (moved == -1 || moved == 1) /* LOG stays, or another writer is renaming it: appended to, kept either way */
+        return fd;
     close(fd); /* the lock goes with it */
     fd = open_log(dirfd, name, st);
     if (fd >= 0 && st->st_size >= VZCAPS_STATSLOG_ROTATE) { /* another writer's full file: give up */
@@ -238,7 +348,7 @@ int vzcaps_statsfile_move_aside(const char *path, const char *old, int fd, const
     if (vzcaps_statsfile_old(dirfd, old_name, (unsigned long)geteuid()) > VZCAPS_OLD_OURS)
         errno = EEXIST; /* never over a LOG.1 that is not a log of ours */
     else
-        rc = move_at(dirfd, path + base, old_name, fd, st);
+        rc = move_at(dirfd, path + base, old_name, fd, st, false);
     int err = errno;
     close(dirfd);
     errno = err;

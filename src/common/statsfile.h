@@ -14,6 +14,13 @@
  * a link of another user's in /tmp; /tmp -> private/tmp is root's in root's /, and followed).
  * Every directory on the way must be readable. */
 bool vzcaps_statsfile_dir_ok(const char *path);
+/* That directory's descriptor (close-on-exec), or -1: what is read from it is what was checked. */
+int vzcaps_statsfile_dir(const char *path);
+/* name in the directory dirfd opened to be read, checked on the descriptor as the library's own:
+ * a regular file of this user's with one link that group and others cannot write (st: its
+ * stat). -1 with errno ENOENT (absent), EPERM (not this user's alone), ELOOP (a link), EISDIR
+ * or EINVAL (not a regular file, or not openable). Never follows a link, never opens a FIFO. */
+int vzcaps_statsfile_read(int dirfd, const char *name, struct stat *st);
 /* What is at old (LOG.1; relative to dirfd, or AT_FDCWD), which a rotation replaces only when
  * it is nothing or a log of ours: a regular file of uid's (the writer's: the library passes its
  * own) with one link that neither group nor others may write, whose first bytes are a record's (VZCAPS_STATSLOG_START; the library and a shim start every record so, and

@@ -1,9 +1,11 @@
-/* The stats log's record (issue 33 item 4; `vzcaps stats` reads it): one JSON line per process,
- * at most VZCAPS_STATSLOG_MAX bytes, and where its path comes from (log_file, VZCAPS_LOG_FILE).
+/* The stats log's records (issue 33 item 4, issue 44; `vzcaps stats` reads them): one JSON line per
+ * process and one per effect, at most VZCAPS_STATSLOG_MAX bytes each, and where the log's path comes
+ * from (log_file, VZCAPS_LOG_FILE).
  * Owns: the record's exact form and how long fields are cut. Never: allocates, formats
  * through stdio (the library formats the record at the first device). */
 #include "vzcaps_core.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -106,36 +108,71 @@ static size_t fair_cap(const size_t *len, size_t n, size_t budget)
     return lo;
 }
 
+/* One member after "time": its key (",\"pid\":"), and its value: a number (str and word NULL),
+ * a string cut to the common cap when the record is too long, or a word never cut. */
+struct member {
+    const char *key, *str, *word;
+    long long num;
+};
+
+static long long clamp(unsigned long long v)
+{
+    return v > LLONG_MAX ? LLONG_MAX : (long long)v;
+}
+
+static size_t members_of(const struct vzcaps_statslog_record *r, const struct vzcaps_statslog_more *m, struct member *o)
+{
+    static const char *const events[] = {"left_stock", "hooked", "unlocked", "stock_caller"};
+    int ev = m && m->event ? m->event : r->hooked;
+    size_t n = 0;
+#define M(k, s, w, v) (o[n++] = (struct member){",\"" k "\":", s, w, v})
+#define S(x) ((x) ? (x) : "")
+    M("pid", NULL, NULL, r->pid), M("program", S(r->program), NULL, 0), M("path", S(r->path), NULL, 0);
+    M("event", NULL, events[ev], 0), M("class", S(r->cls), NULL, 0), M("family", NULL, NULL, r->family);
+    M("reason", S(r->reason), NULL, 0);
+    if (ev == VZCAPS_EVENT_HOOKED && m)
+        M("no_raise", S(m->no_raise), NULL, 0);
+    if (ev >= VZCAPS_EVENT_UNLOCKED)
+        M("image", S(m->image), NULL, 0);
+    if (ev == VZCAPS_EVENT_UNLOCKED)
+        M("selector", S(m->selector), NULL, 0), M("stock", NULL, NULL, clamp(m->stock)), M("given", NULL, NULL, clamp(m->given));
+#undef M
+#undef S
+    return n;
+}
+
+size_t vzcaps_statslog_format_more(const struct vzcaps_statslog_record *r, const struct vzcaps_statslog_more *more,
+                                   char out[VZCAPS_STATSLOG_MAX])
+{
+    struct member m[16];
+    size_t n = members_of(r, more, m), len[16], k = 0;
+    char num[24];
+    size_t fixed = strlen(VZCAPS_STATSLOG_START) + put_int(num, 0, r->time) + strlen("}\n");
+    for (size_t i = 0; i < n; i++) {
+        fixed += strlen(m[i].key) + (m[i].str || m[i].word ? 2 : put_int(num, 0, m[i].num));
+        if (m[i].word)
+            fixed += strlen(m[i].word);
+        if (m[i].str)
+            len[k++] = vzcaps_json_escaped_len(m[i].str, strlen(m[i].str));
+    }
+    size_t cap = fair_cap(len, k, VZCAPS_STATSLOG_MAX - fixed); /* >= 3: fixed is under 400 bytes */
+    size_t at = put_int(out, put_str(out, 0, VZCAPS_STATSLOG_START), r->time);
+    for (size_t i = 0; i < n; i++) {
+        at = put_str(out, at, m[i].key);
+        if (!m[i].str && !m[i].word) {
+            at = put_int(out, at, m[i].num);
+            continue;
+        }
+        out[at++] = '"';
+        at = m[i].word ? put_str(out, at, m[i].word) : at + json_put(m[i].str, strlen(m[i].str), out + at, cap);
+        out[at++] = '"';
+    }
+    return put_str(out, at, "}\n");
+}
+
 size_t vzcaps_statslog_format(const struct vzcaps_statslog_record *r, char out[VZCAPS_STATSLOG_MAX])
 {
-    static const char *const keys[4] = {",\"program\":\"", "\",\"path\":\"", "\",\"event\":\"", "\",\"class\":\""};
-    const char *field[4] = {r->program ? r->program : "", r->path ? r->path : "", r->cls ? r->cls : "",
-                            r->reason ? r->reason : ""};
-    const char *event = r->hooked ? "hooked" : "left_stock";
-    char num[80];
-    size_t fixed = put_int(num, put_int(num, put_int(num, 0, r->time), r->pid), r->family); /* the digits */
-    for (size_t i = 0; i < 4; i++)
-        fixed += strlen(keys[i]);
-    fixed += strlen(VZCAPS_STATSLOG_START) + strlen(",\"pid\":") + strlen(event) + strlen("\",\"family\":") +
-             strlen(",\"reason\":\"") + strlen("\"}\n");
-    size_t len[4], budget = VZCAPS_STATSLOG_MAX - fixed;
-    for (size_t i = 0; i < 4; i++)
-        len[i] = vzcaps_json_escaped_len(field[i], strlen(field[i]));
-    size_t cap = fair_cap(len, 4, budget); /* >= 3: fixed is under 200 bytes */
-    size_t at = put_str(out, 0, VZCAPS_STATSLOG_START);
-    at = put_int(out, at, r->time);
-    at = put_int(out, put_str(out, at, ",\"pid\":"), r->pid);
-    at = put_str(out, at, keys[0]);
-    at += json_put(field[0], strlen(field[0]), out + at, cap);
-    at = put_str(out, at, keys[1]);
-    at += json_put(field[1], strlen(field[1]), out + at, cap);
-    at = put_str(out, put_str(out, at, keys[2]), event);
-    at = put_str(out, at, keys[3]);
-    at += json_put(field[2], strlen(field[2]), out + at, cap);
-    at = put_int(out, put_str(out, at, "\",\"family\":"), r->family);
-    at = put_str(out, at, ",\"reason\":\"");
-    at += json_put(field[3], strlen(field[3]), out + at, cap);
-    return put_str(out, at, "\"}\n");
+    return vzcaps_statslog_format_more(r, NULL, out);
 }
 
 int vzcaps_log_file_check(const char *value, char *why, size_t len)

@@ -353,21 +353,25 @@ size_t vzcaps_copy(char *dst, size_t cap, const char *src)
     return n;
 }
 
-int vzcaps_program_handed(const char *value, long long pid, char *name, size_t len)
+int vzcaps_program_handed(const char *value, long long pid, long long ppid, char *name, size_t len)
 {
-    long long v = 0;
+    long long v = 0, parent = -1;
     const char *p = value;
     if (!value || *p < '0' || *p > '9')
         return 0;
     while (*p >= '0' && *p <= '9' && v < 100000000000LL)
         v = v * 10 + (*p++ - '0');
+    size_t claim = (size_t)(p - value);
+    if (*p == '-' && p[1] >= '0' && p[1] <= '9')
+        for (parent = 0, p++; *p >= '0' && *p <= '9' && parent < 100000000000LL;)
+            parent = parent * 10 + (*p++ - '0');
     if ((*p != ':' && *p != '+') || !p[1] || strchr(p + 1, '/') || strlen(p + 1) >= len)
         return 0; /* malformed: as if absent */
-    if (v == 0 && p - value == VZCAPS_PROGRAM_CLAIM) {
+    if (v == 0 && parent < 0 && claim == VZCAPS_PROGRAM_CLAIM) {
         memcpy(name, p + 1, strlen(p + 1) + 1);
         return 2; /* unclaimed: the first process that reads it is the script's */
     }
-    if (v != pid)
+    if (v != pid || parent != ppid) /* another process, or one that reused the pid: not the script's */
         return *p == ':' ? -1 : 0; /* '+': the script's process keeps the injection in its children */
     memcpy(name, p + 1, strlen(p + 1) + 1);
     return 1;

@@ -273,17 +273,18 @@ const char *vzcaps_find_char(const char *s, char c);
 bool vzcaps_streq(const char *a, const char *b); /* strcmp(a, b) == 0 */
 const char *vzcaps_env_get(const char *const *envp, const char *name);
 
-/* VZCAPS_PROGRAM=PID:NAME: the name the launcher hands the library for a #! script, whose
+/* VZCAPS_PROGRAM=PID-PPID:NAME: the name the launcher hands the library for a #! script, whose
  * process the library sees as its interpreter (the section's match meets NAME, the stats record
- * names NAME; docs/config.md). 1 with NAME in name when PID is pid (the script's own process,
- * before and after an exec); -1 when it is another process's (a child of it: stock, as every
- * child); 0 when value is absent or malformed, or another process's written PID+NAME (the
- * script's process keeps the injection in its children, which are configured by their own
- * names). */
-int vzcaps_program_handed(const char *value, long long pid, char *name, size_t len);
+ * names NAME; docs/config.md), tied to the script's process by its pid and its parent's (a
+ * later process that reuses the pid has another parent). 1 with NAME in name when they are
+ * pid and ppid (the script's own process, before and after an exec); -1 when it is another
+ * process's (a child of it: stock, as every child); 0 when value is absent or malformed, or
+ * another process's written PID-PPID+NAME (the script's process keeps the injection in its
+ * children, which are configured by their own names). A PID without its PPID is another's. */
+int vzcaps_program_handed(const char *value, long long pid, long long ppid, char *name, size_t len);
 /* The launcher writes PID as this many zeros ("0000000000:NAME": it cannot know the pid of a
  * line a shell runs); vzcaps_program_handed then returns 2, and the first process that reads it
- * writes its own pid there, zero-padded, in place. */
+ * claims it: PID-PPID:NAME in its environment. */
 #define VZCAPS_PROGRAM_CLAIM 10
 /* Whether an environment entry belongs to vzcaps: any name starting with VZCAPS_,
  * TART_METAL_ or LUME_METAL_ (whatever its length, with or without '='). Children that
@@ -478,7 +479,12 @@ bool vzcaps_chip_suggest(const char *text, char *out, size_t len);
  * One JSON line per process, at the first device hooked or left stock, exactly:
  * {"v":1,"time":T,"pid":P,"program":"NAME","path":"EXE","event":"hooked"|"left_stock",
  *  "class":"CLASS","family":F,"reason":"WHY"}
- * ending in '\n', at most VZCAPS_STATSLOG_MAX bytes with it. Strings are JSON-escaped (", \,
+ * (a hooked record from the library adds ,"no_raise":"WHY NOT": "" when a raised answer is
+ * possible for its device and profile), then at most one line per effect kind, with the same
+ * members and event "unlocked" (,"image":"IMAGE","selector":"SEL","stock":S,"given":G: the first
+ * answer above the device's own an image in scope got), and at most VZCAPS_STOCK_CALLERS lines
+ * with event "stock_caller" (,"image":"IMAGE": an image the caller scope kept stock),
+ * each ending in '\n', at most VZCAPS_STATSLOG_MAX bytes with it. Strings are JSON-escaped (", \,
  * controls, DEL and C1 controls as \u00XX), valid UTF-8 passes, a byte that is not UTF-8 is
  * \udcXX of its value (a lone low surrogate, as surrogateescape decodes it: never U+00XX); when the whole does not fit, the longest strings are cut to a common
  * length at a UTF-8 (escape) boundary and end in "...". family: the highest Apple family the
@@ -486,13 +492,24 @@ bool vzcaps_chip_suggest(const char *text, char *out, size_t len);
 #define VZCAPS_STATSLOG_MAX 1024
 #define VZCAPS_STATSLOG_ROTATE 1048576 /* 1 MiB: at or above, LOG is renamed LOG.1 first */
 #define VZCAPS_STATSLOG_START "{\"v\":1,\"time\":" /* every record's first bytes */
+#define VZCAPS_STOCK_CALLERS 4
 struct vzcaps_statslog_record {
     long long time, pid, family;
     bool hooked;
     const char *program, *path, *cls, *reason; /* NULL is "" */
 };
+enum { VZCAPS_EVENT_LEFT_STOCK, VZCAPS_EVENT_HOOKED, VZCAPS_EVENT_UNLOCKED, VZCAPS_EVENT_STOCK_CALLER };
+/* What a record of the library's adds: event (0: hooked or left stock, as the record says),
+ * no_raise for a hooked one, image (and selector, stock, given) for an effect. */
+struct vzcaps_statslog_more {
+    int event;
+    const char *no_raise, *image, *selector;
+    unsigned long long stock, given;
+};
 /* Writes the record into out; returns its length (<= VZCAPS_STATSLOG_MAX, ending in '\n'). */
 size_t vzcaps_statslog_format(const struct vzcaps_statslog_record *r, char out[VZCAPS_STATSLOG_MAX]);
+size_t vzcaps_statslog_format_more(const struct vzcaps_statslog_record *r, const struct vzcaps_statslog_more *more,
+                                   char out[VZCAPS_STATSLOG_MAX]);
 /* Bytes of the JSON-escaped form of the n bytes at s (the form the record uses). */
 size_t vzcaps_json_escaped_len(const char *s, size_t n);
 /* A log_file value (config key or VZCAPS_LOG_FILE): an absolute path or ~/PATH, at most

@@ -5,6 +5,8 @@
 #include "usagelog.h"
 #include "jsonread.h"
 
+#include "../core/vzcaps_core.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,20 +35,32 @@ static int int_member(const struct jv *o, const char *key, long long lo, long lo
     return 0;
 }
 
-static const char *str_member(const struct jv *o, const char *key, char *why, size_t whylen)
-{
-    const struct jv *v = jv_get(o, key);
-    if (!v || v->type != JV_STRING) {
-        snprintf(why, whylen, "no \"%s\" string", key);
-        return NULL;
-    }
-    return v->string;
-}
-
 void ulog_record_free(struct ulog_record *r)
 {
-    free(r->program), free(r->path), free(r->device_class), free(r->reason);
+    free(r->program), free(r->path), free(r->device_class), free(r->reason), free(r->no_raise), free(r->image);
     memset(r, 0, sizeof *r);
+}
+
+static const char *const events[] = {"hooked", "left_stock", "unlocked", "stock_caller"};
+
+/* The event, and the strings of a record (or of what is left of one: cut, with missing ones ""). */
+static int record_strings(const struct jv *o, struct ulog_record *r, bool cut)
+{
+    const char *key[] = {"program", "path", "class", "reason", "no_raise", "image"};
+    char **to[] = {&r->program, &r->path, &r->device_class, &r->reason, &r->no_raise, &r->image};
+    const struct jv *ev = jv_get(o, "event");
+    r->event = ULOG_UNKNOWN;
+    for (int i = 0; ev && ev->type == JV_STRING && i < 4; i++)
+        if (strcmp(ev->string, events[i]) == 0)
+            r->event = (enum ulog_event)i;
+    for (size_t i = 0; i < 6; i++) {
+        const struct jv *v = jv_get(o, key[i]);
+        if (!(*to[i] = dup_str(v && v->type == JV_STRING ? v->string : "")))
+            return -1;
+        if ((!v || v->type != JV_STRING) && (i < 4 || (i == 5 && (r->event == ULOG_UNLOCKED || r->event == ULOG_STOCK_CALLER))) && !cut)
+            return -2 - (int)i; /* a member every record (or an effect's) has */
+    }
+    return 0;
 }
 
 static int record_fields(const struct jv *o, struct ulog_record *r, char *why, size_t whylen)
@@ -63,29 +77,57 @@ static int record_fields(const struct jv *o, struct ulog_record *r, char *why, s
         int_member(o, "family", 0, INT64_C(1) << 31, &r->family, why, whylen))
         return -1;
     r->version = (int)v;
-    const char *event = str_member(o, "event", why, whylen), *program = str_member(o, "program", why, whylen);
-    const char *path = str_member(o, "path", why, whylen), *cls = str_member(o, "class", why, whylen);
-    const char *reason = str_member(o, "reason", why, whylen);
-    if (!event || !program || !path || !cls || !reason) {
-        /* why names the last missing one; name the first instead */
-        str_member(o, !event ? "event" : !program ? "program" : !path ? "path" : !cls ? "class" : "reason", why, whylen);
-        return -1;
-    }
-    if (strcmp(event, "hooked") != 0 && strcmp(event, "left_stock") != 0) {
-        snprintf(why, whylen, "unknown event (not \"hooked\" or \"left_stock\")");
-        return -1;
-    }
-    if (!*program) {
-        snprintf(why, whylen, "an empty \"program\"");
-        return -1;
-    }
-    r->event = strcmp(event, "hooked") == 0 ? ULOG_HOOKED : ULOG_LEFT_STOCK;
-    r->program = dup_str(program), r->path = dup_str(path), r->device_class = dup_str(cls), r->reason = dup_str(reason);
-    if (!r->program || !r->path || !r->device_class || !r->reason) {
+    const struct jv *ev = jv_get(o, "event");
+    int rc = record_strings(o, r, false);
+    static const char *const names[] = {"program", "path", "class", "reason", "no_raise", "image"};
+    if (rc == -1)
         snprintf(why, whylen, "out of memory");
-        return -1;
+    else if (!ev || ev->type != JV_STRING)
+        snprintf(why, whylen, "no \"event\" string");
+    else if (rc < -1)
+        snprintf(why, whylen, "no \"%s\" string", names[-2 - rc]);
+    else if (r->event == ULOG_UNKNOWN)
+        snprintf(why, whylen, "unknown event (not \"hooked\", \"left_stock\", \"unlocked\" or \"stock_caller\")");
+    else if (!*r->program)
+        snprintf(why, whylen, "an empty \"program\"");
+    else
+        return 0;
+    return -1;
+}
+
+int ulog_parse_fragment(const char *line, size_t len, struct ulog_record *r)
+{
+    static const char start[] = VZCAPS_STATSLOG_START;
+    memset(r, 0, sizeof *r);
+    if (!len || memcmp(line, start, len < sizeof start - 1 ? len : sizeof start - 1) != 0)
+        return 0;
+    char *buf = malloc(len + 2), err[200];
+    struct jv *whole = jv_parse_bytes(line, len, err, sizeof err);
+    if (whole) { /* not cut: a record with a member it should not have, perhaps of a NAME */
+        int rc = whole->type == JV_OBJECT && record_strings(whole, r, true) == 0 && *r->program;
+        r->event = ULOG_UNKNOWN;
+        if (!rc)
+            ulog_record_free(r);
+        return jv_free(whole), free(buf), rc;
     }
-    return 0;
+    for (size_t i = len; buf && i-- > 1;) { /* its whole members: up to a ',"' (never inside a string) */
+        if (line[i] != ',' || i + 1 >= len || line[i + 1] != '"')
+            continue;
+        memcpy(buf, line, i);
+        buf[i] = '}';
+        struct jv *o = jv_parse_bytes(buf, i + 1, err, sizeof err);
+        int rc = o && o->type == JV_OBJECT && record_strings(o, r, true) == 0 && *r->program ? 1 : 2;
+        if (rc == 1) /* before the program: what a cut record's run is counted with */
+            int_member(o, "pid", 0, INT64_C(1) << 52, &r->pid, err, sizeof err), int_member(o, "time", 0, INT64_C(1) << 52,
+                                                                                           &r->time, err, sizeof err);
+        jv_free(o);
+        if (o) {
+            if (rc == 2)
+                ulog_record_free(r);
+            return free(buf), rc;
+        }
+    }
+    return free(buf), 2;
 }
 
 const char *ulog_record_after_cut(const char *line, size_t len)
@@ -127,19 +169,35 @@ size_t ulog_zero_format(long long time, long long pid, char *out, size_t cap)
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
-int ulog_parse_zero(const char *line, size_t len, long long *time)
+/* 1 when line is the one-line mark of event whose integer members are keys (into v), else 0. */
+static int parse_mark(const char *line, size_t len, const char *event, const char *const *keys, long long *v)
 {
     char err[200];
     struct jv *o = jv_parse(line, len, err, sizeof err);
-    if (!o)
-        return 0;
-    long long v;
-    const struct jv *event = o->type == JV_OBJECT ? jv_get(o, "event") : NULL;
-    int is = event && event->type == JV_STRING && strcmp(event->string, ULOG_ZERO_EVENT) == 0 &&
-             int_member(o, "v", VZCAPS_LOG_VERSION, VZCAPS_LOG_VERSION, &v, err, sizeof err) == 0 &&
-             int_member(o, "time", 0, INT64_C(1) << 52, time, err, sizeof err) == 0;
+    const struct jv *ev = o && o->type == JV_OBJECT ? jv_get(o, "event") : NULL;
+    long long version;
+    int is = ev && ev->type == JV_STRING && strcmp(ev->string, event) == 0 &&
+             int_member(o, "v", VZCAPS_LOG_VERSION, VZCAPS_LOG_VERSION, &version, err, sizeof err) == 0;
+    for (; is && *keys; keys++)
+        is = int_member(o, *keys, 0, INT64_C(1) << 52, v++, err, sizeof err) == 0;
     jv_free(o);
     return is;
+}
+
+int ulog_parse_rotated(const char *line, size_t len, long long *z, long long *lost, long long *until)
+{
+    static const char *const keys[] = {"zeroed", "lost", "until", NULL};
+    long long v[3];
+    int is = parse_mark(line, len, "rotated", keys, v);
+    if (is)
+        *z = v[0], *lost = v[1], *until = v[2];
+    return is;
+}
+
+int ulog_parse_zero(const char *line, size_t len, long long *time)
+{
+    static const char *const keys[] = {"time", NULL};
+    return parse_mark(line, len, ULOG_ZERO_EVENT, keys, time);
 }
 
 /* ---- lines from a stream ---- */
@@ -148,7 +206,9 @@ int ulog_parse_zero(const char *line, size_t len, long long *time)
  * VZCAPS_LOG_LINE_MAX bytes are kept (a whole record appended to a cut one is at the end). */
 static void line_add(struct ulog_lines *l, const char *p, size_t take)
 {
-    const size_t max = VZCAPS_LOG_LINE_MAX;
+    const size_t max = VZCAPS_LOG_LINE_MAX, h = take < max - l->head_len ? take : max - l->head_len;
+    memcpy(l->head + l->head_len, p, h);
+    l->head_len += h;
     if (take >= max) {
         l->overlong = l->overlong || l->len + take > max;
         memcpy(l->line, p + take - max, max);
@@ -176,7 +236,7 @@ void ulog_lines_feed(struct ulog_lines *l, const char *buf, size_t n)
         buf++, n--;
         l->line[l->len] = '\0';
         l->on_line(l->ctx, l->line, l->len, ++l->line_no, l->overlong, false);
-        l->len = 0, l->overlong = false;
+        l->len = l->head_len = 0, l->overlong = false;
     }
 }
 
@@ -186,7 +246,7 @@ void ulog_lines_end(struct ulog_lines *l)
         l->line[l->len] = '\0';
         l->on_line(l->ctx, l->line, l->len, ++l->line_no, l->overlong, true);
     }
-    l->len = 0, l->overlong = false;
+    l->len = l->head_len = 0, l->overlong = false;
 }
 
 /* ---- --since ---- */

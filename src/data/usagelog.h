@@ -2,6 +2,8 @@
  * "Proof after a job"), as vzcaps stats reads it: JSON Lines, one record per process,
  *   {"v":1,"time":SECONDS,"pid":PID,"program":"NAME","path":"EXE","event":"hooked"|"left_stock",
  *    "class":"DEVICE_CLASS","family":1008,"reason":""}
+ * (hooked: also "no_raise"), and the process's effects: event "unlocked" or "stock_caller" with
+ * "image" (src/core/vzcaps_core.h has the whole form)
  * at most VZCAPS_LOG_LINE_MAX bytes a line; PATH is renamed PATH.1 when it reaches
  * VZCAPS_LOG_ROTATE_SIZE (the library writes it: src/shim, the core's statslog.c; where it is,
  * vzcaps_configure's log_file). Owns: reading one line, the --since forms and the counts. Never: reads a file (stats.c streams it through input.c), keeps a
@@ -19,14 +21,15 @@
 #define VZCAPS_LOG_KEY "log_file"                /* the config file's key (top level), for messages */
 #define VZCAPS_LOG_ENV "VZCAPS_LOG_FILE"         /* the variable, which wins over the key */
 
-enum ulog_event { ULOG_HOOKED, ULOG_LEFT_STOCK };
+/* UNKNOWN: a record cut short before its event (ulog_parse_fragment) */
+enum ulog_event { ULOG_HOOKED, ULOG_LEFT_STOCK, ULOG_UNLOCKED, ULOG_STOCK_CALLER, ULOG_UNKNOWN };
 
-/* One record; the strings on the heap (ulog_record_free). */
+/* One record; the strings on the heap (ulog_record_free); no_raise and image "" when absent. */
 struct ulog_record {
     int version;
     long long time, pid, family;
     enum ulog_event event;
-    char *program, *path, *device_class, *reason;
+    char *program, *path, *device_class, *reason, *no_raise, *image;
 };
 
 /* Parses one line (no newline) into r: 0, or -1 with the reason in why ("not JSON: line 1,
@@ -34,6 +37,11 @@ struct ulog_record {
  * Members other than the contract's are ignored (a later version 1 may add some). */
 int ulog_parse_line(const char *line, size_t len, struct ulog_record *r, char *why, size_t whylen);
 void ulog_record_free(struct ulog_record *r);
+
+/* What can still be read of a line that does not parse (a record cut short, its head): 0 it does
+ * not begin as a record does; 1 its program is known (r: what its whole members hold, the
+ * rest "", event ULOG_UNKNOWN when cut before it); 2 it may be a record, whose program is cut. */
+int ulog_parse_fragment(const char *line, size_t len, struct ulog_record *r);
 
 /* Where a whole record may start inside a line that does not parse: the last "{\"v\":" after its
  * first byte (a record's strings escape every quote, so none holds that text). A record cut short
@@ -49,6 +57,11 @@ const char *ulog_record_after_cut(const char *line, size_t len);
 #define ULOG_ZERO_EVENT "zeroed"
 size_t ulog_zero_format(long long time, long long pid, char *out, size_t cap);
 int ulog_parse_zero(const char *line, size_t len, long long *time);
+/* The line a rotation leaves at the end of the file it renames to PATH.1 (statsfile.h): what the
+ * PATH.1 it replaced held that is now gone, {"v":1,"time":T,"pid":P,"event":"rotated",
+ * "zeroed":Z,"lost":N,"until":U}: N records since the zero mark of time Z (0: none), the newest
+ * of time U. 1 when line is one (z, lost, until set), else 0. */
+int ulog_parse_rotated(const char *line, size_t len, long long *z, long long *lost, long long *until);
 
 /* Splits a stream into lines of at most VZCAPS_LOG_LINE_MAX bytes without keeping more than one:
  * on_line gets each line (len, its 1-based number) or, for a longer one, overlong true and its
@@ -56,6 +69,8 @@ int ulog_parse_zero(const char *line, size_t len, long long *time);
 struct ulog_lines {
     char line[VZCAPS_LOG_LINE_MAX + 1];
     size_t len;
+    char head[VZCAPS_LOG_LINE_MAX]; /* the first bytes of the line passed (of an overlong one, its start) */
+    size_t head_len;
     bool overlong;
     unsigned long long line_no;
     void (*on_line)(void *ctx, const char *line, size_t len, unsigned long long line_no, bool overlong,

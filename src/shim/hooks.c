@@ -120,6 +120,8 @@ static bool caller_in_scope(uint64_t a)
     vzcaps_image_of((const void *)(uintptr_t)a, image, sizeof image);
     errno = saved;
     bool in = vzcaps_caller_in_scope(vzcaps_effective, image);
+    if (!in)
+        vzcaps_statslog_stock_caller(image); /* the stats log names the images kept stock */
     uint64_t want = a << 1 | (in ? 0 : 1);
     for (size_t i = 0; i < SITE_PROBES; i++) {
         uint64_t expected = 0;
@@ -156,6 +158,31 @@ static inline __attribute__((always_inline)) bool family_claimed(long family)
     return i < VZCAPS_FAMILY_TABLE_LEN && family_yes[i];
 }
 
+/* ---- the effect: the first answer of a kind above the device's own, recorded (statslog.c)
+ * before it returns; until then a raised family answer asks the original first ---- */
+static atomic_bool effect_seen[N_SELS];
+_Static_assert((int)SEL_FAMILY == (int)VZCAPS_EFFECT_FAMILY && (int)SEL_WORKING_SET == (int)VZCAPS_EFFECT_WORKING_SET, "kinds are selectors");
+
+static __attribute__((noinline)) void effect_first(int which, uint64_t a, unsigned long long stock, unsigned long long given)
+{
+    if (atomic_exchange_explicit(&effect_seen[which], true, memory_order_relaxed))
+        return;
+    char image[256];
+    int saved = errno;
+    vzcaps_image_of((const void *)(uintptr_t)a, image, sizeof image);
+    errno = saved;
+    vzcaps_statslog_effect(which, image, stock, given);
+}
+
+static __attribute__((noinline)) BOOL family_first(size_t k, id self, SEL cmd, long family, uint64_t a)
+{
+    if (!((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family))
+        effect_first(SEL_FAMILY, a, 0, (unsigned long long)family);
+    return YES;
+}
+#define FAMILY_YES(k, self, cmd, family, a)                                                                   \
+    (atomic_load_explicit(&effect_seen[SEL_FAMILY], memory_order_relaxed) ? YES : family_first(k, self, cmd, family, a))
+
 /* ---- the replacements ----
  * supportsFamily: YES when the call is in scope and the profile claims the family (whatever
  * the stock answer: a supported answer stays supported, vzcaps_answer's first rule); otherwise
@@ -165,7 +192,7 @@ static inline __attribute__((always_inline)) bool family_claimed(long family)
 static __attribute__((noinline)) BOOL family_slow(size_t k, id self, SEL cmd, long family, uint64_t a)
 {
     if (family_claimed(family) && site_in_scope(SEL_FAMILY, a))
-        return YES;
+        return FAMILY_YES(k, self, cmd, family, a);
     return ((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family);
 }
 
@@ -175,14 +202,14 @@ static inline __attribute__((always_inline)) BOOL family_scoped(size_t k, id sel
     if (!site_is_last(SEL_FAMILY, a))
         return family_slow(k, self, cmd, family, a);
     if (family_claimed(family))
-        return YES;
+        return FAMILY_YES(k, self, cmd, family, a);
     return ((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family);
 }
 
-static inline __attribute__((always_inline)) BOOL family_all(size_t k, id self, SEL cmd, long family)
+static inline __attribute__((always_inline)) BOOL family_all(size_t k, id self, SEL cmd, long family, const void *ret)
 {
     if (family_claimed(family))
-        return YES;
+        return FAMILY_YES(k, self, cmd, family, site_of(ret));
     return ((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family);
 }
 
@@ -203,9 +230,11 @@ static __attribute__((noinline)) unsigned long limit_asked(size_t k, int which, 
     bool below = stock < floor_of[which];
     atomic_store_explicit(below ? &table[k].below[which] : &table[k].at_or_above[which], (uintptr_t)self,
                           memory_order_relaxed);
-    if (!below)
+    if (!below || !site_in_scope(which, a))
         return stock;
-    return site_in_scope(which, a) ? (unsigned long)floor_of[which] : stock;
+    if (!atomic_load_explicit(&effect_seen[which], memory_order_relaxed))
+        effect_first(which, a, stock, floor_of[which]);
+    return (unsigned long)floor_of[which];
 }
 
 /* A limit at or above the floor is the answer whoever asks; below it, the floor for a caller
@@ -225,9 +254,11 @@ static inline __attribute__((always_inline)) unsigned long limit_scoped(size_t k
     return limit_asked(k, which, self, cmd, site_of(ret));
 }
 
-static inline __attribute__((always_inline)) unsigned long limit_all(size_t k, int which, id self, SEL cmd)
+static inline __attribute__((always_inline)) unsigned long limit_all(size_t k, int which, id self, SEL cmd, const void *ret)
 {
     unsigned long stock = ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
+    if (stock < floor_of[which] && !atomic_load_explicit(&effect_seen[which], memory_order_relaxed))
+        effect_first(which, site_of(ret), stock, floor_of[which]);
     return stock < floor_of[which] ? (unsigned long)floor_of[which] : stock;
 }
 
@@ -235,17 +266,17 @@ static inline __attribute__((always_inline)) unsigned long limit_all(size_t k, i
  * ret: the replacement's own return address, taken there (an inlined helper has none). */
 #define DEFINE_SLOT(k)                                                                                             \
     static BOOL family_s##k(id self, SEL cmd, long f) { return family_scoped(k, self, cmd, f, __builtin_return_address(0)); } \
-    static BOOL family_a##k(id self, SEL cmd, long f) { return family_all(k, self, cmd, f); }                   \
+    static BOOL family_a##k(id self, SEL cmd, long f) { return family_all(k, self, cmd, f, __builtin_return_address(0)); } \
     static unsigned long group_s##k(id self, SEL cmd)                                                             \
     {                                                                                                             \
         return limit_scoped(k, SEL_THREADGROUP, self, cmd, __builtin_return_address(0));                         \
     }                                                                                                             \
-    static unsigned long group_a##k(id self, SEL cmd) { return limit_all(k, SEL_THREADGROUP, self, cmd); }        \
+    static unsigned long group_a##k(id self, SEL cmd) { return limit_all(k, SEL_THREADGROUP, self, cmd, __builtin_return_address(0)); } \
     static unsigned long set_s##k(id self, SEL cmd)                                                               \
     {                                                                                                             \
         return limit_scoped(k, SEL_WORKING_SET, self, cmd, __builtin_return_address(0));                         \
     }                                                                                                             \
-    static unsigned long set_a##k(id self, SEL cmd) { return limit_all(k, SEL_WORKING_SET, self, cmd); }
+    static unsigned long set_a##k(id self, SEL cmd) { return limit_all(k, SEL_WORKING_SET, self, cmd, __builtin_return_address(0)); }
 #define SLOTS(X)                                                                                                   \
     X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) \
     X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
@@ -415,14 +446,56 @@ static void forget(id device)
         }
 }
 
-static void on_device(id device, const char *path)
+/* The original of which on cls, hooked now (NULL: not replaced there, so nothing to ask). */
+static IMP stock_imp(Class cls, int which)
+{
+    struct hooked_class *e = find_entry(cls);
+    return e ? original_of((size_t)(e - table), which) : NULL;
+}
+
+/* Why no answer of the profile's can differ from device's own (asked of the originals, on a
+ * device whose creation is complete), or NULL when one can: a family claimed that it denies, or
+ * a limit below its floor. */
+static const char *no_raise(id device, char *why, size_t len)
+{
+    Class cls = object_getClass(device);
+    IMP fam = stock_imp(cls, SEL_FAMILY);
+    size_t n;
+    const int64_t *all = vzcaps_family_all(&n);
+    for (size_t i = n; fam && i-- > 0;) /* the highest first: one ask, when it is denied */
+        if (family_claimed((long)all[i]) && !((family_imp)(void (*)(void))fam)(device, sel_registerName(sel_names[SEL_FAMILY]), (long)all[i]))
+            return NULL;
+    for (int w = SEL_THREADGROUP; w < N_SELS; w++) {
+        IMP lim = stock_imp(cls, w);
+        if (lim && ((ulong_imp)(void (*)(void))lim)(device, sel_registerName(sel_names[w])) < floor_of[w])
+            return NULL;
+    }
+    const char *name = vzcaps_family_name(vzcaps_effective->apple_family_max);
+    snprintf(why, len, "nothing above the device's own: it supports every family claimed (up to %s) and its limits "
+             "are at or above the floors", name ? name : "none");
+    return why;
+}
+
+/* The process's hooked record, for its first class hooked, once device's creation is done. */
+static void hooked_record(id device)
+{
+    static atomic_flag recorded = ATOMIC_FLAG_INIT;
+    char why[200];
+    int saved = errno;
+    if (!atomic_flag_test_and_set(&recorded))
+        vzcaps_statslog_event(true, class_getName(object_getClass(device)), NULL, no_raise(device, why, sizeof why));
+    errno = saved;
+}
+
+/* true: device's class was hooked now (its hooked record is due once the device is created) */
+static bool on_device(id device, const char *path)
 {
     if (device && vzcaps_effective->state == VZCAPS_STOCK_REFUSED) {
         vzcaps_said(NULL, path); /* the first device, left stock: the refusal is said now */
-        vzcaps_statslog_event(false, class_getName(object_getClass(device)), NULL);
+        vzcaps_statslog_event(false, class_getName(object_getClass(device)), NULL, NULL);
     }
     if (!device || vzcaps_effective->state != VZCAPS_ENABLED)
-        return;
+        return false;
     forget(device);
     Class cls = object_getClass(device);
     struct hooked_class *e = find_entry(cls);
@@ -430,25 +503,26 @@ static void on_device(id device, const char *path)
      * replacements' lookups) before its methods are swapped, and a device must not be handed
      * out before then. Otherwise wait on the lock, which the installing thread holds. */
     if (e && atomic_load_explicit(&e->state, memory_order_acquire) != ENTRY_INSTALLING)
-        return;
+        return false;
     char why[256];
     if (vzcaps_hooks_install_on_class(cls, why, sizeof why) != 0) {
         char line[300];
         snprintf(line, sizeof line, "vzcaps: %s", why);
         vzcaps_log(line, !vzcaps_effective->quiet);
-        vzcaps_statslog_event(false, class_getName(cls), why);
-    } else {
-        char label[160];
-        vzcaps_said(class_label(cls, label), path); /* once per process */
-        vzcaps_statslog_event(true, class_getName(cls), NULL);
+        vzcaps_statslog_event(false, class_getName(cls), why, NULL);
+        return false;
     }
+    char label[160];
+    vzcaps_said(class_label(cls, label), path); /* once per process */
+    return true;
 }
 
 /* errno is as the caller had it: installing, logging and the one line may all set it */
 void vzcaps_hooks_on_device(id device, const char *path)
 {
     int saved = errno;
-    on_device(device, path);
+    if (on_device(device, path)) /* a factory's device: created */
+        hooked_record(device);
     errno = saved;
 }
 
@@ -465,10 +539,14 @@ static atomic_int watch_state;
 
 static void replaced_init_family(id self, SEL cmd)
 {
-    vzcaps_hooks_on_device(self, VZCAPS_PATH_INIT_FAMILY);
+    int saved = errno;
+    bool hooked = on_device(self, VZCAPS_PATH_INIT_FAMILY);
+    errno = saved;
     IMP orig = atomic_load_explicit(&original_init_family, memory_order_acquire);
     if (orig)
         ((void_imp)(void (*)(void))orig)(self, cmd);
+    if (hooked) /* after the original: the device's own answers are built now */
+        hooked_record(self);
 }
 
 void vzcaps_hooks_watch_base_class(void)

@@ -60,18 +60,18 @@ static bool is_launcher(void)
     return true;
 }
 
-/* The name the launcher handed for a #! script (VZCAPS_PROGRAM=PID:NAME, docs/config.md): 1 in
- * the script's own process (the interpreter, and what it execs), with name; -1 in a child of it,
- * whose environment is then made stock (as every child's); 0 without one. */
+/* The name the launcher handed for a #! script (VZCAPS_PROGRAM=PID-PPID:NAME, docs/config.md): 1
+ * in the script's own process (the interpreter, and what it execs), with name; -1 in a child of
+ * it, whose environment is then made stock (as every child's); 0 without one. */
 static int handed_name(char **env, char *name, size_t len)
 {
-    int h = vzcaps_program_handed(vzcaps_env_get((const char *const *)env, "VZCAPS_PROGRAM"), (long long)getpid(), name, len);
-    for (size_t r = 0; h == 2 && env[r]; r++) /* unclaimed: this is the script's process; write its pid in place */
+    static char claimed[sizeof "VZCAPS_PROGRAM=" + 2 * 21 + 256];
+    long long pid = (long long)getpid(), ppid = (long long)getppid();
+    int h = vzcaps_program_handed(vzcaps_env_get((const char *const *)env, "VZCAPS_PROGRAM"), pid, ppid, name, len);
+    for (size_t r = 0; h == 2 && env[r]; r++) /* unclaimed: this is the script's process, tied to it by pid and parent */
         if (strncmp(env[r], "VZCAPS_PROGRAM=", 15) == 0) {
-            char *d = env[r] + 15;
-            for (long long pid = (long long)getpid(), i = VZCAPS_PROGRAM_CLAIM - 1; i >= 0; i--, pid /= 10)
-                d[i] = (char)('0' + pid % 10);
-            h = 1;
+            snprintf(claimed, sizeof claimed, "VZCAPS_PROGRAM=%lld-%lld:%s", pid, ppid, name);
+            env[r] = claimed, h = 1;
             break;
         }
     if (h < 0)
@@ -81,8 +81,9 @@ static int handed_name(char **env, char *name, size_t len)
 }
 
 /* The script's process keeps the injection in its children (inherit): VZCAPS_PROGRAM's
- * PID:NAME becomes PID+NAME in place (same length, no allocation), so its exec still takes NAME
- * and its children are configured by their own names instead of starting stock. */
+ * PID-PPID:NAME becomes PID-PPID+NAME in place (no allocation), so its exec still takes NAME
+ * and its children are configured by their own names instead of starting stock; a later
+ * process with its pid has another parent, and takes nothing. */
 static void handed_to_children(char **env)
 {
     for (size_t r = 0; env[r]; r++)

@@ -38,9 +38,18 @@ VZCAPS_HIDDEN void vzcaps_say_prepare(const struct vzcaps_profile *p, const char
  * process: notes r (static, final) and exe (the program's name, static), nothing else. event:
  * the first call prepares the rest (nothing when the log's directory is not safe) and writes the
  * process's one record (hooked, the device class, why it is left stock: NULL for the refusal
- * the constructor knew); errno is kept, nothing is ever said. */
+ * the constructor knew; no_raise: NULL when a raised answer is possible for this device and
+ * profile, else why not, in words); a hooked record keeps the log open for the effects. effect:
+ * the first answer of a kind that differs from the device's own, given to image (FAMILY: stock
+ * 0, given the family), once per process and kind, on disk before it returns (or, asked before
+ * the hooked record, right after that record). stock_caller: an image the caller scope kept
+ * stock (its first call site; at most VZCAPS_STOCK_CALLERS images). All keep errno, never say
+ * anything, allocate nothing and take no lock. */
+enum { VZCAPS_EFFECT_FAMILY, VZCAPS_EFFECT_THREADGROUP, VZCAPS_EFFECT_WORKING_SET };
 VZCAPS_HIDDEN void vzcaps_statslog_prepare(const struct vzcaps_config_result *r, const char *exe);
-VZCAPS_HIDDEN void vzcaps_statslog_event(bool hooked, const char *cls, const char *reason);
+VZCAPS_HIDDEN void vzcaps_statslog_event(bool hooked, const char *cls, const char *reason, const char *no_raise);
+VZCAPS_HIDDEN void vzcaps_statslog_effect(int kind, const char *image, unsigned long long stock, unsigned long long given);
+VZCAPS_HIDDEN void vzcaps_statslog_stock_caller(const char *image);
 
 /* say.c: the one line that says what the library did, prepared by the constructor and
  * written once (an atomic flag; no lock, no allocation): "vzcaps: hooked LABEL for EXE via

@@ -27,6 +27,17 @@ def rec(program="llama-server", event="hooked", family=1008, reason="", t=176461
     return json.dumps(r, separators=(",", ":"))
 
 
+def unlocked(program="llama-server", pid=100, t=1764619200, image="libggml-metal.dylib", **over):
+    """The effect record the library writes after a hooked one: the first raised supportsFamily: answer."""
+    return rec(program, "unlocked", 1008, "", t, pid, **dict(dict(image=image, selector="supportsFamily:", stock=0,
+                                                                  given=1007), **over))
+
+
+def ran(program="llama-server", pid=100, **over):
+    """A run that got a raised answer, as the library records it: its hooked record, then its effect."""
+    return "\n".join([rec(program, pid=pid, **over), unlocked(program, pid, **{k: v for k, v in over.items() if k == "t"})])
+
+
 def write_log(path, *lines, end="\n"):
     path.write_text("".join(line + "\n" for line in lines[:-1]) + (lines[-1] + end if lines else ""))
     return path
@@ -159,9 +170,10 @@ def test_malformed_lines_are_counted_and_named_never_fatal(tmp_path):
            rec(program=""), '{"v":1,"v":1}', "x" * 5000, rec()[:-5]]  # the last without its newline: cut
     log = write_log(tmp_path / "usage.log", JOB[0], *bad[:-1], JOB[3], bad[-1], end="")
     out, p = stats_json(VZCAPS_LOG_FILE=log)
-    assert (out["hooked"], out["left_stock"], out["skipped"]) == (1, 1, len(bad))
+    # the last, cut after its event, is still a hooked run (issue 44: what a cut record still holds counts)
+    assert (out["hooked"], out["left_stock"], out["skipped"]) == (2, 1, len(bad))
     errs = p.stderr.splitlines()
-    assert len(errs) == len(bad)
+    assert len(errs) == len(bad) and errs[-1].endswith("(what it still holds is counted)"), errs[-1]
     for line_no, err in zip([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 13], errs):
         assert err.startswith(f"vzcaps stats: {log}:{line_no}: skipped: "), err
     assert "unknown version 2" in errs[4] and "longer than 1024 bytes" in errs[9] and "without its newline" in errs[10]
@@ -181,7 +193,8 @@ def test_a_line_of_exactly_1024_bytes_is_read_and_1025_is_not(tmp_path):
     exact, over = rec(path="/" * pad), rec(path="/" * (pad + 1))
     assert len(exact) == 1024 and len(over) == 1025
     out, p = stats_json(VZCAPS_LOG_FILE=write_log(tmp_path / "usage.log", exact, over))
-    assert (out["hooked"], out["skipped"]) == (1, 1) and ":2: skipped: longer than 1024 bytes" in p.stderr
+    # what the first 1024 bytes still hold is counted: its run (issue 44)
+    assert (out["hooked"], out["skipped"]) == (2, 1) and ":2: skipped: longer than 1024 bytes (what it still holds" in p.stderr
 
 
 @pytest.mark.parametrize("kind", ["fifo", "link", "dir", "dangling"])
@@ -386,7 +399,7 @@ def test_a_log_kept_past_the_limit_by_a_path1_the_library_never_replaces_is_read
     logs = tmp_path / "logs"
     logs.mkdir(mode=0o700)
     log = logs / "usage.log"
-    line = rec("probe", pid=1) + "\n"
+    line = ran("probe", pid=1) + "\n"
     n = (17 * 1024 * 1024) // len(line) + 1
     log.write_text(line * n)
     log.chmod(0o600)
@@ -395,4 +408,4 @@ def test_a_log_kept_past_the_limit_by_a_path1_the_library_never_replaces_is_read
     assert out["hooked"] == n and "larger than" not in p.stderr, p.stderr
     assert p.stderr.count("\n") == 1 and "keeps appending to" in p.stderr  # the one line on PATH.1
     p = vz("--require", "probe", VZCAPS_LOG_FILE=log)
-    assert p.returncode == 0 and p.stdout == f"vzcaps stats: --require: hooked in every run: probe ({n})\n", p.stderr
+    assert p.returncode == 0 and p.stdout == f"vzcaps stats: --require: unlocked in every run: probe ({n})\n", p.stderr

@@ -1,15 +1,16 @@
-"""vzcaps stats --require NAME... (issue 37 item 3): the proof after a job, from the records the
-library wrote inside each process. It passes only when every NAME ran and every run of it (since
---since) was hooked; a NAME that ran stock in any run, through the library or a shim's own stock
-start, or never ran, fails, named in one line. The rig's cases start build/probe through the
-library (LD_PRELOAD) with the log on, as a job does; the rest write the log by hand."""
+"""vzcaps stats --require NAME... (issue 37 item 3, issue 44 item 2): the proof after a job, from the
+records the library wrote inside each process. It passes only when every NAME ran and every run
+of it (since --since) got a raised answer (an "unlocked" record after its "hooked" one); a NAME
+that ran stock in any run, through the library or a shim's own stock start, that was hooked and
+raised nothing, or never ran, fails, named in one line. The rig's cases start build/probe through
+the library (LD_PRELOAD) with the log on, as a job does; the rest write the log by hand."""
 import json
 import subprocess
 
 import pytest
 
 from conftest import BUILD, LINUX_ONLY, clean_env
-from test_stats import rec, write_log
+from test_stats import rec, ran, unlocked, write_log
 
 VZ = str(BUILD / "vzcaps")
 
@@ -48,13 +49,16 @@ def test_a_job_whose_program_was_hooked_in_every_run_passes(rig):
     run(), run(), run()
     p = vz("--require", "probe", **env)
     assert p.returncode == 0, p.stderr
-    assert p.stdout == "vzcaps stats: --require: hooked in every run: probe (3)\n" and p.stderr == ""
+    assert p.stdout == "vzcaps stats: --require: unlocked in every run: probe (3)\n" and p.stderr == ""
     j = vz("--require", "probe", "--json", **env)
     assert j.returncode == 0 and j.stderr == ""
     out = json.loads(j.stdout)
-    assert out["verdict"] == "pass" and out["skipped"] == 0 and out["since"] is None
-    assert out["required"] == [{"program": "probe", "matched": "program", "match": "probe", "ran": 3, "hooked": 3,
-                                "left_stock": 0, "verdict": "unlocked", "reason": "hooked in all 3 runs"}]
+    assert out["verdict"] == "pass" and out["skipped"] == 0 and out["since"] is None and out["lost"] == 0
+    (got,) = out["required"]
+    runs = got.pop("runs")
+    assert got == {"program": "probe", "matched": "program", "match": "probe", "ran": 3, "hooked": 3, "left_stock": 0,
+                   "verdict": "unlocked", "reason": "unlocked in all 3 runs", "unlocked": 3, "unreadable": 0, "count": None}
+    assert [(r["verdict"], r["reason"]) for r in runs] == [("unlocked", "")] * 3 and all(r["pid"] > 0 for r in runs)
     # by the executable's path: build/probe's real path is what the library records
     assert vz("--require", str(BUILD / "probe"), **env).returncode == 0
 
@@ -114,7 +118,7 @@ def test_a_shims_own_stock_start_counts_as_stock(tmp_path):
 
 # ---- the log written by hand: the window, names, what is refused ----
 
-JOB = [rec("probe", pid=1, t=1000), rec("probe", pid=2, t=2000), rec("tool", "left_stock", 0, "no host chip", pid=3, t=1500)]
+JOB = [ran("probe", pid=1, t=1000), ran("probe", pid=2, t=2000), rec("tool", "left_stock", 0, "no host chip", pid=3, t=1500)]
 
 
 def test_since_decides_which_runs_count(tmp_path):
@@ -122,7 +126,7 @@ def test_since_decides_which_runs_count(tmp_path):
     assert vz("--require", "tool", "--since", "1600", VZCAPS_LOG_FILE=log).stderr == \
         "vzcaps stats: --require tool: never ran since 1970-01-01 00:26:40 UTC: no record of tool in the log\n"
     p = vz("--require", "probe", "--since", "1600", VZCAPS_LOG_FILE=log)
-    assert p.returncode == 0 and p.stdout == "vzcaps stats: --require: hooked in every run since 1970-01-01 00:26:40 UTC: probe (1)\n"
+    assert p.returncode == 0 and p.stdout == "vzcaps stats: --require: unlocked in every run since 1970-01-01 00:26:40 UTC: probe (1)\n"
     assert required(vz("--require", "probe", "--since", "1600", "--json", VZCAPS_LOG_FILE=log))["probe"]["ran"] == 1
 
 
@@ -142,6 +146,7 @@ def test_a_name_with_a_slash_is_matched_by_the_real_path(tmp_path):
     link = tmp_path / "bin-llama-server"
     link.symlink_to(exe)
     log = write_log(tmp_path / "usage.log", rec("llama-server", path=str(exe), pid=1),
+                    unlocked("llama-server", 1, path=str(exe)),
                     rec("llama-server", "left_stock", 0, "off", path="/elsewhere/llama-server", pid=2))
     for name in (str(exe), str(link)):  # a link given leads to the file the record names
         p = vz("--require", name, VZCAPS_LOG_FILE=log)
@@ -162,18 +167,20 @@ def test_odd_names_are_escaped_in_the_lines(tmp_path):
     p = vz("--require", name, VZCAPS_LOG_FILE=log)
     assert p.returncode == 1 and "\x1b" not in p.stderr and "\x07" not in p.stderr and "esc\\x1b[31mred" in p.stderr
     assert p.stderr.count("\n") == 1
-    log = write_log(tmp_path / "usage.log", rec(name))
+    log = write_log(tmp_path / "usage.log", ran(name))
     p = vz("--require", name, VZCAPS_LOG_FILE=log)
     assert p.returncode == 0 and "\x1b" not in p.stdout and p.stdout.count("\n") == 1
 
 
 def test_a_torn_record_is_skipped_and_said(tmp_path):
+    """A line that is no record (not one the library writes) is skipped and said, and proves nothing
+    either way; the job still passes."""
     log = tmp_path / "usage.log"
-    log.write_text(rec("probe", pid=1) + "\n" + rec("probe", "left_stock", 0, "x", pid=2)[:40] + "\n" + rec("probe", pid=3) + "\n")
+    log.write_text(ran("probe", pid=1) + "\nnot a record\n" + ran("probe", pid=3) + "\n")
     p = vz("--require", "probe", VZCAPS_LOG_FILE=log)
     assert p.returncode == 0, p.stderr
-    assert p.stdout == "vzcaps stats: --require: hooked in every run: probe (2) (1 line skipped, named on standard error)\n"
-    assert f"{log}:2: skipped: " in p.stderr
+    assert p.stdout == "vzcaps stats: --require: unlocked in every run: probe (2) (1 line skipped, named on standard error)\n"
+    assert f"{log}:3: skipped: " in p.stderr
 
 
 def test_no_log_or_no_record_fails(tmp_path):
@@ -186,7 +193,7 @@ def test_no_log_or_no_record_fails(tmp_path):
     link = tmp_path / "link.log"  # a log that cannot be read proves nothing: refused, nothing shown
     link.symlink_to(write_log(tmp_path / "real.log", *JOB))
     p = vz("--require", "probe", "--json", VZCAPS_LOG_FILE=link)
-    assert p.returncode == 1 and p.stdout == "" and "a symbolic link" in p.stderr
+    assert p.returncode == 1 and p.stdout == "" and "a symbolic link" in p.stderr and p.stderr.count("\n") == 1
 
 
 @pytest.mark.parametrize("args,needle", [
@@ -201,7 +208,7 @@ def test_a_malformed_require_is_a_usage_error(tmp_path, args, needle):
 
 
 def test_a_name_after_the_end_of_options_is_a_name(tmp_path):
-    log = write_log(tmp_path / "usage.log", rec("--json", pid=1))
+    log = write_log(tmp_path / "usage.log", ran("--json", pid=1))
     p = vz("--require", "--", "--json", VZCAPS_LOG_FILE=log)
     assert p.returncode == 0 and p.stdout.endswith(": --json (1)\n"), p.stdout + p.stderr
 
@@ -211,7 +218,7 @@ def test_every_name_is_kept_past_any_table_size(tmp_path):
     log = tmp_path / "usage.log"
     with open(log, "w") as f:
         for i, n in enumerate(names):
-            f.write(rec(n, pid=i) + "\n")
+            f.write(ran(n, pid=i) + "\n")
     p = vz("--require", *names, "--json", VZCAPS_LOG_FILE=log)
     assert p.returncode == 0, p.stderr[:500]
     assert [x["hooked"] for x in json.loads(p.stdout)["required"]] == [1] * 3000
@@ -236,11 +243,11 @@ def test_a_relative_log_file_is_read_from_the_current_directory(tmp_path):
     to it that another user could have made')."""
     logs = tmp_path / "logs"
     logs.mkdir(mode=0o700)
-    write_log(logs / "usage.log", rec("probe", pid=1))
+    write_log(logs / "usage.log", ran("probe", pid=1))
     p = subprocess.run([VZ, "stats", "--require", "probe", "--log-file", "usage.log"], env=clean_env(), cwd=logs,
                        capture_output=True, text=True, timeout=60)
     assert p.returncode == 0 and p.stderr == "", p.stderr
-    assert p.stdout == "vzcaps stats: --require: hooked in every run: probe (1)\n"
+    assert p.stdout == "vzcaps stats: --require: unlocked in every run: probe (1)\n"
 
 
 def test_as_many_names_as_a_command_line_holds_take_no_time_and_each_counts_once(tmp_path):
@@ -250,15 +257,16 @@ def test_as_many_names_as_a_command_line_holds_take_no_time_and_each_counts_once
     names = [f"p{i}" for i in range(50000)]
     log = tmp_path / "usage.log"
     with open(log, "w") as f:
-        for i, n in enumerate(reversed(names)):
-            f.write(rec(n, pid=i) + "\n")
+        for i, n in enumerate(reversed(names)):  # short records: 100,000 lines under the 16 MiB a log may be
+            f.write(rec(n, pid=i, t=1, path=f"/b/{n}", **{"class": ""}) + "\n" +
+                    unlocked(n, i, t=1, path=f"/b/{n}", image="", **{"class": ""}) + "\n")
     args = names + names[::-1]
     p = subprocess.run([VZ, "stats", "--require", *args, "--json"], env=clean_env(VZCAPS_LOG_FILE=log),
                        capture_output=True, text=True, timeout=20)
     assert p.returncode == 0, p.stderr[:500]
     got = json.loads(p.stdout)["required"]
     assert [x["program"] for x in got] == names and all(x["hooked"] == 1 for x in got)
-    p = subprocess.run([VZ, "stats", "--require", *args, "missing", "/usr/local/bin/p7"], env=clean_env(VZCAPS_LOG_FILE=log),
+    p = subprocess.run([VZ, "stats", "--require", *args, "missing", "/b/p7"], env=clean_env(VZCAPS_LOG_FILE=log),
                        capture_output=True, text=True, timeout=20)  # a path NAME: by the record's path
     assert p.returncode == 1 and p.stderr.splitlines() == ["vzcaps stats: --require missing: never ran: no record of missing in the log"]
 

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from conftest import BUILD, LINUX_ONLY, built, clean_env, needs_root
-from test_stats import rec, write_log
+from test_stats import rec, ran, write_log
 
 VZ = str(BUILD / "vzcaps")
 OLD = [rec("probe", "left_stock", 0, "no host chip", pid=1), rec("tool", pid=2)]
@@ -52,7 +52,7 @@ def test_zero_moves_the_log_aside_and_the_count_starts_afresh(logdir):
     mark = json.loads(kept[len(before):])
     assert mark["event"] == "zeroed" and mark["v"] == 1 and isinstance(mark["time"], int)
     assert counts(log) == (0, 0, 2)
-    write_log(log, rec("probe", pid=3))  # the job's process, after the zero
+    write_log(log, ran("probe", pid=3))  # the job's process, after the zero
     assert counts(log) == (1, 0, 2)
     assert vz("--require", "probe", VZCAPS_LOG_FILE=log).returncode == 0  # the stock run before the zero is not counted
     text = vz(VZCAPS_LOG_FILE=log).stdout
@@ -169,7 +169,7 @@ def test_a_log_of_another_users_is_refused(logdir):
     log = write_log(logdir / "usage.log", *OLD)
     os.chown(log, 65534, 65534)
     p = vz("--zero", VZCAPS_LOG_FILE=log)
-    assert p.returncode == 1 and "owned by uid 65534, not by this user" in p.stderr and log.exists()
+    assert p.returncode == 1 and "not a file of yours alone: another owner" in p.stderr and log.exists()
 
 
 def test_a_directory_the_library_would_not_write_in_is_refused(tmp_path):
@@ -245,7 +245,7 @@ def test_on_the_rig_a_stock_run_before_the_zero_does_not_fail_the_next_job(logdi
     assert vz("--zero", **env).returncode == 0
     probe("Apple M2"), probe("Apple M2")  # this job: hooked, in a LOG the library makes again
     p = vz("--require", "probe", **env)
-    assert p.returncode == 0 and p.stdout.startswith("vzcaps stats: --require: hooked in every run since the zero mark of ")
+    assert p.returncode == 0 and p.stdout.startswith("vzcaps stats: --require: unlocked in every run since the zero mark of ")
     assert p.stdout.endswith(": probe (2)\n") and oct(log.stat().st_mode & 0o777) == "0o600"
 
 

@@ -622,6 +622,13 @@ class Darwin:
             return memcpy(m, d, s, n)
         S("___memcpy_chk", memcpy_chk)
 
+        def memmove_chk(m, d, s, n, dn, *_):
+            """__memmove_chk (Libc secure/memmove_chk.c): memmove, aborting past the destination's size."""
+            if n > dn:
+                raise GuestFault(f"__memmove_chk: {n} bytes into {dn} (Libc secure/memmove_chk.c aborts)")
+            return memcpy(m, d, s, n)
+        S("___memmove_chk", memmove_chk)
+
         def strcpy(m, d, s, *_):
             m.write(d, m.cstr(s) + b"\0")
             return d
@@ -929,6 +936,17 @@ class Darwin:
         S("_getuid", lambda m, *_: os.getuid())
         S("_geteuid", lambda m, *_: os.geteuid())  # xnu bsd/kern/kern_prot.c: geteuid
         S("_getpid", lambda m, *_: self.pid)  # xnu bsd/kern/kern_prot.c: getpid
+        S("_getppid", lambda m, *_: self.host.get("ppid", 1))  # xnu bsd/kern/kern_prot.c: getppid (p_ppid)
+
+        def getrlimit(m, which, rlp, *_):
+            """getrlimit(2) (xnu bsd/kern/kern_resource.c: getrlimit copies out the process's
+            p_limit entry): RLIMIT_FSIZE (1 on Darwin, sys/resource.h) is host["fsize"] or
+            RLIM_INFINITY ((1 << 63) - 1 on Darwin); RLIMIT_NOFILE (8) is the descriptor limit."""
+            inf = (1 << 63) - 1
+            cur = {1: self.host.get("fsize", inf), 8: self.fd_limit()}.get(which, inf)
+            m.put64(rlp, cur), m.put64(rlp + 8, cur)
+            return 0
+        S("_getrlimit", getrlimit)
 
         def time_(m, t, *_):
             """time(3) (Libc gen/FreeBSD/time.c: gettimeofday's seconds): the virtual clock."""

@@ -1,5 +1,6 @@
-/* libFuzzer target: the stats log's record from any four strings and numbers (the library
- * formats it from a program name, a path, a class name and a reason it does not control):
+/* libFuzzer target: the stats log's record, of any event, from any four strings and numbers (the
+ * library formats it from a program name, a path, a class name, a reason and an image it does not
+ * control):
  * always one line of valid UTF-8 JSON, at most VZCAPS_STATSLOG_MAX bytes; and the log_file
  * value check and expansion. */
 #include <stdint.h>
@@ -30,7 +31,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (*q == '\x1f')
             *q = '\0'; /* the unit separator splits fields too */
     struct vzcaps_statslog_record r = {nums[0], nums[1], nums[2], nums[0] & 1, f[0], f[1], f[2], f[3]};
-    size_t n = vzcaps_statslog_format(&r, out);
+    /* the library's records: an event of each kind, its no_raise or image any of the strings */
+    struct vzcaps_statslog_more more = {(int)((unsigned long long)nums[1] % 4), f[3], f[2], f[1],
+                                        (unsigned long long)nums[2], (unsigned long long)nums[0]};
+    size_t n = nums[1] & 4 ? vzcaps_statslog_format_more(&r, &more, out) : vzcaps_statslog_format(&r, out);
     if (n > VZCAPS_STATSLOG_MAX || n < 2 || out[n - 1] != '\n' || out[n - 2] != '}' || out[0] != '{')
         __builtin_trap();
     for (size_t i = 0, k; i < n; i += k) {

@@ -1,16 +1,19 @@
 /* libFuzzer target: the usage log as vzcaps stats reads it (src/data/usagelog.c) — the stream
- * split into lines in pieces of any size, each line parsed and counted, the counts sorted; the
- * first bytes also as a --since value. Checks that a line
- * never outgrows its limit, that every line is either counted or skipped, and that the counts
- * agree with their entries. */
+ * split into lines in pieces of any size, each line parsed and counted, the counts sorted; a line
+ * that is no record read for what a cut one still holds, and as a rotation's line; every record
+ * and cut one taken by --require's table (src/data/require.c) and judged; the first bytes also as
+ * a --since value. Checks that a line never outgrows its limit, that every line is either counted
+ * or skipped, and that the counts agree with their entries. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/data/require.h"
 #include "../../src/data/usagelog.h"
 
 struct seen {
     struct ulog_stats st;
+    struct ulog_require req;
     unsigned long long lines, counted, skipped;
 };
 
@@ -32,13 +35,25 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
         if (!overlong && ulog_parse_zero(line, len, &t) &&
             (t < 0 || ulog_zero_format(t, 1, mark, sizeof mark) == 0 || !ulog_parse_zero(mark, strlen(mark) - 1, &t)))
             __builtin_trap();
+        long long z, lost, until;
+        if (ulog_parse_rotated(line, len, &z, &lost, &until) && (z < 0 || lost < 0 || until < 0))
+            __builtin_trap();
+        int k = ulog_parse_fragment(line, len, &r);
+        if (k < 0 || k > 2 || (k == 1 && (!r.program || !*r.program || !r.path || !r.reason || !r.image)))
+            __builtin_trap();
+        if (k == 1)
+            ulog_require_count(&s->req, &r), ulog_record_free(&r);
         s->skipped++;
         return;
     }
     if (!r.program || !*r.program || !r.reason || r.version != VZCAPS_LOG_VERSION)
         __builtin_trap();
-    if (ulog_stats_add(&s->st, &r) == 0)
+    bool run = r.event == ULOG_HOOKED || r.event == ULOG_LEFT_STOCK;
+    if (!r.no_raise || !r.image || (!run && r.event != ULOG_UNLOCKED && r.event != ULOG_STOCK_CALLER))
+        __builtin_trap();
+    if (run && ulog_stats_add(&s->st, &r) == 0)
         s->counted++;
+    ulog_require_count(&s->req, &r);
     ulog_record_free(&r);
 }
 
@@ -50,6 +65,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&s, 0, sizeof s);
     memset(&l, 0, sizeof l);
     l.on_line = on_line, l.ctx = &s;
+    char *names[] = {"a", "llama-server=2", "/usr/local/bin/b", "b=", "x"};
+    size_t bad;
+    if (ulog_require_init(&s.req, names, 5, &bad) != 0 || ulog_require_index(&s.req) != 0)
+        __builtin_trap();
     size_t piece = size ? (size_t)data[0] % 7 + 1 : 1; /* the reads' sizes vary */
     for (size_t off = 0; off < size; off += piece)
         ulog_lines_feed(&l, (const char *)data + off, size - off < piece ? size - off : piece);
@@ -66,6 +85,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (sum != s.counted)
         __builtin_trap();
     ulog_stats_free(&s.st);
+    for (size_t i = 0; i < s.req.n; i++) {
+        char *words = NULL;
+        unsigned long long unlocked;
+        const char *verdict = ulog_require_verdict(&s.req, &s.req.req[i], 0, "", &words, &unlocked);
+        if (!verdict || !words || unlocked > s.req.req[i].hooked)
+            __builtin_trap();
+        free(words);
+    }
+    ulog_require_free(&s.req);
     char text[64], why[200];
     size_t n = size < sizeof text - 1 ? size : sizeof text - 1;
     memcpy(text, data, n);

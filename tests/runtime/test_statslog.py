@@ -20,6 +20,7 @@ M2 = dict(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2")
 M9 = dict(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M9")
 HOOKED = "vzcaps: hooked AppleParavirtDevice for probe via initGPUFamilySupport"
 KEYS = ["v", "time", "pid", "program", "path", "event", "class", "family", "reason"]
+MORE = {"hooked": ["no_raise"], "left_stock": [], "unlocked": ["image", "selector", "stock", "given"], "stock_caller": ["image"]}
 
 
 def probe(conf, *args, cwd=None, executable=None, argv0=None, **kw):
@@ -30,13 +31,18 @@ def probe(conf, *args, cwd=None, executable=None, argv0=None, **kw):
     return p
 
 
-def records(path):
+def all_records(path):
     lines = path.read_bytes().split(b"\n")
     assert lines[-1] == b""  # whole lines only
     out = [json.loads(l) for l in lines[:-1]]
     for r, raw in zip(out, lines):
-        assert list(r) == KEYS and len(raw) + 1 <= 1024
+        assert list(r) == KEYS + MORE[r["event"]] and len(raw) + 1 <= 1024
     return out
+
+
+def records(path):
+    """The one record of each process (hooked or left stock), its effects left out."""
+    return [r for r in all_records(path) if r["event"] in ("hooked", "left_stock")]
 
 
 @pytest.fixture
@@ -245,7 +251,7 @@ def test_a_link_another_user_planted_in_tmp_does_not_lead_root_into_its_director
     os.unlink(shared / "planted")
     (shared / "planted").symlink_to(roots if where == "last" else logdir)
     probe(dict(M2, VZCAPS_LOG_FILE=str(target)))
-    assert (roots / "s.jsonl.1").read_bytes() == full and len(records(roots / "s.jsonl")) == 1
+    assert (roots / "s.jsonl.1").read_bytes().startswith(full) and len(records(roots / "s.jsonl")) == 1
 
 
 @needs_root("a second user's link behind a link of root's")
@@ -301,7 +307,7 @@ def test_a_full_disk_loses_the_record_not_the_host(tmp_path):
 
 def filler(size=1048576):
     """size bytes of 128-byte records (a rotation replaces a LOG.1 only when it begins with one)."""
-    line = b'{"v":1,"time":1,"pid":1,"program":"%s","path":"","event":"hooked","class":"","family":1008,"reason":""}\n'
+    line = b'{"v":1,"time":1,"pid":1,"program":"%s","path":"","event":"hooked","class":"","family":1008,"reason":"","no_raise":""}\n'
     line = line % (b"f" * (128 - len(line % b"")))
     assert len(line) == 128 and size % 128 == 0
     return line * (size // 128)
@@ -317,13 +323,18 @@ def test_rotation_at_one_mebibyte(logdir):
     log.chmod(0o600)
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # under 1 MiB: appended
     assert log.stat().st_size > 1048576 - 128 and old.read_bytes() == previous
+    first = records(log)[-1]["time"]
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # 1 MiB or more: LOG.1 replaced, a new LOG
     assert old.read_bytes().startswith(full[:-128])
     (r,) = records(log)
     assert r["event"] == "hooked"
     log.write_bytes(full)  # exactly 1 MiB counts
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
-    assert len(records(log)) == 1 and old.read_bytes() == full
+    assert len(records(log)) == 1 and old.read_bytes().startswith(full)
+    # its last line says what the LOG.1 it replaced held (no zero mark: every line): 8191 of filler,
+    # the first probe's 2 records, and the 2 of filler its own rotation's line said it dropped
+    said = json.loads(old.read_bytes()[len(full):])
+    assert {k: said[k] for k in ("event", "zeroed", "lost", "until")} == dict(event="rotated", zeroed=0, lost=8195, until=first)
 
 
 @pytest.mark.parametrize("kind", ["directory", "user's file", "empty file", "link", "fifo", "second name",
@@ -380,7 +391,7 @@ def test_a_rotation_another_writer_holds_is_left_to_it(logdir):
     """Two writers that opened the same full LOG: only the one that takes the lock on it renames
     it. Without the lock, the second renamed the first one's new LOG over LOG.1 and the whole
     rotated log was lost. Here the test holds the lock: the library neither waits nor renames,
-    and its record is lost instead (LOG and LOG.1 as they were)."""
+    and appends its records to the LOG the holder is renaming (issue 44: they were lost)."""
     import fcntl
     log, old = logdir / "stats.jsonl", logdir / "stats.jsonl.1"
     previous = filler(256)
@@ -393,9 +404,9 @@ def test_a_rotation_another_writer_holds_is_left_to_it(logdir):
         fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
         p = probe(dict(M2, VZCAPS_LOG_FILE=str(log)))
         assert p.stderr.startswith(HOOKED)
-        assert log.read_bytes() == full and old.read_bytes() == previous
+        assert log.read_bytes().startswith(full) and len(records(log)) == 8192 + 1 and old.read_bytes() == previous
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)))  # the lock released: rotated as usual
-    assert old.read_bytes() == full and len(records(log)) == 1
+    assert old.read_bytes().startswith(full) and len(records(log)) == 1
 
 
 def test_a_3000_byte_program_name(logdir):
@@ -403,14 +414,14 @@ def test_a_3000_byte_program_name(logdir):
     name = "\u00e9" * 1500  # 3000 bytes of two-byte characters
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)), argv0=name)
     raw = log.read_bytes()
-    assert len(raw) <= 1024 and raw.endswith(b"}\n")
+    assert all(len(line) < 1024 for line in raw.split(b"\n")) and raw.endswith(b"}\n")  # each record (all_records)
     (r,) = records(log)
     assert r["program"].endswith("...") and set(r["program"][:-3]) == {"\u00e9"}
     assert r["path"] == os.path.realpath(PROBE)  # the short fields stay whole
     # a name that is not UTF-8: \udcXX of each byte (surrogateescape), never the character U+00XX
     bad = os.fsdecode(b"p\xff\xfeq")
     probe(dict(M2, VZCAPS_LOG_FILE=str(log)), argv0=bad)
-    assert b'"program":"p\\udcff\\udcfeq"' in log.read_bytes().split(b"\n")[1]
+    assert b'"program":"p\\udcff\\udcfeq"' in log.read_bytes().split(b"\n")[2]  # after the first one's effect
     assert os.fsencode(records(log)[1]["program"]) == b"p\xff\xfeq"
 
 
@@ -557,3 +568,85 @@ def test_a_log_over_the_size_limit_does_not_kill_the_host(logdir):
     p = probe(dict(M2, VZCAPS_LOG_FILE=str(log)), preexec_fn=limit)
     assert p.stderr.startswith(HOOKED)
     assert log.stat().st_size == 6000
+
+
+# ---- the records of effect (issue 44): what the answers did, on disk before the answer returns ----
+
+CLIENT = r'''#include <objc/runtime.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+id MTLCreateSystemDefaultDevice(void);
+int main(int argc, char **argv)
+{
+    id dev = MTLCreateSystemDefaultDevice();
+    SEL sel = sel_registerName("supportsFamily:");
+    BOOL (*ask)(id, SEL, long) = (BOOL (*)(id, SEL, long))class_getMethodImplementation(object_getClass(dev), sel);
+    if (argc > 2 && strcmp(argv[1], "closefrom") == 0) { /* a daemon's start: every descriptor closed, its own opened */
+        for (int fd = 3; fd < 256; fd++)
+            close(fd);
+        if (open(argv[2], O_WRONLY | O_CREAT | O_APPEND, 0600) != 3)
+            return 3;
+    }
+    int yes = ask(dev, sel, 1008);
+    if (argc > 1 && strcmp(argv[1], "kill") == 0)
+        raise(SIGKILL); /* a job that kills its server right after its first answer */
+    return yes ? 0 : 2;
+}
+'''
+
+
+@pytest.fixture
+def client(tmp_path):
+    """build/client: asks supportsFamily: Apple8 from its own code ("kill": then SIGKILL;
+    "closefrom FILE": first closes every descriptor and opens FILE at 3), in scope alone (callers =
+    client), so the device's own ask at its creation raises nothing."""
+    src, exe = tmp_path / "client.c", tmp_path / "client"
+    src.write_text(CLIENT)
+    subprocess.run(["gcc", "-std=gnu11", "-fgnu-runtime", str(src), "-o", str(exe), f"-L{BUILD}", "-lfakemetal", "-lobjc",
+                    f"-Wl,-rpath,{BUILD}"], check=True)
+    conf = tmp_path / "client.conf"
+    conf.write_text("[client]\nmatch = client\napple_family_max = auto\ncallers = client\n")
+    conf.chmod(0o644)
+
+    def run(log, *args):
+        return subprocess.run([str(exe), *args], env=clean_env(LD_PRELOAD=LIB, VZCAPS_CONFIG=conf, VZCAPS_HOST_CHIP="Apple M2",
+                                                              VZCAPS_LOG_FILE=log), capture_output=True, timeout=30)
+    return run
+
+
+def test_the_effect_record_survives_a_kill_right_after_the_raised_answer(logdir, client):
+    log = logdir / "s"
+    assert client(log, "kill").returncode == -9
+    got = all_records(log)
+    assert [(r["event"], r.get("image")) for r in got] == [("hooked", None), ("stock_caller", "libfakemetal.so"),
+                                                             ("unlocked", "client")]
+    assert (got[2]["selector"], got[2]["stock"], got[2]["given"], got[2]["pid"]) == ("supportsFamily:", 0, 1008, got[0]["pid"])
+
+
+def test_a_descriptor_the_host_took_over_never_gets_a_record(logdir, client, tmp_path):
+    """The hooked record's descriptor is kept for the effects; a host that closes every descriptor
+    and opens a file of its own at that number never gets a record in it: the effect is written
+    to the log, opened again."""
+    log, mine = logdir / "s", tmp_path / "daemon.state"
+    assert client(log, "closefrom", str(mine)).returncode == 0
+    assert mine.read_bytes() == b"" and [r["event"] for r in all_records(log)][-1] == "unlocked"
+
+
+@pytest.mark.parametrize("how", ["unshare"])
+def test_a_later_process_with_the_scripts_pid_takes_no_name(tmp_path, how):
+    """VZCAPS_PROGRAM=PID-PPID+NAME (a script's, under inherit) stays in its descendants; one that
+    gets the script's pid after it exited has another parent and takes neither its name nor its
+    section (it took both when the claim was the pid alone). In a new pid namespace the pids are
+    known: the shell is 1, the probe it starts 2."""
+    conf = tmp_path / "c.conf"
+    conf.write_text("[tool]\nmatch = tool\napple_family_max = 1007\n[probe]\nmatch = probe\napple_family_max = 1008\n")
+    conf.chmod(0o644)
+    env = clean_env(LD_PRELOAD=LIB, VZCAPS_CONFIG=conf, VZCAPS_HOST_CHIP="Apple M2", VZCAPS_INHERIT="1")
+    unshare = ["unshare", "-pf"] if os.geteuid() == 0 else ["unshare", "-rpf"]
+    for value, name in (("2-1+tool", "tool"), ("2-77+tool", "probe"), ("2+tool", "probe")):
+        p = subprocess.run([*unshare, "sh", "-c", f"VZCAPS_PROGRAM={value} {PROBE}; true"], env=env, capture_output=True,
+                           text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+        assert f"vzcaps: hooked AppleParavirtDevice for {name} via" in p.stderr, (value, p.stderr)

@@ -972,6 +972,32 @@ static void test_usagelog_zero_mark(void **st)
         assert_int_equal(ulog_parse_zero(not_marks[i], strlen(not_marks[i]), &t), 0);
 }
 
+/* A rotation's line reads back its three numbers; a record cut short tells what its whole members hold. */
+static void test_usagelog_rotated_and_cut(void **st)
+{
+    (void)st;
+    long long z = -1, lost = -1, until = -1;
+    const char *rot = "{\"v\":1,\"time\":5,\"pid\":6,\"event\":\"rotated\",\"zeroed\":1700000000,\"lost\":42,\"until\":1700000009}";
+    assert_int_equal(ulog_parse_rotated(rot, strlen(rot), &z, &lost, &until), 1);
+    assert_true(z == 1700000000 && lost == 42 && until == 1700000009);
+    assert_int_equal(ulog_parse_rotated(rot, strlen(rot) - 1, &z, &lost, &until), 0);
+    const char *neg = "{\"v\":1,\"time\":5,\"pid\":6,\"event\":\"rotated\",\"zeroed\":0,\"lost\":-1,\"until\":0}";
+    assert_int_equal(ulog_parse_rotated(neg, strlen(neg), &z, &lost, &until), 0);
+    struct ulog_record r;
+    const char *cut = "{\"v\":1,\"time\":7,\"pid\":8,\"program\":\"p\\\"q\",\"path\":\"/x\",\"event\":\"left_stock\",\"class\":\"App";
+    assert_int_equal(ulog_parse_fragment(cut, strlen(cut), &r), 1);
+    assert_true(r.event == ULOG_LEFT_STOCK && r.pid == 8 && r.time == 7);
+    assert_string_equal(r.program, "p\"q");
+    ulog_record_free(&r);
+    assert_int_equal(ulog_parse_fragment(cut, 60, &r), 1); /* cut in its path: program whole, event not */
+    assert_true(r.event == ULOG_UNKNOWN);
+    ulog_record_free(&r);
+    assert_int_equal(ulog_parse_fragment(cut, 40, &r), 2); /* cut in its program: anyone's */
+    assert_int_equal(ulog_parse_fragment(cut, 9, &r), 2);
+    assert_int_equal(ulog_parse_fragment("not a record", 12, &r), 0);
+    assert_int_equal(ulog_parse_fragment("{\"v\":2,\"time\":1}", 17, &r), 0);
+}
+
 static void test_usagelog_record(void **st)
 {
     (void)st;
@@ -1046,7 +1072,7 @@ int main(void)
         cmocka_unit_test(test_launchd_plist_session_type_per_domain),
         cmocka_unit_test(test_inherit_safety),
         cmocka_unit_test(test_usagelog_since), cmocka_unit_test(test_usagelog_lines),
-        cmocka_unit_test(test_usagelog_record),        cmocka_unit_test(test_nocopy_guest_hazard),
+        cmocka_unit_test(test_usagelog_record), cmocka_unit_test(test_usagelog_rotated_and_cut),        cmocka_unit_test(test_nocopy_guest_hazard),
         cmocka_unit_test(test_usagelog_zero_mark),
     };
     return cmocka_run_group_tests_name("command", tests, NULL, NULL);

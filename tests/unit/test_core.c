@@ -1638,6 +1638,25 @@ static void test_statslog_record(void **st)
     assert_int_equal(n, strlen("{\"v\":1,\"time\":5,\"pid\":6,\"program\":\"\",\"path\":\"\",\"event\":\"hooked\","
                                "\"class\":\"\",\"family\":7,\"reason\":\"\"}\n"));
     assert_int_equal(vzcaps_json_escaped_len("a\"\x01\xc3\xa9\xff", 6), 1 + 2 + 6 + 2 + 6);
+    /* the library's records: a hooked one says whether anything can be raised; an effect names the
+     * image, the selector and the two answers; an image kept stock, the image */
+    r = (struct vzcaps_statslog_record){1, 2, 1008, true, "p", "/p", "C", ""};
+    struct vzcaps_statslog_more m = {0, "nothing above", NULL, NULL, 0, 0};
+    n = vzcaps_statslog_format_more(&r, &m, out);
+    const char base[] = "{\"v\":1,\"time\":1,\"pid\":2,\"program\":\"p\",\"path\":\"/p\",\"event\":\"";
+    const char hooked[] = "hooked\",\"class\":\"C\",\"family\":1008,\"reason\":\"\",\"no_raise\":\"nothing above\"}\n";
+    assert_int_equal(n, strlen(base) + strlen(hooked));
+    assert_memory_equal(out + strlen(base), hooked, strlen(hooked));
+    m = (struct vzcaps_statslog_more){VZCAPS_EVENT_UNLOCKED, NULL, "libggml-metal.dylib", "supportsFamily:", 0, 1008};
+    n = vzcaps_statslog_format_more(&r, &m, out);
+    const char unlocked[] = "unlocked\",\"class\":\"C\",\"family\":1008,\"reason\":\"\",\"image\":\"libggml-metal.dylib\","
+                            "\"selector\":\"supportsFamily:\",\"stock\":0,\"given\":1008}\n";
+    assert_int_equal(n, strlen(base) + strlen(unlocked));
+    assert_memory_equal(out + strlen(base), unlocked, strlen(unlocked));
+    m = (struct vzcaps_statslog_more){VZCAPS_EVENT_STOCK_CALLER, NULL, "libtorch_cpu.dylib", NULL, 0, 0};
+    n = vzcaps_statslog_format_more(&r, &m, out);
+    assert_non_null(memmem(out, n, "\"event\":\"stock_caller\"", 22));
+    assert_non_null(memmem(out, n, "\"reason\":\"\",\"image\":\"libtorch_cpu.dylib\"}\n", 42));
 }
 
 static void test_statslog_cut(void **st)
@@ -1773,24 +1792,32 @@ static void test_log_file_in_configure(void **st)
     assert_string_equal(s.log_file_origin, "f:2: log_file");
 }
 
-/* VZCAPS_PROGRAM=PID:NAME: the script's name for its own process only (hostile values as none) */
+/* VZCAPS_PROGRAM=PID-PPID:NAME: the script's name for its own process only (hostile values as none),
+ * tied to it by its pid and its parent's: a later process that reuses the pid takes nothing */
 static void test_program_handed(void **state)
 {
     (void)state;
     char name[16];
-    assert_int_equal(vzcaps_program_handed("42:tool", 42, name, sizeof name), 1);
+    assert_int_equal(vzcaps_program_handed("42-7:tool", 42, 7, name, sizeof name), 1);
     assert_string_equal(name, "tool");
-    assert_int_equal(vzcaps_program_handed("42:tool", 43, name, sizeof name), -1); /* a child: stock */
-    assert_int_equal(vzcaps_program_handed("42+tool", 43, name, sizeof name), 0);  /* a child under inherit */
-    assert_int_equal(vzcaps_program_handed("42+tool", 42, name, sizeof name), 1);
-    const char *bad[] = {NULL, "", "tool", ":tool", "42:", "42:a/b", "42;tool", "-1:tool", "42:a-name-too-long-for-it"};
+    assert_int_equal(vzcaps_program_handed("42-7:tool", 43, 42, name, sizeof name), -1); /* a child: stock */
+    assert_int_equal(vzcaps_program_handed("42-7+tool", 43, 42, name, sizeof name), 0);  /* a child under inherit */
+    assert_int_equal(vzcaps_program_handed("42-7+tool", 42, 7, name, sizeof name), 1);
+    /* the pid reused by a later descendant (another parent): never the script's name */
+    assert_int_equal(vzcaps_program_handed("42-7+tool", 42, 99, name, sizeof name), 0);
+    assert_int_equal(vzcaps_program_handed("42-7:tool", 42, 99, name, sizeof name), -1);
+    assert_int_equal(vzcaps_program_handed("42:tool", 42, 7, name, sizeof name), -1); /* a pid alone ties nothing */
+    assert_int_equal(vzcaps_program_handed("42+tool", 42, 7, name, sizeof name), 0);
+    const char *bad[] = {NULL, "", "tool", ":tool", "42-7:", "42-7:a/b", "42;tool", "-1:tool", "42-:tool", "42--7:tool",
+                         "42-7:a-name-too-long-for-it"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        assert_int_equal(vzcaps_program_handed(bad[i], 42, name, sizeof name), 0);
-    assert_int_equal(vzcaps_program_handed("99999999999999999999:x", 42, name, sizeof name), 0); /* no overflow */
-    assert_int_equal(vzcaps_program_handed("0000000000:tool", 42, name, sizeof name), 2); /* unclaimed: the reader's */
+        assert_int_equal(vzcaps_program_handed(bad[i], 42, 7, name, sizeof name), 0);
+    assert_int_equal(vzcaps_program_handed("99999999999999999999:x", 42, 7, name, sizeof name), 0); /* no overflow */
+    assert_int_equal(vzcaps_program_handed("42-99999999999999999999:x", 42, 7, name, sizeof name), 0);
+    assert_int_equal(vzcaps_program_handed("0000000000:tool", 42, 7, name, sizeof name), 2); /* unclaimed: the reader's */
     assert_string_equal(name, "tool");
-    assert_int_equal(vzcaps_program_handed("0000000042:tool", 42, name, sizeof name), 1); /* claimed, zero-padded */
-    assert_int_equal(vzcaps_program_handed("0:tool", 42, name, sizeof name), -1); /* only the full claim field */
+    assert_int_equal(vzcaps_program_handed("0000000000-7:tool", 42, 7, name, sizeof name), -1); /* zeros with a parent: claimed */
+    assert_int_equal(vzcaps_program_handed("0:tool", 42, 7, name, sizeof name), -1); /* only the full claim field */
 }
 
 int main(void)

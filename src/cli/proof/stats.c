@@ -30,10 +30,12 @@ extern char **environ;
 struct stats_run {
     struct ulog_stats counts;
     struct ulog_require req; /* --require's NAMEs, their runs counted as the records come (after --since) */
-    long long since, zeroed; /* zeroed: the time of the last zero mark read */
-    bool have_since, have_zero;
+    long long since, zeroed; /* zeroed: the time of the last zero mark read (or a rotation carried) */
+    bool have_since, have_zero, marked; /* marked: a zero mark itself was read */
     unsigned long long skipped, before_since, before_zero, file_skipped;
+    long long lost, lost_until; /* records since the zero mark (or every one) a rotation dropped, the newest's time */
     const char *file; /* the file being read */
+    const struct ulog_lines *lines; /* its lines */
     bool oom;
 };
 
@@ -48,62 +50,123 @@ static void skip_line(struct stats_run *s, unsigned long long line_no, const cha
 static void zero_mark(struct stats_run *s, long long when)
 {
     s->before_zero += s->counts.hooked + s->counts.left_stock + s->before_since;
-    s->before_since = 0;
+    s->before_since = 0, s->lost = s->lost_until = 0;
     ulog_stats_free(&s->counts);
     memset(&s->counts, 0, sizeof s->counts);
     ulog_require_reset(&s->req);
-    s->zeroed = when, s->have_zero = true;
+    s->zeroed = when, s->have_zero = s->marked = true;
+}
+
+/* A zero mark, or a rotation's line (usagelog.h) at p, taken: true when it is one. A rotation's
+ * line is about what came before the file it ends: nothing, after a mark this read holds. */
+static bool mark_line(struct stats_run *s, const char *p, size_t n)
+{
+    long long when, z, lost, until;
+    if (ulog_parse_zero(p, n, &when))
+        return zero_mark(s, when), true;
+    if (!ulog_parse_rotated(p, n, &z, &lost, &until))
+        return false;
+    if (!s->marked)
+        s->have_zero = z != 0, s->zeroed = z, s->lost = lost, s->lost_until = until;
+    return true;
+}
+
+/* Records a rotation dropped from the window (since the zero mark or --since): without either,
+ * the window is what the log holds. */
+static long long lost_in_window(const struct stats_run *s)
+{
+    return (s->have_zero || s->have_since) && (!s->have_since || s->lost_until >= s->since) ? s->lost : 0;
+}
+
+/* A whole record (or what a cut one still tells: its run), counted; r freed. */
+static void take_record(struct stats_run *s, struct ulog_record *r)
+{
+    bool run = r->event == ULOG_HOOKED || r->event == ULOG_LEFT_STOCK;
+    if (s->have_since && r->time < s->since)
+        s->before_since += run;
+    else if (run && ulog_stats_add(&s->counts, r) != 0)
+        s->oom = true;
+    else if (ulog_require_count(&s->req, r) != 0) /* for each NAME it is a run of: by program, or by path */
+        s->oom = true;
+    ulog_record_free(r);
+}
+
+/* The part of a line cut short (n bytes at p; NULL: its start is not kept): a run counted when
+ * its event is still there, else a record no NAME it may be of can pass with. */
+static const char *cut_part(struct stats_run *s, const char *p, size_t n)
+{
+    struct ulog_record f;
+    int k = p ? ulog_parse_fragment(p, n, &f) : 2;
+    if (k == 1 && f.event != ULOG_UNKNOWN)
+        return take_record(s, &f), " (what it still holds is counted)";
+    if (k == 1 && *f.path && !ulog_require_count(&s->req, &f))
+        return ulog_record_free(&f), " (it may be a run of that program, which --require cannot judge then)";
+    if (k == 1)
+        ulog_record_free(&f);
+    s->req.unreadable_all += k != 0;
+    return k ? " (its program cannot be read: it may be a run of any, which --require cannot judge then)" : "";
 }
 
 static void on_line(void *ctx, const char *line, size_t len, unsigned long long line_no, bool overlong,
                     bool unterminated)
 {
     struct stats_run *s = ctx;
-    char why[300];
+    char why[300], tail_why[300], said[400];
     struct ulog_record r;
-    int bad = overlong ? -1 : ulog_parse_line(line, len, &r, why, sizeof why);
+    if (!overlong && ulog_parse_line(line, len, &r, why, sizeof why) == 0)
+        return take_record(s, &r);
+    if (!overlong && mark_line(s, line, len))
+        return;
     if (overlong)
         snprintf(why, sizeof why, "longer than %d bytes", VZCAPS_LOG_LINE_MAX);
-    const char *tail = bad ? ulog_record_after_cut(line, len) : NULL;
+    const char *tail = ulog_record_after_cut(line, len);
     if (overlong && !tail && strncmp(line, "{\"v\":", 5) == 0) /* its last bytes: the cut part is before them */
         tail = line;
-    char tail_why[300];
-    if (tail && ulog_parse_line(tail, len - (size_t)(tail - line), &r, tail_why, sizeof tail_why) == 0) {
-        skip_line(s, line_no, "a record cut short (no newline), followed by a whole one (counted)");
-        bad = 0;
-    }
-    long long when;
-    bool whole_zero = bad && ulog_parse_zero(line, len, &when);
-    bool tail_zero = bad && !whole_zero && tail && ulog_parse_zero(tail, len - (size_t)(tail - line), &when);
-    if (tail_zero)
-        skip_line(s, line_no, "a record cut short (no newline), followed by a zero mark (read)");
-    if (whole_zero || tail_zero) {
-        zero_mark(s, when);
-        return;
-    }
-    if (bad) {
-        if (unterminated) /* a record is one write with its newline: this one was cut */
-            snprintf(why + strlen(why), sizeof why - strlen(why), " (the last line, without its newline)");
-        skip_line(s, line_no, why);
-        return;
-    }
-    if (s->have_since && r.time < s->since)
-        s->before_since++;
-    else if (ulog_stats_add(&s->counts, &r) != 0)
-        s->oom = true;
-    else if (ulog_require_count(&s->req, &r) != 0) /* for each NAME it is a run of: by program, or by path */
-        s->oom = true;
-    ulog_record_free(&r);
+    size_t tn = tail ? len - (size_t)(tail - line) : 0;
+    bool whole = tail && ulog_parse_line(tail, tn, &r, tail_why, sizeof tail_why) == 0;
+    long long t;
+    int mark = !tail || whole ? 0 : ulog_parse_zero(tail, tn, &t) ? 1 : 2 * ulog_parse_rotated(tail, tn, &t, &t, &t);
+    if (!whole && !mark)
+        tail = NULL;
+    const char *head = overlong ? s->lines->head : line, *next = NULL; /* of an overlong line, its start */
+    size_t hn = overlong ? s->lines->head_len : tail ? (size_t)(tail - line) : len;
+    for (size_t i = 1; overlong && !next && i + 5 <= hn; i++)
+        next = memcmp(head + i, "{\"v\":", 5) == 0 ? head + i : NULL; /* the whole one after the cut one */
+    const char *cut = cut_part(s, head, next ? (size_t)(next - head) : hn);
+    if (whole || mark)
+        snprintf(said, sizeof said, "a record cut short (no newline), followed by %s%s",
+                 whole ? "a whole one (counted)" : mark == 1 ? "a zero mark (read)" : "a rotation's line (read)", cut);
+    else /* a record is one write with its newline: an unterminated one was cut */
+        snprintf(said, sizeof said, "%s%s%s", why, unterminated ? " (the last line, without its newline)" : "", cut);
+    skip_line(s, line_no, said);
+    if (whole)
+        take_record(s, &r);
+    else if (mark)
+        mark_line(s, tail, tn);
+}
+
+/* path opened to be read: by its name (dirfd < 0), or in the directory dirfd, the one checked, as
+ * a file of this user's alone (statsfile.h). -1 with errno ENOENT when absent, else with err. */
+static int open_log_file(int dirfd, const char *path, struct stat *st, char *err, size_t errlen)
+{
+    if (dirfd < 0)
+        return vzcaps_input_open(path, VZCAPS_IN_NOFOLLOW, st, err, errlen);
+    int fd = vzcaps_statsfile_read(dirfd, strrchr(path, '/') + 1, st);
+    if (fd < 0 && errno != ENOENT)
+        snprintf(err, errlen, "%s: %s: its records prove nothing", path,
+                 errno == EPERM ? "not a file of yours alone (another owner, a second name, or writable by others)"
+                 : errno == ELOOP ? "a symbolic link" : errno == EISDIR ? "a directory" : "not a regular file, or it cannot be opened");
+    return fd;
 }
 
 /* One log streamed into s (past cap bytes refused; 0: no cap): 0 read or absent (*read tells which), -1 after the message. */
-static int read_log(struct stats_run *s, const char *path, bool *was_read, unsigned long long cap)
+static int read_log(struct stats_run *s, int dirfd, const char *path, bool *was_read, unsigned long long cap)
 {
     char err[VZCAPS_PATH_MAX + 200];
     struct stat st;
     *was_read = false;
     errno = 0;
-    int fd = vzcaps_input_open(path, VZCAPS_IN_NOFOLLOW, &st, err, sizeof err);
+    int fd = open_log_file(dirfd, path, &st, err, sizeof err);
     if (fd < 0 && errno == ENOENT)
         return 0;
     if (fd < 0)
@@ -122,7 +185,7 @@ static int read_log(struct stats_run *s, const char *path, bool *was_read, unsig
     unsigned long long got = 0;
     s->file = path, s->file_skipped = 0;
     if (l)
-        l->on_line = on_line, l->ctx = s;
+        l->on_line = on_line, l->ctx = s, s->lines = l;
     while (rc == 0 && (!cap || got <= cap)) {
         ssize_t n = read(fd, buf, 65536);
         if (n < 0 && errno == EINTR)
@@ -228,6 +291,7 @@ static void zero_json(struct json *j, const struct stats_run *s)
     else
         json_null(j, "zeroed_at");
     json_int(j, "before_zero", (long long)s->before_zero);
+    json_int(j, "lost", lost_in_window(s));
 }
 
 /* The fields every --json answer has: the log, who configured it, the files read, --since. */
@@ -386,10 +450,11 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
     return 0;
 }
 
-/* When neither file exists (or before --zero writes): whether the library would write at path
- * at all (the directory it checks: there, a directory of this user's or root's that neither
- * group nor others may write). 0 yes; else one line saying why not (after what), and 1. */
-static int check_log_dir(const char *path, const char *what)
+/* When neither file exists (or before --zero writes, or --require reads): whether the library
+ * would write at path at all (the directory it checks: there, a directory of this user's or
+ * root's that neither group nor others may write): the directory's descriptor, the one walked
+ * as the library walks it; else one line saying why not (after what), and -1. */
+static int log_dir(const char *path, const char *what)
 {
     char dir[VZCAPS_PATH_MAX + 1], why[200];
     const char *slash = strrchr(path, '/');
@@ -404,13 +469,21 @@ static int check_log_dir(const char *path, const char *what)
         snprintf(why, sizeof why, "%s is not a directory", dir);
     else if (vzcaps_file_trust((unsigned long)st.st_uid, (unsigned long)st.st_mode, (unsigned long)geteuid(), why,
                                sizeof why) == 0) {
-        if (vzcaps_statsfile_dir_ok(path)) /* the walk the library makes, links and all */
-            return 0;
+        int fd = vzcaps_statsfile_dir(path); /* the walk the library makes, links and all */
+        if (fd >= 0)
+            return fd;
         snprintf(why, sizeof why, "a link on the way to it that another user could have made (theirs, a second name, "
                  "or in a directory others may write and that is not sticky), or a directory on the way it cannot read");
     }
     eprintf("vzcaps stats: %s: %s: %s", path, what, why);
-    return 1;
+    return -1;
+}
+
+/* log_dir as a check only: 0, or 1 after the message. */
+static int check_log_dir(const char *path, const char *what)
+{
+    int fd = log_dir(path, what);
+    return fd < 0 ? 1 : (close(fd), 0);
 }
 
 /* ---- --require: the proof after a job ---- */
@@ -419,30 +492,16 @@ static int check_log_dir(const char *path, const char *what)
  * the executable's, links resolved), when it resolves; each NAME once. 0, or 1 out of memory. */
 static int require_init(struct stats_run *s, char **names, size_t n)
 {
-    if (ulog_require_init(&s->req, names, n) != 0)
-        return 1;
+    size_t bad = 0;
+    int rc = ulog_require_init(&s->req, names, n, &bad);
+    if (rc == -2)
+        return usage_error("stats", "--require %s: the same NAME is given with another COUNT", names[bad]);
+    if (rc != 0)
+        return eprintf("vzcaps stats: out of memory"), 1;
     for (size_t i = 0; i < s->req.n; i++)
         if (s->req.req[i].by_path)
             s->req.req[i].match = realpath(s->req.req[i].name, NULL);
-    return ulog_require_index(&s->req) != 0;
-}
-
-static const char *require_verdict(const struct ulog_required *q)
-{
-    return q->stock ? "stock" : q->hooked ? "unlocked" : "not_run";
-}
-
-/* Why q passes or fails, in words (heap). window: " since ..." or "". */
-static char *require_reason(const struct ulog_required *q, const char *window)
-{
-    unsigned long long ran = q->hooked + q->stock;
-    if (!ran)
-        return xformat("never ran%s: no record of %s%s%s in the log", window, q->by_path ? "a process whose executable is " : "",
-                       q->match, q->by_path && strcmp(q->match, q->name) ? " (where it leads)" : "");
-    if (q->stock)
-        return xformat("left stock in %llu of %llu %s%s: %s", q->stock, ran, plural(ran, "run", "runs"), window,
-                       q->reason && *q->reason ? q->reason : "(no reason given)");
-    return xformat("hooked in %s%llu %s%s", ran == 1 ? "its " : "all ", ran, plural(ran, "run", "runs"), window);
+    return ulog_require_index(&s->req) != 0 ? eprintf("vzcaps stats: out of memory"), 1 : 0;
 }
 
 static char *window_text(const struct stats_run *s)
@@ -456,43 +515,63 @@ static char *window_text(const struct stats_run *s)
     return xformat("%s", "");
 }
 
-/* One line per failing NAME on standard error, or the one line of confirmation on standard
- * output: 0 when every NAME ran and was hooked in every run, else 1. */
+/* One line per failing NAME on standard error (and, when the log is not whole, one on standard
+ * output), or the one line of confirmation on standard output: 0 when every NAME passes, else 1. */
 static int require_say(const struct stats_run *s, bool json)
 {
-    char *window = window_text(s);
+    char *window = window_text(s), *why;
     int failed = 0;
-    for (size_t i = 0; i < s->req.n; i++)
-        if (s->req.req[i].stock || !s->req.req[i].hooked) {
-            char *why = require_reason(&s->req.req[i], window);
-            eprintf("vzcaps stats: --require %s: %s", s->req.req[i].name, why);
-            free(why);
-            failed = 1;
-        }
-    if (!failed && !json) {
-        printf("vzcaps stats: --require: hooked in every run%s:", window);
-        for (size_t i = 0; i < s->req.n; i++)
-            printf("%s %s (%llu)", i ? "," : "", esc(s->req.req[i].name), s->req.req[i].hooked);
+    for (size_t i = 0; i < s->req.n; i++) {
+        unsigned long long unlocked;
+        const char *verdict = ulog_require_verdict(&s->req, &s->req.req[i], lost_in_window(s), window, &why, &unlocked);
+        if (strcmp(verdict, "unlocked") != 0)
+            eprintf("vzcaps stats: --require %s: %s", s->req.req[i].name, why ? why : "out of memory"), failed = 1;
+        free(why);
+    }
+    if (!json && (!failed || s->skipped || lost_in_window(s))) {
+        printf("vzcaps stats: --require: %s%s", failed ? "fails" : "unlocked in every run", failed ? "" : window);
+        for (size_t i = 0; i < s->req.n && !failed; i++)
+            printf("%s %s (%llu)", i ? "," : ":", esc(s->req.req[i].name), s->req.req[i].hooked);
         if (s->skipped)
             printf(" (%llu %s skipped, named on standard error)", s->skipped, plural(s->skipped, "line", "lines"));
+        if (lost_in_window(s))
+            printf(" (%lld records written%s lost to rotation)", lost_in_window(s), window);
         printf("\n");
     }
     free(window);
     return failed;
 }
 
+/* Each run of q: its process, time and verdict, and why. */
+static void runs_json(struct json *j, const struct stats_run *s, const struct ulog_required *q)
+{
+    json_arr(j, "runs");
+    for (size_t k = 0; k < q->n_runs; k++) {
+        const struct ulog_run *u = &s->req.runs[q->runs[k]];
+        const char *why, *verdict = ulog_run_verdict(u, &why);
+        json_obj(j, NULL);
+        json_int(j, "pid", u->pid);
+        json_int(j, "time", u->time);
+        json_str(j, "verdict", verdict);
+        json_str(j, "reason", why);
+        json_end_obj(j);
+    }
+    json_end_arr(j);
+}
+
 static void require_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX + 3], const bool *read, const char *from,
                          int failed)
 {
     struct json j;
-    char *window = window_text(s);
+    char *window = window_text(s), *why;
     json_begin(&j, stdout);
     json_obj(&j, NULL);
     json_str(&j, "verdict", failed ? "fail" : "pass");
     json_arr(&j, "required");
     for (size_t i = 0; i < s->req.n; i++) {
         const struct ulog_required *q = &s->req.req[i];
-        char *why = require_reason(q, window);
+        unsigned long long unlocked;
+        const char *verdict = ulog_require_verdict(&s->req, q, lost_in_window(s), window, &why, &unlocked);
         json_obj(&j, NULL);
         json_str(&j, "program", q->name);
         json_str(&j, "matched", q->by_path ? "path" : "program");
@@ -500,8 +579,15 @@ static void require_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MA
         json_int(&j, "ran", (long long)(q->hooked + q->stock));
         json_int(&j, "hooked", (long long)q->hooked);
         json_int(&j, "left_stock", (long long)q->stock);
-        json_str(&j, "verdict", require_verdict(q));
-        json_str(&j, "reason", why);
+        json_str(&j, "verdict", verdict);
+        json_str(&j, "reason", why ? why : "out of memory");
+        json_int(&j, "unlocked", (long long)unlocked);
+        json_int(&j, "unreadable", (long long)(q->unreadable + s->req.unreadable_all));
+        if (q->counted)
+            json_int(&j, "count", (long long)q->count);
+        else
+            json_null(&j, "count");
+        runs_json(&j, s, q);
         json_end_obj(&j);
         free(why);
     }
@@ -516,73 +602,19 @@ static void require_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MA
 
 /* ---- --zero: a fresh count, the old records kept ---- */
 
-/* NULL when fd's file starts with a line of the log (a record or a zero mark, or one after a cut
- * record) or is empty; else why not. */
-static const char *first_line_why(int fd)
+/* What --zero may append to (or, replaced, move the log over) at path: nothing (0, *st zeroed), or
+ * a log of this user's as a rotation judges one (vzcaps_statsfile_old; an empty one only to append
+ * to) (0, its stat); else one line saying why, and -1. */
+static int zero_check(const char *path, struct stat *st, bool replaced)
 {
-    static char buf[VZCAPS_LOG_LINE_MAX + 2];
-    size_t got = 0;
-    ssize_t n;
-    while (got < sizeof buf - 1 && (n = read(fd, buf + got, sizeof buf - 1 - got)) != 0) {
-        if (n < 0 && errno != EINTR)
-            return strerror(errno);
-        got += n > 0 ? (size_t)n : 0;
-    }
-    const char *nl = got ? memchr(buf, '\n', got) : buf;
-    size_t len = got ? (size_t)(nl - buf) : 0;
-    const char *tail = nl && got ? ulog_record_after_cut(buf, len) : NULL;
-    struct ulog_record r;
-    char why[300];
-    long long t;
-    for (const char *line = got ? buf : NULL; nl && line; line = line == buf ? tail : NULL) {
-        size_t l = len - (size_t)(line - buf);
-        if (ulog_parse_zero(line, l, &t))
-            return NULL;
-        if (ulog_parse_line(line, l, &r, why, sizeof why) == 0)
-            return ulog_record_free(&r), NULL;
-    }
-    return got ? "its first line is not a record of the stats log" : NULL;
-}
-
-/* What --zero may write to or replace at path: nothing there (0, *st_out zeroed), or a regular
- * file of this user's with one link that others cannot write, starting with a line of the log
- * (0, its stat); else one line saying why, and -1. */
-static int zero_check(const char *path, struct stat *st_out)
-{
-    char err[VZCAPS_PATH_MAX + 200], why[200] = "";
-    struct stat st;
-    memset(st_out, 0, sizeof *st_out);
-    errno = 0;
-    int fd = vzcaps_input_open(path, VZCAPS_IN_NOFOLLOW, &st, err, sizeof err);
-    if (fd < 0 && errno == ENOENT)
+    memset(st, 0, sizeof *st);
+    enum vzcaps_statsfile_old state = vzcaps_statsfile_old(AT_FDCWD, path, (unsigned long)geteuid());
+    bool empty = state == VZCAPS_OLD_NOT_LOG && lstat(path, st) == 0 && st->st_size == 0;
+    if (state == VZCAPS_OLD_NONE || ((state == VZCAPS_OLD_OURS || (empty && !replaced)) && lstat(path, st) == 0))
         return 0;
-    if (fd < 0)
-        return eprintf("vzcaps stats: --zero: %s: nothing moved", err), -1;
-    const char *line_why = first_line_why(fd);
-    close(fd);
-    if (st.st_uid != geteuid())
-        snprintf(why, sizeof why, "owned by uid %lu, not by this user", (unsigned long)st.st_uid);
-    else if (st.st_nlink != 1)
-        snprintf(why, sizeof why, "it has %lu links", (unsigned long)st.st_nlink);
-    else if (st.st_mode & (S_IWGRP | S_IWOTH))
-        snprintf(why, sizeof why, "others may write it");
-    else if (line_why)
-        snprintf(why, sizeof why, "%s", line_why);
-    if (why[0])
-        return eprintf("vzcaps stats: --zero: %s: %s: not a log vzcaps wrote; nothing moved", path, why), -1;
-    *st_out = st;
-    return 0;
-}
-
-/* old, which moving the log aside replaces: only what a rotation replaces (0), else -1 after the message. */
-static int zero_replaceable(const char *old, const struct stat *st)
-{
-    enum vzcaps_statsfile_old state = vzcaps_statsfile_old(AT_FDCWD, old, (unsigned long)geteuid());
-    if (state <= VZCAPS_OLD_OURS)
-        return 0;
-    eprintf("vzcaps stats: --zero: %s: %s, so neither a rotation nor --zero replaces it (move it away: mv %s %s.saved); "
-            "nothing moved", old, state == VZCAPS_OLD_NOT_LOG && st->st_size == 0 ? "it is empty, not a log of vzcaps's"
-                                                                                : vzcaps_statsfile_old_why(state), old, old);
+    eprintf("vzcaps stats: --zero: %s: %s, so %s replaces it (move it away: mv %s %s.saved); nothing moved", path,
+            empty ? "it is empty, not a log of vzcaps's" : vzcaps_statsfile_old_why(state),
+            replaced ? "neither a rotation nor --zero" : "it is no log vzcaps wrote, and nothing of vzcaps's", path, path);
     return -1;
 }
 
@@ -625,8 +657,7 @@ static int zero_log(const char *path)
     struct stat st_old, st_log, st;
     int fd = -2;
     for (int tries = 0; fd == -2 && tries < 5; tries++) {
-        if (zero_check(old, &st_old) || zero_check(path, &st_log) ||
-            (st_log.st_nlink && st_old.st_nlink && zero_replaceable(old, &st_old)))
+        if (zero_check(path, &st_log, false) || zero_check(old, &st_old, st_log.st_nlink != 0))
             return 1;
         if (!st_log.st_nlink && !st_old.st_nlink)
             return printf("vzcaps stats: --zero: nothing to zero: %s not written yet\n", esc(path)), 0;
@@ -662,25 +693,28 @@ static int zero_log(const char *path)
 
 /* ---- the command ---- */
 
-/* Reads PATH.1 then PATH into s: 0, or 1 after the message (nothing is shown of a part). */
-static int count_log(struct stats_run *s, const char *path, char files[2][VZCAPS_PATH_MAX + 3], bool *read)
+/* Reads PATH.1 then PATH into s, by name or in the directory dirfd (the one checked): 0, or 1
+ * after the message (nothing is shown of a part). */
+static int count_log(struct stats_run *s, int dirfd, const char *path, char files[2][VZCAPS_PATH_MAX + 3], bool *read)
 {
     snprintf(files[0], VZCAPS_PATH_MAX + 3, "%s.1", path); /* the older records first */
     snprintf(files[1], VZCAPS_PATH_MAX + 3, "%s", path);
-    int rc = 0;
+    int rc = 0, at = dirfd >= 0 ? dirfd : AT_FDCWD;
+    const char *base = dirfd >= 0 ? strrchr(path, '/') + 1 : path;
     struct stat log_st; /* LOG.1 is the log's writer's when it is LOG's owner's */
-    unsigned long writer = lstat(path, &log_st) == 0 && S_ISREG(log_st.st_mode) ? (unsigned long)log_st.st_uid
-                                                                                : (unsigned long)geteuid();
-    enum vzcaps_statsfile_old old = vzcaps_statsfile_old(AT_FDCWD, files[0], writer);
+    unsigned long writer = fstatat(at, base, &log_st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(log_st.st_mode) && dirfd < 0
+                               ? (unsigned long)log_st.st_uid
+                               : (unsigned long)geteuid();
+    enum vzcaps_statsfile_old old = vzcaps_statsfile_old(at, dirfd >= 0 ? strrchr(files[0], '/') + 1 : files[0], writer);
     read[0] = false;
     if (old > VZCAPS_OLD_OURS) /* never rotated over: LOG holds every record since */
         eprintf("vzcaps stats: %s: not read: %s, so the library never replaces it and keeps appending to %s past 1 MiB; "
                 "move it away (mv %s %s.saved) and the next record rotates the log", files[0], vzcaps_statsfile_old_why(old),
                 path, files[0], files[0]);
     else
-        rc |= read_log(s, files[0], &read[0], VZCAPS_LOG_READ_MAX) != 0;
-    rc |= read_log(s, files[1], &read[1], old > VZCAPS_OLD_OURS ? 0 : VZCAPS_LOG_READ_MAX) != 0; /* appended past 1 MiB */
-    if (rc == 0 && !read[0] && !read[1] && check_log_dir(path, "not written yet, and the library will not write it there"))
+        rc |= read_log(s, dirfd, files[0], &read[0], VZCAPS_LOG_READ_MAX) != 0;
+    rc |= read_log(s, dirfd, files[1], &read[1], old > VZCAPS_OLD_OURS ? 0 : VZCAPS_LOG_READ_MAX) != 0; /* past 1 MiB */
+    if (rc == 0 && !read[0] && !read[1] && dirfd < 0 && check_log_dir(path, "not written yet, and the library will not write it there"))
         rc = 1;
     if (s->oom)
         eprintf("vzcaps stats: out of memory while counting: the counts are incomplete"), rc = 1;
@@ -720,15 +754,16 @@ static int stats_main(const struct stats_args *a)
         return 1;
     if (a->zero)
         return zero_log(path);
-    if (require_init(&s, a->names, a->n_names) != 0)
-        return ulog_require_free(&s.req), eprintf("vzcaps stats: out of memory"), 1;
+    int rc = require_init(&s, a->names, a->n_names);
+    if (rc)
+        return ulog_require_free(&s.req), rc;
     bool read[2];
-    /* a proof only from where the library writes: a log in a directory others may write could
-     * hold anyone's records */
-    int rc = a->require && check_log_dir(path, "--require: the library does not write there, so its records there prove "
-                                               "nothing")
-                 ? 1
-                 : count_log(&s, path, files, read);
+    /* a proof only from where the library writes (a log in a directory others may write could
+     * hold anyone's records), of the very files in the directory checked */
+    int dirfd = a->require ? log_dir(path, "--require: the library does not write there, so its records there prove nothing") : -1;
+    rc = a->require && dirfd < 0 ? 1 : count_log(&s, dirfd, path, files, read);
+    if (dirfd >= 0)
+        close(dirfd);
     if (rc == 0 && a->require) { /* counts of part of the log prove nothing */
         rc = require_say(&s, a->json);
         if (a->json)
