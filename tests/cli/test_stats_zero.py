@@ -262,13 +262,14 @@ def test_require_and_zero_under_the_sanitizers(logdir):
         p = subprocess.run([str(SAN), "stats", *args], capture_output=True, text=True, env=e, timeout=120)
         assert "AddressSanitizer" not in p.stderr and "runtime error" not in p.stderr and "LeakSanitizer" not in p.stderr, p.stderr
         return p
-    log = write_log(logdir / "usage.log", *OLD, rec("probe", "left_stock", 0, "again", pid=5), rec("tool", pid=6))
+    log = write_log(logdir / "usage.log", OLD[0], ran("tool", pid=2), rec("probe", "left_stock", 0, "again", pid=5),
+                    ran("tool", pid=6))
     for args, rc in ((["--require", "probe", "tool", "x", "/bin/sh", "x", "probe"], 1), (["--require", "tool", "--json"], 0),
                      (["--require", "probe", "--json", "--since", "0"], 1), (["--zero"], 0), (["--zero"], 0),
                      (["--require", "probe"], 1), (["--json"], 0), ([], 0)):
         assert run("--log-file", str(log), *args).returncode == rc, args
     with open(log, "a") as f:  # records, a mark in the middle, a stock run before it
-        f.write("\n".join([OLD[0], '{"v":1,"time":5,"pid":1,"event":"zeroed"}', rec("probe", pid=8)]) + "\n")
+        f.write("\n".join([OLD[0], '{"v":1,"time":5,"pid":1,"event":"zeroed"}', ran("probe", pid=8)]) + "\n")
     assert run("--log-file", str(log), "--require", "probe").returncode == 0
     (logdir / "usage.log.1").write_text("not a log\n")
     assert run("--log-file", str(log), "--zero").returncode == 1

@@ -938,15 +938,6 @@ class Darwin:
         S("_getpid", lambda m, *_: self.pid)  # xnu bsd/kern/kern_prot.c: getpid
         S("_getppid", lambda m, *_: self.host.get("ppid", 1))  # xnu bsd/kern/kern_prot.c: getppid (p_ppid)
 
-        def getrlimit(m, which, rlp, *_):
-            """getrlimit(2) (xnu bsd/kern/kern_resource.c: getrlimit copies out the process's
-            p_limit entry): RLIMIT_FSIZE (1 on Darwin, sys/resource.h) is host["fsize"] or
-            RLIM_INFINITY ((1 << 63) - 1 on Darwin); RLIMIT_NOFILE (8) is the descriptor limit."""
-            inf = (1 << 63) - 1
-            cur = {1: self.host.get("fsize", inf), 8: self.fd_limit()}.get(which, inf)
-            m.put64(rlp, cur), m.put64(rlp + 8, cur)
-            return 0
-        S("_getrlimit", getrlimit)
 
         def time_(m, t, *_):
             """time(3) (Libc gen/FreeBSD/time.c: gettimeofday's seconds): the virtual clock."""

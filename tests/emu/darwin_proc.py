@@ -171,8 +171,9 @@ def install(d):
     S("_poll", poll)
 
     def getrlimit(m, res, out, *_):
-        """getrlimit(2) (kern_resource.c): RLIMIT_FSIZE from the case, every other one unlimited."""
-        cur = d.host.get("fsize_limit", RLIM_INFINITY) if res == RLIMIT_FSIZE else RLIM_INFINITY
+        """getrlimit(2) (kern_resource.c: getrlimit copies out the process's p_limit entry):
+        RLIMIT_FSIZE from the case, RLIMIT_NOFILE (8) the descriptor limit, every other one unlimited."""
+        cur = {RLIMIT_FSIZE: d.host.get("fsize_limit", RLIM_INFINITY), 8: d.fd_limit()}.get(res, RLIM_INFINITY)
         m.write(out, struct.pack("<QQ", cur, RLIM_INFINITY))
         return 0
     S("_getrlimit", getrlimit)

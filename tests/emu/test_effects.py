@@ -130,7 +130,7 @@ def test_a_rotation_says_what_it_drops_as_the_rigs_does(img, logdir):
     log.write_bytes(after * (1048576 // len(after) + 1))
     log.chmod(0o600)
     size = log.stat().st_size
-    p = eproc(img, env_of(**M2, VZCAPS_LOG_FILE=str(log)), host=dict(HOST, fsize=size + 10))
+    p = eproc(img, env_of(**M2, VZCAPS_LOG_FILE=str(log)), host=dict(HOST, fsize_limit=size + 10))
     p.d.set_errno(1234)
     p.probe()
     assert p.d.renames == [] and p.m.u32(p.d.errno_addr) == 1234 and not (d / "s.jsonl.1").exists()
