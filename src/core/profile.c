@@ -597,10 +597,18 @@ bool vzcaps_query_needed(const struct vzcaps_profile *p, enum vzcaps_query q)
     return false;
 }
 
+/* vzcaps_answer's rules as ranges (the Apple families up to the ceiling, then the extras): a
+ * few stores, not 4,002 answers, at the first device */
 void vzcaps_family_table(const struct vzcaps_profile *p, unsigned char table[VZCAPS_FAMILY_TABLE_LEN])
 {
-    for (size_t i = 0; i < VZCAPS_FAMILY_TABLE_LEN; i++)
-        table[i] = (unsigned char)vzcaps_answer(p, VZCAPS_Q_SUPPORTS_FAMILY, VZCAPS_FAMILY_TABLE_FIRST + (int64_t)i, 0);
+    memset(table, 0, VZCAPS_FAMILY_TABLE_LEN);
+    if (p->state != VZCAPS_ENABLED)
+        return;
+    for (int64_t f = VZCAPS_APPLE_FIRST; f <= p->apple_family_max && f <= VZCAPS_APPLE_LAST; f++)
+        table[f - VZCAPS_FAMILY_TABLE_FIRST] = 1;
+    for (size_t i = 0; i < p->n_extra; i++)
+        if (!vzcaps_family_is_apple(p->extra[i]) && (uint64_t)(p->extra[i] - VZCAPS_FAMILY_TABLE_FIRST) < VZCAPS_FAMILY_TABLE_LEN)
+            table[p->extra[i] - VZCAPS_FAMILY_TABLE_FIRST] = 1;
 }
 
 uint64_t vzcaps_answer(const struct vzcaps_profile *p, enum vzcaps_query q, int64_t arg, uint64_t stock)
