@@ -3,6 +3,7 @@
  * Never: opens files or reads the real environment (callers hand both in). */
 #include "vzcaps_core.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -29,37 +30,17 @@ static bool name_char(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
 }
 
-/* Whether any whitespace-separated pattern of a match value fits exe. */
-static bool match_fits(const char *value, const char *exe)
-{
-    char pat[VZCAPS_CONFIG_MAX_LINE];
-    const char *p = value;
-    while (*p) {
-        while (is_blank(*p))
-            p++;
-        size_t n = 0;
-        while (p[n] && !is_blank(p[n]))
-            n++;
-        if (n) {
-            memcpy(pat, p, n);
-            pat[n] = '\0';
-            if (exe && vzcaps_glob_match(pat, exe))
-                return true;
-        }
-        p += n;
-    }
-    return false;
-}
-
 struct parse_state {
     const char *file;
     const char *exe;
+    const char *profile;  /* the section asked for by name, or NULL */
     char names[MAX_SECTIONS][64];
+    unsigned key_at[VZCAPS_KEY_COUNT]; /* the line of each key of the section being read */
     int n_sections;
     int chosen_by_match;  /* first section whose match fits, -1 */
-    int apply_section;    /* pass 2: section whose keys go into *out, -1 for none */
+    int apply_section;    /* the section whose keys go into *out as they are read, -1 for none */
     struct vzcaps_settings *out;
-    char log_file[VZCAPS_PATH_MAX + 1], log_file_origin[VZCAPS_ORIGIN_LEN]; /* top level, pass 1 */
+    char log_file[VZCAPS_PATH_MAX + 1], log_file_origin[VZCAPS_ORIGIN_LEN]; /* top level */
 };
 
 /* Keys of the file's top level (before any section): log_file. 1 when key is one (st keeps
@@ -70,7 +51,7 @@ static int top_level_key(struct parse_state *st, int section, unsigned line_no, 
     static const char *const top[] = {"log_file"};
     if (section < 0 && vzcaps_did_you_mean(key, top, 1))
         return snprintf(why, len, "unknown key %s (did you mean log_file?)", key), -1;
-    if (strcmp(key, "log_file") != 0)
+    if (!vzcaps_streq(key, "log_file"))
         return 0;
     if (section >= 0)
         return snprintf(why, len, "log_file inside [%s]: it belongs at the top of the file, before any section",
@@ -80,14 +61,15 @@ static int top_level_key(struct parse_state *st, int section, unsigned line_no, 
     char bad[VZCAPS_NOTE_LEN / 2];
     if (vzcaps_log_file_check(value, bad, sizeof bad) != 0)
         return snprintf(why, len, "log_file: %s", bad), -1;
-    snprintf(st->log_file, sizeof st->log_file, "%s", value);
-    snprintf(st->log_file_origin, sizeof st->log_file_origin, "%s:%u: log_file", st->file, line_no);
+    vzcaps_copy(st->log_file, sizeof st->log_file, value);
+    st->log_file_origin[0] = '\0';
+    vzcaps_appendf(st->log_file_origin, sizeof st->log_file_origin, "%s:%llu: log_file", st->file, (unsigned long long)line_no);
     return 1;
 }
 
 /* static: kept off the stack (the library's frames stay under 4 KiB); configuration runs once */
 static struct vzcaps_settings scratch; /* the keys of the section being read */
-static char line_buf[VZCAPS_CONFIG_MAX_LINE + 1], value_buf[VZCAPS_CONFIG_MAX_LINE + 1];
+static char line_buf[VZCAPS_CONFIG_MAX_LINE + 1];
 static char origin_buf[VZCAPS_ORIGIN_LEN], why_buf[VZCAPS_NOTE_LEN];
 
 #define IN_NO_SECTION (-1)  /* before the first [section] */
@@ -95,21 +77,19 @@ static char origin_buf[VZCAPS_ORIGIN_LEN], why_buf[VZCAPS_NOTE_LEN];
 
 /* The n bytes at start as a line without its comment, trimmed, into *v (in line_buf): 0, or -1
  * with why. */
-static int config_line(const char *start, size_t n, struct line_view *v, char *why, size_t whylen)
+static int config_line(const char *start, size_t n, bool nul, struct line_view *v, char *why, size_t whylen)
 {
     if (n > VZCAPS_CONFIG_MAX_LINE)
         return snprintf(why, whylen, "line longer than %d bytes", VZCAPS_CONFIG_MAX_LINE), -1;
-    if (memchr(start, '\0', n))
+    if (nul && memchr(start, '\0', n))
         return snprintf(why, whylen, "NUL byte: not a text file"), -1;
-    memcpy(line_buf, start, n);
-    line_buf[n] = '\0';
-    /* a '#' at the start or after a blank starts a comment */
-    for (size_t i = 0; i < n; i++)
-        if (line_buf[i] == '#' && (i == 0 || is_blank(line_buf[i - 1]))) {
-            line_buf[i] = '\0';
-            break;
-        }
-    *v = trim(line_buf, strlen(line_buf));
+    size_t end = 0; /* a '#' at the start or after a blank starts a comment */
+    while (end < n && !(start[end] == '#' && (end == 0 || is_blank(start[end - 1]))))
+        end++;
+    struct line_view t = trim(start, end);
+    memcpy(line_buf, t.p, t.n);
+    line_buf[t.n] = '\0';
+    *v = (struct line_view){line_buf, t.n};
     return 0;
 }
 
@@ -126,15 +106,13 @@ static int section_header(struct parse_state *st, struct line_view v, char *why,
             return snprintf(why, whylen, "bad section name: use letters, digits, '_', '-' and '.'"), -1;
     if (st->n_sections >= MAX_SECTIONS)
         return snprintf(why, whylen, "more than %d sections", MAX_SECTIONS), -1;
-    char name[64];
-    memcpy(name, v.p + 1, nn);
-    name[nn] = '\0';
+    char *name = st->names[st->n_sections];
+    ((char *)v.p)[v.n - 1] = '\0'; /* the ']' (the line is line_buf's) */
+    vzcaps_copy(name, sizeof st->names[0], v.p + 1);
     for (int i = 0; i < st->n_sections; i++)
-        if (strcmp(st->names[i], name) == 0)
+        if (vzcaps_streq(st->names[i], name))
             return snprintf(why, whylen, "duplicate section [%s]", name), -1;
-    int section = st->n_sections++;
-    strcpy(st->names[section], name);
-    return section;
+    return st->n_sections++;
 }
 
 static int unknown_key(const char *key, char *why, size_t whylen)
@@ -150,8 +128,27 @@ static int unknown_key(const char *key, char *why, size_t whylen)
     return -1;
 }
 
-/* A key = value line in section (IN_*, or an index): checked into scratch and, in pass 2 for
- * the section applied, into st->out. 0, or -1 with why. */
+/* "file:line: key" of key k of the section being read, in origin_buf: made only for the keys of
+ * the section that applies (it names the key, as a variable does) */
+static const char *origin_of(const struct parse_state *st, int k)
+{
+    origin_buf[0] = '\0';
+    return vzcaps_appendf(origin_buf, sizeof origin_buf, "%s:%llu: %s", st->file, (unsigned long long)st->key_at[k],
+                          vzcaps_key_name((enum vzcaps_key)k));
+}
+
+/* st->out = the keys the section being read gave so far, with their origins */
+static void settings_take(const struct parse_state *st)
+{
+    struct vzcaps_settings *out = st->out;
+    memcpy(out, &scratch, offsetof(struct vzcaps_settings, origin));
+    out->set &= ~(1u << VZCAPS_KEY_COUNT); /* match: not a setting */
+    for (int k = 0; k < VZCAPS_KEY_COUNT; k++)
+        vzcaps_copy(out->origin[k], sizeof out->origin[k], out->set >> k & 1 ? origin_of(st, k) : "");
+}
+
+/* A key = value line in section (IN_*, or an index): checked into scratch and, for the section
+ * that applies, into st->out. 0, or -1 with why. */
 static int key_line(struct parse_state *st, int section, struct line_view v, unsigned line_no, char *why, size_t whylen)
 {
     const char *eq = memchr(v.p, '=', v.n);
@@ -159,43 +156,42 @@ static int key_line(struct parse_state *st, int section, struct line_view v, uns
         return snprintf(why, whylen, "expected key = value or [section]"), -1;
     struct line_view k = trim(v.p, (size_t)(eq - v.p));
     struct line_view val = trim(eq + 1, v.n - (size_t)(eq + 1 - v.p));
-    char key[64];
-    if (k.n == 0 || k.n >= sizeof key)
+    if (k.n == 0 || k.n >= 64)
         return snprintf(why, whylen, "missing or overlong key"), -1;
-    memcpy(key, k.p, k.n);
+    /* both in place, in line_buf: the key ends where its blanks or the '=' were, the value ends the line */
+    char *key = (char *)k.p, *value = (char *)val.p;
     key[k.n] = '\0';
-    memcpy(value_buf, val.p, val.n);
-    value_buf[val.n] = '\0';
-    if (section == IN_BAD_SECTION && strcmp(key, "log_file") == 0)
+    if (section == IN_BAD_SECTION && vzcaps_streq(key, "log_file"))
         return snprintf(why, whylen, "log_file inside the section refused above: it belongs at the top of the file, "
                                      "before any section"), -1;
-    int top = section == IN_BAD_SECTION ? 0 : top_level_key(st, section, line_no, key, value_buf, why, whylen);
+    int top = section == IN_BAD_SECTION ? 0 : top_level_key(st, section, line_no, key, value, why, whylen);
     if (top)
         return top < 0 ? -1 : 0;
     if (section == IN_NO_SECTION)
         return snprintf(why, whylen, "%s outside a section: start one with [name]", key), -1;
-    char in[80];
-    snprintf(in, sizeof in, section >= 0 ? "[%s]" : "the section refused above", section >= 0 ? st->names[section] : "");
-    if (strcmp(key, "match") == 0) {
-        if (scratch.set & (1u << VZCAPS_KEY_COUNT))
-            return snprintf(why, whylen, "duplicate key match in %s", in), -1;
-        if (val.n == 0)
-            return snprintf(why, whylen, "empty match"), -1;
-        scratch.set |= 1u << VZCAPS_KEY_COUNT;
-        if (section >= 0 && st->chosen_by_match < 0 && match_fits(value_buf, st->exe))
-            st->chosen_by_match = section;
-        return 0;
-    }
-    int kk = vzcaps_key_from_name(key);
+    bool is_match = vzcaps_streq(key, "match");
+    int kk = is_match ? VZCAPS_KEY_COUNT : vzcaps_key_from_name(key);
     if (kk < 0)
         return unknown_key(key, why, whylen);
     if (scratch.set & (1u << kk))
-        return snprintf(why, whylen, "duplicate key %s in %s", key, in), -1;
-    snprintf(origin_buf, sizeof origin_buf, "%s:%u: %s", st->file, line_no, key); /* names the key, as a variable does */
-    if (vzcaps_settings_set(&scratch, (enum vzcaps_key)kk, value_buf, origin_buf, why_buf, sizeof why_buf) != 0)
+        return section >= 0 ? snprintf(why, whylen, "duplicate key %s in [%s]", key, st->names[section]), -1
+                            : snprintf(why, whylen, "duplicate key %s in the section refused above", key), -1;
+    if (is_match) {
+        if (val.n == 0)
+            return snprintf(why, whylen, "empty match"), -1;
+        scratch.set |= 1u << VZCAPS_KEY_COUNT;
+        if (section >= 0 && st->chosen_by_match < 0 && vzcaps_globs_fit(value, st->exe)) {
+            st->chosen_by_match = section;
+            if (st->out && !st->profile) /* the section that applies: its keys so far, then the rest as read */
+                settings_take(st), st->apply_section = section;
+        }
+        return 0;
+    }
+    st->key_at[kk] = line_no;
+    if (vzcaps_settings_set(&scratch, (enum vzcaps_key)kk, value, "", why_buf, sizeof why_buf) != 0)
         return snprintf(why, whylen, "%s: %s", key, why_buf), -1;
     if (st->out && section == st->apply_section)
-        vzcaps_settings_set(st->out, (enum vzcaps_key)kk, value_buf, origin_buf, why_buf, sizeof why_buf);
+        vzcaps_settings_set(st->out, (enum vzcaps_key)kk, value, origin_of(st, kk), why_buf, sizeof why_buf);
     return 0;
 }
 
@@ -214,14 +210,16 @@ static void add_error(char *err, size_t errlen, unsigned n, unsigned *more, cons
     snprintf(err + used, errlen - used, "%s%s:%u: %s", n ? "; " : "", file, line_no, why);
 }
 
-/* One pass over the file. Pass 1 (st->out == NULL) validates everything and reports every bad
- * line, not only the first ("f:2: ...; f:5: ..."); pass 2 applies. 0, or -1 with err. */
+/* One pass over the file: validates everything and reports every bad line, not only the first
+ * ("f:2: ...; f:5: ..."), and applies the section that applies (the profile's; else the first
+ * whose match fits; else [default]) into st->out. 0, or -1 with err. */
 static int parse(const char *text, size_t len, struct parse_state *st, char *err, size_t errlen)
 {
     static char why[VZCAPS_NOTE_LEN];
     vzcaps_settings_reset(&scratch);
     unsigned line_no = 0, n_bad = 0, more = 0;
     int section = IN_NO_SECTION;
+    bool nul = memchr(text, '\0', len) != NULL; /* looked for line by line only in a file that has one */
     for (size_t pos = 0; pos < len;) {
         line_no++;
         const char *start = text + pos;
@@ -229,10 +227,14 @@ static int parse(const char *text, size_t len, struct parse_state *st, char *err
         size_t n = nl ? (size_t)(nl - start) : len - pos;
         pos += n + (nl != NULL);
         struct line_view v;
-        int rc = config_line(start, n, &v, why, sizeof why);
+        int rc = config_line(start, n, nul, &v, why, sizeof why);
         if (rc == 0 && v.n && v.p[0] == '[') {
             int s = section_header(st, v, why, sizeof why);
             section = s >= 0 ? s : IN_BAD_SECTION; /* its keys are still checked, against nothing */
+            /* the profile's section applies as it is read; [default], until a match fits */
+            if (s >= 0 && (st->profile ? vzcaps_streq(st->names[s], st->profile)
+                                       : st->chosen_by_match < 0 && vzcaps_streq(st->names[s], "default")))
+                st->apply_section = s;
             vzcaps_settings_reset(&scratch);
             rc = s >= 0 ? 0 : -1;
         } else if (rc == 0 && v.n) {
@@ -251,47 +253,30 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
                         size_t section_len, char *err, size_t errlen)
 {
     static struct parse_state st; /* large: kept off the stack; configuration runs once */
-    memset(&st, 0, sizeof st);
     st.file = file;
     st.exe = exe;
-    st.chosen_by_match = -1;
-    st.apply_section = -1;
+    st.profile = profile;
+    st.n_sections = 0;
+    st.chosen_by_match = st.apply_section = -1;
+    st.out = s;
+    st.log_file[0] = st.log_file_origin[0] = '\0';
     if (parse(text, len, &st, err, errlen) != 0)
         return -1;
-    snprintf(s->log_file, sizeof s->log_file, "%s", st.log_file);
-    snprintf(s->log_file_origin, sizeof s->log_file_origin, "%s", st.log_file_origin);
-    int chosen = -1;
-    if (profile) {
+    vzcaps_copy(s->log_file, sizeof s->log_file, st.log_file);
+    vzcaps_copy(s->log_file_origin, sizeof s->log_file_origin, st.log_file_origin);
+    if (profile && st.apply_section < 0) {
+        char clipped[96];
+        const char *names[MAX_SECTIONS];
         for (int i = 0; i < st.n_sections; i++)
-            if (strcmp(st.names[i], profile) == 0)
-                chosen = i;
-        if (chosen < 0) {
-            char clipped[96];
-            const char *names[MAX_SECTIONS];
-            for (int i = 0; i < st.n_sections; i++)
-                names[i] = st.names[i];
-            const char *near = vzcaps_did_you_mean(profile, names, (size_t)st.n_sections);
-            snprintf(err, errlen, "%s: no section [%s] (asked for by the profile%s%s%s)", file,
-                     vzcaps_clip(profile, 64, clipped, sizeof clipped), near ? "; did you mean [" : "", near ? near : "",
-                     near ? "]?" : "");
-            return -1;
-        }
-    } else if (st.chosen_by_match >= 0) {
-        chosen = st.chosen_by_match;
-    } else {
-        for (int i = 0; i < st.n_sections; i++)
-            if (strcmp(st.names[i], "default") == 0)
-                chosen = i;
+            names[i] = st.names[i];
+        const char *near = vzcaps_did_you_mean(profile, names, (size_t)st.n_sections);
+        snprintf(err, errlen, "%s: no section [%s] (asked for by the profile%s%s%s)", file,
+                 vzcaps_clip(profile, 64, clipped, sizeof clipped), near ? "; did you mean [" : "", near ? near : "",
+                 near ? "]?" : "");
+        return -1;
     }
-    snprintf(section, section_len, "%s", chosen >= 0 ? st.names[chosen] : "");
-    if (chosen < 0)
-        return 0;
-    st.out = s;
-    st.apply_section = chosen;
-    st.n_sections = 0;
-    st.chosen_by_match = -1;
-    st.log_file_origin[0] = '\0'; /* read again */
-    return parse(text, len, &st, err, errlen);
+    vzcaps_copy(section, section_len, st.apply_section >= 0 ? st.names[st.apply_section] : "");
+    return 0;
 }
 
 /* ---- the configuration step ---- */
@@ -466,6 +451,7 @@ int vzcaps_config_search(const char *const *envp, const char *root, char paths[]
  * once in the library and one call at a time in the command */
 static struct vzcaps_settings s;
 
+
 /* The stats log's path: VZCAPS_LOG_FILE wins over the file's log_file (which a file refused
  * before it was read does not give). A malformed VZCAPS_LOG_FILE refuses the configuration, as
  * any malformed variable does. */
@@ -548,6 +534,7 @@ static int read_config_file(const struct vzcaps_inputs *in, char *file_buf, size
                             struct vzcaps_config_result *out)
 {
     char *const err = cfg_err, *const why = cfg_why;
+    const char *profile = vzcaps_env_get(in->envp, "VZCAPS_PROFILE"); /* one scan for both uses */
     bool named = false;
     int n_cand = vzcaps_config_search(in->envp, in->sys_root, out->searched, &named, why, sizeof cfg_why);
     if (n_cand < 0) {
@@ -570,7 +557,7 @@ static int read_config_file(const struct vzcaps_inputs *in, char *file_buf, size
             return -1;
         }
         vzcaps_copy(out->config_path, sizeof out->config_path, candidates[i]);
-        if (vzcaps_config_apply(file_buf, len, candidates[i], in->exe, vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), &s,
+        if (vzcaps_config_apply(file_buf, len, candidates[i], in->exe, profile, &s,
                                 out->section, sizeof out->section, err, sizeof cfg_err) != 0) {
             snprintf(out->config_error, sizeof out->config_error, "%s", err);
             vzcaps_profile_refuse(&out->profile, err);
@@ -578,10 +565,10 @@ static int read_config_file(const struct vzcaps_inputs *in, char *file_buf, size
         }
         break;
     }
-    if (!out->config_path[0] && vzcaps_env_get(in->envp, "VZCAPS_PROFILE")) {
+    if (!out->config_path[0] && profile) {
         const char *given = setting_label(in->labels, "VZCAPS_PROFILE"); /* or the option it came from */
         snprintf(why, sizeof cfg_why, "%s is set but no config file was found: create one with a [%s] section, or drop %s",
-                 given, vzcaps_clip(vzcaps_env_get(in->envp, "VZCAPS_PROFILE"), 64, cfg_name, sizeof cfg_name), given);
+                 given, vzcaps_clip(profile, 64, cfg_name, sizeof cfg_name), given);
         vzcaps_profile_refuse(&out->profile, why);
         return -1;
     }
@@ -621,12 +608,14 @@ static int apply_variables(const struct vzcaps_inputs *in, const char *prefix, s
 static void add_config_notes(const char *ignored, struct vzcaps_config_result *out)
 {
     if (ignored[0] && out->profile.n_notes < VZCAPS_MAX_NOTES) /* never silently */
-        snprintf(out->profile.notes[out->profile.n_notes++], VZCAPS_NOTE_LEN, "%s", ignored);
+        vzcaps_copy(out->profile.notes[out->profile.n_notes++], VZCAPS_NOTE_LEN, ignored);
     if (out->section[0] && out->profile.n_notes < VZCAPS_MAX_NOTES && out->profile.state != VZCAPS_STOCK_UNCONFIGURED) {
         /* name the section first: it explains every later note */
         struct vzcaps_profile *p = &out->profile;
-        memmove(p->notes[1], p->notes[0], p->n_notes * sizeof p->notes[0]);
-        snprintf(p->notes[0], sizeof p->notes[0], "profile [%s] of %s", out->section, out->config_path);
+        for (size_t i = p->n_notes; i > 0; i--) /* the notes' text, not their whole arrays */
+            vzcaps_copy(p->notes[i], sizeof p->notes[i], p->notes[i - 1]);
+        p->notes[0][0] = '\0';
+        vzcaps_appendf(p->notes[0], sizeof p->notes[0], "profile [%s] of %s", out->section, out->config_path);
         p->n_notes++;
     }
 }

@@ -84,22 +84,6 @@ int vzcaps_config_matches(const char *text, size_t len, char *out, size_t outlen
     return (int)w;
 }
 
-static bool any_fits(const char *patterns, const char *name)
-{
-    char pat[VZCAPS_CONFIG_MAX_LINE + 1];
-    for (const char *p = patterns; p && *p;) {
-        size_t n = strcspn(p, " ");
-        if (n && n < sizeof pat) {
-            memcpy(pat, p, n);
-            pat[n] = '\0';
-            if (vzcaps_glob_match(pat, name))
-                return true;
-        }
-        p += n + (p[n] == ' ');
-    }
-    return false;
-}
-
 /* the reason, only when asked for (the library decides in exec paths, where it formats nothing) */
 #define SAY(...) (why && len ? snprintf(why, len, __VA_ARGS__) : 0)
 
@@ -113,7 +97,7 @@ int vzcaps_child_decision(const char *path, const char *argv0, const char *match
     size_t cl = vzcaps_escape(name, nl > 64 ? 64 : nl, clip, sizeof clip - 4);
     if (nl > 64)
         memcpy(clip + cl, "...", 4);
-    if (!any_fits(matches, name))
+    if (!vzcaps_globs_fit(matches, name))
         return SAY("no config section matches %s", clip), VZCAPS_CHILD_STRIP;
     switch (slices) {
     case VZCAPS_SLICES_NATIVE:
@@ -135,19 +119,16 @@ int vzcaps_child_decision(const char *path, const char *argv0, const char *match
 
 /* ---- the child's environment ---- */
 
-static bool is_var(const char *entry, const char *var, size_t vl)
-{
-    return strncmp(entry, var, vl) == 0 && entry[vl] == '=';
-}
-
 long vzcaps_child_env(const struct vzcaps_child_env_in *in, bool keep, void *mem, size_t cap, char *const **out)
 {
     size_t vl = strlen(in->preload_var), n_env = 0, preload_bytes = 0;
     bool ours = false, first = true;
+    for (size_t k = 0; k < in->n_lib; k++)
+        ours |= in->lib_elem[k]; /* the first entry names the library by what the file is */
     for (char *const *e = in->envp; e && *e; e++, n_env++) {
         if (vzcaps_env_is_ours(*e)) {
             ours = true;
-        } else if (is_var(*e, in->preload_var, vl)) {
+        } else if (vzcaps_env_is(*e, in->preload_var)) {
             preload_bytes += strlen(*e) + 1;
             ours |= vzcaps_list_names_library(*e + vl + 1, in->seps, in->libname) || !first; /* a second entry: ambiguous, rewritten */
             first = false;
@@ -168,7 +149,7 @@ long vzcaps_child_env(const struct vzcaps_child_env_in *in, bool keep, void *mem
     for (char *const *e = in->envp; e && *e; e++) {
         if (vzcaps_env_is_ours(*e))
             continue; /* ours come from the saved entries (keep) or go (strip) */
-        if (!is_var(*e, in->preload_var, vl)) {
+        if (!vzcaps_env_is(*e, in->preload_var)) {
             arr[k++] = *e;
             continue;
         }
@@ -177,7 +158,8 @@ long vzcaps_child_env(const struct vzcaps_child_env_in *in, bool keep, void *mem
         /* strip: our library out of the entry (an entry left empty goes); keep: ours after the rest */
         size_t len = strlen(*e);
         memcpy(text, *e, vl + 1);
-        int r = vzcaps_strip_library(*e + vl + 1, in->seps, in->libname, text + vl + 1, len - vl + lib_len + 2);
+        int r = vzcaps_strip_library_facts(*e + vl + 1, in->seps, in->libname, in->lib_elem, in->n_lib, text + vl + 1,
+                                           len - vl + lib_len + 2);
         size_t tl = r > 0 ? vl + 1 + (size_t)r : vl + 1;
         if (keep) {
             if (r > 0)

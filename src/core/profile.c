@@ -5,7 +5,6 @@
 
 #include <stdarg.h>
 #include <stddef.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,22 +31,6 @@ int vzcaps_key_from_name(const char *name)
     for (int k = 0; k < VZCAPS_KEY_COUNT; k++)
         if (vzcaps_streq(name, key_names[k]))
             return k;
-    return -1;
-}
-
-int vzcaps_key_from_env_name(const char *name, const char *prefix)
-{
-    size_t pl = strlen(prefix);
-    if (strncmp(name, prefix, pl) != 0)
-        return -1;
-    name += pl;
-    for (int k = 0; k < VZCAPS_KEY_COUNT; k++) {
-        const char *a = key_names[k], *b = name;
-        while (*a && *b && (*a >= 'a' && *a <= 'z' ? *a - 'a' + 'A' : *a) == *b)
-            a++, b++;
-        if (!*a && !*b)
-            return k;
-    }
     return -1;
 }
 
@@ -143,7 +126,10 @@ static int parse_globs(const char *v, char *out, char *err, size_t errlen)
     for (const char *p = v; *p;) {
         while (*p == ' ' || *p == '\t')
             p++;
-        size_t n = strspn(p, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-*?");
+        size_t n = 0; /* letters, digits, . _ + - * ? (strspn would build a table of its set at each call) */
+        while ((p[n] >= 'a' && p[n] <= 'z') || (p[n] >= 'A' && p[n] <= 'Z') || (p[n] >= '0' && p[n] <= '9') ||
+               (p[n] && vzcaps_find_char("._+-*?", p[n])))
+            n++;
         if (p[n] && p[n] != ' ' && p[n] != '\t')
             return fail(err, errlen, "\"%s\" is not a blank-separated list of image names (letters, digits, . _ + - and the globs * ?)", v);
         if (n) {
@@ -214,9 +200,8 @@ int vzcaps_settings_set(struct vzcaps_settings *s, enum vzcaps_key key, const ch
             return -1;
         break;
     case VZCAPS_KEY_HOST_CHIP:
-        if (strlen(value) >= sizeof s->host_chip)
+        if (vzcaps_copy(s->host_chip, sizeof s->host_chip, value) >= sizeof s->host_chip)
             return fail(err, errlen, "%s", "brand string longer than 127 bytes");
-        strcpy(s->host_chip, value);
         break;
     case VZCAPS_KEY_INHERIT:
         s->inherit_matching = vzcaps_streq(value, "matching");
@@ -276,69 +261,6 @@ static void note(struct vzcaps_profile *p, const char *fmt, ...)
 #endif
     ;
 
-/* Whether fmt converts only %s, %lld and %llu (and writes %%): what every note uses. */
-static bool plain_format(const char *fmt)
-{
-    for (const char *f = fmt; (f = vzcaps_find_char(f, '%')) != NULL; f += 2) {
-        if (f[1] == 'l' && f[2] == 'l' && (f[3] == 'd' || f[3] == 'u'))
-            f += 2;
-        else if (f[1] != 's' && f[1] != '%')
-            return false;
-    }
-    return true;
-}
-
-static size_t put_byte(char *out, size_t cap, size_t n, char c)
-{
-    if (n + 1 < cap)
-        out[n] = c;
-    return n + 1;
-}
-
-static size_t put_decimal(char *out, size_t cap, size_t n, bool negative, unsigned long long v)
-{
-    char digits[24];
-    size_t d = 0;
-    do
-        digits[d++] = (char)('0' + v % 10);
-    while ((v /= 10) > 0);
-    if (negative)
-        n = put_byte(out, cap, n, '-');
-    while (d)
-        n = put_byte(out, cap, n, digits[--d]);
-    return n;
-}
-
-/* vsnprintf for a plain_format fmt: the same bytes and the same return value, without binding
- * and running libc's formatter in every process the library starts in (a note is made there) */
-static int plain_vsnprintf(char *out, size_t cap, const char *fmt, va_list ap)
-{
-    size_t n = 0;
-    for (const char *f = fmt; *f; f++) {
-        if (*f != '%') {
-            n = put_byte(out, cap, n, *f);
-        } else if (f[1] == 's') {
-            const char *a = va_arg(ap, const char *);
-            for (a = a ? a : "(null)"; *a; a++)
-                n = put_byte(out, cap, n, *a);
-            f++;
-        } else if (f[1] == '%') {
-            n = put_byte(out, cap, n, '%');
-            f++;
-        } else if (f[3] == 'd') { /* %lld */
-            long long v = va_arg(ap, long long);
-            n = put_decimal(out, cap, n, v < 0, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v);
-            f += 3;
-        } else { /* %llu */
-            n = put_decimal(out, cap, n, false, va_arg(ap, unsigned long long));
-            f += 3;
-        }
-    }
-    if (cap)
-        out[n < cap ? n : cap - 1] = '\0';
-    return n > INT_MAX ? -1 : (int)n;
-}
-
 static void note(struct vzcaps_profile *p, const char *fmt, ...)
 {
     if (p->n_notes >= VZCAPS_MAX_NOTES)
@@ -347,7 +269,7 @@ static void note(struct vzcaps_profile *p, const char *fmt, ...)
     va_start(ap, fmt);
     char *n = p->notes[p->n_notes++];
     n[0] = '\0';
-    int len = plain_format(fmt) ? plain_vsnprintf(n, VZCAPS_NOTE_LEN, fmt, ap) : vsnprintf(n, VZCAPS_NOTE_LEN, fmt, ap);
+    int len = vzcaps_vformat(n, VZCAPS_NOTE_LEN, fmt, ap);
     va_end(ap);
     if (len < 0 || len >= VZCAPS_NOTE_LEN)
         memcpy(n + VZCAPS_NOTE_LEN - 4, "...", 4); /* never cut silently */
@@ -538,25 +460,11 @@ void vzcaps_profile_resolve(const struct vzcaps_settings *s, const struct vzcaps
     resolve_extras(s, p);
 }
 
-static bool globs_fit(const char *list, const char *image)
-{
-    char pat[VZCAPS_GLOBS_LEN];
-    for (const char *p = list; *p;) {
-        size_t n = strcspn(p, " ");
-        memcpy(pat, p, n);
-        pat[n] = '\0';
-        if (vzcaps_glob_match(pat, image))
-            return true;
-        p += n + (p[n] == ' ');
-    }
-    return false;
-}
-
 const char *vzcaps_caller_rule(const struct vzcaps_profile *p, const char *image)
 {
-    if (globs_fit(p->stock_callers, image ? image : ""))
+    if (vzcaps_globs_fit(p->stock_callers, image ? image : ""))
         return "stock_callers";
-    return globs_fit(p->callers, image ? image : "") ? "callers" : "not in callers";
+    return vzcaps_globs_fit(p->callers, image ? image : "") ? "callers" : "not in callers";
 }
 
 bool vzcaps_caller_in_scope(const struct vzcaps_profile *p, const char *image)
@@ -597,10 +505,18 @@ bool vzcaps_query_needed(const struct vzcaps_profile *p, enum vzcaps_query q)
     return false;
 }
 
+/* vzcaps_answer's rules as ranges (the Apple families up to the ceiling, then the extras): a
+ * few stores, not 4,002 answers, at the first device */
 void vzcaps_family_table(const struct vzcaps_profile *p, unsigned char table[VZCAPS_FAMILY_TABLE_LEN])
 {
-    for (size_t i = 0; i < VZCAPS_FAMILY_TABLE_LEN; i++)
-        table[i] = (unsigned char)vzcaps_answer(p, VZCAPS_Q_SUPPORTS_FAMILY, VZCAPS_FAMILY_TABLE_FIRST + (int64_t)i, 0);
+    memset(table, 0, VZCAPS_FAMILY_TABLE_LEN);
+    if (p->state != VZCAPS_ENABLED)
+        return;
+    for (int64_t f = VZCAPS_APPLE_FIRST; f <= p->apple_family_max && f <= VZCAPS_APPLE_LAST; f++)
+        table[f - VZCAPS_FAMILY_TABLE_FIRST] = 1;
+    for (size_t i = 0; i < p->n_extra; i++)
+        if (!vzcaps_family_is_apple(p->extra[i]) && (uint64_t)(p->extra[i] - VZCAPS_FAMILY_TABLE_FIRST) < VZCAPS_FAMILY_TABLE_LEN)
+            table[p->extra[i] - VZCAPS_FAMILY_TABLE_FIRST] = 1;
 }
 
 uint64_t vzcaps_answer(const struct vzcaps_profile *p, enum vzcaps_query q, int64_t arg, uint64_t stock)

@@ -6,11 +6,6 @@
 
 #include <string.h>
 
-static bool entry_is(const char *entry, const char *var, size_t vl)
-{
-    return strncmp(entry, var, vl) == 0 && entry[vl] == '=';
-}
-
 size_t vzcaps_path_entries(const char *path)
 {
     size_t n = 1;
@@ -56,7 +51,7 @@ long vzcaps_stock_env(const struct vzcaps_stock_env_in *in, void *mem, size_t ca
         size_t len = strlen(*e);
         if (vzcaps_env_is_ours(*e))
             continue;
-        if (entry_is(*e, in->preload_var, vl)) {
+        if (vzcaps_env_is(*e, in->preload_var)) {
             if (have_preload)
                 continue; /* a later duplicate: the first entry speaks, as the loader reads it */
             have_preload = true;
@@ -70,7 +65,7 @@ long vzcaps_stock_env(const struct vzcaps_stock_env_in *in, void *mem, size_t ca
             }
             arr[k++] = t;
             t += vl + 1 + (size_t)r + 1;
-        } else if (entry_is(*e, "PATH", 4)) {
+        } else if (vzcaps_env_is(*e, "PATH")) {
             if (have_path)
                 continue; /* as execvp reads it: the first */
             have_path = true;

@@ -2,6 +2,7 @@
  * Never: allocates, reads the environment or touches files. */
 #include "vzcaps_core.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,6 +46,24 @@ bool vzcaps_glob_match(const char *pattern, const char *text)
     return *pattern == '\0';
 }
 
+bool vzcaps_globs_fit(const char *globs, const char *name)
+{
+    char pat[VZCAPS_CONFIG_MAX_LINE + 1];
+    for (const char *p = globs; p && name && *p;) {
+        while (*p == ' ' || *p == '\t' || *p == '\r')
+            p++;
+        size_t n = strcspn(p, " \t\r");
+        if (n && n < sizeof pat) {
+            memcpy(pat, p, n);
+            pat[n] = '\0';
+            if (vzcaps_glob_match(pat, name))
+                return true;
+        }
+        p += n;
+    }
+    return false;
+}
+
 const char *vzcaps_basename(const char *path)
 {
     const char *base = path;
@@ -78,20 +97,25 @@ const char *vzcaps_find_char(const char *s, char c)
     return c ? NULL : s;
 }
 
+/* The element of a preload list at p (up to one of seps or the end): its length, and in *named
+ * whether its base name is libname. */
+static size_t element(const char *p, const char *seps, const char *libname, bool *named)
+{
+    size_t n = strcspn(p, seps), base = n, ln = strlen(libname);
+    while (base > 0 && p[base - 1] != '/')
+        base--;
+    *named = n - base == ln && memcmp(p + base, libname, ln) == 0;
+    return n;
+}
+
 bool vzcaps_list_names_library(const char *list, const char *seps, const char *libname)
 {
-    size_t ln = strlen(libname);
-    for (const char *p = list; *p;) {
-        size_t n = strcspn(p, seps), base = n;
-        while (base > 0 && p[base - 1] != '/')
-            base--;
-        if (n - base == ln && memcmp(p + base, libname, ln) == 0)
-            return true;
-        p += n;
-        if (*p)
-            p++;
+    bool named = false;
+    for (const char *p = list; *p && !named;) {
+        p += element(p, seps, libname, &named);
+        p += *p != '\0';
     }
-    return false;
+    return named;
 }
 
 int vzcaps_strip_library(const char *list, const char *seps, const char *libname, char *out, size_t outlen)
@@ -103,29 +127,90 @@ int vzcaps_strip_library_facts(const char *list, const char *seps, const char *l
                                char *out, size_t outlen)
 {
     size_t w = 0, k = 0;
-    const char *p = list;
-    if (outlen == 0)
+    if (out && outlen == 0)
         return -1;
-    for (; *p; k++) {
-        size_t n = strcspn(p, seps);
-        size_t base = n;
-        while (base > 0 && p[base - 1] != '/')
-            base--;
-        bool ours = (n - base == strlen(libname) && memcmp(p + base, libname, n - base) == 0) || (k < n_marked && marked[k]);
-        if (n > 0 && !ours) {
-            if (w + (w > 0) + n + 1 > outlen)
+    for (const char *p = list; *p; k++) {
+        bool ours;
+        size_t n = element(p, seps, libname, &ours);
+        if (n > 0 && !ours && !(k < n_marked && marked[k])) {
+            if (out && w + (w > 0) + n + 1 > outlen)
                 return -1;
-            if (w > 0)
-                out[w++] = seps[0];
-            memcpy(out + w, p, n);
+            if (out && w > 0)
+                out[w] = seps[0];
+            w += w > 0;
+            if (out)
+                memcpy(out + w, p, n);
             w += n;
         }
         p += n;
-        if (*p)
-            p++;
+        p += *p != '\0';
     }
-    out[w] = '\0';
+    if (out)
+        out[w] = '\0';
     return (int)w;
+}
+
+/* Whether fmt converts only %s, %lld and %llu (and writes %%): what the notes and origins use. */
+static bool plain_format(const char *fmt)
+{
+    for (const char *f = fmt; (f = vzcaps_find_char(f, '%')) != NULL; f += 2) {
+        if (f[1] == 'l' && f[2] == 'l' && (f[3] == 'd' || f[3] == 'u'))
+            f += 2;
+        else if (f[1] != 's' && f[1] != '%')
+            return false;
+    }
+    return true;
+}
+
+static size_t put_byte(char *out, size_t cap, size_t n, char c)
+{
+    if (n + 1 < cap)
+        out[n] = c;
+    return n + 1;
+}
+
+static size_t put_decimal(char *out, size_t cap, size_t n, bool negative, unsigned long long v)
+{
+    char digits[24];
+    size_t d = 0;
+    do
+        digits[d++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    if (negative)
+        n = put_byte(out, cap, n, '-');
+    while (d)
+        n = put_byte(out, cap, n, digits[--d]);
+    return n;
+}
+
+int vzcaps_vformat(char *out, size_t cap, const char *fmt, va_list ap)
+{
+    if (!plain_format(fmt))
+        return vsnprintf(out, cap, fmt, ap);
+    size_t n = 0;
+    for (const char *f = fmt; *f; f++) {
+        if (*f != '%') {
+            n = put_byte(out, cap, n, *f);
+        } else if (f[1] == 's') {
+            const char *a = va_arg(ap, const char *);
+            for (a = a ? a : "(null)"; *a; a++)
+                n = put_byte(out, cap, n, *a);
+            f++;
+        } else if (f[1] == '%') {
+            n = put_byte(out, cap, n, '%');
+            f++;
+        } else if (f[3] == 'd') { /* %lld */
+            long long v = va_arg(ap, long long);
+            n = put_decimal(out, cap, n, v < 0, v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v);
+            f += 3;
+        } else { /* %llu */
+            n = put_decimal(out, cap, n, false, va_arg(ap, unsigned long long));
+            f += 3;
+        }
+    }
+    if (cap)
+        out[n < cap ? n : cap - 1] = '\0';
+    return n > INT_MAX ? -1 : (int)n;
 }
 
 /* Marks a buffer that something did not fit into: its last bytes become "...". */
@@ -144,7 +229,7 @@ char *vzcaps_appendf(char *buf, size_t len, const char *fmt, ...)
     }
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(buf + used, len - used, fmt, ap);
+    int n = vzcaps_vformat(buf + used, len - used, fmt, ap);
     va_end(ap);
     if (n < 0 || (size_t)n >= len - used)
         mark_cut(buf, len);
@@ -261,32 +346,45 @@ char *vzcaps_clip(const char *s, size_t max, char *out, size_t outlen)
 
 bool vzcaps_env_is_ours(const char *entry)
 {
-    return strncmp(entry, "VZCAPS_", 7) == 0 || strncmp(entry, "TART_METAL_", 11) == 0 ||
-           strncmp(entry, "LUME_METAL_", 11) == 0;
+    switch (entry[0]) { /* the first byte rules out most entries */
+    case 'V':
+        return vzcaps_has_prefix(entry, "VZCAPS_", 7);
+    case 'T':
+        return vzcaps_has_prefix(entry, "TART_METAL_", 11);
+    case 'L':
+        return vzcaps_has_prefix(entry, "LUME_METAL_", 11);
+    }
+    return false;
 }
 
-int vzcaps_env_strip(char **env, const char *preload_var, const char *seps, const char *libname,
-                     void *(*alloc)(void *ctx, size_t bytes), void *ctx)
+int vzcaps_env_strip(char **env, const char *preload_var, const char *seps, const char *libname, const bool *marked,
+                     size_t n_marked, void *(*alloc)(void *ctx, size_t bytes), void *ctx)
 {
     size_t pl = strlen(preload_var), w = 0, r = 0;
     int rc = 0;
+    bool first = true;
     for (; env && env[r]; r++) {
         char *e = env[r];
         if (vzcaps_env_is_ours(e))
             continue;
-        if (strncmp(e, preload_var, pl) == 0 && e[pl] == '=') {
-            size_t n = strlen(e + pl + 1);
-            char *copy = alloc(ctx, pl + 1 + n + 1);
-            if (!copy) {
+        if (vzcaps_env_is(e, preload_var)) {
+            const char *v = e + pl + 1;
+            const bool *m = first ? marked : NULL; /* the facts are the first entry's, as the loader reads it */
+            size_t nm = first ? n_marked : 0, n = strlen(v);
+            int k = vzcaps_strip_library_facts(v, seps, libname, m, nm, NULL, 0);
+            first = false;
+            if (k == 0)
+                continue; /* only our library was in it: the entry goes */
+            char *copy = (size_t)k != n ? alloc(ctx, pl + 1 + n + 1) : NULL;
+            if ((size_t)k != n && !copy) {
                 rc = -1;
                 break;
             }
-            memcpy(copy, e, pl + 1);
-            int k = vzcaps_strip_library(e + pl + 1, seps, libname, copy + pl + 1, n + 1);
-            if (k == 0)
-                continue; /* only our library was in it */
-            if (k > 0 && (size_t)k != n)
-                e = copy; /* kept for the life of the process, as putenv's strings are */
+            if (copy) { /* kept for the life of the process, as putenv's strings are */
+                memcpy(copy, e, pl + 1);
+                vzcaps_strip_library_facts(v, seps, libname, m, nm, copy + pl + 1, n + 1);
+                e = copy;
+            }
         }
         env[w++] = e;
     }
@@ -335,12 +433,18 @@ bool vzcaps_launcher_target(const char *exe_path, char *target, size_t len)
     return false;
 }
 
+bool vzcaps_env_is(const char *entry, const char *name)
+{
+    while (*name && *entry == *name)
+        entry++, name++;
+    return !*name && *entry == '=';
+}
+
 const char *vzcaps_env_get(const char *const *envp, const char *name)
 {
-    size_t n = strlen(name);
     for (; envp && *envp; envp++)
-        if (**envp == *name && vzcaps_has_prefix(*envp, name, n) && (*envp)[n] == '=') /* the first byte: most entries end there */
-            return *envp + n + 1;
+        if (**envp == *name && vzcaps_env_is(*envp, name)) /* the first byte: most entries end there */
+            return *envp + strlen(name) + 1;
     return NULL;
 }
 

@@ -5,6 +5,7 @@
 #define VZCAPS_CORE_H
 
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -103,8 +104,6 @@ struct vzcaps_settings {
 const char *vzcaps_key_name(enum vzcaps_key key);
 /* Looks a config-file key up; -1 when unknown. */
 int vzcaps_key_from_name(const char *name);
-/* Looks an environment name up for a prefix ("VZCAPS_", "TART_METAL_"); -1 when unknown. */
-int vzcaps_key_from_env_name(const char *name, const char *prefix);
 
 /* Parses one value into s (a later value for the same key replaces an earlier one).
  * Returns 0, or -1 with a reason ("not a number: ...") in err. origin is recorded. */
@@ -148,6 +147,8 @@ int vzcaps_config_search(const char *const *envp, const char *root, char paths[]
 
 /* Glob with '*' and '?' over a whole string. */
 bool vzcaps_glob_match(const char *pattern, const char *text);
+/* Whether one of the blank-separated globs (a match value, a callers list) fits name (NULL: no). */
+bool vzcaps_globs_fit(const char *globs, const char *name);
 
 /* ---- resolution against host facts ---- */
 
@@ -272,6 +273,7 @@ bool vzcaps_has_prefix(const char *s, const char *prefix, size_t n);
 const char *vzcaps_find_char(const char *s, char c);
 bool vzcaps_streq(const char *a, const char *b); /* strcmp(a, b) == 0 */
 const char *vzcaps_env_get(const char *const *envp, const char *name);
+bool vzcaps_env_is(const char *entry, const char *name); /* entry is "name=..." */
 
 /* VZCAPS_PROGRAM=PID-PPID:NAME: the name the launcher hands the library for a #! script, whose
  * process the library sees as its interpreter (the section's match meets NAME, the stats record
@@ -292,13 +294,13 @@ int vzcaps_program_handed(const char *value, long long pid, long long ppid, char
 bool vzcaps_env_is_ours(const char *entry);
 
 /* Keeps children stock: removes every entry of ours (vzcaps_env_is_ours) from the
- * NULL-terminated array env, compacting it in place, and our library (base name libname)
- * from every entry of preload_var (list separators seps); an entry left empty goes too. A
- * changed preload entry is written into memory from alloc(ctx, bytes) (the core itself never
- * allocates). Any number, length or duplication of entries. 0, or -1 when alloc failed
- * (env is then unchanged past the entry being rewritten, and still NULL-terminated). */
-int vzcaps_env_strip(char **env, const char *preload_var, const char *seps, const char *libname,
-                     void *(*alloc)(void *ctx, size_t bytes), void *ctx);
+ * NULL-terminated array env, compacting it in place, and our library from every entry of
+ * preload_var (vzcaps_strip_library_facts; marked: the first entry's facts); an entry left empty
+ * goes too. A changed preload entry is written into memory from alloc(ctx, bytes) (the core
+ * itself never allocates). Any number, length or duplication of entries. 0, or -1 when alloc
+ * failed (env is then unchanged past the entry being rewritten, and still NULL-terminated). */
+int vzcaps_env_strip(char **env, const char *preload_var, const char *seps, const char *libname, const bool *marked,
+                     size_t n_marked, void *(*alloc)(void *ctx, size_t bytes), void *ctx);
 
 /* ---- selective inheritance (inherit = matching): the library passes itself on only to a
  * child that a config section's match fits and that has a slice the library loads ---- */
@@ -331,16 +333,18 @@ int vzcaps_child_decision(const char *path, const char *argv0, const char *match
 /* The environment a child gets. envp: the array the caller gives the child; saved: the
  * entries of ours (vzcaps_env_is_ours) this process started with; lib_path: our library as
  * the preload variable named it. strip: envp without any entry of ours and without our
- * library in its preload entry (an entry left empty goes). keep: envp's other entries, our
- * saved entries, and the preload entry with our library after its other libraries (or one
- * naming only ours). *out is envp itself when nothing changes (strip of an array with nothing
- * of ours), else an array built in mem: returns 0, or the bytes needed when cap is smaller
- * (nothing written). The arrays and strings of envp and saved are never changed. */
+ * library in its preload entry (by name or lib_elem; an entry left empty goes). keep: envp's
+ * other entries, our saved entries, and the preload entry with our library after its other
+ * libraries (or one naming only ours). *out is envp itself when nothing changes (strip of an
+ * array with nothing of ours), else an array built in mem: returns 0, or the bytes needed when
+ * cap is smaller (nothing written). The arrays and strings of envp and saved are never changed. */
 struct vzcaps_child_env_in {
     char *const *envp;
     const char *const *saved;
     size_t n_saved;
     const char *preload_var, *seps, *libname, *lib_path;
+    const bool *lib_elem; /* lib_elem[k]: the first preload entry's k-th element is our library by */
+    size_t n_lib;         /* what the file is, whatever its name (vzcaps_strip_library_facts) */
 };
 long vzcaps_child_env(const struct vzcaps_child_env_in *in, bool keep, void *mem, size_t cap, char *const **out);
 
@@ -531,9 +535,12 @@ bool vzcaps_list_names_library(const char *list, const char *seps, const char *l
 int vzcaps_strip_library(const char *list, const char *seps, const char *libname, char *out, size_t outlen);
 /* The same, also without the k-th element (0-based, empty ones counted, as split at any one of
  * seps) when ours[k] is true (k < n_ours): the caller found it to be our library by what the
- * file is, whatever its name. */
+ * file is, whatever its name. out NULL: the length alone. The one rule for the stock runs and
+ * the library's children (vzcaps_env_strip, vzcaps_child_env). */
 int vzcaps_strip_library_facts(const char *list, const char *seps, const char *libname, const bool *ours, size_t n_ours,
                                char *out, size_t outlen);
+/* vsnprintf; a format of %s, %lld, %llu and %% alone is made without libc's formatter. */
+int vzcaps_vformat(char *out, size_t cap, const char *fmt, va_list ap);
 /* snprintf(dst, cap, "%s", src) without the formatting machinery (cap >= 1): the length of src. */
 size_t vzcaps_copy(char *dst, size_t cap, const char *src);
 /* Empties settings, a profile or a configuration result for reuse: every field a reader looks

@@ -75,8 +75,8 @@ static int handed_name(char **env, char *name, size_t len)
             break;
         }
     if (h < 0)
-        vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
-                         NULL);
+        vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, NULL, 0,
+                         heap, NULL);
     return h;
 }
 
@@ -98,7 +98,6 @@ static void init(void)
 {
     static char brand[256], handed[256];
     char **env = *vzcaps_platform_environ();
-    vzcaps_say_note_stderr();
     if (is_launcher())
         return;
     int h = handed_name(env, handed, sizeof handed);
@@ -119,6 +118,7 @@ static void init(void)
      * the injection on unchanged, so the process it is meant for still gets it. */
     if (p->state == VZCAPS_STOCK_UNCONFIGURED)
         return;
+    vzcaps_say_note_stderr(); /* what fd 2 is (nothing since start-up opened one: the config file is closed) */
     vzcaps_copy(name_kept, sizeof name_kept, in.exe);
     /* inherit = matching: what a child a section matches gets back (spawn.c); unless that is
      * set up, nothing is passed on */
@@ -136,9 +136,10 @@ static void init(void)
      * configured under their own names */
     if (h > 0 && p->state == VZCAPS_ENABLED && p->inherit)
         handed_to_children(env);
-    if (h <= 0 && !(p->state == VZCAPS_ENABLED && p->inherit) &&
-        vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, heap,
-                         NULL) != 0 &&
+    bool keep = h > 0 || (p->state == VZCAPS_ENABLED && p->inherit), lib[64]; /* lib: by what the file is (issue 45) */
+    size_t n_lib = keep ? 0 : vzcaps_library_facts(vzcaps_env_get(in.envp, vzcaps_platform_preload_var), lib, 64);
+    if (!keep && vzcaps_env_strip(env, vzcaps_platform_preload_var, vzcaps_platform_preload_seps, vzcaps_platform_library_name, lib,
+                                  n_lib, heap, NULL) != 0 &&
         p->state == VZCAPS_ENABLED) {
         p->n_notes = 0; /* the claims it would have made are not what the line is about */
         vzcaps_profile_refuse(p, "cannot remove vzcaps from the environment of child processes (out of memory)");

@@ -67,6 +67,9 @@ VZCAPS_HIDDEN void vzcaps_said(const char *label, const char *path);
  * own (unmapped when the exec returns). */
 #define VZCAPS_EXECL_MAX 250
 VZCAPS_HIDDEN int vzcaps_spawn_setup(char **env, const char *file_text, size_t len);
+/* ours[k]: the k-th element of a preload value not named as this library is it by what the file
+ * is (a link to it; a copy: its size and marker); looked at only when there is one. Their number. */
+VZCAPS_HIDDEN size_t vzcaps_library_facts(const char *value, bool *ours, size_t n);
 VZCAPS_HIDDEN char *const *vzcaps_child_envp(const char *file, bool search, char *const argv[], char *const envp[]);
 VZCAPS_HIDDEN int vzcaps_exec_search(const char *file, char *const argv[], char *const envp[]);
 /* The exec* family as the triggers export or interpose it: execve/execv (path), execvp and

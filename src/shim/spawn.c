@@ -4,9 +4,10 @@
  * Never: changes the caller's environment array; calls malloc, a lock or getenv after the
  * constructor (a child's environment is built in this thread's own mapping, see scratch());
  * starts a child the decision could not be made for with the injection. */
-#define _DEFAULT_SOURCE /* MAP_ANON, O_CLOEXEC on glibc under -std=c11 */
+#define _GNU_SOURCE /* MAP_ANON, O_CLOEXEC, dladdr on glibc under -std=c11 */
 #include "shim.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <fcntl.h>
@@ -35,6 +36,61 @@ static bool library_has_arm64e(void)
     }
     return v == 2;
 }
+/* ---- the library by what its file is, whatever its name (issue 45: the command's rule) ---- */
+static struct stat self_file; /* this library's file (dladdr, stat), looked up at the first need */
+static atomic_int self_known; /* 0: not yet, 1: known, 2: unknown */
+
+/* Whether path is this library: the same file (itself, a link to it), or a regular file of its
+ * size carrying its marker (a renamed copy). Read without blocking. */
+static bool is_self(const char *path)
+{
+    struct stat st;
+    Dl_info info;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    int v = atomic_load_explicit(&self_known, memory_order_acquire);
+    if (!v) {
+        v = dladdr((const void *)&self_file, &info) && info.dli_fname && stat(info.dli_fname, &self_file) == 0 ? 1 : 2;
+        atomic_store_explicit(&self_known, v, memory_order_release);
+    }
+    if (v != 1 || st.st_size != self_file.st_size)
+        return false;
+    if (st.st_dev == self_file.st_dev && st.st_ino == self_file.st_ino)
+        return true;
+    static const char marker[] = VZCAPS_SELF_MARKER " library ";
+    size_t size = (size_t)st.st_size, ml = sizeof marker - 1;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    void *m = fd >= 0 ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    const char *b = m != MAP_FAILED ? m : NULL, *c = b;
+    bool found = false;
+    while (c && !found && (size_t)(c - b) + ml <= size && (c = memchr(c, marker[0], size - ml + 1 - (size_t)(c - b))))
+        found = memcmp(c++, marker, ml) == 0;
+    if (m != MAP_FAILED)
+        munmap(m, size);
+    if (fd >= 0)
+        close(fd);
+    return found;
+}
+
+size_t vzcaps_library_facts(const char *value, bool *ours, size_t n)
+{
+    const char *seps = vzcaps_platform_preload_seps, *lib = vzcaps_platform_library_name;
+    if (!value || vzcaps_strip_library(value, seps, lib, NULL, 0) == 0)
+        return 0; /* every element named as the library (or none): the name rule says it all */
+    int saved = errno;
+    size_t k = 0;
+    bool by_path = !vzcaps_streq(vzcaps_platform_preload_var, "LD_PRELOAD"); /* ld.so searches a bare name */
+    for (const char *p = value; *p && k < n; k++) {
+        char path[VZCAPS_PATH_MAX + 1];
+        size_t len = strcspn(p, seps);
+        ours[k] = len && len < sizeof path && (memcpy(path, p, len), path[len] = '\0', !vzcaps_streq(vzcaps_basename(path), lib)) &&
+                  (by_path || vzcaps_find_char(path, '/')) && is_self(path);
+        p += len + (p[len] != '\0');
+    }
+    errno = saved;
+    return k;
+}
+
 static char matches[VZCAPS_CONFIG_MAX_SIZE + 1];
 static const char **saved;
 static size_t n_saved;
@@ -49,23 +105,23 @@ int vzcaps_spawn_setup(char **env, const char *file_text, size_t len)
     size_t vl = strlen(var);
     for (char **e = env; e && *e; e++) {
         n += vzcaps_env_is_ours(*e);
-        if (!preload && strncmp(*e, var, vl) == 0 && (*e)[vl] == '=')
+        if (!preload && vzcaps_env_is(*e, var))
             preload = *e + vl + 1;
     }
     if (!preload || vzcaps_config_matches(file_text ? file_text : "", file_text ? len : 0, matches, sizeof matches) < 0)
         return -1;
-    /* our library: the element of the preload list whose base name is ours */
-    for (const char *p = preload; *p;) {
-        size_t k = strcspn(p, vzcaps_platform_preload_seps), b = k;
-        while (b > 0 && p[b - 1] != '/')
-            b--;
-        if (k - b == strlen(vzcaps_platform_library_name) && memcmp(p + b, vzcaps_platform_library_name, k - b) == 0 &&
-            k <= VZCAPS_PATH_MAX) {
-            memcpy(lib_path, p, k);
+    /* our library: the element of the preload list named as ours, or ours by what the file is */
+    bool lib[64];
+    size_t n_lib = vzcaps_library_facts(preload, lib, 64);
+    for (size_t i = 0; *preload && !lib_path[0]; i++) {
+        size_t k = strcspn(preload, vzcaps_platform_preload_seps);
+        if (k <= VZCAPS_PATH_MAX) {
+            memcpy(lib_path, preload, k);
             lib_path[k] = '\0';
-            break;
+            if (!(i < n_lib && lib[i]) && !vzcaps_streq(vzcaps_basename(lib_path), vzcaps_platform_library_name))
+                lib_path[0] = '\0';
         }
-        p += k + (p[k] != '\0');
+        preload += k + (preload[k] != '\0');
     }
     if (!lib_path[0] || !(saved = malloc((n + 1) * sizeof *saved)))
         return -1;
@@ -211,8 +267,10 @@ static char *const *child_envp(const char *file, bool search, char *const argv[]
     int keep = vzcaps_child_decision(path, argv && argv[0] ? argv[0] : "", matches, slices_of_file(path), library_has_arm64e(), NULL,
                                      0) == VZCAPS_CHILD_KEEP; /* no reason: nothing is formatted here */
     cand_done(&c);
+    bool lib[64]; /* the library by what the file is, in the preload entry the child is given */
+    size_t n_lib = vzcaps_library_facts(vzcaps_env_get((const char *const *)envp, vzcaps_platform_preload_var), lib, 64);
     struct vzcaps_child_env_in in = {envp, saved, n_saved, vzcaps_platform_preload_var, vzcaps_platform_preload_seps,
-                                     vzcaps_platform_library_name, lib_path};
+                                     vzcaps_platform_library_name, lib_path, lib, n_lib};
     char *const *out = NULL;
     long need = vzcaps_child_env(&in, keep, NULL, 0, &out);
     if (need == 0)

@@ -204,11 +204,14 @@ def trace_sends(p):
     return sends, selectors
 
 
-def run(build, env, host=None, fail_compile=False, lib=None):
+def run(build, env, host=None, fail_compile=False, lib=None, watch=None):
     """One process: lib (an Image; the shipped library when None) inserted, the build loaded
-    and entered; fail_compile makes every newLibraryWithSource: fail."""
+    and entered; fail_compile makes every newLibraryWithSource: fail; watch(process), when given,
+    before anything runs (icount.py counts the instructions)."""
     p = Process(lib or image(str(LIB)), env, argv=("node", "app.js"), exe="/usr/local/bin/node",
                 host=host or {"brand": None, "memsize": 16 << 30, "translated": None})
+    if watch:
+        watch(p)
     fw = frameworks.install(p.d)
     fw.fail_compile = fail_compile
     sends, selectors = trace_sends(p)

@@ -98,7 +98,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         __builtin_trap();
 
     used = 0;
-    if (vzcaps_env_strip(env, "LD_PRELOAD", ": ", "libvzcaps.so", bump, NULL) != 0)
+    if (vzcaps_env_strip(env, "LD_PRELOAD", ": ", "libvzcaps.so", NULL, 0, bump, NULL) != 0)
         return 0;
     size_t kept = 0;
     for (char **e = env; *e; e++) {

@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static char *copy[64];
     memcpy(copy, env_store, sizeof copy);
     const char *saved[] = {"VZCAPS_APPLE_FAMILY_MAX=auto"};
-    struct vzcaps_child_env_in in = {env_store, saved, 1, "LD_PRELOAD", ": ", "libvzcaps.so", "/l/libvzcaps.so"};
+    struct vzcaps_child_env_in in = {env_store, saved, 1, "LD_PRELOAD", ": ", "libvzcaps.so", "/l/libvzcaps.so", NULL, 0};
     static char mem[65536];
     for (int keep = 0; keep < 2; keep++) {
         char *const *out = NULL;

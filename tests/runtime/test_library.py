@@ -264,6 +264,31 @@ def test_other_preloads_survive_stripping(build):
     assert runs[0]["families"] == expect_families(1008)
 
 
+@pytest.mark.parametrize("inherit", ["", "matching"])
+@pytest.mark.parametrize("how", ["link", "copy"])
+def test_the_library_by_another_name_leaves_the_children_too(build, tmp_path, how, inherit):
+    # issue 45 item 3: LD_PRELOAD names the library through a link or a copy called vz.so; the
+    # process and its children lose it as when it is named libvzcaps.so (by what the file is,
+    # as the stock runs of the command judge it); another library beside it stays. With inherit
+    # = matching (a child no section matches), the same, and inheritance is set up (no note).
+    vz = tmp_path / "vz.so"
+    os.symlink(BUILD / "libvzcaps.so", vz) if how == "link" else shutil.copy(BUILD / "libvzcaps.so", vz)
+    other = str(BUILD / "libfakemetal.so")
+    env = clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2", **({"VZCAPS_INHERIT": inherit} if inherit else {}))
+    for preload, left in ((f"{vz}", "(unset)"), (f"{other}:{vz}", other)):
+        runs, err = probe(env, "--child", lib=preload)
+        assert runs[0]["families"] == expect_families(1008)  # the library loaded as vz.so is configured
+        assert [runs[0]["preload"], runs[1]["preload"]] == [left, left], preload
+        assert runs[1]["families"] == STOCK_FAMILIES
+        assert [l.split(": ")[1] for l in log_lines(err)] == [HOOKED[8:]]  # one process hooked, not the child
+        assert "could not be set up" not in err
+    # a file of the library's size without its marker is not the library: it stays
+    fake = tmp_path / "fake.so"
+    fake.write_bytes(bytes((BUILD / "libvzcaps.so").stat().st_size))
+    runs, err = probe(env, "--child", lib=f"{BUILD / 'libvzcaps.so'}:{fake}")
+    assert [runs[0]["preload"], runs[1]["preload"]] == [str(fake), str(fake)]
+
+
 def test_quiet_log(build):
     runs, err = probe(clean_env(VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2", VZCAPS_LOG="quiet"))
     assert runs[0]["families"] == expect_families(1008) and err == ""

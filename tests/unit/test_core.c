@@ -265,10 +265,6 @@ static void test_settings_values(void **st)
     memset(&s, 0, sizeof s);
     assert_int_equal(vzcaps_settings_set(&s, VZCAPS_KEY_EXTRA_FAMILIES, "metal3,5001,metal4", "X", err, sizeof err), 0);
     assert_int_equal(s.n_extra, 2); /* duplicates collapse */
-    assert_int_equal(vzcaps_key_from_env_name("VZCAPS_APPLE_FAMILY_MAX", "VZCAPS_"), VZCAPS_KEY_APPLE_FAMILY_MAX);
-    assert_int_equal(vzcaps_key_from_env_name("TART_METAL_MAX_THREADGROUP_MEMORY", "TART_METAL_"), VZCAPS_KEY_MAX_THREADGROUP_MEMORY);
-    assert_int_equal(vzcaps_key_from_env_name("VZCAPS_apple_family_max", "VZCAPS_"), -1);
-    assert_int_equal(vzcaps_key_from_env_name("VZCAPS_APPLE_FAMILY_MAXX", "VZCAPS_"), -1);
     assert_int_equal(vzcaps_key_from_name("inherit"), VZCAPS_KEY_INHERIT);
     memset(&s, 0, sizeof s);
     assert_int_equal(vzcaps_settings_set(&s, VZCAPS_KEY_INHERIT, "yes", "X", err, sizeof err), 0);
@@ -1552,7 +1548,7 @@ static void test_child_environment(void **st)
     char *const *out;
     const char *saved[] = {"VZCAPS_APPLE_FAMILY_MAX=auto", "VZCAPS_INHERIT=matching"};
     char *clean[] = {"PATH=/bin", "LD_PRELOAD=/x/other.so", NULL};
-    struct vzcaps_child_env_in in = {clean, saved, 2, "LD_PRELOAD", ": ", "libvzcaps.so", "/lib/libvzcaps.so"};
+    struct vzcaps_child_env_in in = {clean, saved, 2, "LD_PRELOAD", ": ", "libvzcaps.so", "/lib/libvzcaps.so", NULL, 0};
     /* strip, nothing of ours: the caller's own array, no memory */
     assert_int_equal(vzcaps_child_env(&in, false, NULL, 0, &out), 0);
     assert_ptr_equal(out, clean);
@@ -1598,6 +1594,50 @@ static void test_child_environment(void **st)
     assert_string_equal(out[0], "LD_PRELOAD=/a.so");
     assert_string_equal(out[1], "X=1");
     assert_null(out[2]);
+    /* the library by what the file is (issue 45): a link named vz.so goes, as the stock runs drop it */
+    char *link[] = {"LD_PRELOAD=/a.so:/x/vz.so", NULL}, *only[] = {"LD_PRELOAD=/x/vz.so", "B=2", NULL};
+    bool lib[] = {false, true};
+    in.envp = link, in.lib_elem = lib, in.n_lib = 2;
+    assert_int_equal(vzcaps_child_env(&in, false, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "LD_PRELOAD=/a.so");
+    assert_null(out[1]);
+    in.envp = only, in.lib_elem = lib + 1, in.n_lib = 1;
+    assert_int_equal(vzcaps_child_env(&in, false, mem, sizeof mem, &out), 0);
+    assert_string_equal(out[0], "B=2");
+    assert_null(out[1]);
+}
+
+static int n_allocs;
+static void *count_alloc(void *ctx, size_t n)
+{
+    (void)ctx;
+    n_allocs++;
+    static char arena[4][256];
+    return n <= sizeof arena[0] && n_allocs <= 4 ? arena[n_allocs - 1] : NULL;
+}
+
+/* The constructor's strip (default inherit): by name, and by what the file is for the first
+ * preload entry; an entry that held only the library goes without a copy. */
+static void test_children_environment_stripped(void **st)
+{
+    (void)st;
+    char *env[] = {"A=1", "LD_PRELOAD=/x/vz.so", "VZCAPS_LOG=quiet", "LD_PRELOAD=/y/vz.so", "B=2", NULL};
+    bool lib[] = {true};
+    n_allocs = 0;
+    assert_int_equal(vzcaps_env_strip(env, "LD_PRELOAD", ": ", "libvzcaps.so", lib, 1, count_alloc, NULL), 0);
+    assert_string_equal(env[0], "A=1");
+    assert_string_equal(env[1], "LD_PRELOAD=/y/vz.so"); /* a later entry: the name rule alone */
+    assert_string_equal(env[2], "B=2");
+    assert_null(env[3]);
+    assert_int_equal(n_allocs, 0);
+    char *mixed[] = {"LD_PRELOAD=/o.so /x/vz.so:/l/libvzcaps.so", "LD_PRELOAD=/o.so", NULL};
+    bool marks[] = {false, true, false};
+    assert_int_equal(vzcaps_env_strip(mixed, "LD_PRELOAD", ": ", "libvzcaps.so", marks, 3, count_alloc, NULL), 0);
+    assert_string_equal(mixed[0], "LD_PRELOAD=/o.so");
+    assert_string_equal(mixed[1], "LD_PRELOAD=/o.so"); /* nothing of ours: the same string, not a copy */
+    assert_int_equal(n_allocs, 1);
+    bool third[] = {false, false, true}; /* empty elements count */
+    assert_int_equal(vzcaps_strip_library_facts("/o.so::/x/vz.so", ":", "libvzcaps.so", third, 3, NULL, 0), 5);
 }
 
 /* ---- the stats log ---- */
@@ -1845,6 +1885,7 @@ int main(void)
         cmocka_unit_test(test_slices_of_an_executable), cmocka_unit_test(test_config_match_patterns),
         cmocka_unit_test(test_program_handed),
         cmocka_unit_test(test_child_decision),         cmocka_unit_test(test_child_environment), cmocka_unit_test(test_stock_environment),
+        cmocka_unit_test(test_children_environment_stripped),
     };
     return cmocka_run_group_tests_name("core", tests, NULL, NULL);
 }
