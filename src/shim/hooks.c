@@ -56,7 +56,8 @@ static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
  * decided out of line, while the process is mixed (an image whose calls are out of scope is, or
  * may be, loaded: sticky) or the first raised answer is not on record. */
 enum { FAST = 1, SLOW = 2 };
-static _Atomic unsigned char family_state[VZCAPS_FAMILY_TABLE_LEN];
+static unsigned char family_tables[2][VZCAPS_FAMILY_TABLE_LEN]; /* claimed families SLOW, and FAST */
+static const unsigned char *_Atomic family_state = family_tables[0];
 static uint64_t floor_of[N_SELS];
 static atomic_bool answers_ready, mixed, recorded[N_SELS]; /* recorded: the first raised answer of a kind */
 
@@ -65,17 +66,14 @@ static inline __attribute__((always_inline)) IMP original_of(size_t k, int which
     return atomic_load_explicit(&table[k].original[which], memory_order_acquire);
 }
 
-/* After `mixed` or `recorded` changed: FAST or SLOW for each claimed family, and the devices
- * remembered below a floor dropped in a mixed process; again if `mixed` turned meanwhile. */
+/* After `mixed` or `recorded` changed: the FAST or the SLOW table, and the devices remembered
+ * below a floor dropped in a mixed process; again if `mixed` turned meanwhile. */
 static void refresh(void)
 {
     bool fast;
     do {
         fast = !atomic_load(&mixed);
-        unsigned char want = fast && atomic_load(&recorded[SEL_FAMILY]) ? FAST : SLOW;
-        for (size_t i = 0; i < VZCAPS_FAMILY_TABLE_LEN; i++)
-            if (atomic_load_explicit(&family_state[i], memory_order_relaxed))
-                atomic_store_explicit(&family_state[i], want, memory_order_relaxed);
+        atomic_store(&family_state, family_tables[fast && atomic_load(&recorded[SEL_FAMILY])]);
         for (size_t k = 0; !fast && k < MAX_CLASSES; k++)
             for (int w = 0; w < N_SELS; w++)
                 atomic_store_explicit(&table[k].below[w], 0, memory_order_relaxed);
@@ -195,7 +193,7 @@ static __attribute__((noinline)) void raised(int which, const void *ret, unsigne
 static inline __attribute__((always_inline)) unsigned char family_state_of(long family)
 {
     unsigned long i = (unsigned long)family - VZCAPS_FAMILY_TABLE_FIRST;
-    return i < VZCAPS_FAMILY_TABLE_LEN ? atomic_load_explicit(&family_state[i], memory_order_relaxed) : 0;
+    return i < VZCAPS_FAMILY_TABLE_LEN ? atomic_load_explicit(&family_state, memory_order_relaxed)[i] : 0;
 }
 
 /* ---- the replacements ----
@@ -262,14 +260,8 @@ static inline __attribute__((always_inline)) unsigned long limit_answer(size_t k
  * inlined helper has none). */
 #define DEFINE_SLOT(k)                                                                                             \
     static BOOL family_##k(id self, SEL cmd, long f) { return family_answer(k, self, cmd, f, __builtin_return_address(0)); } \
-    static unsigned long group_##k(id self, SEL cmd)                                                              \
-    {                                                                                                             \
-        return limit_answer(k, SEL_THREADGROUP, self, cmd, __builtin_return_address(0));                         \
-    }                                                                                                             \
-    static unsigned long set_##k(id self, SEL cmd)                                                                \
-    {                                                                                                             \
-        return limit_answer(k, SEL_WORKING_SET, self, cmd, __builtin_return_address(0));                         \
-    }
+    static unsigned long group_##k(id self, SEL cmd) { return limit_answer(k, SEL_THREADGROUP, self, cmd, __builtin_return_address(0)); } \
+    static unsigned long set_##k(id self, SEL cmd) { return limit_answer(k, SEL_WORKING_SET, self, cmd, __builtin_return_address(0)); }
 #define SLOTS(X)                                                                                                   \
     X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) \
     X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
@@ -289,15 +281,14 @@ static void answers_prepare(void)
     if (atomic_load_explicit(&answers_ready, memory_order_relaxed))
         return; /* under install_lock: once */
     SLOTS(FILL_SLOT)
-    static unsigned char claimed[VZCAPS_FAMILY_TABLE_LEN]; /* under install_lock; 4 KiB off the stack */
-    vzcaps_family_table(vzcaps_effective, claimed);
+    vzcaps_family_table(vzcaps_effective, family_tables[1]); /* 1: claimed */
     for (size_t i = 0; i < VZCAPS_FAMILY_TABLE_LEN; i++)
-        atomic_store_explicit(&family_state[i], claimed[i] ? SLOW : 0, memory_order_relaxed);
+        family_tables[0][i] = (unsigned char)(family_tables[1][i] * SLOW);
     floor_of[SEL_THREADGROUP] = vzcaps_effective->max_threadgroup_memory;
     floor_of[SEL_WORKING_SET] = vzcaps_effective->recommended_working_set_size;
     if (vzcaps_effective->scoped && !vzcaps_caller_in_scope(vzcaps_effective, ""))
-        atomic_store(&mixed, true); /* most images are out of scope: nothing to gain from judging each */
-    else if (vzcaps_effective->scoped) /* each image now, each one loaded or gone later */
+        atomic_store(&mixed, true); /* an unknown caller is out of scope: every call is judged */
+    if (vzcaps_effective->scoped) /* each image now, each one loaded or gone later */
         vzcaps_platform_watch_images(vzcaps_hooks_image_added, vzcaps_hooks_images_gone);
     refresh();
     atomic_store_explicit(&answers_ready, true, memory_order_release);
@@ -455,14 +446,14 @@ static const char *no_raise(id device, char *why, size_t len)
     family_imp fam = (family_imp)(void (*)(void))device_original(device, SEL_FAMILY);
     SEL sel = sel_registerName(sel_names[SEL_FAMILY]);
     long own = 0;
-    if (!fam)
+    if (!fam && vzcaps_query_needed(vzcaps_effective, VZCAPS_Q_SUPPORTS_FAMILY))
         return NULL; /* answered by a device it wraps: not to be told from here */
-    for (long f = VZCAPS_FAMILY_TABLE_FIRST; f < VZCAPS_FAMILY_TABLE_FIRST + VZCAPS_FAMILY_TABLE_LEN; f++) {
-        bool yes = family_state_of(f) || f <= 1010 ? fam(device, sel, f) : false;
-        if (family_state_of(f) && !yes)
+    const unsigned char *t = family_tables[1], *at = t; /* the claimed families (FAST in this table) */
+    while (fam && (at = memchr(at, FAST, VZCAPS_FAMILY_TABLE_LEN - (size_t)(at - t))) != NULL)
+        if (!fam(device, sel, VZCAPS_FAMILY_TABLE_FIRST + (at++ - t)))
             return NULL;
-        own = yes && f <= 1010 ? f : own;
-    }
+    for (long f = 1001; fam && f <= 1010; f++) /* Apple1 .. Apple10 */
+        own = fam(device, sel, f) ? f : own;
     for (int w = SEL_THREADGROUP; w < N_SELS; w++) {
         ulong_imp limit = (ulong_imp)(void (*)(void))device_original(device, w);
         if (floor_of[w] && (!limit || limit(device, sel_registerName(sel_names[w])) < floor_of[w]))

@@ -48,14 +48,15 @@ def _flip(code, i):
 
 
 def _table_branches(code, table=None):
-    """Indexes of the branches on a byte of the family table: adrp + add giving its address, an
-    ldrb, then cbz/cbnz (the slow path) or cmp #1 and b.ne/b.eq (the inline one); and the table."""
+    """Indexes of the branches on a byte of the family table: adrp + add giving its address (or
+    adrp + ldr, the word that points to it), an ldrb, then cbz/cbnz (the slow path) or cmp #1 and
+    b.ne/b.eq (the inline one); and that address."""
     out = []
     for i in range(len(code) - 4):
         adrp, add, ldrb = code[i:i + 3]
-        if (adrp.mnemonic, add.mnemonic, ldrb.mnemonic) != ("adrp", "add", "ldrb"):
+        if (adrp.mnemonic, ldrb.mnemonic) != ("adrp", "ldrb") or add.mnemonic not in ("add", "ldr"):
             continue
-        at = adrp.operands[1].imm + add.operands[2].imm
+        at = adrp.operands[1].imm + (add.operands[2].imm if add.mnemonic == "add" else add.operands[1].mem.disp)
         if table not in (None, at):
             continue
         if code[i + 3].mnemonic in ("cbz", "cbnz"):

@@ -35,20 +35,21 @@ def calls_to(p, name):
 
 # ---------------------------------------------------------------- images loaded and gone (item 6)
 
+@pytest.mark.parametrize("scope", [{}, {"VZCAPS_CALLERS": "libggml*"}], ids=["default scope", "callers libggml*"])
 @pytest.mark.parametrize("first,then,want", [(GGML, TORCH, (1, 0)), (TORCH, GGML, (0, 1))], ids=["ggml then torch", "torch then ggml"])
-def test_a_new_image_at_an_old_address_is_judged_afresh(img, first, then, want):
-    """Default scope: an image asks from an address, is unloaded (dyld's remove notice), and
-    another is loaded at the same address and asks from the same address: each gets its own
-    image's answer (the decision per address was a ggml YES given to libtorch_cpu, or the
-    reverse)."""
-    p = proc(img, env_of(**M2))
+def test_a_new_image_at_an_old_address_is_judged_afresh(img, first, then, want, scope):
+    """An image asks from an address, is unloaded (dyld's remove notice), and another is loaded
+    at the same address and asks from the same address: each gets its own image's answer (the
+    decision per address was a ggml YES given to libtorch_cpu, or the reverse); whether every
+    image is judged as it loads (the default) or, with an unknown caller out of scope, each call."""
+    p = proc(img, env_of(**M2, **scope))
     dev = p.create_device()
     base = p.m.image(*first)
     assert family(p, dev, 1008, first[0]) == want[0]
     p.d.replace_image(first[0], then[0], then[1])
     assert p.m.image(*then) == base
     assert family(p, dev, 1008, then[0]) == want[1]
-    assert family(p, dev, 1008, "probe") == 1
+    assert family(p, dev, 1008, "probe") == (0 if scope else 1)
 
 
 # ---------------------------------------------------------------- tail calls (item 7)

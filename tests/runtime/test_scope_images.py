@@ -36,3 +36,11 @@ def test_a_library_loaded_where_another_was_gets_its_own_answers(first, then):
 def test_every_caller_in_scope_stays_so_across_reloads():
     got = reload(GGML, TORCH, VZCAPS_STOCK_CALLERS="none")
     assert [(fam, ws) for _, _, fam, ws in got] == [(1, 8000000000), (1, 8000000000)]
+
+
+def test_reloads_under_asan_and_ubsan():
+    san = BUILD / "san" / "libvzcaps.so"
+    require_built(san, how="the sanitized build")
+    asan = subprocess.run(["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True).stdout.strip()
+    got = reload(TORCH, GGML, lib=f"{asan}:{san}", ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="halt_on_error=1")
+    assert [(fam, ws) for _, _, fam, ws in got] == [(0, 5010800640), (1, 8000000000)]
