@@ -60,6 +60,7 @@ static unsigned char family_tables[2][VZCAPS_FAMILY_TABLE_LEN]; /* claimed famil
 static const unsigned char *_Atomic family_state = family_tables[0];
 static uint64_t floor_of[N_SELS];
 static atomic_bool answers_ready, mixed, recorded[N_SELS]; /* recorded: the first raised answer of a kind */
+static atomic_bool differing; /* an image judged otherwise than an unknown caller was loaded (sticky) */
 
 static inline __attribute__((always_inline)) IMP original_of(size_t k, int which)
 {
@@ -116,11 +117,29 @@ void vzcaps_hooks_images_gone(void)
 void vzcaps_hooks_image_added(const char *path)
 {
     const char *base = path ? vzcaps_basename(path) : NULL;
-    if (atomic_load(&mixed) || !vzcaps_effective->scoped || (!path && !atomic_load(&answers_ready)) ||
+    if (atomic_load(&differing) || !vzcaps_effective->scoped || (!path && !atomic_load(&answers_ready)) ||
         (base && vzcaps_caller_in_scope(vzcaps_effective, strlen(base) < 256 ? base : "") ==
                      vzcaps_caller_in_scope(vzcaps_effective, "")))
         return;
+    atomic_store(&differing, true);
     atomic_store(&mixed, true);
+    refresh();
+}
+
+/* The images judged, once, after the first install and outside install_lock (dyld and ld.so
+ * take locks of their own, which a library's initializer that creates a device may hold while
+ * it waits for install_lock); until then a scoped process is taken as mixed. */
+static void images_judged(void)
+{
+    static atomic_flag started = ATOMIC_FLAG_INIT;
+    if (!vzcaps_effective->scoped || atomic_flag_test_and_set(&started))
+        return;
+    vzcaps_platform_watch_images(vzcaps_hooks_image_added, vzcaps_hooks_images_gone);
+    if (vzcaps_caller_in_scope(vzcaps_effective, "") && !atomic_load(&differing)) {
+        atomic_store(&mixed, false);
+        if (atomic_load(&differing)) /* loaded meanwhile */
+            atomic_store(&mixed, true);
+    }
     refresh();
 }
 
@@ -286,10 +305,7 @@ static void answers_prepare(void)
         family_tables[0][i] = (unsigned char)(family_tables[1][i] * SLOW);
     floor_of[SEL_THREADGROUP] = vzcaps_effective->max_threadgroup_memory;
     floor_of[SEL_WORKING_SET] = vzcaps_effective->recommended_working_set_size;
-    if (vzcaps_effective->scoped && !vzcaps_caller_in_scope(vzcaps_effective, ""))
-        atomic_store(&mixed, true); /* an unknown caller is out of scope: every call is judged */
-    if (vzcaps_effective->scoped) /* each image now, each one loaded or gone later */
-        vzcaps_platform_watch_images(vzcaps_hooks_image_added, vzcaps_hooks_images_gone);
+    atomic_store(&mixed, vzcaps_effective->scoped); /* until the images are judged (images_judged) */
     refresh();
     atomic_store_explicit(&answers_ready, true, memory_order_release);
 }
@@ -505,6 +521,7 @@ static void on_device(id device, const char *path)
     } else {
         char label[160];
         vzcaps_said(class_label(cls, label), path); /* once per process */
+        images_judged();
         if (strcmp(path, VZCAPS_PATH_INIT_FAMILY) != 0)
             hooked_record(device); /* -initGPUFamilySupport's replacement records once the original ran */
     }
