@@ -54,7 +54,8 @@ endif
 
 # ---- the GNU-runtime stand-in rig (Linux) ----
 CLIENTS := $(B)/clients/libggml-metal.so $(B)/clients/libtorch_cpu.so $(B)/clients/libother-client.so
-RIG := $(B)/libfakemetal.so $(B)/probe $(B)/probe_static $(B)/bench_calls $(B)/pylauncher $(CLIENTS) $(B)/callers $(B)/dtable_race
+BENCH_SITES := $(B)/bench/libsites0.so $(B)/bench/libsites1.so $(B)/bench/libsites2.so $(B)/bench/libsites3.so
+RIG := $(B)/libfakemetal.so $(B)/probe $(B)/probe_static $(B)/bench_calls $(BENCH_SITES) $(B)/pylauncher $(CLIENTS) $(B)/callers $(B)/reload $(B)/dtable_race
 rig: $(RIG)
 $(B)/libfakemetal.so: tests/rig/fakemetal.m
 	@mkdir -p $(B)
@@ -75,6 +76,9 @@ $(B)/clients/%.so: tests/rig/client.m
 $(B)/callers: tests/rig/callers.m $(CLIENTS) $(B)/libfakemetal.so
 	$(CC) -std=gnu11 $(OBJC) $(WARN) -O2 $< -o $@ $(CLIENTS) -L$(B) -lfakemetal -lobjc -lpthread \
 	  -Wl,-rpath,'$$ORIGIN' -Wl,-rpath,'$$ORIGIN/clients'
+# a client library unloaded and another loaded in its memory (the caller scope follows images)
+$(B)/reload: tests/rig/reload.c $(B)/libfakemetal.so
+	$(CC) $(CSTD) $(WARN) -O2 $< -o $@ -L$(B) -lfakemetal -lobjc -ldl -Wl,-rpath,'$$ORIGIN'
 # the GNU runtime's dispatch-table update under concurrent messaging, without vzcaps
 $(B)/dtable_race: tests/rig/dtable_race.m
 	@mkdir -p $(B)
@@ -83,7 +87,11 @@ $(B)/pylauncher: tests/rig/pylauncher.c
 	@mkdir -p $(B)
 	$(CC) -std=c11 $(WARN) -O2 $< -o $@
 $(B)/bench_calls: bench/bench_calls.c $(B)/libfakemetal.so
-	$(CC) $(CSTD) -D_POSIX_C_SOURCE=200809L $(WARN) -O2 $< -o $@ -L$(B) -lfakemetal -lobjc -Wl,-rpath,'$$ORIGIN'
+	$(CC) $(CSTD) -D_POSIX_C_SOURCE=200809L $(WARN) -O2 $< -o $@ -L$(B) -lfakemetal -lobjc -ldl -Wl,-rpath,'$$ORIGIN'
+# four images of 2,048 call sites each (make bench's alternating rows): one source, four files
+$(B)/bench/libsites%.so: bench/sites.c
+	@mkdir -p $(B)/bench
+	$(CC) $(CSTD) $(WARN) -O2 -fno-ipa-icf -fno-optimize-sibling-calls -fPIC -shared -Wl,-soname,$(notdir $@) $< -o $@ -lobjc
 
 $(B)/vzcaps.1: $(B)/vzcaps
 	$(B)/vzcaps __man >$@.tmp && mv $@.tmp $@

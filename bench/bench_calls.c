@@ -4,8 +4,14 @@
  * bench_calls count SEL N    N calls of one selector inside measured_loop (for callgrind)
  * bench_calls first SEL      one call of SEL inside first_call, a call site not seen before
  *                            (for callgrind: what resolving a new caller costs once)
+ * bench_calls sites SEL K N [stock]  N calls of SEL inside sites_loop, alternating among K call
+ *                            sites spread over the images build/bench/libsites0-3.so in turn
+ *                            (each site called twice before, unmeasured: the steady state);
+ *                            stock: with build/clients/libtorch_cpu.so loaded (a stock caller's
+ *                            image, under the default scope), which never asks
  * bench_calls exit           returns at once (process start-up)
  * bench_calls startup N      median microseconds to spawn and reap `bench_calls exit` */
+#include <dlfcn.h>
 #include <objc/runtime.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -14,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 id MTLCreateSystemDefaultDevice(void);
 
@@ -42,6 +49,75 @@ __attribute__((noinline)) void first_call(id dev, SEL sel, int family)
         sink += ((family_fn)(void (*)(void))imp)(dev, sel, 1007);
     else
         sink += ((ulong_fn)(void (*)(void))imp)(dev, sel);
+}
+
+typedef unsigned long (*site_fn)(id, SEL, long);
+
+static inline __attribute__((always_inline)) void sites_run(id dev, SEL sel, const site_fn *const *sites, long k, long n)
+{
+    const site_fn *const *at = sites, *const *end = sites + k;
+    for (long i = 0; i < n; i++) {
+        sink += (**at)(dev, sel, 1001 + (i & 7));
+        if (++at == end)
+            at = sites;
+    }
+}
+/* the same loop twice: callgrind collects sites_loop only */
+__attribute__((noinline)) void sites_warm(id dev, SEL sel, const site_fn *const *sites, long k, long n);
+__attribute__((noinline)) void sites_warm(id dev, SEL sel, const site_fn *const *sites, long k, long n)
+{
+    sites_run(dev, sel, sites, k, n);
+}
+__attribute__((noinline)) void sites_loop(id dev, SEL sel, const site_fn *const *sites, long k, long n);
+__attribute__((noinline)) void sites_loop(id dev, SEL sel, const site_fn *const *sites, long k, long n)
+{
+    sites_run(dev, sel, sites, k, n);
+}
+
+/* K sites: site j is the (j / images)-th of image j % images, images = min(K, 4), so that
+ * calls in turn come from distinct images. */
+static int sites(const char *name, long k, long n, int stock_image)
+{
+    enum { IMAGES = 4 };
+    const site_fn *table[IMAGES];
+    unsigned count = 0;
+    char path[4096];
+    ssize_t len = readlink("/proc/self/exe", path, sizeof path - 32);
+    if (len <= 0)
+        return 1;
+    path[len] = '\0';
+    char *slash = strrchr(path, '/');
+    int family = strcmp(name, "supportsFamily:") == 0;
+    snprintf(slash + 1, 32, "clients/libtorch_cpu.so");
+    if (stock_image && !dlopen(path, RTLD_NOW)) {
+        fprintf(stderr, "bench_calls: %s: %s\n", path, dlerror());
+        return 1;
+    }
+    for (int i = 0; i < IMAGES; i++) {
+        snprintf(slash + 1, 32, "bench/libsites%d.so", i);
+        void *h = dlopen(path, RTLD_NOW);
+        const unsigned *c = h ? dlsym(h, "sites_count") : NULL;
+        table[i] = h ? dlsym(h, family ? "sites_family" : "sites_limit") : NULL;
+        if (!c || !table[i]) {
+            fprintf(stderr, "bench_calls: %s: %s\n", path, dlerror());
+            return 1;
+        }
+        count = *c;
+    }
+    id dev = MTLCreateSystemDefaultDevice(); /* after the images: a dlopen later makes the rig's process mixed */
+    long images = k < IMAGES ? k : IMAGES;
+    if (k < 1 || k > images * (long)count) {
+        fprintf(stderr, "bench_calls: sites: K from 1 to %ld\n", IMAGES * (long)count);
+        return 2;
+    }
+    const site_fn **list = malloc((size_t)k * sizeof *list);
+    for (long j = 0; j < k; j++)
+        list[j] = &table[j % images][j / images];
+    SEL sel = sel_registerName(name);
+    sites_warm(dev, sel, list, k, 2 * k); /* every site seen: not measured */
+    sites_loop(dev, sel, list, k, n);
+    free(list);
+    return 0;
 }
 
 static double now_ns(void)
@@ -84,6 +160,8 @@ int main(int argc, char **argv)
         return 0;
     if (argc >= 3 && strcmp(argv[1], "startup") == 0)
         return startup("/proc/self/exe", atol(argv[2]));
+    if (argc >= 5 && strcmp(argv[1], "sites") == 0)
+        return sites(argv[2], atol(argv[3]), atol(argv[4]), argc >= 6 && strcmp(argv[5], "stock") == 0);
     const char *sels[] = {"supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize"};
     id dev = MTLCreateSystemDefaultDevice();
     if (argc >= 4 && strcmp(argv[1], "count") == 0) {
@@ -115,6 +193,6 @@ int main(int argc, char **argv)
         }
         return 0;
     }
-    fprintf(stderr, "usage: bench_calls time [N] | count SEL N | exit\n");
+    fprintf(stderr, "usage: bench_calls time [N] | count SEL N | first SEL | sites SEL K N | exit\n");
     return 2;
 }

@@ -214,7 +214,8 @@ enum vzcaps_query {
 uint64_t vzcaps_answer(const struct vzcaps_profile *p, enum vzcaps_query q, int64_t arg, uint64_t stock);
 /* Whether a call made from the image with base name image ("" when it cannot be told) gets
  * the profile's answers: never when a stock_callers glob fits it (checked first), else when a
- * callers glob does. The library asks once per call site and caches the answer. */
+ * callers glob does. The library asks it for each image as it loads (and, once some image is
+ * out of scope, per page of calling code, cached). */
 bool vzcaps_caller_in_scope(const struct vzcaps_profile *p, const char *image);
 /* Which rule decides for image: "stock_callers", "callers" or "not in callers". */
 const char *vzcaps_caller_rule(const struct vzcaps_profile *p, const char *image);

@@ -1,7 +1,8 @@
 /* Hook installation on a device class and the replacement methods themselves.
- * Owns: the per-class table of original implementations, install/rollback, the replacements.
- * Never: allocates, locks, logs or reads the environment inside a replacement; changes a
- * class partially (a failed install is rolled back and the class stays stock). */
+ * Owns: the per-class table of original implementations, install/rollback, the replacements,
+ * the caller scope's decisions. Never: allocates, locks, logs or reads the environment inside a
+ * replacement once its caller is known; changes a class partially (a failed install is rolled
+ * back and the class stays stock). */
 #define _GNU_SOURCE /* Dl_info and dladdr on glibc */
 #include "shim.h"
 
@@ -15,6 +16,8 @@
 #include <string.h>
 
 enum { SEL_FAMILY, SEL_THREADGROUP, SEL_WORKING_SET, N_SELS };
+_Static_assert((int)SEL_FAMILY == VZCAPS_EFFECT_FAMILY && (int)SEL_THREADGROUP == VZCAPS_EFFECT_THREADGROUP &&
+                   (int)SEL_WORKING_SET == VZCAPS_EFFECT_WORKING_SET, "one effect kind per selector");
 
 static const char *const sel_names[N_SELS] = {
     [SEL_FAMILY] = "supportsFamily:",
@@ -38,9 +41,7 @@ enum { ENTRY_INSTALLING, ENTRY_DONE, ENTRY_FAILED };
 struct hooked_class {
     Class cls;
     _Atomic(IMP) original[N_SELS]; /* NULL: not replaced on this class (inherited or not needed) */
-    /* per limit, a device whose original answer was found below the floor, and one at or
-     * above it (0: none); see "a device's limits, remembered" */
-    _Atomic uintptr_t below[N_SELS], at_or_above[N_SELS];
+    _Atomic uintptr_t above[N_SELS], below[N_SELS]; /* "a device's limits, remembered" (0: none) */
     atomic_int state;              /* ENTRY_*: DONE or FAILED only once the install has finished */
 };
 static struct hooked_class table[MAX_CLASSES];
@@ -50,101 +51,144 @@ static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
 /* ---- what the replacements answer from, computed once before the first one is installed ----
  * Each class entry k has replacements of its own (below), so a replacement knows its original
  * without looking at self's class: one acquire load, never NULL (an entry's originals are set
- * before its replacements are installed and never cleared after). The answers are the profile's,
- * precomputed: the supportsFamily: table (vzcaps_family_table) and the two floors. */
-static unsigned char family_yes[VZCAPS_FAMILY_TABLE_LEN];
+ * before its replacements are installed and never cleared after). Per family (the profile's
+ * vzcaps_family_table): 0 not claimed; FAST claimed and answered YES in line; SLOW claimed and
+ * decided out of line, while the process is mixed (an image whose calls are out of scope is, or
+ * may be, loaded: sticky) or the first raised answer is not on record. */
+enum { FAST = 1, SLOW = 2 };
+static unsigned char family_tables[2][VZCAPS_FAMILY_TABLE_LEN]; /* claimed families SLOW, and FAST */
+static const unsigned char *_Atomic family_state = family_tables[0];
 static uint64_t floor_of[N_SELS];
-static atomic_bool answers_ready;
-
-static void replacements_fill(void);
-
-static void answers_prepare(void)
-{
-    if (atomic_load_explicit(&answers_ready, memory_order_relaxed))
-        return; /* under install_lock: once */
-    replacements_fill();
-    vzcaps_family_table(vzcaps_effective, family_yes);
-    floor_of[SEL_THREADGROUP] = vzcaps_effective->max_threadgroup_memory;
-    floor_of[SEL_WORKING_SET] = vzcaps_effective->recommended_working_set_size;
-    atomic_store_explicit(&answers_ready, true, memory_order_release);
-}
+static atomic_bool answers_ready, mixed, recorded[N_SELS]; /* recorded: the first raised answer of a kind */
+static atomic_bool differing; /* an image judged otherwise than an unknown caller was loaded (sticky) */
 
 static inline __attribute__((always_inline)) IMP original_of(size_t k, int which)
 {
     return atomic_load_explicit(&table[k].original[which], memory_order_acquire);
 }
 
-/* The image of a call site, for the caller scope: dladdr, which macOS and glibc both have. */
-static void vzcaps_image_of(const void *addr, char *name, size_t len)
+/* After `mixed` or `recorded` changed: the FAST or the SLOW table, and the devices remembered
+ * below a floor dropped in a mixed process; again if `mixed` turned meanwhile. */
+static void refresh(void)
 {
-    Dl_info info;
-    name[0] = '\0';
-    if (dladdr(addr, &info) && info.dli_fname) {
-        const char *base = vzcaps_basename(info.dli_fname);
-        if (strlen(base) < len) /* a name that does not fit is unknown, never a cut name */
-            memcpy(name, base, strlen(base) + 1);
-    }
+    bool fast;
+    do {
+        fast = !atomic_load(&mixed);
+        atomic_store(&family_state, family_tables[fast && atomic_load(&recorded[SEL_FAMILY])]);
+        for (size_t k = 0; !fast && k < MAX_CLASSES; k++)
+            for (int w = 0; w < N_SELS; w++)
+                atomic_store_explicit(&table[k].below[w], 0, memory_order_relaxed);
+    } while (fast && atomic_load(&mixed));
 }
 
 /* ---- caller scope: which image sent the message ----
  * A message send reaches the method by a tail jump (objc_msgSend) or a call of the looked-up
  * IMP (GNU runtime), so the replacement's return address lies in the code that asked
- * (METAL-FACTS, "Who asked"). Its image is resolved with dladdr once per call site and the
- * core's decision cached in a fixed table of words, each "address | stock bit"; 0 is free.
- * Lookups are lock-free loads; a new site is claimed with one compare-and-swap; when its
- * probe window is full the site is resolved each time, uncached. In front of the table, one
- * word per selector holds the last call site found in scope (0: none): a load and a compare
- * for a client that asks from one place, as most do. The replacements of a process whose
- * scope is every caller never look (scope_all). */
-#define SITE_SLOTS 1024
-#define SITE_PROBES 8
-static _Atomic uint64_t sites[SITE_SLOTS]; /* (address << 1) | stock; 0 is free */
-static _Atomic uint64_t last_in_scope[N_SELS];
+ * (METAL-FACTS, "Who asked"). Each image is judged as it loads (vzcaps_hooks_image_added): while
+ * none is judged otherwise than an unknown caller, the process is not mixed and the replacements
+ * never look at who calls. In a mixed one, the decision is cached per 4 KiB page of code (a page
+ * never holds two images) in a fixed table of words "page | STOCK", 0 free: lock-free loads, a
+ * new page claimed with one compare-and-swap in a window of PROBES words, a page not seen judged
+ * by dladdr and the globs (and each time, when its window is full). The table is emptied when an
+ * image goes (vzcaps_hooks_images_gone), so a new image at an old address is judged afresh. */
+#define PAGE_BITS 10 /* 1,024 pages: 4 MiB of code that asks */
+#define PROBES 8
+#define STOCK (1ull << 63) /* above every user-space address */
+static _Atomic uint64_t pages[(1u << PAGE_BITS) + PROBES];
 
-static inline size_t site_hash(uint64_t a) { return (size_t)((a * 0x9e3779b97f4a7c15ull) >> 54); }
-
-static bool caller_in_scope(uint64_t a)
+/* The base name of the image holding addr ("": none, or too long to be told), errno kept */
+static void image_of(uint64_t addr, char name[256])
 {
-    size_t h = site_hash(a);
-    for (size_t i = 0; i < SITE_PROBES; i++) {
-        uint64_t e = atomic_load_explicit(&sites[(h + i) & (SITE_SLOTS - 1)], memory_order_relaxed);
-        if (e >> 1 == a)
-            return !(e & 1);
-        if (!e)
-            break;
-    }
-    /* a new site: resolve its image once, then claim a free slot (or stay uncached); dladdr
-     * may set errno, which the host's call must not see */
-    char image[256];
+    Dl_info info;
     int saved = errno;
-    vzcaps_image_of((const void *)(uintptr_t)a, image, sizeof image);
+    const char *base = dladdr((const void *)(uintptr_t)addr, &info) && info.dli_fname ? vzcaps_basename(info.dli_fname) : "";
+    memcpy(name, strlen(base) < 256 ? base : "", strlen(base) < 256 ? strlen(base) + 1 : 1);
     errno = saved;
-    bool in = vzcaps_caller_in_scope(vzcaps_effective, image);
-    if (!in)
-        vzcaps_statslog_stock_caller(image); /* the stats log names the images kept stock */
-    uint64_t want = a << 1 | (in ? 0 : 1);
-    for (size_t i = 0; i < SITE_PROBES; i++) {
-        uint64_t expected = 0;
-        _Atomic uint64_t *slot = &sites[(h + i) & (SITE_SLOTS - 1)];
-        if (atomic_compare_exchange_strong_explicit(slot, &expected, want, memory_order_relaxed, memory_order_relaxed) ||
-            expected >> 1 == a)
-            break;
+}
+
+void vzcaps_hooks_images_gone(void)
+{
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++)
+        atomic_store_explicit(&pages[i], 0, memory_order_relaxed);
+}
+
+/* An image loaded (path; NULL: one not known here, which only counts once the images loaded
+ * before are judged: answers_prepare) */
+void vzcaps_hooks_image_added(const char *path)
+{
+    const char *base = path ? vzcaps_basename(path) : NULL;
+    if (atomic_load(&differing) || !vzcaps_effective->scoped || (!path && !atomic_load(&answers_ready)) ||
+        (base && vzcaps_caller_in_scope(vzcaps_effective, strlen(base) < 256 ? base : "") ==
+                     vzcaps_caller_in_scope(vzcaps_effective, "")))
+        return;
+    atomic_store(&differing, true);
+    atomic_store(&mixed, true);
+    refresh();
+}
+
+/* The images judged, once, after the first install and outside install_lock (dyld and ld.so
+ * take locks of their own, which a library's initializer that creates a device may hold while
+ * it waits for install_lock); until then a scoped process is taken as mixed. */
+static void images_judged(void)
+{
+    static atomic_flag started = ATOMIC_FLAG_INIT;
+    if (!vzcaps_effective->scoped || atomic_flag_test_and_set(&started))
+        return;
+    vzcaps_platform_watch_images(vzcaps_hooks_image_added, vzcaps_hooks_images_gone);
+    if (vzcaps_caller_in_scope(vzcaps_effective, "") && !atomic_load(&differing)) {
+        atomic_store(&mixed, false);
+        if (atomic_load(&differing)) /* loaded meanwhile */
+            atomic_store(&mixed, true);
     }
+    refresh();
+}
+
+static struct hooked_class *find_entry(Class cls);
+
+/* The original that answers `which` for device: its class's own, or its nearest hooked
+ * superclass's. Another than entry k's when k's replacement is reached past one of ours: a super
+ * send from a hooked subclass's own method (objc_msgSendSuper2 from its code), answered as the
+ * parent's original answers (the subclass's replacement answers its caller). Lock-free. */
+static IMP device_original(id device, int which)
+{
+    for (Class c = object_getClass(device); c; c = class_getSuperclass(c)) {
+        struct hooked_class *e = find_entry(c);
+        if (e && original_of((size_t)(e - table), which))
+            return original_of((size_t)(e - table), which);
+    }
+    return NULL;
+}
+
+/* A page not in the table: its image's decision, cached in room (a word another thread took
+ * first, or a full window, leaves the page to be judged again); an image kept stock is recorded */
+static __attribute__((noinline)) bool page_judged(uint64_t a, _Atomic uint64_t *room)
+{
+    char image[256];
+    uint64_t free = 0;
+    image_of(a, image);
+    bool in = vzcaps_caller_in_scope(vzcaps_effective, image);
+    if (room)
+        atomic_compare_exchange_strong(room, &free, (a >> 12) | (in ? 0 : STOCK));
+    if (!in)
+        vzcaps_statslog_stock_caller(image);
     return in;
 }
 
-/* The scope decision for a site the last_in_scope word did not hold; an in-scope site goes there. */
-static bool site_in_scope(int which, uint64_t a)
+static inline __attribute__((always_inline)) bool caller_in_scope(size_t k, int which, id self, uint64_t a)
 {
-    bool in = caller_in_scope(a);
-    if (in)
-        atomic_store_explicit(&last_in_scope[which], a, memory_order_release);
-    return in;
-}
-
-static inline __attribute__((always_inline)) bool site_is_last(int which, uint64_t a)
-{
-    return atomic_load_explicit(&last_in_scope[which], memory_order_acquire) == a;
+    if (!atomic_load_explicit(&mixed, memory_order_relaxed))
+        return true;
+    if (atomic_load_explicit(&n_table, memory_order_relaxed) > 1 && device_original(self, which) != original_of(k, which))
+        return false; /* a super send (with one class hooked, none can come past ours) */
+    uint64_t page = a >> 12;
+    _Atomic uint64_t *w = pages + (((uint32_t)page * 0x9e3779b1u) >> (32 - PAGE_BITS)), *room = NULL;
+    for (size_t i = 0; i < PROBES && !room; i++) {
+        uint64_t e = atomic_load_explicit(&w[i], memory_order_relaxed);
+        if (e == page || e == (page | STOCK))
+            return e == page;
+        room = e ? NULL : &w[i];
+    }
+    return page_judged(a, room);
 }
 
 static inline uint64_t site_of(const void *ret)
@@ -152,131 +196,91 @@ static inline uint64_t site_of(const void *ret)
     return (uint64_t)(uintptr_t)vzcaps_platform_strip_return_address(ret);
 }
 
-static inline __attribute__((always_inline)) bool family_claimed(long family)
+/* The first raised answer of a kind, recorded (by the caller's image) before it returns */
+static __attribute__((noinline)) void raised(int which, const void *ret, unsigned long long stock, unsigned long long given)
+{
+    char image[256];
+    if (atomic_exchange(&recorded[which], true))
+        return;
+    image_of(site_of(ret), image);
+    int saved = errno;
+    vzcaps_statslog_effect(which, image, stock, given);
+    errno = saved;
+    refresh();
+}
+
+static inline __attribute__((always_inline)) unsigned char family_state_of(long family)
 {
     unsigned long i = (unsigned long)family - VZCAPS_FAMILY_TABLE_FIRST;
-    return i < VZCAPS_FAMILY_TABLE_LEN && family_yes[i];
+    return i < VZCAPS_FAMILY_TABLE_LEN ? atomic_load_explicit(&family_state, memory_order_relaxed)[i] : 0;
 }
-
-/* ---- the effect: the first answer of a kind above the device's own, recorded (statslog.c)
- * before it returns; until then a raised family answer asks the original first ---- */
-static atomic_bool effect_seen[N_SELS];
-_Static_assert((int)SEL_FAMILY == (int)VZCAPS_EFFECT_FAMILY && (int)SEL_WORKING_SET == (int)VZCAPS_EFFECT_WORKING_SET, "kinds are selectors");
-
-static __attribute__((noinline)) void effect_first(int which, uint64_t a, unsigned long long stock, unsigned long long given)
-{
-    if (atomic_exchange_explicit(&effect_seen[which], true, memory_order_relaxed))
-        return;
-    char image[256];
-    int saved = errno;
-    vzcaps_image_of((const void *)(uintptr_t)a, image, sizeof image);
-    errno = saved;
-    vzcaps_statslog_effect(which, image, stock, given);
-}
-
-static __attribute__((noinline)) BOOL family_first(size_t k, id self, SEL cmd, long family, uint64_t a)
-{
-    if (!((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family))
-        effect_first(SEL_FAMILY, a, 0, (unsigned long long)family);
-    return YES;
-}
-#define FAMILY_YES(k, self, cmd, family, a)                                                                   \
-    (atomic_load_explicit(&effect_seen[SEL_FAMILY], memory_order_relaxed) ? YES : family_first(k, self, cmd, family, a))
 
 /* ---- the replacements ----
  * supportsFamily: YES when the call is in scope and the profile claims the family (whatever
  * the stock answer: a supported answer stays supported, vzcaps_answer's first rule); otherwise
- * the original's answer, as a tail call. A limit: the original's answer, raised to the floor
- * when the call is in scope. Everything but a call from the last in-scope site is kept out
- * of line. */
-static __attribute__((noinline)) BOOL family_slow(size_t k, id self, SEL cmd, long family, uint64_t a)
+ * the original's answer. Only a FAST family is answered in line; until the first raised answer
+ * is on record, a claimed family asks the original and records a NO it overrides. */
+static __attribute__((noinline)) BOOL family_slow(size_t k, id self, SEL cmd, long family, const void *ret)
 {
-    if (family_claimed(family) && site_in_scope(SEL_FAMILY, a))
-        return FAMILY_YES(k, self, cmd, family, a);
-    return ((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family);
+    family_imp orig = (family_imp)(void (*)(void))original_of(k, SEL_FAMILY);
+    if (!family_state_of(family) || !caller_in_scope(k, SEL_FAMILY, self, site_of(ret)))
+        return orig(self, cmd, family);
+    if (!atomic_load_explicit(&recorded[SEL_FAMILY], memory_order_relaxed) && !orig(self, cmd, family))
+        raised(SEL_FAMILY, ret, 0, (unsigned long long)family);
+    return YES;
 }
 
-static inline __attribute__((always_inline)) BOOL family_scoped(size_t k, id self, SEL cmd, long family, const void *ret)
+static inline __attribute__((always_inline)) BOOL family_answer(size_t k, id self, SEL cmd, long family, const void *ret)
 {
-    uint64_t a = site_of(ret);
-    if (!site_is_last(SEL_FAMILY, a))
-        return family_slow(k, self, cmd, family, a);
-    if (family_claimed(family))
-        return FAMILY_YES(k, self, cmd, family, a);
-    return ((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family);
-}
-
-static inline __attribute__((always_inline)) BOOL family_all(size_t k, id self, SEL cmd, long family, const void *ret)
-{
-    if (family_claimed(family))
-        return FAMILY_YES(k, self, cmd, family, site_of(ret));
-    return ((family_imp)(void (*)(void))original_of(k, SEL_FAMILY))(self, cmd, family);
+    if (family_state_of(family) == FAST)
+        return YES;
+    return family_slow(k, self, cmd, family, ret);
 }
 
 /* ---- a device's limits, remembered ----
  * A limit's original answer is a read-only property of the device, fixed when it is created
  * (Metal's maxThreadgroupMemoryLength and recommendedMaxWorkingSetSize have no setter, and
  * the replacement never changes what the original answers). So each entry remembers, per
- * limit, one device found below the floor and one at or above it: a later call on that device
- * skips the original when it is below (the floor for a caller in scope) and tail-calls it when
- * it is at or above (its answer, whoever asks). Each word holds a fact about one device and is
- * read and written whole (relaxed: it publishes nothing else), so racing threads can only
- * replace one true fact by another; two devices asked in turn simply take the slow path. A
- * device created later at the address of a freed one is forgotten (vzcaps_hooks_forget) on its
- * way to its first caller, where every device passes: initGPUFamilySupport or a factory. */
-static __attribute__((noinline)) unsigned long limit_asked(size_t k, int which, id self, SEL cmd, uint64_t a)
+ * limit, the last device found at or above the floor (its answer, whoever asks: a tail call of
+ * the original) and, in a process not mixed once the first raised answer of the kind is on
+ * record, the last one found below it (the floor, without the original). Each word holds a fact
+ * about one device and is read and written whole (relaxed: it publishes nothing else), so
+ * racing threads can only replace one true fact by another; two devices asked in turn simply
+ * take the slow path. A device created later at the address of a freed one is forgotten
+ * (forget) on its way to its first caller, where every device passes: initGPUFamilySupport or
+ * a factory. */
+static __attribute__((noinline)) unsigned long limit_asked(size_t k, int which, id self, SEL cmd, const void *ret)
 {
     unsigned long stock = ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
-    bool below = stock < floor_of[which];
-    atomic_store_explicit(below ? &table[k].below[which] : &table[k].at_or_above[which], (uintptr_t)self,
-                          memory_order_relaxed);
-    if (!below || !site_in_scope(which, a))
+    uintptr_t me = (uintptr_t)self;
+    if (stock >= floor_of[which])
+        atomic_store_explicit(&table[k].above[which], me, memory_order_relaxed);
+    if (stock >= floor_of[which] || !caller_in_scope(k, which, self, site_of(ret)))
         return stock;
-    if (!atomic_load_explicit(&effect_seen[which], memory_order_relaxed))
-        effect_first(which, a, stock, floor_of[which]);
+    if (!atomic_load_explicit(&recorded[which], memory_order_relaxed))
+        raised(which, ret, stock, floor_of[which]);
+    else if (atomic_store(&table[k].below[which], me), atomic_load(&mixed)) /* mixed meanwhile: dropped */
+        atomic_compare_exchange_strong(&table[k].below[which], &me, 0);
     return (unsigned long)floor_of[which];
 }
 
-/* A limit at or above the floor is the answer whoever asks; below it, the floor for a caller
- * in scope. A device not remembered is asked first, so the caller is looked at only when it
- * matters. */
-static inline __attribute__((always_inline)) unsigned long limit_scoped(size_t k, int which, id self, SEL cmd, const void *ret)
+static inline __attribute__((always_inline)) unsigned long limit_answer(size_t k, int which, id self, SEL cmd,
+                                                                        const void *ret)
 {
     uintptr_t me = (uintptr_t)self;
-    if (atomic_load_explicit(&table[k].below[which], memory_order_relaxed) == me) {
-        uint64_t a = site_of(ret);
-        if (site_is_last(which, a))
-            return (unsigned long)floor_of[which];
-        return limit_asked(k, which, self, cmd, a);
-    }
-    if (atomic_load_explicit(&table[k].at_or_above[which], memory_order_relaxed) == me)
+    if (atomic_load_explicit(&table[k].above[which], memory_order_relaxed) == me)
         return ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
-    return limit_asked(k, which, self, cmd, site_of(ret));
+    if (atomic_load_explicit(&table[k].below[which], memory_order_relaxed) == me)
+        return (unsigned long)floor_of[which];
+    return limit_asked(k, which, self, cmd, ret);
 }
 
-static inline __attribute__((always_inline)) unsigned long limit_all(size_t k, int which, id self, SEL cmd, const void *ret)
-{
-    unsigned long stock = ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
-    if (stock < floor_of[which] && !atomic_load_explicit(&effect_seen[which], memory_order_relaxed))
-        effect_first(which, site_of(ret), stock, floor_of[which]);
-    return stock < floor_of[which] ? (unsigned long)floor_of[which] : stock;
-}
-
-/* One set per class entry k: scoped (the caller is looked at) and all (scope is every caller).
- * ret: the replacement's own return address, taken there (an inlined helper has none). */
+/* One set per class entry k. ret: the replacement's own return address, taken there (an
+ * inlined helper has none). */
 #define DEFINE_SLOT(k)                                                                                             \
-    static BOOL family_s##k(id self, SEL cmd, long f) { return family_scoped(k, self, cmd, f, __builtin_return_address(0)); } \
-    static BOOL family_a##k(id self, SEL cmd, long f) { return family_all(k, self, cmd, f, __builtin_return_address(0)); } \
-    static unsigned long group_s##k(id self, SEL cmd)                                                             \
-    {                                                                                                             \
-        return limit_scoped(k, SEL_THREADGROUP, self, cmd, __builtin_return_address(0));                         \
-    }                                                                                                             \
-    static unsigned long group_a##k(id self, SEL cmd) { return limit_all(k, SEL_THREADGROUP, self, cmd, __builtin_return_address(0)); } \
-    static unsigned long set_s##k(id self, SEL cmd)                                                               \
-    {                                                                                                             \
-        return limit_scoped(k, SEL_WORKING_SET, self, cmd, __builtin_return_address(0));                         \
-    }                                                                                                             \
-    static unsigned long set_a##k(id self, SEL cmd) { return limit_all(k, SEL_WORKING_SET, self, cmd, __builtin_return_address(0)); }
+    static BOOL family_##k(id self, SEL cmd, long f) { return family_answer(k, self, cmd, f, __builtin_return_address(0)); } \
+    static unsigned long group_##k(id self, SEL cmd) { return limit_answer(k, SEL_THREADGROUP, self, cmd, __builtin_return_address(0)); } \
+    static unsigned long set_##k(id self, SEL cmd) { return limit_answer(k, SEL_WORKING_SET, self, cmd, __builtin_return_address(0)); }
 #define SLOTS(X)                                                                                                   \
     X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16) X(17) X(18) X(19) \
     X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)
@@ -284,31 +288,34 @@ SLOTS(DEFINE_SLOT)
 _Static_assert(MAX_CLASSES == 32, "one set of replacements per class entry");
 
 #define AS_IMP(f) (IMP)(void (*)(void))f
-/* Filled at the first install (answers_prepare), not initialised: 192 addresses in a const
+/* Filled at the first install (answers_prepare), not initialised: 96 addresses in a const
  * table are as many relocations ld.so applies in every process the library starts in. */
-static IMP replacements[2][N_SELS][MAX_CLASSES];
+static IMP replacements[N_SELS][MAX_CLASSES];
 #define FILL_SLOT(k)                                                                                               \
-    replacements[0][SEL_FAMILY][k] = AS_IMP(family_s##k), replacements[1][SEL_FAMILY][k] = AS_IMP(family_a##k), \
-    replacements[0][SEL_THREADGROUP][k] = AS_IMP(group_s##k), replacements[1][SEL_THREADGROUP][k] = AS_IMP(group_a##k), \
-    replacements[0][SEL_WORKING_SET][k] = AS_IMP(set_s##k), replacements[1][SEL_WORKING_SET][k] = AS_IMP(set_a##k);
-static void replacements_fill(void)
-{
-    SLOTS(FILL_SLOT)
-}
+    replacements[SEL_FAMILY][k] = AS_IMP(family_##k), replacements[SEL_THREADGROUP][k] = AS_IMP(group_##k),     \
+    replacements[SEL_WORKING_SET][k] = AS_IMP(set_##k);
 
-/* entry k's replacement for a selector (scope_all: the process's scope is every caller) */
-static IMP replacement(size_t k, int which)
+static void answers_prepare(void)
 {
-    return replacements[!vzcaps_effective->scoped][which][k];
+    if (atomic_load_explicit(&answers_ready, memory_order_relaxed))
+        return; /* under install_lock: once */
+    SLOTS(FILL_SLOT)
+    vzcaps_family_table(vzcaps_effective, family_tables[1]); /* 1: claimed */
+    for (size_t i = 0; i < VZCAPS_FAMILY_TABLE_LEN; i++)
+        family_tables[0][i] = (unsigned char)(family_tables[1][i] * SLOW);
+    floor_of[SEL_THREADGROUP] = vzcaps_effective->max_threadgroup_memory;
+    floor_of[SEL_WORKING_SET] = vzcaps_effective->recommended_working_set_size;
+    atomic_store(&mixed, vzcaps_effective->scoped); /* until the images are judged (images_judged) */
+    refresh();
+    atomic_store_explicit(&answers_ready, true, memory_order_release);
 }
 
 /* whether imp is one of ours for this selector (inherited from a hooked superclass) */
 static bool is_replacement(IMP imp, int which)
 {
-    for (size_t v = 0; v < 2; v++)
-        for (size_t k = 0; k < MAX_CLASSES; k++)
-            if (replacements[v][which][k] == imp)
-                return true;
+    for (size_t k = 0; k < MAX_CLASSES; k++)
+        if (replacements[which][k] == imp)
+            return true;
     return false;
 }
 
@@ -415,9 +422,12 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
         SEL sel = sel_registerName(sel_names[w]);
         Class super = class_getSuperclass(cls);
         int inherited = super && class_getInstanceMethod(super, sel) == methods[w];
-        IMP mine_w = replacement(n, w);
+        IMP mine_w = replacements[w][n], prev = NULL;
         int ok = inherited ? (int)class_addMethod(cls, sel, mine_w, method_getTypeEncoding(methods[w]))
-                           : (method_setImplementation(methods[w], mine_w), 1);
+                           : (prev = method_setImplementation(methods[w], mine_w)) != NULL;
+        /* the implementation the swap replaced: someone else's swizzle since the read is kept */
+        if (prev && !is_replacement(prev, w))
+            atomic_store_explicit(&mine->original[w], prev, memory_order_release);
         if (!ok) {
             rollback(cls, mine, w);
             snprintf(why, len, "could not replace -%s on %s; left stock", sel_names[w], class_label(cls, label));
@@ -439,63 +449,61 @@ static void forget(id device)
     for (size_t k = 0; k < n; k++)
         for (int w = 0; w < N_SELS; w++) {
             uintptr_t was = (uintptr_t)device;
-            atomic_compare_exchange_strong_explicit(&table[k].below[w], &was, 0, memory_order_relaxed, memory_order_relaxed);
+            atomic_compare_exchange_strong(&table[k].above[w], &was, 0);
             was = (uintptr_t)device;
-            atomic_compare_exchange_strong_explicit(&table[k].at_or_above[w], &was, 0, memory_order_relaxed,
-                                                    memory_order_relaxed);
+            atomic_compare_exchange_strong(&table[k].below[w], &was, 0);
         }
 }
 
-/* The original of which on cls, hooked now (NULL: not replaced there, so nothing to ask). */
-static IMP stock_imp(Class cls, int which)
-{
-    struct hooked_class *e = find_entry(cls);
-    return e ? original_of((size_t)(e - table), which) : NULL;
-}
-
-/* Why no answer of the profile's can differ from device's own (asked of the originals, on a
- * device whose creation is complete), or NULL when one can: a family claimed that it denies, or
- * a limit below its floor. */
+/* Why no answer of the profile can differ from device's own (the originals asked once, when the
+ * device is ready), or NULL when one can: a claimed family it denies, a floor above its limit. */
 static const char *no_raise(id device, char *why, size_t len)
 {
-    Class cls = object_getClass(device);
-    IMP fam = stock_imp(cls, SEL_FAMILY);
-    size_t n;
-    const int64_t *all = vzcaps_family_all(&n);
-    for (size_t i = n; fam && i-- > 0;) /* the highest first: one ask, when it is denied */
-        if (family_claimed((long)all[i]) && !((family_imp)(void (*)(void))fam)(device, sel_registerName(sel_names[SEL_FAMILY]), (long)all[i]))
+    family_imp fam = (family_imp)(void (*)(void))device_original(device, SEL_FAMILY);
+    SEL sel = sel_registerName(sel_names[SEL_FAMILY]);
+    long own = 0;
+    if (!fam && vzcaps_query_needed(vzcaps_effective, VZCAPS_Q_SUPPORTS_FAMILY))
+        return NULL; /* answered by a device it wraps: not to be told from here */
+    const unsigned char *t = family_tables[1], *at = t; /* the claimed families (FAST in this table) */
+    while (fam && (at = memchr(at, FAST, VZCAPS_FAMILY_TABLE_LEN - (size_t)(at - t))) != NULL)
+        if (!fam(device, sel, VZCAPS_FAMILY_TABLE_FIRST + (at++ - t)))
             return NULL;
+    for (long f = 1001; fam && f <= 1010; f++) /* Apple1 .. Apple10 */
+        own = fam(device, sel, f) ? f : own;
     for (int w = SEL_THREADGROUP; w < N_SELS; w++) {
-        IMP lim = stock_imp(cls, w);
-        if (lim && ((ulong_imp)(void (*)(void))lim)(device, sel_registerName(sel_names[w])) < floor_of[w])
+        ulong_imp limit = (ulong_imp)(void (*)(void))device_original(device, w);
+        if (floor_of[w] && (!limit || limit(device, sel_registerName(sel_names[w])) < floor_of[w]))
             return NULL;
     }
-    const char *name = vzcaps_family_name(vzcaps_effective->apple_family_max);
-    snprintf(why, len, "nothing above the device's own: it supports every family claimed (up to %s) and its limits "
-             "are at or above the floors", name ? name : "none");
+    char mine[24] = "no Apple family", claims[32] = "no Apple family";
+    if (own)
+        snprintf(mine, sizeof mine, "Apple%ld", own - 1000);
+    if (vzcaps_effective->apple_family_max)
+        snprintf(claims, sizeof claims, "up to Apple%lld", (long long)vzcaps_effective->apple_family_max - 1000);
+    snprintf(why, len, "nothing above the device's own family: it answers %s and the profile claims %s; no floor above "
+             "its limits", mine, claims);
     return why;
 }
 
-/* The process's hooked record, for its first class hooked, once device's creation is done. */
+/* The process's "hooked" record, once, for a device that is ready (its own answers are final) */
 static void hooked_record(id device)
 {
-    static atomic_flag recorded = ATOMIC_FLAG_INIT;
-    char why[200];
-    int saved = errno;
-    if (!atomic_flag_test_and_set(&recorded))
-        vzcaps_statslog_event(true, class_getName(object_getClass(device)), NULL, no_raise(device, why, sizeof why));
-    errno = saved;
+    static atomic_flag done = ATOMIC_FLAG_INIT;
+    struct hooked_class *e = device ? find_entry(object_getClass(device)) : NULL;
+    if (!e || atomic_load_explicit(&e->state, memory_order_acquire) != ENTRY_DONE || atomic_flag_test_and_set(&done))
+        return;
+    char why[300];
+    vzcaps_statslog_event(true, class_getName(e->cls), NULL, no_raise(device, why, sizeof why));
 }
 
-/* true: device's class was hooked now (its hooked record is due once the device is created) */
-static bool on_device(id device, const char *path)
+static void on_device(id device, const char *path)
 {
     if (device && vzcaps_effective->state == VZCAPS_STOCK_REFUSED) {
         vzcaps_said(NULL, path); /* the first device, left stock: the refusal is said now */
         vzcaps_statslog_event(false, class_getName(object_getClass(device)), NULL, NULL);
     }
     if (!device || vzcaps_effective->state != VZCAPS_ENABLED)
-        return false;
+        return;
     forget(device);
     Class cls = object_getClass(device);
     struct hooked_class *e = find_entry(cls);
@@ -503,26 +511,27 @@ static bool on_device(id device, const char *path)
      * replacements' lookups) before its methods are swapped, and a device must not be handed
      * out before then. Otherwise wait on the lock, which the installing thread holds. */
     if (e && atomic_load_explicit(&e->state, memory_order_acquire) != ENTRY_INSTALLING)
-        return false;
+        return;
     char why[256];
     if (vzcaps_hooks_install_on_class(cls, why, sizeof why) != 0) {
         char line[300];
         snprintf(line, sizeof line, "vzcaps: %s", why);
         vzcaps_log(line, !vzcaps_effective->quiet);
         vzcaps_statslog_event(false, class_getName(cls), why, NULL);
-        return false;
+    } else {
+        char label[160];
+        vzcaps_said(class_label(cls, label), path); /* once per process */
+        images_judged();
+        if (strcmp(path, VZCAPS_PATH_INIT_FAMILY) != 0)
+            hooked_record(device); /* -initGPUFamilySupport's replacement records once the original ran */
     }
-    char label[160];
-    vzcaps_said(class_label(cls, label), path); /* once per process */
-    return true;
 }
 
 /* errno is as the caller had it: installing, logging and the one line may all set it */
 void vzcaps_hooks_on_device(id device, const char *path)
 {
     int saved = errno;
-    if (on_device(device, path)) /* a factory's device: created */
-        hooked_record(device);
+    on_device(device, path);
     errno = saved;
 }
 
@@ -539,14 +548,13 @@ static atomic_int watch_state;
 
 static void replaced_init_family(id self, SEL cmd)
 {
-    int saved = errno;
-    bool hooked = on_device(self, VZCAPS_PATH_INIT_FAMILY);
-    errno = saved;
+    vzcaps_hooks_on_device(self, VZCAPS_PATH_INIT_FAMILY);
     IMP orig = atomic_load_explicit(&original_init_family, memory_order_acquire);
     if (orig)
         ((void_imp)(void (*)(void))orig)(self, cmd);
-    if (hooked) /* after the original: the device's own answers are built now */
-        hooked_record(self);
+    int saved = errno;
+    hooked_record(self); /* the device's own answers are final now */
+    errno = saved;
 }
 
 void vzcaps_hooks_watch_base_class(void)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -130,6 +131,50 @@ bool vzcaps_platform_spawn_init(void)
 {
     scratch_key_made = pthread_key_create(&scratch_key, scratch_free) == 0;
     return scratch_key_made;
+}
+
+/* <mach-o/dyld.h>. dyld calls an add-image function at once for every image loaded (under its
+ * loaders lock: DyldAPIs.cpp:802-832) and then for each new one, a remove-image function for
+ * each image going, before it is unmapped (DyldRuntimeState.cpp:1630 and :1901-1925, then
+ * :2117). The images loaded now are named by index instead (DyldAPIs.cpp:227-237, :300-309):
+ * dladdr of a header in the shared cache walks the cache's images (DyldAPIs.cpp:902-950). */
+extern void _dyld_register_func_for_add_image(void (*)(const void *mh, intptr_t slide));
+extern void _dyld_register_func_for_remove_image(void (*)(const void *mh, intptr_t slide));
+extern uint32_t _dyld_image_count(void);
+extern const char *_dyld_get_image_name(uint32_t index);
+static void (*image_added)(const char *), (*image_gone)(void);
+static _Atomic bool flooding;
+
+static void dyld_added(const void *mh, intptr_t slide)
+{
+    Dl_info info;
+    int saved = errno;
+    (void)slide;
+    if (!atomic_load(&flooding) && dladdr(mh, &info) && info.dli_fname)
+        image_added(info.dli_fname);
+    errno = saved;
+}
+
+static void dyld_gone(const void *mh, intptr_t slide)
+{
+    (void)mh, (void)slide;
+    image_gone();
+}
+
+void vzcaps_platform_watch_images(void (*added)(const char *path), void (*gone)(void))
+{
+    int saved = errno;
+    image_added = added, image_gone = gone;
+    atomic_store(&flooding, true); /* the images loaded before: by index, below */
+    _dyld_register_func_for_add_image(dyld_added);
+    atomic_store(&flooding, false);
+    _dyld_register_func_for_remove_image(dyld_gone);
+    for (uint32_t i = 0, n = _dyld_image_count(); i < n; i++) {
+        const char *path = _dyld_get_image_name(i);
+        if (path)
+            added(path);
+    }
+    errno = saved;
 }
 
 const void *vzcaps_platform_strip_return_address(const void *ret)

@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <link.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sys/auxv.h>
@@ -66,6 +67,23 @@ int vzcaps_platform_exe_path(char *buf, size_t len)
 char ***vzcaps_platform_environ(void)
 {
     return &environ;
+}
+
+/* Each object loaded now by its path (the program's own as dladdr names it: argv[0]); later
+ * loads and unloads reach hooks.c through the trigger (dlopen, dlclose) */
+static int each_object(struct dl_phdr_info *info, size_t size, void *added)
+{
+    (void)size;
+    (*(void (**)(const char *))added)(info->dlpi_name[0] ? info->dlpi_name : program_invocation_name);
+    return 0;
+}
+
+void vzcaps_platform_watch_images(void (*added)(const char *path), void (*gone)(void))
+{
+    int saved = errno;
+    (void)gone;
+    dl_iterate_phdr(each_object, &added);
+    errno = saved;
 }
 
 const void *vzcaps_platform_strip_return_address(const void *ret)

@@ -23,6 +23,9 @@ VZCAPS_HIDDEN extern const struct vzcaps_profile *vzcaps_effective;
 VZCAPS_HIDDEN void vzcaps_hooks_on_device(id device, const char *path);
 VZCAPS_HIDDEN int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len);
 VZCAPS_HIDDEN void vzcaps_hooks_watch_base_class(void);
+/* The caller scope's images: one loaded (its path), one gone (before its memory is reused) */
+VZCAPS_HIDDEN void vzcaps_hooks_image_added(const char *path);
+VZCAPS_HIDDEN void vzcaps_hooks_images_gone(void);
 
 /* say.c: logging. vzcaps_log escapes a raw line (vzcaps_escape) and writes it to the system log
  * and, if asked, to standard error; vzcaps_write_stderr_line writes an escaped line (n bytes,
@@ -108,6 +111,9 @@ VZCAPS_HIDDEN void vzcaps_platform_host(struct vzcaps_host *host, char *brand, s
 VZCAPS_HIDDEN const char *vzcaps_platform_exe_name(void);
 /* The real path of this process's executable (symbolic links resolved): 0, or -1. */
 VZCAPS_HIDDEN int vzcaps_platform_exe_path(char *buf, size_t len);
+/* Calls added(path) for each image loaded now and, on macOS, for each one loaded later (dyld's
+ * add-image notice; the rig's trigger tells hooks.c itself), and gone() when one is unloaded. */
+VZCAPS_HIDDEN void vzcaps_platform_watch_images(void (*added)(const char *path), void (*gone)(void));
 /* A return address without pointer-authentication bits (arm64e), as dladdr needs it. */
 VZCAPS_HIDDEN const void *vzcaps_platform_strip_return_address(const void *ret);
 /* Where this process's environment array lives (environ, or _NSGetEnviron on macOS). */

@@ -63,6 +63,36 @@ void __objc_exec_class(void *module)
     errno = saved;
 }
 
+/* A library opened (dlopen): the caller scope does not judge what it loads here (a wrapper that
+ * called ld.so itself would hide its caller's RUNPATH from it), so the process is taken as mixed;
+ * ld.so is reached by a tail call, with the caller's own return address. */
+__attribute__((visibility("default"))) void *dlopen(const char *file, int mode);
+void *dlopen(const char *file, int mode)
+{
+    static void *(*real)(const char *, int);
+    int saved = errno;
+    if (!real)
+        real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+    if (file && vzcaps_effective->state == VZCAPS_ENABLED)
+        vzcaps_hooks_image_added(NULL);
+    errno = saved;
+    return real(file, mode);
+}
+
+/* An image unloaded (dlclose): the caller scope's decisions per address are dropped once it is
+ * gone (glibc unmaps before dlclose returns; dyld tells before it unmaps, platform_darwin.c). */
+__attribute__((visibility("default"))) int dlclose(void *handle);
+int dlclose(void *handle)
+{
+    static int (*real)(void *);
+    if (!real)
+        real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+    int rc = real ? real(handle) : -1;
+    if (vzcaps_effective->state == VZCAPS_ENABLED)
+        vzcaps_hooks_images_gone();
+    return rc;
+}
+
 /* ---- the calls that start programs (symbol preemption: this library comes first) ----
  * glibc's own callers inside libc (system, popen) reach its internal spawn, not these: their
  * children get the environment the constructor left, which holds nothing of ours (docs). */

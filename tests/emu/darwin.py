@@ -1050,6 +1050,42 @@ class Darwin:
             return 1
         S("_dladdr", dladdr)
 
+        # ---- dyld's list of images and its notices (dyld: DyldAPIs.cpp, DyldRuntimeState.cpp) ----
+        def image_list(m):
+            """The images dyld lists, in load order: the library, those mapped since
+            (Machine.add_image) and the stand-in images that call (Machine.image); "dyld" (where
+            its notices come from) is none of them."""
+            return [(m.path, m.span[0])] + [(li.path, li.span[0]) for li in getattr(m, "loaded", [])] + \
+                [(p, a) for name, (a, p) in m.images.items() if name != "dyld"]
+        S("__dyld_image_count", lambda m, *_: len(image_list(m)))
+        S("__dyld_get_image_name", lambda m, i, *_: self.intern(image_list(m)[i][0]) if i < len(image_list(m)) else 0)
+        self.add_image_fns, self.remove_image_fns = [], []
+
+        def notify(fns, base):
+            for fn in list(fns):
+                m.call(fn, base, 0, image="dyld")
+
+        def register_add(m, fn, *_):
+            """_dyld_register_func_for_add_image (DyldAPIs.cpp:802-832): fn(mh, slide) at once for
+            each image loaded, then for each new one (Machine.image_added_hooks)."""
+            for _, base in image_list(m):
+                m.call(fn, base, 0, image="dyld")
+            self.add_image_fns.append(fn)
+        S("__dyld_register_func_for_add_image", register_add)
+        S("__dyld_register_func_for_remove_image", lambda m, fn, *_: self.remove_image_fns.append(fn))
+        m.image_added_hooks = [lambda base: notify(self.add_image_fns, base) if base != m.images.get("dyld", (0,))[0] else None]
+
+        def replace_image(old, new, path):
+            """dlclose of image `old` and dlopen of `new` (path) mapped at the same address: dyld's
+            remove notices before the unmap (DyldRuntimeState.cpp:1630, :1901-1925, :2117), then
+            its add notices."""
+            base, _ = m.images[old]
+            notify(self.remove_image_fns, base)
+            del m.images[old]
+            m.images[new] = (base, path)
+            notify(self.add_image_fns, base)
+        self.replace_image = replace_image
+
         def sysctlbyname(m, name, old, oldlen_a, new, newlen, *_):
             """sysctlbyname (Libc gen/sysctlbyname.c; the values xnu publishes): the brand string,
             hw.memsize and sysctl.proc_translated, from the case's host, and any name in its "sysctl"

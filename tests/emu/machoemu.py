@@ -528,6 +528,8 @@ class Machine(LoaderMixin):
         if name not in self.images:
             self.images[name] = (IMAGES + 0x1000 * len(self.images), path)
             self.uc.mem_write(self.images[name][0], BR_X16 * (0x1000 // 4))
+            for hook in getattr(self, "image_added_hooks", []):
+                hook(self.images[name][0])  # dyld's add-image notice, as the image appears
         return self.images[name][0]
 
     def image_at(self, addr):

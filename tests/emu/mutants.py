@@ -59,22 +59,48 @@ def m1_denies_apple7(raw, img):
     return raw, f"{len(rows)} chip rows M1: family {rows[0][1]} -> 1006"
 
 
-def supports_family_return(raw, img):
-    """The profile's answer in the first class entry's supportsFamily: inverted: the branch on
-    the family table's byte (cbz <-> cbnz), so a claimed family gets the stock answer and an
-    unclaimed one YES."""
-    names = {v: k for k, v in img.symbols().items()}
-    a = names["_family_s0"]
-    starts = sorted(img.function_starts())
-    e = starts[starts.index(a) + 1]
+def _flip(code, i):
+    """The word that inverts branch code[i]: cbz <-> cbnz, b.ne <-> b.eq."""
+    c = code[i]
+    return struct.pack("<I", int.from_bytes(c.bytes, "little") ^ (1 << 24 if c.mnemonic in ("cbz", "cbnz") else 1))
+
+
+def _table_branches(code, table=None):
+    """Indexes of the branches on a byte of the family table: adrp + add giving its address (or
+    adrp + ldr, the word that points to it), an ldrb, then cbz/cbnz (the slow path) or cmp #1 and
+    b.ne/b.eq (the inline one); and that address."""
+    out = []
+    for i in range(len(code) - 4):
+        adrp, add, ldrb = code[i:i + 3]
+        if (adrp.mnemonic, ldrb.mnemonic) != ("adrp", "ldrb") or add.mnemonic not in ("add", "ldr"):
+            continue
+        at = adrp.operands[1].imm + (add.operands[2].imm if add.mnemonic == "add" else add.operands[1].mem.disp)
+        if table not in (None, at):
+            continue
+        if code[i + 3].mnemonic in ("cbz", "cbnz"):
+            out.append((i + 3, at))
+        elif code[i + 3].mnemonic == "cmp" and code[i + 3].op_str.endswith("#1") and code[i + 4].mnemonic in ("b.ne", "b.eq"):
+            out.append((i + 4, at))
+    return out
+
+
+def _text(img, start=None, end=None):
     t = img.section("__TEXT", "__text")
-    off = t.offset + a - t.virtual_address
+    a, e = start or t.virtual_address, end or t.virtual_address + t.size
     md = capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
-    code = list(md.disasm(img.slice_bytes[off:off + e - a], a))
-    i = next(c for p, c in zip(code, code[1:]) if p.mnemonic == "ldrb" and c.mnemonic in ("cbz", "cbnz"))
-    at = t.offset + i.address - t.virtual_address
-    word = struct.unpack_from("<I", img.slice_bytes, at)[0] ^ (1 << 24)  # CBZ <-> CBNZ
-    return _patch(raw, _slice_offset(raw, img) + at, struct.pack("<I", word)), f"{i.mnemonic} {i.op_str} at {i.address:#x} inverted"
+    md.detail = True  # the operands of adrp and add
+    return t, list(md.disasm(img.slice_bytes[t.offset + a - t.virtual_address:t.offset + e - t.virtual_address], a))
+
+
+def supports_family_return(raw, img):
+    """The profile's answer in the first class entry's supportsFamily: inverted: the in-line
+    branch on the family table's byte (b.ne <-> b.eq), so a family not claimed gets YES."""
+    a = {v: k for k, v in img.symbols().items()}["_family_0"]
+    starts = sorted(img.function_starts())
+    t, code = _text(img, a, starts[starts.index(a) + 1])
+    i, _ = _table_branches(code)[0]
+    at = t.offset + code[i].address - t.virtual_address
+    return _patch(raw, _slice_offset(raw, img) + at, _flip(code, i)), f"{code[i].mnemonic} {code[i].op_str} at {code[i].address:#x} inverted"
 
 
 def dropped_rebase(raw, img):
@@ -111,29 +137,18 @@ def swapped_interpose(raw, img):
 
 
 def family_table_branches(raw, img):
-    """Every branch on the family table's byte inverted (cbz <-> cbnz), in the fast and the slow
-    path of every class entry: a claimed family gets the stock answer wherever supportsFamily:
-    is answered from (the real clients' call sites are many, so they take the slow path)."""
-    names = {v: k for k, v in img.symbols().items()}
-    t = img.section("__TEXT", "__text")
-    md = capstone.Cs(capstone.CS_ARCH_ARM64, capstone.CS_MODE_ARM)
-    md.detail = True  # the operands of adrp and add
-    code = list(md.disasm(img.slice_bytes[t.offset:t.offset + t.size], t.virtual_address))
-    def table_of(window):  # adrp + add giving the address the ldrb reads from
-        adrp, add, ldrb, br = window
-        if (adrp.mnemonic, add.mnemonic, ldrb.mnemonic) != ("adrp", "add", "ldrb") or br.mnemonic not in ("cbz", "cbnz"):
-            return None
-        return adrp.operands[1].imm + add.operands[2].imm
-    a0 = names["_family_a0"]
-    at0 = next(i for i, c in enumerate(code) if c.address == a0)
-    table = next(x for x in (table_of(code[i:i + 4]) for i in range(at0, at0 + 16)) if x)
+    """Every branch on the family table's byte inverted (cbz <-> cbnz, b.ne <-> b.eq), in line in
+    every class entry's supportsFamily: and out of line: a claimed family gets the stock answer
+    wherever supportsFamily: is answered from, one not claimed YES."""
+    a0 = {v: k for k, v in img.symbols().items()}["_family_0"]
+    starts = sorted(img.function_starts())
+    _, first = _text(img, a0, starts[starts.index(a0) + 1])
+    table = _table_branches(first)[0][1]
+    t, code = _text(img)
     so, hits = _slice_offset(raw, img), 0
-    for i in range(len(code) - 3):
-        if table_of(code[i:i + 4]) == table:
-            at = t.offset + code[i + 3].address - t.virtual_address
-            word = struct.unpack_from("<I", img.slice_bytes, at)[0] ^ (1 << 24)  # CBZ <-> CBNZ
-            raw, hits = _patch(raw, so + at, struct.pack("<I", word)), hits + 1
-    assert hits >= 64, hits  # two replacements (scoped and all) per class entry at least
+    for i, _ in _table_branches(code, table):
+        raw, hits = _patch(raw, so + t.offset + code[i].address - t.virtual_address, _flip(code, i)), hits + 1
+    assert hits >= 33, hits  # one in line per class entry, and the out-of-line path
     return raw, f"{hits} branches on the family table at {table:#x} inverted"
 
 
