@@ -996,8 +996,13 @@ class Darwin:
         S("_getprogname", lambda m, *_: self.intern(os.path.basename(self.argv[0]) or "?"))
 
         def exe_path(m, buf, size_a, *_):
-            """_NSGetExecutablePath (dyld: dyldAPIs.cpp): -1 and the size needed when too small."""
-            b = self.exe.encode()
+            """_NSGetExecutablePath (dyld-1378 DyldAPIs.cpp:786-800): on macOS the "unreal" path,
+            "not real-path. It may be a symlink": the kernel's executable_path as exec was given it
+            (xnu kern_exec.c:536-574, exec_save_path), made absolute against the current directory
+            with a leading "./" dropped (DyldProcessConfig.cpp:673-698), links never resolved; -1
+            and the size needed when buf is too small."""
+            exe = self.exe if self.exe.startswith("/") else os.getcwd() + "/" + self.exe.removeprefix("./")
+            b = exe.encode()
             if m.u32(size_a) < len(b) + 1:
                 m.put32(size_a, len(b) + 1)
                 return 2**32 - 1
