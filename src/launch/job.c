@@ -43,7 +43,7 @@ static int library_for(const struct launch_request *rq, const struct launch_job 
                        size_t wlen)
 {
     char tried[2400], err[1400];
-    const char *other = rq->as_job && !rq->library_opt ? j->facts.shim_command : "";
+    const char *other = rq->as_job && !rq->library_opt ? j->facts.name.command : "";
     int found;
     if (rq->library_opt) {
         if (strlen(rq->library_opt) >= len) {
@@ -96,7 +96,7 @@ static void configure(struct launch_request *rq, struct launch_job *j)
     cli_configure_view(&o, &j->r);
     const char *interp = vzcaps_basename(j->plan.image);
     bool matched = j->r.section[0] && strcmp(j->r.section, "default") != 0; /* [default] is no match */
-    if (j->plan.chain.script && !matched && strcmp(interp, o.exe) != 0) {
+    if (j->plan.script && !matched && strcmp(interp, o.exe) != 0) {
         struct cfg_opts io = rq->o;
         io.exe = interp;
         cli_configure_view(&io, &by_interpreter);
@@ -106,7 +106,7 @@ static void configure(struct launch_request *rq, struct launch_job *j)
             j->plan.exe = interp;
         }
     }
-    o.handed = j->plan.chain.script ? j->plan.exe : NULL;
+    o.handed = j->plan.script ? j->plan.exe : NULL;
     rq->o = o;
 }
 
@@ -157,10 +157,10 @@ enum launch_gate launch_job_gate(const struct cfg_opts *o, const char *name, str
     }
     launch_job_decide(&rq, j);
     const struct launch_facts *f = &j->facts;
-    if (f->resolve_rc == 0 && !f->shim && j->verdict == LAUNCH_GATE_CHANGES) { /* a job's shell starts what PATH finds: without the library */
+    if (f->name.rc == 0 && !f->name.shim[0] && j->verdict == LAUNCH_GATE_CHANGES) { /* a job's shell starts what PATH finds: without the library */
         snprintf(j->verdict_why, sizeof j->verdict_why, "%s %s %s, which is not a vzcaps shim: a job that starts it runs it "
                  "without the library (put the shim directory first on PATH, or start it with vzcaps run)", name,
-                 strchr(name, '/') ? "is" : "on PATH resolves to", f->first);
+                 strchr(name, '/') ? "is" : "on PATH resolves to", f->name.found);
         return j->verdict = LAUNCH_GATE_STOCK;
     }
     return j->verdict;

@@ -1,6 +1,7 @@
-/* The launch plan's facts: what exec finds for the command, whether that is a vzcaps shim and
- * which real program it starts (by name or by path alike), its #! chain, a shimmed env NAME, and
- * what the image the library would load into is (setuid/setgid, Mach-O slice, static ELF); then
+/* The launch plan's facts: where the command leads (a vzcaps shim and the real program it
+ * starts, by name or by path alike; what the kernel runs there), the NAME of a #!/usr/bin/env
+ * line and where it leads, and what the image the library would load into is (setuid/setgid,
+ * Mach-O slice, static ELF); then
  * the plan (gathered here, decided in decide.c) and the SIP/arm64e decision for inheritance,
  * taken the same way by run, run --dry-run, launchd, check, inspect and doctor.
  * Owns: reading the facts. Never: decides from them (decide.c) or words them (words.c). */
@@ -67,27 +68,17 @@ void launch_facts_gather(struct launch_facts *f, char *const *cmd)
     free(f->libs);
     memset(f, 0, sizeof *f);
     f->cmd = cmd;
-    f->resolve_rc = resolve_target(cmd[0], f->first, sizeof f->first, f->resolve_why, sizeof f->resolve_why);
-    if (f->resolve_rc != 0)
+    /* where cmd[0] leads (a vzcaps shim, by name or by path: the real program it would start,
+     * as the shim would only run this same plan again, with the library loaded into vzcaps) */
+    launch_lead_find(cmd[0], &f->name);
+    const struct exec_image *k = &f->name.k;
+    if (f->name.rc != 0)
         return;
-    /* a vzcaps shim, by name or by path: the real program it would start (the shim would only run
-     * this same plan again, with the library loaded into vzcaps itself) */
-    f->shim = shim_at(f->first, f->shim_real, sizeof f->shim_real, f->shim_why, sizeof f->shim_why);
-    if (f->shim)
-        shim_other_command(f->first, f->shim_command, sizeof f->shim_command);
-    if (f->shim && !f->shim_real[0])
-        return;
-    /* a script: the program that really starts (and, for #!/usr/bin/env NAME, NAME itself,
-     * since macOS removes the injection at env) */
-    f->chain_rc = script_chain(f->shim ? f->shim_real : f->first, &f->chain, f->chain_why, sizeof f->chain_why);
-    if (f->chain_rc != 0)
-        return;
-    if (f->chain.rewritten && shim_real_for(f->chain.env_name, f->env_real, sizeof f->env_real)) {
-        f->env_shim = true; /* #!/usr/bin/env NAME, NAME shimmed: the real NAME, as the shim would start it */
-        if (!f->env_real[0] || (f->env_rc = script_chain(f->env_real, &f->env_sub, f->env_why, sizeof f->env_why)) != 0)
-            return;
-    }
-    image_facts(f, launch_facts_image(f));
+    /* #!/usr/bin/env NAME: NAME itself, as env's execvp finds it (macOS removes the injection at env) */
+    if (!k->err && k->script && (f->env = vzcaps_shebang_env(&k->sb, &f->env_word, f->env_why, sizeof f->env_why)) == 1)
+        launch_lead_find(vzcaps_shebang_word(&k->sb, f->env_word), &f->env_lead);
+    if (f->env != 1 || !f->env_lead.rc)
+        image_facts(f, launch_facts_image(f));
 }
 
 int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry)

@@ -123,6 +123,7 @@ static id vz_copy_all_observed(id *observer, void *handler)
 
 /* ---- the calls that start programs (spawn.c decides) ---- */
 const unsigned vzcaps_platform_elf_machine = 0;
+const bool vzcaps_platform_darwin = true;
 
 int vzcaps_platform_execve(const char *path, char *const argv[], char *const envp[])
 {
