@@ -64,15 +64,16 @@ size_t cli_preload_duplicates(void);
 /* argv for `SELF run [--profile P] [--family F] -- CMD...` into out (cap entries). */
 void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opts *o, char *const *cmd);
 
-/* launch.c */
-/* Finds the library next to the command or in ../lib, as an absolute path; returns 0 or -1
- * (with the paths tried). */
+/* library.c */
+/* The library next to command (its file) or in its ../lib, as an absolute path, links resolved:
+ * 0, or -1 with the paths tried. find_library: next to this command's own file. */
+int library_near(const char *command, char *buf, size_t len, char *tried, size_t tried_len);
 int find_library(char *buf, size_t len, char *tried, size_t tried_len);
 /* Runs path with argv and waits: its exit status, 127 when it could not run, 1 on a signal. */
 int spawn_wait(const char *path, char *const argv[]);
 /* Whether library is a shared library the target can load: a regular file, ELF ET_DYN or a
  * Mach-O dylib, named like ours (the library finds its own preload entry by that name), of
- * the target's architecture (ELF) — Mach-O slices are checked by run_target_check. 0, or -1
+ * the target's architecture (ELF) — Mach-O slices are the job decision's (job.c). 0, or -1
  * with a reason. */
 int library_check(const char *library, const char *target, char *why, size_t len);
 /* Whether path is a statically linked ELF executable (no PT_INTERP: no dynamic loader, so no
@@ -145,12 +146,23 @@ struct launch_facts {
     bool prepare_helps, prepare_cannot; /* vzcaps prepare's copy would accept it / cannot change it */
     bool elf_static;              /* the image is an ELF executable without an interpreter */
     char *libs;                   /* the base names of the libraries the image links, one a line (malloc'd; NULL: unknown) */
+    bool uses_queries;            /* its running Mach-O slice names a query the library changes */
+    /* a job's (launch_facts_gather): the configurations, the library, what inheritance is decided from */
+    const char *names[2];         /* the name the program goes by (a script's own), and its image's */
+    struct cfg_opts opts[2];      /* the options run applies for each name (the family it implies) */
+    struct vzcaps_config_result cfg[2]; /* the configuration for each */
+    int lib;                      /* the library this start injects: 0, 1 not found, 2 not loadable (lib_why) */
+    char library[4096], lib_why[4000], lib_archs[128];
+    int sip;                      /* VZCAPS_SIP_* (read when a configuration keeps the injection in children) */
+    bool lib_arm64e;              /* the library has an arm64e slice (likewise) */
 };
 /* Each library the ELF image at path links (DT_NEEDED), handed to each(ctx, name) until it
  * returns true: 1 when it did, 0 when none did, -1 when path is not a readable ELF file. */
 int launch_image_libs(const char *path, bool (*each)(void *, const char *), void *ctx);
-/* Reads the facts for cmd (the only step that touches the file system). */
-void launch_facts_gather(struct launch_facts *f, char *const *cmd);
+/* The facts of a job (the only step that reads files or the environment): where rq->cmd leads and
+ * what starts there, its configurations, the library; one record, overwritten by the next call. */
+struct launch_request;
+const struct launch_facts *launch_facts_gather(const struct launch_request *rq);
 /* What starts: the image the library would load into, given the facts so far (the chain's
  * image, a shimmed env NAME's real program, or the program itself). */
 const char *launch_facts_image(const struct launch_facts *f);
@@ -176,8 +188,8 @@ void launch_plan_note(struct launch_plan *p, bool warning, const char *fmt, ...)
 /* The plan for cmd: gather, then decide. 0, or 126/127 when it cannot start (p->why). */
 int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry);
 /* The SIP/arm64e decision for a workload that keeps the injection in its children (a note when
- * allowed with a caveat): VZCAPS_INHERIT_*. */
-int launch_plan_inherit(struct launch_plan *p, const char *library, bool anyway);
+ * allowed with a caveat), from SIP's state and the library's arm64e slice: VZCAPS_INHERIT_*. */
+int launch_plan_inherit(struct launch_plan *p, int sip, bool lib_arm64e, bool anyway);
 /* The plan's notes and warnings on stderr, each "WHO: note: ..." or "WHO: warning: ...". */
 void launch_plan_notes(const struct launch_plan *p, const char *who);
 /* The line a POSIX shell runs as it is: env, the variables env changes from base, the program
@@ -298,7 +310,7 @@ struct launch_request {
 enum launch_step { LAUNCH_CANNOT_START, LAUNCH_NO_LIBRARY, LAUNCH_REFUSED_CONFIG, LAUNCH_REFUSED_INHERIT,
                    LAUNCH_REFUSED_TARGET, LAUNCH_WITH_LIBRARY };
 struct launch_job {
-    struct launch_facts facts;
+    const struct launch_facts *facts; /* launch_facts_gather's record */
     struct launch_plan plan;
     struct vzcaps_config_result r;
     enum launch_step step;

@@ -656,8 +656,9 @@ static int launchd_main(int argc, char **argv)
         eprintf("vzcaps launchd: configuration refused: %s", r.profile.notes[0]);
         return 1;
     }
-    if (r.profile.state == VZCAPS_ENABLED && r.profile.inherit) { /* run's SIP/arm64e decision */
-        int d = launch_plan_inherit(&plan, library, false);
+    plan_inheritance(&plan, &r.profile); /* run's SIP/arm64e decision */
+    if (plan.inherit_decided) {
+        int d = plan.inherit;
         if (d == VZCAPS_INHERIT_REFUSED) {
             eprintf("vzcaps launchd: not writing a job that keeps the injection in %s's children: %s; drop --inherit "
                     "(and inherit = yes)", o.exe, plan.inherit_why);
