@@ -26,7 +26,7 @@ void launch_plan_note(struct launch_plan *p, bool warning, const char *fmt, ...)
 
 const char *launch_facts_image(const struct launch_facts *f)
 {
-    const struct launch_lead *l = f->env == 1 ? &f->env_lead : &f->name;
+    const struct launch_lead *l = f->rewrite ? &f->env_lead : &f->name;
     return l->k.err == ENOEXEC ? "/bin/sh" : l->k.image;
 }
 
@@ -37,10 +37,12 @@ static int cannot_start(struct launch_plan *p, int rc, bool dry)
     return dry ? 0 : rc;
 }
 
-/* Where cmd[0] (or, by, the #!/usr/bin/env NAME of its line) leads when nothing starts: why. */
+/* Where cmd[0] (or, by "env" or "shim", what its #! line starts) leads when nothing starts: why. */
 static void not_started(struct launch_plan *p, const char *name, const struct launch_lead *l, const char *by)
 {
-    if (by && l->shim[0])
+    if (by && *by == 's')
+        snprintf(p->why, sizeof p->why, "its #! line starts %s, a vzcaps shim, and %s", name, l->why);
+    else if (by && l->shim[0])
         snprintf(p->why, sizeof p->why, "its #! line starts %s through env, and the only one on PATH is a vzcaps shim: %s", name,
                  l->why);
     else if (by)
@@ -92,18 +94,20 @@ static int what_starts(const struct launch_facts *f, struct launch_plan *p)
         vzcaps_appendf(p->line, sizeof p->line, "%s%s", i ? " " : "", vzcaps_shebang_word(&k->sb, i));
     if (f->env < 0)
         snprintf(p->cannot_rewrite, sizeof p->cannot_rewrite, "%s", f->env_why);
-    p->rewritten = f->env == 1;
+    p->rewritten = f->rewrite;
     const struct launch_lead *l = p->rewritten ? &f->env_lead : &f->name;
     p->image = launch_facts_image(f);
     p->protected_image = l->k.err == ENOEXEC || l->k.protected_image;
     p->sh_why = l->k.err == ENOEXEC ? l->k.why : NULL;
     if (p->rewritten) {
         snprintf(p->env_name, sizeof p->env_name, "%s", vzcaps_shebang_word(&k->sb, f->env_word));
-        if (l->shim[0])
-            launch_plan_note(p, false, "%s on PATH is a vzcaps shim (%s); starting the real one, %s", p->env_name, l->shim,
-                             l->found);
-        launch_plan_note(p, false, "%s starts %s through env; starting %s directly, since macOS removes the injection at env, "
-                         "which SIP protects", p->target, p->env_name, l->found);
+        if (l->shim[0] && f->env == 1)
+            launch_plan_note(p, false, "%s on PATH is a vzcaps shim (%s); starting the real one, %s", p->env_name, l->shim, l->found);
+        else if (l->shim[0])
+            launch_plan_note(p, false, "its interpreter %s is a vzcaps shim; starting the real one, %s", p->env_name, l->found);
+        if (f->env == 1)
+            launch_plan_note(p, false, "%s starts %s through env; starting %s directly, since macOS removes the injection at env, "
+                             "which SIP protects", p->target, p->env_name, l->found);
         p->exec_argv = plan_argv(l->k.err == ENOEXEC ? p->env_name : NULL, l->found, &k->sb, f->env_word + 1, p->target, f->cmd);
     } else if (p->via_sh) {
         p->exec_argv = plan_argv(vzcaps_search_sh_argv0(f->cmd[0], true), p->target, NULL, 0, NULL, f->cmd);
@@ -126,10 +130,12 @@ void launch_plan_advice(const struct launch_plan *p, char *out, size_t len)
                        p->rewritten ? p->env_name : "it", p->sh_why);
     else if (p->rewritten)
         vzcaps_appendf(out, len, "vzcaps run starts %s (found on PATH for its #!.../env line) directly, but that is", p->image);
-    else
+    else if (p->script)
         vzcaps_appendf(out, len, "its #! line starts %s,", p->image);
-    vzcaps_appendf(out, len, " a program SIP protects: macOS removes %s there, so the script and everything it starts run stock",
-                   "DYLD_INSERT_LIBRARIES");
+    vzcaps_appendf(out, len, "%sa program SIP protects: macOS removes %s there, so %s and everything it starts run stock",
+                   out[0] ? " " : "", "DYLD_INSERT_LIBRARIES", p->script ? "the script" : "it");
+    if (!p->script)
+        return; /* Apple's own program: no other to name */
     if (p->cannot_rewrite[0])
         vzcaps_appendf(out, len, " (vzcaps run cannot start the program directly: %s)", p->cannot_rewrite);
     vzcaps_appendf(out, len, "; name an interpreter outside %s in its #! line, or run vzcaps run -- INTERPRETER SCRIPT with one",
@@ -181,11 +187,11 @@ int launch_decide(const struct launch_facts *f, struct launch_plan *p, bool dry)
     else if (l->shim[0])
         launch_plan_note(p, false, "%s is a vzcaps shim; starting the real one, %s, as the shim would", f->cmd[0], l->found);
     p->by_path = l->shim[0];
-    if (f->env == -2 || (f->env == 1 && f->env_lead.rc)) {
+    if (f->env == -2 || (f->rewrite && f->env_lead.rc)) {
         if (f->env == -2)
             snprintf(p->why, sizeof p->why, "its #! line: %s", f->env_why);
         else
-            not_started(p, vzcaps_shebang_word(&l->k.sb, f->env_word), &f->env_lead, "env");
+            not_started(p, vzcaps_shebang_word(&l->k.sb, f->env_word), &f->env_lead, f->env == 1 ? "env" : "shim");
         return cannot_start(p, f->env == -2 ? 126 : f->env_lead.rc, dry);
     }
     if (what_starts(f, p) != 0)

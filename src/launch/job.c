@@ -127,6 +127,15 @@ enum launch_gate launch_job_gate(const struct cfg_opts *o, const char *name, str
     }
     launch_job_decide(&rq, j);
     const struct launch_facts *f = j->facts;
+    if (f->name.rc == 0 && !f->name.shim[0] && f->rewrite && f->env_lead.shim[0]) {
+        /* no shim itself, but its #! line starts one (its interpreter by its path, env's NAME on
+         * PATH): the job is that shim's, started with the script, as the shim decides it */
+        static char start[4096], script[4096], *via[3] = {start, script, NULL};
+        snprintf(start, sizeof start, "%s", vzcaps_shebang_word(&f->name.k.sb, f->env_word));
+        snprintf(script, sizeof script, "%s", f->name.found);
+        rq = (struct launch_request){.o = *o, .dry = true, .shim = true, .as_job = true, .cmd = via};
+        return launch_job_decide(&rq, j);
+    }
     if (f->name.rc == 0 && !f->name.shim[0] && j->verdict == LAUNCH_GATE_CHANGES) { /* a job's shell starts what PATH finds: without the library */
         snprintf(j->verdict_why, sizeof j->verdict_why, "%s %s %s, which is not a vzcaps shim: a job that starts it runs it "
                  "without the library (put the shim directory first on PATH, or start it with vzcaps run)", name,

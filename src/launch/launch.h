@@ -128,6 +128,9 @@ struct launch_lead {
     struct exec_image k;    /* what the kernel does with found (k.err ENOEXEC: /bin/sh runs it) */
 };
 void launch_lead_find(const char *name, struct launch_lead *l);
+/* Whether path (as exec finds it) is a vzcaps shim: a link to a vzcaps command of any
+ * installation, named other than vzcaps... */
+bool launch_is_shim(const char *path);
 /* The facts the plan is decided from, gathered first (plan.c: the only part that reads files):
  * where cmd[0] leads, the #!/usr/bin/env NAME its line names and where NAME leads, and the image
  * the library would load into (setuid/setgid, its running Mach-O slice, a static ELF). */
@@ -135,9 +138,10 @@ struct launch_facts {
     char *const *cmd;
     struct launch_lead name;      /* where cmd[0] leads */
     int env;                      /* vzcaps_shebang_env's for its #! line (1: env NAME, started directly) */
-    size_t env_word;              /* env 1: the word naming NAME */
+    bool rewrite;                 /* run starts what the line names directly: env's NAME, or an interpreter that is a vzcaps shim */
+    size_t env_word;              /* the word naming it (0: the interpreter) */
     char env_why[200];
-    struct launch_lead env_lead;  /* env 1: where NAME leads, as env's execvp finds it */
+    struct launch_lead env_lead;  /* rewrite: where it leads (NAME as env's execvp finds it; the shim's real program) */
     bool setugid;                 /* the image has setuid/setgid bits */
     bool macho;                   /* the image has a Mach-O slice that runs */
     char arch[32];

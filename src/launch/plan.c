@@ -80,10 +80,14 @@ static void program_facts(struct launch_facts *f, char *const *cmd)
     const struct exec_image *k = &f->name.k;
     if (f->name.rc != 0)
         return;
-    /* #!/usr/bin/env NAME: NAME itself, as env's execvp finds it (macOS removes the injection at env) */
-    if (!k->err && k->script && (f->env = vzcaps_shebang_env(&k->sb, &f->env_word, f->env_why, sizeof f->env_why)) == 1)
-        launch_lead_find(vzcaps_shebang_word(&k->sb, f->env_word), &f->env_lead);
-    if (f->env != 1 || !f->env_lead.rc)
+    /* #!/usr/bin/env NAME: NAME itself, as env's execvp finds it (macOS removes the injection at
+     * env); an interpreter that is a vzcaps shim by its path: the real one, as the shim would */
+    if (!k->err && k->script) {
+        f->env = vzcaps_shebang_env(&k->sb, &f->env_word, f->env_why, sizeof f->env_why);
+        if ((f->rewrite = f->env == 1 || launch_is_shim(k->image)))
+            launch_lead_find(vzcaps_shebang_word(&k->sb, f->env_word), &f->env_lead);
+    }
+    if (!f->rewrite || !f->env_lead.rc)
         image_facts(f, launch_facts_image(f));
 }
 
@@ -133,7 +137,7 @@ const struct launch_facts *launch_facts_gather(const struct launch_request *rq)
     /* the names a section's match may meet: the program's own (a script's, docs/config.md), and
      * the image's, whose section applies when none meets the script's */
     const struct exec_image *k = &f.name.k;
-    bool script = !f.name.rc && f.env != -2 && (f.env != 1 || !f.env_lead.rc) && (k->script || k->err == ENOEXEC);
+    bool script = !f.name.rc && f.env != -2 && (!f.rewrite || !f.env_lead.rc) && (k->script || k->err == ENOEXEC);
     f.names[0] = vzcaps_basename(script ? f.name.found : rq->cmd[0]);
     f.names[1] = vzcaps_basename(launch_facts_image(&f));
     for (int i = 0; i < 1 + script; i++) {

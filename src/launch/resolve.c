@@ -75,7 +75,7 @@ static int search(const char *name, size_t from, bool ours, struct launch_lead *
             snprintf(l->why, sizeof l->why, "%s: %s", l->found, l->k.why);
             return step == VZCAPS_SEARCH_STOP ? 126 : 0;
         }
-        if (l->k.err != ENOENT && l->k.err != ENOTDIR && !denied[0]) /* there, but would not do: said when nothing else does */
+        if ((l->k.exists || (l->k.err != ENOENT && l->k.err != ENOTDIR)) && !denied[0]) /* there, but would not do */
             snprintf(denied, sizeof denied, " (%s: %s)", l->found, l->k.why);
     }
     l->found[0] = '\0';
@@ -147,12 +147,16 @@ bool shim_is_started_as(const char *argv0)
     return *base && strncmp(base, "vzcaps", 6) != 0;
 }
 
+bool launch_is_shim(const char *path)
+{
+    return shim_is_started_as(path) && (is_vzcaps_command(path) || is_a_vzcaps_shim(path));
+}
+
 void launch_lead_find(const char *name, struct launch_lead *l)
 {
     memset(l, 0, sizeof *l);
     size_t skipped = 0;
-    if ((l->rc = search(name, 0, false, l, &skipped)) != 0 || !shim_is_started_as(l->found) ||
-        !(is_vzcaps_command(l->found) || is_a_vzcaps_shim(l->found)))
+    if ((l->rc = search(name, 0, false, l, &skipped)) != 0 || !launch_is_shim(l->found))
         return; /* a link to a vzcaps command of any installation is a shim */
     snprintf(l->shim, sizeof l->shim, "%s", l->found);
     char target[PATH_MAX], dir[4096];
