@@ -313,20 +313,28 @@ static void test_shebang_lines_as_exec_shell_imgact_reads_them(void **st)
     assert_int_equal(parse("print(1)\n", 0, &sb, why), 0);
     assert_int_equal(parse("#", 1, &sb, why), 0);
     assert_int_equal(parse("# !/bin/sh\n", 0, &sb, why), 0);
-    assert_int_equal(parse("#!/bin/sh\necho\n", 0, &sb, why), 1);
-    assert_int_equal(sb.n_words, 1);
-    assert_string_equal(vzcaps_shebang_word(&sb, 0), "/bin/sh");
-    assert_null(vzcaps_shebang_word(&sb, 1));
-    assert_int_equal(parse("#! \t/usr/bin/env  python3 \t-u -E  \nrest", 0, &sb, why), 1);
-    assert_int_equal(sb.n_words, 4);
-    assert_string_equal(vzcaps_shebang_word(&sb, 3), "-E");
-    /* a '#' ends the line (kern_exec.c:333, IS_EOL) */
-    assert_int_equal(parse("#!/usr/bin/env python3 # -*- coding: utf-8 -*-\n", 0, &sb, why), 1);
-    assert_int_equal(sb.n_words, 2);
-    assert_string_equal(vzcaps_shebang_word(&sb, 1), "python3");
-    assert_int_equal(parse("#!/bin/sh#x\n", 0, &sb, why), 1);
-    assert_string_equal(vzcaps_shebang_word(&sb, 0), "/bin/sh");
-    assert_int_equal(parse("#!/bin/sh #", 0, &sb, why), 1); /* no newline, but a '#' */
+    /* each line: its length (0: as a string), the words, and one of them (word i) */
+    static const struct {
+        const char *text;
+        size_t n, words, i;
+        const char *word;
+    } lines[] = {
+        {"#!/bin/sh\necho\n", 0, 1, 0, "/bin/sh"},
+        {"#! \t/usr/bin/env  python3 \t-u -E  \nrest", 0, 4, 3, "-E"},
+        {"#!/usr/bin/env python3 # -*- coding: utf-8 -*-\n", 0, 2, 1, "python3"}, /* '#' ends it (kern_exec.c:333, IS_EOL) */
+        {"#!/bin/sh#x\n", 0, 1, 0, "/bin/sh"},
+        {"#!/bin/sh #", 0, 1, 0, "/bin/sh"}, /* no newline, but a '#' */
+        {"#!/bin/sh\r\n", 0, 1, 0, "/bin/sh\r"}, /* a carriage return is part of the word */
+        {"#!/bin/s\x1b[0mh\n", 0, 1, 0, "/bin/s\x1b[0mh"}, /* so is a control byte */
+        {"#!/bin/s\0h x\n", 13, 1, 0, "/bin/s"}, /* a NUL ends the words */
+        {"#!/bin/sh \0x\n", 13, 2, 1, ""},
+    };
+    for (size_t k = 0; k < sizeof lines / sizeof lines[0]; k++) {
+        assert_int_equal(parse(lines[k].text, lines[k].n, &sb, why), 1);
+        assert_int_equal(sb.n_words, lines[k].words);
+        assert_string_equal(vzcaps_shebang_word(&sb, lines[k].i), lines[k].word);
+        assert_null(vzcaps_shebang_word(&sb, sb.n_words));
+    }
     /* the file ends without one: the zero-filled page holds no end of line (ENOEXEC) */
     assert_int_equal(parse("#!/bin/sh", 0, &sb, why), -1);
     assert_non_null(strstr(why, "does not end"));
@@ -334,17 +342,6 @@ static void test_shebang_lines_as_exec_shell_imgact_reads_them(void **st)
     assert_non_null(strstr(why, "no interpreter"));
     assert_int_equal(parse("#!  \t \n/bin/sh\n", 0, &sb, why), -1);
     assert_int_equal(parse("#! # /bin/sh\n", 0, &sb, why), -1);
-    /* a carriage return and control bytes are part of the words; a NUL ends them */
-    assert_int_equal(parse("#!/bin/sh\r\n", 0, &sb, why), 1);
-    assert_string_equal(vzcaps_shebang_word(&sb, 0), "/bin/sh\r");
-    assert_int_equal(parse("#!/bin/s\x1b[0mh\n", 0, &sb, why), 1);
-    assert_string_equal(vzcaps_shebang_word(&sb, 0), "/bin/s\x1b[0mh");
-    assert_int_equal(parse("#!/bin/s\0h x\n", 13, &sb, why), 1);
-    assert_int_equal(sb.n_words, 1);
-    assert_string_equal(vzcaps_shebang_word(&sb, 0), "/bin/s");
-    assert_int_equal(parse("#!/bin/sh \0x\n", 13, &sb, why), 1);
-    assert_int_equal(sb.n_words, 2);
-    assert_string_equal(vzcaps_shebang_word(&sb, 1), "");
     /* 512 bytes: the end of the line at byte 511 is read, at 512 it is not, end of file or not */
     static char big[4096];
     memset(big, 'a', sizeof big);
