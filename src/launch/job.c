@@ -134,6 +134,7 @@ enum launch_gate launch_job_gate(const struct cfg_opts *o, const char *name, str
         snprintf(start, sizeof start, "%s", vzcaps_shebang_word(&f->name.k.sb, f->env_word));
         snprintf(script, sizeof script, "%s", f->name.found);
         rq = (struct launch_request){.o = *o, .dry = true, .shim = true, .as_job = true, .cmd = via};
+        launch_job_free(j);
         return launch_job_decide(&rq, j);
     }
     if (f->name.rc == 0 && !f->name.shim[0] && j->verdict == LAUNCH_GATE_CHANGES) { /* a job's shell starts what PATH finds: without the library */

@@ -220,6 +220,7 @@ void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_o
     if (exe_launch_plan(o->exe, &plan)) {
         plan_inheritance(&plan, p);
         launch_plan_json(&j, "launch", &plan);
+        launch_plan_free(&plan);
     } else {
         json_null(&j, "launch");
     }
@@ -352,6 +353,7 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
     if (exe_launch_plan(exe, &plan)) {
         plan_inheritance(&plan, p);
         launch_plan_text(stdout, &plan);
+        launch_plan_free(&plan);
     }
 }
 
