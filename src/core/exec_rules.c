@@ -4,6 +4,7 @@
  * imports a function the injected library may not have (it is linked there too, unused). */
 #include "vzcaps_core.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -72,11 +73,16 @@ bool vzcaps_path_protected(const char *path)
     return false;
 }
 
-/* ---- #! lines ---- */
+/* ---- #! lines, image activators and execvp's search ---- */
 
 const char *vzcaps_shebang_word(const struct vzcaps_shebang *sb, size_t i)
 {
     return i < sb->n_words ? sb->text + sb->off[i] : NULL;
+}
+
+static bool blank(char c)
+{
+    return c == ' ' || c == '\t';
 }
 
 int vzcaps_shebang_parse(const char *head, size_t n, struct vzcaps_shebang *sb, char *why, size_t len)
@@ -84,41 +90,77 @@ int vzcaps_shebang_parse(const char *head, size_t n, struct vzcaps_shebang *sb, 
     memset(sb, 0, sizeof *sb);
     if (n < 2 || head[0] != '#' || head[1] != '!')
         return 0;
-    size_t limit = n < VZCAPS_SHEBANG_MAX ? n : VZCAPS_SHEBANG_MAX, end = 2;
-    while (end < limit && head[end] != '\n')
+    char line[VZCAPS_SHEBANG_MAX] = {0}; /* the page as the kernel reads it: zero-filled past the file */
+    memcpy(line, head, n < sizeof line ? n : sizeof line);
+    size_t start = 2, end;
+    while (start < sizeof line && blank(line[start]))
+        start++;
+    for (end = start; end < sizeof line && line[end] != '\n' && line[end] != '#';)
         end++;
-    if (end == limit && n > VZCAPS_SHEBANG_MAX) {
-        snprintf(why, len, "its #! line is longer than %d bytes, more than macOS reads", VZCAPS_SHEBANG_MAX);
+    if (end == start || end == sizeof line) {
+        snprintf(why, len, end == start ? "its #! line names no interpreter"
+                                        : "its #! line does not end (with a newline or '#') within the %d bytes macOS reads",
+                 VZCAPS_SHEBANG_MAX);
         return -1;
     }
-    /* head[2..end) is the line (the end of the file ends it too) */
-    for (size_t i = 2; i < end; i++) {
-        unsigned char c = (unsigned char)head[i];
-        if (c == '\r') {
-            snprintf(why, len, "its #! line ends in a carriage return (a Windows line ending): the interpreter's name would include it");
-            return -1;
-        }
-        if ((c < 0x20 && c != '\t') || c == 0x7f) {
-            snprintf(why, len, "its #! line holds the control byte 0x%02x", c);
-            return -1;
-        }
-    }
-    size_t w = 0;
-    for (size_t i = 2; i < end;) {
-        while (i < end && (head[i] == ' ' || head[i] == '\t'))
-            i++;
-        if (i == end)
-            break;
-        sb->off[sb->n_words++] = (uint16_t)w; /* at most 255 words fit in 510 bytes */
-        while (i < end && head[i] != ' ' && head[i] != '\t')
-            sb->text[w++] = head[i++];
+    while (blank(line[end - 1]))
+        end--;
+    /* words as exec_extract_strings splits them (kern_exec.c:6122-6160): a NUL ends the last */
+    for (size_t k = start, w = 0;;) {
+        sb->off[sb->n_words++] = (uint16_t)w;
+        while (k < end && line[k] && !blank(line[k]))
+            sb->text[w++] = line[k++];
         sb->text[w++] = '\0';
+        if (k == end || !line[k])
+            return 1;
+        while (blank(line[k]))
+            k++;
     }
-    if (sb->n_words == 0) {
-        snprintf(why, len, "its #! line names no interpreter");
-        return -1;
+}
+
+int vzcaps_exec_claims(const unsigned char *head, size_t n, bool elf)
+{
+    uint32_t le = n >= 4 ? (uint32_t)head[0] | (uint32_t)head[1] << 8 | (uint32_t)head[2] << 16 | (uint32_t)head[3] << 24 : 0;
+    uint32_t type = n >= 16 ? (uint32_t)head[12] | (uint32_t)head[13] << 8 | (uint32_t)head[14] << 16 | (uint32_t)head[15] << 24 : 0;
+    if ((le == 0xfeedfacfu || le == 0xfeedfaceu) && type == 2 /* MH_EXECUTE */)
+        return VZCAPS_EXEC_IMAGE;
+    if (le == 0xbebafecau /* FAT_MAGIC, big-endian in the file */ || (elf && le == 0x464c457fu /* \177ELF */))
+        return VZCAPS_EXEC_IMAGE;
+    return n >= 2 && head[0] == '#' && head[1] == '!' ? VZCAPS_EXEC_SCRIPT : VZCAPS_EXEC_NONE;
+}
+
+bool vzcaps_path_entry(const char **p, const char **dir, size_t *len)
+{
+    if (!*p)
+        return false;
+    size_t n = strcspn(*p, ":");
+    *dir = n ? *p : ".", *len = n ? n : 1;
+    *p = (*p)[n] ? *p + n + 1 : NULL;
+    return true;
+}
+
+const char *vzcaps_search_path(const char *path, bool darwin)
+{
+    return path ? path : darwin ? "/usr/bin:/bin" : "/bin:/usr/bin";
+}
+
+int vzcaps_search_step(int err, bool exists, bool darwin, bool *eacces)
+{
+    if (err == ENOEXEC)
+        return VZCAPS_SEARCH_SHELL;
+    if (err == ENOENT || err == ENOTDIR || (darwin && (err == ELOOP || err == ENAMETOOLONG)) ||
+        (!darwin && (err == ESTALE || err == ENODEV || err == ETIMEDOUT)))
+        return VZCAPS_SEARCH_NEXT;
+    if (err == EACCES && (exists || !darwin)) { /* Libc asks stat(2) whether the file is there */
+        *eacces = true;
+        return VZCAPS_SEARCH_NEXT;
     }
-    return 1;
+    return darwin && !exists && err != E2BIG && err != ENOMEM && err != ETXTBSY ? VZCAPS_SEARCH_NEXT : VZCAPS_SEARCH_STOP;
+}
+
+const char *vzcaps_search_sh_argv0(const char *argv0, bool darwin)
+{
+    return !darwin ? "/bin/sh" : argv0 ? argv0 : "sh";
 }
 
 /* The next component of a path at *p ("//" and "." components skipped): its length, 0 at the end. */
@@ -155,22 +197,17 @@ bool vzcaps_path_is_system_env(const char *path)
     }
 }
 
-static bool is_env(const char *interp)
-{
-    return vzcaps_path_is_system_env(interp);
-}
-
 int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char *why, size_t len)
 {
     *name_word = 0;
-    if (sb->n_words == 0 || !is_env(vzcaps_shebang_word(sb, 0)))
+    if (sb->n_words == 0 || !vzcaps_path_is_system_env(vzcaps_shebang_word(sb, 0)))
         return 0;
     bool split = false;
     size_t i = 1;
     for (; i < sb->n_words; i++) {
         const char *a = vzcaps_shebang_word(sb, i);
-        if (strcmp(a, "-S") == 0 || strcmp(a, "--split-string") == 0) {
-            split = true; /* macOS splits the line into words already; -S adds nothing here */
+        if (strcmp(a, "-S") == 0) {
+            split = true; /* its argument is the next word, which the kernel split already */
             continue;
         }
         if (strcmp(a, "--") == 0) {
@@ -178,7 +215,8 @@ int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char 
             break;
         }
         if (a[0] == '-') {
-            snprintf(why, len, "env is given the option %.40s%s", a, strlen(a) > 40 ? "..." : "");
+            snprintf(why, len, a[1] == '-' ? "env has no long options on macOS: it reads %.40s%s as letters and stops with its usage"
+                                            : "env is given the option %.40s%s", a, strlen(a) > 40 ? "..." : "");
             return -1;
         }
         break;

@@ -395,28 +395,52 @@ long vzcaps_stock_env(const struct vzcaps_stock_env_in *in, void *mem, size_t ca
 bool vzcaps_path_protected(const char *path);
 const char *vzcaps_protected_dirs_text(void);
 
-/* A #! line, read as macOS reads it: at most VZCAPS_SHEBANG_MAX bytes, words split at spaces
- * and tabs (word 0 the interpreter). */
+/* A #! line as xnu's exec_shell_imgact reads it (kern_exec.c:605-760): within the first
+ * VZCAPS_SHEBANG_MAX bytes of the file (the page is zero-filled past its end), ended by '\n' or
+ * '#', words split at spaces and tabs, cut at a NUL byte (word 0 the interpreter). */
 #define VZCAPS_SHEBANG_MAX 512
 struct vzcaps_shebang {
     char text[VZCAPS_SHEBANG_MAX]; /* the words, each ending in NUL */
     uint16_t off[VZCAPS_SHEBANG_MAX / 2];
     size_t n_words;
 };
-/* Parses the first n bytes of a file (pass up to VZCAPS_SHEBANG_MAX + 1 of them; fewer means
- * the file ends there). 0: no "#!", not a script; 1: parsed; -1: a #! line no kernel runs as
- * meant (longer than the limit, a control byte or carriage return, no interpreter), with why. */
+/* Parses the first n bytes of a file (pass up to VZCAPS_SHEBANG_MAX of them; fewer means the
+ * file ends there). 0: no "#!", not a script; 1: parsed; -1: the kernel answers ENOEXEC (no
+ * interpreter; no '\n' or '#' within the 512 bytes, as in a file that is only "#!/path"), why. */
 int vzcaps_shebang_parse(const char *head, size_t n, struct vzcaps_shebang *sb, char *why, size_t len);
 /* Word i, or NULL past the last. */
 const char *vzcaps_shebang_word(const struct vzcaps_shebang *sb, size_t i);
+/* Which of xnu's image activators claims a file by its first n bytes (kern_exec.c:2417-2423,
+ * execsw: a thin Mach-O MH_EXECUTE, a fat file with FAT_MAGIC in its order, then #!; elf: the
+ * platform's kernel runs ELF files too, as the rig's does): none is ENOEXEC. */
+enum { VZCAPS_EXEC_NONE, VZCAPS_EXEC_IMAGE, VZCAPS_EXEC_SCRIPT };
+int vzcaps_exec_claims(const unsigned char *head, size_t n, bool elf);
+/* The next entry of the PATH value at *p (NULL: none left): the directory (an empty entry is
+ * ".", the current directory, as Libc's and glibc's execvp read it) and its length. */
+bool vzcaps_path_entry(const char **p, const char **dir, size_t *len);
+/* The PATH execvp searches: path, or when it is unset Libc's _PATH_DEFPATH "/usr/bin:/bin"
+ * (darwin; paths.h:65) or glibc's "/bin:/usr/bin". Set but empty: the current directory. */
+const char *vzcaps_search_path(const char *path, bool darwin);
+/* What execvp and posix_spawnp do after exec of one PATH candidate failed with err (exists: the
+ * candidate's stat succeeds), by Libc's rules (darwin: gen/FreeBSD/exec.c:228-301,
+ * sys/posix_spawn.c:140-199: ELOOP and ENAMETOOLONG go on, a denied file is remembered) or
+ * glibc's (posix/execvpe.c): go on to the next entry, run the candidate with /bin/sh (ENOEXEC),
+ * or stop with err. After the last entry: EACCES if *eacces, else ENOENT. */
+enum { VZCAPS_SEARCH_NEXT, VZCAPS_SEARCH_SHELL, VZCAPS_SEARCH_STOP };
+int vzcaps_search_step(int err, bool exists, bool darwin, bool *eacces);
+/* argv[0] of that /bin/sh: Libc keeps the caller's (its "sh" when argv is empty), glibc's is
+ * "/bin/sh". */
+const char *vzcaps_search_sh_argv0(const char *argv0, bool darwin);
 /* Whether path is the system's env, /usr/bin/env ("//" and "." components aside; case
  * ignored, as macOS's default file system does): by path, never by name. */
 bool vzcaps_path_is_system_env(const char *path);
-/* For an interpreter that is the system's env (vzcaps_path_is_system_env): 1 with *name_word the word naming the program env starts
- * (the words after it are its arguments; -S and -- are read as env reads them); 0 when the
- * interpreter is not env; -1 when env is used in a way that cannot be replaced by starting
- * the program directly (another option, VAR=value, quotes or $ after -S), why says; -2 when
- * env is given no program (the line cannot work: env would start the script itself). */
+/* For an interpreter that is the system's env: 1 with *name_word the word naming the program
+ * env starts (the words after it are its arguments), as BSD env's getopt("-0C:iP:S:u:v") reads
+ * the line (shell_cmds env.c:88; -S takes the next word, already split; -- ends the options);
+ * 0 when the interpreter is not env; -1 when starting the program directly would not be the
+ * same (another option, a long option: env has none and stops with its usage, VAR=value,
+ * quotes, escapes or $ after -S), why says; -2 when env is given no program (it would start the
+ * script itself, over and over). */
 int vzcaps_shebang_env(const struct vzcaps_shebang *sb, size_t *name_word, char *why, size_t len);
 
 /* Whether a POSIX shell reads word, as the first word of a command, as an assignment

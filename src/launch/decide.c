@@ -6,6 +6,7 @@
 #include "launch.h"
 #include "../macho/macho.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,11 +26,8 @@ void launch_plan_note(struct launch_plan *p, bool warning, const char *fmt, ...)
 
 const char *launch_facts_image(const struct launch_facts *f)
 {
-    if (!f->chain.script)
-        return f->shim ? f->shim_real : f->first;
-    if (f->env_shim)
-        return f->env_sub.script ? f->env_sub.image : f->env_real;
-    return f->chain.image;
+    const struct launch_lead *l = f->rewrite ? &f->env_lead : &f->name;
+    return l->k.err == ENOEXEC ? "/bin/sh" : l->k.image;
 }
 
 /* A plan that cannot start: rc with why (a dry run still gets the plan). */
@@ -39,43 +37,109 @@ static int cannot_start(struct launch_plan *p, int rc, bool dry)
     return dry ? 0 : rc;
 }
 
-/* cmd[0] is a vzcaps shim: the real program it starts becomes the target. false: there is none. */
-static bool through_shim(const struct launch_facts *f, struct launch_plan *p)
+/* Where cmd[0] (or, by "env" or "shim", what its #! line starts) leads when nothing starts: why. */
+static void not_started(struct launch_plan *p, const char *name, const struct launch_lead *l, const char *by)
 {
-    const char *name = f->cmd[0];
-    bool named = !strchr(name, '/');
-    if (!f->shim_real[0]) {
-        if (named)
-            snprintf(p->why, sizeof p->why, "%s on PATH is a vzcaps shim (%s), and there is no other %s on PATH after it", name,
-                     f->first, name);
-        else
-            snprintf(p->why, sizeof p->why, "%s is a vzcaps shim, and %s", name, f->shim_why);
-        p->found = false;
-        return false;
-    }
-    if (named)
-        launch_plan_note(p, false, "%s on PATH is a vzcaps shim (%s); starting the real one, %s", name, f->first, f->shim_real);
+    if (by && *by == 's')
+        snprintf(p->why, sizeof p->why, "its #! line starts %s, a vzcaps shim, and %s", name, l->why);
+    else if (by && l->shim[0])
+        snprintf(p->why, sizeof p->why, "its #! line starts %s through env, and the only one on PATH is a vzcaps shim: %s", name,
+                 l->why);
+    else if (by)
+        snprintf(p->why, sizeof p->why, "its #! line starts %s through env, and %s is %s%s", name, name, l->why,
+                 strchr(name, '/') ? "" : " on PATH");
+    else if (l->shim[0] && strchr(name, '/'))
+        snprintf(p->why, sizeof p->why, "%s is a vzcaps shim, and %s", name, l->why);
+    else if (l->shim[0])
+        snprintf(p->why, sizeof p->why, "%s on PATH is a vzcaps shim (%s), and there is no other %s on PATH after it", name,
+                 l->shim, name);
     else
-        launch_plan_note(p, false, "%s is a vzcaps shim; starting the real one, %s, as the shim would", name, f->shim_real);
-    snprintf(p->target, sizeof p->target, "%s", f->shim_real);
-    p->by_path = true;
-    return true;
+        snprintf(p->why, sizeof p->why, "%s", l->why);
 }
 
-/* #!/usr/bin/env NAME with NAME shimmed: the real NAME, as the shim would start it. */
-static bool through_env_shim(const struct launch_facts *f, struct launch_plan *p)
+/* argv for exec: [sh0,] start, the line's words from `from` on, [target,] cmd[1..] (malloc'd, of
+ * pointers into its arguments; NULL when out of memory). */
+static char **plan_argv(const char *sh0, const char *start, const struct vzcaps_shebang *sb, size_t from, const char *target,
+                        char *const *cmd)
 {
-    if (!f->env_real[0] || f->env_rc != 0) {
-        snprintf(p->why, sizeof p->why, "its #! line starts %s through env, and %s", p->chain.env_name,
-                 f->env_real[0] ? f->env_why : "the only one on PATH is a vzcaps shim");
-        return false;
+    size_t n = 0, k = 0, extra = sb && sb->n_words > from ? sb->n_words - from : 0;
+    while (cmd[n])
+        n++;
+    char **argv = calloc(n + extra + 4, sizeof *argv);
+    if (!argv)
+        return NULL;
+    if (sh0)
+        argv[k++] = (char *)sh0;
+    argv[k++] = (char *)start;
+    for (size_t i = 0; i < extra; i++)
+        argv[k++] = (char *)vzcaps_shebang_word(sb, from + i);
+    if (target)
+        argv[k++] = (char *)target;
+    for (size_t i = 1; i < n; i++)
+        argv[k++] = cmd[i];
+    return argv;
+}
+
+/* What starts: the target as found, through /bin/sh where the kernel runs no image for it (as
+ * execvp does), or NAME of a #!/usr/bin/env NAME line directly (macOS removes the injection at
+ * env, which SIP protects): exec_path, exec_argv, the image and whether SIP protects it. */
+static int what_starts(const struct launch_facts *f, struct launch_plan *p)
+{
+    const struct exec_image *k = &f->name.k;
+    p->via_sh = k->err == ENOEXEC;
+    p->script = p->via_sh || k->script;
+    snprintf(p->line, sizeof p->line, "%s%s%s", k->sb.n_words ? "#!" : p->via_sh ? "(" : "", k->sb.n_words ? "" : k->why,
+             !k->sb.n_words && p->via_sh ? ")" : "");
+    for (size_t i = 0; i < k->sb.n_words; i++)
+        vzcaps_appendf(p->line, sizeof p->line, "%s%s", i ? " " : "", vzcaps_shebang_word(&k->sb, i));
+    if (f->env < 0)
+        snprintf(p->cannot_rewrite, sizeof p->cannot_rewrite, "%s", f->env_why);
+    p->rewritten = f->rewrite;
+    const struct launch_lead *l = p->rewritten ? &f->env_lead : &f->name;
+    p->image = launch_facts_image(f);
+    p->protected_image = l->k.err == ENOEXEC || l->k.protected_image;
+    p->sh_why = l->k.err == ENOEXEC ? l->k.why : NULL;
+    if (p->rewritten) {
+        snprintf(p->env_name, sizeof p->env_name, "%s", vzcaps_shebang_word(&k->sb, f->env_word));
+        if (l->shim[0] && f->env == 1)
+            launch_plan_note(p, false, "%s on PATH is a vzcaps shim (%s); starting the real one, %s", p->env_name, l->shim, l->found);
+        else if (l->shim[0])
+            launch_plan_note(p, false, "its interpreter %s is a vzcaps shim; starting the real one, %s", p->env_name, l->found);
+        if (f->env == 1)
+            launch_plan_note(p, false, "%s starts %s through env; starting %s directly, since macOS removes the injection at env, "
+                             "which SIP protects", p->target, p->env_name, l->found);
+        p->exec_argv = plan_argv(l->k.err == ENOEXEC ? p->env_name : NULL, l->found, &k->sb, f->env_word + 1, p->target, f->cmd);
+    } else if (p->via_sh) {
+        p->exec_argv = plan_argv(vzcaps_search_sh_argv0(f->cmd[0], true), p->target, NULL, 0, NULL, f->cmd);
     }
-    launch_plan_note(p, false, "%s on PATH is a vzcaps shim (%s); starting the real one, %s", p->chain.env_name, p->chain.start,
-                     f->env_real);
-    snprintf(p->chain.start, sizeof p->chain.start, "%s", f->env_real);
-    snprintf(p->chain.image, sizeof p->chain.image, "%s", launch_facts_image(f));
-    p->chain.protected_image = f->env_sub.script ? f->env_sub.protected_image : vzcaps_path_protected(f->env_real);
-    return true;
+    p->exec_path = l->k.err == ENOEXEC ? "/bin/sh" : p->rewritten ? l->found : p->target;
+    if (!p->exec_argv) {
+        snprintf(p->why, sizeof p->why, "out of memory");
+        return p->rc = 126;
+    }
+    return 0;
+}
+
+void launch_plan_advice(const struct launch_plan *p, char *out, size_t len)
+{
+    out[0] = '\0';
+    if (!p->protected_image)
+        return;
+    if (p->sh_why)
+        vzcaps_appendf(out, len, "the kernel runs no program for %s (%s), so execvp starts it with /bin/sh, which is",
+                       p->rewritten ? p->env_name : "it", p->sh_why);
+    else if (p->rewritten)
+        vzcaps_appendf(out, len, "vzcaps run starts %s (found on PATH for its #!.../env line) directly, but that is", p->image);
+    else if (p->script)
+        vzcaps_appendf(out, len, "its #! line starts %s,", p->image);
+    vzcaps_appendf(out, len, "%sa program SIP protects: macOS removes %s there, so %s and everything it starts run stock",
+                   out[0] ? " " : "", "DYLD_INSERT_LIBRARIES", p->script ? "the script" : "it");
+    if (!p->script)
+        return; /* Apple's own program: no other to name */
+    if (p->cannot_rewrite[0])
+        vzcaps_appendf(out, len, " (vzcaps run cannot start the program directly: %s)", p->cannot_rewrite);
+    vzcaps_appendf(out, len, "; name an interpreter outside %s in its #! line, or run vzcaps run -- INTERPRETER SCRIPT with one",
+                   vzcaps_protected_dirs_text());
 }
 
 /* What the loader does with the injection in the image: setuid/setgid, the running slice's
@@ -111,36 +175,31 @@ int launch_decide(const struct launch_facts *f, struct launch_plan *p, bool dry)
     p->exe = vzcaps_basename(f->cmd[0]);
     p->image = p->exec_path = p->target;
     p->exec_argv = (char **)f->cmd;
-    if (f->resolve_rc != 0) {
-        snprintf(p->why, sizeof p->why, "%s", f->resolve_why);
-        snprintf(p->target, sizeof p->target, "%s", f->cmd[0]); /* a dry run shows it anyway */
-        return cannot_start(p, f->resolve_rc, dry);
+    const struct launch_lead *l = &f->name;
+    p->found = l->rc == 0;
+    snprintf(p->target, sizeof p->target, "%s", p->found ? l->found : f->cmd[0]); /* a dry run shows it anyway */
+    if (!p->found) {
+        not_started(p, f->cmd[0], l, NULL);
+        return cannot_start(p, l->rc, dry);
     }
-    p->found = true;
-    snprintf(p->target, sizeof p->target, "%s", f->first);
-    if (f->shim && !through_shim(f, p))
-        return cannot_start(p, 127, dry);
-    if (f->chain_rc != 0) {
-        snprintf(p->why, sizeof p->why, "%s", f->chain_why);
-        return cannot_start(p, f->chain_rc, dry);
+    if (l->shim[0] && !strchr(f->cmd[0], '/'))
+        launch_plan_note(p, false, "%s on PATH is a vzcaps shim (%s); starting the real one, %s", f->cmd[0], l->shim, l->found);
+    else if (l->shim[0])
+        launch_plan_note(p, false, "%s is a vzcaps shim; starting the real one, %s, as the shim would", f->cmd[0], l->found);
+    p->by_path = l->shim[0];
+    if (f->env == -2 || (f->rewrite && f->env_lead.rc)) {
+        if (f->env == -2)
+            snprintf(p->why, sizeof p->why, "its #! line: %s", f->env_why);
+        else
+            not_started(p, vzcaps_shebang_word(&l->k.sb, f->env_word), &f->env_lead, f->env == 1 ? "env" : "shim");
+        return cannot_start(p, f->env == -2 ? 126 : f->env_lead.rc, dry);
     }
-    p->chain = f->chain;
-    if (f->env_shim && !through_env_shim(f, p))
-        return cannot_start(p, 127, dry);
-    if (p->chain.script)
-        p->image = p->chain.image, p->exe = vzcaps_basename(p->target); /* the script's own name (docs/config.md) */
-    if (p->chain.rewritten) {
-        p->exec_argv = script_argv(&p->chain, p->target, f->cmd);
-        p->exec_path = p->chain.start;
-        if (!p->exec_argv) {
-            snprintf(p->why, sizeof p->why, "out of memory");
-            return p->rc = 126;
-        }
-        launch_plan_note(p, false, "%s starts %s through env; starting %s directly, since macOS removes the injection at env, "
-                         "which SIP protects", p->target, p->chain.env_name, p->chain.start);
-    }
+    if (what_starts(f, p) != 0)
+        return p->rc;
+    if (p->script)
+        p->exe = vzcaps_basename(p->target); /* the script's own name (docs/config.md) */
     char advice[2400];
-    script_protected_advice(&p->chain, advice, sizeof advice);
+    launch_plan_advice(p, advice, sizeof advice);
     if (advice[0])
         launch_plan_note(p, true, "%s: %s", p->target, advice);
     restrictions(f, p);
@@ -151,7 +210,7 @@ const char *launch_plan_injection(const struct launch_plan *p)
 {
     if (p->rc != 0)
         return "unknown";
-    if (p->chain.protected_image)
+    if (p->protected_image)
         return "removed";
     if (p->setugid || p->elf_static)
         return "ignored";
@@ -225,12 +284,13 @@ static bool scope_fits_program(const struct vzcaps_profile *p, const struct laun
 static bool cannot_start_why(const struct launch_facts *f, const struct launch_plan *plan, char *why, size_t len)
 {
     const char *name = f->cmd[0];
-    if (f->resolve_rc != 0) { /* found, but exec would not start it (a FIFO, a directory, not executable) */
-        snprintf(why, len, "%s: %s", name, f->resolve_why);
+    const struct launch_lead *l = &f->name;
+    if (l->rc != 0 && l->shim[0]) {
+        snprintf(why, len, "%s on PATH is a vzcaps shim (%s), and %s: it exits 127", name, l->shim, l->why);
         return true;
     }
-    if (f->shim && !f->shim_real[0]) {
-        snprintf(why, len, "%s on PATH is a vzcaps shim (%s), and %s: it exits 127", name, f->first, f->shim_why);
+    if (l->rc != 0) { /* found, but exec would not start it (a FIFO, a directory, not executable) */
+        snprintf(why, len, "%s: %s", name, l->why);
         return true;
     }
     if (plan && plan->rc != 0) {
@@ -251,7 +311,7 @@ enum launch_gate launch_gate(const struct vzcaps_profile *profile, const struct 
                  profile->callers);
         return LAUNCH_GATE_STOCK;
     }
-    if (!f || f->resolve_rc == 127)
+    if (!f || (f->name.rc == 127 && !f->name.shim[0] && !f->name.k.exists))
         return LAUNCH_GATE_CHANGES; /* no program named, or none here: the configuration alone */
     if (cannot_start_why(f, plan, why, len))
         return LAUNCH_GATE_CANNOT_START;
@@ -261,13 +321,13 @@ enum launch_gate launch_gate(const struct vzcaps_profile *profile, const struct 
                  plan->n_notes ? ": " : "", plan->n_notes ? plan->notes[plan->n_notes - 1] : "");
         return LAUNCH_GATE_STOCK;
     }
-    const char *image = plan ? plan->image : f->shim ? f->shim_real : f->first;
+    const char *image = plan ? plan->image : f->name.found;
     if (!scope_fits_program(profile, f, image)) {
         snprintf(why, len, "out of scope: callers %s (stock_callers %s) leaves out %s and every library it links", profile->callers,
                  profile->stock_callers[0] ? profile->stock_callers : "none", vzcaps_basename(image));
         return LAUNCH_GATE_STOCK;
     }
     snprintf(why, len, "%s starts %s%s, with the library, which changes its answers", f->cmd[0], image,
-             f->shim ? " through its shim" : "");
+             f->name.shim[0] ? " through its shim" : "");
     return LAUNCH_GATE_CHANGES;
 }

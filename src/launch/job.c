@@ -2,9 +2,9 @@
  * starts, with or without the library, under which configuration (the name a section's match
  * meets), changing which answers. vzcaps run and a shim's start act on it (start.c); check
  * --strict reports it (launch_job_gate), and never re-derives any part of it. The line the
- * launch floor keeps: facts (resolve.c, plan.c), then this decision (decide.c's plan, then
- * here), then starting (start.c) and words (words.c).
- * Owns: the decision. Never: starts anything, or writes anything. */
+ * launch floor keeps: the facts, gathered once into one record (plan.c), then this decision
+ * (decide.c's plan, then here), then starting (start.c) and words (words.c).
+ * Owns: the decision. Never: reads a file or the environment, starts anything, or writes. */
 #define _XOPEN_SOURCE 700
 #include "launch.h"
 
@@ -12,61 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile, char *arch,
-                     size_t arch_len, char *why, size_t why_len); /* library.c */
-
-/* The library next to command (or in ../lib): 0 with its path, or -1 with the paths tried. */
-static int library_near(const char *command, char *buf, size_t len, char *tried, size_t tlen)
-{
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", command);
-    char *slash = strrchr(dir, '/');
-    if (!slash)
-        return -1;
-    *slash = '\0';
-    tried[0] = '\0';
-    const char *rel[] = {"", "/../lib"};
-    for (size_t i = 0; i < 2; i++) {
-        snprintf(buf, len, "%s%s/%s", dir, rel[i], library_file);
-        vzcaps_appendf(tried, tlen, "%s%s", i ? ", " : "", buf);
-        if (access(buf, R_OK) == 0)
-            return 0;
-    }
-    return -1;
-}
-
-/* The library this start injects (--library; a job through another installation's shim: that
- * installation's; else the one next to this command) and whether the image can load it (found,
- * readable, a path the preload variable can carry): 0, or 1 (not found) / 2 (not loadable). */
-static int library_for(const struct launch_request *rq, const struct launch_job *j, char *library, size_t len, char *why,
-                       size_t wlen)
-{
-    char tried[2400], err[1400];
-    const char *other = rq->as_job && !rq->library_opt ? j->facts.shim_command : "";
-    int found;
-    if (rq->library_opt) {
-        if (strlen(rq->library_opt) >= len) {
-            snprintf(why, wlen, "--library: path longer than %zu bytes", len - 1);
-            return 1;
-        }
-        snprintf(library, len, "%s", rq->library_opt);
-        snprintf(tried, sizeof tried, "--library");
-        found = access(library, R_OK) == 0 ? 0 : -1;
-    } else {
-        found = other[0] ? library_near(other, library, len, tried, sizeof tried) : find_library(library, len, tried, sizeof tried);
-    }
-    if (found != 0) {
-        snprintf(why, wlen, "%s not found (looked at %s); reinstall vzcaps or keep the library next to the command",
-                 rq->library_opt ? library : library_file, tried);
-        return 1;
-    }
-    if (library_check(library, j->plan.image, err, sizeof err) != 0) {
-        snprintf(why, wlen, "library %s: %s", library, err);
-        return 2;
-    }
-    return 0;
-}
 
 /* Stopped before the library: the verdict says why the job runs stock (or cannot start). */
 static enum launch_gate stopped(struct launch_job *j, enum launch_step step)
@@ -90,32 +35,55 @@ static enum launch_gate refused_config(struct launch_job *j)
  * a script's name is handed to the library, which sees the interpreter (docs/config.md). */
 static void configure(struct launch_request *rq, struct launch_job *j)
 {
-    static struct vzcaps_config_result by_interpreter;
-    struct cfg_opts o = rq->o;
-    o.exe = j->plan.exe;
-    cli_configure_view(&o, &j->r);
-    const char *interp = vzcaps_basename(j->plan.image);
-    bool matched = j->r.section[0] && strcmp(j->r.section, "default") != 0; /* [default] is no match */
-    if (j->plan.chain.script && !matched && strcmp(interp, o.exe) != 0) {
-        struct cfg_opts io = rq->o;
-        io.exe = interp;
-        cli_configure_view(&io, &by_interpreter);
-        if (by_interpreter.section[0] && strcmp(by_interpreter.section, "default") != 0) {
-            j->r = by_interpreter;
-            o = io;
-            j->plan.exe = interp;
-        }
+    const struct launch_facts *f = j->facts;
+    bool matched[2];
+    for (int i = 0; i < 2; i++) /* [default] is no match */
+        matched[i] = f->cfg[i].section[0] && strcmp(f->cfg[i].section, "default") != 0;
+    int i = j->plan.script && !matched[0] && strcmp(f->names[1], f->names[0]) != 0 && matched[1];
+    j->r = f->cfg[i];
+    rq->o = f->opts[i];
+    j->plan.exe = f->names[i];
+    rq->o.handed = j->plan.script ? j->plan.exe : NULL;
+}
+
+/* The image's running slice and the library's: refused (EXIT_REFUSED) where dyld would abort it;
+ * notes where its libraries' calls get stock answers, or it names none of the queries. */
+static int target_check(struct launch_job *j)
+{
+    const struct launch_facts *f = j->facts;
+    const struct vzcaps_profile *p = &j->r.profile;
+    snprintf(j->arch, sizeof j->arch, "%s", f->macho ? f->arch : "");
+    char have[160];
+    snprintf(have, sizeof have, " %s ", f->lib_archs);
+    char want[40];
+    snprintf(want, sizeof want, " %s ", f->arch);
+    if (f->macho && f->lib_archs[0] && !strstr(have, want)) {
+        snprintf(j->why, sizeof j->why, "it runs as %s and the library has only %s, so dyld would abort it at launch.", f->arch,
+                 f->lib_archs);
+        return EXIT_REFUSED;
     }
-    o.handed = j->plan.chain.script ? j->plan.exe : NULL;
-    rq->o = o;
+    char stock[512] = "";
+    for (const char *l = f->macho && p->state == VZCAPS_ENABLED && f->libs ? f->libs : ""; *l; l += strcspn(l, "\n") + 1) {
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)strcspn(l, "\n"), l);
+        if (!vzcaps_caller_in_scope(p, name))
+            vzcaps_appendf(stock, sizeof stock, "%s%s", stock[0] ? ", " : "", name);
+    }
+    if (stock[0])
+        launch_plan_note(&j->plan, false, "%s loads %s, whose calls get stock answers (caller scope: stock_callers %s)", j->plan.image,
+                         stock, p->stock_callers[0] ? p->stock_callers : "none");
+    if (f->macho && !f->uses_queries && f->libs && *f->libs)
+        launch_plan_note(&j->plan, false, "%s references none of the queries the library changes (they may live in a library it "
+                         "loads)", j->plan.image);
+    return 0;
 }
 
 enum launch_gate launch_job_decide(struct launch_request *rq, struct launch_job *j)
 {
     j->why[0] = j->verdict_why[0] = j->arch[0] = '\0';
     j->rc = 0;
-    launch_facts_gather(&j->facts, rq->cmd);
-    int rc = launch_decide(&j->facts, &j->plan, rq->dry);
+    j->facts = launch_facts_gather(rq);
+    int rc = launch_decide(j->facts, &j->plan, rq->dry);
     if (rc != 0) {
         j->rc = rc;
         snprintf(j->why, sizeof j->why, "%s", j->plan.why);
@@ -124,24 +92,26 @@ enum launch_gate launch_job_decide(struct launch_request *rq, struct launch_job 
     configure(rq, j);
     if (j->plan.rc != 0 && rq->as_job) { /* not here, or it cannot start: as launch_gate says */
         j->step = LAUNCH_CANNOT_START;
-        return j->verdict = launch_gate(&j->r.profile, &j->facts, &j->plan, j->verdict_why, sizeof j->verdict_why);
+        return j->verdict = launch_gate(&j->r.profile, j->facts, &j->plan, j->verdict_why, sizeof j->verdict_why);
     }
-    int lib = library_for(rq, j, j->library, sizeof j->library, j->why, sizeof j->why);
-    if (lib)
-        return j->rc = lib, stopped(j, LAUNCH_NO_LIBRARY);
+    snprintf(j->library, sizeof j->library, "%s", j->facts->library);
+    if (j->facts->lib) {
+        snprintf(j->why, sizeof j->why, "%s", j->facts->lib_why);
+        return j->rc = j->facts->lib, stopped(j, LAUNCH_NO_LIBRARY);
+    }
     const struct vzcaps_profile *p = &j->r.profile;
     if (p->state == VZCAPS_STOCK_REFUSED)
         return refused_config(j);
     if (p->state == VZCAPS_ENABLED && p->inherit &&
-        launch_plan_inherit(&j->plan, j->library, rq->inherit_anyway) == VZCAPS_INHERIT_REFUSED) {
+        launch_plan_inherit(&j->plan, j->facts->sip, j->facts->lib_arm64e, rq->inherit_anyway) == VZCAPS_INHERIT_REFUSED) {
         snprintf(j->why, sizeof j->why, "the injection would be kept in its children: %s", j->plan.inherit_why);
         return stopped(j, LAUNCH_REFUSED_INHERIT);
     }
-    if ((j->rc = run_target_check(j->plan.image, j->library, p, j->arch, sizeof j->arch, j->why, sizeof j->why)) != 0)
+    if ((j->rc = target_check(j)) != 0)
         return stopped(j, LAUNCH_REFUSED_TARGET);
     j->step = LAUNCH_WITH_LIBRARY;
     j->rc = j->plan.rc; /* a dry run of a program that cannot start here: its plan all the same */
-    j->verdict = launch_gate(p, &j->facts, &j->plan, j->verdict_why, sizeof j->verdict_why);
+    j->verdict = launch_gate(p, j->facts, &j->plan, j->verdict_why, sizeof j->verdict_why);
     return j->verdict;
 }
 
@@ -156,11 +126,21 @@ enum launch_gate launch_job_gate(const struct cfg_opts *o, const char *name, str
         return j->verdict = launch_gate(&j->r.profile, NULL, NULL, j->verdict_why, sizeof j->verdict_why);
     }
     launch_job_decide(&rq, j);
-    const struct launch_facts *f = &j->facts;
-    if (f->resolve_rc == 0 && !f->shim && j->verdict == LAUNCH_GATE_CHANGES) { /* a job's shell starts what PATH finds: without the library */
+    const struct launch_facts *f = j->facts;
+    if (f->name.rc == 0 && !f->name.shim[0] && f->rewrite && f->env_lead.shim[0]) {
+        /* no shim itself, but its #! line starts one (its interpreter by its path, env's NAME on
+         * PATH): the job is that shim's, started with the script, as the shim decides it */
+        static char start[4096], script[4096], *via[3] = {start, script, NULL};
+        snprintf(start, sizeof start, "%s", vzcaps_shebang_word(&f->name.k.sb, f->env_word));
+        snprintf(script, sizeof script, "%s", f->name.found);
+        rq = (struct launch_request){.o = *o, .dry = true, .shim = true, .as_job = true, .cmd = via};
+        launch_job_free(j);
+        return launch_job_decide(&rq, j);
+    }
+    if (f->name.rc == 0 && !f->name.shim[0] && j->verdict == LAUNCH_GATE_CHANGES) { /* a job's shell starts what PATH finds: without the library */
         snprintf(j->verdict_why, sizeof j->verdict_why, "%s %s %s, which is not a vzcaps shim: a job that starts it runs it "
                  "without the library (put the shim directory first on PATH, or start it with vzcaps run)", name,
-                 strchr(name, '/') ? "is" : "on PATH resolves to", f->first);
+                 strchr(name, '/') ? "is" : "on PATH resolves to", f->name.found);
         return j->verdict = LAUNCH_GATE_STOCK;
     }
     return j->verdict;

@@ -64,26 +64,27 @@ size_t cli_preload_duplicates(void);
 /* argv for `SELF run [--profile P] [--family F] -- CMD...` into out (cap entries). */
 void cli_run_argv(char **out, size_t cap, const char *self, const struct cfg_opts *o, char *const *cmd);
 
-/* launch.c */
-/* Finds the library next to the command or in ../lib, as an absolute path; returns 0 or -1
- * (with the paths tried). */
+/* library.c */
+/* The library next to command (its file) or in its ../lib, as an absolute path, links resolved:
+ * 0, or -1 with the paths tried. find_library: next to this command's own file. */
+int library_near(const char *command, char *buf, size_t len, char *tried, size_t tried_len);
 int find_library(char *buf, size_t len, char *tried, size_t tried_len);
 /* Runs path with argv and waits: its exit status, 127 when it could not run, 1 on a signal. */
 int spawn_wait(const char *path, char *const argv[]);
 /* Whether library is a shared library the target can load: a regular file, ELF ET_DYN or a
  * Mach-O dylib, named like ours (the library finds its own preload entry by that name), of
- * the target's architecture (ELF) — Mach-O slices are checked by run_target_check. 0, or -1
+ * the target's architecture (ELF) — Mach-O slices are the job decision's (job.c). 0, or -1
  * with a reason. */
 int library_check(const char *library, const char *target, char *why, size_t len);
 /* Whether path is a statically linked ELF executable (no PT_INTERP: no dynamic loader, so no
  * preload): 1, 0 for another ELF, -1 when it is not an ELF file (or unreadable). */
 int launch_elf_static(const char *path);
-/* launch.c: the launch plan, the one decision of what starts when a command is launched through
+/* decide.c: the launch plan, the one decision of what starts when a command is launched through
  * vzcaps, taken and shown the same way by run, run --dry-run, launchd, check, inspect and doctor:
- * the program exec finds, its #! chain (env only as /usr/bin/env, by path), the program started
- * (NAME itself for #!/usr/bin/env NAME), what dyld does with the injection there (signature,
- * __RESTRICT, FairPlay, setuid/setgid), the SIP/arm64e decision for inheritance, and the one
- * line a POSIX shell runs as it is. */
+ * the program execvp finds, what the kernel does with it (one #! level; Libc's /bin/sh for what
+ * no image activator claims), the program started (NAME itself for #!/usr/bin/env NAME), what
+ * dyld does with the injection there (signature, __RESTRICT, FairPlay, setuid/setgid, SIP), the
+ * SIP/arm64e decision for inheritance, and the one line a POSIX shell runs as it is. */
 #define PLAN_NOTES 8
 struct launch_plan {
     char *const *cmd;
@@ -91,11 +92,18 @@ struct launch_plan {
     bool found;             /* cmd[0] was found */
     bool by_path;           /* cmd[0] named a vzcaps shim: the line names the real program by its path */
     char why[1400];
-    char target[4096];      /* what exec runs for cmd[0] */
-    struct script_chain chain;
+    char target[4096];      /* what exec runs for cmd[0] (a shim: the real program) */
+    bool script;            /* target starts with #!, or has no executable format (Libc runs it with /bin/sh) */
+    bool via_sh;            /* the kernel runs no image for it (ENOEXEC): /bin/sh runs it, as execvp does */
+    bool rewritten;         /* #!/usr/bin/env NAME: run starts NAME (found as env finds it) directly */
+    bool protected_image;   /* image is a program SIP protects: the injection is removed there */
+    char line[VZCAPS_SHEBANG_MAX + 8]; /* the #! line as the kernel reads it, words joined by one space */
+    char env_name[256];     /* NAME as the line writes it */
+    char cannot_rewrite[200]; /* why env could not be replaced by starting NAME directly */
+    const char *sh_why;     /* via /bin/sh: why the kernel runs no image (NULL otherwise) */
     const char *image;      /* the program the library is loaded into */
     const char *exe;        /* its base name: the name the library sees */
-    const char *exec_path;  /* what run starts: target, or NAME for #!/usr/bin/env NAME */
+    const char *exec_path;  /* what run starts: target, NAME for #!/usr/bin/env NAME, or /bin/sh */
     char **exec_argv;
     bool macho, setugid, prepare_helps, elf_static;
     int injection;          /* enum macho_injection of the running slice (macho) */
@@ -107,26 +115,33 @@ struct launch_plan {
     bool warning[PLAN_NOTES];
     size_t n_notes;
 };
+/* Where a name leads on this machine (resolve.c): the file execvp finds (Libc's search: PATH
+ * unset is /usr/bin:/bin, an empty entry the current directory; ENOENT, ENOTDIR, ELOOP and
+ * ENAMETOOLONG go on), a vzcaps shim there and the real program it stands for, and what the
+ * kernel does with that program. */
+struct launch_lead {
+    int rc;                 /* 0, or 127/126: execvp would fail (why) */
+    char why[4400];
+    char shim[4096];        /* the vzcaps shim exec finds for the name ("": none) */
+    char command[4096];     /* the other installation's vzcaps command that shim links to ("": this one) */
+    char found[4096];       /* the program: what exec finds, or the real one the shim starts */
+    struct exec_image k;    /* what the kernel does with found (k.err ENOEXEC: /bin/sh runs it) */
+};
+void launch_lead_find(const char *name, struct launch_lead *l);
+/* Whether path (as exec finds it) is a vzcaps shim: a link to a vzcaps command of any
+ * installation, named other than vzcaps... */
+bool launch_is_shim(const char *path);
 /* The facts the plan is decided from, gathered first (plan.c: the only part that reads files):
- * what exec finds for cmd[0], whether that is a vzcaps shim and which real program it starts,
- * the #! chain of what starts, a shimmed #!/usr/bin/env NAME, and the image the library would
- * load into (setuid/setgid, its running Mach-O slice, a static ELF). */
+ * where cmd[0] leads, the #!/usr/bin/env NAME its line names and where NAME leads, and the image
+ * the library would load into (setuid/setgid, its running Mach-O slice, a static ELF). */
 struct launch_facts {
     char *const *cmd;
-    int resolve_rc;               /* resolve_target's: 0, 126 or 127 (resolve_why) */
-    char resolve_why[200];
-    char first[4096];             /* what exec finds for cmd[0] */
-    bool shim;                    /* first is a vzcaps shim (by name or by path alike) */
-    char shim_real[4096];         /* the real program it starts ("": none) */
-    char shim_why[4400];
-    int chain_rc;                 /* script_chain's for what starts (chain_why) */
-    char chain_why[1400];
-    struct script_chain chain;
-    bool env_shim;                /* #!/usr/bin/env NAME where NAME on PATH is a vzcaps shim */
-    char env_real[4096];          /* its real NAME ("": none) */
-    int env_rc;                   /* script_chain's for env_real */
-    char env_why[1400];
-    struct script_chain env_sub;
+    struct launch_lead name;      /* where cmd[0] leads */
+    int env;                      /* vzcaps_shebang_env's for its #! line (1: env NAME, started directly) */
+    bool rewrite;                 /* run starts what the line names directly: env's NAME, or an interpreter that is a vzcaps shim */
+    size_t env_word;              /* the word naming it (0: the interpreter) */
+    char env_why[200];
+    struct launch_lead env_lead;  /* rewrite: where it leads (NAME as env's execvp finds it; the shim's real program) */
     bool setugid;                 /* the image has setuid/setgid bits */
     bool macho;                   /* the image has a Mach-O slice that runs */
     char arch[32];
@@ -135,13 +150,23 @@ struct launch_facts {
     bool prepare_helps, prepare_cannot; /* vzcaps prepare's copy would accept it / cannot change it */
     bool elf_static;              /* the image is an ELF executable without an interpreter */
     char *libs;                   /* the base names of the libraries the image links, one a line (malloc'd; NULL: unknown) */
-    char shim_command[4096];      /* the vzcaps command the shim links to ("": this one) */
+    bool uses_queries;            /* its running Mach-O slice names a query the library changes */
+    /* a job's (launch_facts_gather): the configurations, the library, what inheritance is decided from */
+    const char *names[2];         /* the name the program goes by (a script's own), and its image's */
+    struct cfg_opts opts[2];      /* the options run applies for each name (the family it implies) */
+    struct vzcaps_config_result cfg[2]; /* the configuration for each */
+    int lib;                      /* the library this start injects: 0, 1 not found, 2 not loadable (lib_why) */
+    char library[4096], lib_why[4000], lib_archs[128];
+    int sip;                      /* VZCAPS_SIP_* (read when a configuration keeps the injection in children) */
+    bool lib_arm64e;              /* the library has an arm64e slice (likewise) */
 };
 /* Each library the ELF image at path links (DT_NEEDED), handed to each(ctx, name) until it
  * returns true: 1 when it did, 0 when none did, -1 when path is not a readable ELF file. */
 int launch_image_libs(const char *path, bool (*each)(void *, const char *), void *ctx);
-/* Reads the facts for cmd (the only step that touches the file system). */
-void launch_facts_gather(struct launch_facts *f, char *const *cmd);
+/* The facts of a job (the only step that reads files or the environment): where rq->cmd leads and
+ * what starts there, its configurations, the library; one record, overwritten by the next call. */
+struct launch_request;
+const struct launch_facts *launch_facts_gather(const struct launch_request *rq);
 /* What starts: the image the library would load into, given the facts so far (the chain's
  * image, a shimmed env NAME's real program, or the program itself). */
 const char *launch_facts_image(const struct launch_facts *f);
@@ -167,8 +192,8 @@ void launch_plan_note(struct launch_plan *p, bool warning, const char *fmt, ...)
 /* The plan for cmd: gather, then decide. 0, or 126/127 when it cannot start (p->why). */
 int launch_plan_make(struct launch_plan *p, char *const *cmd, bool dry);
 /* The SIP/arm64e decision for a workload that keeps the injection in its children (a note when
- * allowed with a caveat): VZCAPS_INHERIT_*. */
-int launch_plan_inherit(struct launch_plan *p, const char *library, bool anyway);
+ * allowed with a caveat), from SIP's state and the library's arm64e slice: VZCAPS_INHERIT_*. */
+int launch_plan_inherit(struct launch_plan *p, int sip, bool lib_arm64e, bool anyway);
 /* The plan's notes and warnings on stderr, each "WHO: note: ..." or "WHO: warning: ...". */
 void launch_plan_notes(const struct launch_plan *p, const char *who);
 /* The line a POSIX shell runs as it is: env, the variables env changes from base, the program
@@ -176,6 +201,9 @@ void launch_plan_notes(const struct launch_plan *p, const char *who);
  * '=') is started by the shell's own assignments and as a path instead. */
 void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, char *const *base);
 void launch_plan_free(struct launch_plan *p);
+/* One sentence for a plan whose image SIP protects ("" otherwise): where the injection is
+ * removed, and the two ways around it. */
+void launch_plan_advice(const struct launch_plan *p, char *out, size_t len);
 /* What happens to the injection where the library would load: "honoured", "ignored",
  * "unknown" (macho_injection_name) or "removed" (a program SIP protects). */
 const char *launch_plan_injection(const struct launch_plan *p);
@@ -203,20 +231,11 @@ int shim_main(int argc, char **argv);
  * entry whose NAME is this command), never this command however reached: 0 with out, or 127
  * with why. */
 int shim_real(const char *name, const char *dir, char *out, size_t len, char *why, size_t whylen);
-/* Whether path (as exec found it) is a vzcaps shim: a link to this command not named vzcaps...;
- * true with the real program it starts in out ("" when there is none, why says so). */
-bool shim_at(const char *path, char *out, size_t len, char *why, size_t whylen);
 /* The known client name is a typo of ("lama-server": llama-server) when name is none of them and
  * no name is on PATH after dir (NULL: anywhere on PATH), or NULL. */
 const char *launch_client_typo(const char *name, const char *dir);
-/* Whether path is a link to another installation's vzcaps command (not this one): true with
- * that command's real path in out. */
-bool shim_other_command(const char *path, char *out, size_t len);
-/* Whether name, as exec finds it on PATH, is a vzcaps shim: true with the real program it runs
- * in out ("" when there is none). */
-bool shim_real_for(const char *name, char *out, size_t len);
-/* One sentence when name, as exec finds it on PATH, is a vzcaps shim: where, and the real one
- * it runs (or that there is none); "" otherwise. */
+/* One sentence when name, as exec finds it on PATH, is a vzcaps shim of this command: where,
+ * and the real one it runs (or that there is none); "" otherwise. */
 void shim_describe(const char *name, char *out, size_t len);
 /* The running command's device and inode: 0, or -1 when its path is unknown. */
 struct stat;
@@ -295,7 +314,7 @@ struct launch_request {
 enum launch_step { LAUNCH_CANNOT_START, LAUNCH_NO_LIBRARY, LAUNCH_REFUSED_CONFIG, LAUNCH_REFUSED_INHERIT,
                    LAUNCH_REFUSED_TARGET, LAUNCH_WITH_LIBRARY };
 struct launch_job {
-    struct launch_facts facts;
+    const struct launch_facts *facts; /* launch_facts_gather's record */
     struct launch_plan plan;
     struct vzcaps_config_result r;
     enum launch_step step;

@@ -18,29 +18,33 @@
 
 extern char **environ;
 
-int find_library(char *buf, size_t len, char *tried, size_t tried_len)
+int library_near(const char *command, char *buf, size_t len, char *tried, size_t tried_len)
 {
-    char self[1024];
-    self_path(self, sizeof self);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", command);
     tried[0] = '\0';
-    char *slash = strrchr(self, '/');
+    char *slash = strrchr(dir, '/');
     if (!slash)
         return -1;
     *slash = '\0';
     const char *rel[] = {"", "/../lib"};
     for (size_t i = 0; i < 2; i++) {
-        snprintf(buf, len, "%s%s/%s", self, rel[i], library_file);
+        snprintf(buf, len, "%s%s/%s", dir, rel[i], library_file);
         vzcaps_appendf(tried, tried_len, "%s%s", i ? ", " : "", buf);
         if (access(buf, R_OK) == 0) {
             char *real = realpath(buf, NULL);
-            if (real) {
+            if (real && strlen(real) < len)
                 snprintf(buf, len, "%s", real);
-                free(real);
-            }
+            free(real);
             return 0;
         }
     }
     return -1;
+}
+
+int find_library(char *buf, size_t len, char *tried, size_t tried_len)
+{
+    return library_near(self_path_kept(), buf, len, tried, tried_len);
 }
 
 int spawn_wait(const char *path, char *const argv[])
@@ -306,59 +310,4 @@ const struct macho_slice *macho_running_slice(const struct macho_file *mf)
             if (strcmp(mf->slices[i].arch, order[k]) == 0)
                 return &mf->slices[i];
     return mf->n_slices ? &mf->slices[0] : NULL;
-}
-
-static bool uses(const struct macho_slice *s, const char *sel)
-{
-    for (size_t i = 0; i < s->n_selectors; i++)
-        if (strcmp(s->selectors[i], sel) == 0)
-            return true;
-    return false;
-}
-
-/* run's check before exec: refuse a target the library cannot be loaded into (EXIT_REFUSED
- * with why). Not Mach-O
- * (e.g. a Linux ELF or a script): nothing to check. */
-int run_target_check(const char *target, const char *library, const struct vzcaps_profile *profile, char *arch, size_t arch_len,
-                     char *why, size_t why_len)
-{
-    arch[0] = why[0] = '\0';
-    char err[4600];
-    static struct macho_file tf, lf;
-    if (macho_load(target, &tf, err, sizeof err) != 0)
-        return 0;
-    const struct macho_slice *s = macho_running_slice(&tf);
-    if (!s)
-        return 0;
-    snprintf(arch, arch_len, "%s", s->arch);
-    char lib_archs[128] = "";
-    if (macho_load(library, &lf, err, sizeof err) == 0) {
-        for (size_t i = 0; i < lf.n_slices; i++)
-            vzcaps_appendf(lib_archs, sizeof lib_archs, "%s%s", i ? " " : "", lf.slices[i].arch);
-        bool have = false;
-        for (size_t i = 0; i < lf.n_slices; i++)
-            have |= strcmp(lf.slices[i].arch, s->arch) == 0;
-        if (!have) {
-            snprintf(why, why_len, "it runs as %s and the library has only %s, so dyld would abort it at launch.", s->arch,
-                     lib_archs);
-            return EXIT_REFUSED;
-        }
-    }
-    /* what dyld ignores is the launch plan's to say (launch_plan_make) */
-    if (profile && profile->state == VZCAPS_ENABLED) {
-        char stock[512] = "";
-        for (size_t i = 0; i < s->n_libs; i++)
-            if (!vzcaps_caller_in_scope(profile, vzcaps_basename(s->libs[i])))
-                vzcaps_appendf(stock, sizeof stock, "%s%s", stock[0] ? ", " : "", vzcaps_basename(s->libs[i]));
-        if (stock[0])
-            eprintf("vzcaps run: note: %s loads %s, whose calls get stock answers (caller scope: stock_callers %s)", target, stock,
-                    profile->stock_callers[0] ? profile->stock_callers : "none");
-    }
-    bool any = false;
-    const char *changed[] = {"supportsFamily:", "maxThreadgroupMemoryLength", "recommendedMaxWorkingSetSize"};
-    for (size_t k = 0; k < 3; k++)
-        any |= uses(s, changed[k]);
-    if (!any && s->n_libs)
-        eprintf("vzcaps run: note: %s references none of the queries the library changes (they may live in a library it loads)", target);
-    return 0;
 }

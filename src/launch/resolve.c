@@ -1,11 +1,14 @@
-/* Where a name leads on PATH, shims included: which entry is a vzcaps shim (a link to this
- * command, of this installation or another), and the real program such a shim starts (the next
- * one on PATH after the shim directory, never a shim again). A fact for the plan (plan.c).
- * Owns: the lookup side of shims (src/cli/start/shims.c makes and removes them; start.c starts one).
- * Never: starts anything, or follows PATH differently from exec. */
+/* Where a name leads on this machine, as execvp finds it (Libc's search: core's
+ * vzcaps_search_step over the kernel's view of each candidate, platform/exec.c), shims included:
+ * which entry is a vzcaps shim (a link to this command, of this installation or another), and the
+ * real program such a shim starts (the next one on PATH after the shim directory, never a shim
+ * again). The facts' first step (plan.c). Owns: the lookup side of shims (src/cli/start/shims.c
+ * makes and removes them; start.c starts one). Never: starts anything, or searches PATH
+ * otherwise than execvp. */
 #define _XOPEN_SOURCE 700
 #include "launch.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,26 +47,41 @@ static bool is_a_vzcaps_shim(const char *path)
            strncmp(vzcaps_basename(target), "vzcaps", 6) == 0;
 }
 
-/* PATH's entries in order, as execvp reads them (an empty entry is the current directory). */
-struct path_walk {
-    const char *p;
-    char entry[4096];
-    bool done;
-};
-
-static bool path_next(struct path_walk *w)
+/* execvp's search for name (a '/' in it: that file), from PATH entry `from` on, passing over
+ * this command and every vzcaps shim when ours: 0 with l->found and l->k (k.err ENOEXEC: Libc
+ * runs it with /bin/sh), or 127/126 with l->why. *skipped counts what was passed over. */
+static int search(const char *name, size_t from, bool ours, struct launch_lead *l, size_t *skipped)
 {
-    while (!w->done) {
-        size_t n = strcspn(w->p, ":");
-        bool fits = n < sizeof w->entry;
-        if (fits)
-            snprintf(w->entry, sizeof w->entry, "%.*s", n ? (int)n : 1, n ? w->p : ".");
-        w->done = w->p[n] == '\0';
-        w->p += n + !w->done;
-        if (fits) /* an entry longer than a path names nothing exec could start */
-            return true;
+    if (strchr(name, '/')) {
+        snprintf(l->found, sizeof l->found, "%s", name);
+        exec_image_read(name, &l->k);
+        snprintf(l->why, sizeof l->why, "%s", l->k.why);
+        return !l->k.err || l->k.err == ENOEXEC ? 0 : l->k.err == ENOENT ? 127 : 126;
     }
-    return false;
+    const char *p = vzcaps_search_path(getenv("PATH"), true), *dir;
+    size_t n, i = 0;
+    bool eacces = false;
+    char denied[1400] = "";
+    while (vzcaps_path_entry(&p, &dir, &n)) {
+        if (i++ < from || (size_t)snprintf(l->found, sizeof l->found, "%.*s/%s", (int)n, dir, name) >= sizeof l->found)
+            continue; /* an entry longer than a path names nothing exec could start: passed over, as execvp does */
+        if (ours && (is_vzcaps_command(l->found) || is_a_vzcaps_shim(l->found))) {
+            ++*skipped;
+            continue;
+        }
+        exec_image_read(l->found, &l->k);
+        int step = l->k.err ? vzcaps_search_step(l->k.err, l->k.exists, true, &eacces) : VZCAPS_SEARCH_SHELL;
+        if (step != VZCAPS_SEARCH_NEXT) {
+            snprintf(l->why, sizeof l->why, "%s: %s", l->found, l->k.why);
+            return step == VZCAPS_SEARCH_STOP ? 126 : 0;
+        }
+        if ((l->k.exists || (l->k.err != ENOENT && l->k.err != ENOTDIR)) && !denied[0]) /* there, but would not do */
+            snprintf(denied, sizeof denied, " (%s: %s)", l->found, l->k.why);
+    }
+    l->found[0] = '\0';
+    l->k.exists = denied[0]; /* a file was there: it cannot start, rather than is not here */
+    snprintf(l->why, sizeof l->why, "%s%s", eacces ? "not executable" : "not found", denied);
+    return eacces ? 126 : 127;
 }
 
 static bool same_dir(const char *a, const struct stat *b)
@@ -72,55 +90,52 @@ static bool same_dir(const char *a, const struct stat *b)
     return stat(a, &st) == 0 && S_ISDIR(st.st_mode) && st.st_dev == b->st_dev && st.st_ino == b->st_ino;
 }
 
-int shim_real(const char *name, const char *dir, char *out, size_t len, char *why, size_t whylen)
+/* The PATH entry the shim directory dir is (any spelling of it, a link to it; NULL: the first
+ * entry whose NAME is this command, the one exec found): its number, counted from 1, into
+ * found_dir; 0 when PATH has none. */
+static size_t shim_entry(const char *name, const char *dir, char *found_dir, size_t len)
+{
+    struct stat dst;
+    bool have_dir = dir && stat(dir, &dst) == 0;
+    const char *p = vzcaps_search_path(getenv("PATH"), true), *d;
+    char cand[4096];
+    size_t n, i = 0;
+    while (vzcaps_path_entry(&p, &d, &n)) {
+        i++;
+        snprintf(found_dir, len, "%.*s", (int)n, d);
+        if (have_dir ? same_dir(found_dir, &dst)
+                     : !dir && (size_t)snprintf(cand, sizeof cand, "%s/%s", found_dir, name) < sizeof cand && is_vzcaps_command(cand))
+            return i;
+    }
+    found_dir[0] = '\0';
+    return 0;
+}
+
+/* The real program a shim named name in dir stands for (see shim_real): into l, or 127 with l->why. */
+static int real_after(const char *name, const char *dir, struct launch_lead *l)
 {
     struct stat me;
     if (shim_self_id(&me) != 0) { /* without knowing which files are vzcaps, a shim could start itself */
-        snprintf(why, whylen, "this command cannot tell its own path, so it cannot tell a shim from the real %s; refused", name);
+        snprintf(l->why, sizeof l->why, "this command cannot tell its own path, so it cannot tell a shim from the real %s; refused",
+                 name);
         return 127;
     }
-    const char *path = getenv("PATH");
-    if (!path || !*path) {
-        snprintf(why, whylen, "PATH is empty, so there is no %s to start", name);
-        return 127;
-    }
-    /* where the search starts: after the first entry that is dir (any spelling, a link to it),
-     * or, with no dir, after the first entry whose NAME is this command (the one exec found) */
-    struct stat dst;
-    bool have_dir = dir && stat(dir, &dst) == 0;
-    size_t start = 0, i = 0, skipped = 0;
-    char cand[4096], found_dir[4096] = "";
-    struct path_walk w = {path, "", false};
-    while (path_next(&w)) {
-        i++;
-        bool here = have_dir ? same_dir(w.entry, &dst)
-                             : !dir && (size_t)snprintf(cand, sizeof cand, "%s/%s", w.entry, name) < sizeof cand &&
-                                   is_vzcaps_command(cand);
-        if (here) {
-            start = i;
-            snprintf(found_dir, sizeof found_dir, "%s", w.entry);
-            break;
-        }
-    }
-    w = (struct path_walk){path, "", false};
-    i = 0;
-    while (path_next(&w)) {
-        if (++i <= start)
-            continue;
-        if ((size_t)snprintf(cand, sizeof cand, "%s/%s", w.entry, name) >= sizeof cand)
-            continue;
-        /* DIR again, another shim directory of this vzcaps or of another installation: never a loop */
-        if (is_vzcaps_command(cand) || is_a_vzcaps_shim(cand)) {
-            skipped++;
-            continue;
-        }
-        char cwhy[200];
-        if (resolve_target(cand, out, len, cwhy, sizeof cwhy) == 0)
-            return 0;
-    }
+    char found_dir[4096];
+    size_t skipped = 0, from = shim_entry(name, dir, found_dir, sizeof found_dir);
+    if (search(name, from, true, l, &skipped) == 0)
+        return 0;
     const char *shown = dir ? dir : found_dir;
-    snprintf(why, whylen, "no %s on PATH after the shim directory%s%s%s", name, *shown ? " " : "", shown,
+    snprintf(l->why, sizeof l->why, "no %s on PATH after the shim directory%s%s%s", name, *shown ? " " : "", shown,
              skipped ? " (only vzcaps shims: refused, as starting one would loop)" : "");
+    return 127;
+}
+
+int shim_real(const char *name, const char *dir, char *out, size_t len, char *why, size_t whylen)
+{
+    static struct launch_lead l;
+    if (real_after(name, dir, &l) == 0 && (size_t)snprintf(out, len, "%s", l.found) < len)
+        return 0;
+    snprintf(why, whylen, "%s", l.why);
     return 127;
 }
 
@@ -132,57 +147,40 @@ bool shim_is_started_as(const char *argv0)
     return *base && strncmp(base, "vzcaps", 6) != 0;
 }
 
-bool shim_at(const char *path, char *out, size_t len, char *why, size_t whylen)
+bool launch_is_shim(const char *path)
 {
-    out[0] = why[0] = '\0';
-    if (!shim_is_started_as(path) || !(is_vzcaps_command(path) || is_a_vzcaps_shim(path)))
-        return false; /* a link to a vzcaps command of any installation is a shim */
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = '\0';
-    if (shim_real(vzcaps_basename(path), slash ? dir : NULL, out, len, why, whylen) != 0)
-        out[0] = '\0';
-    return true;
+    return shim_is_started_as(path) && (is_vzcaps_command(path) || is_a_vzcaps_shim(path));
 }
 
-bool shim_real_for(const char *name, char *out, size_t len)
+void launch_lead_find(const char *name, struct launch_lead *l)
 {
-    char first[4096], why[4400];
-    out[0] = '\0';
-    if (!name || !*name || strchr(name, '/') || resolve_target(name, first, sizeof first, why, sizeof why) != 0)
-        return false;
-    return shim_at(first, out, len, why, sizeof why);
+    memset(l, 0, sizeof *l);
+    size_t skipped = 0;
+    if ((l->rc = search(name, 0, false, l, &skipped)) != 0 || !launch_is_shim(l->found))
+        return; /* a link to a vzcaps command of any installation is a shim */
+    snprintf(l->shim, sizeof l->shim, "%s", l->found);
+    char target[PATH_MAX], dir[4096];
+    if (!is_vzcaps_command(l->shim) && realpath(l->shim, target))
+        snprintf(l->command, sizeof l->command, "%s", target); /* another installation's */
+    snprintf(dir, sizeof dir, "%s", l->shim);
+    char *slash = strrchr(dir, '/');
+    *(slash == dir ? slash + 1 : slash) = '\0';
+    l->rc = real_after(vzcaps_basename(l->shim), dir, l);
 }
 
 void shim_describe(const char *name, char *out, size_t len)
 {
+    static struct launch_lead l;
     out[0] = '\0';
     if (!name || !*name || strchr(name, '/'))
         return;
-    char first[4096], why[4400], real[4096];
-    if (resolve_target(name, first, sizeof first, why, sizeof why) != 0 || !is_vzcaps_command(first))
+    launch_lead_find(name, &l);
+    if (!l.shim[0] || l.command[0])
         return;
-    char dir[4096];
-    snprintf(dir, sizeof dir, "%s", first);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        *(slash == dir ? slash + 1 : slash) = '\0';
-    if (shim_real(name, slash ? dir : NULL, real, sizeof real, why, sizeof why) == 0)
-        snprintf(out, len, "%s on PATH is a vzcaps shim (%s), which runs %s through vzcaps run", name, first, real);
+    if (l.rc == 0)
+        snprintf(out, len, "%s on PATH is a vzcaps shim (%s), which runs %s through vzcaps run", name, l.shim, l.found);
     else
-        snprintf(out, len, "%s on PATH is a vzcaps shim (%s), and %s: it exits 127", name, first, why);
-}
-
-bool shim_other_command(const char *path, char *out, size_t len)
-{
-    char target[PATH_MAX];
-    out[0] = '\0';
-    if (is_vzcaps_command(path) || !is_a_vzcaps_shim(path) || !realpath(path, target))
-        return false;
-    snprintf(out, len, "%s", target);
-    return true;
+        snprintf(out, len, "%s on PATH is a vzcaps shim (%s), and %s: it exits 127", name, l.shim, l.why);
 }
 
 /* Programs people make shims for (the Metal clients vzcaps is used with): a NAME that is one or

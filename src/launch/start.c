@@ -24,24 +24,9 @@ extern char **environ;
 /* Starts the plan's program with env: returns only when it could not (126/127, one line). */
 static int exec_plan(const struct launch_plan *plan, char **env)
 {
-    char **exec_argv = plan->exec_argv;
-    const char *exec_path = plan->exec_path;
     fflush(NULL);
-    execve(exec_path, exec_argv, env); /* exactly the file checked above */
+    execve(plan->exec_path, plan->exec_argv, env); /* exactly the file checked above (/bin/sh for one the kernel runs no image for) */
     int err = errno;
-    if (err == ENOEXEC) { /* no #! line: a shell script, as execvp treats it */
-        size_t n = 0;
-        while (exec_argv[n])
-            n++;
-        char **sh = calloc(n + 2, sizeof *sh);
-        if (sh) {
-            sh[0] = "sh";
-            sh[1] = (char *)exec_path;
-            memcpy(sh + 2, exec_argv + 1, n * sizeof *sh);
-            execve("/bin/sh", sh, env);
-        }
-        err = errno;
-    }
     eprintf("vzcaps run: cannot run %s: %s", plan->target, strerror(err));
     return err == ENOENT ? 127 : 126;
 }

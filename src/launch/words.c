@@ -101,7 +101,8 @@ void launch_plan_line(FILE *out, const struct launch_plan *p, char *const *env, 
     if (!first || with_env)
         fputc(' ', out);
     /* found on PATH, the path exec runs always holds a '/' */
-    shell_quote(out, (p->by_path || vzcaps_shell_word_is_assignment(prog)) && strchr(p->exec_path, '/') ? p->exec_path : prog);
+    shell_quote(out, (p->by_path || p->sh_why || vzcaps_shell_word_is_assignment(prog)) && strchr(p->exec_path, '/') ? p->exec_path
+                                                                                                           : prog);
     for (char *const *a = p->exec_argv + 1; *a; a++) {
         fputc(' ', out);
         shell_quote(out, *a);
@@ -121,8 +122,8 @@ void launch_plan_text(FILE *out, const struct launch_plan *p)
         return;
     }
     fprintf(out, "launch         %s", esc(p->target));
-    if (p->chain.script)
-        fprintf(out, " (a script: %s)", esc(p->chain.line));
+    if (p->script)
+        fprintf(out, " (a script: %s)", esc(p->line));
     fprintf(out, "\n  starts       %s\n", esc(p->exec_path));
     fprintf(out, "  library in   %s: %s%s%s\n", esc(p->image), launch_plan_injection(p), p->injection_why[0] ? ", " : "",
             esc(p->injection_why));
@@ -137,7 +138,7 @@ void launch_plan_json(struct json *j, const char *key, const struct launch_plan 
     json_obj(j, key);
     json_str(j, "program", p->found ? p->target : NULL);
     json_str(j, "error", p->rc ? p->why : NULL);
-    json_str(j, "script_line", p->rc == 0 && p->chain.script ? p->chain.line : NULL);
+    json_str(j, "script_line", p->rc == 0 && p->script ? p->line : NULL);
     json_str(j, "starts", p->rc == 0 ? p->exec_path : NULL);
     json_str(j, "image", p->rc == 0 ? p->image : NULL);
     json_str(j, "injection", launch_plan_injection(p));
@@ -219,6 +220,7 @@ void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_o
     if (exe_launch_plan(o->exe, &plan)) {
         plan_inheritance(&plan, p);
         launch_plan_json(&j, "launch", &plan);
+        launch_plan_free(&plan);
     } else {
         json_null(&j, "launch");
     }
@@ -351,6 +353,7 @@ void print_profile_text(const struct vzcaps_config_result *r, const struct cfg_o
     if (exe_launch_plan(exe, &plan)) {
         plan_inheritance(&plan, p);
         launch_plan_text(stdout, &plan);
+        launch_plan_free(&plan);
     }
 }
 

@@ -8,8 +8,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <mach-o/dyld.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/sysctl.h>
 #include <sys/types.h>
@@ -59,16 +61,24 @@ void machine_facts(struct machine *m)
     m->memory = mem > 0 ? (unsigned long long)mem : 0;
 }
 
-void self_path(char *buf, size_t len)
+void start_path(char *buf, size_t len)
 {
+    /* the path exec was given, a link not resolved (dyld DyldAPIs.cpp, _NSGetExecutablePath:
+     * "this is not real-path. It may be a symlink"; xnu kern_exec.c, exec_save_path) */
     uint32_t n = (uint32_t)len;
     if (_NSGetExecutablePath(buf, &n) != 0)
         buf[0] = '\0';
 }
 
-void start_path(char *buf, size_t len)
+void self_path(char *buf, size_t len)
 {
-    self_path(buf, len); /* dyld's executable_path: the path exec was given, a link not resolved */
+    char given[PATH_MAX];
+    start_path(given, sizeof given);
+    char *real = given[0] ? realpath(given, NULL) : NULL; /* the file itself, as /proc/self/exe is on Linux */
+    buf[0] = '\0';
+    if (real && strlen(real) < len)
+        memcpy(buf, real, strlen(real) + 1);
+    free(real);
 }
 
 int sip_status(void)

@@ -1,5 +1,5 @@
-/* What exec starts for a command name, read from the files: the PATH lookup, the #! chain a
- * script leads through (core/exec_rules.c decides what its lines mean), a library's slices.
+/* What the kernel starts for one file, read from it as exec_activate_image reads it (core's
+ * exec_rules.c decides what the bytes mean), and a library's slices.
  * Never: starts or writes anything, or reads more of a file than its first bytes. */
 #define _XOPEN_SOURCE 700
 #include "exec.h"
@@ -13,49 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-/* A candidate for exec: 0 when it is a regular file we may execute, else an errno-like
- * reason (ENOENT, EISDIR/EINVAL for anything not a regular file, EACCES). */
-static int exec_candidate(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return errno == ENOENT || errno == ENOTDIR ? ENOENT : errno;
-    if (!S_ISREG(st.st_mode))
-        return EINVAL;
-    return access(path, X_OK) == 0 ? 0 : EACCES;
-}
-
-int resolve_target(const char *name, char *out, size_t len, char *why, size_t whylen)
-{
-    int rc;
-    if (strchr(name, '/')) {
-        if (strlen(name) >= len) {
-            snprintf(why, whylen, "path longer than %zu bytes", len - 1);
-            return 126;
-        }
-        snprintf(out, len, "%s", name);
-        rc = exec_candidate(out);
-    } else {
-        rc = ENOENT;
-        /* an empty entry (leading, trailing, doubled ':') is the current directory, as execvp reads it */
-        const char *path = getenv("PATH");
-        for (bool more = path && *path; more && rc;) {
-            size_t n = strcspn(path, ":");
-            int w = snprintf(out, len, "%.*s/%s", n ? (int)n : 1, n ? path : ".", name);
-            int c = w > 0 && (size_t)w < len ? exec_candidate(out) : ENOENT;
-            if (c == 0 || (c != ENOENT && rc == ENOENT))
-                rc = c; /* remember why a found file would not do; keep looking, as execvp does */
-            more = path[n] == ':';
-            path += n + more;
-        }
-    }
-    if (rc == 0)
-        return 0;
-    snprintf(why, whylen, "%s", rc == ENOENT ? "not found" : rc == EINVAL ? "not a regular file" :
-                                rc == EACCES ? "not executable" : strerror(rc));
-    return rc == ENOENT ? 127 : 126;
-}
 
 bool find_executable(const char *name, const char *near, char *out, size_t len)
 {
@@ -76,59 +33,28 @@ bool find_executable(const char *name, const char *near, char *out, size_t len)
     return false;
 }
 
-/* ---- #! scripts: what a script really starts (core/exec_rules.c reads the lines) ---- */
+/* ---- the kernel's view of one file ---- */
 
-/* The first bytes of path: 0 with n set, or -1 with a reason (not a regular file, unreadable). */
-static int read_head(const char *path, char *head, size_t cap, size_t *n, char *why, size_t len)
+/* The file as exec_activate_image looks it up and checks it (exec_check_permissions: a regular
+ * file with execute permission, else EACCES), and its first bytes (a regular file's, executable
+ * or not): 0, an errno with why, or -1 when it may be executed but not read here (mode 0111: the
+ * kernel reads it all the same). */
+static int read_head(const char *path, unsigned char *head, size_t cap, size_t *n, bool *exists, char *why, size_t len)
 {
     struct stat st;
     char err[300];
-    int fd = vzcaps_open_regular(path, &st, err, sizeof err);
-    if (fd < 0) {
-        snprintf(why, len, "%s", err);
-        return -1;
-    }
-    size_t got = 0;
-    while (got < cap) {
-        ssize_t r = read(fd, head + got, cap - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r < 0) {
-            snprintf(why, len, "%s: %s", path, strerror(errno));
-            close(fd);
-            return -1;
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    close(fd);
-    *n = got;
-    return 0;
-}
-
-int script_read(const char *path, struct vzcaps_shebang *sb, char *why, size_t len)
-{
-    char head[VZCAPS_SHEBANG_MAX + 1];
-    size_t n = 0;
-    if (read_head(path, head, sizeof head, &n, why, len) != 0)
-        return -2;
-    return vzcaps_shebang_parse(head, n, sb, why, len);
-}
-
-bool script_is_binary(const char *path)
-{
-    char head[4];
-    size_t n = 0;
-    char why[300];
-    if (read_head(path, head, sizeof head, &n, why, sizeof why) != 0 || n < 4)
-        return false;
-    static const char *const magics[] = {"\177ELF", "\xca\xfe\xba\xbe", "\xca\xfe\xba\xbf", "\xcf\xfa\xed\xfe",
-                                         "\xce\xfa\xed\xfe", "\xfe\xed\xfa\xcf", "\xfe\xed\xfa\xce"};
-    for (size_t i = 0; i < sizeof magics / sizeof magics[0]; i++)
-        if (memcmp(head, magics[i], 4) == 0)
-            return true;
-    return false;
+    *n = 0;
+    *exists = stat(path, &st) == 0;
+    int e = !*exists ? errno : !S_ISREG(st.st_mode) || access(path, X_OK) != 0 ? EACCES : 0;
+    int fd = *exists && S_ISREG(st.st_mode) ? vzcaps_open_regular(path, &st, err, sizeof err) : -1;
+    for (ssize_t r; fd >= 0 && *n < cap && ((r = read(fd, head + *n, cap - *n)) > 0 || (r < 0 && errno == EINTR));)
+        *n += r > 0 ? (size_t)r : 0;
+    if (fd >= 0)
+        close(fd);
+    if (e)
+        snprintf(why, len, "%s", e == ENOENT ? "not found" : !*exists ? strerror(e) : S_ISREG(st.st_mode) ? "not executable"
+                                                                                                        : "not a regular file");
+    return e ? e : fd < 0 ? -1 : 0;
 }
 
 /* Whether SIP protects path, as given or with its links resolved. */
@@ -142,155 +68,46 @@ static bool protected_file(const char *path)
     return p;
 }
 
-static void line_text(const struct vzcaps_shebang *sb, char *out, size_t len)
+/* Which activator claims path, read_head's answer e and its bytes: a program SIP protects is
+ * Apple's, an image whatever this machine holds there (*prot), as is one we may not read. */
+static int claims(const char *path, int e, const unsigned char *head, size_t n, bool *prot)
 {
-    out[0] = '\0';
-    vzcaps_appendf(out, len, "#!");
-    for (size_t i = 0; i < sb->n_words; i++)
-        vzcaps_appendf(out, len, "%s%s", i ? " " : "", vzcaps_shebang_word(sb, i));
+    *prot = e <= 0 && protected_file(path);
+    return e < 0 || *prot ? VZCAPS_EXEC_IMAGE : vzcaps_exec_claims(head, n, !platform_is_macos);
 }
 
-static int copy_path(char *out, size_t len, const char *path, char *why, size_t whylen)
+void exec_image_read(const char *path, struct exec_image *k)
 {
-    if (strlen(path) >= len) {
-        snprintf(why, whylen, "path longer than %zu bytes: %.200s...", len - 1, path);
-        return -1;
-    }
-    memcpy(out, path, strlen(path) + 1);
-    return 0;
-}
-
-/* A file with no #! line: a program (its own image), or, with no executable format either, a
- * script execvp starts with /bin/sh. */
-static int no_shebang(const char *target, struct script_chain *c, char *why, size_t len)
-{
-    c->binary_script = !script_is_binary(target);
-    if (c->binary_script) { /* no #! and no executable format: started with /bin/sh, as execvp does */
-        c->script = true;
-        snprintf(c->line, sizeof c->line, "(no #! line)");
-        snprintf(c->image, sizeof c->image, "/bin/sh");
-        c->protected_image = protected_file("/bin/sh");
-    } else if (copy_path(c->image, sizeof c->image, target, why, len) != 0)
-        return 126;
-    return 0;
-}
-
-/* #!/usr/bin/env NAME: run starts NAME itself, found on PATH as env finds it (into found). */
-static int env_start(struct script_chain *c, const struct vzcaps_shebang *cur, size_t name, char *found, size_t flen, char *why,
-                     size_t len)
-{
-    const char *prog = vzcaps_shebang_word(cur, name);
-    char nwhy[200];
-    int rc = resolve_target(prog, found, flen, nwhy, sizeof nwhy);
-    if (rc != 0) {
-        snprintf(why, len, "its #! line starts %s through env, and %s is %s%s", prog, prog, nwhy, strchr(prog, '/') ? "" : " on PATH");
-        return rc;
-    }
-    snprintf(c->env_name, sizeof c->env_name, "%s", prog);
-    if (copy_path(c->start, sizeof c->start, found, why, len) != 0)
-        return 126;
-    c->rewritten = true;
-    c->first_arg = name + 1;
-    return 0;
-}
-
-int script_chain(const char *target, struct script_chain *c, char *why, size_t len)
-{
-    memset(c, 0, sizeof *c);
-    struct vzcaps_shebang sb;
-    int k = script_read(target, &sb, why, len);
-    if (k == -2) /* executable but unreadable (mode 0111): exec can still run it; nothing to read */
-        return copy_path(c->image, sizeof c->image, target, why, len) != 0 ? 126 : 0;
-    if (k == 0)
-        return no_shebang(target, c, why, len);
-    c->script = true;
-    if (k < 0)
-        return 126;
-    line_text(&sb, c->line, sizeof c->line);
-    c->sb = sb;
-    /* the program the kernel starts: the interpreter, through further #! lines */
-    struct vzcaps_shebang cur = sb;
-    for (c->depth = 1;; c->depth++) {
-        size_t name = 0;
-        char env_why[200] = "", found[4096];
-        int e = vzcaps_shebang_env(&cur, &name, env_why, sizeof env_why);
-        const char *interp = vzcaps_shebang_word(&cur, 0);
-        if (e == 1 && c->depth == 1) {
-            int rc = env_start(c, &cur, name, found, sizeof found, why, len);
-            if (rc != 0)
-                return rc;
-            interp = found;
-        } else if (e == -2) {
-            snprintf(why, len, "its #! line%s: %s", c->depth == 1 ? "" : " of an interpreter", env_why);
-            return 126;
-        } else if (e < 0 && c->depth == 1) {
-            snprintf(c->cannot_rewrite, sizeof c->cannot_rewrite, "%s", env_why);
-        }
-        if (protected_file(interp)) {
-            c->protected_image = true;
-            return copy_path(c->image, sizeof c->image, interp, why, len) != 0 ? 126 : 0;
-        }
-        struct vzcaps_shebang next;
-        char iwhy[300];
-        int ik = script_read(interp, &next, iwhy, sizeof iwhy);
-        struct stat ist;
-        if (ik == -2 && stat(interp, &ist) == 0 && S_ISREG(ist.st_mode) && access(interp, X_OK) == 0)
-            /* a program we may not read (mode 0111), but the kernel may run */
-            return copy_path(c->image, sizeof c->image, interp, why, len) != 0 ? 126 : 0;
-        if (ik == -2) {
-            snprintf(why, len, "its interpreter %s: %s", interp, iwhy);
-            return access(interp, F_OK) != 0 ? 127 : 126;
-        }
-        if (ik == 0)
-            return copy_path(c->image, sizeof c->image, interp, why, len) != 0 ? 126 : 0;
-        if (ik < 0) {
-            snprintf(why, len, "its interpreter %s is a script, and %s", interp, iwhy);
-            return 126;
-        }
-        if (c->depth >= SCRIPT_DEPTH) {
-            snprintf(why, len, "its #! line leads through more than %d scripts before a program", SCRIPT_DEPTH);
-            return 126;
-        }
-        c->nested = true; /* the interpreter is a script: the kernel goes on to its interpreter */
-        cur = next;
-    }
-}
-
-char **script_argv(const struct script_chain *c, const char *target, char *const *cmd)
-{
-    size_t n = 0;
-    while (cmd[n])
-        n++;
-    size_t extra = c->sb.n_words > c->first_arg ? c->sb.n_words - c->first_arg : 0;
-    char **argv = calloc(n + extra + 3, sizeof *argv);
-    if (!argv)
-        return NULL;
-    size_t k = 0;
-    argv[k++] = (char *)c->start;
-    for (size_t i = 0; i < extra; i++)
-        argv[k++] = (char *)vzcaps_shebang_word(&c->sb, c->first_arg + i);
-    argv[k++] = (char *)target;
-    for (size_t i = 1; i < n; i++)
-        argv[k++] = cmd[i];
-    argv[k] = NULL;
-    return argv;
-}
-
-void script_protected_advice(const struct script_chain *c, char *out, size_t len)
-{
-    out[0] = '\0';
-    if (!c->protected_image)
+    unsigned char head[VZCAPS_SHEBANG_MAX];
+    size_t n;
+    bool exists;
+    memset(k, 0, sizeof *k);
+    snprintf(k->image, sizeof k->image, "%s", path);
+    int e = read_head(path, head, sizeof head, &n, &k->exists, k->why, sizeof k->why);
+    int kind = claims(path, e, head, n, &k->protected_image);
+    char line_why[300] = "";
+    k->script = kind == VZCAPS_EXEC_SCRIPT;
+    bool line = k->script && vzcaps_shebang_parse((const char *)head, n, &k->sb, line_why, sizeof line_why) > 0;
+    if (e > 0 || kind == VZCAPS_EXEC_IMAGE) {
+        k->err = e > 0 ? e : 0;
         return;
-    if (c->rewritten && strcmp(c->start, c->image) == 0)
-        vzcaps_appendf(out, len, "vzcaps run starts %s (found on PATH for its #!.../env line) directly, but that is", c->image);
-    else
-        vzcaps_appendf(out, len, "%s starts %s,", c->binary_script ? "with no #! line, it" : "its #! line", c->image);
-    vzcaps_appendf(out, len, " a program SIP protects: macOS removes %s there, so the script and everything it starts run stock",
-                   "DYLD_INSERT_LIBRARIES");
-    if (c->cannot_rewrite[0])
-        vzcaps_appendf(out, len, " (vzcaps run cannot start the program directly: %s)", c->cannot_rewrite);
-    vzcaps_appendf(out, len, "; name an interpreter outside %s in its #! line, or run vzcaps run -- INTERPRETER SCRIPT with one",
-                   vzcaps_protected_dirs_text());
+    }
+    k->err = ENOEXEC;
+    snprintf(k->why, sizeof k->why, "%s", k->script ? line_why : "no #! line and no executable format the kernel runs");
+    if (!line)
+        return;
+    const char *interp = vzcaps_shebang_word(&k->sb, 0);
+    snprintf(k->image, sizeof k->image, "%s", interp);
+    char iwhy[300];
+    e = read_head(interp, head, sizeof head, &n, &exists, iwhy, sizeof iwhy);
+    kind = claims(interp, e, head, n, &k->protected_image);
+    k->err = e > 0 ? e : kind == VZCAPS_EXEC_IMAGE ? 0 : ENOEXEC;
+    if (k->err == ENOEXEC)
+        snprintf(iwhy, sizeof iwhy, "not a program the kernel runs (%s), and macOS follows one #! level only",
+                 kind == VZCAPS_EXEC_SCRIPT ? "a script itself" : "no executable format");
+    if (k->err)
+        snprintf(k->why, sizeof k->why, "its interpreter %s: %s%s", interp, iwhy,
+                 *interp && interp[strlen(interp) - 1] == '\r' ? " (its name ends in a carriage return: a Windows line ending)" : "");
 }
 
 bool library_has_arch(const char *library, const char *arch)

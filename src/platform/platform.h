@@ -25,7 +25,8 @@ const char *machine_kind(const struct machine *m);
 /* The facts as members of the object being written: os, os_version, os_build, hw_model,
  * cpu_brand, vcpus, memory_bytes, machine. */
 void machine_json(struct json *j, const struct machine *m);
-/* Path of the running command; "" when unknown or when it does not fit in len (never cut) */
+/* The running command's file, links resolved (/proc/self/exe; realpath of start_path on macOS):
+ * where it finds its library and installed files. "" when unknown or longer than len (never cut) */
 void self_path(char *buf, size_t len);
 /* self_path, asked once and kept (static): "" when unknown. Not thread-safe on its first call. */
 const char *self_path_kept(void);

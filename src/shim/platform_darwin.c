@@ -86,6 +86,7 @@ char ***vzcaps_platform_environ(void)
 }
 
 const unsigned vzcaps_platform_elf_machine = 0;
+const bool vzcaps_platform_darwin = true;
 
 int vzcaps_platform_execve(const char *path, char *const argv[], char *const envp[])
 {

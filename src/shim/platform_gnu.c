@@ -98,6 +98,7 @@ const unsigned vzcaps_platform_elf_machine = EM_AARCH64;
 #else
 const unsigned vzcaps_platform_elf_machine = 0;
 #endif
+const bool vzcaps_platform_darwin = false;
 
 int vzcaps_platform_execve(const char *path, char *const argv[], char *const envp[])
 {

@@ -95,6 +95,8 @@ VZCAPS_HIDDEN int vzcaps_platform_scratch_set(void *mapping);
 VZCAPS_HIDDEN extern const bool vzcaps_platform_write_signals_process;
 /* the ELF machine of this build (the rig), 0 on macOS */
 VZCAPS_HIDDEN extern const unsigned vzcaps_platform_elf_machine;
+/* whether execvp's rules are Libc's (macOS) rather than glibc's (the rig): core's vzcaps_search_* */
+VZCAPS_HIDDEN extern const bool vzcaps_platform_darwin;
 /* once, in the constructor: whatever the interposers need; false when selective inheritance
  * cannot work here */
 VZCAPS_HIDDEN bool vzcaps_platform_spawn_init(void);

@@ -169,11 +169,11 @@ static enum vzcaps_slices slices_of_file(const char *path)
     return n > 0 ? vzcaps_slices_of(head, (size_t)n, vzcaps_platform_elf_machine) : VZCAPS_SLICES_NONE_KNOWN;
 }
 
-/* The PATH of this process (execvp and posix_spawnp search it), read from the array itself. */
+/* The PATH this process's execvp and posix_spawnp search, read from the array itself (unset: the
+ * platform libc's default, core's vzcaps_search_path). */
 static const char *search_path(void)
 {
-    const char *p = vzcaps_env_get((const char *const *)*vzcaps_platform_environ(), "PATH");
-    return p ? p : "/bin:/usr/bin";
+    return vzcaps_search_path(vzcaps_env_get((const char *const *)*vzcaps_platform_environ(), "PATH"), vzcaps_platform_darwin);
 }
 
 /* One candidate dir/file of a PATH search (an empty dir is the current directory): in the
@@ -210,24 +210,30 @@ static void cand_done(struct cand *c)
     }
 }
 
-/* The first dir/file on PATH that may be executed (a regular file), in c (cand_done it); file
- * itself when it holds '/' or nothing on PATH may be executed. */
+/* The first dir/file on PATH that exec would run as the libc's search goes (core's
+ * vzcaps_search_step over stat(2): a regular file we may execute runs), in c (cand_done it); file
+ * itself when it holds '/' or the search finds none. */
 static const char *resolve(const char *file, struct cand *c, char *buf, size_t len)
 {
     c->mapped = 0;
     if (strchr(file, '/'))
         return file;
-    size_t fl = strlen(file);
-    for (const char *p = search_path();;) {
-        size_t k = strcspn(p, ":");
-        struct stat st; /* what execve runs: a regular file (a directory of that name is skipped) */
-        if (cand_make(c, buf, len, p, k, file, fl) && stat(c->s, &st) == 0 && S_ISREG(st.st_mode) && access(c->s, X_OK) == 0)
+    size_t fl = strlen(file), k;
+    bool eacces = false;
+    const char *dir;
+    for (const char *p = search_path(); vzcaps_path_entry(&p, &dir, &k);) {
+        struct stat st;
+        if (k + fl + 2 > PATH_MAX || !cand_make(c, buf, len, dir, k, file, fl))
+            continue; /* longer than a path: passed over, as execvp does */
+        bool there = stat(c->s, &st) == 0, runs = there && S_ISREG(st.st_mode) && access(c->s, X_OK) == 0;
+        if (runs)
             return c->s;
+        int step = vzcaps_search_step(there ? EACCES : errno, there, vzcaps_platform_darwin, &eacces);
         cand_done(c);
-        if (!p[k])
-            return file;
-        p += k + 1;
+        if (step != VZCAPS_SEARCH_NEXT)
+            break;
     }
+    return file;
 }
 
 /* Whether envp is an environment this thread's scratch mapping holds: one the library built.
@@ -300,7 +306,7 @@ static void exec_sh(const char *path, char *const argv[], char *const envp[])
         }
         sh = m;
     }
-    sh[0] = "/bin/sh", sh[1] = (char *)path, sh[2] = NULL; /* an empty argv too */
+    sh[0] = (char *)vzcaps_search_sh_argv0(argv[0], vzcaps_platform_darwin), sh[1] = (char *)path, sh[2] = NULL; /* an empty argv too */
     for (size_t i = 1; i <= n; i++)
         sh[i + 1] = argv[i];
     vzcaps_platform_execve("/bin/sh", sh, envp);
@@ -311,40 +317,36 @@ static void exec_sh(const char *path, char *const argv[], char *const envp[])
     }
 }
 
-/* execvp's search with an environment of our choosing (glibc's and macOS's order: each PATH
- * element in turn; EACCES remembered, ENOENT and ENOTDIR go on; a file the kernel will not run
- * (ENOEXEC) is run by /bin/sh). */
+/* execvp's search with an environment of our choosing, by the platform libc's rules (core's
+ * vzcaps_search_step: Libc's on macOS, glibc's on the rig): each PATH entry in turn, a file
+ * the kernel will not run (ENOEXEC) run by /bin/sh. */
 int vzcaps_exec_search(const char *file, char *const argv[], char *const envp[])
 {
     if (!*file)
         return errno = ENOENT, -1;
     char buf[VZCAPS_PATH_MAX + 1];
-    bool denied = false;
-    size_t fl = strlen(file);
-    errno = ENOENT; /* when every element is skipped */
-    for (const char *p = strchr(file, '/') ? NULL : search_path();;) {
-        const char *path = file;
-        size_t k = p ? strcspn(p, ":") : 0;
+    bool eacces = false, given = strchr(file, '/');
+    size_t fl = strlen(file), k = 0;
+    const char *p = given ? NULL : search_path(), *dir = NULL;
+    while (given || vzcaps_path_entry(&p, &dir, &k)) {
         struct cand c = {NULL, 0};
-        if (p && k >= PATH_MAX) /* longer than the kernel takes: skipped, as glibc does */
-            goto next;
-        if (p && !(path = cand_make(&c, buf, sizeof buf, p, k, file, fl)))
+        const char *path = file;
+        if (!given && k + fl + 2 > PATH_MAX)
+            continue; /* longer than a path: passed over, as execvp does */
+        if (!given && !(path = cand_make(&c, buf, sizeof buf, dir, k, file, fl)))
             return errno = ENOMEM, -1;
         vzcaps_platform_execve(path, argv, envp);
-        bool go_on = errno == EACCES || errno == ENOENT || errno == ENOTDIR;
-        if (errno == ENOEXEC)
+        int err = errno;
+        struct stat st;
+        int step = vzcaps_search_step(err, err != ENOENT && err != ENOTDIR && stat(path, &st) == 0, vzcaps_platform_darwin, &eacces);
+        errno = err;
+        if (step == VZCAPS_SEARCH_SHELL)
             exec_sh(path, argv, envp);
-        denied |= errno == EACCES;
         cand_done(&c);
-        if (!go_on)
-            break;
-    next:
-        if (!p || !p[k])
-            break;
-        p += k + 1;
+        if (given || step != VZCAPS_SEARCH_NEXT)
+            return -1;
     }
-    if (denied)
-        errno = EACCES;
+    errno = eacces ? EACCES : ENOENT;
     return -1;
 }
 

@@ -258,3 +258,28 @@ def test_the_dry_run_line_of_a_script_runs_under_the_scripts_name(tmp_path, real
     p = subprocess.run(["sh", "-c", dry.stdout], env=env, capture_output=True, text=True, timeout=60)
     fam = [r for r in parse_probe(p.stdout) if "families" in r][0]["families"]
     assert (fam[1007], fam[1008]) == (1, 0), p.stdout + p.stderr
+
+
+# ---- issue 44 item 8: a #! line that reaches a shim (the interpreter by its path, env's NAME) ----
+
+@pytest.mark.parametrize("line", ["#!{shims}/probe2\n", "#!/usr/bin/env probe2\n"], ids=["interpreter by path", "env NAME"])
+@pytest.mark.parametrize("section", ["probe2", "viashim"])
+@pytest.mark.parametrize("shimmed", [True, False], ids=["script shimmed", "script not shimmed"])
+def test_a_script_whose_line_reaches_a_shim_is_judged_as_its_job(tmp_path, real, line, section, shimmed):
+    """A script no shim stands for runs through the interpreter's shim (the kernel, or env's
+    execvp, starts it): configured under the interpreter's name. A shimmed one is started by run,
+    which starts the real interpreter directly under the script's own section (else the
+    interpreter's). The gate must say what the job got, in all four cases."""
+    (real / "probe2").symlink_to(BUILD / "probe")
+    shims = shims_of(VZ, tmp_path / "shims", "probe2", *(["viashim"] if shimmed else []))
+    s = real / "viashim"
+    s.write_text(line.format(shims=shims))
+    s.chmod(0o755)
+    c = tmp_path / "vzcaps.conf"
+    c.write_text(f"[default]\napple_family_max = off\n[s]\nmatch = {section}\napple_family_max = 1007\n")  # only [s] turns it on
+    env = env_for(shims, real, config=c)
+    fam = job("viashim", env)
+    unlocked = fam[1007] == 1
+    assert unlocked == (section == "probe2" or shimmed), fam  # what the job got: the section its starter reads
+    g = gate(env, "viashim")
+    assert (g.returncode == 0) == unlocked, g.stderr

@@ -37,7 +37,7 @@ def executable(path, data):
     ("setuid", "setuid/setgid bits"),
 ])
 def test_run_check_and_inspect_say_what_dyld_ignores(tmp_path, kind, needle):
-    data = mg.build(restrict=kind == "restrict", cryptid=1 if kind == "fairplay" else None, methnames=["supportsFamily:"])
+    data = mg.build(filetype=2, restrict=kind == "restrict", cryptid=1 if kind == "fairplay" else None, methnames=["supportsFamily:"])
     prog = executable(tmp_path / "llama-server", data)
     if kind == "setuid":
         prog.chmod(0o4755)
@@ -60,7 +60,7 @@ def test_run_check_and_inspect_say_what_dyld_ignores(tmp_path, kind, needle):
 
 
 def test_an_unencrypted_encryption_command_is_honoured(tmp_path):
-    prog = executable(tmp_path / "tool", mg.build(cryptid=0))
+    prog = executable(tmp_path / "tool", mg.build(filetype=2, cryptid=0))
     info = json.loads(vz("inspect", "--json", str(prog)).stdout)["files"][0]
     assert info["slices"][0]["injection"] == "honoured" and info["launch"]["injection"] == "honoured"
     assert "will ignore" not in vz("run", "--dry-run", "--", str(prog)).stderr
@@ -71,11 +71,11 @@ def test_an_unencrypted_encryption_command_is_honoured(tmp_path):
 def test_a_users_env_in_a_shebang_is_a_program_not_env(tmp_path):
     tools = tmp_path / "tools"
     tools.mkdir()
-    executable(tools / "env", "#!/bin/sh\necho \"my env was given: $*\"\n")
+    shutil.copy("/bin/echo", tools / "env")  # a program (macOS runs one #! level: a script here would be run by /bin/sh)
     script = executable(tmp_path / "job", f"#!{tools}/env sh\necho never\n")
     p = vz("run", "--family", "1007", "--", str(script))
     assert p.returncode == 0, p.stderr
-    assert p.stdout == f"my env was given: sh {script}\n"  # the user's env ran, with its arguments
+    assert p.stdout == f"sh {script}\n"  # the user's env ran, with its arguments
     assert "through env" not in p.stderr and "SIP protects\n" not in p.stderr
     info = json.loads(vz("inspect", "--json", str(script)).stdout)["files"][0]
     assert info["script"]["env_program"] is None
@@ -133,7 +133,7 @@ def test_dry_run_line_keeps_equals_leading_words_in_every_shell(tmp_path, shell)
 def test_launchd_starts_the_program_an_env_shebang_names_with_the_note(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    py = executable(bindir / "python3", mg.build())
+    py = executable(bindir / "python3", mg.build(filetype=2))
     script = executable(tmp_path / "serve.py", "#!/usr/bin/env python3\nprint('hi')\n")
     env = clean_env(HOME=str(tmp_path), PATH=f"{bindir}:/usr/bin:/bin")
     p = subprocess.run([VZ, "launchd", "--label", "x.y", "--family", "1008", "--", str(script), "--port", "8080"], env=env,
@@ -141,8 +141,8 @@ def test_launchd_starts_the_program_an_env_shebang_names_with_the_note(tmp_path)
     assert p.returncode == 0, p.stderr
     assert plistlib.loads(p.stdout.encode())["ProgramArguments"] == [str(py), str(script), "--port", "8080"]
     assert f"vzcaps launchd: note: {script} starts python3 through env; starting {py} directly" in p.stderr
-    # a user's env stays the program the job starts
-    executable(bindir / "env", "#!/bin/sh\n")
+    # a user's env stays the program the job starts (a program: macOS runs one #! level only)
+    executable(bindir / "env", mg.build(filetype=2))
     own = executable(tmp_path / "own.sh", f"#!{bindir}/env sh\n")
     p = subprocess.run([VZ, "launchd", "--label", "x.z", "--family", "1008", "--", str(own)], env=env, capture_output=True,
                        text=True, timeout=60)
@@ -180,11 +180,11 @@ def test_the_plan_carries_the_inheritance_decision_when_children_keep_the_librar
 
 @pytest.mark.parametrize("restrict,cryptid", [(True, None), (False, 1)])
 def test_prepare_says_its_copy_would_still_ignore_the_library(tmp_path, restrict, cryptid):
-    prog = executable(tmp_path / "srv", mg.build(restrict=restrict, cryptid=cryptid, flags=mg.CS_ADHOC | mg.CS_RUNTIME))
+    prog = executable(tmp_path / "srv", mg.build(filetype=2, restrict=restrict, cryptid=cryptid, flags=mg.CS_ADHOC | mg.CS_RUNTIME))
     p = vz("prepare", "--into", str(tmp_path / "out"), str(prog))
     assert p.returncode == 1  # without --yes: the plan only
     assert "srv: the copy will still ignore the library: " in p.stdout and "which re-signing does not change" in p.stdout
-    plain = executable(tmp_path / "plain", mg.build(flags=mg.CS_ADHOC | mg.CS_RUNTIME))
+    plain = executable(tmp_path / "plain", mg.build(filetype=2, flags=mg.CS_ADHOC | mg.CS_RUNTIME))
     assert "will still ignore" not in vz("prepare", "--into", str(tmp_path / "out"), str(plain)).stdout
 
 
@@ -198,7 +198,7 @@ def test_every_command_prints_the_same_plan_for_the_same_command_line(tmp_path, 
     verdict and the same notes."""
     real = tmp_path / "real"
     real.mkdir()
-    executable(real / "tool", mg.build(restrict=kind == "restricted", methnames=["supportsFamily:"]))
+    executable(real / "tool", mg.build(filetype=2, restrict=kind == "restricted", methnames=["supportsFamily:"]))
     shims = tmp_path / "shims"
     assert vz("shims", "--dir", str(shims), "tool").returncode == 0
     env = clean_env(VZCAPS_HOST_CHIP="Apple M2", HOME=str(tmp_path), PATH=f"{shims}:{real}:/usr/bin:/bin")
@@ -224,3 +224,17 @@ def test_every_command_prints_the_same_plan_for_the_same_command_line(tmp_path, 
     agent = vz("launchd", "--label", "x.y", "--family", "1008", "--", word, "--port", "1", env=env)
     assert agent.returncode == 0, agent.stderr
     assert plistlib.loads(agent.stdout.encode())["ProgramArguments"] == [first["starts"], "--port", "1"]
+
+
+def test_a_program_sip_protects_is_started_but_loses_the_library(tmp_path):
+    """A program under /usr/bin or /bin is Apple's on a Mac: SIP removes DYLD_* there (Apple's
+    System Integrity Protection Guide), so the plan says 'removed' and the gate fails it."""
+    env = clean_env(VZCAPS_HOST_CHIP="Apple M2", PATH="/usr/bin:/bin")
+    p = vz("run", "--dry-run", "--family", "1007", "--", "/usr/bin/true", env=env)
+    assert p.returncode == 0 and p.stdout.rstrip("\n").endswith(" /usr/bin/true")
+    assert p.stderr == "vzcaps run: warning: /usr/bin/true: a program SIP protects: macOS removes DYLD_INSERT_LIBRARIES there, " \
+                       "so it and everything it starts run stock\n"
+    shims = tmp_path / "shims"
+    assert vz("shims", "--dir", str(shims), "true", env=env).returncode == 0
+    p = vz("check", "--strict", "--exe", "true", env=dict(env, PATH=f"{shims}:/usr/bin:/bin", VZCAPS_APPLE_FAMILY_MAX="1007"))
+    assert p.returncode == 1 and "the injection is removed where the library would load (" in p.stderr, p.stderr

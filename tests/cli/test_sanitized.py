@@ -99,3 +99,25 @@ def test_stats_on_good_bad_and_odd_logs(tmp_path):
     assert '"hooked":233' in run("stats", "--log-file", str(log), "--json").stdout
     assert run("stats", "--log-file", str(tmp_path)).returncode == 1
     assert run("stats", "--since", "nonsense", "--log-file", str(log)).returncode == 2
+
+
+def test_the_launch_floor_over_scripts_shims_and_paths(tmp_path):
+    """The job decision and the plan over #! lines (env, a shim by its path, ENOEXEC, CRLF), shims
+    and PATH shapes: no sanitizer report (the plan a rewritten script left behind was leaked
+    when check --strict went on to the next --exe)."""
+    real, shims = tmp_path / "real", tmp_path / "shims"
+    real.mkdir()
+    (real / "probe2").symlink_to(BUILD / "probe")
+    assert run("shims", "--dir", str(shims), "probe2", "env").returncode == 0
+    lines = {"envs": "#!/usr/bin/env probe2 # c\n", "viashim": f"#!{shims}/probe2 -x\n", "noline": "#!\n", "crlf": "#!/bin/sh\r\n",
+             "nested": f"#!{real}/envs\n", "long": "#!/" + "a" * 600}
+    for name, text in lines.items():
+        (real / name).write_text(text)
+        (real / name).chmod(0o755)
+    exes = [a for n in [*lines, "probe2", "nothere"] for a in ("--exe", n)]
+    for path in (f"{shims}:{real}:/usr/bin:/bin", f"::{real}::{real}", ""):
+        env = clean_env(PATH=path, VZCAPS_HOST_CHIP="Apple M2")
+        assert run("check", "--strict", *exes, env=env).returncode in (0, 1)
+        for name in lines:
+            assert run("run", "--dry-run", "--", str(real / name), "a", env=env).returncode in (0, 126, 127)
+    assert run("inspect", "--json", *(str(real / n) for n in lines)).returncode in (0, 1)

@@ -114,17 +114,17 @@ def test_file_without_shebang_is_started_with_bin_sh(tmp_path, fakepy):
     script(tmp_path / "plain", "echo hi\n")
     p = vz("run", "--", "./plain", env=env, cwd=tmp_path)
     assert p.returncode == 0 and p.stdout == "hi\n"
-    assert "with no #! line, it starts /bin/sh, a program SIP protects" in p.stderr
+    assert "the kernel runs no program for it (no #! line and no executable format the kernel runs), so execvp starts it " \
+           "with /bin/sh, which is a program SIP protects" in p.stderr
 
 
 @pytest.mark.parametrize("text,rc,needle", [
     (b"#!/usr/bin/env no-such-program-xyz\n", 127, "its #! line starts no-such-program-xyz through env, and "
                                                   "no-such-program-xyz is not found on PATH"),
-    (b"#!/no/such/interpreter\n", 127, "its interpreter /no/such/interpreter"),
-    (b"#!\n", 126, "names no interpreter"),
-    (b"#!/bin/sh\r\necho\r\n", 126, "carriage return"),
-    (b"#!/bin/s\x1bh\n", 126, "control byte 0x1b"),
-    (b"#!/" + b"a" * 600 + b"\n", 126, "longer than 512 bytes"),
+    (b"#!/no/such/interpreter\n", 127, "its interpreter /no/such/interpreter: not found"),
+    # a carriage return or a control byte is part of the interpreter's name (kern_exec.c:681-700)
+    (b"#!/bin/sh\r\necho\r\n", 127, "its interpreter /bin/sh\\x0d: not found (its name ends in a carriage return"),
+    (b"#!/bin/s\x1bh\n", 127, "its interpreter /bin/s\\x1bh: not found"),
     (b"#!/usr/bin/env\n", 126, "env is given no program"),
 ])
 def test_hostile_shebang_lines(tmp_path, fakepy, text, rc, needle):
@@ -137,11 +137,36 @@ def test_hostile_shebang_lines(tmp_path, fakepy, text, rc, needle):
     assert "\x1b" not in p.stderr and "\r" not in p.stderr
 
 
+@pytest.mark.parametrize("text,why", [
+    (b"#!\necho ran\n", "its #! line names no interpreter"),
+    (b"#! # comment\necho ran\n", "its #! line names no interpreter"),
+    (b"#!/" + b"a" * 600 + b"\necho ran\n", "its #! line does not end (with a newline or '#') within the 512 bytes macOS reads"),
+    (b"#!/bin/sh", "its #! line does not end"),  # the end of the file is no end of the line: the page is zero-filled
+])
+def test_a_line_the_kernel_refuses_runs_with_bin_sh_as_execvp_runs_it(tmp_path, fakepy, text, why):
+    """ENOEXEC from the kernel: Libc's execvp runs the file with /bin/sh (exec.c:236-263), with the
+    caller's argv[0]; run and a shim start it so, stock under SIP, never exit 126 (issue 47 item 2)."""
+    _, env = fakepy
+    script(tmp_path / "bad", text)
+    p = vz("run", "--dry-run", "--family", "1007", "--", "./bad", "x", env=env, cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout.endswith(" /bin/sh ./bad x\n"), p.stdout + p.stderr
+    assert f"the kernel runs no program for it ({why}" in p.stderr and "SIP protects" in p.stderr
+    p = vz("run", "--family", "1007", "--", "./bad", env=env, cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout == ("ran\n" if b"echo" in text else ""), p.stderr
+    shims = tmp_path / "shims"
+    assert vz("shims", "--dir", str(shims), "bad", env=env).returncode == 0
+    p = vz("check", "--strict", "--exe", "bad", env=dict(env, PATH=f"{shims}:{tmp_path}:{env['PATH']}", VZCAPS_APPLE_FAMILY_MAX="1007"))
+    assert p.returncode == 1 and "would run stock: the injection is removed where the library would load (/bin/sh)" in p.stderr
+    p = subprocess.run(["sh", "-c", "bad"], env=dict(env, PATH=f"{shims}:{tmp_path}:{env['PATH']}"), capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and p.stdout == ("ran\n" if b"echo" in text else ""), p.stderr
+
+
 def test_env_without_newline_and_fifo_and_directory(tmp_path, fakepy):
     prog, env = fakepy
-    script(tmp_path / "nonl", "#!/usr/bin/env fakepy")  # the end of the file ends the line
+    script(tmp_path / "nonl", "#!/usr/bin/env fakepy")  # no end of the line within the zero-filled page: /bin/sh
     p = vz("run", "--dry-run", "--", "./nonl", env=env, cwd=tmp_path)
-    assert p.returncode == 0 and p.stdout.endswith(f" {prog} ./nonl\n")
+    assert p.returncode == 0 and p.stdout.endswith(" /bin/sh ./nonl\n")
     # the interpreter named by the line is a FIFO or a directory: named, never opened blocking
     os.mkfifo(tmp_path / "fifo")
     script(tmp_path / "f", f"#!{tmp_path / 'fifo'}\n")
@@ -153,20 +178,21 @@ def test_env_without_newline_and_fifo_and_directory(tmp_path, fakepy):
 
 
 def test_interpreter_that_is_a_script(tmp_path, fakepy):
-    """A script whose interpreter is a script: followed to the program that runs in the end,
-    and a protected one found on the way is named; a loop stops at the depth limit."""
+    """A script whose interpreter is a script: macOS runs one #! level (kern_exec.c:636-641), so
+    the kernel answers ENOEXEC and execvp runs the script with /bin/sh, which SIP protects (a
+    loop too); through env, NAME is started directly and its own one level runs."""
     prog, env = fakepy
     script(tmp_path / "inner", f"#!{prog}\n")
-    script(tmp_path / "outer", f"#!{tmp_path / 'inner'}\n")
-    p = vz("run", "--dry-run", "--", "./outer", env=env, cwd=tmp_path)
-    assert p.returncode == 0 and p.stderr == ""
-    script(tmp_path / "inner2", "#!/bin/sh\n")
-    script(tmp_path / "outer2", f"#!{tmp_path / 'inner2'}\n")
-    p = vz("run", "--dry-run", "--", "./outer2", env=env, cwd=tmp_path)
-    assert "starts /bin/sh, a program SIP protects" in p.stderr
+    script(tmp_path / "outer", f"#!{tmp_path / 'inner'} -x\necho by sh\n")
+    p = vz("run", "--dry-run", "--", "./outer", "a", env=env, cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout.endswith(" /bin/sh ./outer a\n"), p.stdout
+    assert f"its interpreter {tmp_path / 'inner'}: not a program the kernel runs (a script itself), and macOS follows one #! level " \
+           "only), so execvp starts it with /bin/sh, which is a program SIP protects" in p.stderr
+    p = vz("run", "--family", "1007", "--", "./outer", env=env, cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout == "by sh\n", p.stderr  # the script's text, run by sh: no program of its line
     script(tmp_path / "loop", f"#!{tmp_path / 'loop'}\n")
-    p = vz("run", "--", "./loop", env=env, cwd=tmp_path)
-    assert p.returncode == 126 and "more than 4 scripts" in p.stderr
+    p = vz("run", "--family", "1007", "--", "./loop", env=env, cwd=tmp_path)
+    assert p.returncode == 0 and "/bin/sh" in p.stderr
     # through env to a NAME that is itself a script
     script(tmp_path / "bin" / "wrapped", f"#!{prog}\n")
     script(tmp_path / "viaenv", "#!/usr/bin/env wrapped\n")
@@ -178,7 +204,7 @@ def test_interpreter_that_is_a_script(tmp_path, fakepy):
 def test_arm64e_interpreter_is_refused_like_an_arm64e_target(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    script(bin_dir / "py", mg.build(cpusubtype=0x80000002, methnames=["supportsFamily:"]))
+    script(bin_dir / "py", mg.build(filetype=2, cpusubtype=0x80000002, methnames=["supportsFamily:"]))
     script(tmp_path / "s.py", "#!/usr/bin/env py\n")
     env = clean_env(VZCAPS_HOST_CHIP="Apple M2", PATH=f"{bin_dir}:{os.environ['PATH']}")
     p = vz("run", "--library", str(DIST / "libvzcaps.dylib"), "--dry-run", "--", "./s.py", env=env, cwd=tmp_path)
@@ -207,10 +233,11 @@ def test_inspect_json_env_script(tmp_path, fakepy):
     assert "vzcaps run starts fakepy" in s["reason"] and "SIP" in s["reason"]
 
 
-def test_inspect_bad_shebang_is_an_error(tmp_path):
+def test_inspect_a_script_whose_interpreter_cannot_start(tmp_path):
     script(tmp_path / "bad", b"#!/bin/sh\r\n")
     p = vz("inspect", str(tmp_path / "bad"))
-    assert p.returncode == 1 and "carriage return" in p.stderr and "Mach-O" not in p.stderr
+    assert p.returncode == 0 and "injection   unknown: cannot tell: its interpreter /bin/sh\\x0d: not found (its name ends in a " \
+        "carriage return" in p.stdout and "Mach-O" not in p.stdout + p.stderr
 
 
 # ---- arm64e ----

@@ -667,3 +667,18 @@ def test_force_on_a_full_disk_says_what_it_left_and_a_rerun_repairs_it(tmp_path)
         assert [l.split("\t")[0] for l in listed.stdout.splitlines()] == ["probe"]
     finally:
         subprocess.run(["umount", str(disk)])
+
+
+def test_a_shim_links_to_the_command_as_it_was_started_when_that_is_this_command(tmp_path):
+    """Started through a link (Homebrew's bin/vzcaps -> Cellar/vzcaps/VERSION/bin/vzcaps), the shim
+    links to that link, which outlives an upgrade; started by a relative path, or by a path that
+    is not this command, to the command's own file (issue 47 item 1: self_path is the file itself)."""
+    (tmp_path / "bin").mkdir()
+    link = tmp_path / "bin" / "vzcaps"
+    link.symlink_to(VZ)
+    p = subprocess.run([str(link), "shims", "--dir", str(tmp_path / "a"), "probe"], env=clean_env(), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0 and os.readlink(tmp_path / "a" / "probe") == str(link), p.stderr
+    p = subprocess.run(["bin/vzcaps", "shims", "--dir", str(tmp_path / "b"), "probe"], env=clean_env(), capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path)
+    assert p.returncode == 0 and os.readlink(tmp_path / "b" / "probe") == os.path.realpath(VZ), p.stderr

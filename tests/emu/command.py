@@ -1,7 +1,7 @@
 """The shipped arm64 slice of the vzcaps command (dist/vzcaps), run under emulation: dyld's
 part (the executable stays at its linked address; LC_MAIN's entry is called as
 main(argc, argv, envp, apple)) and stdio stand-ins over the Darwin ones of darwin.py."""
-from darwin import Darwin, EBADF, ENOENT, format_c
+from darwin import Darwin, EBADF, ENOENT, Exec, format_c
 from machoemu import GuestFault, Jump, Machine
 
 ECHILD, ESRCH = 10, 3  # xnu bsd/sys/errno.h
@@ -178,13 +178,15 @@ class Command:
             self.forked = {"regs": uc.reg_read_batch(regs), "lr": uc.reg_read(UC_ARM64_REG_X30),
                            "mem": [(b, bytes(uc.mem_read(b, e - b + 1))) for b, e, perm in uc.mem_regions() if perm & UC_PROT_WRITE],
                            "fds": dict(d.fds), "special": dict(d.special), "cloexec": set(d.cloexec)}
+            import os
+            d.fds = {fd: os.dup(osfd) for fd, osfd in d.fds.items()}  # the child's own table: its close is not the parent's
             return 0
         S("_fork", fork)
 
         def child_end(status):
             """The child is gone: its own descriptors closed, the parent restored, fork's pid."""
             f, uc = self.forked, m.uc
-            for osfd in set(d.fds.values()) - set(f["fds"].values()):
+            for osfd in set(d.fds.values()):
                 import os
                 os.close(osfd)
             d.fds, d.special, d.cloexec = f["fds"], f["special"], f["cloexec"]
@@ -260,6 +262,36 @@ class Command:
         S("_dup2", dup2)
         S("_setpgid", lambda m, *_: 0)  # xnu bsd/kern/kern_prot.c: setpgid (the group is the child's own)
 
+        def pipe(m, fds_a, *_):
+            """pipe(2) (xnu bsd/kern/sys_pipe.c): two descriptors, the lowest free ones, over a pipe
+            of this machine's."""
+            import os
+            r, w = os.pipe()
+            for k, osfd in enumerate((r, w)):
+                fd = d.fd_alloc(0)
+                d.fds[fd] = osfd
+                m.put32(fds_a + 4 * k, fd)
+            return 0
+        S("_pipe", pipe)
+
+        def poll(m, fds_a, n, timeout, *_):
+            """poll(2) (xnu bsd/kern/sys_generic.c): the revents of each struct pollfd (8 bytes), by
+            a poll of this machine's over the same pipes, without waiting (the children here have
+            ended by the time the parent runs)."""
+            import select
+            p, at = select.poll(), {}
+            for i in range(n):
+                fd, events = m.u32(fds_a + 8 * i), m.read(fds_a + 8 * i + 4, 2)
+                m.write(fds_a + 8 * i + 6, b"\0\0")
+                if fd in d.fds:
+                    p.register(d.fds[fd], int.from_bytes(events, "little"))
+                    at[d.fds[fd]] = i
+            ready = p.poll(0)
+            for osfd, rev in ready:
+                m.write(fds_a + 8 * at[osfd] + 6, rev.to_bytes(2, "little"))
+            return len(ready)
+        S("_poll", poll)
+
     def fp(self, fd):
         return next(f for f, n in self.files.items() if n == fd)
 
@@ -269,8 +301,11 @@ class Command:
             s.virtual_address for s in self.m.img.segments)
         argv_a = m.new_array(argv)
         apple = m.new_array(["executable_path=" + self.d.exe])
+        self.execd = None  # the record of the program the command became (execve succeeded)
         try:
             rc = m.call(entry, len(argv), argv_a, m.u64(self.d.environ_var), apple, image="dyld") & 0xFF
         except Exit as e:
             rc = e.code
+        except Exec as e:
+            rc, self.execd = None, e.record
         return rc, self.out[1].decode("utf-8", "replace"), self.out[2].decode("utf-8", "replace")

@@ -11,7 +11,7 @@ Calls Apple's libraries make internally to interposable functions go through the
 interpose table as dyld arranges (dyld patches the shared cache for interposed functions):
 posix_spawnp calls posix_spawn per PATH candidate, execv/execvp/execl* call execve,
 system/popen call posix_spawn. execve and posix_spawn (the kernel) record path, argv and
-environment and answer ENOENT/EACCES/ENOEXEC as xnu's exec_activate_image would.
+environment and answer as xnu's exec_activate_image would (xnu_exec.py).
 """
 import fcntl as host_fcntl
 import os
@@ -20,6 +20,7 @@ import struct
 
 import darwin_proc
 from machoemu import GuestFault, Jump
+from xnu_exec import KernelExec
 
 # xnu bsd/sys/errno.h (numbers that differ from Linux's are mapped)
 EPERM, ENOENT, EINTR, EIO, E2BIG, ENOEXEC, EBADF, ENOMEM, EACCES, EFAULT = 1, 2, 4, 5, 7, 8, 9, 12, 13, 14
@@ -376,7 +377,7 @@ class Metal:
         d.standin("_MTLCopyAllDevicesWithObserver", copy_all)
 
 
-class Darwin:
+class Darwin(KernelExec):  # the kernel's exec and Libc's execvp, posix_spawnp: xnu_exec.py
     """One emulated process: its environment, files, kernel records and output."""
 
     def __init__(self, m, env, argv=("probe",), exe="/usr/local/bin/probe", host=None, metal=True):
@@ -512,64 +513,6 @@ class Darwin:
         if s not in self.strings:
             self.strings[s] = self.m.new_cstr(s)
         return self.strings[s]
-
-    # ---- the kernel (xnu bsd/kern/kern_exec.c) ----
-    def kernel_check(self, path):
-        """What exec_activate_image answers for a file: ENOENT, EACCES (not a regular file, or no
-        execute permission), ENOEXEC (no image activator: not Mach-O, fat or #!), else 0."""
-        try:
-            st = os.stat(path)
-        except FileNotFoundError:
-            return ENOENT
-        except NotADirectoryError:
-            return ENOTDIR
-        except OSError as e:
-            return darwin_errno(e.errno)
-        import stat as S
-        if not S.S_ISREG(st.st_mode) or not os.access(path, os.X_OK):
-            return EACCES
-        with open(path, "rb") as f:
-            head = f.read(4)
-        if head[:2] == b"#!" or head in (b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe", b"\xbe\xba\xfe\xca", b"\x7fELF"):
-            return 0
-        return ENOEXEC
-
-    def record(self, kind, path, argv_a, envp_a):
-        rec = {"kind": kind, "path": path, "argv": self.m.str_array(argv_a), "env": self.m.str_array(envp_a)}
-        return rec
-
-    def kernel_execve(self, path, argv_a, envp_a):
-        rec = self.record("execve", path, argv_a, envp_a)
-        rec["errno"] = self.kernel_check(path)
-        self.execs.append(rec)
-        if rec["errno"] == 0:
-            raise Exec(rec)
-        self.set_errno(rec["errno"])
-        return -1
-
-    def kernel_spawn(self, pid_a, path, argv_a, envp_a):
-        """posix_spawn (xnu: posix_spawn in kern_exec.c): the error as its return value."""
-        rec = self.record("posix_spawn", path, argv_a, envp_a)
-        rec["errno"] = self.kernel_check(path)
-        self.spawns.append(rec)
-        if rec["errno"] == 0 and pid_a:
-            self.next_pid += 1
-            self.m.put32(pid_a, self.next_pid)
-        return rec["errno"]
-
-    # ---- calls that dyld reroutes to the library's replacements ----
-    def via(self, sym, fallback, *args):
-        rep = self.m.interposer(sym)
-        if rep:
-            return self.m.call(rep, *args, image="libsystem_c")
-        return fallback(self.m, *args)
-
-    def path_candidates(self, file):
-        if "/" in file:
-            return [file]
-        p = self.getenv("PATH")
-        p = p if p is not None else "/usr/bin:/bin"  # Libc: _PATH_DEFPATH
-        return [(d or ".") + "/" + file for d in p.split(":")]
 
     def install(self):
         m, S = self.m, self.standin
@@ -1007,8 +950,13 @@ class Darwin:
         S("__NSGetEnviron", lambda m, *_: self.environ_var)
 
         def exe_path(m, buf, size_a, *_):
-            """_NSGetExecutablePath (dyld: dyldAPIs.cpp): -1 and the size needed when too small."""
-            b = self.exe.encode()
+            """_NSGetExecutablePath (dyld-1378 DyldAPIs.cpp:786-800): on macOS the "unreal" path,
+            "not real-path. It may be a symlink": the kernel's executable_path as exec was given it
+            (xnu kern_exec.c:536-574, exec_save_path), made absolute against the current directory
+            with a leading "./" dropped (DyldProcessConfig.cpp:673-698), links never resolved; -1
+            and the size needed when buf is too small."""
+            exe = self.exe if self.exe.startswith("/") else os.getcwd() + "/" + self.exe.removeprefix("./")
+            b = exe.encode()
             if m.u32(size_a) < len(b) + 1:
                 m.put32(size_a, len(b) + 1)
                 return 2**32 - 1
@@ -1126,85 +1074,6 @@ class Darwin:
         self.objc.install(self)
         if self.metal:
             self.metal.install(self)
-
-    def libc_execve(self, path_a, argv_a, envp_a):
-        """execv: execve(path, argv, environ) (Libc gen/FreeBSD/exec.c), through the interposer."""
-        return self.via("_execve", lambda m, *a: self.kernel_execve(self.m.cstr(a[0]).decode(), a[1], a[2]),
-                        path_a, argv_a, envp_a)
-
-    def libc_execvp(self, file, argv_a, envp_a):
-        """execvp (Libc gen/FreeBSD/exec.c, execvPe): each PATH element in turn through execve;
-        ENOEXEC runs the file with /bin/sh; EACCES is remembered; ENOENT/ENOTDIR go on."""
-        if not file:
-            self.set_errno(ENOENT)
-            return 2**64 - 1
-        eacces = False
-        for cand in self.path_candidates(file):
-            self.libc_execve(self.m.new_cstr(cand), argv_a, envp_a)
-            e = self.m.u32(self.errno_addr)
-            if e == ENOEXEC:
-                args = self.m.str_array(argv_a)
-                sh = self.m.new_array(["sh", cand] + args[1:])
-                self.libc_execve(self.m.new_cstr("/bin/sh"), sh, envp_a)
-                break
-            if e == EACCES:
-                eacces = True
-            elif e not in (ENOENT, ENOTDIR, ELOOP, ENAMETOOLONG):
-                break
-        if eacces:
-            self.set_errno(EACCES)
-        return 2**64 - 1
-
-    def libc_execl(self, path_a, arg0, sp, kind):
-        """execl, execle, execlp: the variadic arguments (on the stack) into an argv, then execv,
-        execve or execvp (Libc gen/FreeBSD/exec.c)."""
-        args, i = [arg0], 0
-        while arg0 and True:
-            v = self.m.u64(sp + 8 * i)
-            i += 1
-            if not v:
-                break
-            args.append(v)
-        argv_a = self.m.alloc(8 * (len(args) + 1), 8)
-        for k, v in enumerate(args if arg0 else []):
-            self.m.put64(argv_a + 8 * k, v)
-        self.m.put64(argv_a + 8 * (len(args) if arg0 else 0), 0)
-        envp = self.m.u64(sp + 8 * i) if kind == "env" else self.m.u64(self.environ_var)
-        if kind == "search":
-            return self.libc_execvp(self.m.cstr(path_a).decode(), argv_a, envp)
-        return self.libc_execve(path_a, argv_a, envp)
-
-    def libc_posix_spawnp(self, pid_a, file, fa, attr, argv_a, envp_a):
-        """posix_spawnp (Libc sys/posix_spawn.c): the PATH of the calling process searched as
-        execvp does, posix_spawn called for each candidate (rerouted by dyld to the library's
-        replacement); ENOEXEC runs /bin/sh with the file; ENOENT/ENOTDIR/ELOOP go on; EACCES is
-        remembered and answered when nothing else ran."""
-        eacces = False
-        err = ENOENT
-        for cand in self.path_candidates(file):
-            err = self.via("_posix_spawn", lambda m, *a: self.kernel_spawn(a[0], self.m.cstr(a[1]).decode(), a[4], a[5]),
-                           pid_a, self.m.new_cstr(cand), fa, attr, argv_a, envp_a) & 0xFFFFFFFF
-            if err == ENOEXEC:
-                args = self.m.str_array(argv_a)
-                sh = self.m.new_array(["sh", cand] + args[1:])
-                return self.via("_posix_spawn", lambda m, *a: self.kernel_spawn(a[0], "/bin/sh", a[4], a[5]),
-                                pid_a, self.m.new_cstr("/bin/sh"), fa, attr, sh, envp_a)
-            if err == EACCES:
-                eacces = True
-                continue
-            if err in (ENOENT, ENOTDIR, ELOOP, ENAMETOOLONG):
-                continue
-            return err
-        return EACCES if eacces else err
-
-    def system(self, command):
-        """system(3) (Libc stdlib/FreeBSD/system.c) and popen(3) (Libc gen/FreeBSD/popen.c): each
-        runs posix_spawn of /bin/sh -c command, through the interposer (popen's file actions,
-        the pipe, change nothing here)."""
-        pid = self.m.alloc(8, 8)
-        argv = self.m.new_array(["sh", "-c", command])
-        return self.via("_posix_spawn", lambda m, *a: self.kernel_spawn(a[0], "/bin/sh", a[4], a[5]),
-                        pid, self.m.new_cstr("/bin/sh"), 0, 0, argv, self.m.u64(self.environ_var))
 
 
 from unicorn.arm64_const import UC_ARM64_REG_SP as SP  # noqa: E402

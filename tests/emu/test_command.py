@@ -79,7 +79,7 @@ def test_check_strict(cmd_img, tmp_path, argv, extra, conf):
 def test_run_dry_run_of_shebang_chains(cmd_img, tmp_path):
     interp = tmp_path / "bin" / "python3"
     interp.parent.mkdir()
-    interp.write_bytes(b"\xcf\xfa\xed\xfe")
+    interp.write_bytes(b"\xcf\xfa\xed\xfe\x0c\0\0\x01\0\0\0\0\x02\0\0\0")  # MH_MAGIC_64, arm64, MH_EXECUTE
     interp.chmod(0o755)
     scripts = {"env.py": "#!/usr/bin/env python3\n", "direct.py": f"#!{interp} -u\n", "chain.sh": f"#!{tmp_path}/direct.py\n",
                "sip.sh": "#!/bin/sh\n"}

@@ -1,7 +1,8 @@
-/* libFuzzer target: any bytes as the head of a file, through the #! parser and the env
- * reading, with the rules checked on every input:
- *   - only a head starting with "#!" is a script; a parsed line has 1..255 words, none empty,
- *     none holding a space, tab, newline or control byte, all within the first 512 bytes;
+/* libFuzzer target: any bytes as the head of a file, through the image activators, the #! parser
+ * (xnu's exec_shell_imgact) and the env reading, with the rules checked on every input:
+ *   - only a head starting with "#!" is a script; a line parses only when a newline or '#'
+ *     ends it within the first 512 bytes; it has 1..255 words, none holding a space, tab,
+ *     newline or '#', only the last one empty (a NUL ends the words);
  *   - a refused line says why in one line (no newline), and so does a refused env line;
  *   - env's program is a word of the line, never a VAR=value, nor an option unless after --;
  *   - the protected-location test and the quarantine description never crash or cut silently. */
@@ -24,8 +25,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     char why[300] = "";
     size_t n = size > VZCAPS_SHEBANG_MAX + 1 ? VZCAPS_SHEBANG_MAX + 1 : size;
     int k = vzcaps_shebang_parse((const char *)data, n, &sb, why, sizeof why);
-    bool hash_bang = size >= 2 && data[0] == '#' && data[1] == '!';
-    if ((k != 0) != hash_bang)
+    bool hash_bang = size >= 2 && data[0] == '#' && data[1] == '!', ends = false;
+    for (size_t i = 2; i < n && i < VZCAPS_SHEBANG_MAX; i++)
+        ends |= data[i] == '\n' || data[i] == '#';
+    if ((k != 0) != hash_bang || (k == 1 && !ends) || (vzcaps_exec_claims(data, size, true) == VZCAPS_EXEC_SCRIPT) != hash_bang)
         abort();
     if (k < 0)
         check_line(why);
@@ -34,11 +37,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         for (size_t i = 0; i < sb.n_words; i++) {
             const char *w = vzcaps_shebang_word(&sb, i);
-            if (!w[0] || strlen(w) > VZCAPS_SHEBANG_MAX - 2)
+            if ((!w[0] && i + 1 < sb.n_words) || strlen(w) > VZCAPS_SHEBANG_MAX - 2 || w[strcspn(w, " \t\n#")])
                 abort();
-            for (const char *p = w; *p; p++)
-                if ((unsigned char)*p < 0x20 || *p == ' ' || *p == 0x7f)
-                    abort();
         }
         if (vzcaps_shebang_word(&sb, sb.n_words))
             abort();

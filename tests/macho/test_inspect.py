@@ -216,7 +216,7 @@ def test_cross_built_artifacts_verify():
 @needs_no_arm64e
 def test_run_refuses_arm64e_target_and_warns_on_hardened(tmp_path):
     target = tmp_path / "llama-cli"
-    target.write_bytes(mg.build(cpusubtype=0x80000002, methnames=["supportsFamily:"]))
+    target.write_bytes(mg.build(filetype=2, cpusubtype=0x80000002, methnames=["supportsFamily:"]))
     target.chmod(0o755)
     env = clean_env(VZCAPS_HOST_CHIP="Apple M2")
     p = subprocess.run([VZ, "run", "--library", str(DIST / "libvzcaps.dylib"), "--dry-run", "--", str(target)],
@@ -225,7 +225,7 @@ def test_run_refuses_arm64e_target_and_warns_on_hardened(tmp_path):
     assert "runs as arm64e and the library has only x86_64 arm64" in p.stderr
     assert p.stdout == ""
     hard = tmp_path / "hardened"
-    hard.write_bytes(mg.build(flags=mg.CS_ADHOC | mg.CS_RUNTIME, methnames=["supportsFamily:"]))
+    hard.write_bytes(mg.build(filetype=2, flags=mg.CS_ADHOC | mg.CS_RUNTIME, methnames=["supportsFamily:"]))
     hard.chmod(0o755)
     p = subprocess.run([VZ, "run", "--library", str(DIST / "libvzcaps.dylib"), "--dry-run", "--", str(hard)],
                        capture_output=True, text=True, env=env)
@@ -295,7 +295,7 @@ def test_inspect_names_the_images_the_caller_scope_answers_stock(tmp_path):
 @needs_dist
 def test_run_notes_a_target_that_loads_a_stock_caller(tmp_path):
     target = tmp_path / "python3.12"
-    target.write_bytes(mg.build(libs=["@rpath/libtorch_cpu.dylib"]))
+    target.write_bytes(mg.build(filetype=2, libs=["@rpath/libtorch_cpu.dylib"]))
     target.chmod(0o755)
     p = subprocess.run([VZ, "run", "--library", str(DIST / "libvzcaps.dylib"), "--dry-run", "--", str(target)],
                        capture_output=True, text=True, env=clean_env(VZCAPS_HOST_CHIP="Apple M1"))

@@ -1051,123 +1051,6 @@ static void test_protected_locations(void **st)
     assert_non_null(strstr(vzcaps_protected_dirs_text(), "/usr/libexec"));
 }
 
-static int parse(const char *text, struct vzcaps_shebang *sb, char *why)
-{
-    return vzcaps_shebang_parse(text, strlen(text), sb, why, 200);
-}
-
-static void test_shebang_parse(void **st)
-{
-    (void)st;
-    static struct vzcaps_shebang sb;
-    char why[200];
-    assert_int_equal(parse("print(1)\n", &sb, why), 0);
-    assert_int_equal(parse("", &sb, why), 0);
-    assert_int_equal(parse("#", &sb, why), 0);
-    assert_int_equal(parse("# !/bin/sh\n", &sb, why), 0);
-    assert_int_equal(parse("#!/bin/sh\necho\n", &sb, why), 1);
-    assert_int_equal(sb.n_words, 1);
-    assert_string_equal(vzcaps_shebang_word(&sb, 0), "/bin/sh");
-    assert_null(vzcaps_shebang_word(&sb, 1));
-    /* spaces and tabs around and between words; words split as macOS splits them */
-    assert_int_equal(parse("#! \t/usr/bin/env  python3 \t-u -E  \nrest", &sb, why), 1);
-    assert_int_equal(sb.n_words, 4);
-    assert_string_equal(vzcaps_shebang_word(&sb, 1), "python3");
-    assert_string_equal(vzcaps_shebang_word(&sb, 3), "-E");
-    /* no newline: the end of the file ends the line */
-    assert_int_equal(parse("#!/bin/sh", &sb, why), 1);
-    assert_string_equal(vzcaps_shebang_word(&sb, 0), "/bin/sh");
-    /* no interpreter */
-    assert_int_equal(parse("#!\n", &sb, why), -1);
-    assert_non_null(strstr(why, "no interpreter"));
-    assert_int_equal(parse("#!  \t \n/bin/sh\n", &sb, why), -1);
-    /* control bytes, a carriage return, DEL */
-    assert_int_equal(parse("#!/bin/sh\r\n", &sb, why), -1);
-    assert_non_null(strstr(why, "carriage return"));
-    assert_int_equal(parse("#!/bin/s\x1b[0mh\n", &sb, why), -1);
-    assert_non_null(strstr(why, "0x1b"));
-    assert_int_equal(parse("#!/bin/sh\x7f\n", &sb, why), -1);
-    assert_int_equal(vzcaps_shebang_parse("#!/bin/s\0h\n", 11, &sb, why, sizeof why), -1);
-    assert_non_null(strstr(why, "0x00"));
-    /* a control byte after the line is not the line's business */
-    assert_int_equal(parse("#!/bin/sh\n\x1b\r\n", &sb, why), 1);
-    /* huge lines: 511 bytes and a newline fit; a longer line is refused, never cut */
-    static char big[4096];
-    memset(big, 'a', sizeof big);
-    memcpy(big, "#!/", 3);
-    big[VZCAPS_SHEBANG_MAX - 1] = '\n';
-    assert_int_equal(vzcaps_shebang_parse(big, sizeof big, &sb, why, sizeof why), 1);
-    assert_int_equal(strlen(vzcaps_shebang_word(&sb, 0)), VZCAPS_SHEBANG_MAX - 3);
-    big[VZCAPS_SHEBANG_MAX - 1] = 'a';
-    big[VZCAPS_SHEBANG_MAX] = '\n';
-    assert_int_equal(vzcaps_shebang_parse(big, sizeof big, &sb, why, sizeof why), -1);
-    assert_non_null(strstr(why, "longer than 512 bytes"));
-    /* exactly 512 bytes without a newline, and the file ends there: the whole line */
-    assert_int_equal(vzcaps_shebang_parse(big, VZCAPS_SHEBANG_MAX, &sb, why, sizeof why), 1);
-    /* the most words a line can hold */
-    memset(big, 0, sizeof big);
-    memcpy(big, "#!", 2);
-    for (size_t i = 2; i + 1 < VZCAPS_SHEBANG_MAX; i += 2)
-        big[i] = 'x', big[i + 1] = ' ';
-    assert_int_equal(vzcaps_shebang_parse(big, VZCAPS_SHEBANG_MAX, &sb, why, sizeof why), 1);
-    assert_int_equal(sb.n_words, (VZCAPS_SHEBANG_MAX - 2) / 2);
-}
-
-static int env_of(const char *line, size_t *name, char *why)
-{
-    static struct vzcaps_shebang sb;
-    assert_int_equal(parse(line, &sb, why), 1);
-    int e = vzcaps_shebang_env(&sb, name, why, 200);
-    if (e == 1)
-        strcpy(why, vzcaps_shebang_word(&sb, *name));
-    return e;
-}
-
-static void test_shebang_env(void **st)
-{
-    (void)st;
-    size_t name;
-    char why[200];
-    assert_int_equal(env_of("#!/bin/sh\n", &name, why), 0);
-    assert_int_equal(env_of("#!/usr/bin/envy x\n", &name, why), 0);
-    /* env by path, never by name (issue 25 row 11): a user's env is a program of its own */
-    assert_int_equal(env_of("#!/path/to/your/env sh\n", &name, why), 0);
-    assert_int_equal(env_of("#!./tools/env sh\n", &name, why), 0);
-    assert_int_equal(env_of("#!/bin/env python3\n", &name, why), 0); /* not macOS's env */
-    assert_int_equal(env_of("#!/usr/local/bin/env python3\n", &name, why), 0);
-    assert_int_equal(env_of("#!//usr/./bin//env python3\n", &name, why), 1);
-    assert_int_equal(env_of("#!/USR/bin/ENV python3\n", &name, why), 1);
-    assert_false(vzcaps_path_is_system_env("/usr/bin/env/x"));
-    assert_false(vzcaps_path_is_system_env("/usr/bin"));
-    assert_false(vzcaps_path_is_system_env("usr/bin/env"));
-    assert_int_equal(env_of("#!/usr/bin/env python3\n", &name, why), 1);
-    assert_int_equal(name, 1);
-    assert_string_equal(why, "python3");
-    assert_int_equal(env_of("#!/usr/bin/env python3 -u -E\n", &name, why), 1);
-    assert_int_equal(name, 1);
-    assert_int_equal(env_of("#!/usr/bin/env -S python3 -u\n", &name, why), 1);
-    assert_int_equal(name, 2);
-    assert_string_equal(why, "python3");
-    assert_int_equal(env_of("#!/usr/bin/env -- python3\n", &name, why), 1);
-    assert_int_equal(name, 2);
-    assert_int_equal(env_of("#!/usr/bin/env /opt/py/bin/python3\n", &name, why), 1);
-    assert_string_equal(why, "/opt/py/bin/python3");
-    /* what starting NAME directly cannot reproduce */
-    assert_int_equal(env_of("#!/usr/bin/env -i python3\n", &name, why), -1);
-    assert_non_null(strstr(why, "option -i"));
-    assert_int_equal(env_of("#!/usr/bin/env -u HOME python3\n", &name, why), -1);
-    assert_int_equal(env_of("#!/usr/bin/env PYTHONPATH=/x python3\n", &name, why), -1);
-    assert_non_null(strstr(why, "sets a variable"));
-    assert_int_equal(env_of("#!/usr/bin/env\n", &name, why), -2);
-    assert_non_null(strstr(why, "no program"));
-    assert_int_equal(env_of("#!/usr/bin/env -S\n", &name, why), -2);
-    assert_int_equal(env_of("#!/usr/bin/env -S --\n", &name, why), -2);
-    assert_int_equal(env_of("#!/usr/bin/env -S python3 \"-c\"\n", &name, why), -1);
-    assert_non_null(strstr(why, "quotes"));
-    assert_int_equal(env_of("#!/usr/bin/env -S python3 $HOME\n", &name, why), -1);
-    assert_int_equal(env_of("#!/usr/bin/env python3 $HOME\n", &name, why), 1); /* no -S: a plain word */
-}
-
 static void test_shell_assignment_words(void **st)
 {
     (void)st;
@@ -1876,7 +1759,6 @@ int main(void)
         cmocka_unit_test(test_clip_and_append_say_when_they_cut), cmocka_unit_test(test_environment_scan),
         cmocka_unit_test(test_file_trust),             cmocka_unit_test(test_launcher_target),
         cmocka_unit_test(test_rosetta_names_the_way_out), cmocka_unit_test(test_protected_locations),
-        cmocka_unit_test(test_shebang_parse),          cmocka_unit_test(test_shebang_env),
         cmocka_unit_test(test_shell_assignment_words), cmocka_unit_test(test_stock_reason),
         cmocka_unit_test(test_sip_and_inherit),        cmocka_unit_test(test_quarantine),
         cmocka_unit_test(test_did_you_mean),

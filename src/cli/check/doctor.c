@@ -165,10 +165,11 @@ static size_t arm64e_clients(bool lib_arm64e, char out[][600], size_t cap)
 {
     if (lib_arm64e)
         return 0;
-    char on_path[4096], why[200];
+    static struct launch_lead on_path;
     const char *cands[2] = {NULL, "/Library/Developer/CommandLineTools/usr/bin/python3"};
-    if (resolve_target("python3", on_path, sizeof on_path, why, sizeof why) == 0)
-        cands[0] = on_path;
+    launch_lead_find("python3", &on_path);
+    if (on_path.rc == 0)
+        cands[0] = on_path.found;
     size_t n = 0;
     for (size_t k = 0; k < 2 && n < cap; k++) {
         static struct macho_file mf;

@@ -104,8 +104,6 @@ static bool library_arm64e(void)
     return find_library(library, sizeof library, tried, sizeof tried) == 0 && library_has_arch(library, "arm64e");
 }
 
-/* A #! script: 1 reported, 0 not a script, -1 a #! line no kernel runs as meant (reported
- * as an error). */
 static void plan_member(struct json *j, const struct launch_plan *pl)
 {
     if (pl)
@@ -114,55 +112,43 @@ static void plan_member(struct json *j, const struct launch_plan *pl)
         json_null(j, "launch");
 }
 
-static int script_report(const char *path, struct json *j, const struct launch_plan *pl)
+/* A #! script, reported with its plan p: 1, or 0 when path is not one. */
+static int script_report(const char *path, struct json *j, const struct launch_plan *p)
 {
-    struct vzcaps_shebang sb;
-    char why[1400];
-    int k = script_read(path, &sb, why, sizeof why);
-    if (k == -2 || k == 0)
+    static struct exec_image k;
+    exec_image_read(path, &k);
+    if (!k.script)
         return 0; /* not a #! script: read as Mach-O (which names what else it is) */
-    if (k < 0) {
-        eprintf("vzcaps inspect: %s: a script, but %s", path, why);
-        if (j) {
-            json_obj(j, NULL);
-            json_str(j, "path", path);
-            json_str(j, "error", why);
-            json_end_obj(j);
-        }
-        return -1;
-    }
-    static struct script_chain c;
-    int rc = script_chain(path, &c, why, sizeof why);
     char verdict[2400];
-    if (rc != 0)
-        snprintf(verdict, sizeof verdict, "cannot tell: %s", why);
-    else if (c.protected_image)
-        script_protected_advice(&c, verdict, sizeof verdict);
-    else if (c.rewritten)
+    if (p->rc != 0)
+        snprintf(verdict, sizeof verdict, "cannot tell: %s", p->why);
+    else if (p->protected_image)
+        launch_plan_advice(p, verdict, sizeof verdict);
+    else if (p->rewritten)
         snprintf(verdict, sizeof verdict, "vzcaps run starts %s (%s) directly; started through its #! line, macOS would "
-                 "remove the injection at env, which SIP protects", c.env_name, c.start);
+                 "remove the injection at env, which SIP protects", p->env_name, p->exec_path);
     else
-        snprintf(verdict, sizeof verdict, "honoured: %s, which runs it, is outside the locations SIP protects", c.image);
-    const char *injection = rc != 0 ? "unknown" : c.protected_image ? "removed" : "honoured";
+        snprintf(verdict, sizeof verdict, "honoured: %s, which runs it, is outside the locations SIP protects", p->image);
+    const char *injection = launch_plan_injection(p), *line = p->rc ? "" : p->line;
     if (j) {
         json_obj(j, NULL);
         json_str(j, "path", path);
         json_obj(j, "script");
-        json_str(j, "line", c.script && c.line[0] ? c.line : NULL);
-        json_str(j, "interpreter", sb.n_words ? vzcaps_shebang_word(&sb, 0) : "/bin/sh");
-        json_str(j, "env_program", c.rewritten ? c.env_name : NULL);
-        json_str(j, "started", rc == 0 ? (c.rewritten ? c.start : c.image) : NULL);
-        json_bool(j, "sip_protected", rc == 0 && c.protected_image);
+        json_str(j, "line", line[0] == '#' ? line : NULL);
+        json_str(j, "interpreter", k.sb.n_words ? vzcaps_shebang_word(&k.sb, 0) : "/bin/sh");
+        json_str(j, "env_program", p->rewritten ? p->env_name : NULL);
+        json_str(j, "started", p->rc == 0 ? (p->rewritten ? p->exec_path : p->image) : NULL);
+        json_bool(j, "sip_protected", p->rc == 0 && p->protected_image);
         json_str(j, "injection", injection);
         json_str(j, "reason", verdict);
         json_end_obj(j);
-        plan_member(j, pl);
+        plan_member(j, p->rc ? NULL : p);
         json_end_obj(j);
     } else {
-        printf("%s: script, %s\n", esc(path), esc(k ? c.line : "no #! line (started with /bin/sh)"));
+        printf("%s: script, %s\n", esc(path), esc(line[0] ? line : "(its #! line cannot be read)"));
         printf("    injection   %s: %s\n", injection, esc(verdict));
-        if (pl)
-            launch_plan_text(stdout, pl);
+        if (!p->rc)
+            launch_plan_text(stdout, p);
     }
     return 1;
 }
@@ -398,13 +384,13 @@ static int inspect_file(const struct inspect_run *in, const char *file, struct j
     char err[4600];
     char *as_cmd = xformat("%s%s", strchr(file, '/') ? "" : "./", file); /* whole, never cut */
     char *cmd[] = {as_cmd, NULL};
-    const struct launch_plan *pl = launch_plan_make(&plan, cmd, false) == 0 ? &plan : NULL;
-    int sk = script_report(file, in->json ? j : NULL, pl);
-    if (pl)
-        launch_plan_free(&plan);
+    launch_plan_make(&plan, cmd, true); /* a plan even where it cannot start: plan.rc says why */
+    const struct launch_plan *pl = plan.rc ? NULL : &plan;
+    int sk = script_report(file, in->json ? j : NULL, &plan);
+    launch_plan_free(&plan);
     free(as_cmd);
     if (sk != 0)
-        return sk < 0;
+        return 0;
     if (macho_load(file, &mf, err, sizeof err) != 0) {
         eprintf("vzcaps inspect: %s", err);
         if (in->json) {

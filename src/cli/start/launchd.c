@@ -376,21 +376,14 @@ static int job_program(char ***cmdp, struct launch_plan *plan)
     const char *why;
     /* launchd searches no PATH and has no working directory of ours: the program, the config
      * file and the library go into the plist as absolute paths, resolved and checked now */
-    char program[4096], why_prog[600];
-    int trc = resolve_target(cmd[0], program, sizeof program, why_prog, sizeof why_prog);
-    char real[4096];
-    if (trc == 0 && !strchr(cmd[0], '/') && shim_real_for(cmd[0], real, sizeof real)) { /* as the launch plan does */
-        if (!real[0]) {
-            eprintf("vzcaps launchd: %s on PATH is a vzcaps shim (%s), and there is no other %s on PATH after it", cmd[0],
-                    program, cmd[0]);
-            return 1;
-        }
-        eprintf("vzcaps launchd: note: %s on PATH is a vzcaps shim (%s); the job starts the real one, %s", cmd[0], program, real);
-        snprintf(program, sizeof program, "%s", real);
-    }
-    char *abs = trc == 0 ? absolute_as_given(program) : NULL;
+    static struct launch_lead lead;
+    launch_lead_find(cmd[0], &lead);
+    if (!lead.rc && lead.shim[0]) /* as the launch plan does */
+        eprintf("vzcaps launchd: note: %s%s is a vzcaps shim (%s); the job starts the real one, %s", cmd[0],
+                strchr(cmd[0], '/') ? "" : " on PATH", lead.shim, lead.found);
+    char *abs = lead.rc == 0 ? absolute_as_given(lead.found) : NULL;
     if (!abs) {
-        eprintf("vzcaps launchd: %s: %s", cmd[0], trc ? why_prog : strerror(errno));
+        eprintf("vzcaps launchd: %s: %s", cmd[0], lead.rc ? lead.why : strerror(errno));
         return 1;
     }
     cmd[0] = keep(abs);
@@ -401,9 +394,6 @@ static int job_program(char ***cmdp, struct launch_plan *plan)
         return 1;
     }
     launch_plan_notes(plan, "vzcaps launchd");
-    char *real_abs = plan->by_path && plan->exec_argv == cmd ? absolute_as_given(plan->target) : NULL;
-    if (real_abs) /* a shim given by its path: the job starts the real program, as by name */
-        cmd[0] = keep(real_abs);
     if (plan->exec_argv != cmd) {
         char *start = absolute_as_given(plan->exec_path);
         if (!start) {
@@ -666,8 +656,9 @@ static int launchd_main(int argc, char **argv)
         eprintf("vzcaps launchd: configuration refused: %s", r.profile.notes[0]);
         return 1;
     }
-    if (r.profile.state == VZCAPS_ENABLED && r.profile.inherit) { /* run's SIP/arm64e decision */
-        int d = launch_plan_inherit(&plan, library, false);
+    plan_inheritance(&plan, &r.profile); /* run's SIP/arm64e decision */
+    if (plan.inherit_decided) {
+        int d = plan.inherit;
         if (d == VZCAPS_INHERIT_REFUSED) {
             eprintf("vzcaps launchd: not writing a job that keeps the injection in %s's children: %s; drop --inherit "
                     "(and inherit = yes)", o.exe, plan.inherit_why);

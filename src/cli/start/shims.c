@@ -476,8 +476,10 @@ int cmd_shims(int argc, char **argv)
         return free(names), rc;
     char *dir = vzcaps_dir_name(dir_opt);
     char self[4096];
-    self_path(self, sizeof self);
-    struct stat me;
+    start_path(self, sizeof self); /* a link as given (Homebrew's bin/vzcaps outlives an upgrade), when it is this command */
+    struct stat me, st;
+    if (self[0] != '/' || stat(self, &st) != 0 || self_id(&me) != 0 || st.st_dev != me.st_dev || st.st_ino != me.st_ino)
+        self_path(self, sizeof self);
     if (!dir || (!list && !remove && (self[0] != '/' || self_id(&me) != 0))) {
         eprintf("vzcaps shims: %s", dir ? "cannot tell where this command is, so no link to it can be made" : "out of memory");
         return free(dir), free(names), 1;
