@@ -48,8 +48,8 @@ def test_a_job_that_got_raised_answers_passes_and_one_that_got_none_fails_naming
     run(log, VZCAPS_APPLE_FAMILY_MAX="1005", VZCAPS_HOST_CHIP="Apple M2")  # nothing above what the guest has
     p = vz("--require", "probe", VZCAPS_LOG_FILE=log)
     assert p.returncode == 1 and p.stderr.startswith("vzcaps stats: --require probe: no answer raised in 1 of 2 runs: "
-                                                     "nothing above the device's own: it supports every family claimed "
-                                                     "(up to Apple5)"), p.stderr
+                                                     "nothing above the device's own family: it answers Apple5 and the "
+                                                     "profile claims up to Apple5; no floor above its limits"), p.stderr
     runs = json.loads(vz("--require", "probe", "--json", VZCAPS_LOG_FILE=log).stdout)["required"][0]["runs"]
     assert [r["verdict"] for r in runs] == ["unlocked", "no_effect"] and runs[1]["reason"].startswith("nothing above")
     # no caller in scope: callers = libggml* for a program that asks from no such image

@@ -38,7 +38,9 @@ class Count:
         m = self.m = p.m
         self.phase, self.returns_to = "constructor", None
         names = {n: a for a, n in m.img.symbols().items()}
-        self.device = m.base + names["_vzcaps_hooks_on_device"]
+        # the first device's install is entered by a factory (vzcaps_hooks_on_device) or by the
+        # -initGPUFamilySupport watch (replaced_init_family), whichever meets the device first
+        self.device = {m.base + names[n] for n in ("_vzcaps_hooks_on_device", "_replaced_init_family")}
         if self.one_by_one:
             m.uc.hook_add(UC_HOOK_CODE, lambda uc, a, size, _: self._count(uc, a, 4))
         else:
@@ -56,7 +58,7 @@ class Count:
             self.returns_to = None  # back from the first device's install
         m = self.m
         if m.span[0] <= addr < m.span[1]:
-            if addr == self.device and self.returns_to is None and self.phase != "constructor":
+            if addr in self.device and self.returns_to is None and self.phase != "constructor":
                 self.returns_to = uc.reg_read(UC_ARM64_REG_X30)
             part = self.phase if self.phase == "constructor" or self.returns_to is None else "first device"
             self.n[part] += size // 4
