@@ -94,6 +94,25 @@ class Command:
                 i += 1
             return 0
         S("_getenv", getenv)
+
+        def putenv(m, string, *_):
+            """putenv(3) (Libc-1725 stdlib/FreeBSD/putenv.c, through __setenv_locked): the string
+            itself (not a copy) replaces the entry of its NAME, or is added at the end of a new
+            environ; 0."""
+            key = m.cstr(string).split(b"=", 1)[0] + b"="
+            envp, entries = m.u64(d.environ_var), []
+            while (q := m.u64(envp + 8 * len(entries))):
+                entries.append(q)
+            at = next((i for i, q in enumerate(entries) if m.cstr(q).startswith(key)), None)
+            if at is not None:
+                m.put64(envp + 8 * at, string)
+                return 0
+            new = m.alloc(8 * (len(entries) + 2))
+            for i, q in enumerate(entries + [string, 0]):
+                m.put64(new + 8 * i, q)
+            m.put64(d.environ_var, new)
+            return 0
+        S("_putenv", putenv)
         S("_calloc", lambda m, n, k, *_: m.alloc(n * k))
         S("_free", lambda m, *_: None)
 
