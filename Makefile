@@ -47,7 +47,7 @@ else
   # in every process the library is preloaded into (_ITM_*, __gmon_start__, __cxa_finalize)
   $(LIB): $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(B)
-	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -g -flto -fPIC -shared -nostartfiles -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
+	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -g -flto=auto -fPIC -shared -nostartfiles -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
   $(B)/vzcaps: $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) -O2 -g -I$(B) $(filter %.c,$^) -o $@ -lm
 endif
