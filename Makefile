@@ -142,12 +142,15 @@ $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $< $(FUZZ_OBJ) -o $@ -lm
 
 # What building and testing needs (scripts/install-deps: everything; docs/developers.md lists
-# it); make demo installs only what the demo needs. Each says up front what it will install.
+# it); make demo installs only what the demo needs, make check-emu what it needs. Each says up
+# front what it will install.
 deps:
 	@sh scripts/install-deps check
 install-deps: deps
 deps-demo:
 	@sh scripts/install-deps demo
+deps-emu:
+	@sh scripts/install-deps emu
 
 # On Linux: everything. On macOS (native, Xcode): unit tests and the portable end-to-end
 # tests; the GNU-runtime rig, libFuzzer and the cross toolchain are Linux-only.
@@ -221,7 +224,7 @@ bench: deps
 # The shipped arm64 slice of dist/libvzcaps.dylib run under emulation against the rig (tests/emu;
 # docs/developers.md, "The emulated Darwin"); under a minute once dist/ and the rig are built.
 # make check runs it once, after dist, and leaves tests/emu out of its main pytest run.
-check-emu: deps
+check-emu: deps-emu
 	$(MAKE) all dist/libvzcaps.dylib
 	sh scripts/check-emu
 dist/libvzcaps.dylib: $(wildcard src/*/*.c src/*/*/*.c src/*/*.h) mk/darwin.mk scripts/dist scripts/cross-link scripts/sources
@@ -237,7 +240,7 @@ cross-link: deps-cross
 	sh scripts/cross-link
 
 deps-cross:
-	@sh scripts/have-cross || { sh scripts/install-deps && sh scripts/have-cross; } || \
+	@sh scripts/have-cross || { sh scripts/install-deps emu && sh scripts/have-cross; } || \
 	  { echo "make: the cross toolchain is missing: run sh scripts/install-deps (Debian, as root)" >&2; exit 1; }
 
 # packaging/provision-image.sh tried on Linux, into build/try-provision (docs/fleet.md)
@@ -259,4 +262,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps install-deps deps-demo deps-cross check check-emu check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release try-provision audit install uninstall clean
+.PHONY: all rig deps install-deps deps-demo deps-emu deps-cross check check-emu check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release try-provision audit install uninstall clean
