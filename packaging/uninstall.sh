@@ -575,5 +575,8 @@ while IFS= read -r f; do
 done <<EOF
 $(config_files)
 EOF
-[ $nc -gt 0 ] || say "no config files (looked where the library looks: the config page, installed as $(q "$base/share/doc/vzcaps/config.md"), also in the release archive)"
+# the page that says where: the installed one while it is there, else the release archive's
+page=$base/share/doc/vzcaps/config.md
+if [ -f "$page" ]; then page="installed as $(q "$page"), also in the release archive"; else page="share/doc/vzcaps/config.md in the release archive"; fi
+[ $nc -gt 0 ] || say "no config files (looked where the library looks: the config page, $page)"
 exit $rc

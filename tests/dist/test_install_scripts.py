@@ -961,8 +961,16 @@ def test_uninstall_all_names_the_installed_config_page(shell, rel, tmp_path):
     assert page.read_text() == (ROOT / "docs" / "config.md").read_text()  # the page it names is that one, installed
     p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=env)
     assert p.returncode == 0, p.stderr
-    assert f"no config files (looked where the library looks: the config page, installed as {page}" in p.stdout, p.stdout
-    assert "docs/config.md" not in p.stdout + p.stderr
+    # issue 45: it pointed at the installed page it had just removed; now at the release archive's
+    assert not page.exists() and (rel / "share" / "doc" / "vzcaps" / "config.md").is_file()
+    assert p.stdout.endswith("no config files (looked where the library looks: the config page, "
+                             "share/doc/vzcaps/config.md in the release archive)\n"), p.stdout
+    assert "docs/config.md" not in p.stdout + p.stderr and str(page) not in p.stdout
+    # a page still there (an install of it that stayed): that one is named
+    (page.parent).mkdir(parents=True, exist_ok=True)
+    page.write_text("the page\n")
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=env)
+    assert f"the config page, installed as {page}, also in the release archive)" in p.stdout, p.stdout
 
 
 def test_a_prefix_outside_zshs_fpath_says_the_line_that_makes_zsh_complete(rel, mac, tmp_path):
