@@ -247,6 +247,13 @@ deps-cross:
 try-provision: all
 	sh scripts/try-provision
 
+# action.yml's steps run on Linux in the tests' simulated Mac, saying what each did, into
+# build/try-action (docs/fleet.md); TRY_INPUTS="NAME=VALUE ..." sets the action's inputs
+try-action:
+	@sh scripts/install-deps action
+	@$(MAKE) -s --no-print-directory all
+	python3 scripts/try-action $(TRY_INPUTS)
+
 # the release archive for a guest: make dist, then one tarball with install.sh/uninstall.sh
 release: dist $(GENERATED)
 	sh scripts/release
@@ -262,4 +269,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps install-deps deps-demo deps-emu deps-cross check check-emu check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release try-provision audit install uninstall clean
+.PHONY: all rig deps install-deps deps-demo deps-emu deps-cross check check-emu check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release try-provision try-action audit install uninstall clean

@@ -195,6 +195,7 @@ def test_make_check_emu_installs_only_its_set(debian):
     """make check-emu installed the whole check set (Go, valgrind, ruby, fish, gdb...: about 2 GB)
     though it needs the rig's compiler, the cross toolchain and the emulator's Python packages."""
     assert make_n("check-emu")[0] == "sh scripts/install-deps emu"
+    assert make_n("try-action")[0] == "sh scripts/install-deps action"  # the demo's and PyYAML
     got = script_packages()
     assert {"lld", "llvm"} <= set(got["emu"]) and not set(got["emu"]) & (set(got["check"]) | set(got["demo"]))
     p = install_deps(debian, "emu", MISSING="gcc valgrind lld golang-go")
