@@ -473,18 +473,33 @@ for d in $todo; do
     [ $_i != 1 ] || step
 done
 step
-_i=0
-while read -r t f; do
-    [ -n "$f" ] || continue
-    (set -C && cat "$here/$f" >"$base/$t") 2>/dev/null || abort "cannot write $(q "$base/$f") (a full disk?)"
-    case $f in bin/* | *.sh) mode=755 ;; *) mode=644 ;; esac
-    chmod $mode "$base/$t" || abort "cannot set the mode of $(q "$base/$f")"
-    _i=$((_i + 1))
-    [ $_i != 1 ] || step
-done <<EOF
+# each_copy FUNCTION: FUNCTION TEMPORARY PATH for each file, with a step after the first and the last
+each_copy() {
+    _i=0
+    while read -r t f; do
+        [ -n "$f" ] || continue
+        "$1" "$t" "$f"
+        _i=$((_i + 1))
+        [ $_i != 1 ] || step
+    done <<EOF
 $tmps
 EOF
-step
+    step
+}
+copy_one() {
+    (set -C && cat "$here/$2" >"$base/$1") 2>/dev/null || abort "cannot write $(q "$base/$2") (a full disk?)"
+    case $2 in bin/* | *.sh) mode=755 ;; *) mode=644 ;; esac
+    chmod $mode "$base/$1" || abort "cannot set the mode of $(q "$base/$2")"
+}
+place_one() {
+    dest=$base/$2
+    [ ! -d "$dest" ] || abort "$(q "$dest") became a directory"
+    [ ! -L "$dest" ] || rm -f "$dest" || abort "cannot replace the link $(q "$dest")"
+    mv -f "$base/$1" "$dest" || abort "cannot put $(q "$dest") in place"
+    installed="${installed}file $(lookup "$sums" "$2") $2
+"
+}
+each_copy copy_one
 copied=$(digests "$base" $(printf '%s\n' "$tmps" | cut -d' ' -f1))
 while read -r t f; do
     [ -n "$f" ] || continue
@@ -493,21 +508,7 @@ while read -r t f; do
 done <<EOF
 $tmps
 EOF
-_i=0
-while read -r t f; do
-    [ -n "$f" ] || continue
-    dest=$base/$f
-    [ ! -d "$dest" ] || abort "$(q "$dest") became a directory"
-    [ ! -L "$dest" ] || rm -f "$dest" || abort "cannot replace the link $(q "$dest")"
-    mv -f "$base/$t" "$dest" || abort "cannot put $(q "$dest") in place"
-    installed="${installed}file $(lookup "$sums" "$f") $f
-"
-    _i=$((_i + 1))
-    [ $_i != 1 ] || step
-done <<EOF
-$tmps
-EOF
-step
+each_copy place_one
 write_manifest final || abort "cannot write $(q "$manifest")"
 trap - INT TERM HUP
 n=$(printf '%s' "$installed" | grep -c '^file ')

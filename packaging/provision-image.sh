@@ -443,10 +443,11 @@ undo_all() {
         rmdir "$records" 2>/dev/null || { say "kept $records: not empty"; _rc=1; }
     fi
     [ $keep_install = no ] || return $_rc
-    # the install, by its manifest (or the journal of an install killed before it): uninstall.sh,
-    # the installed copy or, when an install killed early left none, the one beside this script
-    _u=${prefix%/}/share/vzcaps/uninstall.sh
-    [ -f "$_u" ] || _u=$(dirname "$0")/uninstall.sh
+    # the install, by its manifest (or the journal of an install killed before it): the
+    # uninstall.sh beside this script (of this release: an upgrade killed part way leaves the
+    # earlier one installed) or, without one, the installed copy
+    _u=$(dirname "$0")/uninstall.sh
+    [ -f "$_u" ] || _u=${prefix%/}/share/vzcaps/uninstall.sh
     if [ -f "$_u" ] && { [ -e "$manifest" ] || [ -n "$(sh "$_u" --prefix "$prefix" --journals)" ]; }; then
         sh "$_u" --prefix "$prefix" || _rc=1
     elif [ ! -d "$records" ] && [ $_seen_records = no ]; then
