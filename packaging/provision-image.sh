@@ -424,7 +424,10 @@ undo_all() {
                         if rmdir "$_p" 2>/dev/null; then say "removed the directory $_p"; else say "kept $_p: not empty"; fi
                     fi ;;
                 shim)
-                    if [ ! -e "$_p" ] && [ ! -L "$_p" ]; then say "$_p: already gone"
+                    if [ ! -e "$_p" ] && [ ! -L "$_p" ]; then
+                        # a run killed inside vzcaps shims left its temporary link: a --remove takes it
+                        "$_vz" shims --dir "${_p%/*}" --remove "${_p##*/}" 2>/dev/null | grep -v '^removed ' || true
+                        say "$_p: already gone"
                     elif _e=$("$_vz" shims --dir "${_p%/*}" --remove "${_p##*/}" 2>&1 >/dev/null); then say "removed the shim $_p"
                     else say "kept $_p: $(printf '%s' "${_e:-vzcaps shims --remove refused it}" | head -n 1)"
                     fi ;;

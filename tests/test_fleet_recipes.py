@@ -1094,3 +1094,23 @@ def test_make_try_action_runs_the_actions_steps_and_says_what_each_did(tmp_path)
     assert p.returncode == 1 and p.stdout.endswith("try-action: step 'vzcaps strict gate' failed (exit 1): the action stops "
                                                    "there\n"), p.stdout
     assert "vzcaps action: nothing is unlocked" in p.stdout
+
+
+def test_an_undo_after_a_kill_inside_vzcaps_shims_removes_its_temporary_link(mac, tmp_path, archive):
+    """issue 45: the whole run killed while vzcaps shims made a shim (between its record and its
+    rename) leaves the temporary link .NAME.vzcaps-shim-new.PID.N and the record naming it, and no
+    shim at NAME: the undo said "already gone", left both, so the shim directory was not empty and
+    the undo exited 1. The undo's vzcaps shims --remove removes them (a later run's sweep)."""
+    env, sim = mac
+    home, runner = image(tmp_path, sim)
+    prefix = tmp_path / "usr" / "local"
+    before = files_of(tmp_path)
+    p = provision_into(env, tmp_path, archive, prefix, "--programs", "probe")  # the one shim: no other --remove sweeps
+    assert p.returncode == 0, p.stdout + p.stderr
+    shims = prefix / "libexec" / "vzcaps" / "shims"
+    os.rename(shims / "probe", shims / ".probe.vzcaps-shim-new.4242.0")  # as the kill left it: its record names it
+    u = undo_prefix(env, prefix)
+    assert u.returncode == 0 and not u.stderr and "kept" not in u.stdout, u.stdout + u.stderr
+    assert f"{shims}/probe: already gone" in u.stdout
+    after = files_of(tmp_path)
+    assert after == before, sorted(set(after.items()) ^ set(before.items()))[:6]
