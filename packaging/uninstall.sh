@@ -455,8 +455,9 @@ else
         fi
     fi
     msg="removed $removed files from $(q "$prefix")"
-    [ $gone = 0 ] || msg="$msg ($gone already gone)"
-    [ $stopped = no ] || msg="$msg, and what an install stopped part way had made"
+    if [ $stopped = yes ]; then msg="$msg and what an install stopped part way had made (its temporary copies, its directories)"
+    elif [ $gone != 0 ]; then msg="$msg ($gone already gone)"
+    fi
     [ $kept = 0 ] || msg="$msg; kept $kept (named above)"
     say "$msg"
 fi
