@@ -47,7 +47,7 @@ else
   # in every process the library is preloaded into (_ITM_*, __gmon_start__, __cxa_finalize)
   $(LIB): $(LIB_SRC) $(HEADERS)
 	@mkdir -p $(B)
-	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -g -flto -fPIC -shared -nostartfiles -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
+	$(CC) $(CSTD) $(WARN) $(LIB_FRAME) -O2 -g -flto=auto -fPIC -shared -nostartfiles -fvisibility=hidden $(filter %.c,$^) -o $@ -lobjc -ldl -lpthread
   $(B)/vzcaps: $(CLI_ALL) $(HEADERS) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) -O2 -g -I$(B) $(filter %.c,$^) -o $@ -lm
 endif
@@ -150,12 +150,15 @@ $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJ)
 	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer,address,undefined $< $(FUZZ_OBJ) -o $@ -lm
 
 # What building and testing needs (scripts/install-deps: everything; docs/developers.md lists
-# it); make demo installs only what the demo needs. Each says up front what it will install.
+# it); make demo installs only what the demo needs, make check-emu what it needs. Each says up
+# front what it will install.
 deps:
 	@sh scripts/install-deps check
 install-deps: deps
 deps-demo:
 	@sh scripts/install-deps demo
+deps-emu:
+	@sh scripts/install-deps emu
 
 # On Linux: everything. On macOS (native, Xcode): unit tests and the portable end-to-end
 # tests; the GNU-runtime rig, libFuzzer and the cross toolchain are Linux-only.
@@ -229,7 +232,7 @@ bench: deps
 # The shipped arm64 slice of dist/libvzcaps.dylib run under emulation against the rig (tests/emu;
 # docs/developers.md, "The emulated Darwin"); about 45 s of CPU once dist/ and the rig are built.
 # make check runs it once, after dist, and leaves tests/emu out of its main pytest run.
-check-emu: deps
+check-emu: deps-emu
 	$(MAKE) all dist/libvzcaps.dylib
 	sh scripts/check-emu
 dist/libvzcaps.dylib: $(wildcard src/*/*.c src/*/*/*.c src/*/*.h) mk/darwin.mk scripts/dist scripts/cross-link scripts/sources
@@ -254,12 +257,19 @@ cross-link: deps-cross
 	sh scripts/cross-link
 
 deps-cross:
-	@sh scripts/have-cross || { sh scripts/install-deps && sh scripts/have-cross; } || \
+	@sh scripts/have-cross || { sh scripts/install-deps emu && sh scripts/have-cross; } || \
 	  { echo "make: the cross toolchain is missing: run sh scripts/install-deps (Debian, as root)" >&2; exit 1; }
 
 # packaging/provision-image.sh tried on Linux, into build/try-provision (docs/fleet.md)
 try-provision: all
 	sh scripts/try-provision
+
+# action.yml's steps run on Linux in the tests' simulated Mac, saying what each did, into
+# build/try-action (docs/fleet.md); TRY_INPUTS="NAME=VALUE ..." sets the action's inputs
+try-action:
+	@sh scripts/install-deps action
+	@$(MAKE) -s --no-print-directory all
+	python3 scripts/try-action $(TRY_INPUTS)
 
 # the release archive for a guest: make dist, then one tarball with install.sh/uninstall.sh
 release: dist $(GENERATED)
@@ -276,4 +286,4 @@ uninstall:
 clean:
 	rm -rf $(B) dist fuzz-out
 
-.PHONY: all rig deps install-deps deps-demo deps-cross check check-emu check-torch check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release try-provision audit install uninstall clean
+.PHONY: all rig deps install-deps deps-demo deps-emu deps-cross check check-emu check-torch check-fresh check-loops check-llama check-gates check-client demo bench dist cross-link release try-provision try-action audit install uninstall clean

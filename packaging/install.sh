@@ -67,22 +67,24 @@ lookup() { printf '%s\n' "$1" | awk -v p="$2" '$2 == p { print $1; exit }'; }
 # shasum ships with macOS; sha256sum is the fallback elsewhere
 if command -v shasum >/dev/null 2>&1; then sumtool="shasum -a 256"; elif command -v sha256sum >/dev/null 2>&1; then sumtool=sha256sum; else sumtool=""; fi
 [ -n "$sumtool" ] || { echo "$me: shasum is needed to check the files" >&2; exit 1; }
-# check_manifest FILE: the manifest's lines ("dir PATH", "file SHA256 PATH" and "parent N DEV INO":
-# the Nth directory above the prefix, made by install.sh, by its device and inode) on stdout, or
-# a message per bad line on stderr and status 1
+# check_manifest FILE: the manifest's lines ("dir PATH", "file SHA256 PATH", "parent N DEV INO":
+# the Nth directory above the prefix, made by install.sh, by its device and inode; and in the
+# journal of a run (written before what it names is made): "parent N" about to be made, "temp
+# PATH" a temporary copy, a PATH's second "file" line, its bytes about to be) on stdout, or a
+# message per bad line on stderr and status 1
 check_manifest() {
     awk -v me="$me" -v file="$1" '
         NR == 1 { if ($0 != "# vzcaps install-manifest 1") { printf "%s: %s is not a manifest written by install.sh (first line)\n", me, file > "/dev/stderr"; bad = 1; exit 1 } next }
         /^#/ { next }
         {
             ok = 0
-            if ($1 == "dir" && NF == 2) { p = $2; ok = 1 }
-            if ($1 == "file" && NF == 3 && length($2) == 64 && $2 ~ /^[0-9a-f]+$/) { p = $3; ok = 1 }
-            if ($1 == "parent" && NF == 4 && $2 ~ /^[1-9][0-9]*$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/) { p = "parent " $2; ok = 2 }
+            if (($1 == "dir" || $1 == "temp") && NF == 2) { p = $2; k = $1 " " p; ok = 1 }
+            if ($1 == "file" && NF == 3 && length($2) == 64 && $2 ~ /^[0-9a-f]+$/) { p = $3; k = $0; ok = 1 }
+            if ($1 == "parent" && (NF == 4 || NF == 2) && $2 ~ /^[1-9][0-9]*$/ && $3 ~ /^[0-9]*$/ && $4 ~ /^[0-9]*$/) { k = "parent " $2; ok = 2 }
             if (ok == 1 && p != "." && (p !~ /^[A-Za-z0-9._+][A-Za-z0-9._+\/-]*$/ || p ~ /(^|\/)\.\.?(\/|$)/ || p ~ /\/\/|\/$/)) ok = 0
-            if (ok && (p in seen)) ok = 0
+            if (ok && (k in seen)) ok = 0
             if (!ok) { printf "%s: %s line %d is malformed\n", me, file, NR > "/dev/stderr"; bad = 1 }
-            else { seen[p] = 1; print }
+            else { seen[k] = 1; print }
         }
         END { exit bad }' "$1"
 }
@@ -92,11 +94,32 @@ parent_dir() {
     while [ $_pn -lt "$1" ]; do _pd=$(dirname "$_pd"); _pn=$((_pn + 1)); done
     printf '%s\n' "$_pd"
 }
-# made_parent N DEV INO: the Nth directory above the prefix is the one install.sh made there (a
-# directory, not a link, of that device and inode; its time changes with what it holds)
+# made_parent N [DEV INO]: the Nth directory above the prefix is the one install.sh made there (a
+# directory, not a link, of that device and inode; its time changes with what it holds; without
+# them, one a journal names as about to be made)
 made_parent() {
     _pd=$(parent_dir "$1") && [ -d "$_pd" ] && [ ! -L "$_pd" ] || return 1
+    [ -n "${2:-}" ] || return 0
     _pi=$(made_stat "$_pd") && [ "${_pi% *}" = "$2 $3" ]
+}
+# journals: the journals of an install into this prefix killed before share/vzcaps was there to
+# hold its manifest (install.sh writes one beside the nearest directory there is, owned by the
+# one installing, before it makes the first), one path a line; only their dir and parent lines count
+journals() {
+    _jd=$base/share/vzcaps
+    while [ "$_jd" != / ]; do
+        _jd=$(dirname "$_jd")
+        set +f
+        for _j in "$_jd"/.vzcaps-install-journal.*; do
+            [ -f "$_j" ] && [ ! -L "$_j" ] && [ -O "$_j" ] && [ "$(sed -n 2p "$_j")" = "# the journal of an install into $prefix" ] &&
+                printf '%s\n' "$_j"
+        done
+        set -f
+    done
+}
+# journal_lines: the dir and parent lines of those journals
+journal_lines() {
+    journals | while IFS= read -r _j; do check_manifest "$_j" 2>/dev/null | grep -E '^(dir|parent) '; done
 }
 # ---- the record of what vzcaps made (kept identical in packaging/*install.sh and scripts/release;
 # the same test as src/common/record.c: tests/dist/test_record.py runs one table through both) ----
@@ -242,6 +265,11 @@ elif [ -e "$manifest" ]; then
     else fail "$(q "$manifest") was not written by install.sh: nothing installed (move it away, or pass --force)"
     fi
 fi
+# a run killed before share/vzcaps held its manifest left a journal of the directories it made
+jlines=$(journal_lines)
+[ -z "$jlines" ] || old=$(printf '%s\n%s\n' "$old" "$jlines" | awk 'NF')
+# the temporary copy of each file, beside it (a name of install.sh's: .vzcaps-install.NAME)
+tmps=$(printf '%s\n' "$files" | sed 's|^\(.*\)/\([^/]*\)$|\1/.vzcaps-install.\2 &|')
 conflicts=""
 conflict() { conflicts="$conflicts
   $(q "$1"): $2"; }
@@ -278,12 +306,19 @@ for f in $files share/vzcaps/install-manifest; do
         [ $force = yes ] || conflict "$dest" "exists and is not what install.sh installed (pass --force to replace it)"
     fi
 done
+while read -r t f; do
+    [ -e "$base/$t" ] || [ -L "$base/$t" ] || continue
+    [ -f "$base/$t" ] && [ ! -L "$base/$t" ] && printf '%s\n' "$old" | grep -Fqx "temp $t" ||
+        conflict "$base/$t" "exists and is not a temporary copy install.sh's record names"
+done <<EOF
+$tmps
+EOF
 [ -z "$conflicts" ] || { printf '%s: cannot install into %s:%s\nnothing installed\n' "$me" "$(q "$prefix")" "$conflicts" >&2; exit 1; }
 
 # ---- already installed: every file there with this release's bytes and named so by the
 # manifest, with the modes it gives them: nothing is written (a second run changes nothing) ----
 same=no
-if [ -n "$old" ]; then
+if [ -n "$old" ] && [ -z "$jlines" ] && ! printf '%s\n' "$old" | grep -q '^temp '; then
     same=yes
     for f in $files; do
         h=$(lookup "$sums" "$f")
@@ -297,87 +332,175 @@ if [ $same = yes ]; then
     say "already installed: the $(printf '%s\n' "$files" | grep -c .) files in $(q "$prefix") are this release's: nothing written"
 else
 
-# ---- 3. copy: each file to a new temporary file beside its destination, checked, renamed ----
-created=""    # directories this run made, in the order made
-parents=""    # "parent N DEV INO" lines: the directories above the prefix this run made
-installed=""  # "file SHA256 PATH" lines
-tmps=""       # "TEMPORARY PATH" lines, relative to the prefix
+# ---- 3. copy, as a journal: what this run makes is recorded before it is made (in the manifest,
+# or, before share/vzcaps is there to hold it, in a journal beside the nearest directory there
+# is), so that uninstall.sh after a kill at any point removes it all and a rerun carries it on.
+# Each file goes to its temporary copy beside its destination, checked, then renamed ----
+sdir=$base/share/vzcaps
+created=""      # directories this run made, in the order made ("." the prefix)
+parents=""      # "parent N DEV INO" lines: the directories above the prefix this run made
+installed=""    # "file SHA256 PATH" lines: the files renamed into place
+journal0=""     # this run's journal outside share/vzcaps, while it is needed
+wrote=no        # whether this run wrote the manifest
+# what this run will make: the directories above the prefix ("N PATH", outermost first), the
+# prefix itself and the directories under it
+up_todo="" todo=""
+if [ ! -d "$prefix" ]; then
+    _up=0 _d=$prefix
+    while _d=$(dirname "$_d") && [ ! -d "$_d" ]; do
+        _up=$((_up + 1))
+        up_todo="$_up $_d
+$up_todo"
+    done
+    todo=".
+"
+fi
+for d in $needed_dirs; do
+    [ -d "$base/$d" ] || todo="$todo$d
+"
+done
+# step: a point between two writes. For the test of a run killed at each point,
+# INSTALL_SH_STOP_AT=N kills it (SIGKILL: no trap runs) at the Nth
+_step=0
+step() {
+    _step=$((_step + 1))
+    [ "$_step" != "${INSTALL_SH_STOP_AT:-}" ] || kill -KILL $$
+}
+# manifest_text journal|final: the manifest: in a journal also what is about to be made (the
+# directories, the temporary copies, each file's bytes about to be); final: what is there
+manifest_text() {
+    echo "# vzcaps install-manifest 1"
+    echo "# what install.sh of $name installed under this prefix; uninstall.sh removes these files"
+    echo "# when they are unchanged, then these directories when empty"
+    { printf '%s\n' "$old" | grep '^dir '; printf '%s' "$created" | sed 's/^/dir /'
+      [ "$1" = final ] || printf '%s' "$todo" | sed 's/^/dir /'; } | awk 'NF && !seen[$0]++'
+    { printf '%s' "$parents"; printf '%s\n' "$old" | grep '^parent '; } | awk 'NF && !seen[$2]++'
+    if [ "$1" = journal ]; then
+        printf '%s\n' "$tmps" | sed -n 's/^\([^ ]*\) .*/temp \1/p'
+        { printf '%s\n' "$old" | grep '^file '
+          { printf '%s\n\n' "$files"; printf '%s\n' "$sums"; } | awk 'NF == 0 { s = 1; next } !s { w[$0] = 1; next } $2 in w { print "file " $0 }'
+        } | awk '!seen[$0]++'
+        return 0
+    fi
+    printf '%s\n' "$installed" | grep '^file '
+    # files of an earlier install that this one did not replace
+    printf '%s\n' "$old" | grep '^file ' | while read -r _k _h _p; do
+        printf '%s\n' "$installed" | awk -v p="$_p" '$3 == p { f = 1 } END { exit !f }' || echo "file $_h $_p"
+    done | awk '!seen[$3]++'
+}
+# write_manifest journal|final: the manifest, whole or not at all (a temporary beside it, renamed)
 write_manifest() {
-    [ -d "$base/share/vzcaps" ] || return 1
-    _t=$(mktemp "$base/share/vzcaps/.install-manifest.XXXXXX") || return 1
-    {
-        echo "# vzcaps install-manifest 1"
-        echo "# what install.sh of $name installed under this prefix; uninstall.sh removes these files"
-        echo "# when they are unchanged, then these directories when empty"
-        { printf '%s\n' "$old" | grep '^dir '; printf '%s' "$created" | sed 's/^/dir /'; } | awk 'NF && !seen[$0]++'
-        { printf '%s\n' "$old" | grep '^parent '; printf '%s' "$parents"; } | awk 'NF && !seen[$2]++'
-        printf '%s\n' "$installed" | grep '^file '
-        # files of an earlier install that this one did not replace
-        printf '%s\n' "$old" | grep '^file ' | while read -r _k _h _p; do
-            printf '%s\n' "$installed" | awk -v p="$_p" '$3 == p { f = 1 } END { exit !f }' || echo "file $_h $_p"
-        done
-    } >"$_t" && chmod 644 "$_t" && [ ! -L "$manifest" ] && [ ! -d "$manifest" ] && mv -f "$_t" "$manifest" && return 0
+    [ -d "$sdir" ] || return 1
+    _t=$sdir/.install-manifest.new
+    rm -f "$_t"
+    manifest_text "$1" >"$_t" && chmod 644 "$_t" && [ ! -L "$manifest" ] && [ ! -d "$manifest" ] && mv -f "$_t" "$manifest" &&
+        wrote=yes && return 0
     rm -f "$_t"
     return 1
 }
 abort() {
-    for _t in $(printf '%s' "$tmps" | cut -d' ' -f1); do rm -f "$base/$_t"; done
-    if [ -n "$installed$created" ] && write_manifest; then
+    trap - INT TERM HUP
+    printf '%s\n' "$tmps" | while read -r _t _f; do [ ! -f "$base/$_t" ] || [ -L "$base/$_t" ] || rm -f "$base/$_t"; done
+    if [ -n "$installed$created$parents$(printf '%s\n' "$old" | grep -v '^temp ')" ] && write_manifest final; then
+        [ -z "$journal0" ] || rm -f "$journal0"
         printf '%s: %s: stopped; the files installed so far are in %s (uninstall.sh removes them)\n' "$me" "$1" "$(q "$manifest")" >&2
     else
         # nothing recorded: the directories this run made go again, when empty
+        [ $wrote = no ] || rm -f "$manifest"
         for _d in $(printf '%s' "$created" | awk '{ l[++n] = $0 } END { while (n) print l[n--] }'); do
             if [ "$_d" = . ]; then rmdir "$prefix" 2>/dev/null; else rmdir "$base/$_d" 2>/dev/null; fi
         done
         printf '%s' "$parents" | sort -k2,2n | while read -r _k _n _dv _in; do
             made_parent "$_n" "$_dv" "$_in" && rmdir "$(parent_dir "$_n")" 2>/dev/null
         done
+        [ -z "$journal0" ] || rm -f "$journal0"
         printf '%s: %s: stopped\n' "$me" "$1" >&2
     fi
     exit 1
 }
 trap 'abort "interrupted"' INT TERM HUP
-make_dir() { # make_dir REL: creates PREFIX/REL (mode 755) and records it
-    if mkdir -m 755 "$base/$1" 2>/dev/null; then created="$created$1
+make_dir() { # make_dir REL: creates PREFIX/REL (mode 755, whatever the umask) and records it
+    _md=$base/$1
+    [ "$1" != . ] || _md=$prefix
+    if mkdir -m 755 "$_md" 2>/dev/null; then created="$created$1
 "
-    elif [ ! -d "$base/$1" ]; then abort "cannot create $(q "$base/$1")"
+    elif [ ! -d "$_md" ]; then abort "cannot create $(q "$_md")"
     fi
 }
-if [ ! -d "$prefix" ]; then
-    # the missing directories above the prefix, outermost first: each made (mode 755, whatever
-    # the umask) and recorded by its device and inode, so uninstall.sh removes them again
-    _up=0 _d=$prefix _missing=""
-    while _d=$(dirname "$_d") && [ ! -d "$_d" ]; do
-        _up=$((_up + 1))
-        _missing="$_up $_d
-$_missing"
-    done
+# a stale temporary copy of a killed run, named by its record, goes
+printf '%s\n' "$old" | sed -n 's/^temp //p' | while read -r t; do
+    [ ! -f "$base/$t" ] || [ -L "$base/$t" ] || rm -f "$base/$t"
+done
+if [ ! -d "$sdir" ]; then
+    # the directories on the way to share/vzcaps: recorded first in a journal beside the nearest
+    # directory there is (owned by the one installing; uninstall.sh looks there), then made
+    _nd=$sdir
+    while [ ! -d "$_nd" ]; do _nd=$(dirname "$_nd"); done
+    journal0=$_nd/.vzcaps-install-journal.$$
+    if [ -e "$journal0" ] || [ -L "$journal0" ]; then # a killed run's of the same number: merged above
+        journals | grep -Fqx -- "$journal0" && rm -f "$journal0"
+    fi
+    { echo "# vzcaps install-manifest 1"; echo "# the journal of an install into $prefix"
+      printf '%s' "$up_todo" | sed -n 's/^\([0-9]*\) .*/parent \1/p'; printf '%s' "$todo" | sed 's/^/dir /'; } |
+        (set -C && cat >"$journal0") 2>/dev/null || { journal0=""; abort "cannot write $(q "$_nd")/.vzcaps-install-journal.$$"; }
+    step
     while read -r _n _d; do
         [ -n "$_n" ] || continue
         mkdir -m 755 "$_d" 2>/dev/null || abort "cannot create $(q "$_d")"
         _id=$(made_stat "$_d") && [ -n "$_id" ] || abort "cannot read $(q "$_d")"
         parents="${parents}parent $_n ${_id% *}
 "
+        step
     done <<EOF
-$_missing
+$up_todo
 EOF
-    mkdir -m 755 "$prefix" 2>/dev/null || abort "cannot create $(q "$prefix")"
-    created=".
-"
+    for d in . share share/vzcaps; do
+        printf '%s' "$todo" | grep -Fqx -- "$d" || continue
+        make_dir "$d"
+        step
+    done
 fi
-for d in $needed_dirs; do
+write_manifest journal || abort "cannot write $(q "$manifest")"
+step
+# the journals, this run's and a killed run's (the manifest holds what they named now)
+journals | while IFS= read -r _j; do rm -f "$_j"; done
+journal0=""
+step
+_i=0
+for d in $todo; do
     [ -d "$base/$d" ] || make_dir "$d"
+    _i=$((_i + 1))
+    [ $_i != 1 ] || step
 done
-for f in $files; do
-    dest=$base/$f
-    tmp=$(mktemp "$(dirname "$dest")/.vzcaps-install.XXXXXX") || abort "cannot create a temporary file beside $(q "$dest")"
-    tmps="$tmps${tmp#"$base/"} $f
+step
+# each_copy FUNCTION: FUNCTION TEMPORARY PATH for each file, with a step after the first and the last
+each_copy() {
+    _i=0
+    while read -r t f; do
+        [ -n "$f" ] || continue
+        "$1" "$t" "$f"
+        _i=$((_i + 1))
+        [ $_i != 1 ] || step
+    done <<EOF
+$tmps
+EOF
+    step
+}
+copy_one() {
+    (set -C && cat "$here/$2" >"$base/$1") 2>/dev/null || abort "cannot write $(q "$base/$2") (a full disk?)"
+    case $2 in bin/* | *.sh) mode=755 ;; *) mode=644 ;; esac
+    chmod $mode "$base/$1" || abort "cannot set the mode of $(q "$base/$2")"
+}
+place_one() {
+    dest=$base/$2
+    [ ! -d "$dest" ] || abort "$(q "$dest") became a directory"
+    [ ! -L "$dest" ] || rm -f "$dest" || abort "cannot replace the link $(q "$dest")"
+    mv -f "$base/$1" "$dest" || abort "cannot put $(q "$dest") in place"
+    installed="${installed}file $(lookup "$sums" "$2") $2
 "
-    cat "$here/$f" >"$tmp" 2>/dev/null || abort "cannot write $(q "$dest") (a full disk?)"
-    case $f in bin/* | *.sh) mode=755 ;; *) mode=644 ;; esac
-    chmod $mode "$tmp" || abort "cannot set the mode of $(q "$dest")"
-done
-copied=$(digests "$base" $(printf '%s' "$tmps" | cut -d' ' -f1))
+}
+each_copy copy_one
+copied=$(digests "$base" $(printf '%s\n' "$tmps" | cut -d' ' -f1))
 while read -r t f; do
     [ -n "$f" ] || continue
     h=$(lookup "$sums" "$f")
@@ -385,19 +508,8 @@ while read -r t f; do
 done <<EOF
 $tmps
 EOF
-while read -r t f; do
-    [ -n "$f" ] || continue
-    dest=$base/$f
-    [ ! -d "$dest" ] || abort "$(q "$dest") became a directory"
-    [ ! -L "$dest" ] || rm -f "$dest" || abort "cannot replace the link $(q "$dest")"
-    mv -f "$base/$t" "$dest" || abort "cannot put $(q "$dest") in place"
-    installed="${installed}file $(lookup "$sums" "$f") $f
-"
-done <<EOF
-$tmps
-EOF
-tmps=""
-write_manifest || abort "cannot write $(q "$manifest")"
+each_copy place_one
+write_manifest final || abort "cannot write $(q "$manifest")"
 trap - INT TERM HUP
 n=$(printf '%s' "$installed" | grep -c '^file ')
 say "installed $n files into $(q "$prefix") (the list: $(q "$manifest"))"

@@ -24,7 +24,16 @@ usage="usage: $me --archive vzcaps-VERSION-macos.tar.gz --user NAME [--home DIR]
 archive="" user="" home="" prefix=/usr/local etc=/usr/local/etc config="" force=no shims="" runner="" server=""
 undo=no keep_install=no prefix_given=no
 programs="llama-server llama-cli llama-bench whisper-cli ollama"
-fail() { printf '%s: %s\n' "$me" "$*" >&2; exit 1; }
+# left: once the install is in place, what a stop leaves and the command that removes it (one line)
+left=""
+fail() { printf '%s: %s\n' "$me" "$*" >&2; [ -z "$left" ] || printf '%s: %s\n' "$me" "$left" >&2; exit 1; }
+# q PATH: PATH as one shell word, for a command line a user pastes
+q() {
+    case $1 in
+        '' | *[!A-Za-z0-9_./+:@%,=-]*) printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")" ;;
+        *) printf '%s' "$1" ;;
+    esac
+}
 bad() { printf '%s: %s\n%s\n' "$me" "$*" "$usage" >&2; exit 2; }
 while [ $# -gt 0 ]; do
     case $1 in
@@ -197,6 +206,7 @@ intend() {
                     cp -p "$1" "$rec.orig.new" || fail "cannot keep a copy of $1 in $records"
             fi
             mv -f "$rec.orig.new" "$rec.orig" || fail "cannot keep a copy of $1 in $records"
+            step # a saved original without its record yet: --undo removes it
             _orig=saved
         else
             rm -f "$rec.orig"
@@ -399,8 +409,9 @@ undo_all() {
             "$me" "$records" "$(ls -ld "$records" | awk '{ print $3 }')" >&2
         return 1
     fi
+    _seen_records=no manifest=${prefix%/}/share/vzcaps/install-manifest
     if [ -d "$records" ]; then
-        _vz=${prefix%/}/bin/vzcaps
+        _seen_records=yes _vz=${prefix%/}/bin/vzcaps
         for _n in $(entries); do
             _r=$records/entry.$_n
             [ -f "$_r" ] && [ ! -L "$_r" ] || continue
@@ -413,7 +424,10 @@ undo_all() {
                         if rmdir "$_p" 2>/dev/null; then say "removed the directory $_p"; else say "kept $_p: not empty"; fi
                     fi ;;
                 shim)
-                    if [ ! -e "$_p" ] && [ ! -L "$_p" ]; then say "$_p: already gone"
+                    if [ ! -e "$_p" ] && [ ! -L "$_p" ]; then
+                        # a run killed inside vzcaps shims left its temporary link: a --remove takes it
+                        "$_vz" shims --dir "${_p%/*}" --remove "${_p##*/}" 2>/dev/null | grep -v '^removed ' || true
+                        say "$_p: already gone"
                     elif _e=$("$_vz" shims --dir "${_p%/*}" --remove "${_p##*/}" 2>&1 >/dev/null); then say "removed the shim $_p"
                     else say "kept $_p: $(printf '%s' "${_e:-vzcaps shims --remove refused it}" | head -n 1)"
                     fi ;;
@@ -423,15 +437,26 @@ undo_all() {
             esac
             rm -f "$_r" "$_r.orig"
         done
+        # what a run killed before a record's entry left: its temporaries, and an original saved
+        # for a record not written yet (so for a file not written either)
         rm -f "$records/stripped" "$records/stripped.m" "$records"/entry.*.new "$records"/entry.*.orig.new
+        for _o in "$records"/entry.*.orig; do
+            [ ! -f "$_o" ] || [ -e "${_o%.orig}" ] || rm -f "$_o"
+        done
         rmdir "$records" 2>/dev/null || { say "kept $records: not empty"; _rc=1; }
-    else
-        say "nothing provisioned under $prefix (no $records)"
     fi
     [ $keep_install = no ] || return $_rc
-    _u=${prefix%/}/share/vzcaps/uninstall.sh
-    if [ -f "$_u" ]; then sh "$_u" --prefix "$prefix" || _rc=1
-    else say "no $_u: the install is left as it is"
+    # the install, by its manifest (or the journal of an install killed before it): the
+    # uninstall.sh beside this script (of this release: an upgrade killed part way leaves the
+    # earlier one installed) or, without one, the installed copy
+    _u=$(dirname "$0")/uninstall.sh
+    [ -f "$_u" ] || _u=${prefix%/}/share/vzcaps/uninstall.sh
+    if [ -f "$_u" ] && { [ -e "$manifest" ] || [ -n "$(sh "$_u" --prefix "$prefix" --journals)" ]; }; then
+        sh "$_u" --prefix "$prefix" || _rc=1
+    elif [ ! -d "$records" ] && [ $_seen_records = no ]; then
+        say "nothing to undo under $prefix: nothing provisioned or installed there"
+    elif [ -e "$manifest" ]; then
+        say "no $_u: the install is left as it is"
     fi
     return $_rc
 }
@@ -483,22 +508,38 @@ for d in "$work"/vzcaps-*-macos; do
 done
 [ -n "$release" ] || fail "$archive holds no vzcaps-VERSION-macos/install.sh"
 changed=no # anything this run wrote: none says "already provisioned"
-manifest=${prefix%/}/share/vzcaps/install-manifest
-was=$(made_stat "$manifest") || was=""
-sh "$release/install.sh" --prefix "$prefix" || fail "install.sh failed (above): nothing more done"
-[ -n "$was" ] && [ "$(made_stat "$manifest")" = "$was" ] || changed=yes # install.sh rewrote its manifest
-vz=$prefix/bin/vzcaps
-# the records of what follows: the install's own share/vzcaps, readable only by whoever provisions
-if [ ! -d "$records" ]; then mkdir -m 700 "$records" || fail "cannot make $records"; fi
-[ ! -L "$records" ] || fail "$records is a symbolic link: nothing more done"
-step
-
 # plain_or_absent PATH: fails unless PATH is absent or a regular file (never a link, a FIFO that
 # would hang a read, a device or a directory)
 plain_or_absent() {
     [ ! -L "$1" ] || fail "$1 is a symbolic link: not written through it"
     [ ! -e "$1" ] || [ -f "$1" ] || fail "$1 is not a regular file: left alone"
 }
+# the config as the image will hold it (a copy, mode 644); a different one there stops the run
+# before anything is installed (--force replaces it)
+[ -n "$config" ] || config=$release/vzcaps.conf.example
+[ -f "$config" ] || fail "config $config is not a file"
+cat "$config" >"$work/vzcaps.conf" && chmod 644 "$work/vzcaps.conf" || fail "cannot read $config"
+conf=$etc/vzcaps.conf
+plain_or_absent "$conf"
+if [ -e "$conf" ] && [ $force = no ] && ! cmp -s "$conf" "$work/vzcaps.conf"; then
+    fail "$conf exists and differs from the config to install: not replaced (pass --force): nothing installed or written"
+fi
+manifest=${prefix%/}/share/vzcaps/install-manifest
+was=$(made_stat "$manifest") || was=""
+self=$(cd "$(dirname "$0")" && pwd)/${0##*/}
+sh "$release/install.sh" --prefix "$prefix" || {
+    _rc=$?
+    [ $_rc -le 128 ] || left="stopped part way: install.sh was killed; what it made goes with: sh $(q "$self") --undo --prefix $(q "$prefix")"
+    fail "install.sh failed (above): nothing more done"; }
+[ -n "$was" ] && [ "$(made_stat "$manifest")" = "$was" ] || changed=yes # install.sh rewrote its manifest
+left="stopped part way: what this run installed and wrote is left in $prefix (recorded); sh $(q "$prefix/share/vzcaps/provision-image.sh") --undo removes it"
+step
+vz=$prefix/bin/vzcaps
+# the records of what follows: the install's own share/vzcaps, readable only by whoever provisions
+if [ ! -d "$records" ]; then mkdir -m 700 "$records" || fail "cannot make $records"; fi
+[ ! -L "$records" ] || fail "$records is a symbolic link: nothing more done"
+step
+
 # write_new DEST SOURCE: SOURCE's bytes to DEST through a new file beside it (tmp_of, which its
 # record names), renamed (never through a link or over a file not its own; mode 644)
 write_new() {
@@ -525,19 +566,14 @@ journal_write() {
 }
 
 # ---- 2. the system config: per-program sections, validated before the image keeps it ----
-[ -n "$config" ] || config=$release/vzcaps.conf.example
-[ -f "$config" ] || fail "config $config is not a file"
-# checked as the image will hold it (a copy, mode 644) before anything is written
-cat "$config" >"$work/vzcaps.conf" && chmod 644 "$work/vzcaps.conf" || fail "cannot read $config"
 set -f
 for name in $names; do
     "$vz" check --config "$work/vzcaps.conf" --exe "$name" >"$work/check.txt" 2>&1 ||
-        { sed "s|$work/vzcaps.conf|$config|g" "$work/check.txt" >&2; fail "vzcaps check refused $config for $name (above): nothing written"; }
+        { sed "s|$work/vzcaps.conf|$config|g" "$work/check.txt" >&2; fail "vzcaps check refused $config for $name (above): no config written"; }
 done
 set +f
 config=$work/vzcaps.conf
 make_dirs "$etc"
-conf=$etc/vzcaps.conf
 plain_or_absent "$conf"
 if [ -e "$conf" ]; then
     if cmp -s "$conf" "$config"; then

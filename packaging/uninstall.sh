@@ -18,6 +18,7 @@ prefix=""
 all=no
 yes=no
 config=no
+journals_only=no
 while [ $# -gt 0 ]; do
     case $1 in
         --prefix) [ $# -ge 2 ] || { echo "$me: --prefix needs a directory ($usage)" >&2; exit 2; }; prefix=$2; shift 2
@@ -27,6 +28,7 @@ while [ $# -gt 0 ]; do
         --all) all=yes; shift ;;
         --yes) yes=yes; shift ;;
         --config) config=yes; shift ;;
+        --journals) journals_only=yes; shift ;; # provision-image.sh --undo: is there an install killed early?
         -h|--help)
             echo "$usage"
             echo "Removes the files install.sh recorded in PREFIX/share/vzcaps/install-manifest that are unchanged,"
@@ -121,22 +123,24 @@ lookup() { printf '%s\n' "$1" | awk -v p="$2" '$2 == p { print $1; exit }'; }
 # shasum ships with macOS; sha256sum is the fallback elsewhere
 if command -v shasum >/dev/null 2>&1; then sumtool="shasum -a 256"; elif command -v sha256sum >/dev/null 2>&1; then sumtool=sha256sum; else sumtool=""; fi
 [ -n "$sumtool" ] || { echo "$me: shasum is needed to check the files" >&2; exit 1; }
-# check_manifest FILE: the manifest's lines ("dir PATH", "file SHA256 PATH" and "parent N DEV INO":
-# the Nth directory above the prefix, made by install.sh, by its device and inode) on stdout, or
-# a message per bad line on stderr and status 1
+# check_manifest FILE: the manifest's lines ("dir PATH", "file SHA256 PATH", "parent N DEV INO":
+# the Nth directory above the prefix, made by install.sh, by its device and inode; and in the
+# journal of a run (written before what it names is made): "parent N" about to be made, "temp
+# PATH" a temporary copy, a PATH's second "file" line, its bytes about to be) on stdout, or a
+# message per bad line on stderr and status 1
 check_manifest() {
     awk -v me="$me" -v file="$1" '
         NR == 1 { if ($0 != "# vzcaps install-manifest 1") { printf "%s: %s is not a manifest written by install.sh (first line)\n", me, file > "/dev/stderr"; bad = 1; exit 1 } next }
         /^#/ { next }
         {
             ok = 0
-            if ($1 == "dir" && NF == 2) { p = $2; ok = 1 }
-            if ($1 == "file" && NF == 3 && length($2) == 64 && $2 ~ /^[0-9a-f]+$/) { p = $3; ok = 1 }
-            if ($1 == "parent" && NF == 4 && $2 ~ /^[1-9][0-9]*$/ && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/) { p = "parent " $2; ok = 2 }
+            if (($1 == "dir" || $1 == "temp") && NF == 2) { p = $2; k = $1 " " p; ok = 1 }
+            if ($1 == "file" && NF == 3 && length($2) == 64 && $2 ~ /^[0-9a-f]+$/) { p = $3; k = $0; ok = 1 }
+            if ($1 == "parent" && (NF == 4 || NF == 2) && $2 ~ /^[1-9][0-9]*$/ && $3 ~ /^[0-9]*$/ && $4 ~ /^[0-9]*$/) { k = "parent " $2; ok = 2 }
             if (ok == 1 && p != "." && (p !~ /^[A-Za-z0-9._+][A-Za-z0-9._+\/-]*$/ || p ~ /(^|\/)\.\.?(\/|$)/ || p ~ /\/\/|\/$/)) ok = 0
-            if (ok && (p in seen)) ok = 0
+            if (ok && (k in seen)) ok = 0
             if (!ok) { printf "%s: %s line %d is malformed\n", me, file, NR > "/dev/stderr"; bad = 1 }
-            else { seen[p] = 1; print }
+            else { seen[k] = 1; print }
         }
         END { exit bad }' "$1"
 }
@@ -146,11 +150,32 @@ parent_dir() {
     while [ $_pn -lt "$1" ]; do _pd=$(dirname "$_pd"); _pn=$((_pn + 1)); done
     printf '%s\n' "$_pd"
 }
-# made_parent N DEV INO: the Nth directory above the prefix is the one install.sh made there (a
-# directory, not a link, of that device and inode; its time changes with what it holds)
+# made_parent N [DEV INO]: the Nth directory above the prefix is the one install.sh made there (a
+# directory, not a link, of that device and inode; its time changes with what it holds; without
+# them, one a journal names as about to be made)
 made_parent() {
     _pd=$(parent_dir "$1") && [ -d "$_pd" ] && [ ! -L "$_pd" ] || return 1
+    [ -n "${2:-}" ] || return 0
     _pi=$(made_stat "$_pd") && [ "${_pi% *}" = "$2 $3" ]
+}
+# journals: the journals of an install into this prefix killed before share/vzcaps was there to
+# hold its manifest (install.sh writes one beside the nearest directory there is, owned by the
+# one installing, before it makes the first), one path a line; only their dir and parent lines count
+journals() {
+    _jd=$base/share/vzcaps
+    while [ "$_jd" != / ]; do
+        _jd=$(dirname "$_jd")
+        set +f
+        for _j in "$_jd"/.vzcaps-install-journal.*; do
+            [ -f "$_j" ] && [ ! -L "$_j" ] && [ -O "$_j" ] && [ "$(sed -n 2p "$_j")" = "# the journal of an install into $prefix" ] &&
+                printf '%s\n' "$_j"
+        done
+        set -f
+    done
+}
+# journal_lines: the dir and parent lines of those journals
+journal_lines() {
+    journals | while IFS= read -r _j; do check_manifest "$_j" 2>/dev/null | grep -E '^(dir|parent) '; done
 }
 # ---- the record of what vzcaps made (kept identical in packaging/*install.sh and scripts/release;
 # the same test as src/common/record.c: tests/dist/test_record.py runs one table through both) ----
@@ -229,6 +254,7 @@ made_marked() {
 # ---- end of the shared part ----
 resolve_prefix
 base=${prefix%/}
+[ $journals_only = no ] || { journals; exit 0; }
 say() { printf '%s\n' "$*" || exit 1; } # a failed write to standard output is an error
 warn() { printf '%s: %s\n' "$me" "$*" >&2; }
 rc=0
@@ -334,22 +360,31 @@ if [ $all = yes ] && { [ -e "$base/share/vzcaps/provision" ] || [ -L "$base/shar
     fi
 fi
 
-# ---- the files install.sh installed, by its manifest ----
+# ---- the files install.sh installed, by its manifest (and, of a run killed part way, the
+# journal it wrote first: its temporary copies, the files it was about to place) ----
 manifest=$base/share/vzcaps/install-manifest
+jfiles=$(journals)
 if [ -L "$manifest" ] || { [ -e "$manifest" ] && [ ! -f "$manifest" ]; }; then
     warn "$(q "$manifest") is a link or not a file: nothing removed"
     exit 1
-elif [ ! -e "$manifest" ]; then
+elif [ ! -e "$manifest" ] && [ -z "$jfiles" ]; then
     warn "no install manifest at $(q "$manifest"): install.sh did not install vzcaps into $(q "$prefix") (or one without a manifest did: remove its files by hand): nothing removed there"
     [ $all = yes ] || exit 1
     rc=1
 else
-    entries=$(check_manifest "$manifest") || { warn "nothing removed"; exit 1; }
-    if [ ! -w "$base/share/vzcaps" ] || [ ! -x "$base/share/vzcaps" ]; then
+    entries=""
+    if [ -e "$manifest" ]; then entries=$(check_manifest "$manifest") || { warn "nothing removed"; exit 1; }; fi
+    entries=$(printf '%s\n%s\n' "$entries" "$(journal_lines)" | awk 'NF')
+    if [ -d "$base/share/vzcaps" ] && { [ ! -w "$base/share/vzcaps" ] || [ ! -x "$base/share/vzcaps" ]; }; then
         warn "$(q "$prefix") is not yours to change (installed as $(ls -ld "$base/share/vzcaps" | awk '{ print $3 }')): nothing removed; run it as that user (sudo)"
         exit 1
     fi
-    removed=0 kept=0 gone=0
+    removed=0 kept=0 gone=0 stopped=no
+    [ -z "$jfiles" ] && ! printf '%s\n' "$entries" | grep -q '^temp ' || stopped=yes
+    # the temporary copies a killed run left, by their record
+    for t in $(printf '%s\n' "$entries" | sed -n 's/^temp //p'); do
+        [ ! -f "$base/$t" ] || [ -L "$base/$t" ] || rm -f "$base/$t" || { warn "cannot remove $(q "$base/$t")"; rc=1; }
+    done
     # without --all, while vzcaps made anything for this user, the installed copy of this script
     # stays (with a manifest naming it) so that --all can run later; it removes itself then
     self_rel=share/vzcaps/uninstall.sh
@@ -358,21 +393,24 @@ else
         later=$(leftovers)
         [ -z "$later" ] || keep_self=yes
     fi
+    paths=$(printf '%s\n' "$entries" | awk '$1 == "file" && !seen[$3]++ { print $3 }')
     present=""
-    for p in $(printf '%s\n' "$entries" | awk '$1 == "file" { print $3 }'); do
+    for p in $paths; do
         if [ -f "$base/$p" ] && [ ! -L "$base/$p" ]; then present="$present $p"; fi
     done
     current=$(digests "$base" $present)
-    while read -r kind h p; do
-        [ "$kind" = file ] || continue
+    # each file once: removed when it has the bytes of one of its lines (a run killed between
+    # its journal and its renames names both the bytes there before and those about to be)
+    for p in $paths; do
         f=$base/$p
+        h=$(lookup "$current" "$p")
         if [ -L "$f" ]; then
             say "kept $(q "$f"): a link now, not the file install.sh installed"; kept=$((kept + 1))
         elif [ ! -e "$f" ]; then
             gone=$((gone + 1))
         elif [ ! -f "$f" ]; then
             say "kept $(q "$f"): not a regular file now"; kept=$((kept + 1))
-        elif [ "$(lookup "$current" "$p")" != "$h" ]; then
+        elif [ -z "$h" ] || ! printf '%s\n' "$entries" | grep -Fqx "file $h $p"; then
             say "kept $(q "$f"): changed since install.sh installed it"; kept=$((kept + 1))
         elif [ $keep_self = yes ] && [ "$p" = "$self_rel" ]; then
             kept_self="file $h $p"
@@ -381,23 +419,25 @@ else
         else
             warn "cannot remove $(q "$f")"; rc=1; kept=$((kept + 1))
         fi
-    done <<EOF
-$entries
-EOF
+    done
     if [ $rc = 0 ] && [ -n "$kept_self" ]; then
-        _t=$(mktemp "$base/share/vzcaps/.install-manifest.XXXXXX") && {
+        _t=$base/share/vzcaps/.install-manifest.new
+        rm -f "$_t"
+        {
             echo "# vzcaps install-manifest 1"
             echo "# what is left of an install: uninstall.sh --all removes this copy of itself, then these directories"
-            printf '%s\n' "$entries" | grep -v '^file '
+            printf '%s\n' "$entries" | grep -v '^file \|^temp '
             printf '%s\n' "$kept_self"
-        } >"$_t" && chmod 644 "$_t" && mv -f "$_t" "$manifest" || { rm -f "${_t:-}"; warn "cannot write $(q "$manifest")"; rc=1; }
+        } >"$_t" && chmod 644 "$_t" && mv -f "$_t" "$manifest" || { rm -f "$_t"; warn "cannot write $(q "$manifest")"; rc=1; }
+        [ $rc != 0 ] || printf '%s\n' "$jfiles" | while IFS= read -r j; do [ -z "$j" ] || rm -f "$j"; done
         say "kept $(q "$base/$self_rel") to finish later: vzcaps made things for you that only --all removes:"
         printf '%s\n' "$later" | while IFS= read -r _x; do say "  $(q "$_x")"; done
         say "run: sh $(q "$base/$self_rel") --all (it lists them and removes them, then itself)"
     elif [ $rc = 0 ]; then
-        rm -f "$manifest" || { warn "cannot remove $(q "$manifest")"; rc=1; }
-        # the directories install.sh made, deepest (last made) first, when empty
-        for d in $(printf '%s\n' "$entries" | awk '$1 == "dir" { l[++n] = $2 } END { while (n) print l[n--] }'); do
+        rm -f "$manifest" "$base/share/vzcaps/.install-manifest.new" || { warn "cannot remove $(q "$manifest")"; rc=1; }
+        printf '%s\n' "$jfiles" | while IFS= read -r j; do [ -z "$j" ] || rm -f "$j"; done
+        # the directories install.sh made, deepest first, when empty
+        for d in $(printf '%s\n' "$entries" | awk '$1 == "dir" { print $2 }' | LC_ALL=C sort -ru); do
             if [ "$d" = . ]; then dd=$prefix; else dd=$base/$d; fi
             [ -d "$dd" ] && [ ! -L "$dd" ] || continue
             rmdir "$dd" 2>/dev/null || say "kept $(q "$dd"): not empty"
@@ -405,8 +445,9 @@ EOF
         # then the directories it made above the prefix, nearest first, when they are the ones it
         # made and empty
         if [ ! -e "$prefix" ]; then
-            printf '%s\n' "$entries" | awk '$1 == "parent"' | sort -k2,2n | while read -r _k n dv in; do
+            printf '%s\n' "$entries" | awk '$1 == "parent" && !seen[$2]++' | sort -k2,2n | while read -r _k n dv in; do
                 dd=$(parent_dir "$n")
+                [ -e "$dd" ] || [ -L "$dd" ] || continue
                 if ! made_parent "$n" "$dv" "$in"; then say "kept $(q "$dd"): not the directory install.sh made there"
                 elif ! rmdir "$dd" 2>/dev/null; then say "kept $(q "$dd"): not empty"
                 fi
@@ -414,7 +455,9 @@ EOF
         fi
     fi
     msg="removed $removed files from $(q "$prefix")"
-    [ $gone = 0 ] || msg="$msg ($gone already gone)"
+    if [ $stopped = yes ]; then msg="$msg and what an install stopped part way had made (its temporary copies, its directories)"
+    elif [ $gone != 0 ]; then msg="$msg ($gone already gone)"
+    fi
     [ $kept = 0 ] || msg="$msg; kept $kept (named above)"
     say "$msg"
 fi
@@ -533,5 +576,8 @@ while IFS= read -r f; do
 done <<EOF
 $(config_files)
 EOF
-[ $nc -gt 0 ] || say "no config files (looked where the library looks: the config page, installed as $(q "$base/share/doc/vzcaps/config.md"), also in the release archive)"
+# the page that says where: the installed one while it is there, else the release archive's
+page=$base/share/doc/vzcaps/config.md
+if [ -f "$page" ]; then page="installed as $(q "$page"), also in the release archive"; else page="share/doc/vzcaps/config.md in the release archive"; fi
+[ $nc -gt 0 ] || say "no config files (looked where the library looks: the config page, $page)"
 exit $rc

@@ -13,34 +13,24 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import shutil
 import stat
 import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 
 import pytest
 import yaml
 
 from conftest import BUILD, LINUX_ONLY, ROOT, STOCK_FAMILIES, parse_probe
-from test_simulated_mac import STOCK, SW_VERS, SYSCTL, UNAME, write
+from actionrunner import ACTION, ACTION_REF, run_action, simulated_mac
+from macstandins import SW_VERS, UNAME, write
 
 pytestmark = pytest.mark.skipif(sys.platform == "darwin", reason="simulates a Mac on Linux; on a Mac the workflow runs the action itself")
-ACTION = yaml.safe_load((ROOT / "action.yml").read_text())
 SHELLS = ["dash", "bash --posix"]
 CHIP = "Apple M2 Pro"  # Apple8: the probe's unlocked answers claim up to 1008
-
-# the Command Line Tools' make, played by the rig's: the Linux test build, with the host's
-# tools (and real uname) for its recipes
-MAKE = """#!/bin/sh
-[ -z "${FLEET_MAKE_LOG:-}" ] || echo "make${*:+ $*}" >>"$FLEET_MAKE_LOG"
-PATH="@HOSTPATH@" exec make "$@"
-"""
-PYTHON3 = """#!/bin/sh
-exec "@PY@" "$@"
-"""
 
 
 @pytest.fixture(scope="module")
@@ -49,142 +39,10 @@ def mac(tmp_path_factory):
     real program a shim finds after itself)."""
     for name in ("vzcaps", "libvzcaps.so", "probe", "libfakemetal.so"):
         assert (BUILD / name).exists(), f"build/{name} missing: run make"
-    sim = tmp_path_factory.mktemp("fleetmac")
-    for d in ("bin", "system", "real"):
-        (sim / d).mkdir()
-    write(sim / "bin" / "uname", UNAME)
-    write(sim / "bin" / "sw_vers", SW_VERS)
-    write(sim / "bin" / "sysctl", SYSCTL)
-    write(sim / "bin" / "make", MAKE, HOSTPATH=os.environ["PATH"])
-    write(sim / "bin" / "python3", PYTHON3, PY=sys.executable)
-    for name in STOCK + ["dash", "paste", "chown", "sudo"]:
-        found = shutil.which(name)
-        if found and not (sim / "system" / name).exists():
-            os.symlink(found, sim / "system" / name)
-    for name in ("probe", "libfakemetal.so"):  # the real program, in a directory of its own
-        os.symlink(BUILD / name, sim / "real" / name)
-    env = {k: v for k, v in os.environ.items() if k.startswith(("LANG", "LC_"))}
-    env.update(PATH=f"{sim}/bin:{sim}/system:{sim}/real", HOME=str(sim / "home"), TMPDIR=str(sim))
-    (sim / "home").mkdir()
-    return env, sim
+    return simulated_mac(tmp_path_factory.mktemp("fleetmac"), BUILD)
 
 
-# ---- the composite action, run as GitHub's runner runs it ----
-
-EXPR = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
-
-
-ACTION_REF = "v-test"
-# `vzcaps stats` and VZCAPS_LOG_FILE come with the library's log (issue 33 item 4, another
-# branch): until this build has them, the action's default log (which sets VZCAPS_LOG_FILE, a
-# variable this build's library would refuse) is off in these tests unless a test asks for it;
-# the action itself always assumes them
-
-
-def expand(text, inputs, steps=None):
-    """The expressions action.yml may use: inputs.NAME, github.action_path, github.action_ref,
-    and steps.ID.outputs.NAME; any other is a failure, so this runner knows all it runs."""
-    def one(m):
-        e = m.group(1)
-        if e == "github.action_path":
-            return str(ROOT)
-        if e == "github.action_ref":
-            return ACTION_REF
-        if e.startswith("inputs."):
-            assert e[7:] in ACTION["inputs"], f"action.yml uses undeclared input {e}"
-            return inputs[e[7:]]
-        parts = e.split(".")
-        if steps is not None and len(parts) == 4 and parts[0] == "steps" and parts[2] == "outputs":
-            return steps.get(parts[1], {}).get(parts[3], "")
-        pytest.fail(f"action.yml uses an expression this runner does not know: {e}")
-    return EXPR.sub(one, str(text))
-
-
-def read_commands(path):
-    """name=value lines and name<<DELIMITER blocks, as the runner reads GITHUB_ENV/GITHUB_OUTPUT."""
-    out, lines = {}, path.read_text().splitlines() if path.exists() else []
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if "<<" in line and ("=" not in line or line.index("<<") < line.index("=")):
-            name, delim = line.split("<<", 1)
-            j = lines.index(delim, i + 1)
-            out[name] = "\n".join(lines[i + 1:j])
-            i = j + 1
-            continue
-        name, _, value = line.partition("=")
-        out[name] = value
-        i += 1
-    return out
-
-
-def cache_step(step, inputs, steps, cache):
-    """actions/cache as the runner runs it: restores the paths saved under the key, else records
-    a miss and the save that its post step makes when the job ends (returned)."""
-    assert step["uses"] == "actions/cache@v4", step
-    key = expand(step["with"]["key"], inputs, steps)
-    paths = [x for x in expand(step["with"]["path"], inputs, steps).splitlines() if x.strip()]
-    assert key and paths and all(os.path.isabs(x) for x in paths), (key, paths)
-    if key in cache:
-        for path, saved in cache[key].items():
-            shutil.copytree(saved, path, symlinks=True, dirs_exist_ok=True)
-        return {"cache-hit": "true"}, None
-    return {"cache-hit": "false"}, (key, paths)
-
-
-def run_action(env, tmp, shell, cache=None, path_first=None, **given):
-    """Runs every step; returns (outputs, job environment after the action, [(step name, process)]),
-    or, when a step fails, (None, the action's outputs as far as its steps set them, the same list).
-    cache: a dict actions/cache keeps between jobs (key to saved paths); path_first: a directory
-    the job's PATH has before everything the action adds (a step's own PATH, say)."""
-    inputs = {k: v.get("default", "") for k, v in ACTION["inputs"].items()}
-    inputs.update({k.replace("_", "-"): v for k, v in given.items()})
-    cache = {} if cache is None else cache
-    temp, workspace = tmp / "runner-temp", tmp / "workspace"
-    temp.mkdir(exist_ok=True)
-    workspace.mkdir(exist_ok=True)
-    files = {k: tmp / k.lower() for k in ("GITHUB_PATH", "GITHUB_ENV", "GITHUB_OUTPUT")}
-    job_env, added_paths, steps, ran, saves = {}, [], {}, [], []
-    first = [str(path_first)] if path_first else []
-    for i, step in enumerate(ACTION["runs"]["steps"]):
-        if "uses" in step:
-            out, save = cache_step(step, inputs, steps, cache)
-            steps[step["id"]] = out
-            saves += [save] if save else []
-            continue
-        assert step["shell"] == "sh", step["name"]
-        assert "${{" not in step["run"], f"{step['name']}: inputs reach a script through env, never spliced into it"
-        script = tmp / f"step{i}.sh"
-        script.write_text(step["run"])
-        files["GITHUB_OUTPUT"].write_text("")
-        e = dict(env, **job_env, RUNNER_TEMP=str(temp), GITHUB_WORKSPACE=str(workspace), GITHUB_ACTIONS="true",
-                 **{k: str(v) for k, v in files.items()})
-        e.update({k: expand(v, inputs, steps) for k, v in step.get("env", {}).items()})
-        e["PATH"] = ":".join(first + added_paths + [env["PATH"]])
-        cwd = expand(step.get("working-directory", str(workspace)), inputs)
-        p = subprocess.run([*shell.split(), "-e", str(script)], cwd=cwd, env=e, capture_output=True, text=True,
-                           timeout=900, stdin=subprocess.DEVNULL)
-        ran.append((step["name"], p))
-        if "id" in step:
-            steps[step["id"]] = read_commands(files["GITHUB_OUTPUT"])
-        if p.returncode != 0:
-            return None, {k: expand(v["value"], inputs, steps) for k, v in ACTION["outputs"].items()}, ran
-        job_env.update(read_commands(files["GITHUB_ENV"]))
-        lines = files["GITHUB_PATH"].read_text().splitlines() if files["GITHUB_PATH"].exists() else []
-        added_paths = list(reversed(lines))  # each line written goes before the ones before it
-    # the job's end: actions/cache's post step saves what a miss left to save
-    for key, paths in saves:
-        store = tmp / "cache-store" / key
-        cache[key] = {}
-        for n, path in enumerate(paths):
-            if os.path.exists(path):
-                shutil.copytree(path, store / str(n), symlinks=True)
-                cache[key][path] = store / str(n)
-    outputs = {k: expand(v["value"], inputs, steps) for k, v in ACTION["outputs"].items()}
-    after = dict(env, **job_env)
-    after["PATH"] = ":".join(first + added_paths + [env["PATH"]])
-    return outputs, after, ran
-
+# ---- the composite action, run as GitHub's runner runs it (tests/actionrunner.py) ----
 
 def failed(ran):
     name, p = ran[-1]
@@ -634,7 +492,7 @@ def test_provisioning_refuses_what_it_did_not_make(mac, tmp_path, archive, case)
         bad.write_text("[llama]\nmatch = llama-server\napple_family_mx = auto\n")
         bad.chmod(0o644)
         extra = ["--config", str(bad)]
-        needle = f"vzcaps check refused {bad} for probe (above): nothing written"
+        needle = f"vzcaps check refused {bad} for probe (above): no config written"
     else:
         extra = ["--shim-dir", str(tmp_path / "my shims")]
         needle = "cannot carry plainly"
@@ -645,8 +503,10 @@ def test_provisioning_refuses_what_it_did_not_make(mac, tmp_path, archive, case)
         assert not (etc / "vzcaps.conf").exists() and "apple_family_mx" in p.stderr and "vzcaps-provision." not in p.stderr
     if case.endswith("fifo"):
         assert stat.S_ISFIFO(os.lstat(home / ".zshenv" if case == "rc-is-fifo" else runner / ".path").st_mode)
-    if case == "config-differs":
+    if case == "config-differs":  # issue 45: it stopped at the config, with the image half-provisioned
         assert (etc / "vzcaps.conf").read_text() == "[mine]\nmatch = x\n"
+        assert p.stderr.endswith(": not replaced (pass --force): nothing installed or written\n"), p.stderr
+        assert sorted(os.listdir(tmp_path / "usr" / "local")) == ["etc"] and not p.stdout, p.stdout
         p, _ = provision(env, tmp_path, "dash", archive, "--force")
         assert p.returncode == 0 and "replaced" in p.stdout, p.stderr
 
@@ -781,7 +641,7 @@ def test_undo_with_nothing_provisioned_and_usage(mac, tmp_path):
     env, _ = mac
     script = str(ROOT / "packaging" / "provision-image.sh")
     p = subprocess.run(["dash", script, "--undo", "--prefix", str(tmp_path / "none")], env=env, capture_output=True, text=True)
-    assert p.returncode == 0 and "nothing provisioned under" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and p.stdout == f"nothing to undo under {tmp_path / 'none'}: nothing provisioned or installed there\n", p.stdout + p.stderr
     p = subprocess.run(["dash", script, "--undo", "--user", "x"], env=env, capture_output=True, text=True)
     assert p.returncode == 2 and "--undo takes only --prefix" in p.stderr
     recs = tmp_path / "p" / "share" / "vzcaps"
@@ -908,8 +768,11 @@ def test_a_second_provisioning_run_changes_nothing_and_says_so(mac, tmp_path, ar
 
 def test_provisioning_stopped_at_every_step_is_undone(mac, tmp_path, archive):
     """issue 39 row 5: killed (SIGKILL: no trap runs) between a start-up file's write and its record,
-    --undo exited 1, kept the PATH block and asked to be run again. Stopped at each point between
-    two writes in turn (PROVISION_IMAGE_STOP_AT), then undone: exit 0, every file as it was."""
+    --undo exited 1, kept the PATH block and asked to be run again; issue 45: killed between a saved
+    original's rename (entry.N.orig) and its record, --undo left the original, so the records
+    directory was not empty: exit 1, and uninstall.sh refused for ever. Stopped at each point
+    between two writes in turn (PROVISION_IMAGE_STOP_AT; the first: install.sh done, nothing
+    provisioned yet), then undone: exit 0, every file as it was; a second undo has nothing to do."""
     env, sim = mac
     home, runner = image(tmp_path, sim)
     prefix = tmp_path / "usr" / "local"
@@ -925,37 +788,43 @@ def test_provisioning_stopped_at_every_step_is_undone(mac, tmp_path, archive):
         assert "again" not in u.stdout and "kept" not in u.stdout, (n, u.stdout)
         after = files_of(tmp_path)
         assert after == before, (n, sorted(set(after.items()) ^ set(before.items()))[:6])
+        u = undo_prefix(env, prefix)  # a second undo: nothing to do, and it says so
+        assert u.returncode == 0 and u.stdout == f"nothing to undo under {prefix}: nothing provisioned or installed there\n", (n, u.stdout)
         if p.returncode == 0:
             break
         assert p.returncode == -9, (n, p.stdout + p.stderr)
-    assert n > 15  # every directory, the config, the shims, four start-up files, .path and the agent
+    # every directory, the config, the saved originals, the shims, four start-up files, .path and the agent
+    assert n > 20, n
 
 
-def test_provisioning_killed_at_random_moments_is_undone(mac, tmp_path, archive):
-    """The whole run's process killed (SIGKILL) at moments spread over a run, whatever it was doing
-    (its child, install.sh or vzcaps, finishes); then --undo: exit 0, every file as it was."""
+def test_provisioning_killed_at_every_step_of_its_install_is_undone(mac, tmp_path, archive):
+    """issue 45: the run killed at moments spread over it (wall clock) found, by chance, undos that
+    left the interrupted install's files (docs, .vzcaps-install.* copies, the manifest). Now the
+    release's install.sh is killed at each point between two of its writes (INSTALL_SH_STOP_AT);
+    the run stops, saying in one line what is left and the command that removes it; that command:
+    exit 0, every file as it was; run again, it has nothing to undo."""
     env, sim = mac
     home, runner = image(tmp_path, sim)
     prefix = tmp_path / "usr" / "local"
     before = files_of(tmp_path)
-    cmd = ["dash", str(ROOT / "packaging" / "provision-image.sh"), "--archive", str(archive), "--user",
-           subprocess.run(["id", "-un"], capture_output=True, text=True).stdout.strip(), "--home", str(home),
-           "--prefix", str(prefix), "--etc", str(prefix / "etc"), "--programs", "probe llama-server",
-           "--runner-dir", str(runner), "--server", "com.example.probe", "--", "probe"]
-
-    t0 = time.monotonic()
-    whole = subprocess.run(cmd, env=env, capture_output=True, timeout=300, stdin=subprocess.DEVNULL)
-    took = time.monotonic() - t0
-    assert whole.returncode == 0 and undo_prefix(env, prefix).returncode == 0
-    for k in range(1, 9):
-        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-        time.sleep(took * k / 9)
-        p.kill()
-        p.communicate(timeout=300)  # the pipes close when the child it was running has finished too
-        u = undo_prefix(env, prefix)
-        assert u.returncode == 0 and not u.stderr, (k, u.stdout + u.stderr)
+    n = 0
+    while True:
+        n += 1
+        assert n < 40, "install.sh never finished"
+        p = provision_into(dict(env, INSTALL_SH_STOP_AT=str(n)), tmp_path, archive, prefix, "--runner-dir", str(runner))
+        if p.returncode == 0:
+            break
+        assert p.returncode == 1, (n, p.stdout + p.stderr)
+        last = p.stderr.splitlines()[-1]
+        assert last.startswith("provision-image.sh: stopped part way: install.sh was killed; what it made goes with: sh "), (n, p.stderr)
+        u = subprocess.run(shlex.split(last.split(" goes with: ", 1)[1]), env=env, capture_output=True, text=True, timeout=300)
+        assert u.returncode == 0 and not u.stderr and "kept" not in u.stdout, (n, u.stdout + u.stderr)
         after = files_of(tmp_path)
-        assert after == before, (k, sorted(set(after.items()) ^ set(before.items()))[:6])
+        assert after == before, (n, sorted(set(after.items()) ^ set(before.items()))[:6])
+        u = undo_prefix(env, prefix)
+        assert u.returncode == 0 and u.stdout == f"nothing to undo under {prefix}: nothing provisioned or installed there\n", (n, u.stdout + u.stderr)
+    assert n > 12, n  # every step of install.sh (tests/dist/test_install_scripts.py)
+    assert undo_prefix(env, prefix).returncode == 0 and files_of(tmp_path) == before
 
 
 def test_a_failing_chown_is_undone(mac, tmp_path, archive):
@@ -971,7 +840,10 @@ def test_a_failing_chown_is_undone(mac, tmp_path, archive):
     write(stand / "id", "#!/bin/sh\n[ \"$*\" = -u ] && { echo 0; exit 0; }\nexec @ID@ \"$@\"\n", ID=shutil.which("id"))
     p = provision_into(dict(env, PATH=f"{stand}:{env['PATH']}"), tmp_path, archive, prefix, "--runner-dir", str(runner))
     assert p.returncode == 1 and "cannot give" in p.stderr, p.stdout + p.stderr
-    u = undo_prefix(env, prefix)
+    # issue 45: a run that stops early says in one line what is left and the command that removes it
+    last = p.stderr.splitlines()[-1]
+    assert last.startswith(f"provision-image.sh: stopped part way: what this run installed and wrote is left in {prefix} (recorded); sh "), p.stderr
+    u = subprocess.run(shlex.split(last.split("; ", 1)[1].rsplit(" removes it", 1)[0]), env=env, capture_output=True, text=True, timeout=300)
     assert u.returncode == 0 and not u.stderr, u.stdout + u.stderr
     assert files_of(tmp_path) == before
 
@@ -1154,3 +1026,91 @@ def test_provisioned_as_the_user_then_undone_as_root(archive):
         assert after == before, sorted(set(after.items()) ^ set(before.items()))[:6]
     finally:
         shutil.rmtree(top)
+
+
+def test_make_try_provision_from_a_path_with_a_space(tmp_path):
+    """issue 45: from a clone whose path has a space (which the README supports), make
+    try-provision failed (exit 2: the shim directory cannot go into a start-up file plainly),
+    without naming TRY_DIR, and left a half-made build/try-provision. Now it tries in
+    ~/.cache/vzcaps/try-provision (and says so), whose undo puts every file back; a TRY_DIR with a
+    space is refused in one line naming it, before anything is made."""
+    clone = tmp_path / "my clone"
+    clone.symlink_to(ROOT)  # the shell's pwd is the path as reached, with its space
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("TRY_DIR", "XDG_CACHE_HOME")}
+    env.update(PWD=str(clone), HOME=str(home), B="build")
+    bad = tmp_path / "a b"
+    p = subprocess.run(["sh", "scripts/try-provision"], cwd=clone, env=dict(env, TRY_DIR=str(bad)), capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and f"TRY_DIR {bad} has a character" in p.stderr, p.stderr
+    assert not bad.exists() and os.listdir(home) == []
+    p = subprocess.run(["sh", "scripts/try-provision"], cwd=clone, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    try_dir = home / ".cache" / "vzcaps" / "try-provision"
+    assert p.stdout.startswith(f"try-provision: this checkout's path has a character a PATH entry in a start-up file cannot "
+                               f"carry plainly (a blank?): trying in {try_dir} (TRY_DIR for another)\n"), p.stdout
+    assert not (ROOT / "build" / "try-provision").exists() or (ROOT / "build" / "try-provision" / ".made-by-try-provision").exists()
+    undo_line = next(line.strip() for line in p.stdout.splitlines() if "--undo" in line)
+    u = subprocess.run(undo_line.split("#")[0].split(), env=env, capture_output=True, text=True, timeout=300)
+    assert u.returncode == 0 and not u.stderr, u.stdout + u.stderr
+    assert os.listdir(try_dir / "home") == [] and not (try_dir / "usr" / "local").exists()
+
+
+def test_make_try_action_runs_the_actions_steps_and_says_what_each_did(tmp_path):
+    """issue 45: there was no Linux way to try action.yml; a CI engineer wrote a runner emulation
+    (sw_vers, shasum, GITHUB_ENV, GITHUB_PATH, GITHUB_OUTPUT) to see its steps. make try-action
+    runs them with the tests' own runner and stand-ins (tests/actionrunner.py), and says of each
+    step its exit status and what it wrote; a failing step is named. From a build directory whose
+    path has a blank (which LD_PRELOAD cannot carry) it tries in ~/.cache/vzcaps/try-action; a
+    TRY_DIR with one is refused in one line, nothing made."""
+    assert "make try-action" in (ROOT / "docs" / "fleet.md").read_text()
+    make = subprocess.run(["make", "-n", "--no-print-directory", "try-action"], cwd=ROOT, capture_output=True, text=True)
+    assert "python3 scripts/try-action" in make.stdout, make.stdout + make.stderr
+    build = tmp_path / "my build"
+    build.symlink_to(BUILD)
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k not in ("TRY_DIR", "XDG_CACHE_HOME")}
+    p = subprocess.run([sys.executable, "scripts/try-action"], cwd=ROOT, env=dict(env, B=str(build), TRY_DIR=str(tmp_path / "a b")),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1 and p.stderr.count("\n") == 1 and f"TRY_DIR {tmp_path / 'a b'} holds a blank" in p.stderr, p.stderr
+    assert not (tmp_path / "a b").exists()
+    env.update(B=str(build), HOME=str(home))
+    p = subprocess.run([sys.executable, "scripts/try-action"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.startswith("try-action: the build directory's path holds a blank or ':', which LD_PRELOAD cannot carry: "
+                               f"trying in {home}/.cache/vzcaps/try-action (TRY_DIR for another)\n"), p.stdout
+    steps = ACTION["runs"]["steps"]
+    for n, step in enumerate(steps, 1):
+        line = next((ln for ln in p.stdout.splitlines() if ln.startswith(f"step {n} of {len(steps)}, ")), "")
+        assert step["name"] in line and ("exit 0" in line or "cache-hit=false" in line), (n, p.stdout)
+    shims = home / ".cache" / "vzcaps" / "try-action" / "runner-temp" / "vzcaps" / "shims"
+    for said in ("GITHUB_ENV: VZCAPS_HOST_CHIP=Apple M2 Pro", f"GITHUB_PATH: {shims}", "GITHUB_OUTPUT: unlocked=true",
+                 "GITHUB_OUTPUT: family=1008", "vzcaps action: probe: vzcaps check --strict passed",
+                 "try-action: a job step after it, vzcaps stats --require probe: exit 0"):
+        assert said in p.stdout, (said, p.stdout)
+    p = subprocess.run([sys.executable, "scripts/try-action", "host-chip="], cwd=ROOT, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 1 and p.stdout.endswith("try-action: step 'vzcaps strict gate' failed (exit 1): the action stops "
+                                                   "there\n"), p.stdout
+    assert "vzcaps action: nothing is unlocked" in p.stdout
+
+
+def test_an_undo_after_a_kill_inside_vzcaps_shims_removes_its_temporary_link(mac, tmp_path, archive):
+    """issue 45: the whole run killed while vzcaps shims made a shim (between its record and its
+    rename) leaves the temporary link .NAME.vzcaps-shim-new.PID.N and the record naming it, and no
+    shim at NAME: the undo said "already gone", left both, so the shim directory was not empty and
+    the undo exited 1. The undo's vzcaps shims --remove removes them (a later run's sweep)."""
+    env, sim = mac
+    home, runner = image(tmp_path, sim)
+    prefix = tmp_path / "usr" / "local"
+    before = files_of(tmp_path)
+    p = provision_into(env, tmp_path, archive, prefix, "--programs", "probe")  # the one shim: no other --remove sweeps
+    assert p.returncode == 0, p.stdout + p.stderr
+    shims = prefix / "libexec" / "vzcaps" / "shims"
+    os.rename(shims / "probe", shims / ".probe.vzcaps-shim-new.4242.0")  # as the kill left it: its record names it
+    u = undo_prefix(env, prefix)
+    assert u.returncode == 0 and not u.stderr and "kept" not in u.stdout, u.stdout + u.stderr
+    assert f"{shims}/probe: already gone" in u.stdout
+    after = files_of(tmp_path)
+    assert after == before, sorted(set(after.items()) ^ set(before.items()))[:6]

@@ -39,6 +39,7 @@ def script_packages():
         pip[name] = ver
     return {
         "demo": dict.fromkeys(v["DEBS_DEMO"].split()),
+        "emu": dict.fromkeys(v["DEBS_EMU"].split()),
         "check": dict.fromkeys(v["DEBS_CHECK"].split()),
         "brew": dict.fromkeys(re.findall(r'brews="\$brews (\S+)"', SCRIPT)),
         "pip": pip,
@@ -61,14 +62,14 @@ def test_the_parser_finds_the_script_lines():
     assert {"gcc", "gobjc"} <= set(got["demo"]) and {"valgrind", "golang-go", "zsh", "gdb"} <= set(got["check"])
     assert got["pip"]["ziglang"] == assignments()["ZIG_VERSION"] and {"pytest", "pyyaml"} <= set(got["pip"])
     assert {"cmocka", "llvm", "go"} <= set(got["brew"])
-    assert not set(got["demo"]) & set(got["check"])
+    assert not set(got["demo"]) & set(got["check"]) and not set(got["emu"]) & set(got["check"])
 
 
 def test_the_developers_page_lists_every_package_the_script_installs():
     got = script_packages()
     missing = []
-    for kind, where in (("demo", "- **Debian, for `make demo`**"), ("check", "- **Debian, for `make check`**"),
-                        ("brew", "- **macOS**")):
+    for kind, where in (("demo", "- **Debian, for `make demo`**"), ("emu", "- **Debian, for `make check-emu`**"),
+                        ("check", "- **Debian, for `make check`**"), ("brew", "- **macOS**")):
         text = bullet(where)
         missing += [f"{kind}: {n}" for n in got[kind] if n not in spans(text)]
     # pip and go packages: named with their pin (`NAME` VERSION) when the script pins them
@@ -98,7 +99,11 @@ STANDINS = {
     "id": '#!/bin/sh\ncase "$1" in -u) echo "${FAKE_UID:-0}" ;; -un) echo root ;; *) echo "uid=0(root)" ;; esac\n',
     # installed unless named in MISSING
     "dpkg-query": '#!/bin/sh\ncase " $MISSING " in *" $3 "*) exit 1 ;; esac\necho "install ok installed"\n',
+    # APT_PACKAGES: what -s simulates (Inst lines) and install downloads and sets up (Get: and Setting up lines)
     "apt-get": '#!/bin/sh\necho "apt-get $*" >>"$LOG"\ncase "$1" in update) exit "${APT_UPDATE_RC:-0}" ;; esac\n'
+               'if [ "$1" = -s ]; then for p in ${APT_PACKAGES:-}; do echo "Inst $p (1 Debian)"; done; exit 0; fi\n'
+               'i=0; for p in ${APT_PACKAGES:-}; do i=$((i + 1)); echo "Get:$i http://deb $p"; done\n'
+               'for p in ${APT_PACKAGES:-}; do echo "Unpacking $p ..."; echo "Setting up $p ..."; done\n'
                'echo "debconf: delaying package configuration, since apt-utils is not installed" >&2\n'
                'echo "W: a warning of apt" >&2\n'
                '[ -n "${APT_INSTALL_OK:-}" ] && exit 0\necho "E: Unable to locate package x" >&2\nexit 100\n',
@@ -182,3 +187,45 @@ def test_the_demo_set_installs_nothing_of_the_checks(debian):
     assert not os.path.exists(debian["LOG"])  # apt-get never ran
     p = install_deps(debian, "bogus")
     assert p.returncode == 2 and '"bogus" is not a set' in p.stderr
+
+
+# ---- issue 45: make check-emu installs only what it needs; apt says how far it got; pip as root ----
+
+def test_make_check_emu_installs_only_its_set(debian):
+    """make check-emu installed the whole check set (Go, valgrind, ruby, fish, gdb...: about 2 GB)
+    though it needs the rig's compiler, the cross toolchain and the emulator's Python packages."""
+    assert make_n("check-emu")[0] == "sh scripts/install-deps emu"
+    assert make_n("try-action")[0] == "sh scripts/install-deps action"  # the demo's and PyYAML
+    got = script_packages()
+    assert {"lld", "llvm"} <= set(got["emu"]) and not set(got["emu"]) & (set(got["check"]) | set(got["demo"]))
+    p = install_deps(debian, "emu", MISSING="gcc valgrind lld golang-go")
+    assert p.returncode == 100, p.stdout + p.stderr
+    assert p.stdout.splitlines()[0] == ("install-deps: for make check-emu: Debian packages gcc lld, and what is missing of "
+                                        "pytest, unicorn, lief, capstone and the client builds (roughly 800 MB when none is "
+                                        "installed: the Debian packages 500 MB, zig 300 MB)"), p.stdout
+    installs = [ln for ln in open(debian["LOG"]).read().splitlines() if " install " in f" {ln} " and " -s " not in ln]
+    assert installs == ["apt-get install -y -q --no-install-recommends gcc lld"], installs
+
+
+def test_the_apt_phase_says_how_far_it_got(debian):
+    """The apt phase printed nothing for minutes on a fresh root."""
+    pkgs = " ".join(f"p{i}" for i in range(60))
+    p = install_deps(debian, "demo", MISSING="gcc", APT_INSTALL_OK="1", APT_PACKAGES=pkgs)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines()[1:] == [
+        "install-deps: installing gcc", "install-deps: apt-get install: 60 packages with what they need",
+        "install-deps: apt: 25 of 60 packages downloaded", "install-deps: apt: 50 of 60 packages downloaded",
+        "install-deps: apt: 25 of 60 packages set up", "install-deps: apt: 50 of 60 packages set up",
+        "install-deps: apt: 60 of 60 packages set up"], p.stdout
+
+
+@pytest.mark.skipif(sys.platform == "darwin" or os.geteuid() != 0, reason="pip warns about root only as root (a Linux root)")
+def test_pip_as_root_says_nothing_about_root(debian, tmp_path):
+    """check-emu on a fresh root printed pip's "Running pip as the 'root' user" warning five times."""
+    py = tmp_path / "standins" / "python3"
+    py.write_text(f'#!/bin/sh\ncase "$*" in *"import pytest"*) exit 1 ;; *"import ziglang"*) echo "{assignments()["ZIG_VERSION"]}"; '
+                  f'exit 0 ;; esac\nexec "{sys.executable}" "$@"\n')
+    p = install_deps(dict(debian, HOME=os.environ["HOME"]), "emu")  # pytest is there: pip finds it installed
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "install-deps: installing pytest (python3 -m pip install" in p.stdout
+    assert "WARNING" not in p.stderr and "root" not in p.stderr, p.stderr

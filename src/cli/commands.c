@@ -151,7 +151,8 @@ const struct cmd_spec cli_commands[] = {
      "BRAND (its implied --family auto included), or with --bare what the library alone would do with\n"
      "this environment: each effective claim and where it came from.",
      "0 when the configuration is valid (even if this host cannot apply it), 1 when it is not or, with\n"
-     "--strict, when PROGRAM would run stock or not start; 2 for a malformed command line.",
+     "--strict, when PROGRAM would run stock or not start; 2 for a malformed command line (--exe given\n"
+     "more than once without --strict, or with --json).",
      "vzcaps check --exe llama-server --chip \"Apple M2 Pro\" --json",
      GROUP_CHECK, "validate a configuration and explain what run would do for a program", "validate config lint explain show"},
     {"launchd", cmd_launchd, "-- CMD [ARGS]", ARGS_COMMAND, launchd_opts,
@@ -267,8 +268,8 @@ const struct cmd_spec cli_commands[] = {
      "record that may be its run, or records since the zero mark lost to rotation, fail it too. It cannot\n"
      "see a program started past its shim (by its path, no library: no record): NAME=COUNT fails unless\n"
      "exactly COUNT runs were recorded.",
-     "0; 1 when no log is configured or a log file could not be read (named), or --require fails;\n"
-     "2 for a malformed command line or --since value.",
+     "0; 1 when no log is configured or a log file could not be read (named), or --require fails, or\n"
+     "--zero refused a file or could not write its mark; 2 for a malformed command line or --since value.",
      "vzcaps stats --since 2h --json",
      GROUP_PROVE, "show which processes were hooked and which were left stock, and why", "log usage hits summary"},
     {"prepare", cmd_prepare, "PATH...", ARGS_POSITIONAL, prepare_opts,

@@ -312,8 +312,10 @@ static bool above_guest(const struct vzcaps_profile *p)
 const char *vzcaps_stock_reason(const struct vzcaps_profile *p, char *why, size_t len)
 {
     switch (p->state) {
-    case VZCAPS_STOCK_REFUSED:
+    case VZCAPS_STOCK_REFUSED: /* every note, as the shim's line joins them: the cause and its fix follow the profile's name */
         snprintf(why, len, "refused: %s", p->n_notes ? p->notes[0] : "the configuration was refused");
+        for (size_t i = 1; i < p->n_notes; i++)
+            vzcaps_appendf(why, len, "; %s", p->notes[i]);
         return why;
     case VZCAPS_STOCK_OFF:
         snprintf(why, len, "off: the configuration turns vzcaps off for it");

@@ -397,3 +397,17 @@ def test_the_demo_from_a_spaced_path_shows_no_line_that_would_be_refused(tmp_pat
     assert p.returncode == 0, p.stderr
     assert not [x for x in p.stdout.splitlines() if x.startswith("$ ")], p.stdout
     assert "LD_PRELOAD cannot carry" in p.stdout and "supportsFamily(Apple7 1007)" in p.stdout
+
+
+def test_the_library_builds_without_the_lto_wrappers_warning(tmp_path):
+    """issue 45: make demo showed `lto-wrapper: warning: using serial compilation of 2 LTRANS
+    jobs` between its lines (the library's -flto without a job count). The Makefile's own command
+    for the library, into a file of the test's: nothing on standard error."""
+    p = subprocess.run(["make", "-n", "-B", "--no-print-directory", "build/libvzcaps.so"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)
+    line = next(x for x in p.stdout.splitlines() if x.endswith("-lpthread") and " -o build/libvzcaps.so " in x)
+    out = tmp_path / "libvzcaps.so"
+    b = subprocess.run(["sh", "-c", line.replace(" -o build/libvzcaps.so ", f" -o {out} ")], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)
+    assert b.returncode == 0 and out.is_file(), b.stderr
+    assert b.stderr == "", b.stderr

@@ -600,7 +600,8 @@ def test_a_shim_made_by_another_copy_is_named_with_that_copy_and_taken_over_with
     assert os.readlink(d / "probe") == installed and sorted(os.listdir(d)) == [
         ".llama-server.vzcaps-shim", ".probe.vzcaps-shim", "llama-server", "probe"]
     listed = subprocess.run([installed, "shims", "--dir", str(d), "--list"], env=clean_env(), capture_output=True, text=True)
-    assert [l.split("\t")[0] for l in listed.stdout.splitlines()] == ["probe"]  # now this copy's
+    assert listed.stdout.splitlines()[0] == f"llama-server\t(a shim of another copy of vzcaps: {VZ})"  # issue 45
+    assert [l.split("\t")[0] for l in listed.stdout.splitlines()] == ["llama-server", "probe"]  # probe: now this copy's
     assert vz("shims", "--dir", str(d), "probe").returncode == 1  # and to the build's copy, another copy's
     # --remove: named the same way, removed with --force, its record too
     p = subprocess.run([installed, "shims", "--dir", str(d), "--remove", "llama-server"], env=clean_env(),
@@ -682,3 +683,50 @@ def test_a_shim_links_to_the_command_as_it_was_started_when_that_is_this_command
     p = subprocess.run(["bin/vzcaps", "shims", "--dir", str(tmp_path / "b"), "probe"], env=clean_env(), capture_output=True,
                        text=True, timeout=60, cwd=tmp_path)
     assert p.returncode == 0 and os.readlink(tmp_path / "b" / "probe") == os.path.realpath(VZ), p.stderr
+
+
+# ---- issue 45: a killed run's temporary link, and another copy's shims in --list ----
+
+def killed_runs_leftovers(tmp_path, *more):
+    """A shim directory as killed runs leave it: probe's temporary link with its record (killed
+    before the rename), llama-server's without one (killed before the record); and entries that
+    only look like temporaries: a user's file, a link to another program, both under that naming."""
+    d = make_shims(tmp_path, "probe", "llama-server", *more)
+    os.rename(d / "probe", d / ".probe.vzcaps-shim-new.12345.0")  # a rename keeps what the record names
+    os.unlink(d / "llama-server")
+    os.unlink(d / ".llama-server.vzcaps-shim")
+    (d / ".llama-server.vzcaps-shim-new.999.1").symlink_to(VZ)
+    (d / ".mine.vzcaps-shim-new.1.0").write_text("a user's file\n")
+    (d / ".sh.vzcaps-shim-new.2.0").symlink_to("/bin/sh")
+    return d
+
+
+@pytest.mark.parametrize("how", ["make", "remove"])
+def test_a_later_run_removes_the_temporary_links_a_killed_run_left(tmp_path, how):
+    d = killed_runs_leftovers(tmp_path, "whisper-cli")
+    args = ["probe", "llama-server"] if how == "make" else ["--remove", "whisper-cli"]
+    p = vz("shims", "--dir", str(d), *args)
+    assert p.returncode == 0, p.stdout + p.stderr
+    for gone in (".probe.vzcaps-shim-new.12345.0", ".llama-server.vzcaps-shim-new.999.1"):
+        assert f"{d}/{gone}: removed (a temporary link a stopped run left)\n" in p.stdout, p.stdout
+    left = sorted(os.listdir(d))
+    kept = [".mine.vzcaps-shim-new.1.0", ".sh.vzcaps-shim-new.2.0"]
+    if how == "make":
+        assert left == [".llama-server.vzcaps-shim", *kept[:1], ".probe.vzcaps-shim", *kept[1:], ".whisper-cli.vzcaps-shim",
+                        "llama-server", "probe", "whisper-cli"], left
+    else:  # probe's record named only its temporary link: it went with it
+        assert left == kept, left
+    assert (d / ".mine.vzcaps-shim-new.1.0").read_text() == "a user's file\n" and os.readlink(d / ".sh.vzcaps-shim-new.2.0") == "/bin/sh"
+
+
+def test_list_shows_another_copys_shims_as_such(tmp_path):
+    """issue 45: --list showed nothing of the shims another copy of vzcaps made, though --remove
+    then found them (and named that copy)."""
+    installed = copy_of_vzcaps(tmp_path, "installed")
+    real = real_bin(tmp_path)
+    d = make_shims(tmp_path, "probe")  # build/vzcaps's
+    assert subprocess.run([installed, "shims", "--dir", str(d), "llama-server"], env=clean_env(), capture_output=True).returncode == 0
+    env = shim_env(d, real, "/bin")
+    p = subprocess.run([installed, "shims", "--dir", str(d), "--list"], env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == (f"llama-server\t(not found on PATH after {d})\n"
+                                              f"probe\t(a shim of another copy of vzcaps: {VZ})\n"), p.stdout

@@ -138,6 +138,12 @@ def test_a_log_the_library_would_never_write_there_is_said_not_counted_as_empty(
     assert p.returncode == 1 and p.stdout == "", p.stdout
     assert p.stderr.count("\n") == 1 and "the library will not write it there" in p.stderr, p.stderr
     assert {"missing": "the library makes none", "shared": "not trusted"}[where] in p.stderr
+    if where == "shared":  # issue 45: "chmod go-w it" (harmful for /tmp) and mode 0777 for 1777
+        private = f"{d}/vzcaps-{os.geteuid()}"
+        assert p.stderr.endswith(f": not trusted: {d} may be written by others (mode 1777): log into a private directory "
+                                 f"instead: mkdir -m 700 {private}, then VZCAPS_LOG_FILE={private}/vzcaps.log\n"), p.stderr
+        os.mkdir(private, 0o700)  # the advice, followed: the library would write there
+        assert vz("--json", VZCAPS_LOG_FILE=f"{private}/vzcaps.log").returncode == 0
 
 
 def test_config_given_beside_the_variable_is_named_not_ignored(tmp_path):

@@ -1,6 +1,7 @@
 """vzcaps check --strict (issue 26 item 5): a CI gate that exits 1, with the reason on standard
 error, when the program would run stock (refused, off, out of scope, nothing to change), and 0
 when the library would change its answers."""
+import json
 import subprocess
 
 import pytest
@@ -53,3 +54,19 @@ def test_strict_fails_for_a_shim_whose_real_program_is_missing(tmp_path):
     assert p.stderr == (f"vzcaps check: --strict: llama-server would not start: llama-server on PATH is a vzcaps shim "
                         f"({shims}/llama-server), and no llama-server on PATH after the shim directory {shims}: it exits "
                         "127\n")
+
+
+def test_the_gates_line_and_json_reason_carry_the_cause_and_the_fix(tmp_path):
+    """issue 45: a config section left a program stock, and --strict's one line on standard error
+    (all action.yml shows; it discards standard output) said only "refused: profile [llama] of
+    FILE", as did --json's reason; the cause and the fix were on standard output alone."""
+    conf = tmp_path / "vzcaps.conf"
+    conf.write_text("[llama]\nmatch = llama-server\napple_family_max = auto\n")
+    conf.chmod(0o644)
+    p = check("--strict", "--config", str(conf), "--exe", "llama-server")
+    assert p.returncode == 1 and len(p.stderr.splitlines()) == 1, p.stderr
+    reason = (f"refused: profile [llama] of {conf}; {conf}:3: apple_family_max=auto needs the host chip, which could not be "
+              'detected: set VZCAPS_HOST_CHIP, e.g. "Apple M2 Pro"')
+    assert p.stderr == f"vzcaps check: --strict: llama-server would run stock: {reason}\n", p.stderr
+    j = check("--strict", "--json", "--config", str(conf), "--exe", "llama-server")
+    assert j.returncode == 1 and json.loads(j.stdout)["reason"] == reason, j.stdout

@@ -961,8 +961,16 @@ def test_uninstall_all_names_the_installed_config_page(shell, rel, tmp_path):
     assert page.read_text() == (ROOT / "docs" / "config.md").read_text()  # the page it names is that one, installed
     p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=env)
     assert p.returncode == 0, p.stderr
-    assert f"no config files (looked where the library looks: the config page, installed as {page}" in p.stdout, p.stdout
-    assert "docs/config.md" not in p.stdout + p.stderr
+    # issue 45: it pointed at the installed page it had just removed; now at the release archive's
+    assert not page.exists() and (rel / "share" / "doc" / "vzcaps" / "config.md").is_file()
+    assert p.stdout.endswith("no config files (looked where the library looks: the config page, "
+                             "share/doc/vzcaps/config.md in the release archive)\n"), p.stdout
+    assert "docs/config.md" not in p.stdout + p.stderr and str(page) not in p.stdout
+    # a page still there (an install of it that stayed): that one is named
+    (page.parent).mkdir(parents=True, exist_ok=True)
+    page.write_text("the page\n")
+    p = run(shell, rel / "uninstall.sh", "--prefix", str(prefix), "--all", env=env)
+    assert f"the config page, installed as {page}, also in the release archive)" in p.stdout, p.stdout
 
 
 def test_a_prefix_outside_zshs_fpath_says_the_line_that_makes_zsh_complete(rel, mac, tmp_path):
@@ -1045,3 +1053,72 @@ def test_a_second_install_over_a_command_that_lost_its_mode_repairs_it(rel, mac,
     assert p.returncode == 0, p.stderr
     assert "already installed" not in p.stdout, p.stdout
     assert stat.S_IMODE(cmd.stat().st_mode) == mode
+
+
+# ---- issue 45 item 2: an install killed anywhere leaves nothing an uninstall does not remove ----
+
+def test_an_install_killed_while_copying_is_removed_by_uninstall(rel, tmp_path):
+    """issue 45: install.sh killed (SIGKILL: no trap runs) after it made its directories and
+    temporary copies, before its manifest: uninstall.sh removed nothing; a rerun completed and the
+    later uninstall said "removed 33 files" and left the directories and the stale copies."""
+    d = standins(tmp_path / "standins")
+    failing_cat(d, "vzcaps.1", "kill -KILL $PPID; exit 1")  # the copy of the man page: install.sh dies
+    top = tmp_path / "top"
+    top.mkdir()
+    prefix = top / "usr" / "local"
+    for rerun in (False, True):
+        p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=env_with(d))
+        assert p.returncode == -9, p.stdout + p.stderr
+        assert prefix.is_dir()
+        if rerun:
+            p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=env_with(standins(tmp_path / "plain")))
+            assert p.returncode == 0, p.stderr
+        u = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=env_with(d))
+        assert u.returncode == 0, u.stdout + u.stderr
+        assert os.listdir(top) == [], (rerun, tree(top), u.stdout)
+        if not rerun:  # what it says: no "already gone" of files that were never placed
+            assert u.stdout == (f"removed 0 files from {prefix} and what an install stopped part way had made (its "
+                                "temporary copies, its directories)\n"), u.stdout
+        u = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=env_with(d))
+        assert u.returncode == 1 and "no install manifest" in u.stderr, u.stdout + u.stderr
+
+
+def test_an_install_killed_at_every_step_then_run_again_leaves_nothing_behind(rel, tmp_path):
+    """install.sh killed (SIGKILL) at each point between two of its writes (INSTALL_SH_STOP_AT):
+    the journal outside share/vzcaps, the directory above the prefix, the prefix, share/vzcaps,
+    the manifest, the other directories, the temporary copies, the renames; then run again to its
+    end, then uninstall.sh: exit 0, nothing left (a kill then uninstall.sh alone: the provisioning
+    test of every step, tests/test_fleet_recipes.py)."""
+    d = standins(tmp_path / "standins")
+    top = tmp_path / "top"
+    top.mkdir()
+    prefix = top / "usr" / "local"
+    n = 0
+    while True:
+        n += 1
+        assert n < 40, "install.sh never finished"
+        p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=env_with(d, INSTALL_SH_STOP_AT=str(n)))
+        if p.returncode == -9:
+            q = run("dash", rel / "install.sh", "--prefix", str(prefix), env=env_with(d))
+            assert q.returncode == 0 and "installed " in q.stdout, (n, q.stdout + q.stderr)
+            assert not [f for f in tree(top) if ".vzcaps-install" in f or "install-manifest." in f], (n, tree(top))
+        u = run("dash", rel / "uninstall.sh", "--prefix", str(prefix), env=env_with(d))
+        assert u.returncode == 0 and not u.stderr and "kept" not in u.stdout, (n, u.stdout + u.stderr)
+        assert os.listdir(top) == [], (n, tree(top))
+        if p.returncode == 0:
+            break
+        assert p.returncode == -9, (n, p.stdout + p.stderr)
+    assert n > 12, n
+
+
+def test_a_file_at_a_temporary_copys_name_that_no_record_names_is_left_alone(rel, mac, tmp_path):
+    """hostile: install.sh's temporary copies have fixed names (.vzcaps-install.NAME, recorded in
+    its journal before they are made); a file of someone else's at such a name, which no record
+    names, is never removed or written: nothing is installed, and it is named."""
+    prefix = tmp_path / "prefix"
+    (prefix / "bin").mkdir(parents=True)
+    (prefix / "bin" / ".vzcaps-install.vzcaps").write_text("mine\n")
+    before = snapshot(prefix)
+    p = run("dash", rel / "install.sh", "--prefix", str(prefix), env=mac)
+    assert p.returncode == 1 and f"{prefix}/bin/.vzcaps-install.vzcaps: exists and is not a temporary copy" in p.stderr, p.stderr
+    assert snapshot(prefix) == before

@@ -661,8 +661,8 @@ static bool bundle_summary(int stop, const char *verdict, const char *reason, co
     char *summary = xformat(
         "%s%s: %s.\n\n"
         "vzcaps %s first-run bundle. Attach %s.tar.gz (this directory as one file, written beside it) to an issue in\n"
-        "the repository you got vzcaps from; it holds no environment, user or host names, and the home directory\n"
-        "is written as ~.\n\n"
+        "the repository you got vzcaps from; of the environment it holds only PATH and vzcaps's own variables, no user\n"
+        "or host names, and the home directory is written as ~.\n\n"
         "Steps: %zu ran, %zu failed, %zu skipped (not available on this system). Files: %d could not be written%s.\n\n"
         "Device (MTLDevice name and architecture.name, from probe.json): %s.\n\n"
         "%s%s%s%s%s\n%s\n"

@@ -456,7 +456,7 @@ static int parse_args(int argc, char **argv, struct stats_args *a)
  * as the library walks it; else one line saying why not (after what), and -1. */
 static int log_dir(const char *path, const char *what)
 {
-    char dir[VZCAPS_PATH_MAX + 1], why[200];
+    char dir[VZCAPS_PATH_MAX + 1], why[3 * VZCAPS_PATH_MAX + 200];
     const char *slash = strrchr(path, '/');
     size_t n = slash && slash > path ? (size_t)(slash - path) : slash ? 1 : 0;
     snprintf(dir, sizeof dir, "%.*s", n ? (int)n : 1, n ? path : ".");
@@ -475,6 +475,10 @@ static int log_dir(const char *path, const char *what)
         snprintf(why, sizeof why, "a link on the way to it that another user could have made (theirs, a second name, "
                  "or in a directory others may write and that is not sticky), or a directory on the way it cannot read");
     }
+    else if (st.st_mode & 022) /* /tmp and the like: a directory of one's own in it, never a chmod of a shared one */
+        snprintf(why, sizeof why, "not trusted: %s may be written by others (mode %04o): log into a private directory instead: "
+                 "mkdir -m 700 %s/vzcaps-%lu, then VZCAPS_LOG_FILE=%s/vzcaps-%lu/%s", dir, (unsigned)(st.st_mode & 07777),
+                 dir, (unsigned long)geteuid(), dir, (unsigned long)geteuid(), slash ? slash + 1 : path);
     eprintf("vzcaps stats: %s: %s: %s", path, what, why);
     return -1;
 }

@@ -138,7 +138,9 @@ static int list_shims(int dirfd, const char *dir)
     size_t n = 0, cap = 0;
     struct dirent *e;
     while ((e = readdir(dp))) {
-        if (e->d_name[0] == '.' || !shim_entry_ours(dirfd, e->d_name))
+        char copy[4096];
+        bool gone;
+        if (e->d_name[0] == '.' || (!shim_entry_ours(dirfd, e->d_name) && !shim_of_another_copy(dirfd, e->d_name, copy, sizeof copy, &gone)))
             continue;
         if (n == cap) {
             cap = cap ? cap * 2 : 16;
@@ -157,9 +159,11 @@ static int list_shims(int dirfd, const char *dir)
         qsort(names, n, sizeof *names, by_name);
     for (size_t i = 0; i < n; i++) {
         char real[4096], why[4400];
-        bool found = shim_real(names[i], dir, real, sizeof real, why, sizeof why) == 0;
+        bool found = shim_real(names[i], dir, real, sizeof real, why, sizeof why) == 0, gone = false;
         printf("%s\t", esc(names[i]));
-        if (found)
+        if (shim_of_another_copy(dirfd, names[i], real, sizeof real, &gone))
+            printf("(a shim of another copy of vzcaps: %s%s)\n", esc(real), gone ? ", now missing" : "");
+        else if (found)
             printf("%s\n", esc(real));
         else
             printf("(not found on PATH after %s)\n", esc(dir));
@@ -212,6 +216,34 @@ static int existing_entry(int dirfd, const char *dir, const char *name, const ch
         return -1;
     eprintf("vzcaps shims: %s/%s: exists and vzcaps did not make it; left as it is", dir, name);
     return 1;
+}
+
+/* The temporary links killed runs left (temp_link: .NAME.vzcaps-shim-new.PID.N, a link its record
+ * names, or one without a record that leads to this command) go, and a record naming one; runs
+ * take turns (lock_dir), so none is another run's half-made shim. Anything else is left. */
+static void sweep_temps(int dirfd, const char *dir)
+{
+    int fd = dup(dirfd);
+    DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+    for (struct dirent *e; dp && (e = readdir(dp));) {
+        const char *n = e->d_name, *mark = strstr(n, ".vzcaps-shim-new."), *s = mark ? mark + 17 : "";
+        size_t pid = strspn(s, "0123456789"), k = pid && s[pid] == '.' ? strspn(s + pid + 1, "0123456789") : 0;
+        struct stat l;
+        if (n[0] != '.' || !k || mark <= n + 1 || s[pid + 1 + k] || fstatat(dirfd, n, &l, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(l.st_mode))
+            continue;
+        char *name = xformat("%.*s", (int)(mark - n - 1), n + 1), *rec = record_name(name);
+        bool recorded = vzcaps_made_by_record(dirfd, n, rec, SHIM_MAKER);
+        if ((recorded || links_to_vzcaps(dirfd, n)) && unlinkat(dirfd, n, 0) == 0) {
+            if (recorded)
+                (void)unlinkat(dirfd, rec, 0);
+            printf("%s/%s: removed (a temporary link a stopped run left)\n", esc(dir), esc(n));
+        }
+        free(name), free(rec);
+    }
+    if (dp)
+        closedir(dp);
+    else if (fd >= 0)
+        close(fd);
 }
 
 /* Renames from to name in dirfd unless name exists (EEXIST then): 0, or -1 with errno. */
@@ -491,6 +523,8 @@ int cmd_shims(int argc, char **argv)
         rc = list_shims(dirfd, dir);
     else if (lock_dir(dirfd, dir) != 0)
         n = 0, rc = 1;
+    else
+        sweep_temps(dirfd, dir);
     for (size_t k = 0; k < n; k++)
         rc |= remove ? remove_shim(dirfd, dir, names[k]) : make_shim(dirfd, dir, names[k], self);
     close(dirfd);
