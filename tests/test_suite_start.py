@@ -3,6 +3,7 @@ test with SIGHUP ignored, `make check &` from a script with SIGINT and SIGQUIT i
 background job of a shell without job control); build/test_child's stop-signal cases set the dispositions they test themselves, and its case
 for an ignored stop signal checks that vzcaps keeps it ignored."""
 import os
+import re
 import signal
 import subprocess
 
@@ -53,8 +54,8 @@ def test_a_refused_private_mount_namespace_fails_with_the_cause():
     other = subprocess.CompletedProcess(["unshare", "-m"], 1, "", "sh: 1: mount: not found\n")
     assert private_mounts_ran(other) is other  # any other failure is the test's own assertion's to report
     # every test that makes a mount namespace goes through it, and check-fresh makes / a mount point
-    users = [p for p in (ROOT / "tests").rglob("test_*.py")
-             if '"unshare"' in p.read_text() and p.name != "test_suite_start.py"]
+    users = [p for p in (ROOT / "tests").rglob("test_*.py")  # unshare -m or -rm: a mount namespace
+             if re.search(r'"unshare", "-r?m"', p.read_text()) and p.name != "test_suite_start.py"]
     assert len(users) >= 2 and all("private_mounts_ran(subprocess.run(" in p.read_text() for p in users), users
     fresh = (ROOT / "scripts" / "check-fresh").read_text()
     assert 'mount --bind "$ROOTFS" "$ROOTFS"' in fresh and "--make-private" in fresh
