@@ -214,7 +214,7 @@ def test_the_definitions_the_check_reads_are_the_real_ones():
     # the scan must see the functions a subcommand exports (else it could never fail)
     defs = cli_definitions(SRC / "cli")
     assert "cmd_run" in defs["run.c"] and "cmd_shims" in defs["shims.c"] and "usage_error" in defs["help.c"]
-    assert "opt_take" in defs["options.c"] and "cfg_opt_take" in defs["options.c"]
+    assert "timeout_opt" in defs["options.c"] and "cli_parse" in defs["help.c"]
 
 
 # ---- no circle between files: calls and includes run one way (issue 42) ----

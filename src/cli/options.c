@@ -1,35 +1,15 @@
-/* Options shared by the subcommands: option values, the configuration view that check, doctor and inspect share, and the bash, zsh and fish
+/* Option values shared by the subcommands (--timeout, --family), and the bash, zsh and fish
  * completions generated from the command table (`vzcaps __completions SHELL`: what completes a
  * value follows from its metavariable, cli_value_kind; `vzcaps __profiles` lists sections).
- * Owns: how a command line's values are taken and completed (usage errors and help are the
- * table's, commands.c; this file calls it, it calls nothing here). Never: decides what an option
- * means for the library (that is the core's configuration step). */
+ * Owns: how a command line's values are checked and completed (the line read against the table
+ * and usage errors are help.c's; this file calls it, it calls nothing here). Never: decides what
+ * an option means for the library (that is the core's configuration step). */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
 #include "commands.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-int opt_take(int argc, char **argv, int *i, const char *name, const char **value)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return 0;
-    if (argv[*i][n] == '=') {
-        *value = argv[*i] + n + 1;
-        return 1;
-    }
-    if (argv[*i][n] != '\0')
-        return 0;
-    if (*i + 1 >= argc)
-        return -1;
-    *value = argv[++*i];
-    return 1;
-}
 
 int timeout_opt(const char *cmd, const char *value, unsigned *seconds)
 {
@@ -48,59 +28,6 @@ int check_family_opt(const char *cmd, const char *value)
     if (value && vzcaps_settings_set(&s, VZCAPS_KEY_APPLE_FAMILY_MAX, value, "--family", why, sizeof why) != 0)
         return usage_error(cmd, "--family: %s", why);
     return 0;
-}
-
-int cfg_opt_take(const char *cmd, int argc, char **argv, int *i, struct cfg_opts *o, bool with_exe)
-{
-    int t;
-    if ((t = opt_take(argc, argv, i, "--config", &o->config)) || (t = opt_take(argc, argv, i, "--profile", &o->profile)) ||
-        (with_exe && (t = opt_take(argc, argv, i, "--exe", &o->exe))) || (t = opt_take(argc, argv, i, "--chip", &o->chip)) ||
-        (t = opt_take(argc, argv, i, "--family", &o->family))) {
-        if (t < 0)
-            return usage_error(cmd, "%s needs a value", argv[*i]);
-        return 1;
-    }
-    if (strcmp(argv[*i], "--bare") == 0) {
-        o->bare = true;
-        return 1;
-    }
-    return 0;
-}
-
-int mkdir_p(const char *path)
-{
-    char *buf = xformat("%s", path);
-    int rc = 0;
-    for (char *p = buf + 1; *p && !rc; p++)
-        if (*p == '/') {
-            *p = '\0';
-            rc = mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-            *p = '/';
-        }
-    if (!rc)
-        rc = mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-    int saved = errno;
-    free(buf);
-    errno = saved;
-    return rc;
-}
-
-int view_args(const char *cmd, int argc, char **argv, struct cfg_opts *o, bool *json, const char *extra,
-              const char **extra_value)
-{
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) { /* nothing follows -- (cli_validate_args) */
-        int t = cfg_opt_take(cmd, argc, argv, &i, o, true);
-        if (t == EXIT_USAGE)
-            return t;
-        if (!t && extra && (t = opt_take(argc, argv, &i, extra, extra_value)) < 0)
-            return usage_error(cmd, "%s needs a value", argv[i]);
-        if (t)
-            continue;
-        if (strcmp(argv[i], "--json") != 0)
-            return usage_error(cmd, "unknown argument %s", argv[i]);
-        *json = true;
-    }
-    return check_family_opt(cmd, o->family);
 }
 
 /* ---- completions: bash, zsh and fish scripts generated from the table ---- */

@@ -416,31 +416,13 @@ struct stats_args {
 
 static int parse_args(int argc, char **argv, struct stats_args *a)
 {
-    a->names = calloc((size_t)argc, sizeof *a->names);
-    if (!a->names)
-        return eprintf("vzcaps stats: out of memory"), 1;
-    for (int i = 1; i < argc; i++) {
-        int t;
-        if ((t = opt_take(argc, argv, &i, "--since", &a->since)) || (t = opt_take(argc, argv, &i, "--log-file", &a->log)) ||
-            (t = opt_take(argc, argv, &i, "--config", &a->config))) {
-            if (t < 0)
-                return usage_error("stats", "%s needs a value", argv[i]);
-            continue;
-        }
-        if (strcmp(argv[i], "--") == 0)
-            while (i + 1 < argc)
-                a->names[a->n_names++] = argv[++i];
-        else if (strcmp(argv[i], "--json") == 0)
-            a->json = true;
-        else if (strcmp(argv[i], "--require") == 0)
-            a->require = true;
-        else if (strcmp(argv[i], "--zero") == 0)
-            a->zero = true;
-        else if (argv[i][0] == '-' && argv[i][1])
-            return usage_error("stats", "unexpected argument %s", argv[i]);
-        else
-            a->names[a->n_names++] = argv[i];
-    }
+    const struct opt_bind binds[] = {OPT_VALUE("--since", &a->since), OPT_VALUE("--log-file", &a->log),
+                                     OPT_VALUE("--config", &a->config), OPT_FLAG("--json", &a->json),
+                                     OPT_FLAG("--require", &a->require), OPT_FLAG("--zero", &a->zero), {0}};
+    int bad = cli_parse("stats", &argc, argv, binds);
+    a->names = argv + 1, a->n_names = (size_t)argc - 1;
+    if (bad)
+        return bad;
     if (a->zero && (a->require || a->n_names || a->json || a->since))
         return usage_error("stats", "--zero takes no --require, NAME, --json or --since: it only starts a fresh count");
     if (a->n_names && !a->require)
@@ -785,8 +767,5 @@ int cmd_stats(int argc, char **argv)
 {
     struct stats_args a = {0};
     int rc = parse_args(argc, argv, &a);
-    if (rc == 0)
-        rc = stats_main(&a);
-    free(a.names);
-    return rc;
+    return rc ? rc : stats_main(&a);
 }
