@@ -356,12 +356,6 @@ void metal_caps_parse(const char *text, struct metal_caps *c)
     }
 }
 
-int metal_caps_read(const char *path, struct metal_caps *c)
-{
-    char err[300];
-    return metal_caps_read_file(path, c, NULL, err, sizeof err);
-}
-
 int metal_caps_read_file(const char *path, struct metal_caps *c, bool *missing, char *err, size_t errlen)
 {
     struct vzcaps_input in;
@@ -380,12 +374,6 @@ int metal_caps_read_file(const char *path, struct metal_caps *c, bool *missing, 
         return -1;
     }
     return 0;
-}
-
-int bench_table_add_stderr(struct bench_table *t, enum bench_role role, const char *path)
-{
-    char err[300];
-    return bench_table_read_stderr(t, role, path, NULL, err, sizeof err);
 }
 
 int bench_table_read_stderr(struct bench_table *t, enum bench_role role, const char *path, bool *missing, char *err,
