@@ -399,13 +399,6 @@ static const char fish_head[] =
     "end\n"
     "complete -c vzcaps -f # files only where a file is expected\n";
 
-static void bash_words_array(FILE *out, const char *var, const char *metavar)
-{
-    fprintf(out, " %s=(", var);
-    each_word(metavar, word_sh, out);
-    fputs(" )", out);
-}
-
 static void bash_kind_case(FILE *out, const char *name, void (*fn)(FILE *, const char *, const char *))
 {
     fprintf(out, "        %s) _vzcaps_add \"$2\"", name);
@@ -425,36 +418,53 @@ static size_t opt_values(const struct opt_spec *o)
     return need;
 }
 
+/* " _vz_w=( WORD... )" for a metavariable's words (none: nothing). */
+static void words_array(FILE *out, const char *metavar, void (*word)(FILE *, const char *, const char *))
+{
+    if (!metavar)
+        return;
+    fputs(" _vz_w=(", out);
+    each_word(metavar, word, out);
+    fputs(" )", out);
+}
+
+/* The end of _vzcaps_kind, then _vzcaps_opt and _vzcaps_cmd, which bash and zsh share: in is one
+ * level of indentation, word writes one word of an array (zsh's carry their description). */
+static void print_sh_tables(FILE *out, const char *in, void (*word)(FILE *, const char *, const char *))
+{
+    fprintf(out, "%sesac\n}\n_vzcaps_opt() { # CMD OPTION: it takes _vz_n values of kind _vz_k (words: _vz_w)\n"
+                 "%s_vz_n=0 _vz_k=none _vz_w=()\n%scase $1:$2 in\n", in, in, in);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            if (o->arg) {
+                enum value_kind k = cli_value_kind(o->arg);
+                fprintf(out, "%s%s%s:%s) _vz_n=%zu _vz_k=%s", in, in, c->name, o->name, opt_values(o), kind_names[k]);
+                words_array(out, k == VALUE_WORDS ? o->arg : NULL, word);
+                fputs(" ;;\n", out);
+            }
+    fprintf(out, "%sesac\n}\n_vzcaps_cmd() { # CMD: its options _vz_o and what its operands are, _vz_a (words: _vz_w)\n"
+                 "%s_vz_o=() _vz_a=none _vz_w=()\n%scase $1 in\n", in, in, in);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        char token[128];
+        const char *kind = operand_kind(c, token, sizeof token);
+        fprintf(out, "%s%s%s) _vz_o=(", in, in, c->name);
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            word(out, o->name, o->help);
+        if (c->args_mode == ARGS_COMMAND || c->args_mode == ARGS_REST)
+            word(out, "--", strcmp(kind, "rest") != 0 ? "ends the options; the command follows" : "ends the options");
+        fprintf(out, " ) _vz_a=%s", kind);
+        words_array(out, strcmp(kind, "words") == 0 ? token : NULL, word);
+        fputs(" ;;\n", out);
+    }
+    fprintf(out, "%sesac\n}\n", in);
+}
+
 static void print_bash(FILE *out)
 {
     fputs(bash_head, out);
     bash_kind_case(out, "command", NULL);
     bash_kind_case(out, "chip", word_sh);
-    fputs("    esac\n}\n_vzcaps_opt() { # CMD OPTION: it takes _vz_n values of kind _vz_k (words: _vz_w)\n"
-          "    _vz_n=0 _vz_k=none _vz_w=()\n    case $1:$2 in\n", out);
-    for (const struct cmd_spec *c = cli_commands; c->name; c++)
-        for (const struct opt_spec *o = c->opts; o->name; o++)
-            if (o->arg) {
-                enum value_kind k = cli_value_kind(o->arg);
-                fprintf(out, "        %s:%s) _vz_n=%zu _vz_k=%s", c->name, o->name, opt_values(o), kind_names[k]);
-                if (k == VALUE_WORDS)
-                    bash_words_array(out, "_vz_w", o->arg);
-                fputs(" ;;\n", out);
-            }
-    fputs("    esac\n}\n_vzcaps_cmd() { # CMD: its options _vz_o and what its operands are, _vz_a (words: _vz_w)\n"
-          "    _vz_o=() _vz_a=none _vz_w=()\n    case $1 in\n", out);
-    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-        char token[128];
-        const char *kind = operand_kind(c, token, sizeof token);
-        fprintf(out, "        %s) _vz_o=(", c->name);
-        for (const struct opt_spec *o = c->opts; o->name; o++)
-            fprintf(out, "%s%s", o == c->opts ? "" : " ", o->name);
-        fprintf(out, "%s) _vz_a=%s", c->args_mode == ARGS_COMMAND || c->args_mode == ARGS_REST ? " --" : "", kind);
-        if (strcmp(kind, "words") == 0)
-            bash_words_array(out, "_vz_w", token);
-        fputs(" ;;\n", out);
-    }
-    fputs("    esac\n}\n", out);
+    print_sh_tables(out, "    ", word_sh);
     fputs(bash_body, out);
 }
 
@@ -466,40 +476,8 @@ static void print_zsh(FILE *out)
         word_zsh(out, c->name, c->summary);
     fputs(" )\n      _describe -t commands 'vzcaps command' c ;;\n    chip) local -a c\n      c=(", out);
     each_chip(word_zsh, out);
-    fputs(" )\n      _describe -t chips chip c ;;\n  esac\n}\n"
-          "_vzcaps_opt() { # CMD OPTION: it takes _vz_n values of kind _vz_k (words: _vz_w)\n"
-          "  _vz_n=0 _vz_k=none _vz_w=()\n  case $1:$2 in\n", out);
-    for (const struct cmd_spec *c = cli_commands; c->name; c++)
-        for (const struct opt_spec *o = c->opts; o->name; o++)
-            if (o->arg) {
-                enum value_kind k = cli_value_kind(o->arg);
-                fprintf(out, "    %s:%s) _vz_n=%zu _vz_k=%s", c->name, o->name, opt_values(o), kind_names[k]);
-                if (k == VALUE_WORDS) {
-                    fputs(" _vz_w=(", out);
-                    each_word(o->arg, word_zsh, out);
-                    fputs(" )", out);
-                }
-                fputs(" ;;\n", out);
-            }
-    fputs("  esac\n}\n_vzcaps_cmd() { # CMD: its options _vz_o and what its operands are, _vz_a (words: _vz_w)\n"
-          "  _vz_o=() _vz_a=none _vz_w=()\n  case $1 in\n", out);
-    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-        char token[128];
-        const char *kind = operand_kind(c, token, sizeof token);
-        fprintf(out, "    %s) _vz_o=(", c->name);
-        for (const struct opt_spec *o = c->opts; o->name; o++)
-            word_zsh(out, o->name, o->help);
-        if (c->args_mode == ARGS_COMMAND || c->args_mode == ARGS_REST)
-            word_zsh(out, "--", strcmp(kind, "rest") != 0 ? "ends the options; the command follows" : "ends the options");
-        fprintf(out, " ) _vz_a=%s", kind);
-        if (strcmp(kind, "words") == 0) {
-            fputs(" _vz_w=(", out);
-            each_word(token, word_zsh, out);
-            fputs(" )", out);
-        }
-        fputs(" ;;\n", out);
-    }
-    fputs("  esac\n}\n", out);
+    fputs(" )\n      _describe -t chips chip c ;;\n", out);
+    print_sh_tables(out, "  ", word_zsh);
     fputs(zsh_body, out);
 }
 
