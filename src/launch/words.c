@@ -216,18 +216,10 @@ void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_o
     json_bool(&j, "enabled", en);
     const char *states[] = {"unconfigured", "off", "refused", "enabled"};
     json_str(&j, "state", states[p->state]);
-    if (en && p->apple_family_max)
-        json_int(&j, "apple_family_max", p->apple_family_max);
-    else
-        json_null(&j, "apple_family_max");
-    if (en && p->max_threadgroup_memory)
-        json_int(&j, "max_threadgroup_memory", (long long)p->max_threadgroup_memory);
-    else
-        json_null(&j, "max_threadgroup_memory");
-    if (en && p->recommended_working_set_size)
-        json_int(&j, "recommended_working_set_size", (long long)p->recommended_working_set_size);
-    else
-        json_null(&j, "recommended_working_set_size");
+    json_int_or_null(&j, "apple_family_max", en && p->apple_family_max, p->apple_family_max);
+    json_int_or_null(&j, "max_threadgroup_memory", en && p->max_threadgroup_memory, (long long)p->max_threadgroup_memory);
+    json_int_or_null(&j, "recommended_working_set_size", en && p->recommended_working_set_size,
+                     (long long)p->recommended_working_set_size);
     json_arr(&j, "extra_families");
     for (size_t i = 0; en && i < p->n_extra; i++)
         json_int(&j, NULL, p->extra[i]);

@@ -387,10 +387,7 @@ static void doctor_print_json(struct doctor_facts *d)
         launch_plan_json(&j, "launch", d->plan);
     else
         json_null(&j, "launch");
-    if (d->r.profile.state == VZCAPS_ENABLED)
-        json_int(&j, "apple_family_max", d->r.profile.apple_family_max);
-    else
-        json_null(&j, "apple_family_max");
+    json_int_or_null(&j, "apple_family_max", d->r.profile.state == VZCAPS_ENABLED, d->r.profile.apple_family_max);
     json_arr(&j, "notes");
     for (size_t i = 0; i < d->r.profile.n_notes; i++)
         json_str(&j, NULL, d->r.profile.notes[i]);

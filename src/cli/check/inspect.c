@@ -332,10 +332,7 @@ static void file_json(struct json *j, const char *file, const struct macho_file 
     json_str(j, "profile", r->section[0] ? r->section : NULL);
     json_str(j, "view", fo->bare ? "library" : "run");
     json_bool(j, "enabled", r->profile.state == VZCAPS_ENABLED);
-    if (r->profile.state == VZCAPS_ENABLED)
-        json_int(j, "apple_family_max", r->profile.apple_family_max);
-    else
-        json_null(j, "apple_family_max");
+    json_int_or_null(j, "apple_family_max", r->profile.state == VZCAPS_ENABLED, r->profile.apple_family_max);
     json_arr(j, "slices");
     for (size_t i = 0; i < mf->n_slices; i++)
         slice_json(j, &mf->slices[i], &r->profile, fo->exe, file, in->lib_arm64e);

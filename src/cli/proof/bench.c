@@ -526,10 +526,7 @@ static void bench_write_environment(struct bench_state *bs)
         json_str(&j, "mode", bs->o.mode);
         machine_json(&j, &m);
         json_str(&j, "llama_build_commit", bs->table.build_commit[0] ? bs->table.build_commit : NULL);
-        if (bs->table.build_number)
-            json_int(&j, "llama_build_number", bs->table.build_number);
-        else
-            json_null(&j, "llama_build_number");
+        json_int_or_null(&j, "llama_build_number", bs->table.build_number != 0, bs->table.build_number);
         json_str(&j, "model", bs->o.model);
         hash_or_null(&j, "model_sha256", bs->o.model);
         json_str(&j, "llama_bench", bs->lb);
@@ -547,10 +544,7 @@ static void bench_write_environment(struct bench_state *bs)
         json_end_obj(&j);
         json_obj(&j, "effective_profile");
         json_bool(&j, "enabled", bs->guest && bs->cfg.profile.state == VZCAPS_ENABLED);
-        if (bs->guest && bs->cfg.profile.apple_family_max)
-            json_int(&j, "apple_family_max", bs->cfg.profile.apple_family_max);
-        else
-            json_null(&j, "apple_family_max");
+        json_int_or_null(&j, "apple_family_max", bs->guest && bs->cfg.profile.apple_family_max, bs->cfg.profile.apple_family_max);
         json_str(&j, "profile", bs->cfg.section[0] ? bs->cfg.section : NULL);
         json_arr(&j, "notes");
         for (size_t i = 0; bs->guest && i < bs->cfg.profile.n_notes; i++)

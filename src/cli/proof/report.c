@@ -196,10 +196,7 @@ static void report_print_json(const struct report_input *in, long host, const ch
             json_null(&j, bench_role_names[k]);
     }
     json_end_obj(&j);
-    if (host)
-        json_int(&j, "host_apple_family", host);
-    else
-        json_null(&j, "host_apple_family");
+    json_int_or_null(&j, "host_apple_family", host != 0, host);
     json_arr(&j, "above_host_family"); /* runs that reported an Apple family above the host's */
     for (int k = 0; k < N_ROLES; k++)
         if (above_host(t, k, host))
@@ -207,10 +204,7 @@ static void report_print_json(const struct report_input *in, long host, const ch
     json_end_arr(&j);
     json_str(&j, "unlocked_family_vs_host", vs);
     json_str(&j, "build_commit", t->build_commit[0] ? t->build_commit : NULL);
-    if (t->build_number)
-        json_int(&j, "build_number", t->build_number);
-    else
-        json_null(&j, "build_number");
+    json_int_or_null(&j, "build_number", t->build_number != 0, t->build_number);
     json_str(&j, "model_type", t->model_type[0] ? t->model_type : NULL);
     json_str(&j, "chip", t->chip[0] ? t->chip : NULL);
     json_str(&j, "date", t->date[0] ? t->date : NULL);

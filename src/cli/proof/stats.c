@@ -286,10 +286,7 @@ static int find_log(const char *opt, const char *config, char *out, size_t len, 
 /* Where the count starts after stats --zero: the mark's time (null: no mark) and the records left out. */
 static void zero_json(struct json *j, const struct stats_run *s)
 {
-    if (s->have_zero)
-        json_int(j, "zeroed_at", s->zeroed);
-    else
-        json_null(j, "zeroed_at");
+    json_int_or_null(j, "zeroed_at", s->have_zero, s->zeroed);
     json_int(j, "before_zero", (long long)s->before_zero);
     json_int(j, "lost", lost_in_window(s));
 }
@@ -305,10 +302,7 @@ static void json_log_fields(struct json *j, const struct stats_run *s, char file
         if (read[i])
             json_str(j, NULL, files[i]);
     json_end_arr(j);
-    if (s->have_since)
-        json_int(j, "since", s->since);
-    else
-        json_null(j, "since");
+    json_int_or_null(j, "since", s->have_since, s->since);
 }
 
 static void print_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX + 3], const bool *read, const char *from)
@@ -569,10 +563,7 @@ static void require_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MA
         json_str(&j, "reason", why ? why : "out of memory");
         json_int(&j, "unlocked", (long long)unlocked);
         json_int(&j, "unreadable", (long long)(q->unreadable + s->req.unreadable_all));
-        if (q->counted)
-            json_int(&j, "count", (long long)q->count);
-        else
-            json_null(&j, "count");
+        json_int_or_null(&j, "count", q->counted, (long long)q->count);
         runs_json(&j, s, q);
         json_end_obj(&j);
         free(why);
