@@ -98,8 +98,8 @@ def test_the_folder_graph_has_no_cycle():
 # Every folder, a command group's included, holds at most this many .c files: a folder that
 # reaches it is split by concern before the next file lands (issue 42).
 MAX_C_FILES = 13
-# The command room (src/cli): the front (main.c dispatches, commands.c is the table, help.c words
-# it, options.c reads option values) and one folder a group of subcommands, as `vzcaps help`
+# The command room (src/cli): the front (main.c dispatches, commands.c is the table, help.c reads a
+# command line against it and words it, options.c checks option values) and one folder a group of subcommands, as `vzcaps help`
 # groups them: start (run, launchd, shims, prepare), check (check, doctor, inspect), proof
 # (probe and verify, stats, report, bench).
 CLI_GROUPS = {"start", "check", "proof"}
@@ -140,8 +140,8 @@ def test_every_source_file_says_what_it_owns():
 
 
 # ---- the command's files: no subcommand leans on another's file (issue 31) ----
-# main.c dispatches, commands.c is the table (with help and usage errors), options.c reads option
-# values: every subcommand may call those. A subcommand's file calls nothing defined in another
+# main.c dispatches, commands.c is the table, help.c reads a command line against it (cli_parse)
+# and words it, options.c checks option values: every subcommand may call those. A subcommand's file calls nothing defined in another
 # subcommand's file and includes no header but cli.h (and the table's): what two commands share
 # lives in a floor below (src/launch). doctor_bundle.c is doctor's own (doctor --bundle).
 CLI_SHARED = ("main.c", "commands.c", "help.c", "options.c")
@@ -214,7 +214,7 @@ def test_the_definitions_the_check_reads_are_the_real_ones():
     # the scan must see the functions a subcommand exports (else it could never fail)
     defs = cli_definitions(SRC / "cli")
     assert "cmd_run" in defs["run.c"] and "cmd_shims" in defs["shims.c"] and "usage_error" in defs["help.c"]
-    assert "opt_take" in defs["options.c"] and "cfg_opt_take" in defs["options.c"]
+    assert "timeout_opt" in defs["options.c"] and "cli_parse" in defs["help.c"]
 
 
 # ---- no circle between files: calls and includes run one way (issue 42) ----

@@ -1,6 +1,6 @@
 """One table drives the options (issue: a new user's path): every option a command's parser
 takes is documented in the table (help, man page, completions), and every documented option
-is one its parser takes. The sources are read for the options each parser compares against."""
+is one its parser takes. The sources are read for the options each command binds for cli_parse."""
 import re
 import subprocess
 
@@ -8,37 +8,27 @@ import pytest
 
 from conftest import BUILD, ROOT
 
-# which source files parse each command's options; "VIEW" stands for cfg_opt_take's options
+# which source files bind each command's options for cli_parse (a file#function: only there)
 PARSERS = {
-    "run": ["run.c"], "check": ["options.c#view_args", "check.c", "VIEW"], "doctor": ["options.c#view_args", "doctor.c", "VIEW"],
-    "inspect": ["inspect.c", "VIEW-NOEXE"], "launchd": ["launchd.c"], "report": ["report.c", "ROLES"], "bench": ["bench.c"],
-    "probe": ["probe.c#parse_common"], "verify": ["probe.c#parse_common"], "prepare": ["prepare.c"], "host": [], "shims": ["shims.c"], "stats": ["stats.c"], "help": [],
+    "run": ["run.c"], "check": ["check.c"], "doctor": ["doctor.c#doctor_args"], "inspect": ["inspect.c"],
+    "launchd": ["launchd.c"], "report": ["report.c"], "bench": ["bench.c"], "probe": ["probe.c#parse_common"],
+    "verify": ["probe.c#parse_common"], "prepare": ["prepare.c"], "host": [], "shims": ["shims.c"], "stats": ["stats.c"], "help": [],
 }
-VIEW = {"--config", "--profile", "--exe", "--chip", "--family", "--bare"}
+VIEW = {"--config", "--profile", "--chip", "--family", "--bare"}  # OPT_VIEW (cli.h)
 
 
 def parsed_options(cmd):
     found = set()
     for f in PARSERS[cmd]:
-        if f == "VIEW":
-            found |= VIEW
-            continue
-        if f == "VIEW-NOEXE":
-            found |= VIEW - {"--exe"}
-            continue
-        if f == "ROLES":
-            found |= {"--stock", "--unlocked", "--host"}  # built as "--%s" from the role names
-            continue
         name, _, function = f.partition("#")
         text = next((ROOT / "src" / "cli").rglob(name)).read_text()  # the front or a command group's folder
         if function:  # only that function's definition
             start = re.search(rf"^\w[^\n]*\b{function}\(", text, re.M).start()
             text = text[start:text.index("\n}\n", start)]
-        # the options a parser compares against: opt_take(..., "--x", ...), view_args's extra
-        # option and strcmp(argv[i], "--x")
-        found |= set(re.findall(r'(?:opt_take|view_args)\([^;]*?"(-[-\w]+)"', text))
-        found |= set(re.findall(r'strcmp\(argv\[i\], "(-[-\w]+)"\)', text))
-    found.discard("--")
+        # the options a parser binds: OPT_VALUE("--x", ...), OPT_FLAG, OPT_LIST, OPT_WHICH, and OPT_VIEW's
+        found |= set(re.findall(r'OPT_(?:VALUE|FLAG|LIST|WHICH)\("(-[-\w]+)"', text))
+        if "OPT_VIEW(" in text:
+            found |= VIEW
     return found
 
 

@@ -35,27 +35,35 @@ void print_help(const char *cmd, FILE *out);
 /* "vzcaps: unknown command \"WORD\" (did you mean ...?)" (from cmd "help": "vzcaps help: ..."); EXIT_USAGE. */
 int unknown_command(const char *cmd, const char *word);
 
+/* help.c: where a command's options go (cli_parse). OPT_VALUE: the last one given wins (an ARG
+ * of two words fills p[0] and p[1]); OPT_FLAG: sets *p; OPT_LIST: each value into l[(*n)++]
+ * (room for argc); OPT_WHICH: a flag that puts its own name into *p (the last one given wins). */
+struct opt_bind {
+    const char *name;
+    const char **value;
+    bool *flag;
+    const char **list;
+    int *n;
+};
+#define OPT_VALUE(name, p) {name, p, NULL, NULL, NULL}
+#define OPT_WHICH(name, p) {name, p, NULL, NULL, NULL}
+#define OPT_FLAG(name, p) {name, NULL, p, NULL, NULL}
+#define OPT_LIST(name, l, np) {name, NULL, NULL, l, np}
+/* The options that choose a view, shared by check, doctor and inspect (check_family_opt checks
+ * --family once all are read); --exe is the command's own. */
+#define OPT_VIEW(o) OPT_VALUE("--config", &(o).config), OPT_VALUE("--profile", &(o).profile), \
+                    OPT_VALUE("--chip", &(o).chip), OPT_VALUE("--family", &(o).family), OPT_FLAG("--bare", &(o).bare)
+/* argv[1..] checked against cmd's table (cli_validate_args) and read by it: each option where
+ * binds (ended by {0}) puts it; what is not an option (operands, the command and its arguments,
+ * what follows --) moves to argv[1..], and *argc becomes one more than their number.
+ * 0, or the usage error's exit status. */
+int cli_parse(const char *cmd, int *argc, char **argv, const struct opt_bind *binds);
+
 /* options.c */
-/* Matches "--name VALUE" or "--name=VALUE" at argv[*i]: 1 and *value set (and *i advanced),
- * 0 when argv[*i] is another option, -1 when the value is missing. */
-int opt_take(int argc, char **argv, int *i, const char *name, const char **value);
 /* A --timeout value: whole seconds, 0 for none (0, or EXIT_USAGE after a usage error). */
 int timeout_opt(const char *cmd, const char *value, unsigned *seconds);
 /* A --family value is a command-line error (2, with usage) when the library would reject it. */
 int check_family_opt(const char *cmd, const char *value);
-/* Creates path and its missing parents (0755), as mkdir -p: 0, or -1 with errno set (prepare's;
- * every other command uses safewrite's vzcaps_mkdir_parents). */
-int mkdir_p(const char *path);
-
-/* Parses the options that choose a view shared by check, doctor and inspect: --config,
- * --profile, --exe (with_exe), --chip, --family, --bare. 1 taken (i advanced), 0 not one of
- * them, EXIT_USAGE after printing a usage error. Callers check --family with
- * check_family_opt once all options are read. */
-int cfg_opt_take(const char *cmd, int argc, char **argv, int *i, struct cfg_opts *o, bool with_exe);
-/* The arguments of check and doctor: cfg_opt_take's, --json and, when extra names one, a
- * valued option into *extra_value. 0, or a usage error's exit status. */
-int view_args(const char *cmd, int argc, char **argv, struct cfg_opts *o, bool *json, const char *extra,
-              const char **extra_value);
 
 /* bundle.c: the first-run bundle (doctor --bundle DIR) and its verdict: "WORKS", "PARTIAL",
  * "DOES NOT WORK", "CANNOT TELL" or "NOT ON MACOS", with a one-sentence reason. */

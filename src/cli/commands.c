@@ -30,7 +30,7 @@ static const struct opt_spec run_opts[] = {
     {"--dry-run", NULL, "print, instead of running it, one line a shell runs as it is: env VAR=value... CMD ARGS "
                         "(VAR=value... ./CMD ARGS for a CMD with '=', which env would take for a variable)", NULL},
     END};
-/* The options that choose the configuration view (cfg_opt_take), shared by check, doctor and
+/* The options that choose the configuration view (OPT_VIEW in cli.h), shared by check, doctor and
  * inspect; --exe is theirs to describe (inspect has none). */
 #define CONFIG_OPT {"--config", "FILE", "config file (VZCAPS_CONFIG); default: the library's search order", NULL}, \
                    {"--profile", "PROFILE", "section to use (VZCAPS_PROFILE)", NULL}

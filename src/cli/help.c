@@ -21,57 +21,95 @@ static const struct opt_spec *find_opt(const struct cmd_spec *c, const char *arg
     return NULL;
 }
 
-int cli_validate_args(const struct cmd_spec *c, int argc, char **argv)
+/* An option the table knows, taken where its binding says (none: only checked); 0, or the usage
+ * error's status. vals: its values, one per word of its ARG. */
+static int bind(const struct cmd_spec *c, const struct opt_spec *o, const struct opt_bind *b, char *const *vals, int need)
+{
+    while (b && b->name && strcmp(b->name, o->name) != 0)
+        b++;
+    if (b && !b->name)
+        return usage_error(c->name, "%s is in the table but no parser takes it", o->name);
+    if (b && b->list)
+        b->list[(*b->n)++] = vals[0];
+    else if (b && b->flag)
+        *b->flag = true;
+    else
+        for (int k = 0; b && k < (need ? need : 1); k++)
+            b->value[k] = need ? vals[k] : o->name; /* a flag bound to a value: its own name, the last one given */
+    return 0;
+}
+
+/* The unknown option a (len characters of it), with "did you mean". */
+static int unknown_option(const struct cmd_spec *c, const char *a, size_t len)
+{
+    size_t n = 0, cap = 0;
+    const char **names = NULL;
+    for (const struct opt_spec *x = c->opts; x->name; x++) {
+        names = xgrow(names, &cap, n, sizeof *names);
+        names[n++] = x->name;
+    }
+    char *name = xformat("%.*s", (int)len, a);
+    const char *hint = vzcaps_did_you_mean(name, names, n);
+    free(names);
+    int rc = hint ? usage_error(c->name, "unknown option %s (did you mean %s?)", name, hint)
+                  : usage_error(c->name, "unknown option %s", name);
+    free(name);
+    return rc;
+}
+
+/* What follows -- in argv[i+1..]: checked (no empty word where it is ours) and kept. */
+static int after_dashdash(const struct cmd_spec *c, int argc, char **argv, int i, char **keep, int *n)
+{
+    if (c->args_mode == ARGS_NONE && i + 1 < argc) /* options only: nothing may follow */
+        return usage_error(c->name, "unexpected argument %s", argv[i + 1]);
+    if (c->args_mode == ARGS_REST && strstr(c->args, "-- CMD") && i + 1 == argc)
+        return usage_error(c->name, "no command after --");
+    /* what follows is not options: files named like them (all ours), or a command (its name
+     * ours, its arguments its own), or arguments passed on (not ours) */
+    int ours_to = c->args_mode == ARGS_POSITIONAL ? argc : c->args_mode == ARGS_COMMAND && i + 1 < argc ? i + 2 : i + 1;
+    for (int k = i + 1; k < argc; k++) {
+        if (k < ours_to && !argv[k][0])
+            return usage_error(c->name, "an empty argument names nothing");
+        if (keep)
+            keep[++*n] = argv[k];
+    }
+    return 0;
+}
+
+/* The walk of argv[1..] against c's table; with keep, what is not an option moves to keep[1..*n]. */
+static int walk(const struct cmd_spec *c, int argc, char **argv, const struct opt_bind *binds, char **keep, int *n)
 {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            if (c->args_mode == ARGS_NONE && i + 1 < argc) /* options only: nothing may follow */
-                return usage_error(c->name, "unexpected argument %s", argv[i + 1]);
-            /* what follows is not options: files named like them (all ours), or a command
-             * (its name ours, its arguments its own), or arguments passed on (not ours) */
-            int ours_to = c->args_mode == ARGS_POSITIONAL ? argc
-                        : c->args_mode == ARGS_COMMAND && i + 1 < argc ? i + 2 : i + 1;
-            for (int k = i + 1; k < ours_to; k++)
-                if (!argv[k][0])
-                    return usage_error(c->name, "an empty argument names nothing");
-            return 0;
-        }
+        if (strcmp(a, "--") == 0)
+            return after_dashdash(c, argc, argv, i, keep, n);
         if (!a[0])
             return usage_error(c->name, "an empty argument names nothing");
         if (a[0] != '-' || !a[1]) {
-            if (c->args_mode == ARGS_COMMAND)
-                return 0; /* the command starts here */
+            if (c->args_mode == ARGS_COMMAND) /* the command starts here */
+                return after_dashdash(c, argc, argv, i - 1, keep, n);
             if (c->args_mode == ARGS_NONE || c->args_mode == ARGS_REST)
                 return usage_error(c->name, "unexpected argument %s", a);
+            if (keep)
+                keep[++*n] = argv[i];
             continue;
         }
         const char *eq = strchr(a, '=');
         size_t len = eq && a[1] == '-' ? (size_t)(eq - a) : strlen(a);
         const struct opt_spec *o = find_opt(c, a, len);
-        if (!o) {
-            size_t n = 0, cap = 0;
-            const char **names = NULL;
-            for (const struct opt_spec *x = c->opts; x->name; x++) {
-                names = xgrow(names, &cap, n, sizeof *names);
-                names[n++] = x->name;
-            }
-            char *name = xformat("%.*s", (int)len, a);
-            const char *hint = vzcaps_did_you_mean(name, names, n);
-            free(names);
-            int rc = hint ? usage_error(c->name, "unknown option %s (did you mean %s?)", name, hint)
-                          : usage_error(c->name, "unknown option %s", name);
-            free(name);
-            return rc;
-        }
+        if (!o)
+            return unknown_option(c, a, len);
         int need = 0; /* values: one per word of its ARG ("STOCK.json UNLOCKED.json": two) */
         for (const char *p = o->arg; p && *p; need++)
             p += strcspn(p, " "), p += *p == ' ';
+        char *one[1] = {(char *)(eq ? eq + 1 : "")};
+        char *const *vals = argv + i + 1;
         if (!need && eq && a[1] == '-')
             return usage_error(c->name, "%s takes no value", o->name);
         if (need && eq && a[1] == '-' && need == 1) {
             if (!eq[1])
                 return usage_error(c->name, "%s: empty value", o->name);
+            vals = one;
         } else if (need) {
             if (i + need >= argc)
                 return usage_error(c->name, "%s needs %s", o->name, o->arg);
@@ -80,8 +118,25 @@ int cli_validate_args(const struct cmd_spec *c, int argc, char **argv)
                     return usage_error(c->name, "%s: empty value", o->name);
             i += need;
         }
+        if (bind(c, o, binds, vals, need) != 0)
+            return EXIT_USAGE;
     }
     return 0;
+}
+
+int cli_validate_args(const struct cmd_spec *c, int argc, char **argv)
+{
+    int n = 0;
+    return walk(c, argc, argv, NULL, NULL, &n);
+}
+
+int cli_parse(const char *cmd, int *argc, char **argv, const struct opt_bind *binds)
+{
+    int n = 0;
+    int rc = walk(cli_find_command(cmd), *argc, argv, binds, argv, &n);
+    argv[n + 1] = NULL;
+    *argc = n + 1;
+    return rc;
 }
 
 /* ---- what to suggest for an unknown command ---- */

@@ -1,35 +1,15 @@
-/* Options shared by the subcommands: option values, the configuration view that check, doctor and inspect share, and the bash, zsh and fish
+/* Option values shared by the subcommands (--timeout, --family), and the bash, zsh and fish
  * completions generated from the command table (`vzcaps __completions SHELL`: what completes a
  * value follows from its metavariable, cli_value_kind; `vzcaps __profiles` lists sections).
- * Owns: how a command line's values are taken and completed (usage errors and help are the
- * table's, commands.c; this file calls it, it calls nothing here). Never: decides what an option
- * means for the library (that is the core's configuration step). */
+ * Owns: how a command line's values are checked and completed (the line read against the table
+ * and usage errors are help.c's; this file calls it, it calls nothing here). Never: decides what
+ * an option means for the library (that is the core's configuration step). */
 #define _XOPEN_SOURCE 700
 #include "cli.h"
 #include "commands.h"
 
-#include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-
-int opt_take(int argc, char **argv, int *i, const char *name, const char **value)
-{
-    size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return 0;
-    if (argv[*i][n] == '=') {
-        *value = argv[*i] + n + 1;
-        return 1;
-    }
-    if (argv[*i][n] != '\0')
-        return 0;
-    if (*i + 1 >= argc)
-        return -1;
-    *value = argv[++*i];
-    return 1;
-}
 
 int timeout_opt(const char *cmd, const char *value, unsigned *seconds)
 {
@@ -48,59 +28,6 @@ int check_family_opt(const char *cmd, const char *value)
     if (value && vzcaps_settings_set(&s, VZCAPS_KEY_APPLE_FAMILY_MAX, value, "--family", why, sizeof why) != 0)
         return usage_error(cmd, "--family: %s", why);
     return 0;
-}
-
-int cfg_opt_take(const char *cmd, int argc, char **argv, int *i, struct cfg_opts *o, bool with_exe)
-{
-    int t;
-    if ((t = opt_take(argc, argv, i, "--config", &o->config)) || (t = opt_take(argc, argv, i, "--profile", &o->profile)) ||
-        (with_exe && (t = opt_take(argc, argv, i, "--exe", &o->exe))) || (t = opt_take(argc, argv, i, "--chip", &o->chip)) ||
-        (t = opt_take(argc, argv, i, "--family", &o->family))) {
-        if (t < 0)
-            return usage_error(cmd, "%s needs a value", argv[*i]);
-        return 1;
-    }
-    if (strcmp(argv[*i], "--bare") == 0) {
-        o->bare = true;
-        return 1;
-    }
-    return 0;
-}
-
-int mkdir_p(const char *path)
-{
-    char *buf = xformat("%s", path);
-    int rc = 0;
-    for (char *p = buf + 1; *p && !rc; p++)
-        if (*p == '/') {
-            *p = '\0';
-            rc = mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-            *p = '/';
-        }
-    if (!rc)
-        rc = mkdir(buf, 0755) != 0 && errno != EEXIST ? -1 : 0;
-    int saved = errno;
-    free(buf);
-    errno = saved;
-    return rc;
-}
-
-int view_args(const char *cmd, int argc, char **argv, struct cfg_opts *o, bool *json, const char *extra,
-              const char **extra_value)
-{
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) { /* nothing follows -- (cli_validate_args) */
-        int t = cfg_opt_take(cmd, argc, argv, &i, o, true);
-        if (t == EXIT_USAGE)
-            return t;
-        if (!t && extra && (t = opt_take(argc, argv, &i, extra, extra_value)) < 0)
-            return usage_error(cmd, "%s needs a value", argv[i]);
-        if (t)
-            continue;
-        if (strcmp(argv[i], "--json") != 0)
-            return usage_error(cmd, "unknown argument %s", argv[i]);
-        *json = true;
-    }
-    return check_family_opt(cmd, o->family);
 }
 
 /* ---- completions: bash, zsh and fish scripts generated from the table ---- */
@@ -472,13 +399,6 @@ static const char fish_head[] =
     "end\n"
     "complete -c vzcaps -f # files only where a file is expected\n";
 
-static void bash_words_array(FILE *out, const char *var, const char *metavar)
-{
-    fprintf(out, " %s=(", var);
-    each_word(metavar, word_sh, out);
-    fputs(" )", out);
-}
-
 static void bash_kind_case(FILE *out, const char *name, void (*fn)(FILE *, const char *, const char *))
 {
     fprintf(out, "        %s) _vzcaps_add \"$2\"", name);
@@ -498,36 +418,53 @@ static size_t opt_values(const struct opt_spec *o)
     return need;
 }
 
+/* " _vz_w=( WORD... )" for a metavariable's words (none: nothing). */
+static void words_array(FILE *out, const char *metavar, void (*word)(FILE *, const char *, const char *))
+{
+    if (!metavar)
+        return;
+    fputs(" _vz_w=(", out);
+    each_word(metavar, word, out);
+    fputs(" )", out);
+}
+
+/* The end of _vzcaps_kind, then _vzcaps_opt and _vzcaps_cmd, which bash and zsh share: in is one
+ * level of indentation, word writes one word of an array (zsh's carry their description). */
+static void print_sh_tables(FILE *out, const char *in, void (*word)(FILE *, const char *, const char *))
+{
+    fprintf(out, "%sesac\n}\n_vzcaps_opt() { # CMD OPTION: it takes _vz_n values of kind _vz_k (words: _vz_w)\n"
+                 "%s_vz_n=0 _vz_k=none _vz_w=()\n%scase $1:$2 in\n", in, in, in);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++)
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            if (o->arg) {
+                enum value_kind k = cli_value_kind(o->arg);
+                fprintf(out, "%s%s%s:%s) _vz_n=%zu _vz_k=%s", in, in, c->name, o->name, opt_values(o), kind_names[k]);
+                words_array(out, k == VALUE_WORDS ? o->arg : NULL, word);
+                fputs(" ;;\n", out);
+            }
+    fprintf(out, "%sesac\n}\n_vzcaps_cmd() { # CMD: its options _vz_o and what its operands are, _vz_a (words: _vz_w)\n"
+                 "%s_vz_o=() _vz_a=none _vz_w=()\n%scase $1 in\n", in, in, in);
+    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
+        char token[128];
+        const char *kind = operand_kind(c, token, sizeof token);
+        fprintf(out, "%s%s%s) _vz_o=(", in, in, c->name);
+        for (const struct opt_spec *o = c->opts; o->name; o++)
+            word(out, o->name, o->help);
+        if (c->args_mode == ARGS_COMMAND || c->args_mode == ARGS_REST)
+            word(out, "--", strcmp(kind, "rest") != 0 ? "ends the options; the command follows" : "ends the options");
+        fprintf(out, " ) _vz_a=%s", kind);
+        words_array(out, strcmp(kind, "words") == 0 ? token : NULL, word);
+        fputs(" ;;\n", out);
+    }
+    fprintf(out, "%sesac\n}\n", in);
+}
+
 static void print_bash(FILE *out)
 {
     fputs(bash_head, out);
     bash_kind_case(out, "command", NULL);
     bash_kind_case(out, "chip", word_sh);
-    fputs("    esac\n}\n_vzcaps_opt() { # CMD OPTION: it takes _vz_n values of kind _vz_k (words: _vz_w)\n"
-          "    _vz_n=0 _vz_k=none _vz_w=()\n    case $1:$2 in\n", out);
-    for (const struct cmd_spec *c = cli_commands; c->name; c++)
-        for (const struct opt_spec *o = c->opts; o->name; o++)
-            if (o->arg) {
-                enum value_kind k = cli_value_kind(o->arg);
-                fprintf(out, "        %s:%s) _vz_n=%zu _vz_k=%s", c->name, o->name, opt_values(o), kind_names[k]);
-                if (k == VALUE_WORDS)
-                    bash_words_array(out, "_vz_w", o->arg);
-                fputs(" ;;\n", out);
-            }
-    fputs("    esac\n}\n_vzcaps_cmd() { # CMD: its options _vz_o and what its operands are, _vz_a (words: _vz_w)\n"
-          "    _vz_o=() _vz_a=none _vz_w=()\n    case $1 in\n", out);
-    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-        char token[128];
-        const char *kind = operand_kind(c, token, sizeof token);
-        fprintf(out, "        %s) _vz_o=(", c->name);
-        for (const struct opt_spec *o = c->opts; o->name; o++)
-            fprintf(out, "%s%s", o == c->opts ? "" : " ", o->name);
-        fprintf(out, "%s) _vz_a=%s", c->args_mode == ARGS_COMMAND || c->args_mode == ARGS_REST ? " --" : "", kind);
-        if (strcmp(kind, "words") == 0)
-            bash_words_array(out, "_vz_w", token);
-        fputs(" ;;\n", out);
-    }
-    fputs("    esac\n}\n", out);
+    print_sh_tables(out, "    ", word_sh);
     fputs(bash_body, out);
 }
 
@@ -539,40 +476,8 @@ static void print_zsh(FILE *out)
         word_zsh(out, c->name, c->summary);
     fputs(" )\n      _describe -t commands 'vzcaps command' c ;;\n    chip) local -a c\n      c=(", out);
     each_chip(word_zsh, out);
-    fputs(" )\n      _describe -t chips chip c ;;\n  esac\n}\n"
-          "_vzcaps_opt() { # CMD OPTION: it takes _vz_n values of kind _vz_k (words: _vz_w)\n"
-          "  _vz_n=0 _vz_k=none _vz_w=()\n  case $1:$2 in\n", out);
-    for (const struct cmd_spec *c = cli_commands; c->name; c++)
-        for (const struct opt_spec *o = c->opts; o->name; o++)
-            if (o->arg) {
-                enum value_kind k = cli_value_kind(o->arg);
-                fprintf(out, "    %s:%s) _vz_n=%zu _vz_k=%s", c->name, o->name, opt_values(o), kind_names[k]);
-                if (k == VALUE_WORDS) {
-                    fputs(" _vz_w=(", out);
-                    each_word(o->arg, word_zsh, out);
-                    fputs(" )", out);
-                }
-                fputs(" ;;\n", out);
-            }
-    fputs("  esac\n}\n_vzcaps_cmd() { # CMD: its options _vz_o and what its operands are, _vz_a (words: _vz_w)\n"
-          "  _vz_o=() _vz_a=none _vz_w=()\n  case $1 in\n", out);
-    for (const struct cmd_spec *c = cli_commands; c->name; c++) {
-        char token[128];
-        const char *kind = operand_kind(c, token, sizeof token);
-        fprintf(out, "    %s) _vz_o=(", c->name);
-        for (const struct opt_spec *o = c->opts; o->name; o++)
-            word_zsh(out, o->name, o->help);
-        if (c->args_mode == ARGS_COMMAND || c->args_mode == ARGS_REST)
-            word_zsh(out, "--", strcmp(kind, "rest") != 0 ? "ends the options; the command follows" : "ends the options");
-        fprintf(out, " ) _vz_a=%s", kind);
-        if (strcmp(kind, "words") == 0) {
-            fputs(" _vz_w=(", out);
-            each_word(token, word_zsh, out);
-            fputs(" )", out);
-        }
-        fputs(" ;;\n", out);
-    }
-    fputs("  esac\n}\n", out);
+    fputs(" )\n      _describe -t chips chip c ;;\n", out);
+    print_sh_tables(out, "  ", word_zsh);
     fputs(zsh_body, out);
 }
 

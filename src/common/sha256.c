@@ -24,7 +24,7 @@ static const uint32_t K[64] = {
 
 #define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
-static void block(struct sha256 *s, const uint8_t *p)
+static void block(uint32_t *hs, const uint8_t *p)
 {
     uint32_t w[64], a, b, c, d, e, f, g, h;
     for (int i = 0; i < 16; i++)
@@ -34,13 +34,13 @@ static void block(struct sha256 *s, const uint8_t *p)
         uint32_t s1 = ROR(w[i - 2], 17) ^ ROR(w[i - 2], 19) ^ (w[i - 2] >> 10);
         w[i] = w[i - 16] + s0 + w[i - 7] + s1;
     }
-    a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4], f = s->h[5], g = s->h[6], h = s->h[7];
+    a = hs[0], b = hs[1], c = hs[2], d = hs[3], e = hs[4], f = hs[5], g = hs[6], h = hs[7];
     for (int i = 0; i < 64; i++) {
         uint32_t t1 = h + (ROR(e, 6) ^ ROR(e, 11) ^ ROR(e, 25)) + ((e & f) ^ (~e & g)) + K[i] + w[i];
         uint32_t t2 = (ROR(a, 2) ^ ROR(a, 13) ^ ROR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
         h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
     }
-    s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d, s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
+    hs[0] += a, hs[1] += b, hs[2] += c, hs[3] += d, hs[4] += e, hs[5] += f, hs[6] += g, hs[7] += h;
 }
 
 void sha256_init(struct sha256 *s)
@@ -49,6 +49,8 @@ void sha256_init(struct sha256 *s)
     memcpy(s->h, iv, sizeof iv);
     s->len = 0;
     s->fill = 0;
+    s->words = 8;
+    s->block = block;
 }
 
 void sha256_update(struct sha256 *s, const void *data, size_t n)
@@ -60,13 +62,13 @@ void sha256_update(struct sha256 *s, const void *data, size_t n)
         memcpy(s->buf + s->fill, p, take);
         s->fill += take, p += take, n -= take;
         if (s->fill == 64) {
-            block(s, s->buf);
+            s->block(s->h, s->buf);
             s->fill = 0;
         }
     }
 }
 
-void sha256_final(struct sha256 *s, uint8_t out[32])
+void sha256_final(struct sha256 *s, uint8_t *out)
 {
     uint64_t bits = s->len * 8;
     uint8_t pad = 0x80, zero = 0;
@@ -77,7 +79,7 @@ void sha256_final(struct sha256 *s, uint8_t out[32])
     for (int i = 0; i < 8; i++)
         len[i] = (uint8_t)(bits >> (56 - 8 * i));
     sha256_update(s, len, 8);
-    for (int i = 0; i < 8; i++)
+    for (size_t i = 0; i < s->words; i++)
         for (int j = 0; j < 4; j++)
             out[4 * i + j] = (uint8_t)(s->h[i] >> (24 - 8 * j));
 }

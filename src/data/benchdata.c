@@ -356,12 +356,6 @@ void metal_caps_parse(const char *text, struct metal_caps *c)
     }
 }
 
-int metal_caps_read(const char *path, struct metal_caps *c)
-{
-    char err[300];
-    return metal_caps_read_file(path, c, NULL, err, sizeof err);
-}
-
 int metal_caps_read_file(const char *path, struct metal_caps *c, bool *missing, char *err, size_t errlen)
 {
     struct vzcaps_input in;
@@ -380,12 +374,6 @@ int metal_caps_read_file(const char *path, struct metal_caps *c, bool *missing, 
         return -1;
     }
     return 0;
-}
-
-int bench_table_add_stderr(struct bench_table *t, enum bench_role role, const char *path)
-{
-    char err[300];
-    return bench_table_read_stderr(t, role, path, NULL, err, sizeof err);
 }
 
 int bench_table_read_stderr(struct bench_table *t, enum bench_role role, const char *path, bool *missing, char *err,
@@ -597,14 +585,6 @@ long bench_host_family(const struct bench_table *t, const char **from)
     return chip.known ? (long)chip.apple_family : 0;
 }
 
-static void stat_json(struct json *j, const char *key, const struct bench_stat *s, bool median)
-{
-    if (!s->present)
-        json_null(j, key);
-    else
-        json_num(j, key, median ? s->median : 0);
-}
-
 void bench_render_json_rows(const struct bench_table *t, struct json *j)
 {
     json_arr(j, "rows");
@@ -613,16 +593,9 @@ void bench_render_json_rows(const struct bench_table *t, struct json *j)
         json_obj(j, NULL);
         json_str(j, "test", r->test);
         for (int k = 0; k < N_ROLES; k++)
-            stat_json(j, bench_role_names[k], &r->role[k], true);
-        double s = bench_speedup(r), h = bench_percent_of_host(r);
-        if (isnan(s))
-            json_null(j, "speedup");
-        else
-            json_num(j, "speedup", s);
-        if (isnan(h))
-            json_null(j, "percent_of_host");
-        else
-            json_num(j, "percent_of_host", h);
+            json_num(j, bench_role_names[k], r->role[k].present ? r->role[k].median : NAN); /* json_num: NaN is null */
+        json_num(j, "speedup", bench_speedup(r));
+        json_num(j, "percent_of_host", bench_percent_of_host(r));
         json_obj(j, "range");
         for (int k = 0; k < N_ROLES; k++) {
             if (!r->role[k].present) {
@@ -636,12 +609,8 @@ void bench_render_json_rows(const struct bench_table *t, struct json *j)
         }
         json_end_obj(j);
         json_obj(j, "samples");
-        for (int k = 0; k < N_ROLES; k++) {
-            if (r->role[k].present)
-                json_int(j, bench_role_names[k], (long long)r->role[k].n);
-            else
-                json_null(j, bench_role_names[k]);
-        }
+        for (int k = 0; k < N_ROLES; k++)
+            json_int_or_null(j, bench_role_names[k], r->role[k].present, (long long)r->role[k].n);
         json_end_obj(j);
         json_end_obj(j);
     }
@@ -666,10 +635,7 @@ void metal_caps_json(const struct metal_caps *c, struct json *j, const char *key
         json_int(j, NULL, c->families[i]);
     json_end_arr(j);
     json_str(j, "gpu_family", c->gpu_family[0] ? c->gpu_family : NULL); /* the line that picks the tuning rows */
-    if (c->apple_family)
-        json_int(j, "apple_family", c->apple_family);
-    else
-        json_null(j, "apple_family");
+    json_int_or_null(j, "apple_family", c->apple_family != 0, c->apple_family);
     json_str(j, "shim", c->shim[0] ? c->shim : NULL);
     tri(j, "simdgroup_reduction", c->simdgroup_reduction);
     tri(j, "simdgroup_matrix_mul", c->simdgroup_mm);
@@ -677,9 +643,6 @@ void metal_caps_json(const struct metal_caps *c, struct json *j, const char *key
     tri(j, "tensor", c->tensor);
     tri(j, "unified_memory", c->unified_memory);
     tri(j, "residency_sets", c->residency_sets);
-    if (isnan(c->working_set_mb))
-        json_null(j, "recommended_working_set_mb");
-    else
-        json_num(j, "recommended_working_set_mb", c->working_set_mb);
+    json_num(j, "recommended_working_set_mb", c->working_set_mb); /* NaN: null */
     json_end_obj(j);
 }

@@ -75,20 +75,16 @@ void metal_caps_parse(const char *text, struct metal_caps *c);
 /* The same as a stream: metal_caps_init, then each line (without its '\n') as it comes. */
 void metal_caps_init(struct metal_caps *c);
 void metal_caps_line(const char *line, size_t n, struct metal_caps *c);
-/* 0, -1 when unreadable; *c is defined (no capability found) either way. */
 /* A run's stderr (the one read module, at most TEXT_FILE_MAX), parsed into *c, which is
  * initialised (nothing found) when it cannot be read: 0, or -1 with "PATH: reason" in err
- * (*missing when it does not exist). metal_caps_read: the same without the reason. */
+ * (*missing when it does not exist). */
 __attribute__((warn_unused_result)) int metal_caps_read_file(const char *path, struct metal_caps *c, bool *missing, char *err,
                                                              size_t errlen);
-int metal_caps_read(const char *path, struct metal_caps *c); /* 0, -1 when unreadable */
 /* Reads a run's stderr into the table's capabilities of role (the first one read wins; every
  * one is read, so one that cannot be used is never passed over). 0, or -1 with "PATH: reason"
- * (*missing when it does not exist; the table is unchanged). bench_table_add_stderr: the same
- * without the reason. */
+ * (*missing when it does not exist; the table is unchanged). */
 __attribute__((warn_unused_result)) int bench_table_read_stderr(struct bench_table *t, enum bench_role role, const char *path,
                                                                 bool *missing, char *err, size_t errlen);
-int bench_table_add_stderr(struct bench_table *t, enum bench_role role, const char *path);
 /* The legend of a role's series: "unlocked guest (vzcaps)" only when vzcaps's line is in
  * that run's stderr; another shim's name when its line is; no shim named when none is. */
 void bench_series_label(const struct bench_table *t, enum bench_role role, char *buf, size_t len);

@@ -95,6 +95,14 @@ void json_int(struct json *j, const char *key, long long v)
     fprintf(j->out, "%lld", v);
 }
 
+void json_int_or_null(struct json *j, const char *key, bool have, long long v)
+{
+    if (have)
+        json_int(j, key, v);
+    else
+        json_null(j, key);
+}
+
 void json_bool(struct json *j, const char *key, bool v)
 {
     sep(j, key);

@@ -159,30 +159,19 @@ void launch_plan_json(struct json *j, const char *key, const struct launch_plan 
 }
 
 /* inherit = matching: the library's own decision (vzcaps_child_decision) for exe as the child
- * of a process this configuration enables, its slices read from exe as found on PATH. */
+ * of a process this configuration enables, its slices read from exe as execvp finds it. */
 static void print_child_decision(const struct vzcaps_config_result *r, const char *exe)
 {
     static char text[VZCAPS_CONFIG_MAX_SIZE + 1], matches[VZCAPS_CONFIG_MAX_SIZE + 1];
-    char err[300], path[4200] = "", why[300];
+    char err[300], why[300];
     size_t len = 0;
     bool missing = false;
     if (!r->config_path[0] || vzcaps_read_file(NULL, r->config_path, text, sizeof text, &len, &missing, err, sizeof err) != 0)
         len = 0;
     if (vzcaps_config_matches(text, len, matches, sizeof matches) < 0)
         matches[0] = '\0';
-    const char *dirs = getenv("PATH");
-    const char *pd = dirs && exe && !strchr(exe, '/') ? dirs : "";
-    for (bool more = *pd; more;) { /* an empty entry is the current directory */
-        size_t k = strcspn(pd, ":");
-        snprintf(path, sizeof path, "%.*s/%s", k ? (int)k : 1, k ? pd : ".", exe);
-        if (access(path, X_OK) == 0)
-            break;
-        path[0] = '\0';
-        more = pd[k] == ':';
-        pd += k + more;
-    }
-    if (exe && strchr(exe, '/'))
-        snprintf(path, sizeof path, "%s", exe);
+    static struct launch_lead l; /* exe as execvp finds it (a shim there is what the child starts) */
+    const char *path = exe ? (launch_lead_find(exe, &l), l.shim[0] ? l.shim : l.found) : "";
     unsigned char head[VZCAPS_SLICES_HEAD];
     ssize_t n = -1;
     int fd = path[0] ? open(path, O_RDONLY | O_NONBLOCK) : -1;
@@ -227,18 +216,10 @@ void print_profile_json(const struct vzcaps_config_result *r, const struct cfg_o
     json_bool(&j, "enabled", en);
     const char *states[] = {"unconfigured", "off", "refused", "enabled"};
     json_str(&j, "state", states[p->state]);
-    if (en && p->apple_family_max)
-        json_int(&j, "apple_family_max", p->apple_family_max);
-    else
-        json_null(&j, "apple_family_max");
-    if (en && p->max_threadgroup_memory)
-        json_int(&j, "max_threadgroup_memory", (long long)p->max_threadgroup_memory);
-    else
-        json_null(&j, "max_threadgroup_memory");
-    if (en && p->recommended_working_set_size)
-        json_int(&j, "recommended_working_set_size", (long long)p->recommended_working_set_size);
-    else
-        json_null(&j, "recommended_working_set_size");
+    json_int_or_null(&j, "apple_family_max", en && p->apple_family_max, p->apple_family_max);
+    json_int_or_null(&j, "max_threadgroup_memory", en && p->max_threadgroup_memory, (long long)p->max_threadgroup_memory);
+    json_int_or_null(&j, "recommended_working_set_size", en && p->recommended_working_set_size,
+                     (long long)p->recommended_working_set_size);
     json_arr(&j, "extra_families");
     for (size_t i = 0; en && i < p->n_extra; i++)
         json_int(&j, NULL, p->extra[i]);

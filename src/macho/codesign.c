@@ -320,12 +320,6 @@ static int sign_slice(const uint8_t *in, size_t len, const char *fallback_ident,
     return 0;
 }
 
-int codesign_adhoc_slice(const uint8_t *in, size_t len, const char *fallback_ident, uint8_t **out, size_t *out_len,
-                         struct codesign_slice_report *rep, char *err, size_t errlen)
-{
-    return sign_slice(in, len, fallback_ident, NULL, false, out, out_len, rep, err, errlen);
-}
-
 /* A slice of a universal file: an unsigned one gets a signature command first (when asked). */
 static int sign_member(const uint8_t *in, size_t len, const char *ident, const struct codesign_bind *bind, bool add,
                        uint8_t **out, size_t *out_len, struct codesign_slice_report *rep, char *err, size_t errlen)
@@ -345,12 +339,6 @@ static uint64_t align_up(uint64_t v, uint32_t log2)
 {
     uint64_t a = 1ull << (log2 > 20 ? 20 : log2);
     return (v + a - 1) & ~(a - 1);
-}
-
-int codesign_adhoc(const uint8_t *in, size_t len, const char *fallback_ident, uint8_t **out, size_t *out_len,
-                   struct codesign_report *rep, char *err, size_t errlen)
-{
-    return codesign_adhoc_bound(in, len, fallback_ident, NULL, false, out, out_len, rep, err, errlen);
 }
 
 /* Each slice of a universal file signed on its own, into signed_[i] (sizes[i] bytes; the

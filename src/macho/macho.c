@@ -654,8 +654,12 @@ int macho_plist_executable(const char *plist, char **name, char *err, size_t err
     return rc;
 }
 
-/* The bundle's main executable (see macho_bundle_executable); *named says whether the
- * Info.plist named it. */
+/* The main executable of the .app bundle bundle[0..n), relative to it:
+ * Contents/MacOS/<CFBundleExecutable of Contents/Info.plist>, else Contents/MacOS/<the
+ * bundle's base name>; *named says whether the Info.plist named it. On the heap; NULL with
+ * "PLIST: reason" in err when Info.plist exists but cannot be read (not a regular file, larger
+ * than PLIST_MAX_SIZE, not an XML or binary property list) or its CFBundleExecutable is not a
+ * plain file name (a '/', "." or ".." would lead out of Contents/MacOS). */
 static char *bundle_executable(const char *bundle, size_t n, bool *named, char *err, size_t errlen)
 {
     char *plist = xformat("%.*s/Contents/Info.plist", (int)n, bundle), *name = NULL, *exe = NULL;
@@ -676,13 +680,7 @@ static char *bundle_executable(const char *bundle, size_t n, bool *named, char *
     return exe;
 }
 
-char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen)
-{
-    bool named;
-    return bundle_executable(bundle, n, &named, err, errlen);
-}
-
-/* ".app" bundles: their main executable (macho_bundle_executable), and in out->info_plist the
+/* ".app" bundles: their main executable (bundle_executable), and in out->info_plist the
  * Info.plist that named it; other paths as given. -1 with a reason when the path would not
  * fit or Info.plist cannot be read. */
 static int resolve_bundle(const char *path, char *out, size_t len, struct macho_file *mf, char *err, size_t errlen)

@@ -69,13 +69,6 @@ bool macho_needs_whole(const uint8_t *head, size_t n);
  * truncated while read is "truncated", never a signal) and parses it: 0, or -1 with
  * "PATH: reason" in err. */
 int macho_load(const char *path, struct macho_file *out, char *err, size_t errlen);
-/* The main executable of the .app bundle bundle[0..n), relative to it:
- * Contents/MacOS/<CFBundleExecutable of Contents/Info.plist>, else Contents/MacOS/<the
- * bundle's base name>. On the heap; NULL with "PLIST: reason" in err when Info.plist exists
- * but cannot be read (not a regular file, larger than PLIST_MAX_SIZE, not an XML or binary
- * property list) or its CFBundleExecutable is not a plain file name (a '/', "." or ".." would
- * lead out of Contents/MacOS). */
-char *macho_bundle_executable(const char *bundle, size_t n, char *err, size_t errlen);
 /* The CFBundleExecutable of the Info.plist at plist (XML or binary, read as a property list by
  * src/common/plist.c, entities decoded): 0 with the name on the heap
  * in *name, or NULL when there is no such file or key; -1 with "PLIST: reason" when it cannot

@@ -6,9 +6,9 @@
 
 #define ROL(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
 
-static void block(struct sha1 *s, const uint8_t *p)
+static void block(uint32_t *h, const uint8_t *p)
 {
-    uint32_t w[80], a = s->h[0], b = s->h[1], c = s->h[2], d = s->h[3], e = s->h[4];
+    uint32_t w[80], a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
     for (int i = 0; i < 16; i++)
         w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
     for (int i = 16; i < 80; i++)
@@ -26,43 +26,24 @@ static void block(struct sha1 *s, const uint8_t *p)
         uint32_t t = ROL(a, 5) + f + e + k + w[i];
         e = d, d = c, c = ROL(b, 30), b = a, a = t;
     }
-    s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d, s->h[4] += e;
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e;
 }
 
 void sha1_init(struct sha1 *s)
 {
     static const uint32_t h0[5] = {0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476, 0xc3d2e1f0};
-    memcpy(s->h, h0, sizeof h0);
-    s->len = 0;
-    s->fill = 0;
+    sha256_init(&s->frame);
+    memcpy(s->frame.h, h0, sizeof h0);
+    s->frame.words = 5;
+    s->frame.block = block;
 }
 
 void sha1_update(struct sha1 *s, const void *data, size_t n)
 {
-    const uint8_t *p = data;
-    s->len += n;
-    while (n) {
-        size_t take = 64 - s->fill < n ? 64 - s->fill : n;
-        memcpy(s->buf + s->fill, p, take);
-        s->fill += take, p += take, n -= take;
-        if (s->fill == 64) {
-            block(s, s->buf);
-            s->fill = 0;
-        }
-    }
+    sha256_update(&s->frame, data, n);
 }
 
 void sha1_final(struct sha1 *s, uint8_t out[20])
 {
-    uint64_t bits = s->len * 8;
-    uint8_t pad = 0x80, zero = 0, len[8];
-    sha1_update(s, &pad, 1);
-    while (s->fill != 56)
-        sha1_update(s, &zero, 1);
-    for (int i = 0; i < 8; i++)
-        len[i] = (uint8_t)(bits >> (56 - 8 * i));
-    sha1_update(s, len, 8);
-    for (int i = 0; i < 5; i++)
-        out[4 * i] = (uint8_t)(s->h[i] >> 24), out[4 * i + 1] = (uint8_t)(s->h[i] >> 16),
-        out[4 * i + 2] = (uint8_t)(s->h[i] >> 8), out[4 * i + 3] = (uint8_t)s->h[i];
+    sha256_final(&s->frame, out);
 }

@@ -3,14 +3,10 @@
 #ifndef VZCAPS_SHA1_H
 #define VZCAPS_SHA1_H
 
-#include <stddef.h>
-#include <stdint.h>
+#include "../common/sha256.h"
 
 struct sha1 {
-    uint32_t h[5];
-    uint64_t len;
-    uint8_t buf[64];
-    size_t fill;
+    struct sha256 frame; /* SHA-256's frame, with SHA-1's block function and five words */
 };
 void sha1_init(struct sha1 *s);
 void sha1_update(struct sha1 *s, const void *data, size_t n);

@@ -22,14 +22,10 @@ bool find_executable(const char *name, const char *near, char *out, size_t len)
     const char *slash = near ? strrchr(near, '/') : NULL;
     if (slash && (size_t)snprintf(out, len, "%.*s/%s", (int)(slash - near), near, name) < len && access(out, X_OK) == 0)
         return true;
-    const char *path = getenv("PATH");
-    for (bool more = path && *path; more;) { /* an empty entry is the current directory */
-        size_t n = strcspn(path, ":");
-        if ((size_t)snprintf(out, len, "%.*s/%s", n ? (int)n : 1, n ? path : ".", name) < len && access(out, X_OK) == 0)
+    const char *p = vzcaps_search_path(getenv("PATH"), true), *dir; /* execvp's PATH, as resolve.c reads it */
+    for (size_t n; vzcaps_path_entry(&p, &dir, &n);)
+        if ((size_t)snprintf(out, len, "%.*s/%s", (int)n, dir, name) < len && access(out, X_OK) == 0)
             return true;
-        more = path[n] == ':';
-        path += n + more;
-    }
     return false;
 }
 

@@ -9,7 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-/* An executable: name with a '/' as given, else next to the file near (if given), else on PATH. */
+/* An executable: name with a '/' as given, else next to the file near (if given), else on PATH as
+ * execvp reads it (unset: /usr/bin:/bin; an empty entry: the current directory). */
 bool find_executable(const char *name, const char *near, char *out, size_t len);
 /* Whether the Mach-O library has a slice of arch ("arm64e"); false when unreadable. */
 bool library_has_arch(const char *library, const char *arch);

@@ -55,10 +55,6 @@ const char *vzcaps_platform_exe_name(void)
     return name ? name : "";
 }
 
-/* xnu: psignal(proc, ...) for a write's SIGPIPE and SIGXFSZ (sys_generic.c:601-606,
- * vfs_vnops.c:1376-1386), delivered to any thread that does not block it (kern_sig.c:1932-1966) */
-const bool vzcaps_platform_write_signals_process = true;
-
 void vzcaps_platform_syslog(const char *line, size_t n)
 {
     int saved = errno;
@@ -86,6 +82,8 @@ char ***vzcaps_platform_environ(void)
 }
 
 const unsigned vzcaps_platform_elf_machine = 0;
+/* Libc's execvp; xnu's psignal(proc, ...) for a write's SIGPIPE and SIGXFSZ (sys_generic.c:601-606,
+ * vfs_vnops.c:1376-1386), delivered to any thread that does not block it (kern_sig.c:1932-1966) */
 const bool vzcaps_platform_darwin = true;
 
 int vzcaps_platform_execve(const char *path, char *const argv[], char *const envp[])

@@ -46,10 +46,6 @@ const char *vzcaps_platform_exe_name(void)
     return program_invocation_short_name[0] || !given ? program_invocation_short_name : vzcaps_basename(given);
 }
 
-/* Linux: send_sig(sig, current, 0) for a write's SIGPIPE and SIGXFSZ, queued for the writing
- * thread alone (kernel/signal.c send_sig_info: PIDTYPE_PID) */
-const bool vzcaps_platform_write_signals_process = false;
-
 void vzcaps_platform_syslog(const char *line, size_t n)
 {
     (void)line, (void)n; /* no system log on the rig: the line goes to standard error only */
@@ -98,6 +94,8 @@ const unsigned vzcaps_platform_elf_machine = EM_AARCH64;
 #else
 const unsigned vzcaps_platform_elf_machine = 0;
 #endif
+/* glibc's execvp; Linux's send_sig(sig, current, 0) for a write's SIGPIPE and SIGXFSZ, queued for
+ * the writing thread alone (kernel/signal.c send_sig_info: PIDTYPE_PID) */
 const bool vzcaps_platform_darwin = false;
 
 int vzcaps_platform_execve(const char *path, char *const argv[], char *const envp[])

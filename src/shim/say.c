@@ -169,7 +169,7 @@ static int write_would_signal(int fd, size_t n)
 
 ssize_t vzcaps_quiet_write(int fd, const void *buf, size_t n)
 {
-    int refused = vzcaps_platform_write_signals_process ? write_would_signal(fd, n) : 0;
+    int refused = vzcaps_platform_darwin ? write_would_signal(fd, n) : 0;
     if (refused)
         return errno = refused, -1; /* not written: no signal, nothing to take back */
     sigset_t set, old, pending;

@@ -90,12 +90,11 @@ VZCAPS_HIDDEN int vzcaps_platform_execve(const char *path, char *const argv[], c
 /* this thread's scratch mapping (NULL at first) and setting it (0, or -1); neither allocates */
 VZCAPS_HIDDEN void *vzcaps_platform_scratch_get(void);
 VZCAPS_HIDDEN int vzcaps_platform_scratch_set(void *mapping);
-/* whether the kernel sends the SIGPIPE or SIGXFSZ a write raises to the process, any thread that
- * does not block it (macOS), rather than to the writing thread (Linux): say.c's writes */
-VZCAPS_HIDDEN extern const bool vzcaps_platform_write_signals_process;
 /* the ELF machine of this build (the rig), 0 on macOS */
 VZCAPS_HIDDEN extern const unsigned vzcaps_platform_elf_machine;
-/* whether execvp's rules are Libc's (macOS) rather than glibc's (the rig): core's vzcaps_search_* */
+/* Darwin's rules rather than the rig's: execvp's are Libc's, not glibc's (core's vzcaps_search_*),
+ * and the kernel sends the SIGPIPE or SIGXFSZ a write raises to the process, any thread that does
+ * not block it, rather than to the writing thread (say.c's writes) */
 VZCAPS_HIDDEN extern const bool vzcaps_platform_darwin;
 /* once, in the constructor: whatever the interposers need; false when selective inheritance
  * cannot work here */

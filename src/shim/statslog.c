@@ -32,7 +32,7 @@ static char log_path[VZCAPS_PATH_MAX + 1], log_old[VZCAPS_PATH_MAX + 3];
 static char exe_path[VZCAPS_PATH_MAX + 1];
 static char refusal[VZCAPS_MAX_NOTES * (VZCAPS_NOTE_LEN + 2)];
 static const struct vzcaps_config_result *armed; /* the constructor's result, static and final */
-static const char *program;                      /* the program's name as it started (static) */
+static const char *program;                      /* the program's name as init.c named it (never empty) */
 static atomic_flag written = ATOMIC_FLAG_INIT;
 
 void vzcaps_statslog_prepare(const struct vzcaps_config_result *r, const char *exe)
@@ -54,10 +54,6 @@ static bool prepare_now(const struct vzcaps_config_result *r)
     memcpy(log_old + n, ".1", 3);
     if (vzcaps_platform_exe_path(exe_path, sizeof exe_path) != 0)
         exe_path[0] = '\0';
-    /* an empty argv[0] (execve(path, {"", NULL}, env)) names nothing: the executable's own base
-     * name instead ("?" when even that is unknown), as every record names a program */
-    if (!program[0])
-        program = exe_path[0] ? vzcaps_basename(exe_path) : "?";
     refusal[0] = '\0';
     for (size_t i = 0; p->state == VZCAPS_STOCK_REFUSED && i < p->n_notes; i++)
         vzcaps_appendf(refusal, sizeof refusal, "%s%s", i ? "; " : "", p->notes[i]);

@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-from conftest import BUILD, ROOT, STOCK_FAMILIES, clean_env, parse_probe
+from conftest import BUILD, FIXTURES, ROOT, STOCK_FAMILIES, clean_env, parse_probe
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401  (the GNU-runtime rig and LD_PRELOAD)
 
@@ -51,6 +51,21 @@ def test_malformed_command_lines(args, needle):
     assert p.returncode == 2, p.stderr
     assert needle in p.stderr
     assert "usage: vzcaps" in p.stderr or "vzcaps help" in p.stderr
+
+
+def test_the_table_reads_every_command_line_alike(tmp_path):
+    """cli_parse: options before or after operands, NAME=VALUE or two words, and what follows --
+    is never an option."""
+    fx = FIXTURES
+    p = vz("report", str(tmp_path / "none"), "--json", "--unlocked=" + str(fx / "unlocked-guest.json"), "--stock",
+           str(fx / "stock-guest.json"))
+    assert p.returncode == 1 and "none" in p.stderr and p.stdout == ""  # the operand is a directory to read
+    p = vz("report", "--unlocked=" + str(fx / "unlocked-guest.json"), "--stock", str(fx / "stock-guest.json"), "--json")
+    assert p.returncode == 0 and json.loads(p.stdout)["rows"], p.stderr
+    p = vz("prepare", "--", "--yes")
+    assert p.returncode == 1 and "--yes" in p.stderr and "Nothing was written" not in p.stdout  # a file named --yes
+    p = vz("inspect", str(BUILD / "vzcaps"), "--json", "--bare")  # not Mach-O (1), said in JSON
+    assert p.returncode == 1 and json.loads(p.stdout)["files"][0]["path"] == str(BUILD / "vzcaps")
 
 
 def test_unknown_command_suggests_the_closest():

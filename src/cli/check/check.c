@@ -7,19 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Every --exe value in argv (--exe NAME and --exe=NAME), in order, into names: how many. */
-static int exe_names(int argc, char **argv, const char **names)
-{
-    int n = 0;
-    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        if (strcmp(argv[i], "--exe") == 0 && i + 1 < argc)
-            names[n++] = argv[++i];
-        else if (strncmp(argv[i], "--exe=", 6) == 0)
-            names[n++] = argv[i] + 6;
-    }
-    return n;
-}
-
 /* One program: the view (text or JSON), and under --strict the decision's verdict: 0 when the
  * job would change an answer, 1 otherwise (or when the configuration is invalid). */
 static int check_one(struct cfg_opts o, bool json, bool strict)
@@ -58,38 +45,23 @@ int cmd_check(int argc, char **argv)
 {
     struct cfg_opts o = {0};
     bool json = false, strict = false;
-    /* --strict is check's own; the rest are the view's (view_args) */
-    int n = 0;
-    for (int i = 0; i < argc; i++) {
-        if (i > 0 && strcmp(argv[i], "--strict") == 0)
-            strict = true;
-        else
-            argv[n++] = argv[i];
-        if (strcmp(argv[i], "--") == 0)
-            while (++i < argc)
-                argv[n++] = argv[i];
-    }
-    int bad = view_args("check", n, argv, &o, &json, NULL, NULL);
-    if (bad)
-        return bad;
-    const char **names = calloc((size_t)n + 1, sizeof *names);
+    int k = 0, failed = 0;
+    const char **names = calloc((size_t)argc + 1, sizeof *names);
     if (!names)
         return eprintf("vzcaps check: out of memory"), 1;
-    int k = exe_names(n, argv, names);
-    if (k > 1 && !strict) {
-        free(names);
-        return usage_error("check", "--exe is given %d times: repeat it only with --strict, which checks every program named", k);
-    }
-    if (k > 1 && json) {
-        free(names);
-        return usage_error("check", "--exe is given %d times: --json takes one program (run check --strict --json once for each)", k);
-    }
-    int rc = 0;
-    for (int i = 0; i < (k ? k : 1); i++) { /* every program named: one that would run stock fails the gate */
-        o.exe = k ? names[i] : o.exe;
-        if (check_one(o, json, strict) != 0)
-            rc = 1;
+    const struct opt_bind binds[] = {OPT_VIEW(o), OPT_LIST("--exe", names, &k), OPT_FLAG("--json", &json),
+                                     OPT_FLAG("--strict", &strict), {0}};
+    int rc = cli_parse("check", &argc, argv, binds);
+    if (!rc)
+        rc = check_family_opt("check", o.family);
+    if (!rc && k > 1 && !strict)
+        rc = usage_error("check", "--exe is given %d times: repeat it only with --strict, which checks every program named", k);
+    if (!rc && k > 1 && json)
+        rc = usage_error("check", "--exe is given %d times: --json takes one program (run check --strict --json once for each)", k);
+    for (int i = 0; !rc && i < (k ? k : 1); i++) { /* every program named: one that would run stock fails the gate */
+        o.exe = names[i];
+        failed |= check_one(o, json, strict);
     }
     free(names);
-    return rc;
+    return rc ? rc : failed;
 }

@@ -230,44 +230,18 @@ struct doctor_facts {
     const char *nocopy;      /* its nocopy_mmap result: unchecked, pass, skipped, fail_stock or fail */
 };
 
-/* doctor's own --timeout, the view's options, the command after --: 0, or the usage error's status. */
+/* doctor's options and the command after --: 0, or the usage error's status. */
 static int doctor_args(int argc, char **argv, struct doctor_facts *d)
 {
-    /* --timeout SECONDS is doctor's own; the other options are the view's (view_args) */
+    const char *timeout = NULL;
+    const struct opt_bind binds[] = {OPT_VIEW(d->o), OPT_VALUE("--exe", &d->o.exe), OPT_FLAG("--json", &d->json),
+                                     OPT_VALUE("--bundle", &d->bundle), OPT_VALUE("--timeout", &timeout), {0}};
+    int bad = cli_parse("doctor", &argc, argv, binds);
     d->timeout = DOCTOR_TIMEOUT;
-    static char **args; /* lives as long as the command */
-    args = calloc((size_t)argc + 1, sizeof *args);
-    int nargs = 0;
-    if (!args) {
-        eprintf("vzcaps doctor: out of memory");
-        return 1;
-    }
-    for (int i = 0; i < argc; i++) {
-        const char *v = NULL;
-        int t = i > 0 ? opt_take(argc, argv, &i, "--timeout", &v) : 0;
-        if (t < 0)
-            return usage_error("doctor", "--timeout needs a value");
-        if (t > 0 && timeout_opt("doctor", v, &d->timeout) != 0)
-            return EXIT_USAGE;
-        if (t == 0)
-            args[nargs++] = argv[i];
-        if (strcmp(argv[i], "--") == 0) /* the rest is the command's */
-            for (i++; i < argc; i++)
-                args[nargs++] = argv[i];
-    }
-    argc = nargs, argv = args;
-    int bad = view_args("doctor", argc, argv, &d->o, &d->json, "--bundle", &d->bundle);
-    if (bad)
-        return bad;
-    d->cmd = NULL;
-    for (int i = 1; i < argc; i++)
-        if (strcmp(argv[i], "--") == 0) {
-            d->cmd = argv + i + 1;
-            break;
-        }
-    if (d->cmd && !*d->cmd)
-        return usage_error("doctor", "no command after --");
-    return 0;
+    d->cmd = argc > 1 ? argv + 1 : NULL;
+    if (!bad && timeout)
+        bad = timeout_opt("doctor", timeout, &d->timeout);
+    return bad ? bad : check_family_opt("doctor", d->o.family);
 }
 
 /* The machine, the library, the configuration, the launch plan, one run of a Metal program with
@@ -413,10 +387,7 @@ static void doctor_print_json(struct doctor_facts *d)
         launch_plan_json(&j, "launch", d->plan);
     else
         json_null(&j, "launch");
-    if (d->r.profile.state == VZCAPS_ENABLED)
-        json_int(&j, "apple_family_max", d->r.profile.apple_family_max);
-    else
-        json_null(&j, "apple_family_max");
+    json_int_or_null(&j, "apple_family_max", d->r.profile.state == VZCAPS_ENABLED, d->r.profile.apple_family_max);
     json_arr(&j, "notes");
     for (size_t i = 0; i < d->r.profile.n_notes; i++)
         json_str(&j, NULL, d->r.profile.notes[i]);

@@ -301,7 +301,7 @@ static void slice_text(const struct macho_slice *s, const struct vzcaps_profile 
     scope_lines(s, self, p, scope_text_one, NULL);
 }
 
-/* What inspect was asked: the view's options, --json, and the files (at most argc: none dropped). */
+/* What inspect was asked: the view's options, --json, and the files (the operands). */
 struct inspect_run {
     struct cfg_opts o;
     bool json, lib_arm64e;
@@ -312,29 +312,12 @@ struct inspect_run {
 /* The command line: 0, or a usage error's exit status. */
 static int inspect_args(int argc, char **argv, struct inspect_run *in)
 {
-    bool dashdash = false;
-    for (int i = 1; i < argc; i++) {
-        if (dashdash || (argv[i][0] != '-' || !argv[i][1])) {
-            in->files[in->nf++] = argv[i];
-            continue;
-        }
-        if (strcmp(argv[i], "--") == 0) {
-            dashdash = true;
-            continue;
-        }
-        int t = cfg_opt_take("inspect", argc, argv, &i, &in->o, false);
-        if (t == EXIT_USAGE)
-            return t;
-        if (t)
-            continue;
-        if (strcmp(argv[i], "--json") == 0)
-            in->json = true;
-        else
-            return usage_error("inspect", "unknown option %s", argv[i]);
-    }
-    if (in->nf == 0)
+    const struct opt_bind binds[] = {OPT_VIEW(in->o), OPT_FLAG("--json", &in->json), {0}};
+    int bad = cli_parse("inspect", &argc, argv, binds);
+    in->files = (const char **)argv + 1, in->nf = argc - 1;
+    if (!bad && in->nf == 0)
         return usage_error("inspect", "no file given");
-    return check_family_opt("inspect", in->o.family);
+    return bad ? bad : check_family_opt("inspect", in->o.family);
 }
 
 static void file_json(struct json *j, const char *file, const struct macho_file *mf, const struct vzcaps_config_result *r,
@@ -349,10 +332,7 @@ static void file_json(struct json *j, const char *file, const struct macho_file 
     json_str(j, "profile", r->section[0] ? r->section : NULL);
     json_str(j, "view", fo->bare ? "library" : "run");
     json_bool(j, "enabled", r->profile.state == VZCAPS_ENABLED);
-    if (r->profile.state == VZCAPS_ENABLED)
-        json_int(j, "apple_family_max", r->profile.apple_family_max);
-    else
-        json_null(j, "apple_family_max");
+    json_int_or_null(j, "apple_family_max", r->profile.state == VZCAPS_ENABLED, r->profile.apple_family_max);
     json_arr(j, "slices");
     for (size_t i = 0; i < mf->n_slices; i++)
         slice_json(j, &mf->slices[i], &r->profile, fo->exe, file, in->lib_arm64e);
@@ -411,14 +391,14 @@ static int inspect_file(const struct inspect_run *in, const char *file, struct j
     return 0;
 }
 
-static int inspect_main(int argc, char **argv, const char **files)
+int cmd_inspect(int argc, char **argv)
 {
     static struct inspect_run in;
     memset(&in, 0, sizeof in);
-    in.files = files;
     int bad = inspect_args(argc, argv, &in);
     if (bad)
         return bad;
+    const char **files = in.files;
     /* the options are validated as check validates them: a configuration that cannot be
      * read (an unknown --profile, a bad file) stops here, for any file */
     static struct vzcaps_config_result first;
@@ -444,14 +424,5 @@ static int inspect_main(int argc, char **argv, const char **files)
         json_end_obj(&j);
         json_finish(&j);
     }
-    return rc;
-}
-
-int cmd_inspect(int argc, char **argv)
-{
-    /* at most argc files: none is ever dropped */
-    const char **files = calloc((size_t)argc, sizeof *files);
-    int rc = files ? inspect_main(argc, argv, files) : 1;
-    free(files);
     return rc;
 }

@@ -288,34 +288,18 @@ struct bench_state {
 /* Each step: 0 to go on, or the command's exit status (after its message). */
 static int bench_parse(int argc, char **argv, struct bench_state *bs)
 {
-    bs->o = (struct bench_opts){.p = "512", .n = "128", .r = "10", .mode = "guest", .check = -1};
-    for (int i = 1; i < argc; i++) {
-        int t;
-        if ((t = opt_take(argc, argv, &i, "-m", &bs->o.model)) || (t = opt_take(argc, argv, &i, "--llama-bench", &bs->o.llama_bench)) ||
-            (t = opt_take(argc, argv, &i, "--llama-perplexity", &bs->o.llama_perplexity)) ||
-            (t = opt_take(argc, argv, &i, "-p", &bs->o.p)) || (t = opt_take(argc, argv, &i, "-n", &bs->o.n)) ||
-            (t = opt_take(argc, argv, &i, "-r", &bs->o.r)) || (t = opt_take(argc, argv, &i, "--out", &bs->o.out)) ||
-            (t = opt_take(argc, argv, &i, "--profile", &bs->o.profile)) || (t = opt_take(argc, argv, &i, "--mode", &bs->o.mode)) ||
-            (t = opt_take(argc, argv, &i, "--timeout", &bs->o.timeout))) {
-            if (t < 0)
-                return usage_error("bench", "%s needs a value", argv[i]);
-            continue;
-        }
-        if (strcmp(argv[i], "--") == 0) {
-            bs->o.extra = argv + i + 1;
-            bs->o.n_extra = argc - i - 1;
-            break;
-        }
-        if (strcmp(argv[i], "--check-output") == 0)
-            bs->o.check = 1;
-        else if (strcmp(argv[i], "--no-check-output") == 0)
-            bs->o.check = 0;
-        else if (strcmp(argv[i], "--json") == 0)
-            print_json = true;
-        else
-            return usage_error("bench", "unknown argument %s", argv[i]);
-    }
-    return 0;
+    struct bench_opts *o = &bs->o;
+    const char *check = NULL;
+    *o = (struct bench_opts){.p = "512", .n = "128", .r = "10", .mode = "guest"};
+    const struct opt_bind binds[] = {
+        OPT_VALUE("-m", &o->model), OPT_VALUE("--llama-bench", &o->llama_bench), OPT_VALUE("--llama-perplexity", &o->llama_perplexity),
+        OPT_VALUE("-p", &o->p), OPT_VALUE("-n", &o->n), OPT_VALUE("-r", &o->r), OPT_VALUE("--out", &o->out),
+        OPT_VALUE("--profile", &o->profile), OPT_VALUE("--mode", &o->mode), OPT_VALUE("--timeout", &o->timeout),
+        OPT_WHICH("--check-output", &check), OPT_WHICH("--no-check-output", &check), OPT_FLAG("--json", &print_json), {0}};
+    int bad = cli_parse("bench", &argc, argv, binds);
+    o->extra = argv + 1, o->n_extra = argc - 1; /* after --: passed on */
+    o->check = !check ? -1 : strcmp(check, "--check-output") == 0;
+    return bad;
 }
 
 /* The options and the model, llama-bench found. */
@@ -542,10 +526,7 @@ static void bench_write_environment(struct bench_state *bs)
         json_str(&j, "mode", bs->o.mode);
         machine_json(&j, &m);
         json_str(&j, "llama_build_commit", bs->table.build_commit[0] ? bs->table.build_commit : NULL);
-        if (bs->table.build_number)
-            json_int(&j, "llama_build_number", bs->table.build_number);
-        else
-            json_null(&j, "llama_build_number");
+        json_int_or_null(&j, "llama_build_number", bs->table.build_number != 0, bs->table.build_number);
         json_str(&j, "model", bs->o.model);
         hash_or_null(&j, "model_sha256", bs->o.model);
         json_str(&j, "llama_bench", bs->lb);
@@ -563,10 +544,7 @@ static void bench_write_environment(struct bench_state *bs)
         json_end_obj(&j);
         json_obj(&j, "effective_profile");
         json_bool(&j, "enabled", bs->guest && bs->cfg.profile.state == VZCAPS_ENABLED);
-        if (bs->guest && bs->cfg.profile.apple_family_max)
-            json_int(&j, "apple_family_max", bs->cfg.profile.apple_family_max);
-        else
-            json_null(&j, "apple_family_max");
+        json_int_or_null(&j, "apple_family_max", bs->guest && bs->cfg.profile.apple_family_max, bs->cfg.profile.apple_family_max);
         json_str(&j, "profile", bs->cfg.section[0] ? bs->cfg.section : NULL);
         json_arr(&j, "notes");
         for (size_t i = 0; bs->guest && i < bs->cfg.profile.n_notes; i++)

@@ -8,44 +8,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int parse_common(const char *cmd, int argc, char **argv, struct child_opts *o, int replay_files)
+/* probe's and verify's options (--replay takes two files and one): 0, or the usage error's status. */
+static int parse_common(const char *cmd, int argc, char **argv, struct child_opts *o)
 {
+    const char *timeout = NULL;
     memset(o, 0, sizeof *o);
-    for (int i = 1; i < argc; i++) {
-        int t;
-        if (strcmp(argv[i], "--") == 0)
-            break;
-        if ((t = opt_take(argc, argv, &i, "--profile", &o->profile))) {
-            if (t < 0)
-                return usage_error(cmd, "--profile needs a value");
-            continue;
-        }
-        const char *tv;
-        if ((t = opt_take(argc, argv, &i, "--timeout", &tv))) {
-            if (t < 0)
-                return usage_error(cmd, "--timeout needs a value");
-            if (timeout_opt(cmd, tv, &launch_child_timeout) != 0)
-                return EXIT_USAGE;
-            continue;
-        }
-        if (strcmp(argv[i], "--json") == 0) {
-            o->json = true;
-        } else if (strcmp(argv[i], "--replay") == 0) {
-            if (i + replay_files >= argc)
-                return usage_error(cmd, "--replay needs %d file%s", replay_files, replay_files > 1 ? "s" : "");
-            for (int k = 0; k < replay_files; k++)
-                o->replay[k] = argv[++i];
-        } else {
-            return usage_error(cmd, "unknown argument %s", argv[i]);
-        }
-    }
-    return 0;
+    const struct opt_bind binds[] = {OPT_VALUE("--profile", &o->profile), OPT_VALUE("--timeout", &timeout),
+                                     OPT_VALUE("--replay", o->replay), OPT_FLAG("--json", &o->json), {0}};
+    int bad = cli_parse(cmd, &argc, argv, binds);
+    return bad ? bad : timeout ? timeout_opt(cmd, timeout, &launch_child_timeout) : 0;
 }
 
 int cmd_probe(int argc, char **argv)
 {
     struct child_opts o;
-    int rc = parse_common("probe", argc, argv, &o, 2);
+    int rc = parse_common("probe", argc, argv, &o);
     if (rc)
         return rc;
     static struct vzcaps_config_result r;
@@ -108,7 +85,7 @@ int cmd_probe(int argc, char **argv)
 int cmd_verify(int argc, char **argv)
 {
     struct child_opts o;
-    int rc = parse_common("verify", argc, argv, &o, 1);
+    int rc = parse_common("verify", argc, argv, &o);
     if (rc)
         return rc;
     static struct vresult res;

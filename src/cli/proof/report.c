@@ -196,10 +196,7 @@ static void report_print_json(const struct report_input *in, long host, const ch
             json_null(&j, bench_role_names[k]);
     }
     json_end_obj(&j);
-    if (host)
-        json_int(&j, "host_apple_family", host);
-    else
-        json_null(&j, "host_apple_family");
+    json_int_or_null(&j, "host_apple_family", host != 0, host);
     json_arr(&j, "above_host_family"); /* runs that reported an Apple family above the host's */
     for (int k = 0; k < N_ROLES; k++)
         if (above_host(t, k, host))
@@ -207,10 +204,7 @@ static void report_print_json(const struct report_input *in, long host, const ch
     json_end_arr(&j);
     json_str(&j, "unlocked_family_vs_host", vs);
     json_str(&j, "build_commit", t->build_commit[0] ? t->build_commit : NULL);
-    if (t->build_number)
-        json_int(&j, "build_number", t->build_number);
-    else
-        json_null(&j, "build_number");
+    json_int_or_null(&j, "build_number", t->build_number != 0, t->build_number);
     json_str(&j, "model_type", t->model_type[0] ? t->model_type : NULL);
     json_str(&j, "chip", t->chip[0] ? t->chip : NULL);
     json_str(&j, "date", t->date[0] ? t->date : NULL);
@@ -416,74 +410,24 @@ static int read_environment(struct report_input *in, const char *dir)
     return rc;
 }
 
-struct rfile {
-    enum bench_role role;
-    const char *path;
-};
-
-/* report's options: the bundle directories and files to read, the outputs. */
+/* report's options: the bundle directories and files to read (by role, as given), the outputs. */
 struct report_opts {
-    const char **dirs;
-    struct rfile *files;
-    int nd, nfiles;
+    const char **dirs, **files[N_ROLES];
+    int nd, nf[N_ROLES];
     bool json, force;
     const char *outs[3]; /* --svg, --csv, --md */
 };
-
-/* 0, or the usage error's exit status. */
-static int report_parse(int argc, char **argv, struct report_opts *o)
-{
-    bool dashdash = false;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int t = 0;
-        if (!dashdash && strcmp(argv[i], "--") == 0) {
-            dashdash = true; /* ends the options: what follows are bundle directories */
-            continue;
-        }
-        if (dashdash) {
-            o->dirs[o->nd++] = argv[i];
-            continue;
-        }
-        for (int k = 0; k < N_ROLES && !t; k++) {
-            char opt[16];
-            snprintf(opt, sizeof opt, "--%s", bench_role_names[k]);
-            if ((t = opt_take(argc, argv, &i, opt, &v)) > 0)
-                o->files[o->nfiles].role = (enum bench_role)k, o->files[o->nfiles++].path = v;
-        }
-        if (t < 0)
-            return usage_error("report", "%s needs a file", argv[i]);
-        if (t)
-            continue;
-        if ((t = opt_take(argc, argv, &i, "--svg", &o->outs[0])) || (t = opt_take(argc, argv, &i, "--csv", &o->outs[1])) ||
-            (t = opt_take(argc, argv, &i, "--md", &o->outs[2]))) {
-            if (t < 0)
-                return usage_error("report", "%s needs a file", argv[i]);
-            continue;
-        }
-        if (strcmp(argv[i], "--json") == 0)
-            o->json = true;
-        else if (strcmp(argv[i], "--force") == 0)
-            o->force = true;
-        else if (argv[i][0] == '-')
-            return usage_error("report", "unknown option %s", argv[i]);
-        else
-            o->dirs[o->nd++] = argv[i];
-    }
-    if (!o->nd && !o->nfiles)
-        return usage_error("report", "give directories (bundles, or stock*.json, unlocked*.json, host*.json files) or --stock/--unlocked/--host files");
-    return 0;
-}
 
 /* Every run the options name, read into in and checked: 0, or 1 after the message. */
 static int report_read(const struct report_opts *o, struct report_input *in)
 {
     char err[1400];
-    for (int i = 0; i < o->nfiles; i++)
-        if (report_add(in, o->files[i].role, o->files[i].path, err, sizeof err) != 0) {
-            eprintf("vzcaps report: %s", err);
-            return 1;
-        }
+    for (int k = 0; k < N_ROLES; k++)
+        for (int i = 0; i < o->nf[k]; i++)
+            if (report_add(in, (enum bench_role)k, o->files[k][i], err, sizeof err) != 0) {
+                eprintf("vzcaps report: %s", err);
+                return 1;
+            }
     for (int d = 0; d < o->nd; d++) {
         if (read_environment(in, o->dirs[d]) != 0)
             return 1;
@@ -571,14 +515,22 @@ static int report_write_output(const struct report_opts *o, const struct report_
     return csv ? csv_record_write(path) : 0;
 }
 
-static int report_main(int argc, char **argv, const char **dirs, struct rfile *files)
+static int report_main(int argc, char **argv, const char **files)
 {
     static struct report_input in;
     memset(&in, 0, sizeof in);
     n_inputs = 0;
-    struct report_opts o = {.dirs = dirs, .files = files};
+    struct report_opts o = {.files = {files, files + argc, files + 2 * argc}};
+    const struct opt_bind binds[] = {
+        OPT_LIST("--stock", o.files[ROLE_STOCK], &o.nf[ROLE_STOCK]), OPT_LIST("--unlocked", o.files[ROLE_UNLOCKED], &o.nf[ROLE_UNLOCKED]),
+        OPT_LIST("--host", o.files[ROLE_HOST], &o.nf[ROLE_HOST]), OPT_VALUE("--svg", &o.outs[0]), OPT_VALUE("--csv", &o.outs[1]),
+        OPT_VALUE("--md", &o.outs[2]), OPT_FLAG("--json", &o.json), OPT_FLAG("--force", &o.force), {0}};
     bool to_stdout;
-    int rc = report_parse(argc, argv, &o);
+    int rc = cli_parse("report", &argc, argv, binds);
+    o.dirs = (const char **)argv + 1, o.nd = argc - 1;
+    if (!rc && !o.nd && !o.nf[ROLE_STOCK] && !o.nf[ROLE_UNLOCKED] && !o.nf[ROLE_HOST])
+        return usage_error("report", "give directories (bundles, or stock*.json, unlocked*.json, host*.json files) or "
+                                     "--stock/--unlocked/--host files");
     if (rc || (rc = report_read(&o, &in)) || (rc = report_check_outputs(&o, &to_stdout)))
         return rc;
     for (int k = 0; k < 3; k++) /* the files first: a failed write leaves nothing printed */
@@ -594,11 +546,9 @@ static int report_main(int argc, char **argv, const char **dirs, struct rfile *f
 
 int cmd_report(int argc, char **argv)
 {
-    /* at most argc of each: no argument is ever dropped */
-    const char **dirs = calloc((size_t)argc, sizeof *dirs);
-    struct rfile *files = calloc((size_t)argc, sizeof *files);
-    int rc = dirs && files ? report_main(argc, argv, dirs, files) : 1;
-    free(dirs);
+    /* at most argc of each role's: no argument is ever dropped */
+    const char **files = calloc((size_t)argc * N_ROLES, sizeof *files);
+    int rc = files ? report_main(argc, argv, files) : 1;
     free(files);
     return rc;
 }

@@ -286,10 +286,7 @@ static int find_log(const char *opt, const char *config, char *out, size_t len, 
 /* Where the count starts after stats --zero: the mark's time (null: no mark) and the records left out. */
 static void zero_json(struct json *j, const struct stats_run *s)
 {
-    if (s->have_zero)
-        json_int(j, "zeroed_at", s->zeroed);
-    else
-        json_null(j, "zeroed_at");
+    json_int_or_null(j, "zeroed_at", s->have_zero, s->zeroed);
     json_int(j, "before_zero", (long long)s->before_zero);
     json_int(j, "lost", lost_in_window(s));
 }
@@ -305,10 +302,7 @@ static void json_log_fields(struct json *j, const struct stats_run *s, char file
         if (read[i])
             json_str(j, NULL, files[i]);
     json_end_arr(j);
-    if (s->have_since)
-        json_int(j, "since", s->since);
-    else
-        json_null(j, "since");
+    json_int_or_null(j, "since", s->have_since, s->since);
 }
 
 static void print_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MAX + 3], const bool *read, const char *from)
@@ -416,31 +410,13 @@ struct stats_args {
 
 static int parse_args(int argc, char **argv, struct stats_args *a)
 {
-    a->names = calloc((size_t)argc, sizeof *a->names);
-    if (!a->names)
-        return eprintf("vzcaps stats: out of memory"), 1;
-    for (int i = 1; i < argc; i++) {
-        int t;
-        if ((t = opt_take(argc, argv, &i, "--since", &a->since)) || (t = opt_take(argc, argv, &i, "--log-file", &a->log)) ||
-            (t = opt_take(argc, argv, &i, "--config", &a->config))) {
-            if (t < 0)
-                return usage_error("stats", "%s needs a value", argv[i]);
-            continue;
-        }
-        if (strcmp(argv[i], "--") == 0)
-            while (i + 1 < argc)
-                a->names[a->n_names++] = argv[++i];
-        else if (strcmp(argv[i], "--json") == 0)
-            a->json = true;
-        else if (strcmp(argv[i], "--require") == 0)
-            a->require = true;
-        else if (strcmp(argv[i], "--zero") == 0)
-            a->zero = true;
-        else if (argv[i][0] == '-' && argv[i][1])
-            return usage_error("stats", "unexpected argument %s", argv[i]);
-        else
-            a->names[a->n_names++] = argv[i];
-    }
+    const struct opt_bind binds[] = {OPT_VALUE("--since", &a->since), OPT_VALUE("--log-file", &a->log),
+                                     OPT_VALUE("--config", &a->config), OPT_FLAG("--json", &a->json),
+                                     OPT_FLAG("--require", &a->require), OPT_FLAG("--zero", &a->zero), {0}};
+    int bad = cli_parse("stats", &argc, argv, binds);
+    a->names = argv + 1, a->n_names = (size_t)argc - 1;
+    if (bad)
+        return bad;
     if (a->zero && (a->require || a->n_names || a->json || a->since))
         return usage_error("stats", "--zero takes no --require, NAME, --json or --since: it only starts a fresh count");
     if (a->n_names && !a->require)
@@ -587,10 +563,7 @@ static void require_json(const struct stats_run *s, char files[2][VZCAPS_PATH_MA
         json_str(&j, "reason", why ? why : "out of memory");
         json_int(&j, "unlocked", (long long)unlocked);
         json_int(&j, "unreadable", (long long)(q->unreadable + s->req.unreadable_all));
-        if (q->counted)
-            json_int(&j, "count", (long long)q->count);
-        else
-            json_null(&j, "count");
+        json_int_or_null(&j, "count", q->counted, (long long)q->count);
         runs_json(&j, s, q);
         json_end_obj(&j);
         free(why);
@@ -785,8 +758,5 @@ int cmd_stats(int argc, char **argv)
 {
     struct stats_args a = {0};
     int rc = parse_args(argc, argv, &a);
-    if (rc == 0)
-        rc = stats_main(&a);
-    free(a.names);
-    return rc;
+    return rc ? rc : stats_main(&a);
 }

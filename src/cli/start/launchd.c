@@ -410,52 +410,6 @@ static int job_program(char ***cmdp, struct launch_plan *plan)
     return 0;
 }
 
-/* launchd's options (launchd_parse). */
-struct launchd_opts {
-    struct cfg_opts o;
-    const char *label;
-    bool install, remove_, force, list, json;
-};
-
-/* The options before the command: *at is the command's index; 0, or the usage error's status. */
-static int launchd_parse(int argc, char **argv, struct launchd_opts *lo, int *at)
-{
-    int i = 1;
-    for (; i < argc; i++) {
-        int t;
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
-            break;
-        }
-        if ((t = opt_take(argc, argv, &i, "--label", &lo->label)) || (t = opt_take(argc, argv, &i, "--profile", &lo->o.profile)) ||
-            (t = opt_take(argc, argv, &i, "--family", &lo->o.family))) {
-            if (t < 0)
-                return usage_error("launchd", "%s needs a value", argv[i]);
-            continue;
-        }
-        if (strcmp(argv[i], "--inherit") == 0)
-            lo->o.inherit = true;
-        else if (strcmp(argv[i], "--keep-alive") == 0)
-            keep_alive = true;
-        else if (strcmp(argv[i], "--install") == 0)
-            lo->install = true;
-        else if (strcmp(argv[i], "--remove") == 0)
-            lo->remove_ = true;
-        else if (strcmp(argv[i], "--force") == 0)
-            lo->force = true;
-        else if (strcmp(argv[i], "--list") == 0)
-            lo->list = true;
-        else if (strcmp(argv[i], "--json") == 0)
-            lo->json = true;
-        else if (argv[i][0] == '-')
-            return usage_error("launchd", "unknown option %s", argv[i]);
-        else
-            break;
-    }
-    *at = i;
-    return 0;
-}
-
 /* --remove: boots out and removes a plist vzcaps launchd wrote (or any with --force). */
 static int launchd_remove(const char *label, const char *plist, bool force)
 {
@@ -604,18 +558,20 @@ static int launchd_home(const char **homep)
 
 static int launchd_main(int argc, char **argv)
 {
-    struct launchd_opts lopts = {0};
-    int i = 1;
-    int bad = launchd_parse(argc, argv, &lopts, &i);
+    struct cfg_opts o = {0};
+    const char *label = NULL;
+    bool install = false, remove_ = false, force = false, list = false, json = false;
+    const struct opt_bind binds[] = {
+        OPT_VALUE("--label", &label), OPT_VALUE("--profile", &o.profile), OPT_VALUE("--family", &o.family),
+        OPT_FLAG("--inherit", &o.inherit), OPT_FLAG("--keep-alive", &keep_alive), OPT_FLAG("--install", &install),
+        OPT_FLAG("--remove", &remove_), OPT_FLAG("--force", &force), OPT_FLAG("--list", &list), OPT_FLAG("--json", &json), {0}};
+    int bad = cli_parse("launchd", &argc, argv, binds);
     if (bad)
         return bad;
-    struct cfg_opts o = lopts.o;
-    const char *label = lopts.label;
-    bool install = lopts.install, remove_ = lopts.remove_, force = lopts.force, list = lopts.list, json = lopts.json;
     if (json && !list)
         return usage_error("launchd", "--json goes with --list");
     if (list) {
-        if (label || install || remove_ || i < argc)
+        if (label || install || remove_ || argc > 1)
             return usage_error("launchd", "--list takes no label, command, --install or --remove");
         return launchd_list(json);
     }
@@ -630,13 +586,13 @@ static int launchd_main(int argc, char **argv)
     char *agents = keep(xformat("%s/Library/LaunchAgents", home)), *plist = keep(xformat("%s/%s.plist", agents, label));
     char *logs = keep(xformat("%s/Library/Logs/vzcaps", home));
     if (remove_) {
-        if (i < argc)
+        if (argc > 1)
             return usage_error("launchd", "--remove takes no command");
         return launchd_remove(label, plist, force);
     }
-    if (i >= argc)
+    if (argc < 2)
         return usage_error("launchd", "no command given");
-    char **cmd = argv + i;
+    char **cmd = argv + 1;
     for (char **a = cmd; *a; a++)
         if ((why = xml_unfit(*a)))
             return usage_error("launchd", "argument %d (%s) has %s, which a plist cannot carry", (int)(a - cmd) + 1, esc(*a), why);

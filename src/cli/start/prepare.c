@@ -435,37 +435,11 @@ static void report(const struct input *in)
     free(list);
 }
 
-/* prepare's options: --into, --yes and how many programs are given; 0, or the usage error's status. */
-static int prepare_parse(int argc, char **argv, const char **into, bool *yes, int *count)
-{
-    bool dashdash = false;
-    for (int i = 1; i < argc; i++) {
-        int t;
-        if (!dashdash && (t = opt_take(argc, argv, &i, "--into", into))) {
-            if (t < 0)
-                return usage_error("prepare", "--into needs a directory");
-            continue;
-        }
-        if (!dashdash && strcmp(argv[i], "--yes") == 0)
-            *yes = true;
-        else if (!dashdash && strcmp(argv[i], "--") == 0)
-            dashdash = true;
-        else if (!dashdash && argv[i][0] == '-' && argv[i][1])
-            return usage_error("prepare", "unknown option %s", argv[i]);
-        else
-            (*count)++;
-    }
-    if (!*count)
-        return usage_error("prepare", "no program given (a Mach-O file or an .app bundle)");
-    return 0;
-}
-
 /* The --into directory (the default under HOME), as its own name ("DIR/" or "DIR/." is DIR: a
- * link there is refused as DIR would be): heap, or NULL with *rc the exit status after the message. */
-static char *prepare_into(const char *into, int *rc)
+ * link there is refused as DIR would be): heap, or NULL after the message. */
+static char *prepare_into(const char *into)
 {
     char *dir = NULL;
-    *rc = 1;
     if (!into) {
         const char *home = getenv("HOME");
         if (!home || !*home) {
@@ -473,10 +447,6 @@ static char *prepare_into(const char *into, int *rc)
             return NULL;
         }
         into = dir = xformat("%s/Library/Application Support/vzcaps/prepared", home);
-    }
-    if (!*into) {
-        *rc = usage_error("prepare", "--into needs a directory");
-        return NULL;
     }
     char *given_into = dir;
     dir = vzcaps_dir_name(into);
@@ -487,23 +457,14 @@ static char *prepare_into(const char *into, int *rc)
 }
 
 /* Every input read and signed in memory (bc_analyse): the inputs' combined status. */
-static int prepare_analyse(int argc, char **argv, struct input *ins, const char *into)
+static int prepare_analyse(int count, char **args, struct input *ins, const char *into)
 {
-    int rc = 0, k = 0;
-    bool dashdash = false;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (!dashdash && opt_take(argc, argv, &i, "--into", &v))
-            continue;
-        if (!dashdash && (strcmp(argv[i], "--yes") == 0 || strcmp(argv[i], "--") == 0)) {
-            dashdash |= strcmp(argv[i], "--") == 0;
-            continue;
-        }
-        ins[k].arg = argv[i];
+    int rc = 0;
+    for (int k = 0; k < count; k++) {
+        ins[k].arg = args[k];
         int one = bc_analyse(&ins[k], into);
         ins[k].ok = one == 0;
         rc |= one;
-        k++;
     }
     return rc;
 }
@@ -562,13 +523,15 @@ int cmd_prepare(int argc, char **argv)
 {
     const char *into = NULL;
     bool yes = false;
-    int count = 0;
-    int rc = prepare_parse(argc, argv, &into, &yes, &count);
+    const struct opt_bind binds[] = {OPT_VALUE("--into", &into), OPT_FLAG("--yes", &yes), {0}};
+    int rc = cli_parse("prepare", &argc, argv, binds), count = argc - 1;
     if (rc)
         return rc;
-    char *dir = prepare_into(into, &rc);
+    if (!count)
+        return usage_error("prepare", "no program given (a Mach-O file or an .app bundle)");
+    char *dir = prepare_into(into);
     if (!dir)
-        return rc;
+        return 1;
     into = dir;
     struct input *ins = calloc((size_t)count, sizeof *ins);
     if (!ins) {
@@ -578,7 +541,7 @@ int cmd_prepare(int argc, char **argv)
     }
     /* every input read and signed in memory, every destination checked, before anything is
      * written: a refusal leaves nothing behind, not even --into */
-    rc = prepare_analyse(argc, argv, ins, into);
+    rc = prepare_analyse(count, argv + 1, ins, into);
     struct stat ist;
     bool into_exists = lstat(into, &ist) == 0;
     int intofd = into_exists ? open(into, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;

@@ -12,43 +12,20 @@ int cmd_run(int argc, char **argv)
     struct cfg_opts o = {0};
     bool dry = false, verify = false, inherit_anyway = false;
     const char *library_opt = NULL;
-    int i = 1;
-    for (; i < argc; i++) {
-        int t;
-        if (strcmp(argv[i], "--") == 0) {
-            i++;
-            break;
-        }
-        if ((t = opt_take(argc, argv, &i, "--profile", &o.profile)) ||
-            (t = opt_take(argc, argv, &i, "--family", &o.family)) ||
-            (t = opt_take(argc, argv, &i, "--library", &library_opt))) {
-            if (t < 0)
-                return usage_error("run", "%s needs a value", argv[i]);
-            continue;
-        }
-        if (strcmp(argv[i], "--inherit") == 0)
-            o.inherit = true;
-        else if (strcmp(argv[i], "--inherit-matching") == 0)
-            o.inherit_matching = true; /* no SIP decision: nothing unmatched inherits (below) */
-        else if (strcmp(argv[i], "--inherit-anyway") == 0)
-            inherit_anyway = true;
-        else if (strcmp(argv[i], "--dry-run") == 0)
-            dry = true;
-        else if (strcmp(argv[i], "--verify") == 0)
-            verify = true;
-        else if (argv[i][0] == '-')
-            return usage_error("run", "unknown option %s", argv[i]);
-        else
-            break;
-    }
-    if (i >= argc)
-        return usage_error("run", "no command given");
-    if (o.inherit && o.inherit_matching)
-        return usage_error("run", "--inherit and --inherit-matching exclude each other");
-    int bad = check_family_opt("run", o.family);
+    const struct opt_bind binds[] = {
+        OPT_VALUE("--profile", &o.profile), OPT_VALUE("--family", &o.family), OPT_VALUE("--library", &library_opt),
+        OPT_FLAG("--inherit", &o.inherit), OPT_FLAG("--inherit-matching", &o.inherit_matching),
+        OPT_FLAG("--inherit-anyway", &inherit_anyway), OPT_FLAG("--dry-run", &dry), OPT_FLAG("--verify", &verify), {0}};
+    int bad = cli_parse("run", &argc, argv, binds);
     if (bad)
         return bad;
+    if (argc < 2)
+        return usage_error("run", "no command given");
+    if (o.inherit && o.inherit_matching) /* --inherit-matching: no SIP decision, nothing unmatched inherits */
+        return usage_error("run", "--inherit and --inherit-matching exclude each other");
+    if ((bad = check_family_opt("run", o.family)))
+        return bad;
     struct launch_request rq = {.o = o, .dry = dry, .verify = verify, .inherit_anyway = inherit_anyway,
-                                .library_opt = library_opt, .cmd = argv + i};
+                                .library_opt = library_opt, .cmd = argv + 1};
     return launch_run(&rq);
 }

@@ -467,32 +467,14 @@ int cmd_shims(int argc, char **argv)
 {
     const char *dir_opt = NULL;
     bool list = false, remove = false;
-    char **names = calloc((size_t)argc + 1, sizeof *names);
-    size_t n = 0;
-    if (!names)
-        return eprintf("vzcaps shims: out of memory"), 1;
-    for (int i = 1; i < argc; i++) {
-        int t = opt_take(argc, argv, &i, "--dir", &dir_opt);
-        if (t < 0)
-            return free(names), usage_error("shims", "--dir needs a value");
-        if (t)
-            continue;
-        if (strcmp(argv[i], "--list") == 0)
-            list = true;
-        else if (strcmp(argv[i], "--remove") == 0)
-            remove = true;
-        else if (strcmp(argv[i], "--force") == 0)
-            take_over = true;
-        else if (strcmp(argv[i], "--") == 0)
-            for (i++; i < argc; i++)
-                names[n++] = argv[i];
-        else if (argv[i][0] == '-')
-            return free(names), usage_error("shims", "unknown option %s", argv[i]);
-        else
-            names[n++] = argv[i];
-    }
-    int rc = 0;
-    if (!dir_opt || !*dir_opt)
+    const struct opt_bind binds[] = {OPT_VALUE("--dir", &dir_opt), OPT_FLAG("--list", &list), OPT_FLAG("--remove", &remove),
+                                     OPT_FLAG("--force", &take_over), {0}};
+    int rc = cli_parse("shims", &argc, argv, binds);
+    char **names = argv + 1;
+    size_t n = (size_t)argc - 1;
+    if (rc)
+        return rc;
+    if (!dir_opt)
         rc = usage_error("shims", "--dir DIR is required");
     else if (list && (remove || n))
         rc = usage_error("shims", "--list takes no NAME and no --remove");
@@ -505,7 +487,7 @@ int cmd_shims(int argc, char **argv)
     if (!rc)
         rc = check_names(names, n, dir_opt, remove);
     if (rc)
-        return free(names), rc;
+        return rc;
     char *dir = vzcaps_dir_name(dir_opt);
     char self[4096];
     start_path(self, sizeof self); /* a link as given (Homebrew's bin/vzcaps outlives an upgrade), when it is this command */
@@ -514,11 +496,11 @@ int cmd_shims(int argc, char **argv)
         self_path(self, sizeof self);
     if (!dir || (!list && !remove && (self[0] != '/' || self_id(&me) != 0))) {
         eprintf("vzcaps shims: %s", dir ? "cannot tell where this command is, so no link to it can be made" : "out of memory");
-        return free(dir), free(names), 1;
+        return free(dir), 1;
     }
     int dirfd = open_dir(dir, !list && !remove, list);
     if (dirfd < 0)
-        return free(dir), free(names), 1;
+        return free(dir), 1;
     if (list)
         rc = list_shims(dirfd, dir);
     else if (lock_dir(dirfd, dir) != 0)
@@ -529,6 +511,5 @@ int cmd_shims(int argc, char **argv)
         rc |= remove ? remove_shim(dirfd, dir, names[k]) : make_shim(dirfd, dir, names[k], self);
     close(dirfd);
     free(dir);
-    free(names);
     return rc;
 }
