@@ -17,6 +17,9 @@ CORE_SRC := $(wildcard src/core/*.c)
 PLATFORM := $(if $(filter Darwin,$(UNAME_S)),darwin,linux)
 LIB_SRC := $(shell sh scripts/sources lib $(PLATFORM))
 CLI_ALL := $(shell sh scripts/sources cli $(PLATFORM))
+# the two cmocka programs split by concern over several files (tests/unit/unit_tests.h)
+TEST_CORE_SRC := $(shell sh scripts/sources test_core $(PLATFORM))
+TEST_CLI_SRC := $(shell sh scripts/sources test_cli_units $(PLATFORM))
 HEADERS := $(wildcard src/*/*.h)
 include mk/darwin.mk
 # generated at build time from the command table (src/cli/commands.c) by the command itself
@@ -113,9 +116,9 @@ $(B)/kernels.h: $(wildcard kernels/*.metal) scripts/embed-kernels
 # ---- tests ----
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=all -g -O1
 CMOCKA := $(shell pkg-config --cflags --libs cmocka 2>/dev/null || echo -lcmocka)
-$(B)/test_core: tests/unit/test_core.c $(CORE_SRC) $(HEADERS)
+$(B)/test_core: $(TEST_CORE_SRC) $(CORE_SRC) $(HEADERS) $(wildcard tests/unit/*.h)
 	$(CC) $(CSTD) $(WARN) $(SAN) $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CORE_LINK)
-$(B)/test_cli_units: tests/unit/test_cli_units.c $(CLI_ALL) $(HEADERS) $(B)/kernels.h
+$(B)/test_cli_units: $(TEST_CLI_SRC) $(CLI_ALL) $(HEADERS) $(wildcard tests/unit/*.h) $(B)/kernels.h
 	$(CC) $(CSTD) $(WARN) $(SAN) -I$(B) -DVZCAPS_NO_MAIN $(filter %.c,$^) -o $@ $(CMOCKA) $(TEST_CLI_LINK)
 # the launch floor's decision, from facts alone (linked with the command's sources, without main)
 $(B)/test_launch: tests/unit/test_launch.c $(CLI_ALL) $(HEADERS) $(B)/kernels.h

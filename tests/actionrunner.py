@@ -3,7 +3,8 @@
 GITHUB_OUTPUT files read between steps, actions/cache as a store of saved paths), in a simulated
 Mac: the stand-ins of macstandins.py (uname, sw_vers, sysctl), a stock Mac's tools, a shasum over
 sha256sum where the host has none, and the rig's make (the Linux test build) and probe. Plain
-Python and PyYAML (no pytest): tests/test_fleet_recipes.py and scripts/try-action use it."""
+Python and PyYAML (no pytest): tests/test_fleet_*.py (through tests/fleetrecipes.py) and
+scripts/try-action use it."""
 import os
 import pathlib
 import re

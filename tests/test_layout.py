@@ -124,9 +124,76 @@ def test_the_command_room_is_its_front_and_its_groups():
     assert not [p for p in SRC.glob("*/*/") if p.parent.name != "cli"], "only src/cli has groups"
 
 
+MAX_LINES = 800
+
+
+def over_the_limit(paths, root=None):
+    """Each of paths with more than MAX_LINES lines, as 'path: lines' relative to root."""
+    root = root or ROOT
+    return [f"{p.relative_to(root)}: {n}" for p in paths if (n := len(p.read_text(errors="replace").splitlines())) > MAX_LINES]
+
+
 def test_no_source_file_is_over_800_lines():
-    long = [f"{p.relative_to(ROOT)}: {n}" for p in sources() if (n := len(p.read_text(errors="replace").splitlines())) > 800]
-    assert long == []
+    assert over_the_limit(sources()) == []
+
+
+# ---- the tests follow the same file-size rule (issue 42) ----
+# Every file under tests/ is code held to the rule, whatever its name or extension (a Python
+# module, a C or Objective-C test, a header, a stand-in shell script without an extension, a
+# make fragment, the folder READMEs), except in the data folders: the fixtures (captured output
+# of real tools) and the fuzzers' seed corpora, whose size is the data's. A data folder holds no
+# program: no file in it is executable or named as source, so code cannot hide there. Python's
+# and pytest's caches are not the tree's.
+TESTS = ROOT / "tests"
+TEST_DATA = ("fixtures", "fuzz/corpus")
+CACHES = {"__pycache__", ".pytest_cache"}
+SOURCE_SUFFIXES = {".py", ".c", ".m", ".h", ".sh", ".bash", ".zsh", ".fish", ".mk", ".pl", ".rb", ".js", ".swift", ".cc",
+                   ".cpp"}
+
+
+def files_under_tests(tests=None):
+    """(code, data): every file under tests/ outside the caches, split by the data folders."""
+    tests = tests or TESTS
+    code, data = [], []
+    for p in sorted(tests.rglob("*")):
+        rel = p.relative_to(tests)
+        if not p.is_file() or CACHES & set(rel.parts):
+            continue
+        in_data = any(rel.as_posix().startswith(d + "/") for d in TEST_DATA)
+        (data if in_data else code).append(p)
+    return code, data
+
+
+def programs_among_data(tests=None):
+    """The files of the data folders that are programs: executable, or named as source."""
+    tests = tests or TESTS
+    return [f"{p.relative_to(tests.parent)}" for p in files_under_tests(tests)[1]
+            if p.suffix in SOURCE_SUFFIXES or p.stat().st_mode & 0o111]
+
+
+def test_no_test_file_is_over_800_lines():
+    assert over_the_limit(files_under_tests()[0]) == []
+
+
+def test_the_data_folders_hold_no_program():
+    assert programs_among_data() == []
+
+
+def test_the_test_size_rule_sees_every_code_file_and_skips_only_data(tmp_path):
+    tests = tmp_path / "tests"
+    long = "x\n" * (MAX_LINES + 1)
+    files = {"emu/big.py": long, "unit/core_x.c": long, "cli/standins/tool": "#!/bin/sh\n" + long, "README.md": long,
+             "unit/at_the_limit.c": "x\n" * MAX_LINES, "emu/__pycache__/big.cpython-311.pyc": long,
+             "fixtures/llama/host.json": long, "fuzz/corpus/fuzz_x/seed": long, "fixturesque/big.txt": long,
+             "fixtures/hidden.py": "x\n", "fuzz/corpus/fuzz_x/run": "#!/bin/sh\n"}
+    for name, text in files.items():
+        (tests / name).parent.mkdir(parents=True, exist_ok=True)
+        (tests / name).write_text(text)
+    (tests / "fuzz/corpus/fuzz_x/run").chmod(0o755)
+    assert over_the_limit(files_under_tests(tests)[0], tmp_path) == [
+        "tests/README.md: 801", "tests/cli/standins/tool: 802", "tests/emu/big.py: 801", "tests/fixturesque/big.txt: 801",
+        "tests/unit/core_x.c: 801"]
+    assert programs_among_data(tests) == ["tests/fixtures/hidden.py", "tests/fuzz/corpus/fuzz_x/run"]
 
 
 def test_main_only_dispatches():

@@ -1,7 +1,7 @@
 """The macOS 14 guest hazard (issue 39 item 7): newBufferWithBytesNoCopy over a file-backed mmap
 returns stale data in macOS 14 guests, stock too. doctor reads the nocopy_mmap verdict `vzcaps
 verify` cached (doctor --json: nocopy_mmap), and names the hazard on a macOS 14 guest (the text
-and the macOS-version rule: tests/unit/test_cli_units.c, test_nocopy_guest_hazard); run --verify's
+and the macOS-version rule: tests/unit/cli_commands.c, test_nocopy_guest_hazard); run --verify's
 refusal says which workaround applies. Here on the rig: the cache and the refusal, whose key is
 the rig build's (libvzcaps.so, no macOS build)."""
 import hashlib

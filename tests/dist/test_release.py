@@ -2,7 +2,7 @@
 reproducibility), and the Homebrew tap with the archive's URL and real checksum. Most tests use
 stand-in binaries for dist/ (the packaging is what they test); the round trip with the real
 cross-built binaries needs dist/ (make dist). install.sh and uninstall.sh themselves:
-test_install_scripts.py."""
+test_install_scripts.py, test_install_manifest.py and test_uninstall_all.py."""
 import hashlib
 import os
 import shlex

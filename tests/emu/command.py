@@ -1,8 +1,10 @@
 """The shipped arm64 slice of the vzcaps command (dist/vzcaps), run under emulation: dyld's
 part (the executable stays at its linked address; LC_MAIN's entry is called as
 main(argc, argv, envp, apple)) and stdio stand-ins over the Darwin ones of darwin.py."""
-from darwin import Darwin, EBADF, ENOENT, Exec, format_c
+from darwin import Darwin, Exec
+from darwin_libc import format_c
 from machoemu import GuestFault, Jump, Machine
+from xnu_defs import EBADF, ENOENT
 
 ECHILD, ESRCH = 10, 3  # xnu bsd/sys/errno.h
 

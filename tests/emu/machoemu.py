@@ -22,14 +22,19 @@ import without a stand-in fails the run with its name (MissingStandin). Guest ca
 stand-in nest (Unicorn 2 allows emu_start in a hook): each nesting level returns to its own stop
 address inside the calling "image", so the library's caller-scope lookups (dladdr of the return
 address) see the image the call came from.
+
+Image (LIEF's view of one slice) is in macho_image.py and chained fixups in chained_fixups.py;
+both are re-exported here, so machoemu.Image and machoemu.craft_chained stay the API.
 """
 import struct
 
-import lief
 from unicorn import (UC_ARCH_ARM64, UC_HOOK_BLOCK, UC_HOOK_CODE, UC_HOOK_MEM_INVALID, UC_MODE_ARM,
                      UC_PROT_ALL, UC_PROT_EXEC, UC_PROT_READ, UC_PROT_WRITE, Uc, UcError)
 from unicorn.arm64_const import (UC_ARM64_REG_SP, UC_ARM64_REG_X0, UC_ARM64_REG_X16, UC_ARM64_REG_X30,
                                  UC_CPU_ARM64_MAX)
+
+from chained_fixups import apply_chained, chained_imports, craft_chained  # noqa: F401  (machoemu's API)
+from macho_image import Image  # noqa: F401  (machoemu's API)
 
 X = [UC_ARM64_REG_X0 + i for i in range(29)]
 BASE = 0x1_0000_0000          # where the library is mapped (dyld slides it anywhere)
@@ -43,7 +48,6 @@ IMAGES = 0x5_0000_0000         # one page per calling image (probe, Metal, clien
 LOADED = 0x1_4000_0000         # more images (real clients), each at its own base, LOADED_STEP apart
 LOADED_STEP = 0x0800_0000
 BR_X16 = struct.pack("<I", 0xD61F0200)
-PAGE = 0x4000
 
 
 # every block start reached, per image (Image.key), over the whole session: the coverage table
@@ -67,154 +71,6 @@ def _prot(vm):
     if vm & 4:
         p |= UC_PROT_EXEC
     return p
-
-
-def _uleb(b, i):
-    v = s = 0
-    while True:
-        c = b[i]
-        i += 1
-        v |= (c & 0x7F) << s
-        s += 7
-        if c < 0x80:
-            return v, i
-
-
-def _slice(raw, cputype):
-    """The bytes of one slice: the whole file when thin, else the fat_arch entry's range
-    (<mach-o/fat.h>: big-endian fat_header, then fat_arch {cputype, cpusubtype, offset, size, align})."""
-    if struct.unpack_from(">I", raw, 0)[0] != 0xCAFEBABE:
-        return raw
-    n = struct.unpack_from(">I", raw, 4)[0]
-    for i in range(n):
-        ct, _, off, size, _ = struct.unpack_from(">iiIII", raw, 8 + 20 * i)
-        if ct == cputype:
-            return raw[off:off + size]
-    raise ValueError(f"no fat_arch for cpu type {cputype:#x}")
-
-
-class Image:
-    """The arm64 slice of a Mach-O file, as LIEF reads it."""
-
-    def __init__(self, binary, raw, slice_bytes):
-        self.bin = binary
-        self.raw = raw
-        self.slice_bytes = slice_bytes
-        import hashlib
-        self.key = hashlib.sha256(slice_bytes).hexdigest()
-
-    @classmethod
-    def load(cls, src, cpu="ARM64"):
-        raw = src if isinstance(src, (bytes, bytearray)) else open(src, "rb").read()
-        fat = lief.MachO.parse(list(raw))
-        if fat is None:
-            raise ValueError(f"{src if isinstance(src, str) else 'input'}: not a Mach-O file LIEF reads")
-        want = getattr(lief.MachO.Header.CPU_TYPE, cpu)
-        raw = bytes(raw)
-        for i in range(fat.size):
-            b = fat.at(i)
-            if b.header.cpu_type == want:
-                img = cls(b, raw, _slice(raw, int(b.header.cpu_type.value)))
-                img.fat = fat  # the slice's Binary lives as long as LIEF's FatBinary
-                return img
-        raise ValueError(f"no {cpu} slice")
-
-    @property
-    def segments(self):
-        return [s for s in self.bin.segments if s.name != "__PAGEZERO"]
-
-    def section(self, seg, name):
-        for s in self.bin.sections:
-            if s.segment_name == seg and s.name == name:
-                return s
-        return None
-
-    def symbols(self):
-        """{address: name} of the defined symbols (the slice keeps its local names)."""
-        out = {}
-        for s in self.bin.symbols:
-            if s.value and s.name:
-                out.setdefault(s.value, s.name)
-        return out
-
-    def function_starts(self):
-        fs = self.bin.function_starts
-        return list(fs.functions) if fs else []
-
-    def text_range(self):
-        t = self.section("__TEXT", "__text")
-        return t.virtual_address, t.virtual_address + t.size
-
-    def rebases(self):
-        """Addresses (image-relative) that hold an unslid pointer: the opcode rebases, or the
-        chained-fixup rebases when the file has chained fixups."""
-        if self.bin.has_dyld_chained_fixups:
-            return []
-        return [r.address for r in self.bin.relocations if str(r.origin).endswith("DYLDINFO")]
-
-    def binds(self):
-        """(class, address, symbol, weak_import, addend, lazy offset) for each bind."""
-        out = []
-        if not self.bin.has_dyld_info:
-            return out
-        for b in self.bin.dyld_info.bindings:
-            cls = str(b.binding_class).rsplit(".", 1)[-1]
-            out.append((cls, b.address, b.symbol.name if b.has_symbol else None, bool(b.weak_import), b.addend,
-                        b.original_offset))
-        return out
-
-    def binds_with_ordinals(self):
-        """(class, address, symbol, weak_import, addend, library ordinal) for each bind."""
-        if not self.bin.has_dyld_info:
-            return []
-        return [(str(b.binding_class).rsplit(".", 1)[-1], b.address, b.symbol.name if b.has_symbol else None,
-                 bool(b.weak_import), b.addend, b.library_ordinal) for b in self.bin.dyld_info.bindings]
-
-    def dependencies(self):
-        """The install names of LC_LOAD_DYLIB, _WEAK_, _REEXPORT_ and _LAZY_ in order: a bind's
-        library ordinal n names the n-th (two-level namespace; LC_ID_DYLIB is not one)."""
-        return [lib.name for lib in self.bin.libraries if "ID_DYLIB" not in str(lib.command)]
-
-    def install_name(self):
-        ids = [lib.name for lib in self.bin.libraries if "ID_DYLIB" in str(lib.command)]
-        return ids[0] if ids else None
-
-    def lazy_bind_at(self, off):
-        """(address, symbol, weak) of one lazy bind (see lazy_bind_full)."""
-        return self.lazy_bind_full(off)[:3]
-
-    def lazy_bind_full(self, off):
-        """Decodes one lazy bind's opcodes at offset off of the lazy bind stream (dyld:
-        ImageLoaderMachOCompressed::doBindFastLazySymbol reads the same opcodes): (address,
-        symbol, weak, library ordinal)."""
-        di = self.bin.dyld_info
-        b = bytes(di.lazy_bind_opcodes)
-        seg = self.bin.segments
-        i, name, addr, weak, ordinal = off, None, None, False, 0
-        while i < len(b):
-            op, imm = b[i] & 0xF0, b[i] & 0x0F
-            i += 1
-            if op == 0x00:
-                break
-            elif op == 0x10:
-                ordinal = imm  # SET_DYLIB_ORDINAL_IMM
-            elif op == 0x20:
-                ordinal, i = _uleb(b, i)
-            elif op == 0x30:
-                ordinal = imm - 16 if imm else 0  # SET_DYLIB_SPECIAL_IMM: 0, -1, -2, -3
-            elif op == 0x40:
-                weak = bool(imm & 1)
-                e = b.index(0, i)
-                name = b[i:e].decode()
-                i = e + 1
-            elif op == 0x70:
-                o, i = _uleb(b, i)
-                addr = seg[imm].virtual_address + o
-            elif op == 0x90:
-                return addr, name, weak, ordinal
-            else:
-                raise ValueError(f"lazy bind opcode {op:#x} at {i - 1}")
-        raise ValueError(f"no lazy bind at offset {off}")
 
 
 class Loaded:
@@ -710,79 +566,6 @@ class Jump:
         self.target = target
 
 
-def chained_imports(blob):
-    """[(name, weak, library ordinal, addend)] of an LC_DYLD_CHAINED_FIXUPS payload's imports
-    (dyld: mach-o/fixup-chains.h): DYLD_CHAINED_IMPORT (1: lib_ordinal 8 bits, weak 1,
-    name_offset 23), DYLD_CHAINED_IMPORT_ADDEND (2: the same and an int32 addend) and
-    DYLD_CHAINED_IMPORT_ADDEND64 (3: lib_ordinal 16, weak 1, 15 reserved, name_offset 32, a
-    uint64 addend). Ordinals are signed (-1 the main executable, -2 flat, -3 weak lookup)."""
-    (version, starts_off, imports_off, symbols_off, imports_count, imports_format,
-     symbols_format) = struct.unpack_from("<7I", blob, 0)
-    if imports_format not in (1, 2, 3):
-        raise ValueError(f"chained imports format {imports_format} (DYLD_CHAINED_IMPORT 1, _ADDEND 2, _ADDEND64 3)")
-    if symbols_format != 0:
-        raise ValueError(f"chained symbols format {symbols_format} (only uncompressed, 0)")
-    out = []
-    for i in range(imports_count):
-        if imports_format == 3:
-            v, name_off, addend = struct.unpack_from("<IIQ", blob, imports_off + 16 * i)
-            ordinal, weak = v & 0xFFFF, (v >> 16) & 1
-            ordinal = ordinal - 0x10000 if ordinal >= 0xFFF0 else ordinal
-        else:
-            size = 4 if imports_format == 1 else 8
-            v = struct.unpack_from("<I", blob, imports_off + size * i)[0]
-            addend = struct.unpack_from("<i", blob, imports_off + size * i + 4)[0] if imports_format == 2 else 0
-            ordinal, weak, name_off = v & 0xFF, (v >> 8) & 1, v >> 9
-            ordinal = ordinal - 0x100 if ordinal >= 0xF0 else ordinal
-        e = blob.index(0, symbols_off + name_off)
-        out.append((blob[symbols_off + name_off:e].decode(), bool(weak), ordinal, addend))
-    return out
-
-
-def apply_chained(m, blob, li=None):
-    """Walks every chain of the payload over the image li (the library when None): each
-    pointer holds its own next (stride 4 bytes for formats 2 and 6)."""
-    starts_off = struct.unpack_from("<I", blob, 4)[0]
-    imports = chained_imports(blob)
-    img, base = (li.img, li.base) if li else (m.img, m.base)
-    seg_count = struct.unpack_from("<I", blob, starts_off)[0]
-    segs = [s for s in img.bin.segments]
-    for si in range(seg_count):
-        so = struct.unpack_from("<I", blob, starts_off + 4 + 4 * si)[0]
-        if not so:
-            continue
-        at = starts_off + so
-        (sz, page_size, fmt, seg_offset, max_valid, page_count) = struct.unpack_from("<IHHQIH", blob, at)
-        if fmt not in (2, 6):
-            raise ValueError(f"chained pointer format {fmt} (DYLD_CHAINED_PTR_64 is 2, _64_OFFSET is 6)")
-        for p in range(page_count):
-            start = struct.unpack_from("<H", blob, at + 22 + 2 * p)[0]
-            if start == 0xFFFF:
-                continue
-            a = segs[si].virtual_address + p * page_size + start
-            while True:
-                raw = m.u64(base + a)
-                is_bind, nxt = raw >> 63, (raw >> 51) & 0xFFF
-                if is_bind:
-                    ordinal, addend = raw & 0xFFFFFF, (raw >> 24) & 0xFF
-                    name, weak, lib, addend0 = imports[ordinal]
-                    if li:
-                        m.bind_in(li, a, name, weak, addend + addend0, lib)
-                    else:
-                        m.bind(a, name, weak, addend + addend0)
-                else:
-                    target, high8 = raw & 0xFFFFFFFFF, (raw >> 36) & 0xFF
-                    # _64: target is a vmaddr (unslid); _64_OFFSET: an offset from the image's
-                    # first segment (the same for an image linked at 0)
-                    lo = min(s.virtual_address for s in segs if s.name != "__PAGEZERO")
-                    v = (target if fmt == 2 else target + lo) + base
-                    m.put64(base + a, v | (high8 << 56))
-                m.chained_count = getattr(m, "chained_count", 0) + 1
-                if not nxt:
-                    break
-                a += 4 * nxt
-
-
 def static_blocks(img, start, end):
     """The basic-block leaders of [start, end) by Capstone: the start, each branch target inside
     and each instruction after a branch, call or return."""
@@ -815,67 +598,3 @@ def coverage_table(img, blocks):
         leaders = static_blocks(img, s, e)
         rows.append((names.get(s, f"func_{s:#x}"), s, e - s, len(leaders), len(reached & leaders) or (1 if reached else 0)))
     return rows
-
-
-def craft_chained(img, fmt):
-    """The image's rebases and binds (lazy ones too: chained fixups bind eagerly) as an
-    LC_DYLD_CHAINED_FIXUPS payload (dyld: mach-o/fixup-chains.h): dyld_chained_fixups_header,
-    dyld_chained_starts_in_image, one dyld_chained_starts_in_segment per segment with fixups
-    (16 KB pages), DYLD_CHAINED_IMPORT entries and their names; and the raw 8-byte pointers
-    (DYLD_CHAINED_PTR_64 fmt 2: rebase targets as vmaddrs; _64_OFFSET fmt 6: as offsets from the
-    image's start, the same for a dylib based at 0)."""
-    fix = {}
-    for a in img.rebases():
-        sec = next(s for s in img.segments if s.virtual_address <= a < s.virtual_address + s.virtual_size)
-        target = struct.unpack_from("<Q", img.slice_bytes, sec.file_offset + a - sec.virtual_address)[0]
-        fix[a] = ("rebase", target)
-    names, ordinals = [], {}
-    for cls, a, sym, weak, addend, _ in img.binds():
-        if sym not in ordinals:
-            ordinals[sym] = len(names)
-            names.append((sym, weak))
-        fix[a] = ("bind", ordinals[sym], addend)
-    segs = list(img.bin.segments)
-    pages = {}
-    for a in sorted(fix):
-        si = next(i for i, s in enumerate(segs) if s.virtual_address <= a < s.virtual_address + max(s.virtual_size, 1))
-        pages.setdefault(si, {}).setdefault((a - segs[si].virtual_address) // PAGE, []).append(a)
-    raw = {}
-    for si, by_page in pages.items():
-        for page, addrs in by_page.items():
-            for i, a in enumerate(addrs):
-                nxt = (addrs[i + 1] - a) // 4 if i + 1 < len(addrs) else 0
-                assert nxt < 4096
-                f = fix[a]
-                if f[0] == "rebase":
-                    raw[a] = (f[1] & 0xFFFFFFFFF) | (nxt << 51)
-                else:
-                    raw[a] = (1 << 63) | f[1] | ((f[2] & 0xFF) << 24) | (nxt << 51)
-    # the payload
-    seg_infos = []
-    for si in range(len(segs)):
-        if si not in pages:
-            seg_infos.append(None)
-            continue
-        n_pages = (segs[si].virtual_size + PAGE - 1) // PAGE
-        starts = [0xFFFF] * n_pages
-        for page, addrs in pages[si].items():
-            starts[page] = addrs[0] - segs[si].virtual_address - page * PAGE
-        body = struct.pack("<IHHQIH", 22 + 2 * n_pages, PAGE, fmt, segs[si].virtual_address, 0, n_pages) + \
-            struct.pack(f"<{n_pages}H", *starts)
-        seg_infos.append(body + b"\0" * (-len(body) % 4))
-    image_starts = bytearray(struct.pack("<I", len(segs)) + b"\0" * 4 * len(segs))
-    for si, body in enumerate(seg_infos):
-        if body is not None:
-            struct.pack_into("<I", image_starts, 4 + 4 * si, len(image_starts))
-            image_starts += body
-    symbols = bytearray(b"\0")
-    imports = bytearray()
-    for sym, weak in names:
-        imports += struct.pack("<I", 1 | (int(weak) << 8) | (len(symbols) << 9))
-        symbols += sym.encode() + b"\0"
-    starts_off = 32
-    imports_off = starts_off + len(image_starts)
-    symbols_off = imports_off + len(imports)
-    header = struct.pack("<7I", 0, starts_off, imports_off, symbols_off, len(names), 1, 0) + b"\0" * 4
-    return bytes(header + image_starts + imports + symbols), raw

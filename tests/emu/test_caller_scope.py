@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from conftest import LINUX_ONLY as pytestmark  # noqa: F401
-from test_emu import M2, env_of, img, proc  # noqa: F401  (img: the slice, a fixture)
+from shipped import M2, env_of, img, proc  # noqa: F401  (img: the slice, a fixture)
 
 if sys.platform.startswith("linux"):
     import machoemu

@@ -21,7 +21,7 @@ from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
 import cases  # noqa: E402
 
-if sys.platform.startswith("linux"):  # see test_emu.py
+if sys.platform.startswith("linux"):  # see shipped.py
     from command import Command  # noqa: E402
     from process import image  # noqa: E402
 

@@ -18,7 +18,7 @@ sys.path.insert(0, str(HERE))
 from conftest import ROOT, require_built  # noqa: E402
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 
-if sys.platform.startswith("linux"):  # see test_emu.py
+if sys.platform.startswith("linux"):  # see shipped.py
     from command import Command  # noqa: E402
     from process import Process, image  # noqa: E402
 

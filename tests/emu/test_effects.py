@@ -5,7 +5,7 @@ can be raised ("no_raise"), names the images the caller scope kept stock ("stock
 most 4), never writes into a file the host opened at its kept descriptor's number, says in the
 file a rotation renames what it dropped (never past RLIMIT_FSIZE: getrlimit), and claims
 VZCAPS_PROGRAM with its pid and its parent's (getppid). Each compared with the rig's library
-where the rig can say the same. Named to run before test_emu.py, whose coverage test counts these."""
+where the rig can say the same. Named to run before test_emu_zz_coverage.py, which counts these."""
 import json
 import os
 import pathlib
@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE.parent))
 from conftest import BUILD  # noqa: E402
 from conftest import LINUX_ONLY as pytestmark  # noqa: E402,F401
 import cases  # noqa: E402
-from test_emu import HOST, M2, env_of, img, logdir, proc, stats_records  # noqa: E402,F401  (fixtures)
+from shipped import HOST, M2, env_of, img, logdir, proc, stats_records  # noqa: E402,F401  (fixtures)
 
 # the rig's stand-in Metal image and the emulated one (the device's own -initGPUFamilySupport asks Apple7)
 METAL = {"libfakemetal.so", "Metal"}
