@@ -26,23 +26,19 @@ static size_t file_len;
 static int read_and_keep(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing, char *err,
                          size_t errlen)
 {
-    struct stat st;
-    if (stat(path, &st) != 0 && errno == ENOENT) {
-        /* absent, as open would find it: said without formatting a reason nobody reads (the
-         * search skips a missing file unless VZCAPS_CONFIG named it; then this is its reason) */
-        *missing = true, *len = 0, file_len = 0;
-        vzcaps_copy(err, errlen, "cannot open: No such file or directory");
-        return -1;
-    }
     int rc = vzcaps_read_file(ctx, path, buf, cap, len, missing, err, errlen);
     file_len = rc == 0 ? *len : 0;
     return rc;
 }
 
+/* The preload entry children get, rewritten (kept for the life of the process): a common one
+ * fits in static storage, without the allocator's first call (its binding and set-up) */
 static void *heap(void *ctx, size_t n)
 {
+    static char first[512];
+    static bool used;
     (void)ctx;
-    return malloc(n);
+    return n <= sizeof first && !used ? (used = true, first) : malloc(n);
 }
 
 /* A launcher re-executes the real program with this same environment: it is not the
@@ -66,8 +62,9 @@ static bool is_launcher(void)
 static int handed_name(char **env, char *name, size_t len)
 {
     static char claimed[sizeof "VZCAPS_PROGRAM=" + 2 * 21 + 256];
-    long long pid = (long long)getpid(), ppid = (long long)getppid();
-    int h = vzcaps_program_handed(vzcaps_env_get((const char *const *)env, "VZCAPS_PROGRAM"), pid, ppid, name, len);
+    const char *value = vzcaps_env_get((const char *const *)env, "VZCAPS_PROGRAM"); /* pids: only asked with it */
+    long long pid = value ? (long long)getpid() : 0, ppid = value ? (long long)getppid() : 0;
+    int h = vzcaps_program_handed(value, pid, ppid, name, len);
     for (size_t r = 0; h == 2 && env[r]; r++) /* unclaimed: this is the script's process, tied to it by pid and parent */
         if (strncmp(env[r], "VZCAPS_PROGRAM=", 15) == 0) {
             snprintf(claimed, sizeof claimed, "VZCAPS_PROGRAM=%lld-%lld:%s", pid, ppid, name);
