@@ -340,9 +340,10 @@ static void rollback(Class cls, struct hooked_class *e, int done)
 {
     for (int w = 0; w < done; w++)
         if (e->original[w]) {
-            Method m = class_getInstanceMethod(cls, sel_registerName(sel_names[w]));
+            SEL sel = sel_registerName(sel_names[w]);
+            Method m = class_getInstanceMethod(cls, sel);
             if (m)
-                method_setImplementation(m, e->original[w]);
+                class_replaceMethod(cls, sel, e->original[w], method_getTypeEncoding(m));
         }
 }
 
@@ -423,8 +424,8 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
         Class super = class_getSuperclass(cls);
         int inherited = super && class_getInstanceMethod(super, sel) == methods[w];
         IMP mine_w = replacements[w][n], prev = NULL;
-        int ok = inherited ? (int)class_addMethod(cls, sel, mine_w, method_getTypeEncoding(methods[w]))
-                           : (prev = method_setImplementation(methods[w], mine_w)) != NULL;
+        const char *types = method_getTypeEncoding(methods[w]); /* class_replaceMethod: see the watch */
+        int ok = inherited ? (int)class_addMethod(cls, sel, mine_w, types) : (prev = class_replaceMethod(cls, sel, mine_w, types)) != NULL;
         /* the implementation the swap replaced: someone else's swizzle since the read is kept */
         if (prev && !is_replacement(prev, w))
             atomic_store_explicit(&mine->original[w], prev, memory_order_release);
@@ -562,7 +563,8 @@ void vzcaps_hooks_watch_base_class(void)
     if (atomic_load_explicit(&watch_state, memory_order_acquire) == WATCH_ON)
         return; /* watching already (a class registration on the rig asks again) */
     Class base = objc_getClass("_MTLDevice");
-    Method m = base ? class_getInstanceMethod(base, sel_registerName("initGPUFamilySupport")) : NULL;
+    SEL sel = sel_registerName("initGPUFamilySupport");
+    Method m = base ? class_getInstanceMethod(base, sel) : NULL;
     if (!m)
         return; /* missing private pieces are not an error */
     int expected = WATCH_NONE;
@@ -573,9 +575,16 @@ void vzcaps_hooks_watch_base_class(void)
         return;
     }
     /* provisional, so a device created during the swap still reaches the original; then the
-     * implementation the one atomic swap actually replaced */
+     * implementation the one atomic swap actually replaced. class_replaceMethod, not
+     * method_setImplementation: objc4 then empties the method caches of this class and its
+     * subclasses (objc-runtime-new.mm, addMethod -> _method_setImplementation(cls) ->
+     * flushCaches(cls)), where method_setImplementation, which is not told the class, empties
+     * every realized class's (flushCaches(nil): foreach_realized_class_and_metaclass); the GNU
+     * runtime walks every class either way (libobjc/sendmsg.c). The rig's and objc4's rule for a
+     * method the class only inherits differ (replaced where found; added to the class), which is
+     * why the device classes' install adds those with class_addMethod. */
     atomic_store_explicit(&original_init_family, method_getImplementation(m), memory_order_release);
-    IMP prev = method_setImplementation(m, (IMP)(void (*)(void))replaced_init_family);
+    IMP prev = class_replaceMethod(base, sel, (IMP)(void (*)(void))replaced_init_family, "v@:");
     if (prev)
         atomic_store_explicit(&original_init_family, prev, memory_order_release);
     atomic_store_explicit(&watch_state, WATCH_ON, memory_order_release);
