@@ -595,14 +595,10 @@ void vzcaps_hooks_watch_base_class(void)
         return;
     }
     /* provisional, so a device created during the swap still reaches the original; then the
-     * implementation the one atomic swap actually replaced. class_replaceMethod, not
-     * method_setImplementation: objc4 then empties the method caches of this class and its
-     * subclasses (objc-runtime-new.mm, addMethod -> _method_setImplementation(cls) ->
-     * flushCaches(cls)), where method_setImplementation, which is not told the class, empties
-     * every realized class's (flushCaches(nil): foreach_realized_class_and_metaclass); the GNU
-     * runtime walks every class either way (libobjc/sendmsg.c). The rig's and objc4's rule for a
-     * method the class only inherits differ (replaced where found; added to the class), which is
-     * why the device classes' install adds those with class_addMethod. */
+     * implementation the one atomic swap actually replaced. class_replaceMethod: objc4 empties
+     * the caches of this class and its subclasses (objc-runtime-new.mm: addMethod ->
+     * flushCaches(cls)), method_setImplementation every realized class's (flushCaches(nil));
+     * the GNU runtime walks every class either way (libobjc/sendmsg.c). */
     atomic_store_explicit(&original_init_family, method_getImplementation(m), memory_order_release);
     IMP prev = class_replaceMethod(base, sel, (IMP)(void (*)(void))replaced_init_family, "v@:");
     if (prev)

@@ -21,24 +21,10 @@ static char file_buf[VZCAPS_CONFIG_MAX_SIZE + 1];
 static struct vzcaps_config_result result;
 static char name_kept[4096]; /* the program's name at start-up, whole: the line's and the record's */
 
-/* vzcaps_read_file, keeping the length of the file read last (the one configure used) */
-static size_t file_len;
-static int read_and_keep(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing, char *err,
-                         size_t errlen)
-{
-    int rc = vzcaps_read_file(ctx, path, buf, cap, len, missing, err, errlen);
-    file_len = rc == 0 ? *len : 0;
-    return rc;
-}
-
-/* The preload entry children get, rewritten (kept for the life of the process): a common one
- * fits in static storage, without the allocator's first call (its binding and set-up) */
 static void *heap(void *ctx, size_t n)
 {
-    static char first[512];
-    static bool used;
     (void)ctx;
-    return n <= sizeof first && !used ? (used = true, first) : malloc(n);
+    return malloc(n);
 }
 
 /* A launcher re-executes the real program with this same environment: it is not the
@@ -106,7 +92,7 @@ static void init(void)
     in.envp = (const char *const *)env;
     in.exe = name;
     in.preload_var = vzcaps_platform_preload_var;
-    in.read_file = read_and_keep;
+    in.read_file = vzcaps_read_file;
     vzcaps_platform_host(&in.host, brand, sizeof brand);
     vzcaps_configure(&in, file_buf, sizeof file_buf, &result);
     struct vzcaps_profile *p = &result.profile;
@@ -118,9 +104,10 @@ static void init(void)
     vzcaps_say_note_stderr(); /* what fd 2 is (nothing since start-up opened one: the config file is closed) */
     vzcaps_copy(name_kept, sizeof name_kept, in.exe);
     /* inherit = matching: what a child a section matches gets back (spawn.c); unless that is
-     * set up, nothing is passed on */
+     * set up, nothing is passed on. The file configure used is in file_buf, whole (a file that
+     * holds a NUL byte is refused) */
     if (p->state == VZCAPS_ENABLED && p->inherit_matching &&
-        vzcaps_spawn_setup(env, result.config_path[0] && !result.config_error[0] ? file_buf : NULL, file_len) != 0) {
+        vzcaps_spawn_setup(env, result.config_path[0] && !result.config_error[0] ? file_buf : NULL, strlen(file_buf)) != 0) {
         p->inherit_matching = false;
         if (p->n_notes < VZCAPS_MAX_NOTES)
             snprintf(p->notes[p->n_notes++], VZCAPS_NOTE_LEN, "inherit = matching could not be set up (out of memory, "
