@@ -91,13 +91,14 @@ static void refresh(void)
  * none is judged otherwise than an unknown caller, the process is not mixed and the replacements
  * never look at who calls. In a mixed one, the decision is cached per 4 KiB page of code (a page
  * never holds two images) in a fixed table of words "page | STOCK", 0 free: lock-free loads, a
- * new page claimed with one compare-and-swap in a window of PROBES words from its home (its low
- * bits), a page not seen judged by dladdr and the globs (and each time, when its window is
- * full). A page found in scope in its home word is answered in line (in_scope_here). The table
- * is emptied when an image goes (vzcaps_hooks_images_gone), so a new image at an old address is
- * judged afresh. */
+ * new page claimed with one compare-and-swap in a window of PROBES words from its HOME (a
+ * multiplicative hash: two images' pages spread apart), a page not seen judged by dladdr and the
+ * globs (and each time, when its window is full). A page found in scope in its home word is
+ * answered in line (in_scope_here). The table is emptied when an image goes
+ * (vzcaps_hooks_images_gone), so a new image at an old address is judged afresh. */
 #define PAGE_BITS 10 /* 1,024 pages: 4 MiB of code that asks */
 #define PROBES 8
+#define HOME(page) (((uint32_t)(page) * 0x9e3779b1u) >> (32 - PAGE_BITS))
 #define STOCK (1ull << 63) /* above every user-space address */
 static _Atomic uint64_t pages[(1u << PAGE_BITS) + PROBES];
 
@@ -186,7 +187,7 @@ static inline __attribute__((always_inline)) bool caller_in_scope(size_t k, int 
     if (atomic_load_explicit(&n_table, memory_order_relaxed) > 1 && device_original(self, which) != original_of(k, which))
         return false; /* a super send (with one class hooked, none can come past ours) */
     uint64_t page = a >> 12;
-    _Atomic uint64_t *w = pages + (page & ((1u << PAGE_BITS) - 1)), *room = NULL;
+    _Atomic uint64_t *w = pages + HOME(page), *room = NULL;
     for (size_t i = 0; i < PROBES && !room; i++) {
         uint64_t e = atomic_load_explicit(&w[i], memory_order_relaxed);
         if (e == page || e == (page | STOCK))
@@ -205,7 +206,7 @@ static inline uint64_t site_of(const void *ret)
 static inline __attribute__((always_inline)) bool in_scope_here(const void *ret)
 {
     uint64_t page = site_of(ret) >> 12;
-    return atomic_load_explicit(&pages[page & ((1u << PAGE_BITS) - 1)], memory_order_relaxed) == page;
+    return atomic_load_explicit(&pages[HOME(page)], memory_order_relaxed) == page;
 }
 
 /* The first raised answer of a kind, recorded (by the caller's image) before it returns */
