@@ -58,7 +58,7 @@ endif
 # ---- the GNU-runtime stand-in rig (Linux) ----
 CLIENTS := $(B)/clients/libggml-metal.so $(B)/clients/libtorch_cpu.so $(B)/clients/libother-client.so
 BENCH_SITES := $(B)/bench/libsites0.so $(B)/bench/libsites1.so $(B)/bench/libsites2.so $(B)/bench/libsites3.so
-RIG := $(B)/libfakemetal.so $(B)/probe $(B)/probe_static $(B)/bench_calls $(BENCH_SITES) $(B)/pylauncher $(CLIENTS) $(B)/callers $(B)/reload $(B)/dtable_race
+RIG := $(B)/libfakemetal.so $(B)/probe $(B)/probe_static $(B)/bench_calls $(BENCH_SITES) $(B)/pylauncher $(CLIENTS) $(B)/callers $(B)/reload $(B)/dtable_race $(B)/libloadhook.so
 rig: $(RIG)
 $(B)/libfakemetal.so: tests/rig/fakemetal.m
 	@mkdir -p $(B)
@@ -82,6 +82,10 @@ $(B)/callers: tests/rig/callers.m $(CLIENTS) $(B)/libfakemetal.so
 # a client library unloaded and another loaded in its memory (the caller scope follows images)
 $(B)/reload: tests/rig/reload.c $(B)/libfakemetal.so
 	$(CC) $(CSTD) $(WARN) -O2 $< -o $@ -L$(B) -lfakemetal -lobjc -ldl -Wl,-rpath,'$$ORIGIN'
+# another user of the runtime's class-load hook, preloaded beside the library
+$(B)/libloadhook.so: tests/rig/loadhook.c
+	@mkdir -p $(B)
+	$(CC) $(CSTD) $(WARN) -O2 -fPIC -shared $< -o $@ -lobjc
 # the GNU runtime's dispatch-table update under concurrent messaging, without vzcaps
 $(B)/dtable_race: tests/rig/dtable_race.m
 	@mkdir -p $(B)

@@ -21,8 +21,9 @@
 int vzcaps_open_regular(const char *path, struct stat *st, char *err, size_t errlen)
 {
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "cannot open: %s", strerror(errno));
+    if (fd < 0) { /* the common reason without the formatter (a config file searched for and absent) */
+        errno == ENOENT ? (void)vzcaps_copy(err, errlen, "cannot open: No such file or directory")
+                        : (void)snprintf(err, errlen, "cannot open: %s", strerror(errno));
         return -1;
     }
     if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {

@@ -283,20 +283,12 @@ int vzcaps_config_apply(const char *text, size_t len, const char *file, const ch
 
 static const char *const env_prefixes[] = {"VZCAPS_", "TART_METAL_", "LUME_METAL_"};
 #define N_PREFIXES (sizeof env_prefixes / sizeof env_prefixes[0])
-/* the compatibility variables of the existing shims */
-static const enum vzcaps_key compat_keys[] = {
-    VZCAPS_KEY_APPLE_FAMILY_MAX, VZCAPS_KEY_MAX_THREADGROUP_MEMORY, VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE};
+/* the keys of the existing shims' compatibility variables */
+static const unsigned compat_keys = 1u << VZCAPS_KEY_APPLE_FAMILY_MAX | 1u << VZCAPS_KEY_MAX_THREADGROUP_MEMORY |
+                                    1u << VZCAPS_KEY_RECOMMENDED_WORKING_SET_SIZE;
 /* VZCAPS_ names that are not settings: slots after the keys */
 static const char *const other_names[] = {"CONFIG", "PROFILE", "LOG_FILE", "PROGRAM"};
 #define N_SLOTS (VZCAPS_KEY_COUNT + sizeof other_names / sizeof other_names[0])
-
-static bool compat_key_allowed(int k)
-{
-    for (size_t i = 0; i < sizeof compat_keys / sizeof compat_keys[0]; i++)
-        if ((int)compat_keys[i] == k)
-            return true;
-    return false;
-}
 
 /* The slot of the name rest[0..n) after a prefix: a key (upper case), or for VZCAPS_ one of
  * other_names; -1 when unknown. Works on any length, copies nothing. */
@@ -310,7 +302,7 @@ static int env_slot(const char *rest, size_t n, bool ours)
         while (i < n && (key[i] >= 'a' && key[i] <= 'z' ? key[i] - 'a' + 'A' : key[i]) == rest[i])
             i++;
         if (i == n)
-            return ours || compat_key_allowed(k) ? k : -1;
+            return ours || (compat_keys >> k & 1) ? k : -1;
     }
     for (size_t i = 0; ours && i < sizeof other_names / sizeof other_names[0]; i++)
         if (strlen(other_names[i]) == n && memcmp(other_names[i], rest, n) == 0)

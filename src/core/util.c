@@ -66,11 +66,10 @@ bool vzcaps_globs_fit(const char *globs, const char *name)
 
 const char *vzcaps_basename(const char *path)
 {
-    const char *base = path;
-    for (const char *c = path; *c; c++)
-        if (*c == '/')
-            base = c + 1;
-    return base;
+    size_t n = strlen(path); /* then back to the last '/': a long directory costs strlen alone */
+    while (n > 0 && path[n - 1] != '/')
+        n--;
+    return path + n;
 }
 
 bool vzcaps_has_prefix(const char *s, const char *prefix, size_t n)

@@ -41,7 +41,7 @@ enum { ENTRY_INSTALLING, ENTRY_DONE, ENTRY_FAILED };
 struct hooked_class {
     Class cls;
     _Atomic(IMP) original[N_SELS]; /* NULL: not replaced on this class (inherited or not needed) */
-    _Atomic uintptr_t above[N_SELS], below[N_SELS]; /* "a device's limits, remembered" (0: none) */
+    _Atomic uintptr_t above[N_SELS], below[N_SELS], paged[N_SELS]; /* "a device's limits, remembered" (0: none) */
     atomic_int state;              /* ENTRY_*: DONE or FAILED only once the install has finished */
 };
 static struct hooked_class table[MAX_CLASSES];
@@ -52,11 +52,12 @@ static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;
  * Each class entry k has replacements of its own (below), so a replacement knows its original
  * without looking at self's class: one acquire load, never NULL (an entry's originals are set
  * before its replacements are installed and never cleared after). Per family (the profile's
- * vzcaps_family_table): 0 not claimed; FAST claimed and answered YES in line; SLOW claimed and
- * decided out of line, while the process is mixed (an image whose calls are out of scope is, or
- * may be, loaded: sticky) or the first raised answer is not on record. */
-enum { FAST = 1, SLOW = 2 };
-static unsigned char family_tables[2][VZCAPS_FAMILY_TABLE_LEN]; /* claimed families SLOW, and FAST */
+ * vzcaps_family_table): 0 not claimed; FAST claimed and answered YES in line; PAGED the same
+ * once the caller's page of code is found in scope in line (a mixed process: an image whose
+ * calls are out of scope is, or may be, loaded: sticky; one class hooked); SLOW claimed and
+ * decided out of line (mixed otherwise, or the first raised answer is not on record). */
+enum { FAST = 1, SLOW = 2, PAGED = 3 };
+static unsigned char family_tables[3][VZCAPS_FAMILY_TABLE_LEN]; /* claimed families SLOW, FAST, PAGED */
 static const unsigned char *_Atomic family_state = family_tables[0];
 static uint64_t floor_of[N_SELS];
 static atomic_bool answers_ready, mixed, recorded[N_SELS]; /* recorded: the first raised answer of a kind */
@@ -67,14 +68,16 @@ static inline __attribute__((always_inline)) IMP original_of(size_t k, int which
     return atomic_load_explicit(&table[k].original[which], memory_order_acquire);
 }
 
-/* After `mixed` or `recorded` changed: the FAST or the SLOW table, and the devices remembered
- * below a floor dropped in a mixed process; again if `mixed` turned meanwhile. */
+/* After `mixed`, `recorded` or the number of classes changed: the table, and the devices
+ * remembered below a floor (answered whoever asks) dropped in a mixed process; again if `mixed`
+ * turned meanwhile. */
 static void refresh(void)
 {
     bool fast;
     do {
         fast = !atomic_load(&mixed);
-        atomic_store(&family_state, family_tables[fast && atomic_load(&recorded[SEL_FAMILY])]);
+        bool on_record = atomic_load(&recorded[SEL_FAMILY]), one = atomic_load(&n_table) <= 1;
+        atomic_store(&family_state, family_tables[!on_record ? 0 : fast ? 1 : one ? 2 : 0]);
         for (size_t k = 0; !fast && k < MAX_CLASSES; k++)
             for (int w = 0; w < N_SELS; w++)
                 atomic_store_explicit(&table[k].below[w], 0, memory_order_relaxed);
@@ -88,11 +91,14 @@ static void refresh(void)
  * none is judged otherwise than an unknown caller, the process is not mixed and the replacements
  * never look at who calls. In a mixed one, the decision is cached per 4 KiB page of code (a page
  * never holds two images) in a fixed table of words "page | STOCK", 0 free: lock-free loads, a
- * new page claimed with one compare-and-swap in a window of PROBES words, a page not seen judged
- * by dladdr and the globs (and each time, when its window is full). The table is emptied when an
- * image goes (vzcaps_hooks_images_gone), so a new image at an old address is judged afresh. */
+ * new page claimed with one compare-and-swap in a window of PROBES words from its HOME (a
+ * multiplicative hash: two images' pages spread apart), a page not seen judged by dladdr and the
+ * globs (and each time, when its window is full). A page found in scope in its home word is
+ * answered in line (in_scope_here). The table is emptied when an image goes
+ * (vzcaps_hooks_images_gone), so a new image at an old address is judged afresh. */
 #define PAGE_BITS 10 /* 1,024 pages: 4 MiB of code that asks */
 #define PROBES 8
+#define HOME(page) (((uint32_t)(page) * 0x9e3779b1u) >> (32 - PAGE_BITS))
 #define STOCK (1ull << 63) /* above every user-space address */
 static _Atomic uint64_t pages[(1u << PAGE_BITS) + PROBES];
 
@@ -181,7 +187,7 @@ static inline __attribute__((always_inline)) bool caller_in_scope(size_t k, int 
     if (atomic_load_explicit(&n_table, memory_order_relaxed) > 1 && device_original(self, which) != original_of(k, which))
         return false; /* a super send (with one class hooked, none can come past ours) */
     uint64_t page = a >> 12;
-    _Atomic uint64_t *w = pages + (((uint32_t)page * 0x9e3779b1u) >> (32 - PAGE_BITS)), *room = NULL;
+    _Atomic uint64_t *w = pages + HOME(page), *room = NULL;
     for (size_t i = 0; i < PROBES && !room; i++) {
         uint64_t e = atomic_load_explicit(&w[i], memory_order_relaxed);
         if (e == page || e == (page | STOCK))
@@ -194,6 +200,13 @@ static inline __attribute__((always_inline)) bool caller_in_scope(size_t k, int 
 static inline uint64_t site_of(const void *ret)
 {
     return (uint64_t)(uintptr_t)vzcaps_platform_strip_return_address(ret);
+}
+
+/* Whether the caller's page is in the table, in scope, in its home word: one load, in line */
+static inline __attribute__((always_inline)) bool in_scope_here(const void *ret)
+{
+    uint64_t page = site_of(ret) >> 12;
+    return atomic_load_explicit(&pages[HOME(page)], memory_order_relaxed) == page;
 }
 
 /* The first raised answer of a kind, recorded (by the caller's image) before it returns */
@@ -232,7 +245,8 @@ static __attribute__((noinline)) BOOL family_slow(size_t k, id self, SEL cmd, lo
 
 static inline __attribute__((always_inline)) BOOL family_answer(size_t k, id self, SEL cmd, long family, const void *ret)
 {
-    if (family_state_of(family) == FAST)
+    unsigned char state = family_state_of(family);
+    if (state == FAST || (state == PAGED && in_scope_here(ret)))
         return YES;
     return family_slow(k, self, cmd, family, ret);
 }
@@ -242,8 +256,9 @@ static inline __attribute__((always_inline)) BOOL family_answer(size_t k, id sel
  * (Metal's maxThreadgroupMemoryLength and recommendedMaxWorkingSetSize have no setter, and
  * the replacement never changes what the original answers). So each entry remembers, per
  * limit, the last device found at or above the floor (its answer, whoever asks: a tail call of
- * the original) and, in a process not mixed once the first raised answer of the kind is on
- * record, the last one found below it (the floor, without the original). Each word holds a fact
+ * the original) and, once the first raised answer of the kind is on record, the last one found
+ * below it: in a process not mixed (below: the floor, without the original), and in any (paged:
+ * the floor for a caller in_scope_here, also without the original). Each word holds a fact
  * about one device and is read and written whole (relaxed: it publishes nothing else), so
  * racing threads can only replace one true fact by another; two devices asked in turn simply
  * take the slow path. A device created later at the address of a freed one is forgotten
@@ -259,7 +274,8 @@ static __attribute__((noinline)) unsigned long limit_asked(size_t k, int which, 
         return stock;
     if (!atomic_load_explicit(&recorded[which], memory_order_relaxed))
         raised(which, ret, stock, floor_of[which]);
-    else if (atomic_store(&table[k].below[which], me), atomic_load(&mixed)) /* mixed meanwhile: dropped */
+    else if (atomic_store_explicit(&table[k].paged[which], me, memory_order_relaxed), atomic_store(&table[k].below[which], me),
+             atomic_load(&mixed)) /* mixed meanwhile: dropped */
         atomic_compare_exchange_strong(&table[k].below[which], &me, 0);
     return (unsigned long)floor_of[which];
 }
@@ -270,7 +286,9 @@ static inline __attribute__((always_inline)) unsigned long limit_answer(size_t k
     uintptr_t me = (uintptr_t)self;
     if (atomic_load_explicit(&table[k].above[which], memory_order_relaxed) == me)
         return ((ulong_imp)(void (*)(void))original_of(k, which))(self, cmd);
-    if (atomic_load_explicit(&table[k].below[which], memory_order_relaxed) == me)
+    if (atomic_load_explicit(&table[k].below[which], memory_order_relaxed) == me ||
+        (atomic_load_explicit(&table[k].paged[which], memory_order_relaxed) == me &&
+         atomic_load_explicit(&n_table, memory_order_relaxed) <= 1 && in_scope_here(ret))) /* no super sends */
         return (unsigned long)floor_of[which];
     return limit_asked(k, which, self, cmd, ret);
 }
@@ -302,7 +320,7 @@ static void answers_prepare(void)
     SLOTS(FILL_SLOT)
     vzcaps_family_table(vzcaps_effective, family_tables[1]); /* 1: claimed */
     for (size_t i = 0; i < VZCAPS_FAMILY_TABLE_LEN; i++)
-        family_tables[0][i] = (unsigned char)(family_tables[1][i] * SLOW);
+        family_tables[0][i] = (unsigned char)(family_tables[1][i] * SLOW), family_tables[2][i] = (unsigned char)(family_tables[1][i] * PAGED);
     floor_of[SEL_THREADGROUP] = vzcaps_effective->max_threadgroup_memory;
     floor_of[SEL_WORKING_SET] = vzcaps_effective->recommended_working_set_size;
     atomic_store(&mixed, vzcaps_effective->scoped); /* until the images are judged (images_judged) */
@@ -340,9 +358,10 @@ static void rollback(Class cls, struct hooked_class *e, int done)
 {
     for (int w = 0; w < done; w++)
         if (e->original[w]) {
-            Method m = class_getInstanceMethod(cls, sel_registerName(sel_names[w]));
+            SEL sel = sel_registerName(sel_names[w]);
+            Method m = class_getInstanceMethod(cls, sel);
             if (m)
-                method_setImplementation(m, e->original[w]);
+                class_replaceMethod(cls, sel, e->original[w], method_getTypeEncoding(m));
         }
 }
 
@@ -414,8 +433,9 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
     }
     if (rc)
         clear_originals(mine); /* nothing was replaced */
-    /* publish the originals before any replacement can run */
+    /* publish the originals before any replacement can run; a second class: no PAGED answers */
     atomic_store_explicit(&n_table, n + 1, memory_order_release);
+    refresh();
     for (int w = 0; w < N_SELS && rc == 0; w++) {
         if (!mine->original[w])
             continue;
@@ -423,8 +443,8 @@ int vzcaps_hooks_install_on_class(Class cls, char *why, size_t len)
         Class super = class_getSuperclass(cls);
         int inherited = super && class_getInstanceMethod(super, sel) == methods[w];
         IMP mine_w = replacements[w][n], prev = NULL;
-        int ok = inherited ? (int)class_addMethod(cls, sel, mine_w, method_getTypeEncoding(methods[w]))
-                           : (prev = method_setImplementation(methods[w], mine_w)) != NULL;
+        const char *types = method_getTypeEncoding(methods[w]); /* class_replaceMethod: see the watch */
+        int ok = inherited ? (int)class_addMethod(cls, sel, mine_w, types) : (prev = class_replaceMethod(cls, sel, mine_w, types)) != NULL;
         /* the implementation the swap replaced: someone else's swizzle since the read is kept */
         if (prev && !is_replacement(prev, w))
             atomic_store_explicit(&mine->original[w], prev, memory_order_release);
@@ -452,6 +472,8 @@ static void forget(id device)
             atomic_compare_exchange_strong(&table[k].above[w], &was, 0);
             was = (uintptr_t)device;
             atomic_compare_exchange_strong(&table[k].below[w], &was, 0);
+            was = (uintptr_t)device;
+            atomic_compare_exchange_strong(&table[k].paged[w], &was, 0);
         }
 }
 
@@ -562,7 +584,8 @@ void vzcaps_hooks_watch_base_class(void)
     if (atomic_load_explicit(&watch_state, memory_order_acquire) == WATCH_ON)
         return; /* watching already (a class registration on the rig asks again) */
     Class base = objc_getClass("_MTLDevice");
-    Method m = base ? class_getInstanceMethod(base, sel_registerName("initGPUFamilySupport")) : NULL;
+    SEL sel = sel_registerName("initGPUFamilySupport");
+    Method m = base ? class_getInstanceMethod(base, sel) : NULL;
     if (!m)
         return; /* missing private pieces are not an error */
     int expected = WATCH_NONE;
@@ -573,9 +596,12 @@ void vzcaps_hooks_watch_base_class(void)
         return;
     }
     /* provisional, so a device created during the swap still reaches the original; then the
-     * implementation the one atomic swap actually replaced */
+     * implementation the one atomic swap actually replaced. class_replaceMethod: objc4 empties
+     * the caches of this class and its subclasses (objc-runtime-new.mm: addMethod ->
+     * flushCaches(cls)), method_setImplementation every realized class's (flushCaches(nil));
+     * the GNU runtime walks every class either way (libobjc/sendmsg.c). */
     atomic_store_explicit(&original_init_family, method_getImplementation(m), memory_order_release);
-    IMP prev = method_setImplementation(m, (IMP)(void (*)(void))replaced_init_family);
+    IMP prev = class_replaceMethod(base, sel, (IMP)(void (*)(void))replaced_init_family, "v@:");
     if (prev)
         atomic_store_explicit(&original_init_family, prev, memory_order_release);
     atomic_store_explicit(&watch_state, WATCH_ON, memory_order_release);

@@ -21,24 +21,6 @@ static char file_buf[VZCAPS_CONFIG_MAX_SIZE + 1];
 static struct vzcaps_config_result result;
 static char name_kept[4096]; /* the program's name at start-up, whole: the line's and the record's */
 
-/* vzcaps_read_file, keeping the length of the file read last (the one configure used) */
-static size_t file_len;
-static int read_and_keep(void *ctx, const char *path, char *buf, size_t cap, size_t *len, bool *missing, char *err,
-                         size_t errlen)
-{
-    struct stat st;
-    if (stat(path, &st) != 0 && errno == ENOENT) {
-        /* absent, as open would find it: said without formatting a reason nobody reads (the
-         * search skips a missing file unless VZCAPS_CONFIG named it; then this is its reason) */
-        *missing = true, *len = 0, file_len = 0;
-        vzcaps_copy(err, errlen, "cannot open: No such file or directory");
-        return -1;
-    }
-    int rc = vzcaps_read_file(ctx, path, buf, cap, len, missing, err, errlen);
-    file_len = rc == 0 ? *len : 0;
-    return rc;
-}
-
 static void *heap(void *ctx, size_t n)
 {
     (void)ctx;
@@ -66,8 +48,9 @@ static bool is_launcher(void)
 static int handed_name(char **env, char *name, size_t len)
 {
     static char claimed[sizeof "VZCAPS_PROGRAM=" + 2 * 21 + 256];
-    long long pid = (long long)getpid(), ppid = (long long)getppid();
-    int h = vzcaps_program_handed(vzcaps_env_get((const char *const *)env, "VZCAPS_PROGRAM"), pid, ppid, name, len);
+    const char *value = vzcaps_env_get((const char *const *)env, "VZCAPS_PROGRAM"); /* pids: only asked with it */
+    long long pid = value ? (long long)getpid() : 0, ppid = value ? (long long)getppid() : 0;
+    int h = vzcaps_program_handed(value, pid, ppid, name, len);
     for (size_t r = 0; h == 2 && env[r]; r++) /* unclaimed: this is the script's process, tied to it by pid and parent */
         if (strncmp(env[r], "VZCAPS_PROGRAM=", 15) == 0) {
             snprintf(claimed, sizeof claimed, "VZCAPS_PROGRAM=%lld-%lld:%s", pid, ppid, name);
@@ -109,7 +92,7 @@ static void init(void)
     in.envp = (const char *const *)env;
     in.exe = name;
     in.preload_var = vzcaps_platform_preload_var;
-    in.read_file = read_and_keep;
+    in.read_file = vzcaps_read_file;
     vzcaps_platform_host(&in.host, brand, sizeof brand);
     vzcaps_configure(&in, file_buf, sizeof file_buf, &result);
     struct vzcaps_profile *p = &result.profile;
@@ -121,9 +104,10 @@ static void init(void)
     vzcaps_say_note_stderr(); /* what fd 2 is (nothing since start-up opened one: the config file is closed) */
     vzcaps_copy(name_kept, sizeof name_kept, in.exe);
     /* inherit = matching: what a child a section matches gets back (spawn.c); unless that is
-     * set up, nothing is passed on */
+     * set up, nothing is passed on. The file configure used is in file_buf, whole (a file that
+     * holds a NUL byte is refused) */
     if (p->state == VZCAPS_ENABLED && p->inherit_matching &&
-        vzcaps_spawn_setup(env, result.config_path[0] && !result.config_error[0] ? file_buf : NULL, file_len) != 0) {
+        vzcaps_spawn_setup(env, result.config_path[0] && !result.config_error[0] ? file_buf : NULL, strlen(file_buf)) != 0) {
         p->inherit_matching = false;
         if (p->n_notes < VZCAPS_MAX_NOTES)
             snprintf(p->notes[p->n_notes++], VZCAPS_NOTE_LEN, "inherit = matching could not be set up (out of memory, "

@@ -42,8 +42,8 @@ void vzcaps_platform_host(struct vzcaps_host *host, char *brand, size_t brand_le
  * the leaf of the path exec was given (AT_EXECFN, links kept), as macOS's getprogname() is. */
 const char *vzcaps_platform_exe_name(void)
 {
-    const char *given = (const char *)getauxval(AT_EXECFN);
-    return program_invocation_short_name[0] || !given ? program_invocation_short_name : vzcaps_basename(given);
+    const char *given = program_invocation_short_name[0] ? NULL : (const char *)getauxval(AT_EXECFN);
+    return !given ? program_invocation_short_name : vzcaps_basename(given);
 }
 
 void vzcaps_platform_syslog(const char *line, size_t n)
@@ -65,12 +65,12 @@ char ***vzcaps_platform_environ(void)
     return &environ;
 }
 
-/* Each object loaded now by its path (the program's own as dladdr names it: argv[0]); later
- * loads and unloads reach hooks.c through the trigger (dlopen, dlclose) */
+/* Each object loaded now by its path (the program's own as dladdr names it, argv[0]: its base
+ * name is all hooks.c reads); later loads and unloads reach hooks.c through the trigger */
 static int each_object(struct dl_phdr_info *info, size_t size, void *added)
 {
     (void)size;
-    (*(void (**)(const char *))added)(info->dlpi_name[0] ? info->dlpi_name : program_invocation_name);
+    (*(void (**)(const char *))added)(info->dlpi_name[0] ? info->dlpi_name : program_invocation_short_name);
     return 0;
 }
 

@@ -1,6 +1,6 @@
 /* Linux (GNU Objective-C runtime) trigger, for tests and `make demo`: preempts
- * MTLCreateSystemDefaultDevice when preloaded with LD_PRELOAD, the runtime's
- * __objc_exec_class, and the calls that start programs (exec*, posix_spawn*) for selective
+ * MTLCreateSystemDefaultDevice when preloaded with LD_PRELOAD, watches the runtime's class
+ * loads, and preempts the calls that start programs (exec*, posix_spawn*) for selective
  * inheritance (spawn.c decides). With the constructor, the library's entry points: nothing of
  * the library calls into this file. */
 #define _GNU_SOURCE
@@ -17,11 +17,6 @@ extern char **environ;
 
 typedef id (*factory_fn)(void);
 static _Atomic(factory_fn) real_create;
-
-void vzcaps_platform_trigger_install(void)
-{
-    /* the real factory is looked up at the first call: a process without a device never pays it */
-}
 
 /* Preempts the stand-in Metal library's factory; forwards, then hooks the device's class. */
 __attribute__((visibility("default"))) id MTLCreateSystemDefaultDevice(void);
@@ -42,25 +37,27 @@ id MTLCreateSystemDefaultDevice(void)
 }
 
 /* Classes compiled into the executable itself register after every library's constructor
- * has run, through __objc_exec_class; preempting it lets the -[_MTLDevice
- * initGPUFamilySupport] hook find _MTLDevice whenever it appears. (macOS has no equivalent
- * need: Metal is loaded, and its classes registered, before the library's constructor.) */
-typedef void (*exec_class_fn)(void *module);
+ * has run; the GNU runtime calls its public _objc_load_callback (objc/runtime.h) for each class
+ * it loads, so the -[_MTLDevice initGPUFamilySupport] watch finds _MTLDevice whenever it
+ * appears. Set once, by the constructor of a process it configures (one more load-time lookup
+ * of a data symbol, no dlsym). (macOS has no such need: Metal is loaded, and its classes
+ * registered, before the library's constructor.) */
+static void (*earlier_callback)(Class, struct objc_category *);
 
-__attribute__((visibility("default"))) void __objc_exec_class(void *module);
-void __objc_exec_class(void *module)
+static void class_loaded(Class cls, struct objc_category *category)
 {
-    static exec_class_fn real;
     int saved = errno;
-    if (!real)
-        real = (exec_class_fn)(void (*)(void))dlsym(RTLD_NEXT, "__objc_exec_class");
+    if (earlier_callback)
+        earlier_callback(cls, category);
+    vzcaps_hooks_watch_base_class();
     errno = saved;
-    if (real)
-        real(module);
-    saved = errno;
-    if (vzcaps_effective->state == VZCAPS_ENABLED)
-        vzcaps_hooks_watch_base_class();
-    errno = saved;
+}
+
+void vzcaps_platform_trigger_install(void)
+{
+    /* the real factory is looked up at the first call: a process without a device never pays it */
+    if (vzcaps_effective->state == VZCAPS_ENABLED && _objc_load_callback != class_loaded)
+        earlier_callback = _objc_load_callback, _objc_load_callback = class_loaded;
 }
 
 /* A library opened (dlopen): the caller scope does not judge what it loads here (a wrapper that

@@ -164,6 +164,18 @@ class Objc:
             return 1
         S("_class_addMethod", add_method)
 
+        def replace_method(m, c, sel, imp, types, *_):
+            """class_replaceMethod: the class's own method gets imp and its old IMP is returned;
+            one only inherited is added to the class, and nil returned (objc-runtime-new.mm:
+            addMethod with replace=YES, getMethodNoSuper_nolock)."""
+            cls, name = cls_arg(c), self.sel_names[sel]
+            if name not in cls.methods:
+                self._method(cls, name, imp, m.cstr(types).decode() if types else "")
+                d.objc_log.append(("add", cls.name, name))
+                return 0
+            return set_imp(m, cls.methods[name].addr, imp)
+        S("_class_replaceMethod", replace_method)
+
         def msg_send(m, obj, sel, *_):
             """objc_msgSend: nil receivers answer 0; otherwise the IMP of the receiver's class
             (its isa), found up the superclass chain, is jumped to with every argument register

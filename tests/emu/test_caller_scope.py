@@ -114,9 +114,9 @@ def test_a_super_send_is_answered_as_the_parents_original(img):
 
 def test_a_swizzle_between_the_read_and_the_replace_is_kept(img):
     """Another thread swizzles -supportsFamily: after the library read the implementation and
-    before it replaced it: the replacement calls the implementation method_setImplementation
-    returned (objc-runtime-new.mm:4727-4766: "The previous implementation is returned"), not
-    the one read before (which lost the swizzle)."""
+    before it replaced it: the replacement calls the implementation class_replaceMethod
+    returned (objc-runtime-new.mm:4727-4766, 8308-8330: "The previous implementation is
+    returned"), not the one read before (which lost the swizzle)."""
     p = proc(img, env_of(**M2))
     rt = p.d.objc
     rt.add_class("DevS", "AppleParavirtDevice")
@@ -125,15 +125,15 @@ def test_a_swizzle_between_the_read_and_the_replace_is_kept(img):
     asked = []
     rt.add_py_method(rt.classes["Swizzler"], "supportsFamily:", lambda m, o, s, f, *_: asked.append(f) or 1, "c24@0:8q16")
     theirs = rt.lookup(rt.classes["Swizzler"], "supportsFamily:").imp
-    real = p.m.standins["_method_setImplementation"]
+    real = p.m.standins["_class_replaceMethod"]
 
-    def swizzled_first(m, meth, imp, *a):
-        rec = rt.methods.get(meth)
-        if rec and rec.sel == "supportsFamily:" and rec is rt.classes["DevS"].methods.get("supportsFamily:") and not asked:
-            rec.imp = theirs  # the other thread's method_setImplementation, between the read and the replace
-        return real(m, meth, imp, *a)
-    p.m.standins["_method_setImplementation"] = swizzled_first
-    p.m.slot("_method_setImplementation", swizzled_first)
+    def swizzled_first(m, c, sel, imp, *a):
+        rec = rt.classes["DevS"].methods.get(rt.sel_names[sel])
+        if rec and rec.sel == "supportsFamily:" and rt.by_addr.get(c) is rt.classes["DevS"] and not asked:
+            rec.imp = theirs  # the other thread's swizzle, between the read and the replace
+        return real(m, c, sel, imp, *a)
+    p.m.standins["_class_replaceMethod"] = swizzled_first
+    p.m.slot("_class_replaceMethod", swizzled_first)
     dev = rt.send(rt.new("DevS"), "init", image="Metal")
     assert family(p, dev, 1009, "probe") == 1  # not claimed: the original, which is theirs now
     assert 1009 in asked

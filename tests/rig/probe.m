@@ -11,7 +11,7 @@
  *   --each:  at the end, runs each PROGRAM in turn as a child with this environment, as
  *            Ollama's server starts `llama-server --list-devices` and then a runner
  *   --list-devices, --model NAME: accepted as llama-server's, printed as a "role" line
- *   --reuse: first makes a device, asks it, then makes another and asks it (with
+ *   --reuse: first makes a device, asks it twice, then makes another and asks it (with
  *            FAKEMETAL_CLASS=sized, at the first one's address); prints
  *            "reuse FIRST_WS SECOND_WS same-address 0|1" */
 #include <objc/Object.h>
@@ -113,6 +113,7 @@ int main(int argc, char **argv)
     if (reuse) {
         struct answers first, second;
         id a = MTLCreateSystemDefaultDevice();
+        ask(a, &first); /* twice: a raised answer is remembered once the first is on record */
         ask(a, &first);
         void *was = (void *)a;
         id b = MTLCreateSystemDefaultDevice();

@@ -139,16 +139,19 @@ def test_working_set_floor(build):
 
 
 
+@pytest.mark.parametrize("mixed", [False, True])
 @pytest.mark.parametrize("sets, want", [
     ("1000,3000", ["2000", "3000"]),  # raised to the floor; then a device at its address, above it: stock
     ("3000,1000", ["3000", "2000"]),  # the other way round: the new device below the floor gets it
 ])
-def test_a_device_at_a_freed_ones_address_is_asked_afresh(build, sets, want):
+def test_a_device_at_a_freed_ones_address_is_asked_afresh(build, sets, want, mixed):
     """A limit's answer is remembered per device; a new device made where another was must not
     get what was remembered about the old one (its stock answer lowered to the floor, or the
-    floor withheld)."""
+    floor withheld). mixed: an image the scope keeps stock is loaded (libobjc here, which asks
+    nothing), so the callers' pages decide and the device below the floor is remembered apart."""
     env = clean_env(FAKEMETAL_CLASS="sized", FAKEMETAL_WORKING_SETS=sets, VZCAPS_APPLE_FAMILY_MAX="auto",
-                    VZCAPS_HOST_CHIP="Apple M2", VZCAPS_RECOMMENDED_WORKING_SET_SIZE="2000")
+                    VZCAPS_HOST_CHIP="Apple M2", VZCAPS_RECOMMENDED_WORKING_SET_SIZE="2000",
+                    **({"VZCAPS_STOCK_CALLERS": "libobjc*"} if mixed else {}))
     p = run_probe(env, "--reuse")
     assert p.returncode == 0, p.stderr
     line = next(l for l in p.stdout.splitlines() if l.startswith("reuse "))
