@@ -183,3 +183,76 @@ def test_a_torn_stock_run_after_another_torn_record_still_fails(tmp_path):
     assert first.count(b'{"v":1') == 3 and b'"event":"left_stock"' in first, first  # cut, cut, whole
     r = require(log, "probe")
     assert r.returncode == 1, (r.stdout, r.stderr)
+
+
+ROTATE_WHILE_READ = r'''
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+/* Another writer's rotation (LOG renamed to LOG.1, a new LOG begun with its own record), made
+ * while vzcaps stats reads LOG.1: at its first read of the LOG.1 it opened to read. */
+static int old_fd = -1, dir_fd = -1;
+int openat(int dirfd, const char *name, int flags, ...)
+{
+    static int (*real)(int, const char *, int, ...);
+    static int n_old;
+    va_list ap;
+    va_start(ap, flags);
+    int mode = va_arg(ap, int);
+    va_end(ap);
+    if (!real)
+        real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+    int fd = real(dirfd, name, flags, mode);
+    if (fd >= 0 && strcmp(name, "usage.log.1") == 0 && ++n_old == 2)
+        old_fd = fd, dir_fd = dirfd;
+    return fd;
+}
+ssize_t read(int fd, void *buf, size_t n)
+{
+    static ssize_t (*real)(int, void *, size_t);
+    if (!real)
+        real = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+    if (fd == old_fd) {
+        old_fd = -1;
+        renameat(dir_fd, "usage.log", dir_fd, "usage.log.1");
+        int w = openat(dir_fd, "usage.log", O_WRONLY | O_CREAT | O_EXCL, 0600);
+        const char *r = "{\"v\":1,\"time\":1800000100,\"pid\":77,\"program\":\"other\",\"path\":\"/x/other\","
+                        "\"event\":\"hooked\",\"class\":\"C\",\"family\":1008,\"reason\":\"\",\"no_raise\":\"\"}\n";
+        if (w >= 0 && write(w, r, strlen(r)) >= 0)
+            close(w);
+    }
+    return real(fd, buf, n);
+}
+'''
+
+
+@LINUX_ONLY
+def test_a_rotation_while_the_proof_reads_never_lets_a_stock_run_pass(tmp_path):
+    """LOG.1 holds the zero mark and a run of probe with raised answers, LOG a later run of probe
+    left stock. Another writer rotates (LOG to LOG.1, a new LOG) while stats reads LOG.1: stats
+    then reads the new LOG, never the file that holds the stock run, and --require probe passes
+    "unlocked in every run: probe (1)". Without the rotation it fails, as it must."""
+    need_tool("cc")
+    (tmp_path / "rot.c").write_text(ROTATE_WHILE_READ)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "rot.so"), str(tmp_path / "rot.c"), "-ldl"], check=True,
+                   capture_output=True)
+    log = logs_dir(tmp_path)
+
+    def rec(pid, event, **kw):
+        d = dict(v=1, time=1800000000 + pid, pid=pid, program="probe", path="/x/probe", event=event, **{"class": "C"},
+                 family=0 if event == "left_stock" else 1008, reason="r" if event == "left_stock" else "", **kw)
+        return json.dumps(d, separators=(",", ":")) + "\n"
+    old = ('{"v":1,"time":1800000000,"pid":5,"event":"zeroed"}\n' + rec(1, "hooked", no_raise="") +
+           rec(1, "unlocked", image="libggml-metal.so", selector="supportsFamily:", stock=0, given=1007))
+    for stolen in (False, True):
+        (log.parent / "usage.log.1").write_text(old)
+        log.write_text(rec(2, "left_stock"))
+        for f in (log, log.parent / "usage.log.1"):
+            f.chmod(0o600)
+        env = clean_env(VZCAPS_LOG_FILE=log, **({"LD_PRELOAD": tmp_path / "rot.so"} if stolen else {}))
+        r = subprocess.run([VZ, "stats", "--require", "probe"], env=env, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1, (stolen, r.stdout, r.stderr)
