@@ -208,7 +208,7 @@ static void line_add(struct ulog_lines *l, const char *p, size_t take)
 {
     const size_t max = VZCAPS_LOG_LINE_MAX, h = take < max - l->head_len ? take : max - l->head_len;
     memcpy(l->head + l->head_len, p, h);
-    l->head_len += h;
+    l->head_len += h, l->total += take;
     if (take >= max) {
         l->overlong = l->overlong || l->len + take > max;
         memcpy(l->line, p + take - max, max);
@@ -236,7 +236,7 @@ void ulog_lines_feed(struct ulog_lines *l, const char *buf, size_t n)
         buf++, n--;
         l->line[l->len] = '\0';
         l->on_line(l->ctx, l->line, l->len, ++l->line_no, l->overlong, false);
-        l->len = l->head_len = 0, l->overlong = false;
+        l->len = l->head_len = 0, l->total = 0, l->overlong = false;
     }
 }
 
@@ -246,7 +246,7 @@ void ulog_lines_end(struct ulog_lines *l)
         l->line[l->len] = '\0';
         l->on_line(l->ctx, l->line, l->len, ++l->line_no, l->overlong, true);
     }
-    l->len = l->head_len = 0, l->overlong = false;
+    l->len = l->head_len = 0, l->total = 0, l->overlong = false;
 }
 
 /* ---- --since ---- */

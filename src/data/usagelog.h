@@ -71,6 +71,7 @@ struct ulog_lines {
     size_t len;
     char head[VZCAPS_LOG_LINE_MAX]; /* the first bytes of the line passed (of an overlong one, its start) */
     size_t head_len;
+    unsigned long long total; /* the bytes of the line passed, all of them */
     bool overlong;
     unsigned long long line_no;
     void (*on_line)(void *ctx, const char *line, size_t len, unsigned long long line_no, bool overlong,

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,7 @@ struct stats_run {
     long long lost, lost_until; /* records since the zero mark (or every one) a rotation dropped, the newest's time */
     const char *file; /* the file being read */
     const struct ulog_lines *lines; /* its lines */
+    char joined[2 * VZCAPS_LOG_LINE_MAX]; /* an overlong line's start and end, where nothing between was dropped */
     bool oom;
 };
 
@@ -91,20 +93,37 @@ static void take_record(struct stats_run *s, struct ulog_record *r)
     ulog_record_free(r);
 }
 
-/* The part of a line cut short (n bytes at p; NULL: its start is not kept): a run counted when
- * its event is still there, else a record no NAME it may be of can pass with. */
-static const char *cut_part(struct stats_run *s, const char *p, size_t n)
+/* A record cut short (n bytes at p; NULL: bytes of the line were not kept): a run counted when
+ * its event is still there, else a record no NAME it may be of can pass with. What it says: an
+ * index into cut_said, the higher the worse. */
+static const char *const cut_said[] = {"", " (what it still holds is counted)",
+                                       " (it may be a run of that program, which --require cannot judge then)",
+                                       " (its program cannot be read: it may be a run of any, which --require cannot judge then)"};
+static int cut_part(struct stats_run *s, const char *p, size_t n)
 {
     struct ulog_record f;
     int k = p ? ulog_parse_fragment(p, n, &f) : 2;
     if (k == 1 && f.event != ULOG_UNKNOWN)
-        return take_record(s, &f), " (what it still holds is counted)";
+        return take_record(s, &f), 1;
     if (k == 1 && *f.path && !ulog_require_count(&s->req, &f))
-        return ulog_record_free(&f), " (it may be a run of that program, which --require cannot judge then)";
+        return ulog_record_free(&f), 2;
     if (k == 1)
         ulog_record_free(&f);
     s->req.unreadable_all += k != 0;
-    return k ? " (its program cannot be read: it may be a run of any, which --require cannot judge then)" : "";
+    return k ? 3 : 0;
+}
+
+/* Each record cut short in the n bytes at p, one after another (each starts with {"v":, which no
+ * record's strings hold; of a longer piece than a record can be, its first bytes), taken; the
+ * worst said, at least was. */
+static int cut_parts(struct stats_run *s, const char *p, size_t n, int was)
+{
+    for (size_t i = 1, from = 0; i <= n; i++)
+        if (i == n || (i + 5 <= n && memcmp(p + i, "{\"v\":", 5) == 0)) {
+            int k = cut_part(s, p + from, i - from < VZCAPS_LOG_LINE_MAX ? i - from : VZCAPS_LOG_LINE_MAX);
+            was = k > was ? k : was, from = i;
+        }
+    return was;
 }
 
 static void on_line(void *ctx, const char *line, size_t len, unsigned long long line_no, bool overlong,
@@ -128,11 +147,18 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
     int mark = !tail || whole ? 0 : ulog_parse_zero(tail, tn, &t) ? 1 : 2 * ulog_parse_rotated(tail, tn, &t, &t, &t);
     if (!whole && !mark)
         tail = NULL;
-    const char *head = overlong ? s->lines->head : line, *next = NULL; /* of an overlong line, its start */
-    size_t hn = overlong ? s->lines->head_len : tail ? (size_t)(tail - line) : len;
-    for (size_t i = 1; overlong && !next && i + 5 <= hn; i++)
-        next = memcmp(head + i, "{\"v\":", 5) == 0 ? head + i : NULL; /* the whole one after the cut one */
-    const char *cut = cut_part(s, head, next ? (size_t)(next - head) : hn);
+    /* what is cut: the line before its tail; of an overlong one, its start (head) and what its last
+     * bytes hold before the tail, joined where no byte between was dropped, else a gap */
+    const struct ulog_lines *l = s->lines;
+    size_t cn = tail ? (size_t)(tail - line) : len, at = overlong ? (size_t)(l->total - len) : 0, hn = l->head_len;
+    const char *p = line;
+    if (overlong && at <= hn) { /* joined: the line's start, then what its last bytes add */
+        memcpy(s->joined, l->head, hn);
+        memcpy(s->joined + hn, line + (hn - at), at + cn > hn ? at + cn - hn : 0);
+        p = s->joined, cn += at;
+    }
+    const char *cut = cut_said[overlong && at > hn ? cut_parts(s, line, cn, cut_parts(s, l->head, hn, cut_part(s, NULL, 0)))
+                                                   : cut_parts(s, p, cn, 0)];
     if (whole || mark)
         snprintf(said, sizeof said, "a record cut short (no newline), followed by %s%s",
                  whole ? "a whole one (counted)" : mark == 1 ? "a zero mark (read)" : "a rotation's line (read)", cut);
@@ -159,14 +185,15 @@ static int open_log_file(int dirfd, const char *path, struct stat *st, char *err
     return fd;
 }
 
-/* One log streamed into s (past cap bytes refused; 0: no cap): 0 read or absent (*read tells which), -1 after the message. */
-static int read_log(struct stats_run *s, int dirfd, const char *path, bool *was_read, unsigned long long cap)
+/* One log streamed into s (past cap bytes refused; 0: no cap), from fd when it is open already
+ * (closed here): 0 read or absent (*read tells which), -1 after the message. */
+static int read_log(struct stats_run *s, int dirfd, const char *path, bool *was_read, unsigned long long cap, int fd)
 {
     char err[VZCAPS_PATH_MAX + 200];
     struct stat st;
     *was_read = false;
     errno = 0;
-    int fd = open_log_file(dirfd, path, &st, err, sizeof err);
+    fd = fd >= 0 ? (fstat(fd, &st), fd) : open_log_file(dirfd, path, &st, err, sizeof err);
     if (fd < 0 && errno == ENOENT)
         return 0;
     if (fd < 0)
@@ -711,13 +738,23 @@ static int count_log(struct stats_run *s, int dirfd, const char *path, char file
                                : (unsigned long)geteuid();
     enum vzcaps_statsfile_old old = vzcaps_statsfile_old(at, dirfd >= 0 ? strrchr(files[0], '/') + 1 : files[0], writer);
     read[0] = false;
+    /* the proof's LOG opened first and held under a shared lock while both are read: a writer's
+     * rotation, which takes the lock without waiting, is left to later; one that takes no lock is
+     * found below (LOG is another file by then) */
+    struct stat held_st, now;
+    int held = dirfd >= 0 ? vzcaps_statsfile_read(dirfd, base, &held_st) : -1;
+    if (held >= 0)
+        (void)flock(held, LOCK_SH | LOCK_NB);
     if (old > VZCAPS_OLD_OURS) /* never rotated over: LOG holds every record since */
         eprintf("vzcaps stats: %s: not read: %s, so the library never replaces it and keeps appending to %s past 1 MiB; "
                 "move it away (mv %s %s.saved) and the next record rotates the log", files[0], vzcaps_statsfile_old_why(old),
                 path, files[0], files[0]);
     else
-        rc |= read_log(s, dirfd, files[0], &read[0], VZCAPS_LOG_READ_MAX) != 0;
-    rc |= read_log(s, dirfd, files[1], &read[1], old > VZCAPS_OLD_OURS ? 0 : VZCAPS_LOG_READ_MAX) != 0; /* past 1 MiB */
+        rc |= read_log(s, dirfd, files[0], &read[0], VZCAPS_LOG_READ_MAX, -1) != 0;
+    rc |= read_log(s, dirfd, files[1], &read[1], old > VZCAPS_OLD_OURS ? 0 : VZCAPS_LOG_READ_MAX, held) != 0; /* past 1 MiB */
+    if (held >= 0 && (fstatat(dirfd, base, &now, AT_SYMLINK_NOFOLLOW) != 0 || now.st_ino != held_st.st_ino ||
+                      now.st_dev != held_st.st_dev))
+        rc = 1, eprintf("vzcaps stats: %s was rotated while it was read: what was read proves nothing; run it again", path);
     if (rc == 0 && !read[0] && !read[1] && dirfd < 0 && check_log_dir(path, "not written yet, and the library will not write it there"))
         rc = 1;
     if (s->oom)
