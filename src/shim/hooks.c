@@ -200,35 +200,28 @@ static inline uint64_t site_of(const void *ret)
 
 static _Atomic(IMP) original_init_family; /* the watch's (below) */
 
-/* Whether the image at base implements device: it holds the original of the method asked on its
- * class chain, or the original -initGPUFamilySupport (Metal's, which asks as it creates a device) */
-static bool device_code(id device, int which, const void *base)
-{
-    char name[256];
-    IMP own[2] = {device_original(device, which), atomic_load(&original_init_family)};
-    for (int i = 0; base && i < 2; i++)
-        if (own[i] && image_of(site_of((const void *)own[i]), name) == base)
-            return true;
-    return false;
-}
-
 /* The first raised answer of a kind, recorded (by the caller's image) before it returns; not one
- * the device's own code asks itself (no effect on the job: the record waits for another image),
- * whose last site is remembered, so the few asks of a device's creation pay dladdr once each */
+ * the device's own code asks itself, an image that holds the original of the method asked on its
+ * class chain or the original -initGPUFamilySupport (Metal's, which asks as it creates a device):
+ * no effect on the job, the record waits for another image. Such a site is remembered, so the
+ * few asks of a device's creation pay dladdr once each. */
 static __attribute__((noinline)) void raised(int which, id self, const void *ret, unsigned long long stock,
                                              unsigned long long given)
 {
     static _Atomic uint64_t own_site;
-    char image[256];
+    char image[256], name[256];
     uint64_t a = site_of(ret);
     if (a == atomic_load(&own_site) || atomic_load(&recorded[which]))
         return;
-    if (device_code(self, which, image_of(a, image)))
+    const void *base = image_of(a, image); /* NULL: in no image, so in none of the device's */
+    IMP own[2] = {device_original(self, which), atomic_load(&original_init_family)};
+    bool mine = false;
+    for (int i = 0; base && i < 2 && !mine; i++)
+        mine = own[i] && image_of(site_of((const void *)own[i]), name) == base;
+    if (mine)
         atomic_store(&own_site, a);
-    else if (!atomic_exchange(&recorded[which], true)) {
-        vzcaps_statslog_effect(which, image, stock, given); /* errno kept */
-        refresh();
-    }
+    else if (!atomic_exchange(&recorded[which], true))
+        vzcaps_statslog_effect(which, image, stock, given), refresh(); /* errno kept */
 }
 
 static inline __attribute__((always_inline)) unsigned char family_state_of(long family)
