@@ -75,3 +75,103 @@ def test_a_writer_during_the_proofs_read_appends_and_never_rotates(tmp_path):
     assert b'"event":"unlocked"' in log.read_bytes()[-2048:]  # it appended its records to the full LOG instead
     req = json.loads(p.stdout)["required"][0]
     assert p.returncode == 1 and (req["ran"], req["unlocked"], req["verdict"]) == (3, 2, "stock"), (p.stdout, p.stderr)
+
+
+LOG1_UNREADABLE = r'''
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+/* The library's second open of usage.log.1 in this process (the rotation reading what it drops,
+ * after the check of its first bytes) gives a descriptor whose reads fail (EIO). */
+static int bad_fd = -1;
+int openat(int dirfd, const char *name, int flags, ...)
+{
+    static int (*real)(int, const char *, int, ...);
+    static int n_old;
+    va_list ap;
+    va_start(ap, flags);
+    int mode = va_arg(ap, int);
+    va_end(ap);
+    if (!real)
+        real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
+    int fd = real(dirfd, name, flags, mode);
+    if (fd >= 0 && strcmp(name, "usage.log.1") == 0 && ++n_old == 2)
+        bad_fd = fd;
+    return fd;
+}
+ssize_t read(int fd, void *buf, size_t n)
+{
+    static ssize_t (*real)(int, void *, size_t);
+    if (!real)
+        real = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+    if (fd == bad_fd)
+        return errno = EIO, -1;
+    return real(fd, buf, n);
+}
+'''
+
+
+def full_log_and_old(tmp_path, old_text):
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    log, old = logs / "usage.log", logs / "usage.log.1"
+    old.write_text(old_text)
+    filler = rec("filler", pid=9, path="/" + "p" * 400) + "\n"
+    log.write_text(filler * (1048576 // len(filler) + 1))  # full: the next writer rotates it
+    for f in (log, old):
+        f.chmod(0o600)
+    return log, old
+
+
+def write_with_library(log, preload=()):
+    env = clean_env(LD_PRELOAD=":".join([*map(str, preload), str(BUILD / "libvzcaps.so")]), VZCAPS_LOG_FILE=log,
+                    VZCAPS_APPLE_FAMILY_MAX="auto", VZCAPS_HOST_CHIP="Apple M2")
+    subprocess.run([str(BUILD / "probe")], env=env, capture_output=True, timeout=60, check=True)
+
+
+def require_probe(log):
+    return subprocess.run([str(BUILD / "vzcaps"), "stats", "--require", "probe"], capture_output=True, text=True, timeout=60,
+                          env=clean_env(VZCAPS_LOG_FILE=log))
+
+
+@LINUX_ONLY
+def test_a_rotation_that_cannot_read_what_it_drops_says_the_count_is_unknown(tmp_path):
+    """LOG.1 holds the zero mark and a stock run of probe; the rotation's read of it fails: its line
+    said "lost":0, as if nothing were dropped, and --require passed probe on its later run alone."""
+    need_tool("cc")
+    (tmp_path / "bad.c").write_text(LOG1_UNREADABLE)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "bad.so"), str(tmp_path / "bad.c"), "-ldl"], check=True,
+                   capture_output=True)
+    log, old = full_log_and_old(tmp_path, '{"v":1,"time":1764619000,"pid":5,"event":"zeroed"}\n' +
+                                rec("probe", "left_stock", 0, "no chip", pid=2) + "\n")
+    write_with_library(log, [tmp_path / "bad.so"])
+    said = json.loads(old.read_text().splitlines()[-1])
+    assert (said["event"], said["lost"]) == ("rotated", -1), said
+    p = require_probe(log)
+    assert p.returncode == 1 and "an unknown number of records written were lost to the log's rotation" in p.stderr, p.stderr
+
+
+@LINUX_ONLY
+def test_a_rotation_reads_no_more_than_2_mib_of_what_it_drops(tmp_path):
+    """A LOG.1 over 2 MiB (the log kept appending past 1 MiB while LOG.1 was not one of ours): the
+    host's thread does not read it all; the count is unknown, and --require fails."""
+    filler = rec("filler", pid=8, path="/" + "q" * 400) + "\n"
+    log, old = full_log_and_old(tmp_path, '{"v":1,"time":1764619000,"pid":5,"event":"zeroed"}\n' +
+                                filler * (2 * 1048576 // len(filler) + 1))
+    write_with_library(log)
+    said = json.loads(old.read_text().splitlines()[-1])
+    assert (said["event"], said["lost"]) == ("rotated", -1), said
+    assert require_probe(log).returncode == 1
+
+
+@LINUX_ONLY
+def test_an_unknown_count_stays_unknown_through_the_next_rotation(tmp_path):
+    unknown = '{"v":1,"time":1764619100,"pid":6,"event":"rotated","zeroed":0,"lost":-1,"until":0}\n'
+    log, old = full_log_and_old(tmp_path, rec("probe", pid=3) + "\n" + unknown + rec("probe", pid=4) + "\n")
+    write_with_library(log)
+    said = json.loads(old.read_text().splitlines()[-1])
+    assert (said["event"], said["lost"]) == ("rotated", -1), said
+    assert require_probe(log).returncode == 1
