@@ -7,6 +7,7 @@
  * line without counting and naming it, or moves or writes a file the library could not have
  * written. */
 #define _XOPEN_SOURCE 700 /* realpath */
+#define _DARWIN_C_SOURCE /* flock on macOS */
 #include "../../common/input.h"
 #include "../../common/statsfile.h"
 #include "../../data/require.h"
