@@ -8,46 +8,26 @@ import os
 import subprocess
 
 from conftest import BUILD, LINUX_ONLY, clean_env, need_tool
+from test_hostile_round7 import ROTATE_WHILE_READ
 from test_stats import ran, rec
 
-WRITER_DURING_READ = r'''
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <fcntl.h>
-#include <stdarg.h>
+# the second open of usage.log.1 in the process (the first looks at its first bytes; the second
+# reads it: stats's read, or a rotation's count) caught as test_hostile_round7's hook catches it
+SECOND_OPEN_OF_LOG1 = ROTATE_WHILE_READ[:ROTATE_WHILE_READ.index("ssize_t read")] + r'''
+#include <errno.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-/* At stats's first read of the LOG.1 it opened to read, the command in WRITER runs once. */
-static int old_fd = -1;
-int openat(int dirfd, const char *name, int flags, ...)
-{
-    static int (*real)(int, const char *, int, ...);
-    static int n_old;
-    va_list ap;
-    va_start(ap, flags);
-    int mode = va_arg(ap, int);
-    va_end(ap);
-    if (!real)
-        real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
-    int fd = real(dirfd, name, flags, mode);
-    if (fd >= 0 && strcmp(name, "usage.log.1") == 0 && ++n_old == 2)
-        old_fd = fd;
-    return fd;
-}
 ssize_t read(int fd, void *buf, size_t n)
 {
     static ssize_t (*real)(int, void *, size_t);
     if (!real)
         real = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
-    if (fd == old_fd) {
-        old_fd = -1;
-        if (system(getenv("WRITER")) != 0)
-            _exit(99);
-    }
+    if (fd == old_fd)
+        ON_READ;
     return real(fd, buf, n);
 }
 '''
+# stats's first read of LOG.1: the command in WRITER runs, once
+WRITER_DURING_READ = "#define ON_READ { old_fd = -1; if (system(getenv(\"WRITER\")) != 0) _exit(99); }\n" + SECOND_OPEN_OF_LOG1
 
 
 @LINUX_ONLY
@@ -77,41 +57,8 @@ def test_a_writer_during_the_proofs_read_appends_and_never_rotates(tmp_path):
     assert p.returncode == 1 and (req["ran"], req["unlocked"], req["verdict"]) == (3, 2, "stock"), (p.stdout, p.stderr)
 
 
-LOG1_UNREADABLE = r'''
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <errno.h>
-#include <stdarg.h>
-#include <string.h>
-#include <unistd.h>
-/* The library's second open of usage.log.1 in this process (the rotation reading what it drops,
- * after the check of its first bytes) gives a descriptor whose reads fail (EIO). */
-static int bad_fd = -1;
-int openat(int dirfd, const char *name, int flags, ...)
-{
-    static int (*real)(int, const char *, int, ...);
-    static int n_old;
-    va_list ap;
-    va_start(ap, flags);
-    int mode = va_arg(ap, int);
-    va_end(ap);
-    if (!real)
-        real = (int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat");
-    int fd = real(dirfd, name, flags, mode);
-    if (fd >= 0 && strcmp(name, "usage.log.1") == 0 && ++n_old == 2)
-        bad_fd = fd;
-    return fd;
-}
-ssize_t read(int fd, void *buf, size_t n)
-{
-    static ssize_t (*real)(int, void *, size_t);
-    if (!real)
-        real = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
-    if (fd == bad_fd)
-        return errno = EIO, -1;
-    return real(fd, buf, n);
-}
-'''
+# the rotation's read of the LOG.1 it replaces fails (EIO)
+LOG1_UNREADABLE = "#define ON_READ return errno = EIO, -1\n" + SECOND_OPEN_OF_LOG1
 
 
 def full_log_and_old(tmp_path, old_text):
