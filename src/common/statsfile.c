@@ -40,11 +40,10 @@ static int open_root(void)
 /* The directory dir (absolute) opened by a walk from / one component at a time, never following a
  * link but a trusted one (link_trusted), whose target is walked in its place: the descriptor, or
  * -1 (a component missing, not a directory or not readable, a link another user could have
- * planted, more than LINKS_MAX links). Not reentrant (static buffers: one stack frame stays
- * small); the library walks from its constructor and from the one record's write only. */
-static int open_dir(const char *dir, size_t n)
+ * planted, more than LINKS_MAX links). Reentrant: the library's threads may each write a record. */
+static __attribute__((noinline)) int open_dir(const char *dir, size_t n)
 {
-    static char rest[2 * VZCAPS_PATH_MAX + 2], target[VZCAPS_PATH_MAX + 1];
+    char rest[2 * VZCAPS_PATH_MAX + 2], target[VZCAPS_PATH_MAX + 1];
     unsigned long uid = (unsigned long)geteuid();
     if (n >= sizeof rest || dir[0] != '/')
         return -1;
@@ -213,32 +212,38 @@ struct dropped {
     bool marked;
 };
 
-/* One line of the LOG.1 a rotation replaces: a zero mark starts the count afresh; the line of
- * the rotation that made it LOG.1 carries what was dropped before it; anything else is a record. */
+/* One line of the LOG.1 a rotation replaces: a zero mark starts the count afresh; the line of the rotation
+ * that made it LOG.1 carries what was dropped before it (lost -1: unknown, and so it stays); else a record. */
+#define ROTATED "{\"v\":1,\"time\":#,\"pid\":#,\"event\":\"rotated\",\"zeroed\":#,\"lost\":"
 static void drop_line(struct dropped *d, const char *p, size_t n)
 {
     long long v[5];
+    bool unknown = match(p, n, ROTATED "-#,\"until\":#}", v) == n;
     if (match(p, n, "{\"v\":1,\"time\":#,\"pid\":#,\"event\":\"zeroed\"}", v) == n)
         *d = (struct dropped){v[0], 0, 0, true};
-    else if (match(p, n, "{\"v\":1,\"time\":#,\"pid\":#,\"event\":\"rotated\",\"zeroed\":#,\"lost\":#,\"until\":#}", v) == n) {
+    else if (unknown || match(p, n, ROTATED "#,\"until\":#}", v) == n) {
         if (!d->marked)
-            d->zeroed = v[2], d->lost += v[3], d->until = v[4] > d->until ? v[4] : d->until;
+            d->zeroed = v[2], d->lost = unknown || d->lost < 0 ? -1 : d->lost + v[3], d->until = v[4] > d->until ? v[4] : d->until;
     } else if (n) {
-        d->lost++;
+        d->lost += d->lost >= 0;
         if (match(p, n, VZCAPS_STATSLOG_START "#", v) && v[0] > d->until)
             d->until = v[0];
     }
 }
 
-/* What replacing old (in dirfd) drops: each of its lines (an overlong one counts once). */
-static struct dropped dropped_of(int dirfd, const char *old)
+/* What replacing old (in dirfd) drops: each of its lines (an overlong one counts once); lost -1
+ * (unknown: --require fails) when it cannot be read, or holds more than the host's thread reads (2 MiB). */
+static __attribute__((noinline)) struct dropped dropped_of(int dirfd, const char *old)
 {
-    static char buf[2 * VZCAPS_STATSLOG_MAX];
+    char buf[2 * VZCAPS_STATSLOG_MAX];
     struct dropped d = {0, 0, 0, false};
+    struct stat st;
     int fd = openat(dirfd, old, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    size_t have = 0;
+    size_t have = 0, left = 2 * VZCAPS_STATSLOG_ROTATE;
     bool rest = false; /* the rest of an overlong line, counted already */
-    for (ssize_t r; fd >= 0 && (r = read(fd, buf + have, sizeof buf - have)) > 0;) {
+    ssize_t r = fd < 0 ? -(errno != ENOENT) : fstat(fd, &st) != 0 || (size_t)st.st_size > left ? -1 : 1;
+    while (r > 0 && (r = read(fd, buf + have, sizeof buf - have)) > 0 && (size_t)r <= left) {
+        left -= (size_t)r;
         char *p = buf, *nl;
         for (have += (size_t)r; (nl = memchr(p, '\n', have - (size_t)(p - buf))); p = nl + 1, rest = false)
             if (!rest)
@@ -252,7 +257,7 @@ static struct dropped dropped_of(int dirfd, const char *old)
         drop_line(&d, buf, have);
     if (fd >= 0)
         close(fd);
-    return d;
+    return r ? (struct dropped){0, -1, 0, false} : d;
 }
 
 /* The rotation's line appended to fd's file (st: its size), all of it or nothing: never past

@@ -248,7 +248,8 @@ const char *ulog_require_verdict(const struct ulog_require *t, const struct ulog
         *why = heap_printf("%llu %s of the log cut short could be %s runs%s: not every run can be judged", cut,
                            cut == 1 ? "record" : "records", ran ? "more of its" : "its", window);
     else if (lost)
-        *why = heap_printf("%lld records written%s were lost to the log's rotation: not every run can be judged", lost, window);
+        *why = heap_printf("%.0lld%s records written%s were lost to the log's rotation: not every run can be judged", /* -1: unknown */
+                           lost < 0 ? 0 : lost, lost < 0 ? "an unknown number of" : "", window);
     else if (!ran && !q->counted)
         *why = heap_printf("never ran%s: no record of %s%s%s in the log", window, q->by_path ? "a process whose executable is " : "",
                            q->match, q->by_path && strcmp(q->match, q->name) ? " (where it leads)" : "");

@@ -169,8 +169,9 @@ size_t ulog_zero_format(long long time, long long pid, char *out, size_t cap)
     return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }
 
-/* 1 when line is the one-line mark of event whose integer members are keys (into v), else 0. */
-static int parse_mark(const char *line, size_t len, const char *event, const char *const *keys, long long *v)
+/* 1 when line is the one-line mark of event whose integer members are keys (into v, each at
+ * least lo), else 0. */
+static int parse_mark(const char *line, size_t len, const char *event, const char *const *keys, long long *v, long long lo)
 {
     char err[200];
     struct jv *o = jv_parse(line, len, err, sizeof err);
@@ -179,7 +180,7 @@ static int parse_mark(const char *line, size_t len, const char *event, const cha
     int is = ev && ev->type == JV_STRING && strcmp(ev->string, event) == 0 &&
              int_member(o, "v", VZCAPS_LOG_VERSION, VZCAPS_LOG_VERSION, &version, err, sizeof err) == 0;
     for (; is && *keys; keys++)
-        is = int_member(o, *keys, 0, INT64_C(1) << 52, v++, err, sizeof err) == 0;
+        is = int_member(o, *keys, lo, INT64_C(1) << 52, v++, err, sizeof err) == 0;
     jv_free(o);
     return is;
 }
@@ -188,7 +189,7 @@ int ulog_parse_rotated(const char *line, size_t len, long long *z, long long *lo
 {
     static const char *const keys[] = {"zeroed", "lost", "until", NULL};
     long long v[3];
-    int is = parse_mark(line, len, "rotated", keys, v);
+    int is = parse_mark(line, len, "rotated", keys, v, -1); /* lost -1: unknown */
     if (is)
         *z = v[0], *lost = v[1], *until = v[2];
     return is;
@@ -197,31 +198,28 @@ int ulog_parse_rotated(const char *line, size_t len, long long *z, long long *lo
 int ulog_parse_zero(const char *line, size_t len, long long *time)
 {
     static const char *const keys[] = {"time", NULL};
-    return parse_mark(line, len, ULOG_ZERO_EVENT, keys, time);
+    return parse_mark(line, len, ULOG_ZERO_EVENT, keys, time, 0);
 }
 
 /* ---- lines from a stream ---- */
 
-/* take bytes added to the line; past VZCAPS_LOG_LINE_MAX it is overlong and its last
- * VZCAPS_LOG_LINE_MAX bytes are kept (a whole record appended to a cut one is at the end). */
+/* take bytes added to the line: past VZCAPS_LOG_LINE_MAX it is overlong; of one past twice that,
+ * its last bytes are kept (dropped: its start; a whole record appended to cut ones is at the end). */
 static void line_add(struct ulog_lines *l, const char *p, size_t take)
 {
-    const size_t max = VZCAPS_LOG_LINE_MAX, h = take < max - l->head_len ? take : max - l->head_len;
-    memcpy(l->head + l->head_len, p, h);
-    l->head_len += h;
+    const size_t max = sizeof l->line - 1;
     if (take >= max) {
-        l->overlong = l->overlong || l->len + take > max;
+        l->dropped = l->dropped || l->len + take > max;
         memcpy(l->line, p + take - max, max);
         l->len = max;
-        return;
-    }
-    if (l->len + take > max) {
+    } else if (l->len + take > max) {
         size_t drop = l->len + take - max;
         memmove(l->line, l->line + drop, l->len - drop);
-        l->len -= drop, l->overlong = true;
+        l->len -= drop, l->dropped = true;
     }
-    memcpy(l->line + l->len, p, take);
-    l->len += take;
+    if (take < max)
+        memcpy(l->line + l->len, p, take), l->len += take;
+    l->overlong = l->dropped || l->len > VZCAPS_LOG_LINE_MAX;
 }
 
 void ulog_lines_feed(struct ulog_lines *l, const char *buf, size_t n)
@@ -236,7 +234,7 @@ void ulog_lines_feed(struct ulog_lines *l, const char *buf, size_t n)
         buf++, n--;
         l->line[l->len] = '\0';
         l->on_line(l->ctx, l->line, l->len, ++l->line_no, l->overlong, false);
-        l->len = l->head_len = 0, l->overlong = false;
+        l->len = 0, l->overlong = l->dropped = false;
     }
 }
 
@@ -246,7 +244,7 @@ void ulog_lines_end(struct ulog_lines *l)
         l->line[l->len] = '\0';
         l->on_line(l->ctx, l->line, l->len, ++l->line_no, l->overlong, true);
     }
-    l->len = l->head_len = 0, l->overlong = false;
+    l->len = 0, l->overlong = l->dropped = false;
 }
 
 /* ---- --since ---- */

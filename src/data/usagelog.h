@@ -60,18 +60,18 @@ int ulog_parse_zero(const char *line, size_t len, long long *time);
 /* The line a rotation leaves at the end of the file it renames to PATH.1 (statsfile.h): what the
  * PATH.1 it replaced held that is now gone, {"v":1,"time":T,"pid":P,"event":"rotated",
  * "zeroed":Z,"lost":N,"until":U}: N records since the zero mark of time Z (0: none), the newest
- * of time U. 1 when line is one (z, lost, until set), else 0. */
+ * of time U; N -1: unknown (the writer could not read the file it replaced, or it was too large).
+ * 1 when line is one (z, lost, until set), else 0. */
 int ulog_parse_rotated(const char *line, size_t len, long long *z, long long *lost, long long *until);
 
-/* Splits a stream into lines of at most VZCAPS_LOG_LINE_MAX bytes without keeping more than one:
- * on_line gets each line (len, its 1-based number) or, for a longer one, overlong true and its
- * last VZCAPS_LOG_LINE_MAX bytes only (where a whole record appended to a cut one is). A last line without its newline is passed with unterminated true. */
+/* Splits a stream into lines without keeping more than one: on_line gets each line (len, its
+ * 1-based number), one longer than VZCAPS_LOG_LINE_MAX with overlong true, of one longer than
+ * twice that its last bytes only, dropped true (where a whole record appended to cut ones is).
+ * A last line without its newline is passed with unterminated true. */
 struct ulog_lines {
-    char line[VZCAPS_LOG_LINE_MAX + 1];
+    char line[2 * VZCAPS_LOG_LINE_MAX + 1];
     size_t len;
-    char head[VZCAPS_LOG_LINE_MAX]; /* the first bytes of the line passed (of an overlong one, its start) */
-    size_t head_len;
-    bool overlong;
+    bool overlong, dropped;
     unsigned long long line_no;
     void (*on_line)(void *ctx, const char *line, size_t len, unsigned long long line_no, bool overlong,
                     bool unterminated);

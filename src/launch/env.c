@@ -7,6 +7,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -95,10 +96,12 @@ static void env_build(struct envbuf *b, const struct cfg_opts *o)
         env_set(b, "VZCAPS_INHERIT", "1");
     if (o->inherit_matching)
         env_set(b, "VZCAPS_INHERIT", "matching");
-    /* unclaimed (zeros): the first process that reads it, the one this run or the line a shell
-     * runs starts, writes its pid there; one inherited from elsewhere never reaches the child */
+    /* bound to this pid and parent when exec'd here (run, a shim), else unclaimed (zeros: the first process that
+     * reads it, the line a shell runs starts, writes its pid there); one inherited never reaches the child */
     char v[300];
-    snprintf(v, sizeof v, "%0*d:%s", VZCAPS_PROGRAM_CLAIM, 0, o->handed ? o->handed : "");
+    int n = o->handed_here ? snprintf(v, sizeof v, "%lld-%lld", (long long)getpid(), (long long)getppid())
+                           : snprintf(v, sizeof v, "%0*d", VZCAPS_PROGRAM_CLAIM, 0);
+    snprintf(v + n, sizeof v - (size_t)n, ":%s", o->handed ? o->handed : "");
     env_set(b, "VZCAPS_PROGRAM", v);
     if (!o->handed)
         b->n--, b->v[b->n] = NULL; /* env_set appended it last: taken back */

@@ -44,6 +44,7 @@ static void configure(struct launch_request *rq, struct launch_job *j)
     rq->o = f->opts[i];
     j->plan.exe = f->names[i];
     rq->o.handed = j->plan.script ? j->plan.exe : NULL;
+    j->opts = &f->opts[i];
 }
 
 /* The image's running slice and the library's: refused (EXIT_REFUSED) where dyld would abort it;
@@ -81,7 +82,7 @@ static int target_check(struct launch_job *j)
 enum launch_gate launch_job_decide(struct launch_request *rq, struct launch_job *j)
 {
     j->why[0] = j->verdict_why[0] = j->arch[0] = '\0';
-    j->rc = 0;
+    j->rc = 0, j->opts = NULL;
     j->facts = launch_facts_gather(rq);
     int rc = launch_decide(j->facts, &j->plan, rq->dry);
     if (rc != 0) {
@@ -121,7 +122,7 @@ enum launch_gate launch_job_gate(const struct cfg_opts *o, const char *name, str
     struct launch_request rq = {.o = *o, .dry = true, .shim = true, .as_job = true, .cmd = cmd};
     cmd[0] = (char *)(name ? name : "");
     if (!name || !*name) { /* no program named: the configuration alone */
-        cli_configure_view(&rq.o, &j->r);
+        cli_configure_view(&rq.o, &j->r), j->opts = NULL;
         j->step = LAUNCH_CANNOT_START;
         return j->verdict = launch_gate(&j->r.profile, NULL, NULL, j->verdict_why, sizeof j->verdict_why);
     }
@@ -135,7 +136,9 @@ enum launch_gate launch_job_gate(const struct cfg_opts *o, const char *name, str
         snprintf(script, sizeof script, "%s", f->name.found);
         rq = (struct launch_request){.o = *o, .dry = true, .shim = true, .as_job = true, .cmd = via};
         launch_job_free(j);
-        return launch_job_decide(&rq, j);
+        launch_job_decide(&rq, j); /* recorded as the shim's program, under its name: the proof's NAME */
+        vzcaps_appendf(j->verdict_why, sizeof j->verdict_why, "; recorded as %s (stats --require %s)", j->plan.exe, j->plan.exe);
+        return j->verdict;
     }
     if (f->name.rc == 0 && !f->name.shim[0] && j->verdict == LAUNCH_GATE_CHANGES) { /* a job's shell starts what PATH finds: without the library */
         snprintf(j->verdict_why, sizeof j->verdict_why, "%s %s %s, which is not a vzcaps shim: a job that starts it runs it "

@@ -42,7 +42,8 @@ struct cfg_opts {
     bool inherit_matching; /* run --inherit-matching: VZCAPS_INHERIT=matching */
     bool family_implied; /* set by cli_configure_run: --family auto was implied */
     bool bare;           /* check/doctor/inspect --bare: the library with this environment alone */
-    const char *handed;  /* a #! script's name, handed to the library as VZCAPS_PROGRAM=PID:NAME (this pid: run execs) */
+    const char *handed;  /* a #! script's name, handed to the library as VZCAPS_PROGRAM (docs/config.md) */
+    bool handed_here;    /* the program is exec'd in this process: the name bound to its pid and parent */
 };
 /* The configuration as a command shows it: what `vzcaps run` would do (cli_configure_run), or
  * with o->bare what the library would do with this environment alone (cli_configure). */
@@ -317,6 +318,7 @@ struct launch_job {
     const struct launch_facts *facts; /* launch_facts_gather's record */
     struct launch_plan plan;
     struct vzcaps_config_result r;
+    const struct cfg_opts *opts; /* what r was made with (the chosen name's); NULL when nothing was configured */
     enum launch_step step;
     int rc;                  /* LAUNCH_CANNOT_START: 126/127; LAUNCH_NO_LIBRARY: 1 not found, 2 not loadable */
     char library[4096];

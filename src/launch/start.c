@@ -173,6 +173,7 @@ int launch_run(struct launch_request *rq)
         return rc;
     if (rq->shim)
         launch_plan_notes(plan, "vzcaps run");
+    rq->o.handed_here = !rq->dry; /* execve below keeps this pid and parent */
     char **env = cli_child_env(&rq->o, j.library);
     if (cli_preload_duplicates())
         eprintf("vzcaps run: note: %s was set %zu more time(s); the child gets one entry (the first, as getenv sees it)",

@@ -102,14 +102,16 @@ static void refresh(void)
 #define STOCK (1ull << 63) /* above every user-space address */
 static _Atomic uint64_t pages[(1u << PAGE_BITS) + PROBES];
 
-/* The base name of the image holding addr ("": none, or too long to be told), errno kept */
-static void image_of(uint64_t addr, char name[256])
+/* The base name of the image holding addr ("": none, or too long to be told) and its load
+ * address (NULL: none), errno kept */
+static const void *image_of(uint64_t addr, char name[256])
 {
-    Dl_info info;
+    Dl_info info = {0};
     int saved = errno;
     const char *base = dladdr((const void *)(uintptr_t)addr, &info) && info.dli_fname ? vzcaps_basename(info.dli_fname) : "";
     memcpy(name, strlen(base) < 256 ? base : "", strlen(base) < 256 ? strlen(base) + 1 : 1);
     errno = saved;
+    return base[0] ? info.dli_fbase : NULL;
 }
 
 void vzcaps_hooks_images_gone(void)
@@ -209,17 +211,30 @@ static inline __attribute__((always_inline)) bool in_scope_here(const void *ret)
     return atomic_load_explicit(&pages[HOME(page)], memory_order_relaxed) == page;
 }
 
-/* The first raised answer of a kind, recorded (by the caller's image) before it returns */
-static __attribute__((noinline)) void raised(int which, const void *ret, unsigned long long stock, unsigned long long given)
+static _Atomic(IMP) original_init_family; /* the watch's (below) */
+
+/* The first raised answer of a kind, recorded (by the caller's image) before it returns; not one
+ * the device's own code asks itself, an image that holds the original of the method asked on its
+ * class chain or the original -initGPUFamilySupport (Metal's, which asks as it creates a device):
+ * no effect on the job, the record waits for another image. Such a site is remembered, so the
+ * few asks of a device's creation pay dladdr once each. */
+static __attribute__((noinline)) void raised(int which, id self, const void *ret, unsigned long long stock,
+                                             unsigned long long given)
 {
-    char image[256];
-    if (atomic_exchange(&recorded[which], true))
+    static _Atomic uint64_t own_site;
+    char image[256], name[256];
+    uint64_t a = site_of(ret);
+    if (a == atomic_load(&own_site) || atomic_load(&recorded[which]))
         return;
-    image_of(site_of(ret), image);
-    int saved = errno;
-    vzcaps_statslog_effect(which, image, stock, given);
-    errno = saved;
-    refresh();
+    const void *base = image_of(a, image); /* NULL: in no image, so in none of the device's */
+    IMP own[2] = {device_original(self, which), atomic_load(&original_init_family)};
+    bool mine = false;
+    for (int i = 0; base && i < 2 && !mine; i++)
+        mine = own[i] && image_of(site_of((const void *)own[i]), name) == base;
+    if (mine)
+        atomic_store(&own_site, a);
+    else if (!atomic_exchange(&recorded[which], true))
+        vzcaps_statslog_effect(which, image, stock, given), refresh(); /* errno kept */
 }
 
 static inline __attribute__((always_inline)) unsigned char family_state_of(long family)
@@ -239,7 +254,7 @@ static __attribute__((noinline)) BOOL family_slow(size_t k, id self, SEL cmd, lo
     if (!family_state_of(family) || !caller_in_scope(k, SEL_FAMILY, self, site_of(ret)))
         return orig(self, cmd, family);
     if (!atomic_load_explicit(&recorded[SEL_FAMILY], memory_order_relaxed) && !orig(self, cmd, family))
-        raised(SEL_FAMILY, ret, 0, (unsigned long long)family);
+        raised(SEL_FAMILY, self, ret, 0, (unsigned long long)family);
     return YES;
 }
 
@@ -273,7 +288,7 @@ static __attribute__((noinline)) unsigned long limit_asked(size_t k, int which, 
     if (stock >= floor_of[which] || !caller_in_scope(k, which, self, site_of(ret)))
         return stock;
     if (!atomic_load_explicit(&recorded[which], memory_order_relaxed))
-        raised(which, ret, stock, floor_of[which]);
+        raised(which, self, ret, stock, floor_of[which]);
     else if (atomic_store_explicit(&table[k].paged[which], me, memory_order_relaxed), atomic_store(&table[k].below[which], me),
              atomic_load(&mixed)) /* mixed meanwhile: dropped */
         atomic_compare_exchange_strong(&table[k].below[which], &me, 0);

@@ -38,22 +38,25 @@ static bool library_has_arm64e(void)
 }
 /* ---- the library by what its file is, whatever its name (issue 45: the command's rule) ---- */
 static struct stat self_file; /* this library's file (dladdr, stat), looked up at the first need */
+static char self_base[256];   /* the base name of the path the loader found it at */
 static atomic_int self_known; /* 0: not yet, 1: known, 2: unknown */
 
 /* Whether path is this library: the same file (itself, a link to it), or a regular file of its
- * size carrying its marker (a renamed copy). Read without blocking. */
+ * size carrying its marker (a renamed copy); a bare name ld.so searched (LD_PRELOAD): the one it
+ * found this library by. Read without blocking. */
 static bool is_self(const char *path)
 {
     struct stat st;
     Dl_info info;
-    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
-        return false;
     int v = atomic_load_explicit(&self_known, memory_order_acquire);
     if (!v) {
         v = dladdr((const void *)&self_file, &info) && info.dli_fname && stat(info.dli_fname, &self_file) == 0 ? 1 : 2;
+        vzcaps_copy(self_base, sizeof self_base, v == 1 ? vzcaps_basename(info.dli_fname) : "");
         atomic_store_explicit(&self_known, v, memory_order_release);
     }
-    if (v != 1 || st.st_size != self_file.st_size)
+    if (!vzcaps_find_char(path, '/') && vzcaps_streq(vzcaps_platform_preload_var, "LD_PRELOAD"))
+        return v == 1 && vzcaps_streq(path, self_base);
+    if (v != 1 || stat(path, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size != self_file.st_size)
         return false;
     if (st.st_dev == self_file.st_dev && st.st_ino == self_file.st_ino)
         return true;
@@ -79,12 +82,11 @@ size_t vzcaps_library_facts(const char *value, bool *ours, size_t n)
         return 0; /* every element named as the library (or none): the name rule says it all */
     int saved = errno;
     size_t k = 0;
-    bool by_path = !vzcaps_streq(vzcaps_platform_preload_var, "LD_PRELOAD"); /* ld.so searches a bare name */
     for (const char *p = value; *p && k < n; k++) {
         char path[VZCAPS_PATH_MAX + 1];
         size_t len = strcspn(p, seps);
         ours[k] = len && len < sizeof path && (memcpy(path, p, len), path[len] = '\0', !vzcaps_streq(vzcaps_basename(path), lib)) &&
-                  (by_path || vzcaps_find_char(path, '/')) && is_self(path);
+                  is_self(path);
         p += len + (p[len] != '\0');
     }
     errno = saved;

@@ -245,8 +245,10 @@ def test_launchd_plist(tmp_path):
     assert pl["Label"] == "com.example.llama"
     assert pl["ProgramArguments"] == [str(server), "-m", "a&b <c>.gguf"]  # found on PATH now: launchd searches none
     assert pl["RunAtLoad"] is True
+    # the fake llama-server is a #! script: its name is handed to the library, as run hands it
     assert pl["EnvironmentVariables"] == {"LD_PRELOAD": os.path.realpath(BUILD / "libvzcaps.so"),
-                                          "VZCAPS_CONFIG": str(conf), "VZCAPS_PROFILE": "llama"}
+                                          "VZCAPS_CONFIG": str(conf), "VZCAPS_PROFILE": "llama",
+                                          "VZCAPS_PROGRAM": "0000000000:llama-server"}
     assert pl["StandardOutPath"] == f"{tmp_path}/Library/Logs/vzcaps/com.example.llama.out.log"
     assert pl["StandardErrorPath"] == f"{tmp_path}/Library/Logs/vzcaps/com.example.llama.err.log"
     assert "setenv" not in p.stdout

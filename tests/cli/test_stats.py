@@ -379,10 +379,12 @@ def test_a_cut_record_and_a_whole_one_over_1024_bytes_together_count_the_whole_o
     assert (out["hooked"], out["skipped"]) == (3, 1), p.stderr
     assert [x["program"] for x in out["programs"]] == ["llama-cli", "llama-server"]
     assert p.stderr.count("\n") == 1 and f"{log}:2: skipped: a record cut short" in p.stderr, p.stderr
-    # a line over 1024 bytes with no whole record at its end is still skipped as too long
+    # a line over 1024 bytes with no whole record at its end is still skipped as too long; what each
+    # record cut short in it still holds is counted: llama-cli's, cut before its closing brace, is a run
     log.write_text(rec(pid=1) + "\n" + torn + long[:-1] + "\n")
     out, p = stats_json(VZCAPS_LOG_FILE=log)
-    assert (out["hooked"], out["skipped"]) == (1, 1) and ":2: skipped: longer than 1024 bytes" in p.stderr
+    assert (out["hooked"], out["skipped"]) == (2, 1) and ":2: skipped: longer than 1024 bytes" in p.stderr
+    assert [x["program"] for x in out["programs"]] == ["llama-cli", "llama-server"]
 
 
 def test_a_byte_that_is_not_utf8_is_read_back_as_that_byte_never_as_the_character(tmp_path):

@@ -65,6 +65,8 @@ class Metal:
         rt.add_class("NSArray", "NSObject")
         rt.add_py_method(C["NSArray"], "count", lambda m, o, s, *_: len(state(o)["items"]), "Q16@0:8")
         rt.add_py_method(C["NSArray"], "objectAtIndex:", lambda m, o, s, i, *_: state(o)["items"][i], "@24@0:8Q16")
+        for c in C.values():  # the device classes' code lies in Metal's image (dladdr), as the rig's in libfakemetal.so
+            rt.m.slot_image.update((meth.imp, "Metal") for meth in c.methods.values())
 
     def create(self):
         """MTLCreateSystemDefaultDevice: a new device of the FAKEMETAL_CLASS variant, as the rig's."""

@@ -235,6 +235,7 @@ class Machine(LoaderMixin):
         self.heap_next = HEAP
         self.depth = 0
         self.images = {}            # name -> (page base, path)
+        self.slot_image = {}        # stand-in cell -> the name of the image its code belongs to (dladdr)
         self.blocks = set()
         self.bound = {}             # got/lazy address -> symbol
         self.missing = []
@@ -395,7 +396,7 @@ class Machine(LoaderMixin):
         if li:
             return li.path, li.span[0]
         for name, (a, path) in self.images.items():
-            if a <= addr < a + 0x1000:
+            if a <= addr < a + 0x1000 or self.slot_image.get(addr) == name:
                 return path, a
         return None, 0
 

@@ -153,15 +153,38 @@ def test_the_first_raised_answer_of_each_kind_is_recorded_once(img):
     rt.add_class("DevL", "AppleParavirtDevice")  # threadgroup memory below the floor
     rt.add_py_method(rt.classes["DevL"], "maxThreadgroupMemoryLength", lambda *_: 16384, "Q16@0:8")
     effects = calls_to(p, "_vzcaps_statslog_effect")
-    dev = rt.send(rt.new("DevL"), "init", image="Metal")  # -initGPUFamilySupport asks Apple7 from Metal: raised, recorded
-    assert [(k, p.m.cstr(i).decode(), s, g) for k, i, s, g in effects] == [(0, "Metal", 0, 1007)]
+    dev = rt.send(rt.new("DevL"), "init", image="Metal")  # -initGPUFamilySupport asks Apple7 from Metal: raised, its own
+    assert effects == []
     assert family(p, dev, 1003, "probe") == 1 and family(p, dev, 1008, "probe") == 1
     assert p.d.objc.send(dev, "maxThreadgroupMemoryLength", image="probe", site=1) == 32768
     assert p.d.objc.send(dev, "recommendedMaxWorkingSetSize", image="probe", site=2) == 8589934592
     for _ in range(3):
         p.ask(dev)
     got = [(k, p.m.cstr(i).decode(), s, g) for k, i, s, g in effects]
-    assert got == [(0, "Metal", 0, 1007), (1, "probe", 16384, 32768), (2, "probe", 5010800640, 8589934592)]
+    assert got == [(0, "probe", 0, 1008), (1, "probe", 16384, 32768), (2, "probe", 5010800640, 8589934592)]
+
+
+@pytest.mark.parametrize("scope", [{}, {"VZCAPS_STOCK_CALLERS": "probe libtorch_cpu*"}], ids=["default", "program stock"])
+def test_an_answer_the_devices_own_code_asks_is_no_effect(img, scope):
+    """Metal's -initGPUFamilySupport asks Apple7 as a device is created (raised: it builds its state
+    from the profile's answer) and a device's own method asks another: neither is an effect on the
+    job, so nothing is recorded, and each site pays dladdr once (the last one remembered); the first
+    caller of another image that gets a raised answer is recorded. With every other image kept
+    stock, none ever is (the proof then fails: no caller in scope)."""
+    p = proc(img, env_of(**M2, **scope))
+    rt = p.d.objc
+    effects = calls_to(p, "_vzcaps_statslog_effect")
+    lookups, real = [], p.m.standins["_dladdr"]
+    p.m.slot("_dladdr", lambda m, *a: lookups.append(a[0]) or real(m, *a))
+    dev = p.create_device()
+    assert rt.send(dev, "apple7AtInit", image="probe") == 1 and effects == []
+    first = len(lookups)
+    assert rt.send(rt.new("AppleParavirtDevice"), "init", image="Metal") and effects == []
+    assert len(lookups) == first  # the same site of Metal's: remembered, no dladdr
+    assert family(p, dev, 1008, "Metal", site=7) == 1 and effects == []
+    p.m.image(*TORCH)
+    assert family(p, dev, 1008, TORCH[0]) == 0 and family(p, dev, 1008, "probe") == (0 if scope else 1)
+    assert [(k, p.m.cstr(i).decode(), g) for k, i, _, g in effects] == ([] if scope else [(0, "probe", 1008)])
 
 
 def test_no_record_when_no_answer_differs(img):

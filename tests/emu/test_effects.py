@@ -45,18 +45,22 @@ def same(r):
 def test_the_effect_record_is_on_disk_before_the_raised_answer_returns(img, logdir):
     log = logdir / "emu.jsonl"
     p = eproc(img, env_of(**M2, VZCAPS_LOG_FILE=str(log)))
-    p.create_device()  # -initGPUFamilySupport asked supportsFamily: Apple7, raised: recorded by then
-    got = stats_records(log, effects=True)
+    dev = p.create_device()  # -initGPUFamilySupport asked Apple7 from Metal: raised, the device's own code, no effect
+    assert [r["event"] for r in stats_records(log, effects=True)] == ["hooked"] and p.ask(dev, image="Metal")["apple7"] == 1
+    assert [r["event"] for r in stats_records(log, effects=True)] == ["hooked"]  # Metal again: still none
+    assert p.d.objc.send(dev, "supportsFamily:", 1007, image="probe", site=3) & 0xFF == 1
+    got = stats_records(log, effects=True)  # on disk as the answer returned
     assert [r["event"] for r in got] == ["hooked", "unlocked"] and got[0]["no_raise"] == ""
-    assert {k: got[1][k] for k in ("selector", "stock", "given", "family")} == dict(selector="supportsFamily:", stock=0,
-                                                                                   given=1007, family=1008)
+    assert {k: got[1][k] for k in ("image", "selector", "stock", "given", "family")} == dict(
+        image="probe", selector="supportsFamily:", stock=0, given=1007, family=1008)
     assert got[1]["pid"] == p.d.pid and got[1]["class"] == got[0]["class"]
-    want = rig_log(M2, logdir / "rig.jsonl")
-    assert [same(r) for r in got] == [same(r) for r in want]
     p.probe()  # later answers write nothing more: once per process and kind
     assert len(stats_records(log, effects=True)) == 2
     kept = [fd for fd, real in p.d.fds.items() if os.readlink(f"/proc/self/fd/{real}") == str(log)]
     assert len(kept) == 1 and kept[0] in p.d.cloexec  # kept open for the effects, close-on-exec
+    log = logdir / "whole.jsonl"
+    eproc(img, env_of(**M2, VZCAPS_LOG_FILE=str(log))).probe()
+    assert [same(r) for r in stats_records(log, effects=True)] == [same(r) for r in rig_log(M2, logdir / "rig.jsonl")]
 
 
 @pytest.mark.parametrize("case", ["nothing above the device's own", "no caller in scope", "a limit raised"])

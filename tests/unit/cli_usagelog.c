@@ -38,7 +38,7 @@ static void test_usagelog_since(void **st)
 }
 
 struct line_seen {
-    char text[8][VZCAPS_LOG_LINE_MAX + 1];
+    char text[8][2 * VZCAPS_LOG_LINE_MAX + 1];
     size_t len[8];
     bool overlong[8], unterminated[8];
     unsigned long long no[8];
@@ -73,22 +73,23 @@ static void test_usagelog_lines(void **st)
     assert_int_equal(seen.n, 5);
     assert_string_equal(seen.text[0], "abc");
     assert_true(seen.len[1] == 0 && !seen.overlong[1]);
-    assert_true(seen.overlong[2] && seen.len[2] == VZCAPS_LOG_LINE_MAX && seen.no[2] == 3);
+    assert_true(seen.overlong[2] && seen.len[2] == VZCAPS_LOG_LINE_MAX + 1 && seen.no[2] == 3); /* kept whole */
     assert_true(!seen.overlong[3] && seen.len[3] == VZCAPS_LOG_LINE_MAX);
     assert_true(seen.unterminated[4] && !seen.unterminated[3] && seen.no[4] == 5);
     assert_string_equal(seen.text[4], "tail");
-    /* of a longer line, its last bytes are kept (a whole record after a cut one is there) */
+    /* a longer line is kept whole up to twice the limit; of a longer one, its last bytes (a whole
+     * record after cut ones is there) */
     memset(&seen, 0, sizeof seen);
     ulog_lines_feed(&l, "head", 4);
-    ulog_lines_feed(&l, big, 1020);
-    ulog_lines_feed(&l, "TAIL\n", 5); /* 1028 bytes */
-    ulog_lines_feed(&l, big, 2000);
+    ulog_lines_feed(&l, big, 2040);
+    ulog_lines_feed(&l, "TAIL\n", 5); /* 2048 bytes */
+    ulog_lines_feed(&l, big, 2045);
     ulog_lines_feed(&l, "END\n", 4);
     assert_int_equal(seen.n, 2);
-    assert_true(seen.overlong[0] && seen.len[0] == VZCAPS_LOG_LINE_MAX && seen.overlong[1] && seen.len[1] == VZCAPS_LOG_LINE_MAX);
-    assert_memory_equal(seen.text[0] + VZCAPS_LOG_LINE_MAX - 4, "TAIL", 4);
-    assert_true(seen.text[0][0] == 'x' && seen.text[1][0] == 'x');
-    assert_memory_equal(seen.text[1] + VZCAPS_LOG_LINE_MAX - 3, "END", 3);
+    assert_true(seen.overlong[0] && seen.len[0] == 2 * VZCAPS_LOG_LINE_MAX); /* whole */
+    assert_true(memcmp(seen.text[0], "head", 4) == 0 && memcmp(seen.text[0] + 2044, "TAIL", 4) == 0);
+    assert_true(seen.overlong[1] && seen.len[1] == 2 * VZCAPS_LOG_LINE_MAX && seen.text[1][0] == 'x'); /* 2049: its start dropped */
+    assert_memory_equal(seen.text[1] + 2 * VZCAPS_LOG_LINE_MAX - 3, "END", 3);
 }
 
 /* The zero mark of stats --zero: what it writes, it reads back; nothing else is a mark. */
@@ -120,7 +121,10 @@ static void test_usagelog_rotated_and_cut(void **st)
     assert_int_equal(ulog_parse_rotated(rot, strlen(rot), &z, &lost, &until), 1);
     assert_true(z == 1700000000 && lost == 42 && until == 1700000009);
     assert_int_equal(ulog_parse_rotated(rot, strlen(rot) - 1, &z, &lost, &until), 0);
-    const char *neg = "{\"v\":1,\"time\":5,\"pid\":6,\"event\":\"rotated\",\"zeroed\":0,\"lost\":-1,\"until\":0}";
+    const char *unknown = "{\"v\":1,\"time\":5,\"pid\":6,\"event\":\"rotated\",\"zeroed\":0,\"lost\":-1,\"until\":0}";
+    assert_int_equal(ulog_parse_rotated(unknown, strlen(unknown), &z, &lost, &until), 1); /* -1: how many, unknown */
+    assert_true(lost == -1);
+    const char *neg = "{\"v\":1,\"time\":5,\"pid\":6,\"event\":\"rotated\",\"zeroed\":0,\"lost\":-2,\"until\":0}";
     assert_int_equal(ulog_parse_rotated(neg, strlen(neg), &z, &lost, &until), 0);
     struct ulog_record r;
     const char *cut = "{\"v\":1,\"time\":7,\"pid\":8,\"program\":\"p\\\"q\",\"path\":\"/x\",\"event\":\"left_stock\",\"class\":\"App";

@@ -1,7 +1,7 @@
 /* Unit tests of the one way the command runs a child (src/common/child.c), the stream scrub
- * (scrub.c) and the archive writer (targz.c): output as it comes, caps, timeouts, process
- * groups that outlive their leader, stop signals, whole-component matching, and archives read
- * back byte by byte. */
+ * (scrub.c), the archive writer (targz.c) and the stats log's opening from several threads
+ * (statsfile.c): output as it comes, caps, timeouts, process groups that outlive their leader,
+ * stop signals, whole-component matching, and archives read back byte by byte. */
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,11 +11,13 @@
 #include "../../src/common/child.h"
 #include "../../src/common/safewrite.h"
 #include "../../src/data/scrub.h"
+#include "../../src/common/statsfile.h"
 #include "../../src/common/targz.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -476,6 +478,55 @@ static void test_crc_and_archive_layout(void **state)
     free(tar), free(data), free(m.data);
 }
 
+/* vzcaps_statsfile_open from two threads at once, each for a log of its own, as the library's
+ * effect records may be written from any thread (round seven): each open is of its own log.
+ * With the directory walk's buffers static, one thread walked the other's path from its own
+ * directory (a component missing there) and its record was lost. */
+struct opener {
+    char log[200], old[210];
+    int wrong;
+};
+
+static void *open_many(void *arg)
+{
+    struct opener *o = arg;
+    for (int i = 0; i < 3000; i++) {
+        struct stat a, b;
+        int fd = vzcaps_statsfile_open(o->log, o->old);
+        o->wrong += fd < 0 || fstat(fd, &a) != 0 || stat(o->log, &b) != 0 || a.st_ino != b.st_ino;
+        if (fd >= 0)
+            close(fd);
+    }
+    return NULL;
+}
+
+static void test_statsfile_open_from_two_threads(void **state)
+{
+    (void)state;
+    char base[] = "/tmp/vzcaps-statsfile-XXXXXX", dir[160];
+    assert_non_null(mkdtemp(base));
+    static const char *const parts[2][4] = {{"one", "a", "bb", "ccc"}, {"another-longer-one", "x", "y", "z"}};
+    struct opener o[2] = {{.wrong = 0}, {.wrong = 0}};
+    for (int t = 0; t < 2; t++) {
+        snprintf(dir, sizeof dir, "%s", base);
+        for (int k = 0; k < 4; k++) {
+            snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/%s", parts[t][k]);
+            assert_int_equal(mkdir(dir, 0700), 0);
+        }
+        snprintf(o[t].log, sizeof o[t].log, "%s/usage.log", dir);
+        snprintf(o[t].old, sizeof o[t].old, "%s/usage.log.1", dir);
+    }
+    pthread_t th[2];
+    for (int t = 0; t < 2; t++)
+        assert_int_equal(pthread_create(&th[t], NULL, open_many, &o[t]), 0);
+    for (int t = 0; t < 2; t++)
+        pthread_join(th[t], NULL);
+    assert_int_equal(o[0].wrong + o[1].wrong, 0);
+    char rm[200];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", base);
+    assert_int_equal(system(rm), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -491,6 +542,7 @@ int main(void)
         cmocka_unit_test(test_deferred_stop_stops_the_child),
         cmocka_unit_test(test_scrub_whole_components),
         cmocka_unit_test(test_crc_and_archive_layout),
+        cmocka_unit_test(test_statsfile_open_from_two_threads),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

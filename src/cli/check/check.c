@@ -20,16 +20,19 @@ static int check_one(struct cfg_opts o, bool json, bool strict)
     const char *near = strict && o.exe && !strchr(o.exe, '/') ? launch_client_typo(o.exe, NULL) : NULL;
     if (strict && !near) /* the options as given: the decision implies --family auto itself, for the name it configures */
         launch_job_gate(&o, o.exe, &gate);
-    cli_configure_view(&named, &r);
+    /* shown: what the job gets, as the gate decided it (a script's section, its interpreter's, a
+     * shim's its #! line starts), else the configuration for the name given */
+    const struct vzcaps_config_result *shown = strict && !near && gate.opts ? &gate.r : (cli_configure_view(&named, &r), &r);
+    named = strict && !near && gate.opts ? *gate.opts : named;
     o.family = named.family, o.family_implied = named.family_implied;
     if (json)
-        print_profile_json(&r, &o, strict && !near ? &gate : NULL);
+        print_profile_json(shown, &o, strict && !near ? &gate : NULL);
     else
-        print_profile_text(&r, &o);
-    if (r.profile.invalid && !json)
-        eprintf("vzcaps check: %s", r.profile.notes[0]);
+        print_profile_text(shown, &o);
+    if (shown->profile.invalid && !json)
+        eprintf("vzcaps check: %s", shown->profile.notes[0]);
     if (!strict)
-        return r.profile.invalid ? 1 : 0;
+        return shown->profile.invalid ? 1 : 0;
     if (near) { /* a typo of a known client is never passed: shims says the same */
         eprintf("vzcaps check: --strict: --exe \"%s\" is not on PATH and is no client vzcaps knows: did you mean %s?", o.exe,
                 near);

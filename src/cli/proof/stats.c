@@ -7,6 +7,7 @@
  * line without counting and naming it, or moves or writes a file the library could not have
  * written. */
 #define _XOPEN_SOURCE 700 /* realpath */
+#define _DARWIN_C_SOURCE /* flock on macOS */
 #include "../../common/input.h"
 #include "../../common/statsfile.h"
 #include "../../data/require.h"
@@ -16,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,10 +74,10 @@ static bool mark_line(struct stats_run *s, const char *p, size_t n)
 }
 
 /* Records a rotation dropped from the window (since the zero mark or --since): without either,
- * the window is what the log holds. */
+ * the window is what the log holds; -1, unknown, in any window. */
 static long long lost_in_window(const struct stats_run *s)
 {
-    return (s->have_zero || s->have_since) && (!s->have_since || s->lost_until >= s->since) ? s->lost : 0;
+    return s->lost < 0 || ((s->have_zero || s->have_since) && (!s->have_since || s->lost_until >= s->since)) ? s->lost : 0;
 }
 
 /* A whole record (or what a cut one still tells: its run), counted; r freed. */
@@ -91,7 +93,7 @@ static void take_record(struct stats_run *s, struct ulog_record *r)
     ulog_record_free(r);
 }
 
-/* The part of a line cut short (n bytes at p; NULL: its start is not kept): a run counted when
+/* A record cut short (n bytes at p; NULL: bytes of the line were not kept): a run counted when
  * its event is still there, else a record no NAME it may be of can pass with. */
 static const char *cut_part(struct stats_run *s, const char *p, size_t n)
 {
@@ -120,7 +122,7 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
     if (overlong)
         snprintf(why, sizeof why, "longer than %d bytes", VZCAPS_LOG_LINE_MAX);
     const char *tail = ulog_record_after_cut(line, len);
-    if (overlong && !tail && strncmp(line, "{\"v\":", 5) == 0) /* its last bytes: the cut part is before them */
+    if (s->lines->dropped && !tail && strncmp(line, "{\"v\":", 5) == 0) /* its last bytes: the cut part is before them */
         tail = line;
     size_t tn = tail ? len - (size_t)(tail - line) : 0;
     bool whole = tail && ulog_parse_line(tail, tn, &r, tail_why, sizeof tail_why) == 0;
@@ -128,11 +130,14 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
     int mark = !tail || whole ? 0 : ulog_parse_zero(tail, tn, &t) ? 1 : 2 * ulog_parse_rotated(tail, tn, &t, &t, &t);
     if (!whole && !mark)
         tail = NULL;
-    const char *head = overlong ? s->lines->head : line, *next = NULL; /* of an overlong line, its start */
-    size_t hn = overlong ? s->lines->head_len : tail ? (size_t)(tail - line) : len;
-    for (size_t i = 1; overlong && !next && i + 5 <= hn; i++)
-        next = memcmp(head + i, "{\"v\":", 5) == 0 ? head + i : NULL; /* the whole one after the cut one */
-    const char *cut = cut_part(s, head, next ? (size_t)(next - head) : hn);
+    /* what is cut: the line before its tail, record by record (each starts with {"v":, which no record's strings hold;
+     * of a piece longer than a record can be, its first bytes); where its start was dropped, any run may have been */
+    const char *cut = s->lines->dropped ? cut_part(s, NULL, 0) : "", *k;
+    for (size_t i = 1, from = 0, n = tail ? (size_t)(tail - line) : len; i <= n; i++)
+        if (i == n || (i + 5 <= n && memcmp(line + i, "{\"v\":", 5) == 0)) {
+            k = cut_part(s, line + from, i - from < VZCAPS_LOG_LINE_MAX ? i - from : VZCAPS_LOG_LINE_MAX);
+            cut = strlen(k) > strlen(cut) ? k : cut, from = i; /* the worst one's words: the longer, the worse */
+        }
     if (whole || mark)
         snprintf(said, sizeof said, "a record cut short (no newline), followed by %s%s",
                  whole ? "a whole one (counted)" : mark == 1 ? "a zero mark (read)" : "a rotation's line (read)", cut);
@@ -145,30 +150,23 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
         mark_line(s, tail, tn);
 }
 
-/* path opened to be read: by its name (dirfd < 0), or in the directory dirfd, the one checked, as
- * a file of this user's alone (statsfile.h). -1 with errno ENOENT when absent, else with err. */
-static int open_log_file(int dirfd, const char *path, struct stat *st, char *err, size_t errlen)
-{
-    if (dirfd < 0)
-        return vzcaps_input_open(path, VZCAPS_IN_NOFOLLOW, st, err, errlen);
-    int fd = vzcaps_statsfile_read(dirfd, strrchr(path, '/') + 1, st);
-    if (fd < 0 && errno != ENOENT)
-        snprintf(err, errlen, "%s: %s: its records prove nothing", path,
-                 errno == EPERM ? "not a file of yours alone (another owner, a second name, or writable by others)"
-                 : errno == ELOOP ? "a symbolic link" : errno == EISDIR ? "a directory" : "not a regular file, or it cannot be opened");
-    return fd;
-}
-
-/* One log streamed into s (past cap bytes refused; 0: no cap): 0 read or absent (*read tells which), -1 after the message. */
-static int read_log(struct stats_run *s, int dirfd, const char *path, bool *was_read, unsigned long long cap)
+/* One log streamed into s (past cap bytes refused; 0: no cap), from fd when it is open already
+ * (closed here), else opened by its name (dirfd < 0) or in the directory dirfd, the one checked, as
+ * a file of this user's alone (statsfile.h): 0 read or absent (*read tells which), -1 after the message. */
+static int read_log(struct stats_run *s, int dirfd, const char *path, bool *was_read, unsigned long long cap, int fd)
 {
     char err[VZCAPS_PATH_MAX + 200];
     struct stat st;
     *was_read = false;
     errno = 0;
-    int fd = open_log_file(dirfd, path, &st, err, sizeof err);
+    fd = fd >= 0 ? (fstat(fd, &st), fd) : dirfd < 0 ? vzcaps_input_open(path, VZCAPS_IN_NOFOLLOW, &st, err, sizeof err)
+                                                     : vzcaps_statsfile_read(dirfd, strrchr(path, '/') + 1, &st);
     if (fd < 0 && errno == ENOENT)
         return 0;
+    if (fd < 0 && dirfd >= 0)
+        snprintf(err, sizeof err, "%s: %s: its records prove nothing", path,
+                 errno == EPERM ? "not a file of yours alone (another owner, a second name, or writable by others)"
+                 : errno == ELOOP ? "a symbolic link" : errno == EISDIR ? "a directory" : "not a regular file, or it cannot be opened");
     if (fd < 0)
         return eprintf("vzcaps stats: %s", err), -1;
     if (cap && (unsigned long long)st.st_size > cap) {
@@ -515,7 +513,8 @@ static int require_say(const struct stats_run *s, bool json)
         if (s->skipped)
             printf(" (%llu %s skipped, named on standard error)", s->skipped, plural(s->skipped, "line", "lines"));
         if (lost_in_window(s))
-            printf(" (%lld records written%s lost to rotation)", lost_in_window(s), window);
+            printf(" (%.0lld%s records written%s lost to rotation)", lost_in_window(s) < 0 ? 0 : lost_in_window(s),
+                   lost_in_window(s) < 0 ? "an unknown number of" : "", window); /* %.0lld: 0 prints nothing */
         printf("\n");
     }
     free(window);
@@ -684,13 +683,21 @@ static int count_log(struct stats_run *s, int dirfd, const char *path, char file
                                : (unsigned long)geteuid();
     enum vzcaps_statsfile_old old = vzcaps_statsfile_old(at, dirfd >= 0 ? strrchr(files[0], '/') + 1 : files[0], writer);
     read[0] = false;
+    /* the proof's LOG opened first, under a shared lock while both are read: a writer's rotation (its
+     * lock never waits) is left to later; a rename without the lock is found after (LOG is another file) */
+    struct stat held_st, now;
+    int held = dirfd >= 0 ? vzcaps_statsfile_read(dirfd, base, &held_st) : -1;
+    (void)(held >= 0 && flock(held, LOCK_SH | LOCK_NB));
     if (old > VZCAPS_OLD_OURS) /* never rotated over: LOG holds every record since */
         eprintf("vzcaps stats: %s: not read: %s, so the library never replaces it and keeps appending to %s past 1 MiB; "
                 "move it away (mv %s %s.saved) and the next record rotates the log", files[0], vzcaps_statsfile_old_why(old),
                 path, files[0], files[0]);
     else
-        rc |= read_log(s, dirfd, files[0], &read[0], VZCAPS_LOG_READ_MAX) != 0;
-    rc |= read_log(s, dirfd, files[1], &read[1], old > VZCAPS_OLD_OURS ? 0 : VZCAPS_LOG_READ_MAX) != 0; /* past 1 MiB */
+        rc |= read_log(s, dirfd, files[0], &read[0], VZCAPS_LOG_READ_MAX, -1) != 0;
+    rc |= read_log(s, dirfd, files[1], &read[1], old > VZCAPS_OLD_OURS ? 0 : VZCAPS_LOG_READ_MAX, held) != 0; /* past 1 MiB */
+    if (held >= 0 && (fstatat(dirfd, base, &now, AT_SYMLINK_NOFOLLOW) != 0 || now.st_ino != held_st.st_ino ||
+                      now.st_dev != held_st.st_dev))
+        rc = 1, eprintf("vzcaps stats: %s was rotated while it was read: what was read proves nothing; run it again", path);
     if (rc == 0 && !read[0] && !read[1] && dirfd < 0 && check_log_dir(path, "not written yet, and the library will not write it there"))
         rc = 1;
     if (s->oom)

@@ -459,6 +459,8 @@ static int launchd_env(char **env, const struct cfg_opts *o, const struct vzcaps
         env[n++] = keep(xformat("VZCAPS_PROFILE=%s", o->profile));
     if (o->family)
         env[n++] = keep(xformat("VZCAPS_APPLE_FAMILY_MAX=%s", o->family));
+    if (o->handed) /* unclaimed: the pid launchd gives the job is not known here */
+        env[n++] = keep(xformat("VZCAPS_PROGRAM=%0*d:%s", VZCAPS_PROGRAM_CLAIM, 0, o->handed));
     env[n] = NULL;
     for (char **e = env; *e; e++)
         if ((why = xml_unfit(*e)))
@@ -605,7 +607,8 @@ static int launchd_main(int argc, char **argv)
         eprintf("vzcaps launchd: %s not found (looked at %s)", library_file, tried);
         return 1;
     }
-    o.exe = plan.exe; /* the name the library sees */
+    o.exe = plan.exe; /* the name the library sees: a script's handed to it, as run hands it */
+    o.handed = plan.script ? plan.exe : NULL;
     static struct vzcaps_config_result r;
     cli_configure_run(&o, &r);
     if (r.profile.invalid) {
