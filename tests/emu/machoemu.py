@@ -119,7 +119,8 @@ class LoaderMixin:
     __TEXT,__init_offsets 32-bit offsets, dyld: Loader::findAndRunAllInitializers)."""
 
     def add_image(self, img, path):
-        """Maps and fixes up img as path (dlopen's first half); initializers run on start_image."""
+        """Maps and fixes up img as path (dlopen's first half) and gives dyld's add-image notice;
+        initializers run on start_image."""
         self.loaded = getattr(self, "loaded", [])
         base = LOADED
         if self.loaded:  # after the last image, on a LOADED_STEP boundary
@@ -152,6 +153,8 @@ class LoaderMixin:
             hook(li)  # objc4's map_images, while __DATA_CONST is still writable
         for a, size, prot in protect:
             self.uc.mem_protect(a, size, prot)
+        for hook in getattr(self, "image_added_hooks", []):
+            hook(li.base)  # dyld's add-image notice, after the fix-ups, before the initializers (DyldAPIs.cpp:1681-1697)
         return li
 
     def loaded_at(self, addr):

@@ -52,6 +52,25 @@ def test_a_new_image_at_an_old_address_is_judged_afresh(img, first, then, want, 
     assert family(p, dev, 1008, "probe") == (0 if scope else 1)
 
 
+@pytest.mark.parametrize("name,want", [(TORCH, 0), (GGML, 1)], ids=["libtorch_cpu", "libggml-metal"])
+def test_an_image_dlopened_after_the_first_device_is_judged_by_its_name(img, name, want):
+    """A Mach-O image mapped after the library watches images (dlopen: dyld's add-image notice
+    after the fix-ups, before the initializers, DyldAPIs.cpp:1681-1697), as Python's import of
+    torch maps libtorch_cpu beside a running ggml: a call from its own code reads its own
+    image's answer in the default scope (libtorch_cpu stock, as make check-torch finds it)."""
+    p = proc(img, env_of(**M2))
+    dev = p.create_device()
+    assert family(p, dev, 1008, "probe") == 1  # the watch is armed: a device answered
+    li = p.m.add_image(img, name[1])  # a second copy of the slice, by that name
+    send = p.m.address_of_import("_objc_msgSend") + 2**64
+    at = li.base + min(li.img.function_starts())  # code of the loaded image: its first function, overwritten
+    # stp x29, x30, [sp, #-16]!; ldr x16, =objc_msgSend; blr x16; ldp x29, x30, [sp], #16; ret
+    words = [0xA9BF7BFD, 0x580000B0, 0xD63F0200, 0xA8C17BFD, 0xD65F03C0, 0xD503201F, send]
+    p.m.write(at, b"".join(struct.pack("<I", w) if w < 2**32 else struct.pack("<Q", w - 2**64) for w in words))
+    assert p.m.call(at, dev, p.d.objc.sel("supportsFamily:"), 1008, image="python3") & 0xFF == want
+    assert family(p, dev, 1008, "probe") == 1
+
+
 # ---------------------------------------------------------------- tail calls (item 7)
 
 def guest_code(p, image, offset, words):
