@@ -2,8 +2,9 @@
  * split into lines in pieces of any size, each line parsed and counted, the counts sorted; a line
  * that is no record read for what a cut one still holds, and as a rotation's line; every record
  * and cut one taken by --require's table (src/data/require.c) and judged; the first bytes also as
- * a --since value. Checks that a line never outgrows its limit, that every line is either counted
- * or skipped, and that the counts agree with their entries. */
+ * a --since value. Checks that a line never outgrows its buffer (twice a record's limit) and is
+ * overlong past the limit, that every line is either counted or skipped, and that the counts
+ * agree with their entries. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,9 @@ static void on_line(void *ctx, const char *line, size_t len, unsigned long long 
 {
     struct seen *s = ctx;
     (void)unterminated;
-    if (len > VZCAPS_LOG_LINE_MAX || line[len] != '\0' || line_no != ++s->lines)
+    /* a line is kept whole up to twice the record's limit, and one past the limit is overlong */
+    if (len > 2 * VZCAPS_LOG_LINE_MAX || (len > VZCAPS_LOG_LINE_MAX && !overlong) || line[len] != '\0' ||
+        line_no != ++s->lines)
         __builtin_trap();
     struct ulog_record r;
     char why[300];
