@@ -60,7 +60,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static const char *const known[] = {"VZCAPS_APPLE_FAMILY_MAX", "VZCAPS_MAX_THREADGROUP_MEMORY",
                                         "VZCAPS_RECOMMENDED_WORKING_SET_SIZE", "VZCAPS_EXTRA_FAMILIES", "VZCAPS_HOST_CHIP",
                                         "VZCAPS_UNSAFE_BEYOND_HARDWARE", "VZCAPS_INHERIT", "VZCAPS_LOG", "VZCAPS_CALLERS",
-                                        "VZCAPS_STOCK_CALLERS", "VZCAPS_CONFIG", "VZCAPS_PROFILE", "VZCAPS_LOG_FILE"};
+                                        "VZCAPS_STOCK_CALLERS", "VZCAPS_CONFIG", "VZCAPS_PROFILE", "VZCAPS_LOG_FILE",
+                                        "VZCAPS_PROGRAM"};
     int must_refuse = 0;
     for (size_t i = 0; i < n; i++) {
         size_t ln = name_len(env[i]);
